@@ -1,0 +1,84 @@
+package subscriptions
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/gobwas/glob"
+)
+
+// MaxPatternLength bounds an eventTypes entry.
+const MaxPatternLength = 256
+
+// PatternHelp explains the pattern language; tool descriptions and error
+// messages quote it.
+const PatternHelp = "An eventTypes entry is an exact type such as \"github.push\" or a glob pattern: " +
+	"\"*\" matches any run of characters, dots included (\"github.*\" matches \"github.push\" and " +
+	"\"github.issue.opened\" but not \"github\"); \"?\" matches one character; \"[abc]\", \"[a-z]\" and " +
+	"\"[!abc]\" match one character of (or not of) a set; \"{push,pull_request.*}\" matches any of the " +
+	"comma-separated alternatives; \"\\\\\" escapes the next character. \"*\" alone matches every event."
+
+// Pattern is a compiled eventTypes entry.
+type Pattern struct {
+	text string
+	// prefix is the literal text before the first meta character; for an
+	// exact pattern it is the whole type.
+	prefix string
+	// glob is nil for an exact pattern.
+	glob *glob.Pattern
+}
+
+// CompilePattern validates and compiles one eventTypes entry. The error is an
+// *InvalidError for field "eventTypes".
+func CompilePattern(text string) (Pattern, error) {
+	return compilePattern("eventTypes", text)
+}
+
+func compilePattern(field, text string) (Pattern, error) {
+	if text == "" {
+		return Pattern{}, invalid(field, "an entry is empty; give a type such as \"github.push\" or a pattern such as \"github.*\" (\"*\" matches everything)")
+	}
+	if len(text) > MaxPatternLength {
+		return Pattern{}, invalid(field, "an entry is %d characters long; at most %d are accepted", len(text), MaxPatternLength)
+	}
+	meta := strings.IndexAny(text, `*?[]{}\`)
+	if meta < 0 {
+		if err := ValidateType(text); err != nil {
+			return Pattern{}, invalid(field, "%q is neither a valid event type nor a pattern: %s. %s", text, err.(*InvalidError).Message, PatternHelp)
+		}
+		return Pattern{text: text, prefix: text}, nil
+	}
+	for _, r := range text {
+		if r <= ' ' || r == 0x7f || r > 0x7e {
+			return Pattern{}, invalid(field, "%q contains %q, which no event type contains; types use letters, digits, '_', '-' and '.'", text, r)
+		}
+	}
+	g, err := glob.Compile(text)
+	if err != nil {
+		reason := err.Error()
+		var se *glob.SyntaxError
+		if errors.As(err, &se) {
+			reason = fmt.Sprintf("%s at offset %d", se.Reason, se.Offset)
+		}
+		return Pattern{}, invalid(field, "%q is not a valid pattern (%s). %s", text, reason, PatternHelp)
+	}
+	return Pattern{text: text, prefix: text[:meta], glob: g}, nil
+}
+
+// String returns the pattern as written.
+func (p Pattern) String() string { return p.text }
+
+// Exact reports whether the pattern is a plain type with no wildcard.
+func (p Pattern) Exact() bool { return p.glob == nil }
+
+// Prefix returns the literal text every matching type starts with.
+func (p Pattern) Prefix() string { return p.prefix }
+
+// Match reports whether eventType matches the pattern.
+func (p Pattern) Match(eventType string) bool {
+	if p.glob == nil {
+		return p.text == eventType
+	}
+	return p.glob.Match(eventType)
+}

@@ -1,0 +1,139 @@
+package subscriptions
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// The request and result types below are the arguments and results of the
+// events_* tools, shared by the server and by Go clients.
+
+// SubscribeRequest are the arguments of events_subscribe.
+type SubscribeRequest struct {
+	Filter Filter `json:"filter"`
+	// Delivery defaults to realtime.
+	Delivery *Delivery `json:"delivery,omitempty"`
+	// ExpiresAt is an RFC 3339 time in the future; empty means never.
+	ExpiresAt string `json:"expiresAt,omitempty"`
+}
+
+// UpdateRequest are the arguments of events_update. Fields left out are kept.
+type UpdateRequest struct {
+	SubscriptionID string    `json:"subscriptionId"`
+	Filter         *Filter   `json:"filter,omitempty"`
+	Delivery       *Delivery `json:"delivery,omitempty"`
+	// ExpiresAt set to a time changes the expiry; set to null removes it.
+	ExpiresAt OptionalString `json:"expiresAt,omitzero"`
+}
+
+// SubscriptionRef names one subscription: the arguments of
+// events_unsubscribe, events_pause and events_resume.
+type SubscriptionRef struct {
+	SubscriptionID string `json:"subscriptionId"`
+}
+
+// ListRequest are the arguments of events_list.
+type ListRequest struct {
+	// Status selects one status; empty lists all.
+	Status Status `json:"status,omitempty"`
+}
+
+// ListResult is the result of events_list.
+type ListResult struct {
+	Subscriptions []*Subscription `json:"subscriptions"`
+}
+
+// UnsubscribeResult is the result of events_unsubscribe.
+type UnsubscribeResult struct {
+	SubscriptionID string `json:"subscriptionId"`
+	Unsubscribed   bool   `json:"unsubscribed"`
+}
+
+// PollRequest are the arguments of events_poll.
+type PollRequest struct {
+	// Cursor is a nextCursor from an earlier poll, or a notification's
+	// cursor; empty continues after the last cursor handed out.
+	Cursor string `json:"cursor,omitempty"`
+	// Limit is how many items to return; zero means the default.
+	Limit int `json:"limit,omitempty"`
+}
+
+// PollResult is the result of events_poll.
+type PollResult struct {
+	Items []PollItem `json:"items"`
+	// NextCursor continues after the last item; it equals the request's
+	// position when there are no items.
+	NextCursor string `json:"nextCursor"`
+	// HasMore is true when more items are waiting after NextCursor.
+	HasMore bool `json:"hasMore"`
+}
+
+// PollItem is one inbox entry as events_poll returns it.
+type PollItem struct {
+	Cursor         string    `json:"cursor"`
+	Kind           InboxKind `json:"kind"`
+	SubscriptionID string    `json:"subscriptionId"`
+	// Event is set for kind "event".
+	Event json.RawMessage `json:"event,omitempty"`
+	// DeliveredAt is when the entry was written.
+	DeliveredAt time.Time `json:"deliveredAt"`
+}
+
+// OptionalString is a JSON string that may be absent, null or a value.
+type OptionalString struct {
+	// Set is true when the field was present, even as null.
+	Set bool
+	// Value is the string; empty when the field was null.
+	Value string
+}
+
+// UnmarshalJSON records presence and reads a string or null.
+func (o *OptionalString) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		o.Value = ""
+		return nil
+	}
+	return json.Unmarshal(b, &o.Value)
+}
+
+// MarshalJSON writes the value, or null when it is empty.
+func (o OptionalString) MarshalJSON() ([]byte, error) {
+	if o.Value == "" {
+		return []byte("null"), nil
+	}
+	return json.Marshal(o.Value)
+}
+
+// IsZero reports whether the field is absent, for omitzero.
+func (o OptionalString) IsZero() bool { return !o.Set }
+
+// parseFutureTime parses an RFC 3339 time that must be after now.
+func parseFutureTime(field, s string, now time.Time) (time.Time, error) {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		if _, err2 := time.Parse("2006-01-02T15:04:05", strings.TrimSuffix(s, "Z")); err2 == nil {
+			return time.Time{}, invalid(field, "%q has no UTC offset; add one, e.g. %q", s, now.UTC().Add(time.Hour).Format(time.RFC3339))
+		}
+		return time.Time{}, invalid(field, "%q is not an RFC 3339 time; use e.g. %q", s, now.UTC().Add(time.Hour).Format(time.RFC3339))
+	}
+	if !t.After(now) {
+		return time.Time{}, invalid(field, "%s is in the past (the server's time is %s); give a later time, or leave it out for no expiry",
+			t.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
+	}
+	return t.UTC(), nil
+}
+
+// checkID validates a subscription ID argument.
+func checkID(id string) error {
+	if id == "" {
+		return invalid("subscriptionId", "is required; events_list shows your subscriptions and their IDs")
+	}
+	if len(id) > 64 {
+		return &NotFoundError{ID: fmt.Sprintf("%.64s…", id)}
+	}
+	return nil
+}

@@ -1,0 +1,54 @@
+-- Subscriptions, with their status and delivery counters. Times are Unix
+-- nanoseconds, UTC.
+CREATE TABLE subscriptions (
+    id                TEXT PRIMARY KEY,
+    principal         TEXT NOT NULL,
+    status            TEXT NOT NULL CHECK (status IN ('active', 'paused', 'expired')),
+    filter            TEXT NOT NULL,
+    delivery          TEXT NOT NULL,
+    created_at        INTEGER NOT NULL,
+    updated_at        INTEGER NOT NULL,
+    expires_at        INTEGER,
+    expired_at        INTEGER,
+    delivered_count   INTEGER NOT NULL DEFAULT 0,
+    last_delivered_at INTEGER
+) STRICT;
+
+CREATE INDEX subscriptions_by_principal ON subscriptions (principal, created_at);
+CREATE INDEX subscriptions_by_expiry ON subscriptions (expires_at)
+    WHERE status IN ('active', 'paused') AND expires_at IS NOT NULL;
+
+-- Accepted events. The unique index on (type, source_event_id) refuses
+-- redeliveries while the row is kept (the dedup window).
+CREATE TABLE events (
+    id              TEXT PRIMARY KEY,
+    type            TEXT NOT NULL,
+    source_event_id TEXT,
+    body            TEXT NOT NULL,
+    received_at     INTEGER NOT NULL
+) STRICT;
+
+CREATE UNIQUE INDEX events_by_source ON events (type, source_event_id)
+    WHERE source_event_id IS NOT NULL;
+CREATE INDEX events_by_received ON events (received_at);
+
+-- What was delivered to each principal, in order. AUTOINCREMENT keeps
+-- sequence numbers (the cursors of events_poll) from ever being reused.
+CREATE TABLE inbox (
+    seq             INTEGER PRIMARY KEY AUTOINCREMENT,
+    principal       TEXT NOT NULL,
+    subscription_id TEXT NOT NULL,
+    kind            TEXT NOT NULL,
+    event_id        TEXT,
+    created_at      INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX inbox_by_principal ON inbox (principal, seq);
+CREATE INDEX inbox_by_event ON inbox (event_id) WHERE event_id IS NOT NULL;
+CREATE INDEX inbox_by_created ON inbox (created_at);
+
+-- Per-principal state: the cursor events_poll last handed out.
+CREATE TABLE principals (
+    principal   TEXT PRIMARY KEY,
+    poll_cursor INTEGER NOT NULL DEFAULT 0
+) STRICT;

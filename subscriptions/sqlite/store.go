@@ -1,0 +1,570 @@
+// Package sqlite is the subscriptions.Store on SQLite, through the pure-Go
+// modernc.org/sqlite driver: one file (or :memory:), WAL journal, busy
+// timeout, and migrations embedded in the binary.
+package sqlite
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Memory is the path that opens a private in-memory database.
+const Memory = ":memory:"
+
+// Store is a subscriptions.Store backed by SQLite.
+type Store struct {
+	// w is the only connection that writes, so writers queue in Go instead
+	// of spinning on SQLITE_BUSY; r serves reads concurrently (WAL).
+	w, r *sql.DB
+}
+
+var _ subscriptions.Store = (*Store)(nil)
+
+// Open opens (creating if needed) the database at path and applies the
+// migrations. Path may be Memory.
+func Open(ctx context.Context, path string) (*Store, error) {
+	if path == "" {
+		return nil, errors.New("sqlite: empty database path")
+	}
+	params := url.Values{}
+	params.Add("_pragma", "busy_timeout(10000)")
+	params.Add("_pragma", "foreign_keys(ON)")
+	params.Add("_txlock", "immediate")
+	if path == Memory {
+		db, err := sql.Open("sqlite", "file::memory:?"+params.Encode())
+		if err != nil {
+			return nil, fmt.Errorf("open in-memory database: %w", err)
+		}
+		// Each connection to :memory: is its own database: keep one.
+		db.SetMaxOpenConns(1)
+		s := &Store{w: db, r: db}
+		return s, s.migrate(ctx)
+	}
+	if dir := filepath.Dir(path); dir != "" {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("create database directory %q: %w", dir, err)
+		}
+	}
+	params.Add("_pragma", "journal_mode(WAL)")
+	params.Add("_pragma", "synchronous(NORMAL)")
+	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params.Encode()
+	w, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		return nil, fmt.Errorf("open database %q: %w", path, err)
+	}
+	w.SetMaxOpenConns(1)
+	w.SetConnMaxIdleTime(0)
+	r, err := sql.Open("sqlite", dsn)
+	if err != nil {
+		w.Close()
+		return nil, fmt.Errorf("open database %q: %w", path, err)
+	}
+	r.SetMaxOpenConns(4)
+	s := &Store{w: w, r: r}
+	if err := s.migrate(ctx); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("database %q: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error {
+	err := s.w.Close()
+	if s.r != s.w {
+		err = errors.Join(err, s.r.Close())
+	}
+	return err
+}
+
+// migrate applies the embedded migrations that the database has not seen,
+// tracking progress in PRAGMA user_version.
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	var version int
+	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
+		return fmt.Errorf("read schema version: %w", err)
+	}
+	if version > len(names) {
+		return fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer mcpe-server", version, len(names))
+	}
+	for i := version; i < len(names); i++ {
+		body, err := migrations.ReadFile(names[i])
+		if err != nil {
+			return err
+		}
+		err = s.tx(ctx, func(tx *sql.Tx) error {
+			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+				return err
+			}
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1))
+			return err
+		})
+		if err != nil {
+			return fmt.Errorf("apply migration %s: %w", names[i], err)
+		}
+	}
+	return nil
+}
+
+func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	tx, err := s.w.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := f(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+func nanos(t time.Time) int64 { return t.UnixNano() }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
+
+func nullNanos(t *time.Time) sql.NullInt64 {
+	if t == nil {
+		return sql.NullInt64{}
+	}
+	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
+}
+
+func timePtr(n sql.NullInt64) *time.Time {
+	if !n.Valid {
+		return nil
+	}
+	t := fromNanos(n.Int64)
+	return &t
+}
+
+// CreateSubscription implements subscriptions.Store.
+func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subscription, max int) error {
+	filter, delivery, err := encodeSettings(sub)
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		var n int
+		err := tx.QueryRowContext(ctx,
+			`SELECT count(*) FROM subscriptions WHERE principal = ? AND status IN ('active', 'paused')`,
+			sub.Principal).Scan(&n)
+		if err != nil {
+			return err
+		}
+		if n >= max {
+			return &subscriptions.LimitError{Max: max}
+		}
+		_, err = tx.ExecContext(ctx, `INSERT INTO subscriptions
+			(id, principal, status, filter, delivery, created_at, updated_at, expires_at, delivered_count, last_delivered_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			sub.ID, sub.Principal, string(sub.Status), filter, delivery,
+			nanos(sub.CreatedAt), nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt),
+			sub.DeliveredCount, nullNanos(sub.LastDeliveredAt))
+		return err
+	})
+}
+
+func encodeSettings(sub *subscriptions.Subscription) (filter, delivery string, err error) {
+	f, err := json.Marshal(sub.Filter)
+	if err != nil {
+		return "", "", err
+	}
+	d, err := json.Marshal(sub.Delivery)
+	if err != nil {
+		return "", "", err
+	}
+	return string(f), string(d), nil
+}
+
+const subscriptionColumns = `id, principal, status, filter, delivery, created_at, updated_at,
+	expires_at, delivered_count, last_delivered_at`
+
+type scanner interface{ Scan(...any) error }
+
+func scanSubscription(row scanner) (*subscriptions.Subscription, error) {
+	var (
+		sub                subscriptions.Subscription
+		status             string
+		filter, delivery   string
+		created, updated   int64
+		expires, lastDeliv sql.NullInt64
+	)
+	err := row.Scan(&sub.ID, &sub.Principal, &status, &filter, &delivery, &created, &updated,
+		&expires, &sub.DeliveredCount, &lastDeliv)
+	if err != nil {
+		return nil, err
+	}
+	sub.Status = subscriptions.Status(status)
+	if err := json.Unmarshal([]byte(filter), &sub.Filter); err != nil {
+		return nil, fmt.Errorf("subscription %s: decode filter: %w", sub.ID, err)
+	}
+	if err := json.Unmarshal([]byte(delivery), &sub.Delivery); err != nil {
+		return nil, fmt.Errorf("subscription %s: decode delivery: %w", sub.ID, err)
+	}
+	sub.CreatedAt = fromNanos(created)
+	sub.UpdatedAt = fromNanos(updated)
+	sub.ExpiresAt = timePtr(expires)
+	sub.LastDeliveredAt = timePtr(lastDeliv)
+	return &sub, nil
+}
+
+// GetSubscription implements subscriptions.Store.
+func (s *Store) GetSubscription(ctx context.Context, principal, id string) (*subscriptions.Subscription, error) {
+	row := s.r.QueryRowContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ? AND principal = ?`, id, principal)
+	sub, err := scanSubscription(row)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, subscriptions.ErrNotFound
+	}
+	return sub, err
+}
+
+// UpdateSubscription implements subscriptions.Store.
+func (s *Store) UpdateSubscription(ctx context.Context, sub *subscriptions.Subscription) error {
+	filter, delivery, err := encodeSettings(sub)
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `UPDATE subscriptions
+			SET status = ?, filter = ?, delivery = ?, updated_at = ?, expires_at = ?
+			WHERE id = ? AND principal = ?`,
+			string(sub.Status), filter, delivery, nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt),
+			sub.ID, sub.Principal)
+		return expectRow(res, err)
+	})
+}
+
+func expectRow(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return err
+	}
+	if n == 0 {
+		return subscriptions.ErrNotFound
+	}
+	return nil
+}
+
+// DeleteSubscription implements subscriptions.Store. Inbox entries already
+// delivered stay until retention removes them.
+func (s *Store) DeleteSubscription(ctx context.Context, principal, id string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		res, err := tx.ExecContext(ctx, `DELETE FROM subscriptions WHERE id = ? AND principal = ?`, id, principal)
+		return expectRow(res, err)
+	})
+}
+
+// ListSubscriptions implements subscriptions.Store.
+func (s *Store) ListSubscriptions(ctx context.Context, q subscriptions.ListQuery) ([]*subscriptions.Subscription, error) {
+	var where []string
+	var args []any
+	if q.Principal != "" {
+		where = append(where, "principal = ?")
+		args = append(args, q.Principal)
+	}
+	if q.Status != "" {
+		where = append(where, "status = ?")
+		args = append(args, string(q.Status))
+	}
+	query := `SELECT ` + subscriptionColumns + ` FROM subscriptions`
+	if len(where) > 0 {
+		query += " WHERE " + strings.Join(where, " AND ")
+	}
+	query += " ORDER BY created_at, id"
+	rows, err := s.r.QueryContext(ctx, query, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []*subscriptions.Subscription
+	for rows.Next() {
+		sub, err := scanSubscription(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sub)
+	}
+	return out, rows.Err()
+}
+
+// ExpireSubscriptions implements subscriptions.Store.
+func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) ([]subscriptions.InboxEntry, error) {
+	var out []subscriptions.InboxEntry
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		out = out[:0]
+		rows, err := tx.QueryContext(ctx, `UPDATE subscriptions
+			SET status = 'expired', expired_at = ?1, updated_at = ?1
+			WHERE status IN ('active', 'paused') AND expires_at IS NOT NULL AND expires_at <= ?1
+			RETURNING id, principal`, nanos(now))
+		if err != nil {
+			return err
+		}
+		var expired [][2]string
+		for rows.Next() {
+			var id, principal string
+			if err := rows.Scan(&id, &principal); err != nil {
+				rows.Close()
+				return err
+			}
+			expired = append(expired, [2]string{id, principal})
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		for _, x := range expired {
+			var seq int64
+			err := tx.QueryRowContext(ctx, `INSERT INTO inbox (principal, subscription_id, kind, created_at)
+				VALUES (?, ?, ?, ?) RETURNING seq`, x[1], x[0], string(subscriptions.InboxExpired), nanos(now)).Scan(&seq)
+			if err != nil {
+				return err
+			}
+			out = append(out, subscriptions.InboxEntry{
+				Seq: seq, Principal: x[1], SubscriptionID: x[0], Kind: subscriptions.InboxExpired, CreatedAt: now.UTC(),
+			})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// NextExpiry implements subscriptions.Store.
+func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
+	var n sql.NullInt64
+	err := s.r.QueryRowContext(ctx, `SELECT min(expires_at) FROM subscriptions
+		WHERE status IN ('active', 'paused') AND expires_at IS NOT NULL`).Scan(&n)
+	if err != nil || !n.Valid {
+		return time.Time{}, false, err
+	}
+	return fromNanos(n.Int64), true, nil
+}
+
+// Publish implements subscriptions.Store. The inbox entries are written by
+// one INSERT ... SELECT over the still-active target subscriptions, so a
+// subscription paused or removed since the event was matched gets nothing.
+func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.RawMessage, targets []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
+	res := subscriptions.PublishResult{EventID: ev.ID}
+	now = now.UTC()
+	var ids []string
+	for _, t := range targets {
+		if !slices.Contains(ids, t.SubscriptionID) {
+			ids = append(ids, t.SubscriptionID)
+		}
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		res.Delivered = res.Delivered[:0]
+		var source sql.NullString
+		if ev.Metadata.SourceEventID != "" {
+			source = sql.NullString{String: ev.Metadata.SourceEventID, Valid: true}
+		}
+		r, err := tx.ExecContext(ctx, `INSERT INTO events (id, type, source_event_id, body, received_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+			ev.ID, ev.Type, source, string(raw), nanos(now))
+		if err != nil {
+			return err
+		}
+		if n, err := r.RowsAffected(); err != nil {
+			return err
+		} else if n == 0 {
+			res.Duplicate = true
+			return tx.QueryRowContext(ctx, `SELECT id FROM events
+				WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`,
+				ev.ID, ev.Type, source).Scan(&res.EventID)
+		}
+		if len(ids) == 0 {
+			return nil
+		}
+		list, err := json.Marshal(ids)
+		if err != nil {
+			return err
+		}
+		rows, err := tx.QueryContext(ctx, `INSERT INTO inbox (principal, subscription_id, kind, event_id, created_at)
+			SELECT principal, id, 'event', ?1, ?2 FROM subscriptions
+			WHERE id IN (SELECT value FROM json_each(?3)) AND status = 'active'
+			ORDER BY created_at, id
+			RETURNING seq, principal, subscription_id`, ev.ID, nanos(now), string(list))
+		if err != nil {
+			return err
+		}
+		for rows.Next() {
+			e := subscriptions.InboxEntry{Kind: subscriptions.InboxEvent, Event: raw, CreatedAt: now}
+			if err := rows.Scan(&e.Seq, &e.Principal, &e.SubscriptionID); err != nil {
+				rows.Close()
+				return err
+			}
+			res.Delivered = append(res.Delivered, e)
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `UPDATE subscriptions
+			SET delivered_count = delivered_count + 1, last_delivered_at = ?1
+			WHERE id IN (SELECT value FROM json_each(?2)) AND status = 'active'`, nanos(now), string(list))
+		return err
+	})
+	if err != nil {
+		return subscriptions.PublishResult{}, err
+	}
+	// RETURNING gives rows in no promised order; the inbox order is seq.
+	slices.SortFunc(res.Delivered, func(a, b subscriptions.InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	return res, nil
+}
+
+// ReadInbox implements subscriptions.Store.
+func (s *Store) ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]subscriptions.InboxEntry, bool, error) {
+	rows, err := s.r.QueryContext(ctx, `SELECT i.seq, i.subscription_id, i.kind, e.body, i.created_at
+		FROM inbox i LEFT JOIN events e ON e.id = i.event_id
+		WHERE i.principal = ? AND i.seq > ?
+		ORDER BY i.seq LIMIT ?`, principal, after, limit+1)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	out := make([]subscriptions.InboxEntry, 0, limit)
+	for rows.Next() {
+		var (
+			e       = subscriptions.InboxEntry{Principal: principal}
+			kind    string
+			body    sql.NullString
+			created int64
+		)
+		if err := rows.Scan(&e.Seq, &e.SubscriptionID, &kind, &body, &created); err != nil {
+			return nil, false, err
+		}
+		e.Kind = subscriptions.InboxKind(kind)
+		if body.Valid {
+			e.Event = json.RawMessage(body.String)
+		}
+		e.CreatedAt = fromNanos(created)
+		out = append(out, e)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+// PollCursor implements subscriptions.Store.
+func (s *Store) PollCursor(ctx context.Context, principal string) (int64, error) {
+	var seq int64
+	err := s.r.QueryRowContext(ctx, `SELECT poll_cursor FROM principals WHERE principal = ?`, principal).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return seq, err
+}
+
+// SetPollCursor implements subscriptions.Store.
+func (s *Store) SetPollCursor(ctx context.Context, principal string, seq int64) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `INSERT INTO principals (principal, poll_cursor) VALUES (?1, ?2)
+			ON CONFLICT (principal) DO UPDATE SET poll_cursor = ?2`, principal, seq)
+		return err
+	})
+}
+
+// DeletePrincipal implements subscriptions.Store.
+func (s *Store) DeletePrincipal(ctx context.Context, principal string) error {
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		for _, q := range []string{
+			`DELETE FROM subscriptions WHERE principal = ?`,
+			`DELETE FROM inbox WHERE principal = ?`,
+			`DELETE FROM principals WHERE principal = ?`,
+		} {
+			if _, err := tx.ExecContext(ctx, q, principal); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// DeletePrincipalsWithPrefix implements subscriptions.Store.
+func (s *Store) DeletePrincipalsWithPrefix(ctx context.Context, prefix string) (int, error) {
+	if prefix == "" {
+		return 0, errors.New("sqlite: empty principal prefix")
+	}
+	var n int64
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		// substr instead of LIKE: the prefix may hold % or _.
+		const match = ` WHERE substr(principal, 1, length(?1)) = ?1`
+		res, err := tx.ExecContext(ctx, `DELETE FROM subscriptions`+match, prefix)
+		if err != nil {
+			return err
+		}
+		if n, err = res.RowsAffected(); err != nil {
+			return err
+		}
+		if _, err := tx.ExecContext(ctx, `DELETE FROM inbox`+match, prefix); err != nil {
+			return err
+		}
+		_, err = tx.ExecContext(ctx, `DELETE FROM principals`+match, prefix)
+		return err
+	})
+	return int(n), err
+}
+
+// Prune implements subscriptions.Store.
+func (s *Store) Prune(ctx context.Context, r subscriptions.Retention, now time.Time) (subscriptions.PruneStats, error) {
+	var st subscriptions.PruneStats
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		st = subscriptions.PruneStats{}
+		count := func(n *int, q string, args ...any) error {
+			res, err := tx.ExecContext(ctx, q, args...)
+			if err != nil {
+				return err
+			}
+			m, err := res.RowsAffected()
+			*n += int(m)
+			return err
+		}
+		if err := count(&st.InboxEntries, `DELETE FROM inbox WHERE created_at < ?`,
+			nanos(now.Add(-r.InboxMaxAge))); err != nil {
+			return err
+		}
+		if err := count(&st.InboxEntries, `DELETE FROM inbox WHERE seq IN (
+			SELECT seq FROM (
+				SELECT seq, row_number() OVER (PARTITION BY principal ORDER BY seq DESC) AS n FROM inbox
+			) WHERE n > ?)`, r.InboxMaxEntries); err != nil {
+			return err
+		}
+		if err := count(&st.Events, `DELETE FROM events WHERE received_at < ?
+			AND NOT EXISTS (SELECT 1 FROM inbox WHERE inbox.event_id = events.id)`,
+			nanos(now.Add(-r.DedupWindow))); err != nil {
+			return err
+		}
+		return count(&st.Subscriptions, `DELETE FROM subscriptions WHERE status = 'expired' AND expired_at < ?`,
+			nanos(now.Add(-r.ExpiredMaxAge)))
+	})
+	return st, err
+}

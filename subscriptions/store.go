@@ -1,0 +1,137 @@
+package subscriptions
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+)
+
+// Store keeps subscriptions, accepted events and each principal's inbox.
+// Every method that takes a principal acts only on that principal's data, and
+// reports another principal's subscription as ErrNotFound. Implementations
+// must pass the contract suite in subscriptions/storetest.
+type Store interface {
+	// CreateSubscription inserts sub unless its principal already has max
+	// active or paused subscriptions, in which case it returns a *LimitError.
+	CreateSubscription(ctx context.Context, sub *Subscription, max int) error
+	// GetSubscription returns one subscription of principal.
+	GetSubscription(ctx context.Context, principal, id string) (*Subscription, error)
+	// UpdateSubscription stores the status, filter, delivery, updatedAt and
+	// expiresAt of sub, which must belong to sub.Principal.
+	UpdateSubscription(ctx context.Context, sub *Subscription) error
+	// DeleteSubscription removes a subscription of principal and its inbox
+	// entries.
+	DeleteSubscription(ctx context.Context, principal, id string) error
+	// ListSubscriptions returns the subscriptions that match q, oldest first.
+	ListSubscriptions(ctx context.Context, q ListQuery) ([]*Subscription, error)
+
+	// ExpireSubscriptions marks every active or paused subscription whose
+	// expiresAt is at or before now as expired and appends an
+	// InboxExpired entry for each to its owner's inbox, in one transaction.
+	ExpireSubscriptions(ctx context.Context, now time.Time) ([]InboxEntry, error)
+	// NextExpiry returns the earliest expiresAt among active and paused
+	// subscriptions; ok is false when none has one.
+	NextExpiry(ctx context.Context) (t time.Time, ok bool, err error)
+
+	// Publish stores ev (whose JSON form is raw), received at now, and, for
+	// each target whose subscription is still active, appends an inbox entry
+	// and counts a delivery, all in one transaction. An event whose ID, or whose type and
+	// sourceEventId, was accepted before is not stored again: the result
+	// then has Duplicate set and the first event's ID.
+	Publish(ctx context.Context, ev *Event, raw json.RawMessage, targets []Target, now time.Time) (PublishResult, error)
+
+	// ReadInbox returns up to limit entries of principal's inbox with a
+	// sequence number above after, oldest first, and whether more follow.
+	ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]InboxEntry, bool, error)
+	// PollCursor returns the cursor last handed to principal by events_poll,
+	// or 0.
+	PollCursor(ctx context.Context, principal string) (int64, error)
+	// SetPollCursor records the cursor last handed to principal.
+	SetPollCursor(ctx context.Context, principal string, seq int64) error
+
+	// DeletePrincipal removes everything principal owns.
+	DeletePrincipal(ctx context.Context, principal string) error
+	// DeletePrincipalsWithPrefix removes everything owned by principals whose
+	// name starts with prefix, and returns how many subscriptions went.
+	DeletePrincipalsWithPrefix(ctx context.Context, prefix string) (int, error)
+
+	// Prune applies r: it trims inboxes to their size and age limits, drops
+	// events that no inbox entry needs and that are older than the dedup
+	// window, and deletes subscriptions that expired long enough ago.
+	Prune(ctx context.Context, r Retention, now time.Time) (PruneStats, error)
+
+	// Close releases the store.
+	Close() error
+}
+
+// ListQuery selects subscriptions.
+type ListQuery struct {
+	// Principal selects one owner; empty selects every owner.
+	Principal string
+	// Status selects one status; empty selects all.
+	Status Status
+}
+
+// Target is one delivery of a published event.
+type Target struct {
+	SubscriptionID string
+	Principal      string
+	Channel        Channel
+}
+
+// PublishResult is what Publish did with an event.
+type PublishResult struct {
+	// EventID is the ID of the stored event; for a duplicate, the ID of the
+	// event accepted first.
+	EventID string `json:"id"`
+	// Duplicate is true when the event had been accepted before and was
+	// neither stored nor routed again.
+	Duplicate bool `json:"duplicate,omitempty"`
+	// Delivered are the inbox entries written, one per matching active
+	// subscription.
+	Delivered []InboxEntry `json:"-"`
+}
+
+// InboxKind says what an inbox entry records.
+type InboxKind string
+
+// The kinds of inbox entries.
+const (
+	// InboxEvent records an event delivered to a subscription.
+	InboxEvent InboxKind = "event"
+	// InboxExpired records that a subscription expired.
+	InboxExpired InboxKind = "subscription_expired"
+)
+
+// InboxEntry is one record of what was delivered to a principal: what
+// events_poll returns and what notifications carry.
+type InboxEntry struct {
+	// Seq orders the inbox; it grows across all principals.
+	Seq            int64
+	Principal      string
+	SubscriptionID string
+	Kind           InboxKind
+	// Event is the event's JSON for InboxEvent entries.
+	Event     json.RawMessage
+	CreatedAt time.Time
+}
+
+// Retention bounds what the store keeps.
+type Retention struct {
+	// InboxMaxEntries is the most inbox entries kept per principal.
+	InboxMaxEntries int
+	// InboxMaxAge is how long an inbox entry is kept.
+	InboxMaxAge time.Duration
+	// DedupWindow is how long an accepted event's ID and sourceEventId are
+	// remembered to refuse duplicates.
+	DedupWindow time.Duration
+	// ExpiredMaxAge is how long an expired subscription stays listed.
+	ExpiredMaxAge time.Duration
+}
+
+// PruneStats counts what Prune deleted.
+type PruneStats struct {
+	InboxEntries  int
+	Events        int
+	Subscriptions int
+}
