@@ -135,3 +135,10 @@ type PruneStats struct {
 	Events        int
 	Subscriptions int
 }
+
+// Publisher accepts events: Service implements it, and the HTTP ingest and
+// the adapters publish through it, so validation, dedup and routing are the
+// same for every source.
+type Publisher interface {
+	Publish(ctx context.Context, ev Event) (PublishResult, error)
+}

@@ -1,0 +1,82 @@
+// Command mcpe-server is an MCP server that lets an agent subscribe to events
+// from the outside world (MCP Events, MCPE). With no arguments it serves MCP
+// on stdio; `mcpe-server --http 127.0.0.1:8765` serves Streamable HTTP and the
+// ingest endpoint; `mcpe-server publish` posts an event to a running server.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes the command line and returns the exit code: 0 success, 1
+// failure, 2 bad usage.
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	var err error
+	switch {
+	case len(args) > 0 && args[0] == "publish":
+		err = publish(ctx, args[1:], stdin, stdout, stderr)
+	case len(args) > 0 && args[0] == "version":
+		fmt.Fprintln(stdout, "mcpe-server", version())
+		return 0
+	case len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help"):
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		err = serve(ctx, args, stderr)
+	}
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "mcpe-server: %v\nRun 'mcpe-server help' for usage.\n", err)
+		return 2
+	default:
+		fmt.Fprintf(stderr, "mcpe-server: %v\n", err)
+		return 1
+	}
+}
+
+// usageError marks a mistake on the command line.
+type usageError struct{ error }
+
+const usage = `mcpe-server: MCP Events server.
+
+Usage:
+  mcpe-server [--stdio] [--http ADDR] [--db PATH] [--config FILE] [--log-level LEVEL]
+      Serve. With neither --stdio nor --http: stdio, plus HTTP if the config
+      file sets http.addr. --http ADDR alone serves HTTP only: /mcp
+      (Streamable HTTP), /v1/events (ingest) and /healthz. --stdio --http ADDR
+      serves both. Flags override the config file.
+
+  mcpe-server publish --url URL --type TYPE [--data JSON|@FILE|-] [--priority P]
+                      [--tag TAG]... [--source-id ID] [--timestamp RFC3339] [--token TOKEN]
+      Post one event to a running server's /v1/events and print its id.
+      MCPE_URL and MCPE_TOKEN may stand in for --url and --token.
+
+  mcpe-server version
+`
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "dev"
+}

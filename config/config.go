@@ -1,0 +1,347 @@
+// Package config reads the operator's YAML configuration file. Unknown keys
+// are errors, every value is checked, and each error names the key it is
+// about. Zero values mean "use the default"; the defaults are documented on
+// each field and applied by the packages that own them.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Config is the whole file.
+type Config struct {
+	// DB is the SQLite database path; ":memory:" keeps nothing. Default: a
+	// file under the user's data directory.
+	DB string `yaml:"db"`
+	// HTTP configures the HTTP listener.
+	HTTP HTTP `yaml:"http"`
+	// Auth configures who may use the MCP endpoint over HTTP.
+	Auth Auth `yaml:"auth"`
+	// Ingest configures POST /v1/events.
+	Ingest Ingest `yaml:"ingest"`
+	// Subscriptions configures limits on subscriptions.
+	Subscriptions Subscriptions `yaml:"subscriptions"`
+	// Inbox configures what is kept for events_poll.
+	Inbox Inbox `yaml:"inbox"`
+	// Log configures logging to stderr.
+	Log Log `yaml:"log"`
+}
+
+// HTTP configures the HTTP listener.
+type HTTP struct {
+	// Addr is the listen address, e.g. "127.0.0.1:8765". Empty: no HTTP
+	// unless --http is given.
+	Addr string `yaml:"addr"`
+	// SessionTimeout closes MCP sessions idle for this long. Default 0:
+	// never.
+	SessionTimeout Duration `yaml:"sessionTimeout"`
+}
+
+// Auth configures bearer tokens for the MCP endpoint.
+type Auth struct {
+	// Tokens map bearer tokens to principals. With none, each HTTP session
+	// is its own principal.
+	Tokens []PrincipalToken `yaml:"tokens"`
+}
+
+// PrincipalToken is one bearer token and the principal it stands for.
+type PrincipalToken struct {
+	// Principal owns the subscriptions made with this token. "local" is
+	// the principal of stdio sessions.
+	Principal string `yaml:"principal"`
+	Secret    `yaml:",inline"`
+}
+
+// Secret is a value given in the file (token) or read from an environment
+// variable (tokenEnv).
+type Secret struct {
+	Token    string `yaml:"token"`
+	TokenEnv string `yaml:"tokenEnv"`
+}
+
+// Ingest configures POST /v1/events.
+type Ingest struct {
+	// MaxBodyBytes bounds one request body. Default 1 MiB.
+	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	// Tokens, when given, are required of publishers.
+	Tokens []Secret `yaml:"tokens"`
+}
+
+// Subscriptions configures limits.
+type Subscriptions struct {
+	// MaxPerPrincipal is the most active and paused subscriptions one
+	// principal may have. Default 100.
+	MaxPerPrincipal int `yaml:"maxPerPrincipal"`
+}
+
+// Inbox configures retention.
+type Inbox struct {
+	// MaxEntries is the most inbox entries kept per principal. Default 1000.
+	MaxEntries int `yaml:"maxEntries"`
+	// MaxAge is how long an entry is kept. Default 7d.
+	MaxAge Duration `yaml:"maxAge"`
+	// DedupWindow is how long an event's sourceEventId is remembered to
+	// refuse redeliveries. Default 24h.
+	DedupWindow Duration `yaml:"dedupWindow"`
+	// ExpiredMaxAge is how long expired subscriptions stay listed. Default
+	// 7d.
+	ExpiredMaxAge Duration `yaml:"expiredMaxAge"`
+}
+
+// Log configures logging.
+type Log struct {
+	// Level is debug, info, warn or error. Default info.
+	Level string `yaml:"level"`
+	// Format is text or json. Default text.
+	Format string `yaml:"format"`
+}
+
+// Duration is a time.Duration written like "90s", "15m", "24h" or "7d".
+type Duration time.Duration
+
+// UnmarshalYAML reads a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	var s string
+	if err := n.Decode(&s); err != nil {
+		return &valueError{node: n, err: errors.New("want a duration such as \"30s\", \"15m\", \"24h\" or \"7d\"")}
+	}
+	v, err := ParseDuration(s)
+	if err != nil {
+		return &valueError{node: n, err: err}
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// valueError is a bad value found while decoding. The decoder does not tell
+// an UnmarshalYAML method which key it is decoding, so Parse finds the key
+// from the node's position.
+type valueError struct {
+	node *yaml.Node
+	err  error
+}
+
+func (e *valueError) Error() string { return fmt.Sprintf("line %d: %v", e.node.Line, e.err) }
+
+func (e *valueError) Unwrap() error { return e.err }
+
+// keyPath returns the dotted path of the key whose value starts at line and
+// column in n, such as "inbox.maxAge", or "" if there is none.
+func keyPath(n *yaml.Node, line, column int, prefix string) string {
+	switch n.Kind {
+	case yaml.DocumentNode:
+		for _, c := range n.Content {
+			if p := keyPath(c, line, column, prefix); p != "" {
+				return p
+			}
+		}
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			path := k.Value
+			if prefix != "" {
+				path = prefix + "." + k.Value
+			}
+			if v.Line == line && v.Column == column {
+				return path
+			}
+			if p := keyPath(v, line, column, path); p != "" {
+				return p
+			}
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			if p := keyPath(c, line, column, fmt.Sprintf("%s[%d]", prefix, i)); p != "" {
+				return p
+			}
+		}
+	}
+	return ""
+}
+
+// maxDays is the longest duration in days that a time.Duration holds.
+const maxDays = int64(math.MaxInt64 / (24 * time.Hour))
+
+// ParseDuration parses a Go duration, or a whole number of days like "7d".
+func ParseDuration(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		if n, err := strconv.ParseInt(days, 10, 64); err == nil && n >= 0 {
+			if n > maxDays {
+				return 0, fmt.Errorf("%q is too long; at most %dd is accepted", s, maxDays)
+			}
+			return time.Duration(n) * 24 * time.Hour, nil
+		}
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration; use e.g. \"30s\", \"15m\", \"24h\" or \"7d\"", s)
+	}
+	if v < 0 {
+		return 0, fmt.Errorf("%q is negative", s)
+	}
+	return v, nil
+}
+
+// Load reads and checks the file at path.
+func Load(path string) (*Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	defer f.Close()
+	c, err := Parse(f)
+	if err != nil {
+		return nil, fmt.Errorf("config %s: %w", path, err)
+	}
+	return c, nil
+}
+
+// Parse reads and checks a configuration.
+func Parse(r io.Reader) (*Config, error) {
+	body, err := io.ReadAll(r)
+	if err != nil {
+		return nil, err
+	}
+	var c Config
+	if len(bytes.TrimSpace(body)) > 0 {
+		dec := yaml.NewDecoder(bytes.NewReader(body))
+		dec.KnownFields(true)
+		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
+			var ve *valueError
+			if errors.As(err, &ve) {
+				var root yaml.Node
+				if yaml.Unmarshal(body, &root) == nil {
+					if key := keyPath(&root, ve.node.Line, ve.node.Column, ""); key != "" {
+						return nil, fmt.Errorf("line %d: %s: %v", ve.node.Line, key, ve.err)
+					}
+				}
+			}
+			return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
+		}
+	}
+	if err := c.validate(); err != nil {
+		return nil, err
+	}
+	return &c, nil
+}
+
+func (c *Config) validate() error {
+	if c.Subscriptions.MaxPerPrincipal < 0 {
+		return errors.New("subscriptions.maxPerPrincipal must be positive (or left out for 100)")
+	}
+	if c.Ingest.MaxBodyBytes < 0 {
+		return errors.New("ingest.maxBodyBytes must be positive (or left out for 1048576)")
+	}
+	if c.Inbox.MaxEntries < 0 {
+		return errors.New("inbox.maxEntries must be positive (or left out for 1000)")
+	}
+	seen := map[string]string{}
+	for i, t := range c.Auth.Tokens {
+		field := fmt.Sprintf("auth.tokens[%d]", i)
+		switch p := t.Principal; {
+		case p == "":
+			return fmt.Errorf("%s.principal is required: name who owns the subscriptions made with this token", field)
+		case strings.HasPrefix(p, "session:"):
+			return fmt.Errorf("%s.principal %q: names starting with \"session:\" are reserved for HTTP sessions without a token", field, p)
+		case len(p) > 128:
+			return fmt.Errorf("%s.principal is longer than 128 characters", field)
+		}
+		v, err := t.Secret.Value(field)
+		if err != nil {
+			return err
+		}
+		if prev, dup := seen[v]; dup {
+			return fmt.Errorf("%s has the same token as %s; each token must be unique", field, prev)
+		}
+		seen[v] = field
+	}
+	for i, t := range c.Ingest.Tokens {
+		if _, err := t.Value(fmt.Sprintf("ingest.tokens[%d]", i)); err != nil {
+			return err
+		}
+	}
+	if _, err := c.Log.SlogLevel(); err != nil {
+		return fmt.Errorf("log.level %q: use debug, info, warn or error", c.Log.Level)
+	}
+	switch c.Log.Format {
+	case "", "text", "json":
+	default:
+		return fmt.Errorf("log.format %q: use \"text\" or \"json\"", c.Log.Format)
+	}
+	return nil
+}
+
+// Value returns the secret, reading the environment variable if one is named.
+// field names the secret in error messages.
+func (s Secret) Value(field string) (string, error) {
+	switch {
+	case s.Token != "" && s.TokenEnv != "":
+		return "", fmt.Errorf("%s: give token or tokenEnv, not both", field)
+	case s.TokenEnv != "":
+		v := os.Getenv(s.TokenEnv)
+		if v == "" {
+			return "", fmt.Errorf("%s.tokenEnv: environment variable %s is not set or empty", field, s.TokenEnv)
+		}
+		return v, nil
+	case s.Token != "":
+		return s.Token, nil
+	}
+	return "", fmt.Errorf("%s: give token (the value) or tokenEnv (an environment variable holding it)", field)
+}
+
+// SlogLevel returns the log level.
+func (l Log) SlogLevel() (slog.Level, error) {
+	return ParseLevel(l.Level)
+}
+
+// ParseLevel parses debug, info, warn or error; empty is info.
+func ParseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "", "info":
+		return slog.LevelInfo, nil
+	case "debug":
+		return slog.LevelDebug, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("log level %q: use debug, info, warn or error", s)
+}
+
+// PrincipalTokens returns token -> principal for auth.tokens.
+func (c *Config) PrincipalTokens() (map[string]string, error) {
+	out := make(map[string]string, len(c.Auth.Tokens))
+	for i, t := range c.Auth.Tokens {
+		v, err := t.Value(fmt.Sprintf("auth.tokens[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		out[v] = t.Principal
+	}
+	return out, nil
+}
+
+// IngestTokens returns the ingest tokens, each mapped to "ingest".
+func (c *Config) IngestTokens() (map[string]string, error) {
+	out := make(map[string]string, len(c.Ingest.Tokens))
+	for i, t := range c.Ingest.Tokens {
+		v, err := t.Value(fmt.Sprintf("ingest.tokens[%d]", i))
+		if err != nil {
+			return nil, err
+		}
+		out[v] = "ingest"
+	}
+	return out, nil
+}

@@ -1,0 +1,69 @@
+// Package httpapi puts the HTTP endpoints of mcpe-server on one mux:
+// /mcp (Streamable HTTP), /v1/events (ingest) and /healthz, behind the
+// protections every endpoint shares.
+package httpapi
+
+import (
+	"encoding/json"
+	"net"
+	"net/http"
+	"net/netip"
+	"strings"
+)
+
+// Options name the handlers to mount.
+type Options struct {
+	// MCP serves /mcp; required.
+	MCP http.Handler
+	// Ingest serves /v1/events; required.
+	Ingest http.Handler
+	// Health reports readiness for /healthz; nil always reports ok.
+	Health func() error
+}
+
+// NewMux returns the server's HTTP handler.
+func NewMux(opts Options) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", opts.MCP)
+	mux.Handle("/v1/events", opts.Ingest)
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		status, body := http.StatusOK, map[string]string{"status": "ok"}
+		if opts.Health != nil {
+			if err := opts.Health(); err != nil {
+				status, body = http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()}
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(body)
+	})
+	return guardLoopback(http.NewCrossOriginProtection().Handler(mux))
+}
+
+// guardLoopback refuses requests that reached a loopback listener with a
+// Host header naming another machine: a DNS-rebinding page in the user's
+// browser would otherwise reach a local server as if it were its own origin.
+func guardLoopback(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(local.String()) && !isLoopback(r.Host) {
+			http.Error(w, "Forbidden: this server listens on loopback and only answers requests addressed to localhost", http.StatusForbidden)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// isLoopback reports whether hostport names this machine: localhost, or a
+// loopback IP, with or without a port.
+func isLoopback(hostport string) bool {
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	addr, err := netip.ParseAddr(host)
+	return err == nil && addr.IsLoopback()
+}

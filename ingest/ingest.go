@@ -1,0 +1,212 @@
+// Package ingest is the plain HTTP way in for events: POST /v1/events with
+// {type, data, metadata?}. It validates the body, publishes through the same
+// Publisher as the adapters, and answers 202 {"id": ...}; every refusal is a
+// JSON error {"error": {"code", "message"}} and stores nothing.
+package ingest
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime"
+	"net/http"
+	"strings"
+
+	"github.com/mcpe-server/mcpe-server/bearer"
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// DefaultMaxBodyBytes is the body limit when Options.MaxBodyBytes is zero.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Error codes of the JSON error body.
+const (
+	CodeInvalidJSON      = "invalid_json"
+	CodeInvalidEvent     = "invalid_event"
+	CodeBodyTooLarge     = "body_too_large"
+	CodeUnsupportedMedia = "unsupported_media_type"
+	CodeUnauthorized     = "unauthorized"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeInternal         = "internal"
+)
+
+// Options configure the handler.
+type Options struct {
+	// Publisher is required.
+	Publisher subscriptions.Publisher
+	// MaxBodyBytes bounds the request body; zero means DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Tokens, when not empty, are the bearer tokens a publisher must send.
+	Tokens *bearer.Set
+	// Clock stamps events that come without a timestamp; nil is the wall
+	// clock.
+	Clock clock.Clock
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Handler serves POST /v1/events.
+type Handler struct {
+	opts Options
+}
+
+// NewHandler returns the ingest handler.
+func NewHandler(opts Options) (*Handler, error) {
+	if opts.Publisher == nil {
+		return nil, errors.New("ingest: Options.Publisher is required")
+	}
+	if opts.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("ingest: Options.MaxBodyBytes is %d; it must be positive, or zero for the default", opts.MaxBodyBytes)
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Handler{opts: opts}, nil
+}
+
+// Response is the body of a 202 answer.
+type Response struct {
+	// ID is the event's ID; for a duplicate, the ID given the first time.
+	ID string `json:"id"`
+	// Duplicate is true when the event had been accepted before and was not
+	// routed again.
+	Duplicate bool `json:"duplicate,omitempty"`
+}
+
+// ErrorBody is the body of every refusal.
+type ErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
+		return
+	}
+	if h.opts.Tokens.Len() > 0 {
+		token, ok := bearer.FromRequest(r)
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server"`)
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "this endpoint needs an \"Authorization: Bearer <token>\" header with an ingest token from the server's configuration")
+			return
+		}
+		if _, ok := h.opts.Tokens.Lookup(token); !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server", error="invalid_token"`)
+			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not one of the server's ingest tokens")
+			return
+		}
+	}
+	// Requiring JSON also makes a browser preflight the request, so a web
+	// page cannot post events to a local server behind the user's back.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		writeError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+			"send the event as JSON with \"Content-Type: application/json\" (with curl: -H 'Content-Type: application/json')")
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+				fmt.Sprintf("the body is larger than this server's limit of %d bytes; send less data, or ask the operator to raise ingest.maxBodyBytes", h.opts.MaxBodyBytes))
+			return
+		}
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "could not read the body: "+err.Error())
+		return
+	}
+	in, err := decode(body)
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
+		return
+	}
+	ev, err := in.Event(h.opts.Clock.Now())
+	if err != nil {
+		writeError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
+		return
+	}
+	res, err := h.opts.Publisher.Publish(r.Context(), ev)
+	if err != nil {
+		var inv *subscriptions.InvalidError
+		if errors.As(err, &inv) {
+			writeError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
+			return
+		}
+		h.opts.Logger.Error("publish event", "type", ev.Type, "error", err)
+		writeError(w, http.StatusInternalServerError, CodeInternal, "the event could not be stored; it was not accepted, try again")
+		return
+	}
+	h.opts.Logger.Debug("event accepted", "event_id", res.EventID, "type", ev.Type, "duplicate", res.Duplicate, "deliveries", len(res.Delivered))
+	writeJSON(w, http.StatusAccepted, Response{ID: res.EventID, Duplicate: res.Duplicate})
+}
+
+// decode parses the body strictly: one JSON object with known fields only.
+func decode(body []byte) (subscriptions.EventInput, error) {
+	var in subscriptions.EventInput
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return in, errors.New(`the body is empty; send {"type": "...", "data": {...}}`)
+	}
+	if trimmed[0] != '{' {
+		return in, errors.New(`the body must be a JSON object such as {"type": "deploy.failed", "data": {"service": "api"}}`)
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		var syntaxErr *json.SyntaxError
+		switch {
+		case errors.As(err, &syntaxErr):
+			return in, fmt.Errorf("the body is not valid JSON: %s at byte %d", strings.TrimPrefix(syntaxErr.Error(), "json: "), syntaxErr.Offset)
+		case errors.As(err, &typeErr):
+			return in, fmt.Errorf("%s has the wrong type: got a JSON %s, want %s", typeErr.Field, typeErr.Value, wantType(typeErr.Field))
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			return in, fmt.Errorf("unknown field %s; the body accepts type, data, id and metadata (sourceEventId, timestamp, priority, tags)",
+				strings.TrimPrefix(err.Error(), "json: unknown field "))
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return in, errors.New("the body is not valid JSON: it ends too early")
+		}
+		return in, fmt.Errorf("the body is not valid JSON: %v", err)
+	}
+	if dec.More() {
+		return in, errors.New("the body holds more than one JSON value; send one event per request")
+	}
+	return in, nil
+}
+
+func wantType(field string) string {
+	switch field {
+	case "metadata":
+		return "an object"
+	case "metadata.tags":
+		return "an array of strings"
+	default:
+		return "a string"
+	}
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, code, message string) {
+	var body ErrorBody
+	body.Error.Code = code
+	body.Error.Message = message
+	writeJSON(w, status, body)
+}

@@ -1,0 +1,168 @@
+package mcpbridge
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime"
+	"net/http"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Handler receives one MCPE notification. It is called from the transport's
+// reading goroutine, in arrival order, and must not block for long.
+type Handler func(method string, params json.RawMessage)
+
+// ClientTransport returns a transport that behaves like t and also hands
+// every MCPE notification (method prefix "events/") to h.
+func ClientTransport(t mcp.Transport, h Handler) mcp.Transport {
+	if st, ok := t.(*mcp.StreamableClientTransport); ok {
+		cp := *st
+		base := http.DefaultClient
+		if st.HTTPClient != nil {
+			base = st.HTTPClient
+		}
+		client := *base
+		rt := client.Transport
+		if rt == nil {
+			rt = http.DefaultTransport
+		}
+		client.Transport = &sseTap{base: rt, handler: h}
+		cp.HTTPClient = &client
+		return &cp
+	}
+	return &filterTransport{Transport: t, handler: h}
+}
+
+// filterTransport takes MCPE notifications out of Connection.Read.
+type filterTransport struct {
+	mcp.Transport
+	handler Handler
+}
+
+func (t *filterTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &filterConn{Connection: c, handler: t.handler}, nil
+}
+
+type filterConn struct {
+	mcp.Connection
+	handler Handler
+}
+
+func (c *filterConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		m, err := c.Connection.Read(ctx)
+		if err != nil {
+			return m, err
+		}
+		if r, ok := m.(*jsonrpc.Request); ok && !r.IsCall() && isEventsMethod(r.Method) {
+			c.handler(r.Method, r.Params)
+			continue
+		}
+		return m, nil
+	}
+}
+
+// sseTap watches the server-sent-event bodies of Streamable HTTP responses
+// and hands MCPE notifications to the handler. The bytes pass through
+// unchanged; the SDK then ignores those notifications.
+type sseTap struct {
+	base    http.RoundTripper
+	handler Handler
+}
+
+func (t *sseTap) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.base.RoundTrip(req)
+	if err != nil || resp.Body == nil {
+		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" {
+		resp.Body = &sseReader{ReadCloser: resp.Body, handler: t.handler}
+	}
+	return resp, nil
+}
+
+// maxSSELine bounds the buffered part of one SSE line; a longer line is
+// passed through without inspection.
+const maxSSELine = 16 << 20
+
+// sseReader parses the event stream as the SDK reads it.
+type sseReader struct {
+	io.ReadCloser
+	handler Handler
+	line    []byte
+	data    []byte
+	skip    bool // the current line overflowed maxSSELine
+}
+
+func (r *sseReader) Read(p []byte) (int, error) {
+	n, err := r.ReadCloser.Read(p)
+	r.feed(p[:n])
+	return n, err
+}
+
+func (r *sseReader) feed(b []byte) {
+	for len(b) > 0 {
+		i := bytes.IndexByte(b, '\n')
+		if i < 0 {
+			r.buffer(b)
+			return
+		}
+		r.buffer(b[:i])
+		r.endLine()
+		b = b[i+1:]
+	}
+}
+
+func (r *sseReader) buffer(b []byte) {
+	if r.skip {
+		return
+	}
+	if len(r.line)+len(b) > maxSSELine {
+		r.skip, r.line = true, r.line[:0]
+		return
+	}
+	r.line = append(r.line, b...)
+}
+
+func (r *sseReader) endLine() {
+	line := bytes.TrimSuffix(r.line, []byte("\r"))
+	skipped := r.skip
+	r.line, r.skip = r.line[:0], false
+	switch {
+	case skipped:
+		r.data = r.data[:0]
+	case len(line) == 0:
+		r.dispatch()
+	case bytes.HasPrefix(line, []byte("data:")):
+		v := bytes.TrimPrefix(line[len("data:"):], []byte(" "))
+		if len(r.data) > 0 {
+			r.data = append(r.data, '\n')
+		}
+		r.data = append(r.data, v...)
+	}
+}
+
+func (r *sseReader) dispatch() {
+	data := r.data
+	r.data = r.data[:0]
+	if len(data) == 0 || !bytes.Contains(data, []byte(MethodPrefix)) {
+		return
+	}
+	var msg struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+		Params json.RawMessage `json:"params"`
+	}
+	if json.Unmarshal(data, &msg) != nil || msg.ID != nil || !isEventsMethod(msg.Method) {
+		return
+	}
+	r.handler(msg.Method, bytes.Clone(msg.Params))
+}

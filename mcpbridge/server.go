@@ -1,0 +1,64 @@
+package mcpbridge
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"unsafe"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// connField is the unexported field of mcp.ServerSession that holds the
+// session's transport connection.
+const connField = "mcpConn"
+
+// layoutErr is non-nil when mcp.ServerSession no longer has the field this
+// package relies on.
+var layoutErr = checkLayout()
+
+func checkLayout() error {
+	f, ok := reflect.TypeFor[mcp.ServerSession]().FieldByName(connField)
+	if !ok {
+		return fmt.Errorf("mcpbridge: mcp.ServerSession has no field %q; this go-sdk version is not supported", connField)
+	}
+	if f.Type != reflect.TypeFor[mcp.Connection]() {
+		return fmt.Errorf("mcpbridge: mcp.ServerSession.%s is a %v, not an mcp.Connection; this go-sdk version is not supported", connField, f.Type)
+	}
+	return nil
+}
+
+// Check reports whether the go-sdk in use has the layout SessionSink needs.
+// A server calls it at start-up to fail early and clearly.
+func Check() error { return layoutErr }
+
+// Sink writes custom notifications to one server session.
+type Sink struct {
+	conn mcp.Connection
+}
+
+// SessionSink returns a Sink for ss.
+func SessionSink(ss *mcp.ServerSession) (*Sink, error) {
+	if layoutErr != nil {
+		return nil, layoutErr
+	}
+	if ss == nil {
+		return nil, errors.New("mcpbridge: nil session")
+	}
+	f := reflect.ValueOf(ss).Elem().FieldByName(connField)
+	conn := *(*mcp.Connection)(unsafe.Pointer(f.UnsafeAddr()))
+	if conn == nil {
+		return nil, errors.New("mcpbridge: session has no connection")
+	}
+	return &Sink{conn: conn}, nil
+}
+
+// Notify writes a JSON-RPC notification. ctx must not derive from a request
+// handler's context: on Streamable HTTP that would tie the notification to
+// that request's response stream instead of the session's standalone stream.
+func (s *Sink) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	return s.conn.Write(ctx, &jsonrpc.Request{Method: method, Params: params})
+}

@@ -1,0 +1,334 @@
+// Package server assembles the MCP server of mcpe-server: the events_* tools,
+// the MCPE events capability in the initialize result, one principal per
+// caller, and the attachment of every live session to the session registry so
+// that notifications reach it. It serves stdio and Streamable HTTP.
+package server
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/bearer"
+	"github.com/mcpe-server/mcpe-server/mcpbridge"
+	"github.com/mcpe-server/mcpe-server/sessions"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/tools"
+)
+
+// LocalPrincipal owns the subscriptions of stdio sessions. A host that
+// restarts the server on stdio finds them again.
+const LocalPrincipal = "local"
+
+// SessionPrincipalPrefix starts the principal of an HTTP session when no
+// bearer tokens are configured: each session is then its own principal, and
+// what it owns is deleted when it ends.
+const SessionPrincipalPrefix = "session:"
+
+// Service is what the server needs from the subscriptions domain.
+type Service interface {
+	tools.Service
+	ForgetPrincipal(ctx context.Context, principal string) error
+}
+
+// Options configure a Server.
+type Options struct {
+	// Service is required.
+	Service Service
+	// Sessions receives every live session; required.
+	Sessions *sessions.Registry
+	// Name and Version identify the server in the initialize result.
+	Name, Version string
+	// Instructions are sent to clients in the initialize result; empty
+	// means the built-in text.
+	Instructions string
+	// Retention is described in the events_poll tool.
+	Retention subscriptions.Retention
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Server is the MCP side of mcpe-server.
+type Server struct {
+	opts Options
+	log  *slog.Logger
+	mcp  *mcp.Server
+	caps subscriptions.Capability
+
+	mu       sync.Mutex
+	attached map[*mcp.ServerSession]string // session -> principal
+	fixed    map[*mcp.ServerSession]string // principals set by Connect
+	wg       sync.WaitGroup
+}
+
+// DefaultInstructions tell a client what the server is for.
+const DefaultInstructions = "This server delivers events from the outside world (GitHub, Slack, alerts, " +
+	"anything posted to it) to you. Subscribe with events_subscribe; matching events arrive as events/event " +
+	"notifications and always wait in your inbox, which events_poll reads. Manage subscriptions with " +
+	"events_list, events_pause, events_resume, events_update and events_unsubscribe."
+
+// New builds the server.
+func New(opts Options) (*Server, error) {
+	if opts.Service == nil || opts.Sessions == nil {
+		return nil, errors.New("server: Options.Service and Options.Sessions are required")
+	}
+	if err := mcpbridge.Check(); err != nil {
+		return nil, err
+	}
+	if opts.Name == "" {
+		opts.Name = "mcpe-server"
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	if opts.Instructions == "" {
+		opts.Instructions = DefaultInstructions
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{
+		opts:     opts,
+		log:      opts.Logger,
+		caps:     opts.Service.Capability(),
+		attached: make(map[*mcp.ServerSession]string),
+		fixed:    make(map[*mcp.ServerSession]string),
+	}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: opts.Instructions,
+		Logger:       opts.Logger,
+		Capabilities: &mcp.ServerCapabilities{
+			Logging:      &mcp.LoggingCapabilities{},
+			Tools:        &mcp.ToolCapabilities{},
+			Experimental: map[string]any{"events": s.caps},
+		},
+	})
+	s.mcp.AddReceivingMiddleware(s.middleware)
+	tools.Register(s.mcp, tools.Options{
+		Service:   opts.Service,
+		Principal: s.principal,
+		Retention: opts.Retention,
+		Logger:    opts.Logger,
+	})
+	return s, nil
+}
+
+// MCP returns the underlying go-sdk server.
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Connect serves one session on t for principal; stdio and in-memory
+// transports use it.
+func (s *Server) Connect(ctx context.Context, t mcp.Transport, principal string) (*mcp.ServerSession, error) {
+	ss, err := s.mcp.Connect(ctx, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.fixed[ss] = principal
+	s.wg.Add(1)
+	s.mu.Unlock()
+	go func() {
+		defer s.wg.Done()
+		ss.Wait()
+		s.mu.Lock()
+		delete(s.fixed, ss)
+		s.mu.Unlock()
+	}()
+	return ss, nil
+}
+
+// RunStdio serves the local principal on stdin and stdout until the client
+// disconnects or ctx ends.
+func (s *Server) RunStdio(ctx context.Context) error {
+	ss, err := s.Connect(ctx, &mcp.StdioTransport{}, LocalPrincipal)
+	if err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		ss.Close()
+		<-done
+		return nil
+	case err := <-done:
+		return err
+	}
+}
+
+// Wait blocks until the bookkeeping of every ended session is done.
+func (s *Server) Wait() { s.wg.Wait() }
+
+// middleware attaches each session to the registry the first time it sends
+// anything after initialize, and adds the events capability to the
+// initialize and server/discover results.
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && method != "initialize" {
+			s.attach(ss, req.GetExtra())
+		}
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, err
+		}
+		switch r := res.(type) {
+		case *mcp.InitializeResult:
+			return &initializeResult{InitializeResult: r, events: s.caps}, nil
+		case *mcp.DiscoverResult:
+			return &discoverResult{DiscoverResult: r, events: s.caps}, nil
+		}
+		return res, nil
+	}
+}
+
+// principalOf resolves the principal of a session: the one given to
+// Connect, else the bearer token's, else one per HTTP session.
+func (s *Server) principalOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) string {
+	s.mu.Lock()
+	p, ok := s.fixed[ss]
+	if !ok {
+		p, ok = s.attached[ss]
+	}
+	s.mu.Unlock()
+	switch {
+	case ok:
+		return p
+	case extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "":
+		return extra.TokenInfo.UserID
+	case ss.ID() != "":
+		return SessionPrincipalPrefix + ss.ID()
+	}
+	return LocalPrincipal
+}
+
+func (s *Server) principal(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
+	if req.Session == nil {
+		return "", errors.New("no session")
+	}
+	return s.principalOf(req.Session, req.Extra), nil
+}
+
+func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
+	principal := s.principalOf(ss, extra)
+	s.mu.Lock()
+	if _, done := s.attached[ss]; done {
+		s.mu.Unlock()
+		return
+	}
+	s.attached[ss] = principal
+	s.wg.Add(1)
+	s.mu.Unlock()
+
+	sink, err := mcpbridge.SessionSink(ss)
+	if err != nil {
+		s.log.Error("cannot send notifications to this session", "principal", principal, "error", err)
+		s.wg.Done()
+		return
+	}
+	detach := s.opts.Sessions.Attach(principal, sink)
+	s.log.Info("session connected", "principal", principal, "session_id", ss.ID())
+	go func() {
+		defer s.wg.Done()
+		ss.Wait()
+		detach()
+		s.mu.Lock()
+		delete(s.attached, ss)
+		s.mu.Unlock()
+		s.log.Info("session ended", "principal", principal, "session_id", ss.ID())
+		if strings.HasPrefix(principal, SessionPrincipalPrefix) {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := s.opts.Service.ForgetPrincipal(ctx, principal); err != nil {
+				s.log.Error("delete subscriptions of ended session", "principal", principal, "error", err)
+			}
+		}
+	}()
+}
+
+// HTTPOptions configure the Streamable HTTP handler.
+type HTTPOptions struct {
+	// Tokens map bearer tokens to principals. When it holds any, every
+	// request needs a valid token (401 otherwise); when empty, each MCP
+	// session is its own principal.
+	Tokens *bearer.Set
+	// SessionTimeout closes sessions idle for this long; zero never does.
+	SessionTimeout time.Duration
+}
+
+// HTTPHandler returns the Streamable HTTP handler (stateful sessions;
+// notifications go out on each session's standalone GET stream).
+func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		Logger:         s.log,
+		SessionTimeout: opts.SessionTimeout,
+	})
+	if opts.Tokens.Len() == 0 {
+		return h
+	}
+	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		principal, ok := opts.Tokens.Lookup(token)
+		if !ok {
+			return nil, fmt.Errorf("%w: unknown bearer token", auth.ErrInvalidToken)
+		}
+		return &auth.TokenInfo{UserID: principal}, nil
+	}
+	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+}
+
+// initializeResult adds the top-level events capability, where MCPE clients
+// look for it, to an initialize result.
+type initializeResult struct {
+	*mcp.InitializeResult
+	events subscriptions.Capability
+}
+
+func (r *initializeResult) MarshalJSON() ([]byte, error) {
+	return withEventsCapability(r.InitializeResult, r.events)
+}
+
+// discoverResult does the same for server/discover (protocol 2026-07-28).
+type discoverResult struct {
+	*mcp.DiscoverResult
+	events subscriptions.Capability
+}
+
+func (r *discoverResult) MarshalJSON() ([]byte, error) {
+	return withEventsCapability(r.DiscoverResult, r.events)
+}
+
+func withEventsCapability(result any, events subscriptions.Capability) ([]byte, error) {
+	b, err := json.Marshal(result)
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, err
+	}
+	var caps map[string]json.RawMessage
+	if raw, ok := fields["capabilities"]; ok && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &caps); err != nil {
+			return nil, err
+		}
+	}
+	if caps == nil {
+		caps = make(map[string]json.RawMessage)
+	}
+	if caps["events"], err = json.Marshal(events); err != nil {
+		return nil, err
+	}
+	if fields["capabilities"], err = json.Marshal(caps); err != nil {
+		return nil, err
+	}
+	return json.Marshal(fields)
+}

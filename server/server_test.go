@@ -1,0 +1,597 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
+	"github.com/mcpe-server/mcpe-server/server"
+	"github.com/mcpe-server/mcpe-server/sessions"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+)
+
+var start = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// env is one server over a SQLite file, with a fake clock.
+type env struct {
+	t     *testing.T
+	clock *clock.Fake
+	store *sqlite.Store
+	svc   *subscriptions.Service
+	reg   *sessions.Registry
+	srv   *server.Server
+}
+
+type envOptions struct {
+	dbPath string
+	clock  *clock.Fake
+	max    int
+}
+
+func newEnv(t *testing.T, o envOptions) *env {
+	t.Helper()
+	ctx := context.Background()
+	if o.dbPath == "" {
+		o.dbPath = filepath.Join(t.TempDir(), "mcpe.db")
+	}
+	if o.clock == nil {
+		o.clock = clock.NewFake(start)
+	}
+	store, err := sqlite.Open(ctx, o.dbPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	reg := sessions.New(nil)
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+		Store:            store,
+		Deliverers:       map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: realtime.New(reg)},
+		Notifier:         reg,
+		Clock:            o.clock,
+		MaxSubscriptions: o.max,
+		EphemeralPrefix:  server.SessionPrincipalPrefix,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Service: svc, Sessions: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &env{t: t, clock: o.clock, store: store, svc: svc, reg: reg, srv: srv}
+	t.Cleanup(e.close)
+	return e
+}
+
+// close shuts the server down in the same order the command does.
+func (e *env) close() {
+	for ss := range e.srv.MCP().Sessions() {
+		ss.Close()
+	}
+	e.reg.Close()
+	e.srv.Wait()
+	e.svc.Stop()
+	e.store.Close()
+}
+
+// connect connects an in-memory client acting for principal.
+func (e *env) connect(principal string, opts *mcp.ClientSessionOptions) *mcpetest.Client {
+	e.t.Helper()
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := e.srv.Connect(context.Background(), st, principal); err != nil {
+		e.t.Fatal(err)
+	}
+	return mcpetest.Connect(e.t, ct, opts)
+}
+
+// publish publishes an event through the Go API and returns its ID.
+func (e *env) publish(typ, data string, md subscriptions.Metadata) string {
+	e.t.Helper()
+	res, err := e.svc.Publish(context.Background(), subscriptions.Event{Type: typ, Data: json.RawMessage(data), Metadata: md})
+	if err != nil {
+		e.t.Fatalf("publish %s: %v", typ, err)
+	}
+	return res.EventID
+}
+
+// protocols are the protocol versions the go-sdk client speaks.
+var protocols = []struct {
+	name string
+	opts *mcp.ClientSessionOptions
+}{
+	{"2026-07-28", nil},
+	{"2025-11-25", &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}},
+}
+
+func TestCapabilityAdvertised(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{max: 7})
+			c := e.connect("alice", p.opts)
+			want := subscriptions.Capability{
+				MaxSubscriptions: 7,
+				DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime},
+				Features:         subscriptions.Features{Pause: true, Wildcards: true},
+			}
+			var raw struct {
+				Capabilities struct {
+					Events       *subscriptions.Capability `json:"events"`
+					Experimental struct {
+						Events *subscriptions.Capability `json:"events"`
+					} `json:"experimental"`
+					Tools *struct{} `json:"tools"`
+				} `json:"capabilities"`
+			}
+			if err := json.Unmarshal(c.InitializeRaw(), &raw); err != nil {
+				t.Fatalf("decode initialize result %s: %v", c.InitializeRaw(), err)
+			}
+			if diff := cmp.Diff(&want, raw.Capabilities.Events); diff != "" {
+				t.Errorf("capabilities.events mismatch (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(&want, raw.Capabilities.Experimental.Events); diff != "" {
+				t.Errorf("capabilities.experimental.events mismatch (-want +got):\n%s", diff)
+			}
+			if raw.Capabilities.Tools == nil {
+				t.Errorf("capabilities.tools missing from %s", c.InitializeRaw())
+			}
+			if got := c.Session.InitializeResult().Capabilities.Experimental["events"]; got == nil {
+				t.Errorf("the go-sdk client does not see capabilities.experimental.events")
+			}
+		})
+	}
+}
+
+func TestToolsListed(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.connect("alice", nil)
+	res, err := c.Session.ListTools(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tool := range res.Tools {
+		names = append(names, tool.Name)
+		if !strings.Contains(tool.Description, "Example: {") {
+			t.Errorf("%s: description has no example: %q", tool.Name, tool.Description)
+		}
+	}
+	slices.Sort(names)
+	want := []string{"events_list", "events_pause", "events_poll", "events_resume", "events_subscribe", "events_unsubscribe", "events_update"}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("tools mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestRealtimeDelivery(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			c := e.connect("alice", p.opts)
+			sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"github.*"}}})
+			if sub.Status != subscriptions.StatusActive || sub.ID == "" {
+				t.Fatalf("subscribe returned %+v", sub)
+			}
+
+			id := e.publish("github.issue.opened", `{"title": "Bug report", "number": 123}`,
+				subscriptions.Metadata{SourceEventID: "gh-evt-456", Tags: []string{"bug", "frontend"}, Priority: subscriptions.PriorityHigh})
+			params, ev := c.NextEvent(t)
+			if params.SubscriptionID != sub.ID {
+				t.Errorf("subscriptionId = %q, want %q", params.SubscriptionID, sub.ID)
+			}
+			if params.Cursor == "" {
+				t.Errorf("params have no cursor: %+v", params)
+			}
+			want := subscriptions.Event{
+				ID:   id,
+				Type: "github.issue.opened",
+				Data: json.RawMessage(`{"title":"Bug report","number":123}`),
+				Metadata: subscriptions.Metadata{
+					SourceEventID: "gh-evt-456", Timestamp: start, Priority: subscriptions.PriorityHigh, Tags: []string{"bug", "frontend"},
+				},
+			}
+			if diff := cmp.Diff(want, ev); diff != "" {
+				t.Errorf("event mismatch (-want +got):\n%s", diff)
+			}
+
+			// A non-matching event is not delivered: the next one to arrive
+			// is the matching one published after it.
+			e.publish("slack.message", `{}`, subscriptions.Metadata{})
+			e.publish("github", `{}`, subscriptions.Metadata{})
+			e.publish("github.push", `{"ref": "main"}`, subscriptions.Metadata{})
+			_, ev = c.NextEvent(t)
+			if ev.Type != "github.push" {
+				t.Errorf("got %s; want only github.push after two non-matching events", ev.Type)
+			}
+			if ev.Metadata.Priority != subscriptions.PriorityNormal {
+				t.Errorf("priority = %q, want the default normal", ev.Metadata.Priority)
+			}
+		})
+	}
+}
+
+func TestFilterByTagsAndPriority(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.connect("alice", nil)
+	// The combined example of MCPE section 5.
+	c.Subscribe(t, map[string]any{"filter": map[string]any{
+		"eventTypes": []string{"github.push", "github.deployment.*", "slack.message"},
+		"tags":       []string{"ci", "deploy"},
+		"priority":   []string{"high", "critical"},
+	}})
+	e.publish("github.push", `{}`, subscriptions.Metadata{Tags: []string{"ci"}, Priority: subscriptions.PriorityNormal})      // priority
+	e.publish("github.push", `{}`, subscriptions.Metadata{Tags: []string{"docs"}, Priority: subscriptions.PriorityHigh})     // tags
+	e.publish("github.issue.opened", `{}`, subscriptions.Metadata{Tags: []string{"ci"}, Priority: subscriptions.PriorityHigh}) // type
+	want := e.publish("github.deployment.failed", `{}`, subscriptions.Metadata{Tags: []string{"x", "deploy"}, Priority: subscriptions.PriorityCritical})
+	if _, ev := c.NextEvent(t); ev.ID != want {
+		t.Errorf("got event %s %s; want only the deployment event", ev.Type, ev.ID)
+	}
+}
+
+func TestPauseResume(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.connect("alice", nil)
+	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"deploy.*"}}})
+	ref := map[string]any{"subscriptionId": sub.ID}
+
+	var paused subscriptions.Subscription
+	c.MustCall(t, "events_pause", ref, &paused)
+	if paused.Status != subscriptions.StatusPaused {
+		t.Fatalf("status after pause = %q", paused.Status)
+	}
+	c.MustCall(t, "events_pause", ref, &paused) // pausing again changes nothing
+	if paused.Status != subscriptions.StatusPaused {
+		t.Fatalf("status after second pause = %q", paused.Status)
+	}
+	var list subscriptions.ListResult
+	c.MustCall(t, "events_list", map[string]any{"status": "paused"}, &list)
+	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != sub.ID {
+		t.Fatalf("events_list paused = %+v", list.Subscriptions)
+	}
+
+	e.publish("deploy.failed", `{"n": 1}`, subscriptions.Metadata{})
+
+	var resumed subscriptions.Subscription
+	c.MustCall(t, "events_resume", ref, &resumed)
+	if resumed.Status != subscriptions.StatusActive {
+		t.Fatalf("status after resume = %q", resumed.Status)
+	}
+	want := e.publish("deploy.failed", `{"n": 2}`, subscriptions.Metadata{})
+	if _, ev := c.NextEvent(t); ev.ID != want {
+		t.Fatalf("first event after resume is %s; the one published while paused must never arrive", ev.Data)
+	}
+	var poll subscriptions.PollResult
+	c.MustCall(t, "events_poll", map[string]any{}, &poll)
+	if len(poll.Items) != 1 || !strings.Contains(string(poll.Items[0].Event), `"n":2`) {
+		t.Fatalf("events_poll = %+v; want only the event published after resume", poll.Items)
+	}
+	c.MustCall(t, "events_list", map[string]any{}, &list)
+	if got := list.Subscriptions[0]; got.DeliveredCount != 1 || got.LastDeliveredAt == nil {
+		t.Errorf("counters after one delivery: deliveredCount=%d lastDeliveredAt=%v", got.DeliveredCount, got.LastDeliveredAt)
+	}
+}
+
+func TestExpiry(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.connect("alice", nil)
+	expires := start.Add(time.Hour)
+	sub := c.Subscribe(t, map[string]any{
+		"filter":    map[string]any{"eventTypes": []string{"*"}},
+		"expiresAt": expires.Format(time.RFC3339),
+	})
+	if sub.ExpiresAt == nil || !sub.ExpiresAt.Equal(expires) {
+		t.Fatalf("expiresAt = %v, want %v", sub.ExpiresAt, expires)
+	}
+	other := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"sentinel"}}})
+
+	e.clock.Advance(time.Hour - time.Second)
+	if got := c.Pending(); len(got) != 0 {
+		t.Fatalf("notifications before expiry: %v", got)
+	}
+	e.clock.Advance(time.Second) // the timer fires at expiresAt, not on the next event
+	n := c.Next(t)
+	if n.Method != subscriptions.MethodSubscriptionExpired {
+		t.Fatalf("got %v; want %s", n, subscriptions.MethodSubscriptionExpired)
+	}
+	var p subscriptions.ExpiredParams
+	if err := json.Unmarshal(n.Params, &p); err != nil || p.SubscriptionID != sub.ID {
+		t.Fatalf("params %s: want subscriptionId %s (err %v)", n.Params, sub.ID, err)
+	}
+
+	var list subscriptions.ListResult
+	c.MustCall(t, "events_list", map[string]any{"status": "expired"}, &list)
+	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != sub.ID {
+		t.Fatalf("expired list = %+v", list.Subscriptions)
+	}
+	// The expired subscription receives nothing more; it cannot be changed.
+	e.publish("sentinel", `{}`, subscriptions.Metadata{})
+	if params, _ := c.NextEvent(t); params.SubscriptionID != other.ID {
+		t.Fatalf("event went to %s; the expired subscription must receive nothing", params.SubscriptionID)
+	}
+	for _, tool := range []string{"events_resume", "events_pause"} {
+		if msg := c.CallError(t, tool, map[string]any{"subscriptionId": sub.ID}); !strings.Contains(msg, "expired; create a new one with events_subscribe") {
+			t.Errorf("%s on expired: %q", tool, msg)
+		}
+	}
+}
+
+func TestUpdate(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.connect("alice", nil)
+	sub := c.Subscribe(t, map[string]any{
+		"filter":    map[string]any{"eventTypes": []string{"a.*"}},
+		"expiresAt": start.Add(time.Hour).Format(time.RFC3339),
+	})
+	e.clock.Advance(time.Minute)
+	var got subscriptions.Subscription
+	c.MustCall(t, "events_update", map[string]any{
+		"subscriptionId": sub.ID,
+		"filter":         map[string]any{"eventTypes": []string{"b.*"}},
+		"expiresAt":      nil,
+	}, &got)
+	if diff := cmp.Diff([]string{"b.*"}, got.Filter.EventTypes); diff != "" {
+		t.Errorf("filter mismatch (-want +got):\n%s", diff)
+	}
+	if got.ExpiresAt != nil {
+		t.Errorf("expiresAt = %v after setting it to null", got.ExpiresAt)
+	}
+	if !got.UpdatedAt.Equal(start.Add(time.Minute)) || !got.CreatedAt.Equal(start) {
+		t.Errorf("createdAt %v, updatedAt %v", got.CreatedAt, got.UpdatedAt)
+	}
+	e.publish("a.x", `{}`, subscriptions.Metadata{})
+	want := e.publish("b.x", `{}`, subscriptions.Metadata{})
+	if _, ev := c.NextEvent(t); ev.ID != want {
+		t.Fatalf("got %s; want b.x under the new filter", ev.Type)
+	}
+	// The expiry was removed: moving past the old time expires nothing.
+	e.clock.Advance(2 * time.Hour)
+	if pending := c.Pending(); len(pending) != 0 {
+		t.Fatalf("unexpected notifications: %v", pending)
+	}
+
+	// A paused subscription stays paused through an update.
+	c.MustCall(t, "events_pause", map[string]any{"subscriptionId": sub.ID}, nil)
+	c.MustCall(t, "events_update", map[string]any{"subscriptionId": sub.ID, "filter": map[string]any{"eventTypes": []string{"c.*"}}}, &got)
+	if got.Status != subscriptions.StatusPaused {
+		t.Errorf("status after updating a paused subscription = %q", got.Status)
+	}
+}
+
+func TestPollPaging(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.connect("alice", nil)
+	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"n.*"}}})
+	var ids []string
+	for i := range 5 {
+		ids = append(ids, e.publish(fmt.Sprintf("n.e%d", i), `{}`, subscriptions.Metadata{}))
+	}
+	eventIDs := func(r subscriptions.PollResult) []string {
+		var out []string
+		for _, it := range r.Items {
+			var ev subscriptions.Event
+			if err := json.Unmarshal(it.Event, &ev); err != nil {
+				t.Fatal(err)
+			}
+			if it.SubscriptionID != sub.ID || it.Kind != subscriptions.InboxEvent {
+				t.Errorf("item %+v", it)
+			}
+			out = append(out, ev.ID)
+		}
+		return out
+	}
+	var p1, p2, again, p3, empty subscriptions.PollResult
+	c.MustCall(t, "events_poll", map[string]any{"limit": 2}, &p1)
+	c.MustCall(t, "events_poll", map[string]any{"limit": 2}, &p2)
+	c.MustCall(t, "events_poll", map[string]any{"limit": 2, "cursor": p1.NextCursor}, &again)
+	c.MustCall(t, "events_poll", map[string]any{}, &p3)
+	c.MustCall(t, "events_poll", map[string]any{}, &empty)
+	for _, tc := range []struct {
+		name string
+		got  subscriptions.PollResult
+		ids  []string
+		more bool
+	}{
+		{"first page", p1, ids[:2], true},
+		{"default continues after the last page", p2, ids[2:4], true},
+		{"same cursor, same answer", again, ids[2:4], true},
+		{"last page", p3, ids[4:], false},
+		{"nothing new", empty, nil, false},
+	} {
+		if diff := cmp.Diff(tc.ids, eventIDs(tc.got)); diff != "" {
+			t.Errorf("%s: mismatch (-want +got):\n%s", tc.name, diff)
+		}
+		if tc.got.HasMore != tc.more {
+			t.Errorf("%s: hasMore = %v, want %v", tc.name, tc.got.HasMore, tc.more)
+		}
+	}
+	if empty.NextCursor != p3.NextCursor {
+		t.Errorf("an empty page moved the cursor from %q to %q", p3.NextCursor, empty.NextCursor)
+	}
+	if diff := cmp.Diff(p2, again); diff != "" {
+		t.Errorf("same cursor, different answer (-first +again):\n%s", diff)
+	}
+}
+
+func TestPrincipalsAreIsolated(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	alice := e.connect("alice", nil)
+	bob := e.connect("bob", nil)
+	sub := alice.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"secret.*"}}})
+	bobSub := bob.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"public.*"}}})
+
+	var list subscriptions.ListResult
+	bob.MustCall(t, "events_list", map[string]any{}, &list)
+	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != bobSub.ID {
+		t.Fatalf("bob sees %+v", list.Subscriptions)
+	}
+	unknown := "0b6e3a57-1d2c-4f5e-8a9b-c0d1e2f3a4b5"
+	for _, tc := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"events_pause", map[string]any{}},
+		{"events_resume", map[string]any{}},
+		{"events_unsubscribe", map[string]any{}},
+		{"events_update", map[string]any{"filter": map[string]any{"eventTypes": []string{"*"}}}},
+	} {
+		foreign, missing := map[string]any{"subscriptionId": sub.ID}, map[string]any{"subscriptionId": unknown}
+		for k, v := range tc.args {
+			foreign[k], missing[k] = v, v
+		}
+		gotForeign := strings.ReplaceAll(bob.CallError(t, tc.tool, foreign), sub.ID, "ID")
+		gotMissing := strings.ReplaceAll(bob.CallError(t, tc.tool, missing), unknown, "ID")
+		if gotForeign != gotMissing || !strings.Contains(gotForeign, "not found") {
+			t.Errorf("%s: foreign subscription says %q, unknown one says %q; want the same \"not found\"", tc.tool, gotForeign, gotMissing)
+		}
+	}
+	e.publish("secret.plan", `{}`, subscriptions.Metadata{})
+	e.publish("public.note", `{}`, subscriptions.Metadata{})
+	if params, ev := bob.NextEvent(t); params.SubscriptionID != bobSub.ID || ev.Type != "public.note" {
+		t.Fatalf("bob received %s for %s", ev.Type, params.SubscriptionID)
+	}
+	if _, ev := alice.NextEvent(t); ev.Type != "secret.plan" {
+		t.Fatalf("alice received %s", ev.Type)
+	}
+	var poll subscriptions.PollResult
+	bob.MustCall(t, "events_poll", map[string]any{}, &poll)
+	if len(poll.Items) != 1 || poll.Items[0].SubscriptionID != bobSub.ID {
+		t.Fatalf("bob's poll = %+v", poll.Items)
+	}
+	// Alice's subscription is untouched by bob's attempts.
+	alice.MustCall(t, "events_list", map[string]any{}, &list)
+	if len(list.Subscriptions) != 1 || list.Subscriptions[0].Status != subscriptions.StatusActive {
+		t.Fatalf("alice's subscriptions = %+v", list.Subscriptions)
+	}
+}
+
+func TestSessionsOfOnePrincipalAllReceive(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	a1 := e.connect("alice", nil)
+	a2 := e.connect("alice", &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	a1.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"x"}}})
+	a2.MustCall(t, "events_list", map[string]any{}, nil) // a2 has spoken, so it is attached
+	e.publish("x", `{}`, subscriptions.Metadata{})
+	for i, c := range []*mcpetest.Client{a1, a2} {
+		if _, ev := c.NextEvent(t); ev.Type != "x" {
+			t.Errorf("session %d got %s", i, ev.Type)
+		}
+	}
+}
+
+func TestSubscriptionLimit(t *testing.T) {
+	e := newEnv(t, envOptions{max: 2})
+	c := e.connect("alice", nil)
+	args := map[string]any{"filter": map[string]any{"eventTypes": []string{"*"}}}
+	c.Subscribe(t, args)
+	second := c.Subscribe(t, args)
+	msg := c.CallError(t, "events_subscribe", args)
+	if !strings.Contains(msg, "you already have 2 active or paused subscriptions, the most this server allows") {
+		t.Errorf("limit error = %q", msg)
+	}
+	c.MustCall(t, "events_unsubscribe", map[string]any{"subscriptionId": second.ID}, nil)
+	c.Subscribe(t, args)
+	// Other principals have their own limit.
+	e.connect("bob", nil).Subscribe(t, args)
+}
+
+func TestRestartKeepsSubscriptionsAndInbox(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "mcpe.db")
+	clk := clock.NewFake(start)
+	e := newEnv(t, envOptions{dbPath: db, clock: clk})
+	c := e.connect(server.LocalPrincipal, nil)
+	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"ci.*"}}})
+	first := e.publish("ci.failed", `{"run": 1}`, subscriptions.Metadata{})
+	c.NextEvent(t)
+	e.close()
+
+	e2 := newEnv(t, envOptions{dbPath: db, clock: clk})
+	c2 := e2.connect(server.LocalPrincipal, nil)
+	var list subscriptions.ListResult
+	c2.MustCall(t, "events_list", map[string]any{}, &list)
+	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != sub.ID || list.Subscriptions[0].DeliveredCount != 1 {
+		t.Fatalf("after restart: %+v", list.Subscriptions)
+	}
+	var poll subscriptions.PollResult
+	c2.MustCall(t, "events_poll", map[string]any{}, &poll)
+	if len(poll.Items) != 1 || !strings.Contains(string(poll.Items[0].Event), first) {
+		t.Fatalf("inbox after restart: %+v", poll.Items)
+	}
+	second := e2.publish("ci.failed", `{"run": 2}`, subscriptions.Metadata{})
+	if _, ev := c2.NextEvent(t); ev.ID != second {
+		t.Fatalf("after restart got %s", ev.ID)
+	}
+}
+
+func TestBadToolInput(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.connect("alice", nil)
+	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"x"}}})
+	id := sub.ID
+	for _, tc := range []struct {
+		tool string
+		args string
+		want string
+	}{
+		{"events_subscribe", `{}`, `filter: is empty; give at least one of eventTypes, tags or priority. To receive every event, use {"eventTypes": ["*"]}`},
+		{"events_subscribe", `{"filter": {}}`, `filter: is empty`},
+		{"events_subscribe", `{"filter": {"eventTypes": []}}`, `filter.eventTypes: is an empty list`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["git{hub"]}}`, `filter.eventTypes[0]: "git{hub" is not a valid pattern (unclosed`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["github push"]}}`, `filter.eventTypes[0]: "github push" is neither a valid event type nor a pattern`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["a..*"]}}`, ``},
+		{"events_subscribe", `{"filter": {"eventTypes": "github.*"}}`, `filter.eventTypes must be an array of strings, not a string`},
+		{"events_subscribe", `{"filter": {"priority": ["urgent"]}}`, `filter.priority[0]: "urgent" is not a priority; use "low", "normal", "high" or "critical"`},
+		{"events_subscribe", `{"filter": {"tags": [""]}}`, `filter.tags[0]: is empty`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": ["cron"]}}`, `delivery.channels[0]: "cron" is not a delivery channel this server offers; use one of "realtime"`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": []}}`, `delivery.channels: is empty; use ["realtime"]`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "expiresAt": "2020-01-01T00:00:00Z"}`, `expiresAt: 2020-01-01T00:00:00Z is in the past (the server's time is 2026-03-01T09:00:00Z)`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "expiresAt": "tomorrow"}`, `expiresAt: "tomorrow" is not an RFC 3339 time; use e.g. "2026-03-01T10:00:00Z"`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "expiresAt": "2026-03-02T10:00:00"}`, `expiresAt: "2026-03-02T10:00:00" has no UTC offset`},
+		{"events_subscribe", `{"filters": {"eventTypes": ["*"]}}`, `unknown argument "filters"; events_subscribe accepts "delivery", "expiresAt", "filter"`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "handler": {"type": "bash"}}`, `unknown argument "handler"`},
+		{"events_subscribe", `[1]`, `the arguments must be a JSON object`},
+		{"events_unsubscribe", `{}`, `subscriptionId: is required; events_list shows your subscriptions and their IDs`},
+		{"events_unsubscribe", `{"subscriptionId": 42}`, `subscriptionId must be a string, not a number`},
+		{"events_unsubscribe", `{"subscriptionId": "nope"}`, `subscription "nope" not found; events_list shows your subscriptions`},
+		{"events_pause", `{"subscriptionId": ""}`, `subscriptionId: is required`},
+		{"events_resume", `{"id": "x"}`, `unknown argument "id"; events_resume accepts "subscriptionId"`},
+		{"events_list", `{"status": "done"}`, `status: "done" is not a status; use "active", "paused" or "expired", or leave it out to list all`},
+		{"events_update", `{"subscriptionId": "` + id + `"}`, `nothing to update: give at least one of filter, delivery or expiresAt`},
+		{"events_update", `{"subscriptionId": "` + id + `", "filter": {"priority": []}}`, `filter.priority: is an empty list`},
+		{"events_update", `{"subscriptionId": "` + id + `", "expiresAt": "2000-01-01T00:00:00Z"}`, `expiresAt: 2000-01-01T00:00:00Z is in the past`},
+		{"events_update", `{"subscriptionId": "` + id + `", "expiresAt": 5}`, `expiresAt`},
+		{"events_poll", `{"cursor": "abc"}`, `cursor: "abc" is not a cursor this server gave out`},
+		{"events_poll", `{"limit": 0.5}`, `limit must be a whole number, not a number`},
+		{"events_poll", `{"limit": 1000}`, `limit: is 1000; give a number from 1 to 500, or leave it out for 50`},
+		{"events_poll", `{"limit": -1}`, `limit: is -1`},
+	} {
+		t.Run(tc.tool+" "+tc.args, func(t *testing.T) {
+			res, errText := c.Call(t, tc.tool, json.RawMessage(tc.args))
+			if tc.want == "" {
+				// Accepted: a pattern that can never match is legal.
+				if errText != "" {
+					t.Fatalf("error %q; want success", errText)
+				}
+				return
+			}
+			if errText == "" {
+				t.Fatalf("succeeded with %s; want an error containing %q", res, tc.want)
+			}
+			if !strings.Contains(errText, tc.want) {
+				t.Errorf("error text:\n  %s\nwant it to contain:\n  %s", errText, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,280 @@
+// Package sessions keeps track of the live sessions of each principal and
+// sends them notifications. Each session has its own bounded queue and writer
+// goroutine, so a slow or vanished client never holds up routing or any other
+// session: when its queue is full the notification is dropped for that
+// session only, and the owner still finds it in the inbox through events_poll.
+package sessions
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Defaults for Options.
+const (
+	DefaultQueueSize    = 1024
+	DefaultWriteTimeout = 10 * time.Second
+	DefaultStreamWait   = 10 * time.Second
+)
+
+// Sink is the sending side of one live session.
+type Sink interface {
+	// Notify writes one notification to the session.
+	Notify(ctx context.Context, method string, params json.RawMessage) error
+}
+
+// Options configure a Registry. A nil *Options means all defaults.
+type Options struct {
+	// QueueSize is how many notifications may wait per session; zero means
+	// DefaultQueueSize.
+	QueueSize int
+	// WriteTimeout bounds one write; zero means DefaultWriteTimeout.
+	WriteTimeout time.Duration
+	// StreamWait is how long a session that cannot take a notification
+	// (an HTTP client whose event stream is not open yet, say) is retried
+	// before notifications for it are dropped, counted from its last
+	// successful write or its attach; zero means DefaultStreamWait.
+	StreamWait time.Duration
+	// Clock defaults to the wall clock.
+	Clock clock.Clock
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Registry maps principals to their live sessions. It implements
+// subscriptions.Notifier.
+type Registry struct {
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	byOwner map[string]map[*session]struct{}
+	closed  bool
+	wg      sync.WaitGroup
+
+	sent    atomic.Int64
+	dropped atomic.Int64
+	failed  atomic.Int64
+}
+
+var _ subscriptions.Notifier = (*Registry)(nil)
+
+// New returns an empty Registry.
+func New(opts *Options) *Registry {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.QueueSize <= 0 {
+		o.QueueSize = DefaultQueueSize
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.StreamWait <= 0 {
+		o.StreamWait = DefaultStreamWait
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return &Registry{opts: o, log: o.Logger, byOwner: make(map[string]map[*session]struct{})}
+}
+
+type message struct {
+	method string
+	params json.RawMessage
+}
+
+type session struct {
+	principal string
+	sink      Sink
+	queue     chan message
+	done      chan struct{}
+	once      sync.Once
+}
+
+// Attach registers a live session of principal and starts its writer. The
+// returned function detaches it; it is safe to call more than once.
+func (r *Registry) Attach(principal string, sink Sink) (detach func()) {
+	s := &session{
+		principal: principal,
+		sink:      sink,
+		queue:     make(chan message, r.opts.QueueSize),
+		done:      make(chan struct{}),
+	}
+	r.mu.Lock()
+	if r.closed {
+		r.mu.Unlock()
+		return func() {}
+	}
+	set := r.byOwner[principal]
+	if set == nil {
+		set = make(map[*session]struct{})
+		r.byOwner[principal] = set
+	}
+	set[s] = struct{}{}
+	r.wg.Add(1)
+	r.mu.Unlock()
+	go r.write(s)
+	r.log.Debug("session attached", "principal", principal)
+	return func() { r.detach(s) }
+}
+
+func (r *Registry) detach(s *session) {
+	s.once.Do(func() {
+		r.mu.Lock()
+		if set := r.byOwner[s.principal]; set != nil {
+			delete(set, s)
+			if len(set) == 0 {
+				delete(r.byOwner, s.principal)
+			}
+		}
+		r.mu.Unlock()
+		close(s.done)
+		r.log.Debug("session detached", "principal", s.principal)
+	})
+}
+
+// Live returns how many sessions of principal are attached.
+func (r *Registry) Live(principal string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byOwner[principal])
+}
+
+// Notify queues n for every live session of principal. It never blocks.
+func (r *Registry) Notify(principal string, n subscriptions.Notification) {
+	r.mu.Lock()
+	set := r.byOwner[principal]
+	if len(set) == 0 {
+		r.mu.Unlock()
+		return
+	}
+	targets := make([]*session, 0, len(set))
+	for s := range set {
+		targets = append(targets, s)
+	}
+	r.mu.Unlock()
+
+	params, err := json.Marshal(n.Params)
+	if err != nil {
+		r.log.Error("encode notification", "method", n.Method, "error", err)
+		return
+	}
+	m := message{method: n.Method, params: params}
+	for _, s := range targets {
+		select {
+		case s.queue <- m:
+		default:
+			if d := r.dropped.Add(1); d == 1 || d%1000 == 0 {
+				r.log.Warn("session too slow: notification dropped (the inbox still has it for events_poll)",
+					"principal", principal, "method", n.Method, "dropped_total", d)
+			}
+		}
+	}
+}
+
+// write sends queued notifications to one session until it is detached.
+func (r *Registry) write(s *session) {
+	defer r.wg.Done()
+	lastOK := r.opts.Clock.Now()
+	for {
+		select {
+		case <-s.done:
+			return
+		case m := <-s.queue:
+			if r.send(s, m, lastOK) {
+				lastOK = r.opts.Clock.Now()
+			}
+		}
+	}
+}
+
+// send writes m, retrying with back-off while the session is within its
+// stream wait. It reports whether m was written.
+func (r *Registry) send(s *session, m message, lastOK time.Time) bool {
+	backoff := 10 * time.Millisecond
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
+		err := s.sink.Notify(ctx, m.method, m.params)
+		cancel()
+		if err == nil {
+			r.sent.Add(1)
+			return true
+		}
+		if r.opts.Clock.Now().Sub(lastOK) >= r.opts.StreamWait {
+			if f := r.failed.Add(1); f == 1 || f%1000 == 0 {
+				r.log.Warn("notification not delivered (the inbox still has it for events_poll)",
+					"principal", s.principal, "method", m.method, "error", err, "failed_total", f)
+			}
+			return false
+		}
+		select {
+		case <-s.done:
+			return false
+		case <-r.sleep(backoff):
+		}
+		backoff = min(backoff*2, time.Second)
+	}
+}
+
+func (r *Registry) sleep(d time.Duration) <-chan struct{} {
+	ch := make(chan struct{})
+	r.opts.Clock.AfterFunc(d, func() { close(ch) })
+	return ch
+}
+
+// Stats counts notifications since the registry was made.
+type Stats struct {
+	// Sent were written to a session.
+	Sent int64
+	// Dropped found the session's queue full.
+	Dropped int64
+	// Failed could not be written within the stream wait.
+	Failed int64
+}
+
+// Stats returns the counters.
+func (r *Registry) Stats() Stats {
+	return Stats{Sent: r.sent.Load(), Dropped: r.dropped.Load(), Failed: r.failed.Load()}
+}
+
+// closeWait bounds how long Close waits for writers. A write to a client that
+// stopped reading can block in the transport beyond any context; Close must
+// not hang shutdown on it.
+const closeWait = 5 * time.Second
+
+// Close detaches every session and waits, for a few seconds at most, for
+// their writers to finish.
+func (r *Registry) Close() {
+	r.mu.Lock()
+	r.closed = true
+	var all []*session
+	for _, set := range r.byOwner {
+		for s := range set {
+			all = append(all, s)
+		}
+	}
+	r.mu.Unlock()
+	for _, s := range all {
+		r.detach(s)
+	}
+	done := make(chan struct{})
+	go func() { r.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(closeWait):
+		r.log.Warn("a session writer is still blocked in a write; not waiting for it")
+	}
+}

@@ -1,0 +1,257 @@
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// describer builds the tools' schemas and descriptions from what the server
+// supports, so that they never advertise an option that does not work.
+type describer struct {
+	caps      subscriptions.Capability
+	retention subscriptions.Retention
+}
+
+func newDescriber(caps subscriptions.Capability, r subscriptions.Retention) describer {
+	return describer{caps: caps, retention: r}
+}
+
+// examples holds one valid argument object per tool; descriptions quote it and
+// argument errors point at it. A test checks each against its schema.
+var examples = map[string]string{
+	Subscribe:   `{"filter": {"eventTypes": ["github.issues.*"], "priority": ["high", "critical"]}}`,
+	Unsubscribe: `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
+	List:        `{"status": "active"}`,
+	Pause:       `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
+	Resume:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
+	Update:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "filter": {"eventTypes": ["github.issues.opened"]}, "expiresAt": null}`,
+	Poll:        `{"limit": 20}`,
+}
+
+func exampleOf(t *mcp.Tool) string { return examples[t.Name] }
+
+func object(props map[string]*jsonschema.Schema, order []string, required ...string) *jsonschema.Schema {
+	return &jsonschema.Schema{
+		Type:                 "object",
+		Properties:           props,
+		PropertyOrder:        order,
+		Required:             required,
+		AdditionalProperties: &jsonschema.Schema{Not: &jsonschema.Schema{}},
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func idSchema(what string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Format: "uuid", Description: "ID of the subscription to " + what + ", as returned by events_subscribe or events_list."}
+}
+
+func (d describer) filterSchema() *jsonschema.Schema {
+	priorities := make([]any, len(subscriptions.Priorities))
+	for i, p := range subscriptions.Priorities {
+		priorities[i] = string(p)
+	}
+	s := object(map[string]*jsonschema.Schema{
+		"eventTypes": {
+			Type:        "array",
+			Items:       &jsonschema.Schema{Type: "string"},
+			MinItems:    ptr(1),
+			MaxItems:    ptr(subscriptions.MaxFilterPatterns),
+			Description: "Event types to receive; any entry may match. " + subscriptions.PatternHelp,
+		},
+		"tags": {
+			Type:        "array",
+			Items:       &jsonschema.Schema{Type: "string"},
+			MinItems:    ptr(1),
+			MaxItems:    ptr(subscriptions.MaxTags),
+			Description: "Receive only events that carry at least one of these tags.",
+		},
+		"priority": {
+			Type:        "array",
+			Items:       &jsonschema.Schema{Type: "string", Enum: priorities},
+			MinItems:    ptr(1),
+			Description: "Receive only events whose priority is one of these.",
+		},
+	}, []string{"eventTypes", "tags", "priority"})
+	s.Description = "Which events to receive. Every part you give must match (AND); give at least one part. " +
+		"To receive every event use {\"eventTypes\": [\"*\"]}."
+	return s
+}
+
+func (d describer) deliverySchema() *jsonschema.Schema {
+	channels := make([]any, len(d.caps.DeliveryChannels))
+	for i, c := range d.caps.DeliveryChannels {
+		channels[i] = string(c)
+	}
+	s := object(map[string]*jsonschema.Schema{
+		"channels": {
+			Type:        "array",
+			Items:       &jsonschema.Schema{Type: "string", Enum: channels},
+			MinItems:    ptr(1),
+			Description: "How events are delivered. \"realtime\": each event at once as an events/event notification.",
+		},
+	}, []string{"channels"}, "channels")
+	s.Description = "How matching events reach you. Default: {\"channels\": [\"realtime\"]}."
+	return s
+}
+
+func (d describer) expiresSchema(nullable bool) *jsonschema.Schema {
+	s := &jsonschema.Schema{
+		Type:        "string",
+		Format:      "date-time",
+		Description: "When the subscription ends, as an RFC 3339 time with a UTC offset, e.g. \"2026-01-15T14:00:00Z\". It must be in the future. You are sent events/subscription_expired when it ends.",
+	}
+	if nullable {
+		s.Type, s.Types = "", []string{"string", "null"}
+		s.Description += " null removes the expiry."
+	}
+	return s
+}
+
+func (d describer) subscribeTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  Subscribe,
+		Title: "Subscribe to events",
+		Description: fmt.Sprintf("Subscribe to events from the outside world (GitHub, Slack, alerts, deploys: whatever "+
+			"this server receives). Matching events are pushed to you as they happen (events/event "+
+			"notifications) and are always kept in your inbox, which events_poll reads, so nothing is missed "+
+			"while you are away. Returns the subscription with its subscriptionId. You may have up to %d "+
+			"active or paused subscriptions.\n\n"+
+			"filter.eventTypes takes exact types or patterns: \"*\" matches any run of characters including "+
+			"dots (\"github.*\" matches \"github.push\" and \"github.issue.opened\", not \"github\"), \"?\" one "+
+			"character, \"[abc]\" one of a set, \"{a,b}\" alternatives. filter.tags matches events carrying any of "+
+			"the tags; filter.priority matches the listed priorities (low, normal, high, critical). All parts "+
+			"given must match; to receive everything use {\"eventTypes\": [\"*\"]}.\n\nExample: %s",
+			d.caps.MaxSubscriptions, examples[Subscribe]),
+		InputSchema: object(map[string]*jsonschema.Schema{
+			"filter":    d.filterSchema(),
+			"delivery":  d.deliverySchema(),
+			"expiresAt": d.expiresSchema(false),
+		}, []string{"filter", "delivery", "expiresAt"}, "filter"),
+		Annotations: &mcp.ToolAnnotations{Title: "Subscribe to events", OpenWorldHint: ptr(false)},
+	}
+}
+
+func (d describer) unsubscribeTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  Unsubscribe,
+		Title: "Remove a subscription",
+		Description: "Remove one of your subscriptions for good: it receives nothing more and disappears from " +
+			"events_list. What it already delivered stays readable through events_poll. To stop for a while " +
+			"instead, use events_pause.\n\nExample: " + examples[Unsubscribe],
+		InputSchema: object(map[string]*jsonschema.Schema{"subscriptionId": idSchema("remove")}, nil, "subscriptionId"),
+		Annotations: &mcp.ToolAnnotations{Title: "Remove a subscription", DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
+	}
+}
+
+func (d describer) listTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  List,
+		Title: "List your subscriptions",
+		Description: "List your subscriptions, oldest first, with their filter, delivery, status (active, " +
+			"paused or expired), expiry, and how many events each has delivered and when the last one was. " +
+			"Give status to list only those with that status; leave it out to list all.\n\nExample: " + examples[List],
+		InputSchema: object(map[string]*jsonschema.Schema{
+			"status": {Type: "string", Enum: []any{"active", "paused", "expired"}, Description: "List only subscriptions with this status."},
+		}, nil),
+		Annotations: &mcp.ToolAnnotations{Title: "List your subscriptions", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}
+}
+
+func (d describer) pauseTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  Pause,
+		Title: "Pause a subscription",
+		Description: "Pause one of your subscriptions. While paused it receives nothing: events that arrive " +
+			"meanwhile are skipped for it, not queued, and are not delivered when you resume. Its filter, " +
+			"delivery, expiry and counts are kept; events_resume turns it back on. Pausing a paused " +
+			"subscription changes nothing.\n\nExample: " + examples[Pause],
+		InputSchema: object(map[string]*jsonschema.Schema{"subscriptionId": idSchema("pause")}, nil, "subscriptionId"),
+		Annotations: &mcp.ToolAnnotations{Title: "Pause a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}
+}
+
+func (d describer) resumeTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  Resume,
+		Title: "Resume a subscription",
+		Description: "Resume a paused subscription: it receives matching events again from now on (events " +
+			"that arrived while it was paused are not replayed). Resuming an active subscription changes " +
+			"nothing; an expired one cannot be resumed (subscribe again instead).\n\nExample: " + examples[Resume],
+		InputSchema: object(map[string]*jsonschema.Schema{"subscriptionId": idSchema("resume")}, nil, "subscriptionId"),
+		Annotations: &mcp.ToolAnnotations{Title: "Resume a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}
+}
+
+func (d describer) updateTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  Update,
+		Title: "Change a subscription",
+		Description: "Change the filter, delivery or expiry of one of your subscriptions; what you leave out " +
+			"is kept. A new filter replaces the old one whole (same rules as events_subscribe). expiresAt " +
+			"sets a new end time, or null removes it. A paused subscription stays paused; an expired one " +
+			"cannot be changed.\n\nExample: " + examples[Update],
+		InputSchema: object(map[string]*jsonschema.Schema{
+			"subscriptionId": idSchema("change"),
+			"filter":         d.filterSchema(),
+			"delivery":       d.deliverySchema(),
+			"expiresAt":      d.expiresSchema(true),
+		}, []string{"subscriptionId", "filter", "delivery", "expiresAt"}, "subscriptionId"),
+		Annotations: &mcp.ToolAnnotations{Title: "Change a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
+	}
+}
+
+func (d describer) pollTool() *mcp.Tool {
+	keep := ""
+	if r := d.retention; r.InboxMaxEntries > 0 && r.InboxMaxAge > 0 {
+		keep = fmt.Sprintf(" The inbox keeps your latest %d items for up to %s.", r.InboxMaxEntries, humanDuration(r.InboxMaxAge))
+	}
+	return &mcp.Tool{
+		Name:  Poll,
+		Title: "Read delivered events",
+		Description: fmt.Sprintf("Read what your subscriptions delivered, oldest first: events (kind \"event\", "+
+			"with the subscriptionId and the event: id, type, data, metadata) and expiry notices (kind "+
+			"\"subscription_expired\"). Without cursor it continues after the last page it gave you, so "+
+			"calling it again returns only what is new. Pass nextCursor (or the cursor of a notification) to "+
+			"read from that point; the same cursor gives the same items. hasMore says whether to call again "+
+			"right away.%s Use this when your host does not show event notifications, or to catch up "+
+			"after being away.\n\nExample: %s", keep, examples[Poll]),
+		InputSchema: object(map[string]*jsonschema.Schema{
+			"cursor": {Type: "string", Description: "Continue after this cursor: a nextCursor from an earlier events_poll, or a notification's cursor. Leave it out to continue where the last call stopped."},
+			"limit": {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(subscriptions.MaxPollLimit)),
+				Description: fmt.Sprintf("Most items to return, 1 to %d; default %d.", subscriptions.MaxPollLimit, subscriptions.DefaultPollLimit)},
+		}, []string{"cursor", "limit"}),
+		Annotations: &mcp.ToolAnnotations{Title: "Read delivered events", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}
+}
+
+func humanDuration(d time.Duration) string {
+	switch {
+	case d%(24*time.Hour) == 0:
+		n := int(d / (24 * time.Hour))
+		return plural2(n, "day")
+	case d%time.Hour == 0:
+		return plural2(int(d/time.Hour), "hour")
+	}
+	return d.String()
+}
+
+func plural2(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return fmt.Sprintf("%d %ss", n, unit)
+}
+
+// schemaJSON renders a tool's input schema, for tests and docs.
+func schemaJSON(t *mcp.Tool) string {
+	b, _ := json.MarshalIndent(t.InputSchema, "", "  ")
+	return strings.TrimSpace(string(b))
+}

@@ -1,0 +1,152 @@
+// Package tools registers the MCPE subscription tools (events_subscribe,
+// events_unsubscribe, events_list, events_pause, events_resume, events_update)
+// and events_poll on an MCP server, and translates between tool arguments and
+// the subscriptions domain. Arguments are decoded strictly and every mistake
+// comes back as a tool error written for the model: what was wrong and what
+// is accepted.
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Service is what the tools need from the subscriptions domain.
+type Service interface {
+	Subscribe(ctx context.Context, principal string, req subscriptions.SubscribeRequest) (*subscriptions.Subscription, error)
+	Unsubscribe(ctx context.Context, principal, id string) error
+	List(ctx context.Context, principal string, status subscriptions.Status) ([]*subscriptions.Subscription, error)
+	Pause(ctx context.Context, principal, id string) (*subscriptions.Subscription, error)
+	Resume(ctx context.Context, principal, id string) (*subscriptions.Subscription, error)
+	Update(ctx context.Context, principal string, req subscriptions.UpdateRequest) (*subscriptions.Subscription, error)
+	Poll(ctx context.Context, principal string, req subscriptions.PollRequest) (subscriptions.PollResult, error)
+	Capability() subscriptions.Capability
+}
+
+// PrincipalFunc returns the principal a tool call acts for.
+type PrincipalFunc func(ctx context.Context, req *mcp.CallToolRequest) (string, error)
+
+// Options configure Register.
+type Options struct {
+	// Service is required.
+	Service Service
+	// Principal is required.
+	Principal PrincipalFunc
+	// Retention is shown in the events_poll description; zero fields are
+	// left out.
+	Retention subscriptions.Retention
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Names of the tools, in the order they are registered.
+const (
+	Subscribe   = "events_subscribe"
+	Unsubscribe = "events_unsubscribe"
+	List        = "events_list"
+	Pause       = "events_pause"
+	Resume      = "events_resume"
+	Update      = "events_update"
+	Poll        = "events_poll"
+)
+
+// Register adds the tools to s.
+func Register(s *mcp.Server, opts Options) {
+	if opts.Service == nil || opts.Principal == nil {
+		panic("tools: Register needs Options.Service and Options.Principal")
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	svc := opts.Service
+	d := newDescriber(svc.Capability(), opts.Retention)
+	r := registrar{server: s, principal: opts.Principal, log: opts.Logger}
+
+	add(r, d.subscribeTool(), func(ctx context.Context, p string, in *subscriptions.SubscribeRequest) (any, error) {
+		return svc.Subscribe(ctx, p, *in)
+	})
+	add(r, d.unsubscribeTool(), func(ctx context.Context, p string, in *subscriptions.SubscriptionRef) (any, error) {
+		if err := svc.Unsubscribe(ctx, p, in.SubscriptionID); err != nil {
+			return nil, err
+		}
+		return subscriptions.UnsubscribeResult{SubscriptionID: in.SubscriptionID, Unsubscribed: true}, nil
+	})
+	add(r, d.listTool(), func(ctx context.Context, p string, in *subscriptions.ListRequest) (any, error) {
+		subs, err := svc.List(ctx, p, in.Status)
+		if err != nil {
+			return nil, err
+		}
+		return subscriptions.ListResult{Subscriptions: subs}, nil
+	})
+	add(r, d.pauseTool(), func(ctx context.Context, p string, in *subscriptions.SubscriptionRef) (any, error) {
+		return svc.Pause(ctx, p, in.SubscriptionID)
+	})
+	add(r, d.resumeTool(), func(ctx context.Context, p string, in *subscriptions.SubscriptionRef) (any, error) {
+		return svc.Resume(ctx, p, in.SubscriptionID)
+	})
+	add(r, d.updateTool(), func(ctx context.Context, p string, in *subscriptions.UpdateRequest) (any, error) {
+		return svc.Update(ctx, p, *in)
+	})
+	add(r, d.pollTool(), func(ctx context.Context, p string, in *subscriptions.PollRequest) (any, error) {
+		return svc.Poll(ctx, p, *in)
+	})
+}
+
+type registrar struct {
+	server    *mcp.Server
+	principal PrincipalFunc
+	log       *slog.Logger
+}
+
+// add registers a tool whose arguments decode strictly into In.
+func add[In any](r registrar, t *mcp.Tool, h func(ctx context.Context, principal string, in *In) (any, error)) {
+	r.server.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		principal, err := r.principal(ctx, req)
+		if err != nil {
+			return errorResult(err), nil
+		}
+		in := new(In)
+		if err := decodeArgs(req.Params.Arguments, in, t); err != nil {
+			return errorResult(err), nil
+		}
+		out, err := h(ctx, principal, in)
+		if err != nil {
+			if !isCallerError(err) {
+				r.log.Error("tool failed", "tool", t.Name, "principal", principal, "error", err)
+				err = errors.New("the server could not complete this call because of an internal error; try again, and if it persists tell the operator (details are in the server log)")
+			}
+			return errorResult(err), nil
+		}
+		body, err := json.Marshal(out)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.CallToolResult{
+			Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
+			StructuredContent: json.RawMessage(body),
+		}, nil
+	})
+}
+
+func errorResult(err error) *mcp.CallToolResult {
+	var res mcp.CallToolResult
+	res.SetError(err)
+	return &res
+}
+
+// isCallerError reports whether err is about the caller's input or
+// subscriptions, and so safe and useful to show as is.
+func isCallerError(err error) bool {
+	var inv *subscriptions.InvalidError
+	return errors.As(err, &inv) ||
+		errors.Is(err, subscriptions.ErrNotFound) ||
+		errors.Is(err, subscriptions.ErrLimitReached) ||
+		errors.Is(err, subscriptions.ErrExpired)
+}
