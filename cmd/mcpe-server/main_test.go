@@ -1,0 +1,480 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// binary is the mcpe-server built once for these tests.
+var binary string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "mcpe-server-test")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	binary = filepath.Join(dir, "mcpe-server")
+	build := exec.Command("go", "build", "-o", binary, ".")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build mcpe-server:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// logWatcher collects a process's stderr and finds the HTTP address in it.
+type logWatcher struct {
+	mu    sync.Mutex
+	lines []string
+	addr  chan string
+}
+
+var listenLine = regexp.MustCompile(`msg="HTTP server listening" addr=(\S+)`)
+
+func watchLog(t *testing.T, r io.Reader) *logWatcher {
+	w := &logWatcher{addr: make(chan string, 1)}
+	go func() {
+		sc := bufio.NewScanner(r)
+		for sc.Scan() {
+			line := sc.Text()
+			w.mu.Lock()
+			w.lines = append(w.lines, line)
+			w.mu.Unlock()
+			if m := listenLine.FindStringSubmatch(line); m != nil {
+				w.addr <- m[1]
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("server log:\n%s", w.String())
+		}
+	})
+	return w
+}
+
+func (w *logWatcher) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return strings.Join(w.lines, "\n")
+}
+
+func (w *logWatcher) waitAddr(t *testing.T) string {
+	t.Helper()
+	select {
+	case a := <-w.addr:
+		return a
+	case <-time.After(mcpetest.Wait):
+		t.Fatalf("the server did not report its HTTP address; log:\n%s", w.String())
+		return ""
+	}
+}
+
+// startStdio starts the binary as an MCP stdio server that also serves HTTP
+// on a free loopback port, and connects a client to it.
+func startStdio(t *testing.T, db string, opts *mcp.ClientSessionOptions) (*mcpetest.Client, string) {
+	t.Helper()
+	cmd := exec.Command(binary, "--stdio", "--http", "127.0.0.1:0", "--db", db)
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	logs := watchLog(t, pr)
+	c := mcpetest.Connect(t, &mcp.CommandTransport{Command: cmd}, opts)
+	addr := logs.waitAddr(t)
+	t.Cleanup(func() { pw.Close() })
+	return c, "http://" + addr
+}
+
+// startHTTPServer starts the binary serving HTTP only and returns its base URL,
+// the process, and a channel that yields its exit.
+func startHTTPServer(t *testing.T, args ...string) (string, *exec.Cmd, <-chan error) {
+	t.Helper()
+	cmd := exec.Command(binary, append([]string{"--http", "127.0.0.1:0", "--db", filepath.Join(t.TempDir(), "mcpe.db")}, args...)...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := watchLog(t, stderr)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	exited := make(chan struct{})
+	go func() { done <- cmd.Wait(); close(exited) }()
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-exited
+	})
+	return "http://" + logs.waitAddr(t), cmd, done
+}
+
+// post sends an event to /v1/events and returns the status and body.
+func post(t *testing.T, base, token, body string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, base+"/v1/events", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+// cli runs the binary with args and returns its exit code, stdout and stderr.
+func cli(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), mcpetest.Wait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, binary, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return code, out.String(), errb.String()
+}
+
+func TestStdioEndToEnd(t *testing.T) {
+	for _, p := range []struct {
+		name string
+		opts *mcp.ClientSessionOptions
+	}{{"2026-07-28", nil}, {"2025-11-25", &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}}} {
+		t.Run(p.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "mcpe.db")
+			c, base := startStdio(t, db, p.opts)
+
+			var caps struct {
+				Capabilities struct {
+					Events *subscriptions.Capability `json:"events"`
+				} `json:"capabilities"`
+			}
+			if err := json.Unmarshal(c.InitializeRaw(), &caps); err != nil || caps.Capabilities.Events == nil {
+				t.Fatalf("no capabilities.events in %s (%v)", c.InitializeRaw(), err)
+			}
+
+			sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"deploy.*"}}})
+			if code, body := post(t, base, "", `{"type": "build.done", "data": {}}`); code != http.StatusAccepted {
+				t.Fatalf("POST: %d %s", code, body)
+			}
+			code, body := post(t, base, "", `{"type": "deploy.failed", "data": {"service": "api"}, "metadata": {"priority": "critical", "tags": ["prod"]}}`)
+			if code != http.StatusAccepted {
+				t.Fatalf("POST: %d %s", code, body)
+			}
+			var accepted struct{ ID string }
+			json.Unmarshal([]byte(body), &accepted)
+			params, ev := c.NextEvent(t)
+			if params.SubscriptionID != sub.ID || ev.ID != accepted.ID || ev.Type != "deploy.failed" ||
+				string(ev.Data) != `{"service":"api"}` || ev.Metadata.Priority != subscriptions.PriorityCritical {
+				t.Fatalf("got %+v %+v; want deploy.failed %s for %s", params, ev, accepted.ID, sub.ID)
+			}
+
+			// The CLI publishes through the same endpoint.
+			code, out, stderr := cli(t, "publish", "--url", base, "--type", "deploy.rolled_back", "--data", `{"to": "v1"}`, "--tag", "prod")
+			if code != 0 {
+				t.Fatalf("publish exited %d: %s", code, stderr)
+			}
+			if _, ev := c.NextEvent(t); ev.ID != strings.TrimSpace(out) || ev.Type != "deploy.rolled_back" {
+				t.Fatalf("got %s %s; want the published %s", ev.Type, ev.ID, out)
+			}
+		})
+	}
+}
+
+func TestStdioRestartKeepsSubscriptionsAndInbox(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "mcpe.db")
+	c, base := startStdio(t, db, nil)
+	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"ci.*"}}})
+	post(t, base, "", `{"type": "ci.failed", "data": {"run": 1}}`)
+	c.NextEvent(t)
+	c.Session.Close() // the host quits: stdin closes and the server exits
+
+	c2, base2 := startStdio(t, db, nil)
+	var list subscriptions.ListResult
+	c2.MustCall(t, "events_list", map[string]any{}, &list)
+	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != sub.ID || list.Subscriptions[0].DeliveredCount != 1 {
+		t.Fatalf("after restart: %+v", list.Subscriptions)
+	}
+	var poll subscriptions.PollResult
+	c2.MustCall(t, "events_poll", map[string]any{}, &poll)
+	if len(poll.Items) != 1 || !strings.Contains(string(poll.Items[0].Event), `"run":1`) {
+		t.Fatalf("inbox after restart: %+v", poll.Items)
+	}
+	post(t, base2, "", `{"type": "ci.failed", "data": {"run": 2}}`)
+	if _, ev := c2.NextEvent(t); !strings.Contains(string(ev.Data), `"run":2`) {
+		t.Fatalf("after restart got %s", ev.Data)
+	}
+}
+
+// bearerTransport adds a bearer token to every request.
+type bearerTransport struct{ token string }
+
+func (b bearerTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+func httpClient(t *testing.T, base, token string) *mcpetest.Client {
+	t.Helper()
+	return mcpetest.Connect(t, &mcp.StreamableClientTransport{
+		Endpoint:   base + "/mcp",
+		HTTPClient: &http.Client{Transport: bearerTransport{token}},
+	}, nil)
+}
+
+func TestHTTPEndToEnd(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(cfg, []byte(`
+auth:
+  tokens:
+    - principal: alice
+      token: alice-token
+    - principal: bob
+      tokenEnv: TEST_BOB_TOKEN
+ingest:
+  tokens:
+    - token: ingest-token
+`), 0o600)
+	t.Setenv("TEST_BOB_TOKEN", "bob-token")
+	base, _, _ := startHTTPServer(t, "--config", cfg)
+
+	// Without a valid token, /mcp answers 401.
+	for _, token := range []string{"", "wrong"} {
+		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusUnauthorized {
+			t.Errorf("token %q: status %d, want 401", token, resp.StatusCode)
+		}
+	}
+	// The initialize result carries capabilities.events over HTTP too.
+	if caps := rawInitialize(t, base, "alice-token"); !strings.Contains(caps, `"events":{"maxSubscriptions":100,"deliveryChannels":["realtime"]`) {
+		t.Errorf("initialize result over HTTP: %s", caps)
+	}
+
+	alice := httpClient(t, base, "alice-token")
+	bob := httpClient(t, base, "bob-token")
+	sub := alice.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"alert.*"}, "priority": []string{"critical"}}})
+	bobSub := bob.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"*"}}})
+	var list subscriptions.ListResult
+	bob.MustCall(t, "events_list", map[string]any{}, &list)
+	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != bobSub.ID {
+		t.Fatalf("bob sees %+v", list.Subscriptions)
+	}
+	if msg := bob.CallError(t, "events_pause", map[string]any{"subscriptionId": sub.ID}); !strings.Contains(msg, "not found") {
+		t.Fatalf("bob pausing alice's subscription: %q", msg)
+	}
+
+	// Publishing needs the ingest token.
+	if code, body := post(t, base, "", `{"type": "alert.disk.firing", "data": {}}`); code != http.StatusUnauthorized {
+		t.Fatalf("POST without token: %d %s", code, body)
+	}
+	code, _, stderr := cli(t, "publish", "--url", base, "--type", "alert.disk.firing")
+	if code != 1 || !strings.Contains(stderr, "401") || !strings.Contains(stderr, "unauthorized") {
+		t.Fatalf("publish without token: exit %d, %s", code, stderr)
+	}
+	code, out, stderr := cli(t, "publish", "--url", base, "--token", "ingest-token", "--type", "alert.disk.firing",
+		"--priority", "critical", "--data", `{"host": "db1"}`, "--source-id", "fp-1")
+	if code != 0 {
+		t.Fatalf("publish: exit %d: %s", code, stderr)
+	}
+	id := strings.TrimSpace(out)
+	for _, c := range []*mcpetest.Client{alice, bob} {
+		if _, ev := c.NextEvent(t); ev.ID != id || string(ev.Data) != `{"host":"db1"}` {
+			t.Fatalf("got %+v; want event %s", ev, id)
+		}
+	}
+	// A redelivery is accepted once.
+	code, out, stderr = cli(t, "publish", "--url", base, "--token", "ingest-token", "--type", "alert.disk.firing", "--source-id", "fp-1")
+	if code != 0 || strings.TrimSpace(out) != id || !strings.Contains(stderr, "already accepted") {
+		t.Fatalf("redelivery: exit %d, out %q, err %q", code, out, stderr)
+	}
+	// Bob's next event is the one after the redelivery: it was not routed.
+	if code, _, stderr := cli(t, "publish", "--url", base, "--token", "ingest-token", "--type", "other.thing"); code != 0 {
+		t.Fatalf("publish: exit %d: %s", code, stderr)
+	}
+	if _, ev := bob.NextEvent(t); ev.Type != "other.thing" {
+		t.Fatalf("bob got %s; the redelivery must not be routed again", ev.Type)
+	}
+}
+
+func rawInitialize(t *testing.T, base, token string) string {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+func TestHTTPSessionsWithoutTokensAreSeparatePrincipals(t *testing.T) {
+	base, _, _ := startHTTPServer(t)
+	a := httpClient(t, base, "")
+	b := httpClient(t, base, "")
+	a.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"x"}}})
+	var list subscriptions.ListResult
+	b.MustCall(t, "events_list", map[string]any{}, &list)
+	if len(list.Subscriptions) != 0 {
+		t.Fatalf("second session sees %+v", list.Subscriptions)
+	}
+	post(t, base, "", `{"type": "x", "data": {}}`)
+	if _, ev := a.NextEvent(t); ev.Type != "x" {
+		t.Fatalf("got %s", ev.Type)
+	}
+}
+
+func TestSignalStopsServer(t *testing.T) {
+	base, cmd, done := startHTTPServer(t)
+	c := httpClient(t, base, "") // an open event stream must not hold up shutdown
+	c.MustCall(t, "events_list", map[string]any{}, nil)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v; want a clean exit", err)
+		}
+	case <-time.After(mcpetest.Wait):
+		t.Fatal("server did not stop within the wait after SIGTERM")
+	}
+}
+
+func TestStdoutCarriesOnlyProtocol(t *testing.T) {
+	cmd := exec.Command(binary, "--db", filepath.Join(t.TempDir(), "mcpe.db"), "--log-level", "debug")
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	io.WriteString(stdin,
+		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n"+
+			`{"jsonrpc":"2.0","method":"notifications/initialized"}`+"\n"+
+			`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"events_list","arguments":{}}}`+"\n")
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	var got []string
+	for len(got) < 2 {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				t.Fatalf("stdout closed after %d lines", len(got))
+			}
+			got = append(got, l)
+		case <-time.After(mcpetest.Wait):
+			t.Fatalf("no response within the wait; stderr:\n%s", stderr.String())
+		}
+	}
+	stdin.Close() // the host quits
+	for l := range lines {
+		got = append(got, l)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("exit: %v\n%s", err, stderr.String())
+	}
+	if len(got) != 2 {
+		t.Fatalf("stdout has %d lines, want the 2 responses:\n%s", len(got), strings.Join(got, "\n"))
+	}
+	for _, l := range got {
+		var msg struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+		}
+		if err := json.Unmarshal([]byte(l), &msg); err != nil || msg.JSONRPC != "2.0" || msg.ID == nil {
+			t.Errorf("stdout line is not a JSON-RPC response: %s", l)
+		}
+	}
+	if !strings.Contains(stderr.String(), "database opened") {
+		t.Errorf("logs did not go to stderr: %s", stderr.String())
+	}
+}
+
+func TestCommandLineErrors(t *testing.T) {
+	badConfig := filepath.Join(t.TempDir(), "bad.yaml")
+	os.WriteFile(badConfig, []byte("auth:\n  tokens:\n    - token: x\n"), 0o600)
+	for _, tc := range []struct {
+		args []string
+		code int
+		want string
+	}{
+		{[]string{"--nope"}, 2, "flag provided but not defined: -nope"},
+		{[]string{"extra"}, 2, `unexpected argument "extra"`},
+		{[]string{"--config", badConfig}, 1, "auth.tokens[0].principal is required"},
+		{[]string{"--config", "/does/not/exist.yaml"}, 1, "read config"},
+		{[]string{"--log-level", "loud", "--db", ":memory:", "--http", "127.0.0.1:0"}, 2, `log level "loud": use debug, info, warn or error`},
+		{[]string{"--http", "256.0.0.1:1", "--db", ":memory:"}, 1, "listen on 256.0.0.1:1"},
+		{[]string{"publish", "--type", "a.b"}, 2, "--url is required"},
+		{[]string{"publish", "--url", "ftp://x", "--type", "a.b"}, 2, `is not an http(s) URL`},
+		{[]string{"publish", "--url", "http://127.0.0.1:1", "--type", "a..b"}, 2, `type: "a..b" has an empty segment`},
+		{[]string{"publish", "--url", "http://127.0.0.1:1", "--type", "a.b", "--data", "[1]"}, 2, "data: must be a JSON object"},
+		{[]string{"publish", "--url", "http://127.0.0.1:1", "--type", "a.b", "--priority", "urgent"}, 2, `"urgent" is not a priority`},
+		{[]string{"publish", "--url", "http://127.0.0.1:1", "--type", "a.b", "--data", "@/does/not/exist"}, 2, "--data: open /does/not/exist"},
+		{[]string{"publish", "--url", "http://127.0.0.1:1", "--type", "a.b"}, 1, "connection refused"},
+		{[]string{"version"}, 0, ""},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			code, _, stderr := cli(t, tc.args...)
+			if code != tc.code || !strings.Contains(stderr, tc.want) {
+				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, stderr, tc.code, tc.want)
+			}
+		})
+	}
+}
