@@ -232,8 +232,8 @@ func TestFilterByTagsAndPriority(t *testing.T) {
 		"tags":       []string{"ci", "deploy"},
 		"priority":   []string{"high", "critical"},
 	}})
-	e.publish("github.push", `{}`, subscriptions.Metadata{Tags: []string{"ci"}, Priority: subscriptions.PriorityNormal})      // priority
-	e.publish("github.push", `{}`, subscriptions.Metadata{Tags: []string{"docs"}, Priority: subscriptions.PriorityHigh})     // tags
+	e.publish("github.push", `{}`, subscriptions.Metadata{Tags: []string{"ci"}, Priority: subscriptions.PriorityNormal})       // priority
+	e.publish("github.push", `{}`, subscriptions.Metadata{Tags: []string{"docs"}, Priority: subscriptions.PriorityHigh})       // tags
 	e.publish("github.issue.opened", `{}`, subscriptions.Metadata{Tags: []string{"ci"}, Priority: subscriptions.PriorityHigh}) // type
 	want := e.publish("github.deployment.failed", `{}`, subscriptions.Metadata{Tags: []string{"x", "deploy"}, Priority: subscriptions.PriorityCritical})
 	if _, ev := c.NextEvent(t); ev.ID != want {
