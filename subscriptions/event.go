@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
@@ -136,7 +137,10 @@ func ValidateType(t string) error {
 	for i := 0; i <= len(t); i++ {
 		if i < len(t) && t[i] != '.' {
 			if !isTypeChar(t[i]) {
-				return invalid(field, "%q contains %q; a type is dot-separated segments of letters, digits, '_' and '-', such as \"github.issue.opened\"", t, rune(t[i]))
+				// Name the whole character, not the first byte of its
+				// UTF-8 encoding.
+				r, _ := utf8.DecodeRuneInString(t[i:])
+				return invalid(field, "%q contains %q; a type is dot-separated segments of letters, digits, '_' and '-', such as \"github.issue.opened\"", t, r)
 			}
 			continue
 		}

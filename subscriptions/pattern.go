@@ -3,9 +3,12 @@ package subscriptions
 import (
 	"errors"
 	"fmt"
+	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/gobwas/glob"
+	"github.com/gobwas/glob/syntax"
 )
 
 // MaxPatternLength bounds an eventTypes entry.
@@ -27,6 +30,11 @@ type Pattern struct {
 	prefix string
 	// glob is nil for an exact pattern.
 	glob *glob.Pattern
+	// re, when set, matches in place of glob. Patterns with alternatives get
+	// one: glob backtracks through them in exponential time (matching
+	// "{*,*}{*,*}{*,*}{*,*}{*,*}{*,*}z*d" against a 42-character type takes
+	// minutes), while a regexp takes time linear in the type.
+	re *regexp.Regexp
 }
 
 // CompilePattern validates and compiles one eventTypes entry. The error is an
@@ -63,7 +71,63 @@ func compilePattern(field, text string) (Pattern, error) {
 		}
 		return Pattern{}, invalid(field, "%q is not a valid pattern (%s). %s", text, reason, PatternHelp)
 	}
-	return Pattern{text: text, prefix: text[:meta], glob: g}, nil
+	p := Pattern{text: text, prefix: text[:meta], glob: g}
+	if strings.Contains(text, "{") {
+		if p.re, err = globRegexp(text); err != nil {
+			return Pattern{}, invalid(field, "%q is not a valid pattern (%v). %s", text, err, PatternHelp)
+		}
+	}
+	return p, nil
+}
+
+// globRegexp translates a pattern that glob.Compile accepted into the
+// equivalent anchored regular expression, reading it with glob's own lexer.
+func globRegexp(text string) (*regexp.Regexp, error) {
+	var b strings.Builder
+	b.WriteString(`^(?s:`)
+	inClass := false
+	lex := syntax.NewLexer(text)
+	for {
+		tok := lex.Next()
+		switch tok.Type {
+		case syntax.EOF:
+			b.WriteString(`)$`)
+			return regexp.Compile(b.String())
+		case syntax.Text:
+			if !inClass {
+				b.WriteString(regexp.QuoteMeta(tok.Data))
+				break
+			}
+			for _, r := range tok.Data {
+				fmt.Fprintf(&b, `\x{%x}`, r)
+			}
+		case syntax.Any, syntax.Super:
+			b.WriteString(`.*`)
+		case syntax.Single:
+			b.WriteString(`.`)
+		case syntax.TermsOpen:
+			b.WriteString(`(?:`)
+		case syntax.TermSeparator:
+			b.WriteString(`|`)
+		case syntax.TermsClose:
+			b.WriteString(`)`)
+		case syntax.RangeOpen:
+			inClass = true
+			b.WriteString(`[`)
+		case syntax.Not:
+			b.WriteString(`^`)
+		case syntax.RangeLo, syntax.RangeHi:
+			r, _ := utf8.DecodeRuneInString(tok.Data)
+			fmt.Fprintf(&b, `\x{%x}`, r)
+		case syntax.RangeBetween:
+			b.WriteString(`-`)
+		case syntax.RangeClose:
+			inClass = false
+			b.WriteString(`]`)
+		default:
+			return nil, fmt.Errorf("unexpected %v", tok)
+		}
+	}
 }
 
 // String returns the pattern as written.
@@ -77,8 +141,11 @@ func (p Pattern) Prefix() string { return p.prefix }
 
 // Match reports whether eventType matches the pattern.
 func (p Pattern) Match(eventType string) bool {
-	if p.glob == nil {
+	switch {
+	case p.glob == nil:
 		return p.text == eventType
+	case p.re != nil:
+		return p.re.MatchString(eventType)
 	}
 	return p.glob.Match(eventType)
 }

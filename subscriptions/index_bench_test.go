@@ -1,0 +1,93 @@
+package subscriptions_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// routeEvents is E of the routing workload: enough events to cycle through
+// every group.
+const routeEvents = 1000
+
+// BenchmarkRoute measures the matcher alone on the routing workload of
+// /work/shared/bench/routing-workload.md, with the default result cache.
+func BenchmarkRoute(b *testing.B) {
+	benchmarkRoute(b, nil)
+}
+
+// BenchmarkRouteUncached is BenchmarkRoute with the result cache disabled,
+// so every event walks the exact map and the pattern buckets.
+func BenchmarkRouteUncached(b *testing.B) {
+	benchmarkRoute(b, &subscriptions.IndexOptions{CacheSize: -1})
+}
+
+func benchmarkRoute(b *testing.B, opts *subscriptions.IndexOptions) {
+	events := routeWorkloadEvents(b, routeEvents)
+	for _, s := range []int{10, 1000, 10000} {
+		b.Run(fmt.Sprintf("S=%d", s), func(b *testing.B) {
+			x := routeWorkloadIndex(b, s, opts)
+			b.ReportAllocs()
+			matches := 0
+			i := 0
+			for b.Loop() {
+				matches += len(x.Match(events[i%len(events)]))
+				i++
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(matches)/float64(b.N), "matches/op")
+		})
+	}
+}
+
+// routeWorkloadIndex builds the index of S subscriptions: subscription i is in
+// group g = i mod 100, and blocks of 100 alternate between the pattern
+// svc<g>.* and the exact type svc<g>.created. All are realtime and active,
+// owned by one principal, with no tag or priority filter.
+func routeWorkloadIndex(b *testing.B, s int, opts *subscriptions.IndexOptions) *subscriptions.Index {
+	b.Helper()
+	x := subscriptions.NewIndex(opts)
+	for i := range s {
+		g := i % 100
+		typ := fmt.Sprintf("svc%d.*", g)
+		if (i/100)%2 == 1 {
+			typ = fmt.Sprintf("svc%d.created", g)
+		}
+		e, err := subscriptions.NewEntry(&subscriptions.Subscription{
+			ID:        fmt.Sprintf("sub-%05d", i),
+			Principal: "bench",
+			Status:    subscriptions.StatusActive,
+			Filter:    subscriptions.Filter{EventTypes: []string{typ}},
+			Delivery:  subscriptions.Delivery{Channels: []subscriptions.Channel{subscriptions.ChannelRealtime}},
+		})
+		if err != nil {
+			b.Fatalf("NewEntry: %v", err)
+		}
+		x.Put(e)
+	}
+	if x.Len() != s {
+		b.Fatalf("index holds %d subscriptions, want %d", x.Len(), s)
+	}
+	return x
+}
+
+// routeWorkloadEvents returns the events of the workload: event e has type
+// svc<e mod 100>.created, priority normal and data {"seq": e}.
+func routeWorkloadEvents(b *testing.B, n int) []*subscriptions.Event {
+	b.Helper()
+	events := make([]*subscriptions.Event, n)
+	for e := range events {
+		ev := &subscriptions.Event{
+			Type:     fmt.Sprintf("svc%d.created", e%100),
+			Data:     json.RawMessage(fmt.Sprintf(`{"seq": %d}`, e)),
+			Metadata: subscriptions.Metadata{Priority: subscriptions.PriorityNormal},
+		}
+		if err := ev.Normalize(testNow); err != nil {
+			b.Fatalf("Normalize: %v", err)
+		}
+		events[e] = ev
+	}
+	return events
+}
