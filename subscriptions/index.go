@@ -41,7 +41,7 @@ func NewEntry(sub *Subscription) (*Entry, error) {
 type Index struct {
 	mu       sync.RWMutex
 	entries  map[string]*Entry
-	exact    map[string][]*Entry
+	exact    map[string]*entryList
 	patterns map[string]map[string]*patternBucket // prefix -> pattern text -> bucket
 	prefixes []prefixLen                          // distinct prefix lengths, ascending
 
@@ -49,9 +49,43 @@ type Index struct {
 	cache     atomic.Pointer[typeCache]
 }
 
+// entryList holds the entries of one exact type or one pattern, with counts
+// that let a lookup combine lists without visiting each entry.
+type entryList struct {
+	entries []*Entry
+	// restricted counts entries with a tag or priority part.
+	restricted int
+	// multi counts entries with more than one pattern, which may appear in
+	// several lists.
+	multi int
+}
+
+func (l *entryList) add(e *Entry) {
+	l.entries = append(l.entries, e)
+	l.count(e, 1)
+}
+
+func (l *entryList) remove(e *Entry) {
+	if i := slices.Index(l.entries, e); i >= 0 {
+		// Cached results are copies, never views of a list, so editing in
+		// place is safe.
+		l.entries = slices.Delete(l.entries, i, i+1)
+		l.count(e, -1)
+	}
+}
+
+func (l *entryList) count(e *Entry, d int) {
+	if !e.matcher.typeOnly() {
+		l.restricted += d
+	}
+	if len(e.matcher.patterns) > 1 {
+		l.multi += d
+	}
+}
+
 type patternBucket struct {
 	pattern Pattern
-	entries []*Entry
+	entryList
 }
 
 type prefixLen struct {
@@ -82,7 +116,7 @@ type IndexOptions struct {
 func NewIndex(opts *IndexOptions) *Index {
 	x := &Index{
 		entries:   make(map[string]*Entry),
-		exact:     make(map[string][]*Entry),
+		exact:     make(map[string]*entryList),
 		patterns:  make(map[string]map[string]*patternBucket),
 		cacheSize: DefaultIndexCacheSize,
 	}
@@ -112,7 +146,12 @@ func (x *Index) Put(e *Entry) {
 	}
 	for _, p := range patterns {
 		if p.Exact() {
-			x.exact[p.text] = append(x.exact[p.text], e)
+			l := x.exact[p.text]
+			if l == nil {
+				l = &entryList{}
+				x.exact[p.text] = l
+			}
+			l.add(e)
 			continue
 		}
 		byText := x.patterns[p.prefix]
@@ -126,7 +165,7 @@ func (x *Index) Put(e *Entry) {
 			byText[p.text] = b
 			x.addPrefixLen(len(p.prefix))
 		}
-		b.entries = append(b.entries, e)
+		b.add(e)
 	}
 	x.resetCacheLocked()
 }
@@ -152,10 +191,10 @@ func (x *Index) removeLocked(id string) bool {
 	}
 	for _, p := range patterns {
 		if p.Exact() {
-			if rest := deleteEntry(x.exact[p.text], e); len(rest) > 0 {
-				x.exact[p.text] = rest
-			} else {
-				delete(x.exact, p.text)
+			if l := x.exact[p.text]; l != nil {
+				if l.remove(e); len(l.entries) == 0 {
+					delete(x.exact, p.text)
+				}
 			}
 			continue
 		}
@@ -164,7 +203,7 @@ func (x *Index) removeLocked(id string) bool {
 		if b == nil {
 			continue
 		}
-		if b.entries = deleteEntry(b.entries, e); len(b.entries) == 0 {
+		if b.remove(e); len(b.entries) == 0 {
 			delete(byText, p.text)
 			x.removePrefixLen(len(p.prefix))
 			if len(byText) == 0 {
@@ -173,15 +212,6 @@ func (x *Index) removeLocked(id string) bool {
 		}
 	}
 	return true
-}
-
-// deleteEntry removes e from s. Cached results are copies, never views of a
-// bucket, so editing in place is safe.
-func deleteEntry(s []*Entry, e *Entry) []*Entry {
-	if i := slices.Index(s, e); i >= 0 {
-		return slices.Delete(s, i, i+1)
-	}
-	return s
 }
 
 func (x *Index) addPrefixLen(n int) {
@@ -253,28 +283,39 @@ func (x *Index) byTypeLocked(t string) *cached {
 }
 
 func (x *Index) computeLocked(t string) *cached {
-	var out []*Entry
-	multi := false
-	collect := func(es []*Entry) {
-		for _, e := range es {
-			if len(e.matcher.patterns) > 1 {
-				multi = true
-			}
-		}
-		out = append(out, es...)
+	// Gather the matching lists first, then copy their entries in one go.
+	var lists [8]*entryList
+	matched := lists[:0]
+	if l := x.exact[t]; l != nil {
+		matched = append(matched, l)
 	}
-	collect(x.exact[t])
 	for _, pl := range x.prefixes {
 		if pl.n > len(t) {
 			break
 		}
 		for _, b := range x.patterns[t[:pl.n]] {
 			if b.pattern.Match(t) {
-				collect(b.entries)
+				matched = append(matched, &b.entryList)
 			}
 		}
 	}
-	if multi {
+	c := &cached{typeOnly: true}
+	n, multi := 0, 0
+	for _, l := range matched {
+		n += len(l.entries)
+		multi += l.multi
+		if l.restricted > 0 {
+			c.typeOnly = false
+		}
+	}
+	if n == 0 {
+		return c
+	}
+	out := make([]*Entry, 0, n)
+	for _, l := range matched {
+		out = append(out, l.entries...)
+	}
+	if multi > 0 && len(matched) > 1 {
 		// A subscription with several patterns may have matched more than
 		// once; keep its first appearance.
 		seen := make(map[*Entry]struct{}, len(out))
@@ -287,13 +328,7 @@ func (x *Index) computeLocked(t string) *cached {
 		}
 		out = kept
 	}
-	c := &cached{entries: out, typeOnly: true}
-	for _, e := range out {
-		if !e.matcher.typeOnly() {
-			c.typeOnly = false
-			break
-		}
-	}
+	c.entries = out
 	return c
 }
 
