@@ -19,8 +19,8 @@ type Store interface {
 	// UpdateSubscription stores the status, filter, delivery, updatedAt and
 	// expiresAt of sub, which must belong to sub.Principal.
 	UpdateSubscription(ctx context.Context, sub *Subscription) error
-	// DeleteSubscription removes a subscription of principal and its inbox
-	// entries.
+	// DeleteSubscription removes a subscription of principal. What it
+	// delivered stays in the inbox until retention removes it.
 	DeleteSubscription(ctx context.Context, principal, id string) error
 	// ListSubscriptions returns the subscriptions that match q, oldest first.
 	ListSubscriptions(ctx context.Context, q ListQuery) ([]*Subscription, error)
@@ -40,7 +40,7 @@ type Store interface {
 	// then has Duplicate set and the first event's ID.
 	Publish(ctx context.Context, ev *Event, raw json.RawMessage, targets []Target, now time.Time) (PublishResult, error)
 
-	// ReadInbox returns up to limit entries of principal's inbox with a
+	// ReadInbox returns up to limit (> 0) entries of principal's inbox with a
 	// sequence number above after, oldest first, and whether more follow.
 	ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]InboxEntry, bool, error)
 	// PollCursor returns the cursor last handed to principal by events_poll,
@@ -57,7 +57,9 @@ type Store interface {
 
 	// Prune applies r: it trims inboxes to their size and age limits, drops
 	// events that no inbox entry needs and that are older than the dedup
-	// window, and deletes subscriptions that expired long enough ago.
+	// window, and deletes subscriptions that expired (ExpireSubscriptions, or
+	// an update to expired) long enough ago. Delivery counts survive the
+	// inbox entries they counted. A zero field of r disables that limit.
 	Prune(ctx context.Context, r Retention, now time.Time) (PruneStats, error)
 
 	// Close releases the store.
@@ -116,7 +118,7 @@ type InboxEntry struct {
 	CreatedAt time.Time
 }
 
-// Retention bounds what the store keeps.
+// Retention bounds what the store keeps. A zero field means no limit.
 type Retention struct {
 	// InboxMaxEntries is the most inbox entries kept per principal.
 	InboxMaxEntries int

@@ -36,6 +36,8 @@ type Store struct {
 	// w is the only connection that writes, so writers queue in Go instead
 	// of spinning on SQLITE_BUSY; r serves reads concurrently (WAL).
 	w, r *sql.DB
+	// Statements of the publish path, prepared once on w.
+	insertEvent, findDuplicate, insertInbox *sql.Stmt
 }
 
 var _ subscriptions.Store = (*Store)(nil)
@@ -58,7 +60,11 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		// Each connection to :memory: is its own database: keep one.
 		db.SetMaxOpenConns(1)
 		s := &Store{w: db, r: db}
-		return s, s.migrate(ctx)
+		if err := s.init(ctx); err != nil {
+			s.Close()
+			return nil, fmt.Errorf("in-memory database: %w", err)
+		}
+		return s, nil
 	}
 	if dir := filepath.Dir(path); dir != "" {
 		if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -81,16 +87,48 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	s := &Store{w: w, r: r}
-	if err := s.migrate(ctx); err != nil {
+	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("database %q: %w", path, err)
 	}
 	return s, nil
 }
 
+// init migrates the schema and prepares the publish statements.
+func (s *Store) init(ctx context.Context) error {
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	for _, p := range []struct {
+		stmt  **sql.Stmt
+		query string
+	}{
+		{&s.insertEvent, `INSERT INTO events (id, type, source_event_id, body, received_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
+		{&s.findDuplicate, `SELECT id FROM events
+			WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`},
+		{&s.insertInbox, `INSERT INTO inbox (principal, subscription_id, kind, event_id, created_at)
+			SELECT principal, id, 'event', ?1, ?2 FROM subscriptions
+			WHERE id IN (SELECT value FROM json_each(?3)) AND status = 'active'
+			RETURNING seq, principal, subscription_id`},
+	} {
+		var err error
+		if *p.stmt, err = s.w.PrepareContext(ctx, p.query); err != nil {
+			return fmt.Errorf("prepare statement: %w", err)
+		}
+	}
+	return nil
+}
+
 // Close closes the database.
 func (s *Store) Close() error {
-	err := s.w.Close()
+	var err error
+	for _, st := range []*sql.Stmt{s.insertEvent, s.findDuplicate, s.insertInbox} {
+		if st != nil {
+			err = errors.Join(err, st.Close())
+		}
+	}
+	err = errors.Join(err, s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
 	}
@@ -168,6 +206,11 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	if err != nil {
 		return err
 	}
+	// Prune dates expired subscriptions by expired_at.
+	var expiredAt sql.NullInt64
+	if sub.Status == subscriptions.StatusExpired {
+		expiredAt = nullNanos(&sub.UpdatedAt)
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var n int
 		err := tx.QueryRowContext(ctx,
@@ -180,10 +223,10 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 			return &subscriptions.LimitError{Max: max}
 		}
 		_, err = tx.ExecContext(ctx, `INSERT INTO subscriptions
-			(id, principal, status, filter, delivery, created_at, updated_at, expires_at, delivered_count, last_delivered_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(id, principal, status, filter, delivery, created_at, updated_at, expires_at, expired_at, delivered_base, last_delivered_base)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			sub.ID, sub.Principal, string(sub.Status), filter, delivery,
-			nanos(sub.CreatedAt), nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt),
+			nanos(sub.CreatedAt), nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt), expiredAt,
 			sub.DeliveredCount, nullNanos(sub.LastDeliveredAt))
 		return err
 	})
@@ -201,8 +244,24 @@ func encodeSettings(sub *subscriptions.Subscription) (filter, delivery string, e
 	return string(f), string(d), nil
 }
 
-const subscriptionColumns = `id, principal, status, filter, delivery, created_at, updated_at,
-	expires_at, delivered_count, last_delivered_at`
+// selectSubscriptions reads subscriptions with their delivery counts: the
+// base columns plus the subscription's 'event' entries still in the inbox.
+// The counts are grouped over the inbox entries of the same principals,
+// through the inbox's principal index. where filters s.
+func selectSubscriptions(where string) string {
+	return `SELECT s.id, s.principal, s.status, s.filter, s.delivery, s.created_at, s.updated_at, s.expires_at,
+		s.delivered_base + coalesce(c.n, 0),
+		CASE WHEN c.last IS NULL THEN s.last_delivered_base
+			WHEN s.last_delivered_base IS NULL THEN c.last
+			ELSE max(c.last, s.last_delivered_base) END
+	FROM subscriptions s
+	LEFT JOIN (
+		SELECT subscription_id, count(*) AS n, max(created_at) AS last FROM inbox
+		WHERE kind = 'event' AND principal IN (SELECT principal FROM subscriptions s WHERE ` + where + `)
+		GROUP BY subscription_id
+	) c ON c.subscription_id = s.id
+	WHERE ` + where
+}
 
 type scanner interface{ Scan(...any) error }
 
@@ -235,7 +294,7 @@ func scanSubscription(row scanner) (*subscriptions.Subscription, error) {
 
 // GetSubscription implements subscriptions.Store.
 func (s *Store) GetSubscription(ctx context.Context, principal, id string) (*subscriptions.Subscription, error) {
-	row := s.r.QueryRowContext(ctx, `SELECT `+subscriptionColumns+` FROM subscriptions WHERE id = ? AND principal = ?`, id, principal)
+	row := s.r.QueryRowContext(ctx, selectSubscriptions(`s.id = ?1 AND s.principal = ?2`), id, principal)
 	sub, err := scanSubscription(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, subscriptions.ErrNotFound
@@ -250,9 +309,13 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub *subscriptions.Subsc
 		return err
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		// expired_at, which Prune dates expired subscriptions by, is set
+		// when the status becomes expired and cleared when it stops being.
 		res, err := tx.ExecContext(ctx, `UPDATE subscriptions
-			SET status = ?, filter = ?, delivery = ?, updated_at = ?, expires_at = ?
-			WHERE id = ? AND principal = ?`,
+			SET status = ?1, filter = ?2, delivery = ?3, updated_at = ?4, expires_at = ?5,
+				expired_at = CASE WHEN ?1 <> 'expired' THEN NULL
+					WHEN status = 'expired' THEN coalesce(expired_at, ?4) ELSE ?4 END
+			WHERE id = ?6 AND principal = ?7`,
 			string(sub.Status), filter, delivery, nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt),
 			sub.ID, sub.Principal)
 		return expectRow(res, err)
@@ -273,8 +336,7 @@ func expectRow(res sql.Result, err error) error {
 	return nil
 }
 
-// DeleteSubscription implements subscriptions.Store. Inbox entries already
-// delivered stay until retention removes them.
+// DeleteSubscription implements subscriptions.Store.
 func (s *Store) DeleteSubscription(ctx context.Context, principal, id string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.ExecContext(ctx, `DELETE FROM subscriptions WHERE id = ? AND principal = ?`, id, principal)
@@ -287,18 +349,18 @@ func (s *Store) ListSubscriptions(ctx context.Context, q subscriptions.ListQuery
 	var where []string
 	var args []any
 	if q.Principal != "" {
-		where = append(where, "principal = ?")
 		args = append(args, q.Principal)
+		where = append(where, fmt.Sprintf("s.principal = ?%d", len(args)))
 	}
 	if q.Status != "" {
-		where = append(where, "status = ?")
 		args = append(args, string(q.Status))
+		where = append(where, fmt.Sprintf("s.status = ?%d", len(args)))
 	}
-	query := `SELECT ` + subscriptionColumns + ` FROM subscriptions`
+	cond := "true"
 	if len(where) > 0 {
-		query += " WHERE " + strings.Join(where, " AND ")
+		cond = strings.Join(where, " AND ")
 	}
-	query += " ORDER BY created_at, id"
+	query := selectSubscriptions(cond) + " ORDER BY s.created_at, s.id"
 	rows, err := s.r.QueryContext(ctx, query, args...)
 	if err != nil {
 		return nil, err
@@ -369,24 +431,28 @@ func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
 // Publish implements subscriptions.Store. The inbox entries are written by
 // one INSERT ... SELECT over the still-active target subscriptions, so a
 // subscription paused or removed since the event was matched gets nothing.
+// Nothing else is written per delivery: the counts are derived from the
+// inbox.
 func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.RawMessage, targets []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
 	res := subscriptions.PublishResult{EventID: ev.ID}
 	now = now.UTC()
-	var ids []string
+	ids := make([]string, 0, len(targets))
 	for _, t := range targets {
 		if !slices.Contains(ids, t.SubscriptionID) {
 			ids = append(ids, t.SubscriptionID)
 		}
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return res, err
+	}
+	var source sql.NullString
+	if ev.Metadata.SourceEventID != "" {
+		source = sql.NullString{String: ev.Metadata.SourceEventID, Valid: true}
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		res.Delivered = res.Delivered[:0]
-		var source sql.NullString
-		if ev.Metadata.SourceEventID != "" {
-			source = sql.NullString{String: ev.Metadata.SourceEventID, Valid: true}
-		}
-		r, err := tx.ExecContext(ctx, `INSERT INTO events (id, type, source_event_id, body, received_at)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-			ev.ID, ev.Type, source, string(raw), nanos(now))
+		r, err := tx.StmtContext(ctx, s.insertEvent).ExecContext(ctx, ev.ID, ev.Type, source, string(raw), nanos(now))
 		if err != nil {
 			return err
 		}
@@ -394,22 +460,12 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 			return err
 		} else if n == 0 {
 			res.Duplicate = true
-			return tx.QueryRowContext(ctx, `SELECT id FROM events
-				WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`,
-				ev.ID, ev.Type, source).Scan(&res.EventID)
+			return tx.StmtContext(ctx, s.findDuplicate).QueryRowContext(ctx, ev.ID, ev.Type, source).Scan(&res.EventID)
 		}
 		if len(ids) == 0 {
 			return nil
 		}
-		list, err := json.Marshal(ids)
-		if err != nil {
-			return err
-		}
-		rows, err := tx.QueryContext(ctx, `INSERT INTO inbox (principal, subscription_id, kind, event_id, created_at)
-			SELECT principal, id, 'event', ?1, ?2 FROM subscriptions
-			WHERE id IN (SELECT value FROM json_each(?3)) AND status = 'active'
-			ORDER BY created_at, id
-			RETURNING seq, principal, subscription_id`, ev.ID, nanos(now), string(list))
+		rows, err := tx.StmtContext(ctx, s.insertInbox).QueryContext(ctx, ev.ID, nanos(now), string(list))
 		if err != nil {
 			return err
 		}
@@ -421,13 +477,7 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 			}
 			res.Delivered = append(res.Delivered, e)
 		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `UPDATE subscriptions
-			SET delivered_count = delivered_count + 1, last_delivered_at = ?1
-			WHERE id IN (SELECT value FROM json_each(?2)) AND status = 'active'`, nanos(now), string(list))
-		return err
+		return errors.Join(rows.Err(), rows.Close())
 	})
 	if err != nil {
 		return subscriptions.PublishResult{}, err
@@ -439,6 +489,9 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 
 // ReadInbox implements subscriptions.Store.
 func (s *Store) ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]subscriptions.InboxEntry, bool, error) {
+	if limit <= 0 {
+		return nil, false, fmt.Errorf("sqlite: ReadInbox limit is %d; it must be positive", limit)
+	}
 	rows, err := s.r.QueryContext(ctx, `SELECT i.seq, i.subscription_id, i.kind, e.body, i.created_at
 		FROM inbox i LEFT JOIN events e ON e.id = i.event_id
 		WHERE i.principal = ? AND i.seq > ?
@@ -534,37 +587,66 @@ func (s *Store) DeletePrincipalsWithPrefix(ctx context.Context, prefix string) (
 	return int(n), err
 }
 
-// Prune implements subscriptions.Store.
+// Prune implements subscriptions.Store. The inbox entries it deletes are
+// first folded into their subscriptions' base counts, so the counts do not
+// drop. A zero field of r disables that limit.
 func (s *Store) Prune(ctx context.Context, r subscriptions.Retention, now time.Time) (subscriptions.PruneStats, error) {
 	var st subscriptions.PruneStats
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		st = subscriptions.PruneStats{}
-		count := func(n *int, q string, args ...any) error {
+		exec := func(q string, args ...any) (int, error) {
 			res, err := tx.ExecContext(ctx, q, args...)
 			if err != nil {
+				return 0, err
+			}
+			n, err := res.RowsAffected()
+			return int(n), err
+		}
+		if _, err := exec(`CREATE TEMP TABLE IF NOT EXISTS doomed (seq INTEGER PRIMARY KEY)`); err != nil {
+			return err
+		}
+		defer tx.ExecContext(ctx, `DELETE FROM temp.doomed`)
+		if r.InboxMaxAge > 0 {
+			if _, err := exec(`INSERT OR IGNORE INTO temp.doomed SELECT seq FROM inbox WHERE created_at < ?`,
+				nanos(now.Add(-r.InboxMaxAge))); err != nil {
 				return err
 			}
-			m, err := res.RowsAffected()
-			*n += int(m)
-			return err
 		}
-		if err := count(&st.InboxEntries, `DELETE FROM inbox WHERE created_at < ?`,
-			nanos(now.Add(-r.InboxMaxAge))); err != nil {
-			return err
-		}
-		if err := count(&st.InboxEntries, `DELETE FROM inbox WHERE seq IN (
-			SELECT seq FROM (
+		if r.InboxMaxEntries > 0 {
+			if _, err := exec(`INSERT OR IGNORE INTO temp.doomed SELECT seq FROM (
 				SELECT seq, row_number() OVER (PARTITION BY principal ORDER BY seq DESC) AS n FROM inbox
-			) WHERE n > ?)`, r.InboxMaxEntries); err != nil {
+			) WHERE n > ?`, r.InboxMaxEntries); err != nil {
+				return err
+			}
+		}
+		if _, err := exec(`UPDATE subscriptions
+			SET delivered_base = delivered_base + d.n,
+				last_delivered_base = max(coalesce(last_delivered_base, d.last), d.last)
+			FROM (SELECT subscription_id, count(*) AS n, max(created_at) AS last FROM inbox
+				WHERE seq IN (SELECT seq FROM temp.doomed) AND kind = 'event'
+				GROUP BY subscription_id) AS d
+			WHERE subscriptions.id = d.subscription_id`); err != nil {
 			return err
 		}
-		if err := count(&st.Events, `DELETE FROM events WHERE received_at < ?
-			AND NOT EXISTS (SELECT 1 FROM inbox WHERE inbox.event_id = events.id)`,
-			nanos(now.Add(-r.DedupWindow))); err != nil {
+		var err error
+		if st.InboxEntries, err = exec(`DELETE FROM inbox WHERE seq IN (SELECT seq FROM temp.doomed)`); err != nil {
 			return err
 		}
-		return count(&st.Subscriptions, `DELETE FROM subscriptions WHERE status = 'expired' AND expired_at < ?`,
-			nanos(now.Add(-r.ExpiredMaxAge)))
+		if r.DedupWindow > 0 {
+			// NOT IN over the whole inbox is computed once, not per event.
+			if st.Events, err = exec(`DELETE FROM events WHERE received_at < ?
+				AND id NOT IN (SELECT event_id FROM inbox WHERE event_id IS NOT NULL)`,
+				nanos(now.Add(-r.DedupWindow))); err != nil {
+				return err
+			}
+		}
+		if r.ExpiredMaxAge > 0 {
+			if st.Subscriptions, err = exec(`DELETE FROM subscriptions WHERE status = 'expired' AND expired_at < ?`,
+				nanos(now.Add(-r.ExpiredMaxAge))); err != nil {
+				return err
+			}
+		}
+		return nil
 	})
 	return st, err
 }

@@ -1,17 +1,20 @@
--- Subscriptions, with their status and delivery counters. Times are Unix
--- nanoseconds, UTC.
+-- Subscriptions. Times are Unix nanoseconds, UTC. A subscription's delivery
+-- count is delivered_base plus its 'event' entries in the inbox, and its last
+-- delivery the later of last_delivered_base and those entries: publishing
+-- writes only inbox rows, and retention folds the entries it deletes into the
+-- base columns.
 CREATE TABLE subscriptions (
-    id                TEXT PRIMARY KEY,
-    principal         TEXT NOT NULL,
-    status            TEXT NOT NULL CHECK (status IN ('active', 'paused', 'expired')),
-    filter            TEXT NOT NULL,
-    delivery          TEXT NOT NULL,
-    created_at        INTEGER NOT NULL,
-    updated_at        INTEGER NOT NULL,
-    expires_at        INTEGER,
-    expired_at        INTEGER,
-    delivered_count   INTEGER NOT NULL DEFAULT 0,
-    last_delivered_at INTEGER
+    id                  TEXT PRIMARY KEY,
+    principal           TEXT NOT NULL,
+    status              TEXT NOT NULL CHECK (status IN ('active', 'paused', 'expired')),
+    filter              TEXT NOT NULL,
+    delivery            TEXT NOT NULL,
+    created_at          INTEGER NOT NULL,
+    updated_at          INTEGER NOT NULL,
+    expires_at          INTEGER,
+    expired_at          INTEGER,
+    delivered_base      INTEGER NOT NULL DEFAULT 0,
+    last_delivered_base INTEGER
 ) STRICT;
 
 CREATE INDEX subscriptions_by_principal ON subscriptions (principal, created_at);
@@ -33,7 +36,9 @@ CREATE UNIQUE INDEX events_by_source ON events (type, source_event_id)
 CREATE INDEX events_by_received ON events (received_at);
 
 -- What was delivered to each principal, in order. AUTOINCREMENT keeps
--- sequence numbers (the cursors of events_poll) from ever being reused.
+-- sequence numbers (the cursors of events_poll) from ever being reused. The
+-- only secondary index is the one reads need: every other index would be one
+-- more B-tree write per delivery.
 CREATE TABLE inbox (
     seq             INTEGER PRIMARY KEY AUTOINCREMENT,
     principal       TEXT NOT NULL,
@@ -44,8 +49,6 @@ CREATE TABLE inbox (
 ) STRICT;
 
 CREATE INDEX inbox_by_principal ON inbox (principal, seq);
-CREATE INDEX inbox_by_event ON inbox (event_id) WHERE event_id IS NOT NULL;
-CREATE INDEX inbox_by_created ON inbox (created_at);
 
 -- Per-principal state: the cursor events_poll last handed out.
 CREATE TABLE principals (

@@ -1,0 +1,258 @@
+package sqlite_test
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+	"github.com/mcpe-server/mcpe-server/subscriptions/storetest"
+)
+
+func TestStore(t *testing.T) {
+	t.Run("file", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) subscriptions.Store {
+			return open(t, filepath.Join(t.TempDir(), "x.db"))
+		})
+	})
+	t.Run("memory", func(t *testing.T) {
+		storetest.Run(t, func(t *testing.T) subscriptions.Store {
+			return open(t, sqlite.Memory)
+		})
+	})
+}
+
+// open opens the database at path and closes it when t ends.
+func open(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatalf("Open(%q): %v", path, err)
+	}
+	t.Cleanup(func() {
+		if err := s.Close(); err != nil {
+			t.Errorf("Close: %v", err)
+		}
+	})
+	return s
+}
+
+// reopen closes s and opens path again.
+func reopen(t *testing.T, s *sqlite.Store, path string) *sqlite.Store {
+	t.Helper()
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	return open(t, path)
+}
+
+var t0 = time.Date(2025, time.January, 15, 10, 30, 0, 0, time.UTC)
+
+func TestReopenKeepsData(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	s := open(t, path)
+	ctx := t.Context()
+	sub := &subscriptions.Subscription{
+		ID:        "00000000-0000-4000-8000-000000000001",
+		Principal: "alice",
+		Status:    subscriptions.StatusActive,
+		Filter:    subscriptions.Filter{EventTypes: []string{"test.*"}, Tags: []string{"a"}},
+		Delivery:  subscriptions.DefaultDelivery(),
+		CreatedAt: t0,
+		UpdatedAt: t0,
+		ExpiresAt: new(t0.Add(24 * time.Hour)),
+	}
+	if err := s.CreateSubscription(ctx, sub.Clone(), 10); err != nil {
+		t.Fatalf("CreateSubscription: %v", err)
+	}
+	ev := &subscriptions.Event{
+		ID:       "00000000-0000-4000-9000-000000000001",
+		Type:     "test.created",
+		Data:     json.RawMessage(`{"n":1}`),
+		Metadata: subscriptions.Metadata{SourceEventID: "src-1", Timestamp: t0, Priority: subscriptions.PriorityNormal},
+	}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	targets := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: subscriptions.ChannelRealtime}}
+	res, err := s.Publish(ctx, ev, raw, targets, t0.Add(time.Hour))
+	if err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if err := s.SetPollCursor(ctx, "alice", res.Delivered[0].Seq); err != nil {
+		t.Fatalf("SetPollCursor: %v", err)
+	}
+	wantSub, err := s.GetSubscription(ctx, "alice", sub.ID)
+	if err != nil {
+		t.Fatalf("GetSubscription: %v", err)
+	}
+	wantInbox, _, err := s.ReadInbox(ctx, "alice", 0, 100)
+	if err != nil {
+		t.Fatalf("ReadInbox: %v", err)
+	}
+
+	s = reopen(t, s, path)
+
+	gotSub, err := s.GetSubscription(ctx, "alice", sub.ID)
+	if err != nil {
+		t.Fatalf("GetSubscription after reopening: %v", err)
+	}
+	if diff := cmp.Diff(wantSub, gotSub); diff != "" {
+		t.Errorf("subscription after reopening mismatch (-want +got):\n%s", diff)
+	}
+	gotInbox, _, err := s.ReadInbox(ctx, "alice", 0, 100)
+	if err != nil {
+		t.Fatalf("ReadInbox after reopening: %v", err)
+	}
+	if diff := cmp.Diff(wantInbox, gotInbox); diff != "" {
+		t.Errorf("inbox after reopening mismatch (-want +got):\n%s", diff)
+	}
+	if got, err := s.PollCursor(ctx, "alice"); err != nil || got != res.Delivered[0].Seq {
+		t.Errorf("PollCursor after reopening = %d, %v; want %d", got, err, res.Delivered[0].Seq)
+	}
+	if next, ok, err := s.NextExpiry(ctx); err != nil || !ok || !next.Equal(*sub.ExpiresAt) {
+		t.Errorf("NextExpiry after reopening = %v, %t, %v; want %v", next, ok, err, *sub.ExpiresAt)
+	}
+	again := *ev
+	again.ID = "00000000-0000-4000-9000-000000000002"
+	dup, err := s.Publish(ctx, &again, raw, targets, t0.Add(2*time.Hour))
+	if err != nil || !dup.Duplicate || dup.EventID != ev.ID {
+		t.Errorf("Publish of the same sourceEventId after reopening = %+v, %v; want a duplicate of %s", dup, err, ev.ID)
+	}
+}
+
+// userVersion reads PRAGMA user_version of the database at path.
+func userVersion(t *testing.T, path string) int {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var v int
+	if err := db.QueryRowContext(t.Context(), "PRAGMA user_version").Scan(&v); err != nil {
+		t.Fatalf("read user_version: %v", err)
+	}
+	return v
+}
+
+// migrationCount is the number of migrations this binary knows.
+func migrationCount(t *testing.T) int {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("no migrations found: %v", err)
+	}
+	return len(names)
+}
+
+func TestMigrationsIdempotent(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	s := open(t, path)
+	sub := &subscriptions.Subscription{
+		ID: "00000000-0000-4000-8000-000000000001", Principal: "alice", Status: subscriptions.StatusActive,
+		Filter: subscriptions.Filter{EventTypes: []string{"*"}}, Delivery: subscriptions.DefaultDelivery(),
+		CreatedAt: t0, UpdatedAt: t0,
+	}
+	if err := s.CreateSubscription(t.Context(), sub.Clone(), 10); err != nil {
+		t.Fatalf("CreateSubscription: %v", err)
+	}
+	for i := range 3 {
+		s = reopen(t, s, path)
+		if got, want := userVersion(t, path), migrationCount(t); got != want {
+			t.Errorf("user_version after opening %d times = %d, want %d", i+2, got, want)
+		}
+		subs, err := s.ListSubscriptions(t.Context(), subscriptions.ListQuery{})
+		if err != nil {
+			t.Fatalf("ListSubscriptions: %v", err)
+		}
+		if diff := cmp.Diff([]*subscriptions.Subscription{sub}, subs); diff != "" {
+			t.Errorf("subscriptions after opening %d times mismatch (-want +got):\n%s", i+2, diff)
+		}
+	}
+}
+
+func TestOpenRefusesNewerSchema(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	s := open(t, path)
+	if err := s.Close(); err != nil {
+		t.Fatalf("Close: %v", err)
+	}
+	newer := migrationCount(t) + 1
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.ExecContext(t.Context(), "PRAGMA user_version = "+strconv.Itoa(newer)); err != nil {
+		t.Fatalf("set user_version: %v", err)
+	}
+	db.Close()
+
+	s, err = sqlite.Open(t.Context(), path)
+	if err == nil {
+		s.Close()
+		t.Fatalf("Open of a database with schema version %d succeeded, want an error", newer)
+	}
+	want := "schema version " + strconv.Itoa(newer) + " is newer than this binary knows"
+	if !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), path) {
+		t.Errorf("Open error = %q, want it to name %q and say %q", err, path, want)
+	}
+	if got := userVersion(t, path); got != newer {
+		t.Errorf("user_version after the refused Open = %d, want it left at %d", got, newer)
+	}
+}
+
+func TestOpenCreatesDirectory(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "not", "yet", "x.db")
+	open(t, path)
+	if _, err := os.Stat(path); err != nil {
+		t.Errorf("database file: %v", err)
+	}
+}
+
+// TestOpenPathWithURICharacters checks that characters with a meaning in
+// SQLite URIs are taken literally in the path.
+func TestOpenPathWithURICharacters(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "a b%20c#d?e=f", "x.db")
+	s := open(t, path)
+	if err := s.SetPollCursor(t.Context(), "alice", 7); err != nil {
+		t.Fatalf("SetPollCursor: %v", err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		t.Fatalf("database file: %v", err)
+	}
+	s = reopen(t, s, path)
+	if got, err := s.PollCursor(t.Context(), "alice"); err != nil || got != 7 {
+		t.Errorf("PollCursor after reopening = %d, %v; want 7", got, err)
+	}
+}
+
+func TestOpenEmptyPath(t *testing.T) {
+	if s, err := sqlite.Open(t.Context(), ""); err == nil {
+		s.Close()
+		t.Error("Open(\"\") succeeded, want an error")
+	}
+}
+
+// TestOpenFailureReturnsNoStore checks that a failed Open returns no store
+// and leaves nothing open.
+func TestOpenFailureReturnsNoStore(t *testing.T) {
+	for _, path := range []string{sqlite.Memory, filepath.Join(t.TempDir(), "x.db")} {
+		ctx, cancel := context.WithCancel(t.Context())
+		cancel()
+		s, err := sqlite.Open(ctx, path)
+		if err == nil || s != nil {
+			t.Errorf("Open(%q) with a cancelled context = %v, %v; want nil and an error", path, s, err)
+		}
+	}
+}

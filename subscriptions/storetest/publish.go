@@ -1,0 +1,145 @@
+package storetest
+
+import (
+	"testing"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// delivery is the part of a subscription that Publish counts.
+type delivery struct {
+	Count int64
+	Last  *time.Time
+}
+
+func deliveryOf(t *testing.T, s subscriptions.Store, sub *subscriptions.Subscription) delivery {
+	t.Helper()
+	got := get(t, s, sub.Principal, sub.ID)
+	return delivery{got.DeliveredCount, got.LastDeliveredAt}
+}
+
+// testPublishRoutesToActive checks that Publish writes an inbox entry and
+// counts a delivery for each active target and for nothing else.
+func testPublishRoutesToActive(t *testing.T, open Opener) {
+	s := open(t)
+	active := newSub(1, "alice")
+	bobs := newSub(2, "bob")
+	paused := withStatus(newSub(3, "alice"), subscriptions.StatusPaused)
+	deleted := newSub(4, "alice")
+	expired := withExpiry(newSub(5, "alice"), at(time.Hour))
+	create(t, s, active, bobs, paused, deleted, expired)
+	if err := s.DeleteSubscription(t.Context(), "alice", deleted.ID); err != nil {
+		t.Fatalf("DeleteSubscription: %v", err)
+	}
+	expiry := expire(t, s, at(time.Hour))
+
+	ts := targets(active, bobs, paused, deleted, expired)
+	// A subscription with two channels is targeted twice but delivered to
+	// once; a subscription that never existed gets nothing.
+	ts = append(ts,
+		subscriptions.Target{SubscriptionID: active.ID, Principal: "alice", Channel: subscriptions.ChannelCron},
+		subscriptions.Target{SubscriptionID: subID(99), Principal: "alice", Channel: subscriptions.ChannelRealtime},
+	)
+	ev, raw := newEvent(1, "test.created", "src-1")
+	now := at(2 * time.Hour)
+	res := publish(t, s, ev, raw, ts, now)
+
+	if res.EventID != ev.ID || res.Duplicate {
+		t.Errorf("Publish = {EventID: %s, Duplicate: %t}, want {EventID: %s, Duplicate: false}", res.EventID, res.Duplicate, ev.ID)
+	}
+	checkSeqsIncrease(t, "Delivered", res.Delivered)
+	diff(t, "Delivered", []subscriptions.InboxEntry{entry(0, active, raw, now), entry(0, bobs, raw, now)}, res.Delivered, ignoreSeq, bySubscription)
+
+	// alice's inbox also records the expiry, before the event.
+	diff(t, "alice's inbox", append(expiry, entry(seqOf(t, res, active), active, raw, now)), inbox(t, s, "alice"))
+	diff(t, "bob's inbox", []subscriptions.InboxEntry{entry(seqOf(t, res, bobs), bobs, raw, now)}, inbox(t, s, "bob"))
+
+	for _, tc := range []struct {
+		sub  *subscriptions.Subscription
+		want delivery
+	}{
+		{active, delivery{1, &now}},
+		{bobs, delivery{1, &now}},
+		{paused, delivery{0, nil}},
+		{expired, delivery{0, nil}},
+	} {
+		diff(t, "delivery counters of "+tc.sub.ID, tc.want, deliveryOf(t, s, tc.sub))
+	}
+}
+
+// testPublishDuplicates checks which events Publish refuses as duplicates,
+// and that a refused event changes nothing.
+func testPublishDuplicates(t *testing.T, open Opener) {
+	type ev struct {
+		n         int
+		typ, from string
+	}
+	tests := []struct {
+		name          string
+		first, second ev
+		wantDuplicate bool
+	}{
+		{"same id", ev{1, "test.created", "a"}, ev{1, "test.updated", "b"}, true},
+		{"same id without sourceEventId", ev{1, "test.created", ""}, ev{1, "test.created", ""}, true},
+		{"same type and sourceEventId", ev{1, "test.created", "a"}, ev{2, "test.created", "a"}, true},
+		{"same sourceEventId, other type", ev{1, "test.created", "a"}, ev{2, "test.updated", "a"}, false},
+		{"same type, other sourceEventId", ev{1, "test.created", "a"}, ev{2, "test.created", "b"}, false},
+		{"same type, no sourceEventId", ev{1, "test.created", ""}, ev{2, "test.created", ""}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := open(t)
+			sub := newSub(1, "alice")
+			create(t, s, sub)
+			ev1, raw1 := newEvent(tt.first.n, tt.first.typ, tt.first.from)
+			ev2, raw2 := newEvent(tt.second.n, tt.second.typ, tt.second.from)
+			if tt.first.n == tt.second.n {
+				// Make the bodies differ, to see which one is kept.
+				ev2.Data = []byte(`{"second":true}`)
+				raw2 = []byte(`{"second":true}`)
+			}
+			first := publish(t, s, ev1, raw1, targets(sub), at(time.Hour))
+			second := publish(t, s, ev2, raw2, targets(sub), at(2*time.Hour))
+
+			want := []subscriptions.InboxEntry{entry(seqOf(t, first, sub), sub, raw1, at(time.Hour))}
+			wantDelivery := delivery{1, new(at(time.Hour))}
+			if tt.wantDuplicate {
+				if second.EventID != ev1.ID || !second.Duplicate || len(second.Delivered) != 0 {
+					t.Errorf("second Publish = %+v, want {EventID: %s, Duplicate: true}", second, ev1.ID)
+				}
+			} else {
+				if second.EventID != ev2.ID || second.Duplicate {
+					t.Errorf("second Publish = {EventID: %s, Duplicate: %t}, want {EventID: %s, Duplicate: false}", second.EventID, second.Duplicate, ev2.ID)
+				}
+				want = append(want, entry(seqOf(t, second, sub), sub, raw2, at(2*time.Hour)))
+				wantDelivery = delivery{2, new(at(2 * time.Hour))}
+			}
+			diff(t, "inbox", want, inbox(t, s, "alice"))
+			diff(t, "delivery counters", wantDelivery, deliveryOf(t, s, sub))
+		})
+	}
+}
+
+// testPublishWithoutTargets checks that an event routed nowhere is still
+// accepted, and so refused when it comes again.
+func testPublishWithoutTargets(t *testing.T, open Opener) {
+	s := open(t)
+	sub := newSub(1, "alice")
+	create(t, s, sub)
+	ev, raw := newEvent(1, "test.created", "src-1")
+	res := publish(t, s, ev, raw, nil, at(time.Hour))
+	if res.EventID != ev.ID || res.Duplicate || len(res.Delivered) != 0 {
+		t.Errorf("Publish without targets = %+v, want {EventID: %s}", res, ev.ID)
+	}
+
+	for _, n := range []int{1, 2} { // the same ID, then the same type and sourceEventId
+		again, raw := newEvent(n, "test.created", "src-1")
+		res := publish(t, s, again, raw, targets(sub), at(2*time.Hour))
+		if res.EventID != ev.ID || !res.Duplicate || len(res.Delivered) != 0 {
+			t.Errorf("Publish of %s again = %+v, want {EventID: %s, Duplicate: true}", again.ID, res, ev.ID)
+		}
+	}
+	diff(t, "inbox", []subscriptions.InboxEntry(nil), inbox(t, s, "alice"))
+	diff(t, "delivery counters", delivery{0, nil}, deliveryOf(t, s, sub))
+}

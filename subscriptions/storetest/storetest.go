@@ -1,0 +1,286 @@
+// Package storetest is the contract test suite of subscriptions.Store. Every
+// implementation calls Run from its own tests, so that all of them behave
+// alike:
+//
+//	func TestStore(t *testing.T) {
+//		storetest.Run(t, func(t *testing.T) subscriptions.Store {
+//			s := open(t) // a new, empty store
+//			t.Cleanup(func() { s.Close() })
+//			return s
+//		})
+//	}
+//
+// The suite only uses times that are whole milliseconds and IDs that are
+// UUIDs, so that stores with coarser clocks or typed ID columns pass too. It
+// expects an event's JSON back byte for byte, as Publish was given it.
+package storetest
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Opener returns a new, empty store and registers its cleanup with t.
+type Opener = func(t *testing.T) subscriptions.Store
+
+// Run runs the contract suite, one subtest per part of the contract. open is
+// called at least once per subtest and must return a fresh, empty store each
+// time.
+func Run(t *testing.T, open Opener) {
+	tests := []struct {
+		name string
+		run  func(*testing.T, Opener)
+	}{
+		{"SubscriptionRoundTrip", testSubscriptionRoundTrip},
+		{"GetMissing", testGetMissing},
+		{"CreateLimit", testCreateLimit},
+		{"CreateLimitAfterExpiryAndDelete", testCreateLimitAfterExpiryAndDelete},
+		{"UpdateSubscription", testUpdateSubscription},
+		{"DeleteSubscription", testDeleteSubscription},
+		{"ListSubscriptions", testListSubscriptions},
+		{"PrincipalIsolation", testPrincipalIsolation},
+		{"PublishRoutesToActive", testPublishRoutesToActive},
+		{"PublishDuplicates", testPublishDuplicates},
+		{"PublishWithoutTargets", testPublishWithoutTargets},
+		{"ReadInbox", testReadInbox},
+		{"ExpireSubscriptions", testExpireSubscriptions},
+		{"NextExpiry", testNextExpiry},
+		{"PollCursor", testPollCursor},
+		{"DeletePrincipal", testDeletePrincipal},
+		{"DeletePrincipalsWithPrefix", testDeletePrincipalsWithPrefix},
+		{"Prune", testPrune},
+		{"SeqNeverReused", testSeqNeverReused},
+		{"Concurrency", testConcurrency},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })
+	}
+}
+
+// t0 is the time every test counts from.
+var t0 = time.Date(2025, time.January, 15, 10, 30, 0, 0, time.UTC)
+
+// at returns t0 + d.
+func at(d time.Duration) time.Time { return t0.Add(d) }
+
+// noLimit is a subscription limit the tests never reach.
+const noLimit = 1000
+
+// subID and eventID return distinct, readable UUIDs.
+func subID(n int) string   { return fmt.Sprintf("00000000-0000-4000-8000-%012d", n) }
+func eventID(n int) string { return fmt.Sprintf("00000000-0000-4000-9000-%012d", n) }
+
+// newSub returns subscription n: active, owned by principal, created n
+// minutes after t0.
+func newSub(n int, principal string) *subscriptions.Subscription {
+	created := at(time.Duration(n) * time.Minute)
+	return &subscriptions.Subscription{
+		ID:        subID(n),
+		Principal: principal,
+		Status:    subscriptions.StatusActive,
+		Filter:    subscriptions.Filter{EventTypes: []string{"test.*"}},
+		Delivery:  subscriptions.DefaultDelivery(),
+		CreatedAt: created,
+		UpdatedAt: created,
+	}
+}
+
+// withStatus sets sub's status and returns sub.
+func withStatus(sub *subscriptions.Subscription, st subscriptions.Status) *subscriptions.Subscription {
+	sub.Status = st
+	return sub
+}
+
+// withExpiry sets sub's expiresAt and returns sub.
+func withExpiry(sub *subscriptions.Subscription, t time.Time) *subscriptions.Subscription {
+	sub.ExpiresAt = &t
+	return sub
+}
+
+// newEvent returns event n and its JSON form.
+func newEvent(n int, typ, sourceEventID string) (*subscriptions.Event, json.RawMessage) {
+	ev := &subscriptions.Event{
+		ID:   eventID(n),
+		Type: typ,
+		Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)),
+		Metadata: subscriptions.Metadata{
+			SourceEventID: sourceEventID,
+			Timestamp:     t0,
+			Priority:      subscriptions.PriorityNormal,
+			Tags:          []string{"test"},
+		},
+	}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		panic(err)
+	}
+	return ev, raw
+}
+
+// targets returns one realtime target per subscription.
+func targets(subs ...*subscriptions.Subscription) []subscriptions.Target {
+	ts := make([]subscriptions.Target, 0, len(subs))
+	for _, sub := range subs {
+		ts = append(ts, subscriptions.Target{SubscriptionID: sub.ID, Principal: sub.Principal, Channel: subscriptions.ChannelRealtime})
+	}
+	return ts
+}
+
+// entry is the inbox entry that publishing raw at now writes for sub.
+func entry(seq int64, sub *subscriptions.Subscription, raw json.RawMessage, now time.Time) subscriptions.InboxEntry {
+	return subscriptions.InboxEntry{
+		Seq:            seq,
+		Principal:      sub.Principal,
+		SubscriptionID: sub.ID,
+		Kind:           subscriptions.InboxEvent,
+		Event:          raw,
+		CreatedAt:      now,
+	}
+}
+
+// equateEmpty makes nil and empty slices equal: the contract does not say
+// which an empty result is.
+var equateEmpty = cmpopts.EquateEmpty()
+
+// ignoreSeq and bySubscription compare inbox entries whose sequence numbers
+// are not known in advance.
+var (
+	ignoreSeq      = cmpopts.IgnoreFields(subscriptions.InboxEntry{}, "Seq")
+	bySubscription = cmpopts.SortSlices(func(a, b subscriptions.InboxEntry) bool { return a.SubscriptionID < b.SubscriptionID })
+)
+
+func create(t *testing.T, s subscriptions.Store, subs ...*subscriptions.Subscription) {
+	t.Helper()
+	for _, sub := range subs {
+		if err := s.CreateSubscription(t.Context(), sub.Clone(), noLimit); err != nil {
+			t.Fatalf("CreateSubscription(%s): %v", sub.ID, err)
+		}
+	}
+}
+
+func get(t *testing.T, s subscriptions.Store, principal, id string) *subscriptions.Subscription {
+	t.Helper()
+	sub, err := s.GetSubscription(t.Context(), principal, id)
+	if err != nil {
+		t.Fatalf("GetSubscription(%q, %s): %v", principal, id, err)
+	}
+	return sub
+}
+
+func update(t *testing.T, s subscriptions.Store, sub *subscriptions.Subscription) {
+	t.Helper()
+	if err := s.UpdateSubscription(t.Context(), sub.Clone()); err != nil {
+		t.Fatalf("UpdateSubscription(%s): %v", sub.ID, err)
+	}
+}
+
+func list(t *testing.T, s subscriptions.Store, q subscriptions.ListQuery) []*subscriptions.Subscription {
+	t.Helper()
+	subs, err := s.ListSubscriptions(t.Context(), q)
+	if err != nil {
+		t.Fatalf("ListSubscriptions(%+v): %v", q, err)
+	}
+	return subs
+}
+
+func publish(t *testing.T, s subscriptions.Store, ev *subscriptions.Event, raw json.RawMessage, ts []subscriptions.Target, now time.Time) subscriptions.PublishResult {
+	t.Helper()
+	res, err := s.Publish(t.Context(), ev, raw, ts, now)
+	if err != nil {
+		t.Fatalf("Publish(%s): %v", ev.ID, err)
+	}
+	return res
+}
+
+// seqOf returns the sequence number of the entry res delivered to sub.
+func seqOf(t *testing.T, res subscriptions.PublishResult, sub *subscriptions.Subscription) int64 {
+	t.Helper()
+	for _, e := range res.Delivered {
+		if e.SubscriptionID == sub.ID {
+			return e.Seq
+		}
+	}
+	t.Fatalf("Publish(%s) delivered nothing to subscription %s", res.EventID, sub.ID)
+	return 0
+}
+
+func expire(t *testing.T, s subscriptions.Store, now time.Time) []subscriptions.InboxEntry {
+	t.Helper()
+	entries, err := s.ExpireSubscriptions(t.Context(), now)
+	if err != nil {
+		t.Fatalf("ExpireSubscriptions(%v): %v", now, err)
+	}
+	return entries
+}
+
+// inbox returns all of principal's inbox.
+func inbox(t *testing.T, s subscriptions.Store, principal string) []subscriptions.InboxEntry {
+	t.Helper()
+	entries, more, err := s.ReadInbox(t.Context(), principal, 0, 10000)
+	if err != nil {
+		t.Fatalf("ReadInbox(%q): %v", principal, err)
+	}
+	if more {
+		t.Fatalf("ReadInbox(%q) has more than 10000 entries", principal)
+	}
+	return entries
+}
+
+func pollCursor(t *testing.T, s subscriptions.Store, principal string) int64 {
+	t.Helper()
+	seq, err := s.PollCursor(t.Context(), principal)
+	if err != nil {
+		t.Fatalf("PollCursor(%q): %v", principal, err)
+	}
+	return seq
+}
+
+func setPollCursor(t *testing.T, s subscriptions.Store, principal string, seq int64) {
+	t.Helper()
+	if err := s.SetPollCursor(t.Context(), principal, seq); err != nil {
+		t.Fatalf("SetPollCursor(%q, %d): %v", principal, seq, err)
+	}
+}
+
+func prune(t *testing.T, s subscriptions.Store, r subscriptions.Retention, now time.Time) subscriptions.PruneStats {
+	t.Helper()
+	st, err := s.Prune(t.Context(), r, now)
+	if err != nil {
+		t.Fatalf("Prune: %v", err)
+	}
+	return st
+}
+
+// checkNotFound reports an error unless err is ErrNotFound.
+func checkNotFound(t *testing.T, what string, err error) {
+	t.Helper()
+	if !errors.Is(err, subscriptions.ErrNotFound) {
+		t.Errorf("%s: error %v, want ErrNotFound", what, err)
+	}
+}
+
+// checkSeqsIncrease reports an error unless entries are in strictly
+// increasing sequence order.
+func checkSeqsIncrease(t *testing.T, what string, entries []subscriptions.InboxEntry) {
+	t.Helper()
+	for i := 1; i < len(entries); i++ {
+		if entries[i].Seq <= entries[i-1].Seq {
+			t.Errorf("%s: seq %d follows seq %d; want strictly increasing", what, entries[i].Seq, entries[i-1].Seq)
+		}
+	}
+}
+
+func diff(t *testing.T, what string, want, got any, opts ...cmp.Option) {
+	t.Helper()
+	if d := cmp.Diff(want, got, append(opts, equateEmpty)...); d != "" {
+		t.Errorf("%s mismatch (-want +got):\n%s", what, d)
+	}
+}
