@@ -32,6 +32,7 @@ type Notification struct {
 type Client struct {
 	Session *mcp.ClientSession
 	notes   chan Notification
+	done    chan struct{} // closed when the session ends
 
 	mu      sync.Mutex
 	initRaw json.RawMessage
@@ -61,6 +62,8 @@ func Connect(t testing.TB, t2 mcp.Transport, opts *mcp.ClientSessionOptions) *Cl
 	}
 	t.Cleanup(func() { cs.Close() })
 	c.Session = cs
+	c.done = make(chan struct{})
+	go func() { cs.Wait(); close(c.done) }()
 	return c
 }
 
@@ -211,3 +214,14 @@ func (r *recordConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 
 // String describes a notification, for failure messages.
 func (n Notification) String() string { return fmt.Sprintf("%s %s", n.Method, n.Params) }
+
+// NextOrClosed waits for the next notification without a deadline; ok is
+// false once the client has closed. Benchmarks use it.
+func (c *Client) NextOrClosed() (Notification, bool) {
+	select {
+	case n := <-c.notes:
+		return n, true
+	case <-c.done:
+		return Notification{}, false
+	}
+}

@@ -1,0 +1,260 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+	"github.com/mcpe-server/mcpe-server/ingest"
+	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
+	"github.com/mcpe-server/mcpe-server/mcpbridge"
+	"github.com/mcpe-server/mcpe-server/server"
+	"github.com/mcpe-server/mcpe-server/sessions"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+)
+
+// The benchmarks here use the workload of shared/bench/routing-workload.md:
+// subscription i is in group i mod 100, and blocks of 100 alternate between
+// the pattern svc<g>.* and the exact type svc<g>.created; event e has type
+// svc<e mod 100>.created, so it matches S/100 subscriptions.
+
+const benchPrincipal = "bench"
+
+type benchEnv struct {
+	svc    *subscriptions.Service
+	reg    *sessions.Registry
+	srv    *server.Server
+	ingest http.Handler
+	client *mcpetest.Client
+}
+
+// newBenchEnv builds a server with subs workload subscriptions of
+// benchPrincipal and one in-memory client connected as principal.
+func newBenchEnv(b *testing.B, subs int, principal string) *benchEnv {
+	b.Helper()
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	reg := sessions.New(&sessions.Options{QueueSize: 1 << 16})
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+		Store:            store,
+		Deliverers:       map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: realtime.New(reg)},
+		Notifier:         reg,
+		Clock:            clock.Real{},
+		MaxSubscriptions: max(subs, 1) + 1_000_000,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Service: svc, Sessions: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ih, err := ingest.NewHandler(ingest.Options{Publisher: svc})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for i := range subs {
+		if _, err := svc.Subscribe(ctx, benchPrincipal, subscriptions.SubscribeRequest{Filter: workloadFilter(i)}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := srv.Connect(ctx, st, principal); err != nil {
+		b.Fatal(err)
+	}
+	c := mcpetest.Connect(b, ct, nil)
+	c.MustCall(b, "events_list", map[string]any{"status": "paused"}, nil) // attaches the session
+	b.Cleanup(func() {
+		for ss := range srv.MCP().Sessions() {
+			ss.Close()
+		}
+		reg.Close()
+		srv.Wait()
+		svc.Stop()
+		store.Close()
+	})
+	return &benchEnv{svc: svc, reg: reg, srv: srv, ingest: ih, client: c}
+}
+
+func workloadFilter(i int) subscriptions.Filter {
+	g := i % 100
+	if (i/100)%2 == 0 {
+		return subscriptions.Filter{EventTypes: []string{fmt.Sprintf("svc%d.*", g)}}
+	}
+	return subscriptions.Filter{EventTypes: []string{fmt.Sprintf("svc%d.created", g)}}
+}
+
+// post publishes event e through the ingest handler, as an HTTP client would.
+func (e *benchEnv) post(b *testing.B, seq int, eventID string) {
+	body := fmt.Sprintf(`{"id": %q, "type": "svc%d.created", "data": {"seq": %d}}`, eventID, seq%100, seq)
+	req := httptest.NewRequest(http.MethodPost, "/v1/events", strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	rec := httptest.NewRecorder()
+	e.ingest.ServeHTTP(rec, req)
+	if rec.Code != http.StatusAccepted {
+		b.Fatalf("ingest answered %d: %s", rec.Code, rec.Body)
+	}
+}
+
+// timedSink writes through to a session and records when each write
+// returned. Notifications reach a session in order, so write k carries
+// notification k.
+type timedSink struct {
+	inner *mcpbridge.Sink
+	mu    sync.Mutex
+	at    []time.Time
+	done  chan struct{}
+	want  int
+}
+
+func (s *timedSink) Notify(ctx context.Context, method string, params json.RawMessage) error {
+	err := s.inner.Notify(ctx, method, params)
+	now := time.Now()
+	s.mu.Lock()
+	s.at = append(s.at, now)
+	if len(s.at) == s.want {
+		close(s.done)
+	}
+	s.mu.Unlock()
+	return err
+}
+
+// attachTimed attaches a timed sink for benchPrincipal to the client's
+// session, which the server attached under another principal.
+func (e *benchEnv) attachTimed(b *testing.B, want int) *timedSink {
+	var ss *mcp.ServerSession
+	for s := range e.srv.MCP().Sessions() {
+		ss = s
+	}
+	inner, err := mcpbridge.SessionSink(ss)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := &timedSink{inner: inner, done: make(chan struct{}), want: want}
+	b.Cleanup(e.reg.Attach(benchPrincipal, ts))
+	return ts
+}
+
+// BenchmarkPublishToNotify measures, with 1 000 subscriptions (10 matches per
+// event) and one event per millisecond, the latency from the HTTP ingest call
+// to the moment the last of the event's notifications has been written to
+// the session's connection (an in-memory transport read by a go-sdk client).
+func BenchmarkPublishToNotify(b *testing.B) {
+	const subs, perEvent = 1000, 10
+	e := newBenchEnv(b, subs, "bench-session")
+	ts := e.attachTimed(b, b.N*perEvent)
+	go func() { // the client only has to keep reading
+		for {
+			if _, ok := e.client.NextOrClosed(); !ok {
+				return
+			}
+		}
+	}()
+	ids := make([]string, b.N)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+	}
+	starts := make([]time.Time, b.N)
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	b.ResetTimer()
+	for i := range b.N {
+		<-tick.C
+		starts[i] = time.Now()
+		e.post(b, i, ids[i])
+	}
+	select {
+	case <-ts.done:
+	case <-time.After(time.Minute):
+		b.Fatalf("only %d of %d notifications written within a minute (%+v)", len(ts.at), b.N*perEvent, e.reg.Stats())
+	}
+	b.StopTimer()
+	lat := make([]time.Duration, b.N)
+	ts.mu.Lock()
+	for i := range lat {
+		lat[i] = ts.at[(i+1)*perEvent-1].Sub(starts[i])
+	}
+	ts.mu.Unlock()
+	slices.Sort(lat)
+	pct := func(p float64) float64 { return float64(lat[min(len(lat)-1, int(p*float64(len(lat))))].Microseconds()) }
+	b.ReportMetric(pct(0.50), "p50-µs")
+	b.ReportMetric(pct(0.99), "p99-µs")
+	b.ReportMetric(float64(lat[len(lat)-1].Microseconds()), "max-µs")
+	b.ReportMetric(0, "ns/op")
+}
+
+// BenchmarkThroughMCP publishes as fast as one goroutine can and measures
+// events and notifications per second received by a go-sdk client on an
+// in-memory transport, with 1 000 subscriptions (10 matches per event).
+func BenchmarkThroughMCP(b *testing.B) {
+	const subs, perEvent = 1000, 10
+	e := newBenchEnv(b, subs, benchPrincipal)
+	received := make(chan struct{})
+	go func() {
+		for range b.N * perEvent {
+			if _, ok := e.client.NextOrClosed(); !ok {
+				return
+			}
+		}
+		close(received)
+	}()
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		_, err := e.svc.Publish(ctx, subscriptions.Event{
+			Type: fmt.Sprintf("svc%d.created", i%100),
+			Data: json.RawMessage(fmt.Sprintf(`{"seq": %d}`, i)),
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	select {
+	case <-received:
+	case <-time.After(time.Minute):
+		b.Fatalf("not all notifications received within a minute (%+v)", e.reg.Stats())
+	}
+	b.StopTimer()
+	secs := b.Elapsed().Seconds()
+	b.ReportMetric(float64(b.N)/secs, "events/s")
+	b.ReportMetric(float64(b.N*perEvent)/secs, "notifications/s")
+}
+
+// BenchmarkSubscribeTool measures events_subscribe through the MCP tool on
+// an in-memory transport: time per call, and heap retained per subscription.
+func BenchmarkSubscribeTool(b *testing.B) {
+	e := newBenchEnv(b, 0, benchPrincipal)
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	b.ResetTimer()
+	for i := range b.N {
+		var sub subscriptions.Subscription
+		e.client.MustCall(b, "events_subscribe", map[string]any{"filter": workloadFilter(i)}, &sub)
+	}
+	b.StopTimer()
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())*10_000/float64(b.N)/1e9, "s/10k-subscribes")
+	b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "heap-B/subscription")
+}
