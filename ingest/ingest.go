@@ -184,6 +184,10 @@ func decode(body []byte) (subscriptions.EventInput, error) {
 	if dec.More() {
 		return in, errors.New("the body holds more than one JSON value; send one event per request")
 	}
+	// More is false before a stray '}' or ']', so look at what is left.
+	if rest := bytes.TrimSpace(trimmed[dec.InputOffset():]); len(rest) > 0 {
+		return in, fmt.Errorf("the body is not valid JSON: unexpected %q after the event object", rest[:1])
+	}
 	return in, nil
 }
 

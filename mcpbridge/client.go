@@ -97,9 +97,11 @@ const maxSSELine = 16 << 20
 type sseReader struct {
 	io.ReadCloser
 	handler Handler
+	maxLine int // zero means maxSSELine; tests set less
 	line    []byte
 	data    []byte
 	skip    bool // the current line overflowed maxSSELine
+	broken  bool // the current event had such a line: it is not dispatched
 }
 
 func (r *sseReader) Read(p []byte) (int, error) {
@@ -125,7 +127,11 @@ func (r *sseReader) buffer(b []byte) {
 	if r.skip {
 		return
 	}
-	if len(r.line)+len(b) > maxSSELine {
+	limit := r.maxLine
+	if limit == 0 {
+		limit = maxSSELine
+	}
+	if len(r.line)+len(b) > limit {
 		r.skip, r.line = true, r.line[:0]
 		return
 	}
@@ -138,7 +144,7 @@ func (r *sseReader) endLine() {
 	r.line, r.skip = r.line[:0], false
 	switch {
 	case skipped:
-		r.data = r.data[:0]
+		r.data, r.broken = r.data[:0], true
 	case len(line) == 0:
 		r.dispatch()
 	case bytes.HasPrefix(line, []byte("data:")):
@@ -151,9 +157,9 @@ func (r *sseReader) endLine() {
 }
 
 func (r *sseReader) dispatch() {
-	data := r.data
-	r.data = r.data[:0]
-	if len(data) == 0 || !bytes.Contains(data, []byte(MethodPrefix)) {
+	data, broken := r.data, r.broken
+	r.data, r.broken = r.data[:0], false
+	if broken || len(data) == 0 || !bytes.Contains(data, []byte(MethodPrefix)) {
 		return
 	}
 	var msg struct {

@@ -102,6 +102,9 @@ type session struct {
 	queue     chan message
 	done      chan struct{}
 	once      sync.Once
+	// attached is when Attach ran; the stream wait counts from it until
+	// the first successful write.
+	attached time.Time
 }
 
 // Attach registers a live session of principal and starts its writer. The
@@ -112,6 +115,7 @@ func (r *Registry) Attach(principal string, sink Sink) (detach func()) {
 		sink:      sink,
 		queue:     make(chan message, r.opts.QueueSize),
 		done:      make(chan struct{}),
+		attached:  r.opts.Clock.Now(),
 	}
 	r.mu.Lock()
 	if r.closed {
@@ -188,32 +192,34 @@ func (r *Registry) Notify(principal string, n subscriptions.Notification) {
 // write sends queued notifications to one session until it is detached.
 func (r *Registry) write(s *session) {
 	defer r.wg.Done()
-	lastOK := r.opts.Clock.Now()
+	lastOK := s.attached
 	for {
 		select {
 		case <-s.done:
 			return
 		case m := <-s.queue:
-			if r.send(s, m, lastOK) {
-				lastOK = r.opts.Clock.Now()
-			}
+			r.send(s, m, &lastOK)
 		}
 	}
 }
 
 // send writes m, retrying with back-off while the session is within its
-// stream wait. It reports whether m was written.
-func (r *Registry) send(s *session, m message, lastOK time.Time) bool {
+// stream wait. It reports whether m was written, and then sets lastOK to
+// when the write began: read before the sink is called, so that a test
+// holding the sink knows which time was taken.
+func (r *Registry) send(s *session, m message, lastOK *time.Time) bool {
 	backoff := 10 * time.Millisecond
 	for {
+		began := r.opts.Clock.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
 		err := s.sink.Notify(ctx, m.method, m.params)
 		cancel()
 		if err == nil {
 			r.sent.Add(1)
+			*lastOK = began
 			return true
 		}
-		if r.opts.Clock.Now().Sub(lastOK) >= r.opts.StreamWait {
+		if r.opts.Clock.Now().Sub(*lastOK) >= r.opts.StreamWait {
 			if f := r.failed.Add(1); f == 1 || f%1000 == 0 {
 				r.log.Warn("notification not delivered (the inbox still has it for events_poll)",
 					"principal", s.principal, "method", m.method, "error", err, "failed_total", f)
