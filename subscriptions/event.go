@@ -111,6 +111,11 @@ func (e *Event) Normalize(now time.Time) error {
 		e.Metadata.Timestamp = now
 	}
 	e.Metadata.Timestamp = e.Metadata.Timestamp.UTC()
+	// A UTC offset can carry a time out of the years RFC 3339 can write
+	// ("9999-12-31T23:59:59-23:59" is in the year 10000 in UTC).
+	if y := e.Metadata.Timestamp.Year(); y < 0 || y > 9999 {
+		return invalid("metadata.timestamp", "is in the year %d once converted to UTC; give a time between the years 0000 and 9999, e.g. \"2025-01-15T10:30:00Z\", or leave it out for the time of receipt", y)
+	}
 	if e.Metadata.Priority == "" {
 		e.Metadata.Priority = PriorityNormal
 	} else if !e.Metadata.Priority.Valid() {

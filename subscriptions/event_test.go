@@ -476,6 +476,8 @@ func TestEventInputEventInvalid(t *testing.T) {
 		{"hour out of range", timestamp("2025-01-15T24:00:00Z"), "metadata.timestamp"},
 		{"Unix seconds", timestamp("1736937000"), "metadata.timestamp"},
 		{"RFC 1123", timestamp("Wed, 15 Jan 2025 10:30:00 GMT"), "metadata.timestamp"},
+		{"year 10000 in UTC", timestamp("9999-12-31T23:59:59-23:59"), "metadata.timestamp"},
+		{"year -1 in UTC", timestamp("0000-01-01T00:00:00+01:00"), "metadata.timestamp"},
 		{"id", subscriptions.EventInput{ID: "42", Type: "a"}, "id"},
 		{"type", subscriptions.EventInput{Type: "a b"}, "type"},
 		{"data array", subscriptions.EventInput{Type: "a", Data: json.RawMessage(`[]`)}, "data"},
