@@ -52,8 +52,6 @@ type Options struct {
 	// Instructions are sent to clients in the initialize result; empty
 	// means the built-in text.
 	Instructions string
-	// Retention is described in the events_poll tool.
-	Retention subscriptions.Retention
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -117,7 +115,6 @@ func New(opts Options) (*Server, error) {
 	tools.Register(s.mcp, tools.Options{
 		Service:   opts.Service,
 		Principal: s.principal,
-		Retention: opts.Retention,
 		Logger:    opts.Logger,
 	})
 	return s, nil
@@ -169,17 +166,18 @@ func (s *Server) RunStdio(ctx context.Context) error {
 // Wait blocks until the bookkeeping of every ended session is done.
 func (s *Server) Wait() { s.wg.Wait() }
 
-// middleware attaches each session to the registry the first time it sends
-// anything after initialize, and adds the events capability to the
-// initialize and server/discover results.
+// middleware attaches each session to the registry the first time it
+// completes anything after initialize (notifications/initialized, or any
+// request under protocol 2026-07-28, which has no initialize), and adds the
+// events capability to the initialize and server/discover results.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && method != "initialize" {
-			s.attach(ss, req.GetExtra())
-		}
 		res, err := next(ctx, method, req)
 		if err != nil {
 			return res, err
+		}
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && attaches(method, ss) {
+			s.attach(ss, req.GetExtra())
 		}
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
@@ -189,6 +187,21 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, nil
 	}
+}
+
+// attaches reports whether completing method makes ss a session that
+// notifications can reach. Stateful HTTP sessions (those with an ID) speak
+// 2025-11-25 and wait for notifications/initialized; there, server/discover
+// is only the go-sdk client's probe for the 2026-07-28 protocol, answered in a
+// session of its own that is dropped at once.
+func attaches(method string, ss *mcp.ServerSession) bool {
+	switch method {
+	case "initialize":
+		return false
+	case "server/discover":
+		return ss.ID() == ""
+	}
+	return true
 }
 
 // principalOf resolves the principal of a session: the one given to

@@ -170,6 +170,9 @@ func (s *Service) Capability() Capability {
 	}
 }
 
+// Retention returns the retention limits in force.
+func (s *Service) Retention() Retention { return s.opts.Retention }
+
 // Channels returns the delivery channels the service offers.
 func (s *Service) Channels() []Channel { return slices.Clone(s.channels) }
 

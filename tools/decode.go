@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"strings"
@@ -40,6 +41,8 @@ func decodeArgs(raw json.RawMessage, in any, t *mcp.Tool) error {
 		return fmt.Errorf("%s must be %s, not %s", field, describeType(typeErr.Type), article(typeErr.Value))
 	case errors.As(err, &syntaxErr):
 		return fmt.Errorf("the arguments are not valid JSON (%v)", err)
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return errors.New("the arguments are not valid JSON (they end too early)")
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		name := strings.TrimPrefix(err.Error(), "json: unknown field ")
 		return fmt.Errorf("unknown argument %s; %s accepts %s", name, t.Name, acceptedFields(t))

@@ -1,9 +1,7 @@
 package tools
 
 import (
-	"encoding/json"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -232,26 +230,19 @@ func (d describer) pollTool() *mcp.Tool {
 	}
 }
 
+// humanDuration writes d in whole days or hours when it is one.
 func humanDuration(d time.Duration) string {
+	count := func(n time.Duration, unit string) string {
+		if n == 1 {
+			return "1 " + unit
+		}
+		return fmt.Sprintf("%d %ss", n, unit)
+	}
 	switch {
 	case d%(24*time.Hour) == 0:
-		n := int(d / (24 * time.Hour))
-		return plural2(n, "day")
+		return count(d/(24*time.Hour), "day")
 	case d%time.Hour == 0:
-		return plural2(int(d/time.Hour), "hour")
+		return count(d/time.Hour, "hour")
 	}
 	return d.String()
-}
-
-func plural2(n int, unit string) string {
-	if n == 1 {
-		return "1 " + unit
-	}
-	return fmt.Sprintf("%d %ss", n, unit)
-}
-
-// schemaJSON renders a tool's input schema, for tests and docs.
-func schemaJSON(t *mcp.Tool) string {
-	b, _ := json.MarshalIndent(t.InputSchema, "", "  ")
-	return strings.TrimSpace(string(b))
 }

@@ -28,6 +28,7 @@ type Service interface {
 	Update(ctx context.Context, principal string, req subscriptions.UpdateRequest) (*subscriptions.Subscription, error)
 	Poll(ctx context.Context, principal string, req subscriptions.PollRequest) (subscriptions.PollResult, error)
 	Capability() subscriptions.Capability
+	Retention() subscriptions.Retention
 }
 
 // PrincipalFunc returns the principal a tool call acts for.
@@ -39,9 +40,6 @@ type Options struct {
 	Service Service
 	// Principal is required.
 	Principal PrincipalFunc
-	// Retention is shown in the events_poll description; zero fields are
-	// left out.
-	Retention subscriptions.Retention
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
@@ -66,7 +64,7 @@ func Register(s *mcp.Server, opts Options) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	svc := opts.Service
-	d := newDescriber(svc.Capability(), opts.Retention)
+	d := newDescriber(svc.Capability(), svc.Retention())
 	r := registrar{server: s, principal: opts.Principal, log: opts.Logger}
 
 	add(r, d.subscribeTool(), func(ctx context.Context, p string, in *subscriptions.SubscribeRequest) (any, error) {

@@ -110,11 +110,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer svc.Stop()
 
 	srv, err := server.New(server.Options{
-		Service:   svc,
-		Sessions:  registry,
-		Version:   version(),
-		Retention: retention,
-		Logger:    log,
+		Service:  svc,
+		Sessions: registry,
+		Version:  version(),
+		Logger:   log,
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,148 @@
+package tools
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+var testDescriber = newDescriber(subscriptions.Capability{
+	MaxSubscriptions: 100,
+	DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime},
+	Features:         subscriptions.Features{Pause: true, Wildcards: true},
+}, subscriptions.DefaultRetention)
+
+// toolCases pairs each tool with the argument type its handler decodes into.
+var toolCases = []struct {
+	tool *mcp.Tool
+	in   func() any
+}{
+	{testDescriber.subscribeTool(), func() any { return new(subscriptions.SubscribeRequest) }},
+	{testDescriber.unsubscribeTool(), func() any { return new(subscriptions.SubscriptionRef) }},
+	{testDescriber.listTool(), func() any { return new(subscriptions.ListRequest) }},
+	{testDescriber.pauseTool(), func() any { return new(subscriptions.SubscriptionRef) }},
+	{testDescriber.resumeTool(), func() any { return new(subscriptions.SubscriptionRef) }},
+	{testDescriber.updateTool(), func() any { return new(subscriptions.UpdateRequest) }},
+	{testDescriber.pollTool(), func() any { return new(subscriptions.PollRequest) }},
+}
+
+// TestExamplesMatchSchemas checks that each tool's example is valid for its
+// advertised schema, decodes into its argument type, and is quoted in its
+// description; and that the schema and the type name the same fields.
+func TestExamplesMatchSchemas(t *testing.T) {
+	if len(toolCases) != len(examples) {
+		t.Fatalf("%d tools, %d examples", len(toolCases), len(examples))
+	}
+	for _, tc := range toolCases {
+		t.Run(tc.tool.Name, func(t *testing.T) {
+			schema := tc.tool.InputSchema.(*jsonschema.Schema)
+			resolved, err := schema.Resolve(nil)
+			if err != nil {
+				t.Fatalf("schema does not resolve: %v", err)
+			}
+			example := examples[tc.tool.Name]
+			var v any
+			if err := json.Unmarshal([]byte(example), &v); err != nil {
+				t.Fatalf("example is not JSON: %v", err)
+			}
+			if err := resolved.Validate(v); err != nil {
+				t.Errorf("example %s does not validate: %v", example, err)
+			}
+			if err := decodeArgs(json.RawMessage(example), tc.in(), tc.tool); err != nil {
+				t.Errorf("example %s does not decode: %v", example, err)
+			}
+			if !strings.Contains(tc.tool.Description, "Example: "+example) {
+				t.Errorf("description does not quote the example")
+			}
+			var props []string
+			for name := range schema.Properties {
+				props = append(props, name)
+			}
+			slices.Sort(props)
+			if diff := cmp.Diff(jsonFields(reflect.TypeOf(tc.in()).Elem()), props); diff != "" {
+				t.Errorf("schema properties and argument fields differ (-fields +schema):\n%s", diff)
+			}
+		})
+	}
+}
+
+func jsonFields(t reflect.Type) []string {
+	var out []string
+	for f := range t.Fields() {
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name != "" && name != "-" {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// TestSchemasOfferOnlyWhatWorks checks that delivery channels come from the
+// capability, so the schema never offers one the server lacks.
+func TestSchemasOfferOnlyWhatWorks(t *testing.T) {
+	for _, tool := range []*mcp.Tool{testDescriber.subscribeTool(), testDescriber.updateTool()} {
+		channels := tool.InputSchema.(*jsonschema.Schema).Properties["delivery"].Properties["channels"].Items.Enum
+		if diff := cmp.Diff([]any{"realtime"}, channels); diff != "" {
+			t.Errorf("%s: delivery.channels enum mismatch (-want +got):\n%s", tool.Name, diff)
+		}
+		if _, ok := tool.InputSchema.(*jsonschema.Schema).Properties["handler"]; ok {
+			t.Errorf("%s offers a handler, which this server does not run", tool.Name)
+		}
+	}
+	if d := testDescriber.pollTool().Description; !strings.Contains(d, "The inbox keeps your latest 1000 items for up to 7 days.") {
+		t.Errorf("events_poll description does not state the retention: %s", d)
+	}
+}
+
+func TestDecodeArgsErrors(t *testing.T) {
+	tool := testDescriber.subscribeTool()
+	for _, tc := range []struct {
+		args string
+		want string
+	}{
+		{``, ``},
+		{`null`, ``},
+		{`"x"`, `the arguments must be a JSON object, such as {"filter"`},
+		{`{"filter": {"eventTypes": [1]}}`, `filter.eventTypes must be a string, not a number`},
+		{`{"filter": {"tags": {}}}`, `filter.tags must be an array of strings, not an object`},
+		{`{"filter": 3}`, `filter must be an object, not a number`},
+		{`{"expiresAt": true}`, `expiresAt must be a string, not a boolean`},
+		{`{"filter": {}, "nope": 1}`, `unknown argument "nope"; events_subscribe accepts "delivery", "expiresAt", "filter"`},
+		{`{"filter": {"eventType": ["x"]}}`, `unknown argument "eventType"`},
+		{`{"filter": `, `the arguments are not valid JSON`},
+	} {
+		err := decodeArgs(json.RawMessage(tc.args), new(subscriptions.SubscribeRequest), tool)
+		switch {
+		case tc.want == "" && err != nil:
+			t.Errorf("%s: %v", tc.args, err)
+		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+			t.Errorf("%s: error %v; want it to contain %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestHumanDuration(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		24 * time.Hour:        "1 day",
+		7 * 24 * time.Hour:    "7 days",
+		time.Hour:             "1 hour",
+		36 * time.Hour:        "36 hours",
+		90 * time.Minute:      "1h30m0s",
+		2*time.Hour + 1:       "2h0m0.000000001s",
+		48*time.Hour + 3600e9: "49 hours",
+	} {
+		if got := humanDuration(d); got != want {
+			t.Errorf("humanDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
