@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http/httptest"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -593,5 +594,31 @@ func TestBadToolInput(t *testing.T) {
 				t.Errorf("error text:\n  %s\nwant it to contain:\n  %s", errText, tc.want)
 			}
 		})
+	}
+}
+
+func TestHTTPSessionPrincipalForgottenWhenSessionEnds(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	hs := httptest.NewServer(e.srv.HTTPHandler(server.HTTPOptions{}))
+	t.Cleanup(hs.Close)
+	c := mcpetest.Connect(t, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
+	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"x"}}})
+	all := func() []*subscriptions.Subscription {
+		subs, err := e.store.ListSubscriptions(context.Background(), subscriptions.ListQuery{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return subs
+	}
+	if subs := all(); len(subs) != 1 || subs[0].ID != sub.ID {
+		t.Fatalf("stored: %+v", subs)
+	}
+	c.Session.Close() // DELETE ends the session
+	deadline := time.Now().Add(mcpetest.Wait)
+	for len(all()) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the ended session's subscriptions are still stored after %v", mcpetest.Wait)
+		}
+		time.Sleep(10 * time.Millisecond)
 	}
 }

@@ -1,0 +1,286 @@
+package subscriptions_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+)
+
+var svcStart = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+
+// recorder is a Deliverer and a Notifier that keeps what it is given.
+type recorder struct {
+	mu       sync.Mutex
+	entries  []subscriptions.InboxEntry
+	notified []string // "principal method subscriptionId"
+}
+
+func (r *recorder) Deliver(es []subscriptions.InboxEntry) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.entries = append(r.entries, es...)
+}
+
+func (r *recorder) Notify(principal string, n subscriptions.Notification) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var id string
+	switch p := n.Params.(type) {
+	case subscriptions.ExpiredParams:
+		id = p.SubscriptionID
+	case subscriptions.EventParams:
+		id = p.SubscriptionID
+	}
+	r.notified = append(r.notified, fmt.Sprintf("%s %s %s", principal, n.Method, id))
+}
+
+func (r *recorder) delivered() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for _, e := range r.entries {
+		out = append(out, e.Principal+" "+e.SubscriptionID)
+	}
+	return out
+}
+
+type fixture struct {
+	t     *testing.T
+	store *sqlite.Store
+	clock *clock.Fake
+	rec   *recorder
+	svc   *subscriptions.Service
+}
+
+func newFixture(t *testing.T, path string, clk *clock.Fake, opts subscriptions.ServiceOptions) *fixture {
+	t.Helper()
+	store, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := &recorder{}
+	opts.Store = store
+	opts.Clock = clk
+	opts.Notifier = rec
+	opts.Deliverers = map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: rec}
+	svc, err := subscriptions.NewService(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, store: store, clock: clk, rec: rec, svc: svc}
+	t.Cleanup(f.stop)
+	return f
+}
+
+func (f *fixture) stop() {
+	f.svc.Stop()
+	f.store.Close()
+}
+
+func (f *fixture) subscribe(principal string, req subscriptions.SubscribeRequest) *subscriptions.Subscription {
+	f.t.Helper()
+	sub, err := f.svc.Subscribe(context.Background(), principal, req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return sub
+}
+
+func (f *fixture) publish(typ string) subscriptions.PublishResult {
+	f.t.Helper()
+	res, err := f.svc.Publish(context.Background(), subscriptions.Event{Type: typ, Data: json.RawMessage(`{}`)})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return res
+}
+
+func every(types ...string) subscriptions.SubscribeRequest {
+	return subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: types}}
+}
+
+func TestStartExpiresWhatPassedWhileDown(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcpe.db")
+	clk := clock.NewFake(svcStart)
+	f := newFixture(t, path, clk, subscriptions.ServiceOptions{})
+	req := every("x")
+	req.ExpiresAt = svcStart.Add(time.Hour).Format(time.RFC3339)
+	sub := f.subscribe("alice", req)
+	kept := f.subscribe("alice", every("x"))
+	f.stop()
+
+	// The server was down when the subscription expired.
+	clk2 := clock.NewFake(svcStart.Add(2 * time.Hour))
+	f2 := newFixture(t, path, clk2, subscriptions.ServiceOptions{})
+	got, err := f2.svc.Get(context.Background(), "alice", sub.ID)
+	if err != nil || got.Status != subscriptions.StatusExpired {
+		t.Fatalf("after start: %+v, %v; want it expired", got, err)
+	}
+	if diff := cmp.Diff([]string{"alice events/subscription_expired " + sub.ID}, f2.rec.notified); diff != "" {
+		t.Errorf("notifications mismatch (-want +got):\n%s", diff)
+	}
+	f2.publish("x")
+	if diff := cmp.Diff([]string{"alice " + kept.ID}, f2.rec.delivered()); diff != "" {
+		t.Errorf("deliveries after start mismatch (-want +got):\n%s", diff)
+	}
+	poll, err := f2.svc.Poll(context.Background(), "alice", subscriptions.PollRequest{})
+	if err != nil || len(poll.Items) != 2 || poll.Items[0].Kind != subscriptions.InboxExpired {
+		t.Fatalf("inbox = %+v, %v; want the expiry notice then the event", poll.Items, err)
+	}
+}
+
+func TestStartDeletesSessionScopedPrincipals(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcpe.db")
+	clk := clock.NewFake(svcStart)
+	opts := subscriptions.ServiceOptions{EphemeralPrefix: "session:"}
+	f := newFixture(t, path, clk, opts)
+	f.subscribe("session:abc", every("x"))
+	local := f.subscribe("local", every("x"))
+	f.stop()
+
+	f2 := newFixture(t, path, clk, opts)
+	f2.publish("x")
+	if diff := cmp.Diff([]string{"local " + local.ID}, f2.rec.delivered()); diff != "" {
+		t.Errorf("deliveries mismatch (-want +got):\n%s", diff)
+	}
+	subs, err := f2.store.ListSubscriptions(context.Background(), subscriptions.ListQuery{})
+	if err != nil || len(subs) != 1 || subs[0].ID != local.ID {
+		t.Fatalf("stored subscriptions = %+v, %v; want only local's", subs, err)
+	}
+}
+
+func TestForgetPrincipal(t *testing.T) {
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f.subscribe("session:abc", every("x"))
+	other := f.subscribe("bob", every("x"))
+	if err := f.svc.ForgetPrincipal(context.Background(), "session:abc"); err != nil {
+		t.Fatal(err)
+	}
+	f.publish("x")
+	if diff := cmp.Diff([]string{"bob " + other.ID}, f.rec.delivered()); diff != "" {
+		t.Errorf("deliveries mismatch (-want +got):\n%s", diff)
+	}
+	if subs, _ := f.svc.List(context.Background(), "session:abc", ""); len(subs) != 0 {
+		t.Errorf("forgotten principal still has %+v", subs)
+	}
+}
+
+const subscriptionsMemory = sqlite.Memory
+
+func TestRetentionRunsOnItsTimer(t *testing.T) {
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{
+		Retention:     subscriptions.Retention{InboxMaxEntries: 2},
+		PruneInterval: time.Minute,
+	})
+	sub := f.subscribe("alice", every("x"))
+	for range 5 {
+		f.publish("x")
+	}
+	read := func() int {
+		entries, _, err := f.store.ReadInbox(context.Background(), "alice", 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(entries)
+	}
+	if n := read(); n != 5 {
+		t.Fatalf("inbox has %d entries before the timer, want 5", n)
+	}
+	f.clock.Advance(time.Minute)
+	if n := read(); n != 2 {
+		t.Fatalf("inbox has %d entries after the timer, want 2", n)
+	}
+	got, _ := f.svc.Get(context.Background(), "alice", sub.ID)
+	if got.DeliveredCount != 5 {
+		t.Errorf("deliveredCount = %d after pruning, want 5", got.DeliveredCount)
+	}
+}
+
+func TestDuplicateIsNotDeliveredAgain(t *testing.T) {
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f.subscribe("alice", every("x"))
+	ev := subscriptions.Event{Type: "x", Data: json.RawMessage(`{}`), Metadata: subscriptions.Metadata{SourceEventID: "s1"}}
+	first, err := f.svc.Publish(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	second, err := f.svc.Publish(context.Background(), ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !second.Duplicate || second.EventID != first.EventID || len(second.Delivered) != 0 {
+		t.Errorf("second publish = %+v; want a duplicate of %s with no deliveries", second, first.EventID)
+	}
+	if n := len(f.rec.delivered()); n != 1 {
+		t.Errorf("delivered %d times, want once", n)
+	}
+}
+
+func TestUpdateMovesTheExpiryTimer(t *testing.T) {
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	req := every("x")
+	req.ExpiresAt = svcStart.Add(time.Hour).Format(time.RFC3339)
+	sub := f.subscribe("alice", req)
+	later := svcStart.Add(3 * time.Hour).Format(time.RFC3339)
+	if _, err := f.svc.Update(context.Background(), "alice", subscriptions.UpdateRequest{
+		SubscriptionID: sub.ID, ExpiresAt: subscriptions.OptionalString{Set: true, Value: later},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	f.clock.Advance(2 * time.Hour)
+	if len(f.rec.notified) != 0 {
+		t.Fatalf("expired at the old time: %v", f.rec.notified)
+	}
+	f.clock.Advance(time.Hour)
+	if diff := cmp.Diff([]string{"alice events/subscription_expired " + sub.ID}, f.rec.notified); diff != "" {
+		t.Errorf("notifications mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestStopIsIdempotentAndStopsTimers(t *testing.T) {
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	req := every("x")
+	req.ExpiresAt = svcStart.Add(time.Hour).Format(time.RFC3339)
+	f.subscribe("alice", req)
+	f.svc.Stop()
+	f.svc.Stop()
+	f.clock.Advance(2 * time.Hour) // no timer runs against the stopped service
+	if len(f.rec.notified) != 0 {
+		t.Errorf("notified after Stop: %v", f.rec.notified)
+	}
+}
+
+func TestNewServiceOptionErrors(t *testing.T) {
+	store, err := sqlite.Open(context.Background(), sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	realtime := map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: &recorder{}}
+	for _, tc := range []struct {
+		opts subscriptions.ServiceOptions
+		want string
+	}{
+		{subscriptions.ServiceOptions{Deliverers: realtime}, "ServiceOptions.Store is required"},
+		{subscriptions.ServiceOptions{Store: store}, "needs a realtime deliverer"},
+		{subscriptions.ServiceOptions{Store: store, Deliverers: realtime, MaxSubscriptions: -1}, "MaxSubscriptions is -1"},
+	} {
+		if _, err := subscriptions.NewService(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("NewService: %v; want an error containing %q", err, tc.want)
+		}
+	}
+}
