@@ -263,8 +263,8 @@ func TestAccepted(t *testing.T) {
 			if diff := cmp.Diff([]string{res.ID}, f.routedIDs(t)); diff != "" {
 				t.Errorf("routed mismatch (-want +got):\n%s", diff)
 			}
-			if got := f.routed.all()[0].SubscriptionID; got != f.sub.ID {
-				t.Errorf("routed to subscription %q, want %q", got, f.sub.ID)
+			if got := f.routed.all()[0].SubscriptionIDs; len(got) != 1 || got[0] != f.sub.ID {
+				t.Errorf("routed to subscriptions %q, want [%q]", got, f.sub.ID)
 			}
 		})
 	}

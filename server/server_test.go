@@ -386,7 +386,7 @@ func TestPollPaging(t *testing.T) {
 			if err := json.Unmarshal(it.Event, &ev); err != nil {
 				t.Fatal(err)
 			}
-			if it.SubscriptionID != sub.ID || it.Kind != subscriptions.InboxEvent {
+			if len(it.SubscriptionIDs) != 1 || it.SubscriptionIDs[0] != sub.ID || it.Kind != subscriptions.InboxEvent {
 				t.Errorf("item %+v", it)
 			}
 			out = append(out, ev.ID)
@@ -468,7 +468,7 @@ func TestPrincipalsAreIsolated(t *testing.T) {
 	}
 	var poll subscriptions.PollResult
 	bob.MustCall(t, "events_poll", map[string]any{}, &poll)
-	if len(poll.Items) != 1 || poll.Items[0].SubscriptionID != bobSub.ID {
+	if len(poll.Items) != 1 || !slices.Equal(poll.Items[0].SubscriptionIDs, []string{bobSub.ID}) {
 		t.Fatalf("bob's poll = %+v", poll.Items)
 	}
 	// Alice's subscription is untouched by bob's attempts.

@@ -73,9 +73,11 @@ type PollResult struct {
 
 // PollItem is one inbox entry as events_poll returns it.
 type PollItem struct {
-	Cursor         string    `json:"cursor"`
-	Kind           InboxKind `json:"kind"`
-	SubscriptionID string    `json:"subscriptionId"`
+	Cursor string    `json:"cursor"`
+	Kind   InboxKind `json:"kind"`
+	// SubscriptionIDs are the caller's subscriptions this item is for: an
+	// event that matched several of them is returned once.
+	SubscriptionIDs []string `json:"subscriptionIds"`
 	// Event is set for kind "event".
 	Event json.RawMessage `json:"event,omitempty"`
 	// DeliveredAt is when the entry was written.

@@ -74,9 +74,11 @@ type Service struct {
 	log        *slog.Logger
 	opts       ServiceOptions
 
-	// mu serializes changes to subscriptions, so that the store and the
-	// index agree.
-	mu sync.Mutex
+	// mu makes the store and the index agree. Changes to subscriptions
+	// (and expiry) hold it exclusively; Publish holds it shared from the
+	// match to the commit, so an event matched before a pause can never be
+	// stored for the paused subscription after the pause returned.
+	mu sync.RWMutex
 
 	life        sync.Mutex // guards the fields below
 	started     bool
@@ -476,6 +478,7 @@ func (s *Service) Publish(ctx context.Context, ev Event) (PublishResult, error) 
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("encode event: %w", err)
 	}
+	s.mu.RLock()
 	matches := s.index.Match(&ev)
 	targets := make([]Target, 0, len(matches))
 	for _, e := range matches {
@@ -484,6 +487,7 @@ func (s *Service) Publish(ctx context.Context, ev Event) (PublishResult, error) 
 		}
 	}
 	res, err := s.store.Publish(ctx, &ev, raw, targets, now)
+	s.mu.RUnlock()
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("store event: %w", err)
 	}
@@ -519,11 +523,11 @@ func (s *Service) Poll(ctx context.Context, principal string, req PollRequest) (
 	next := after
 	for _, e := range entries {
 		res.Items = append(res.Items, PollItem{
-			Cursor:         FormatCursor(e.Seq),
-			Kind:           e.Kind,
-			SubscriptionID: e.SubscriptionID,
-			Event:          e.Event,
-			DeliveredAt:    e.CreatedAt,
+			Cursor:          FormatCursor(e.Seq),
+			Kind:            e.Kind,
+			SubscriptionIDs: e.SubscriptionIDs,
+			Event:           e.Event,
+			DeliveredAt:     e.CreatedAt,
 		})
 		next = e.Seq
 	}
@@ -586,13 +590,15 @@ func (s *Service) expireDue() {
 		s.log.Error("expire subscriptions", "error", err)
 	}
 	for _, e := range entries {
-		s.index.Remove(e.SubscriptionID)
-		s.log.Info("subscription expired", "subscription_id", e.SubscriptionID)
-		if s.notifier != nil {
-			s.notifier.Notify(e.Principal, Notification{
-				Method: MethodSubscriptionExpired,
-				Params: ExpiredParams{SubscriptionID: e.SubscriptionID, Cursor: FormatCursor(e.Seq)},
-			})
+		for _, id := range e.SubscriptionIDs {
+			s.index.Remove(id)
+			s.log.Info("subscription expired", "subscription_id", id)
+			if s.notifier != nil {
+				s.notifier.Notify(e.Principal, Notification{
+					Method: MethodSubscriptionExpired,
+					Params: ExpiredParams{SubscriptionID: id, Cursor: FormatCursor(e.Seq)},
+				})
+			}
 		}
 	}
 	s.armExpiry()

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -50,7 +51,9 @@ func (r *recorder) delivered() []string {
 	defer r.mu.Unlock()
 	var out []string
 	for _, e := range r.entries {
-		out = append(out, e.Principal+" "+e.SubscriptionID)
+		for _, id := range e.SubscriptionIDs {
+			out = append(out, e.Principal+" "+id)
+		}
 	}
 	return out
 }
@@ -282,5 +285,81 @@ func TestNewServiceOptionErrors(t *testing.T) {
 		if _, err := subscriptions.NewService(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewService: %v; want an error containing %q", err, tc.want)
 		}
+	}
+}
+
+// gatedStore parks the next Publish until released.
+type gatedStore struct {
+	subscriptions.Store
+	armed            atomic.Bool
+	entered, release chan struct{}
+}
+
+func (g *gatedStore) Publish(ctx context.Context, ev *subscriptions.Event, raw json.RawMessage, ts []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.entered)
+		<-g.release
+	}
+	return g.Store.Publish(ctx, ev, raw, ts, now)
+}
+
+// TestPauseWaitsForInFlightPublish checks that an event matched before a
+// pause is stored before the pause returns, never after it: once Pause has
+// returned, the paused subscription receives nothing.
+func TestPauseWaitsForInFlightPublish(t *testing.T) {
+	store, err := sqlite.Open(context.Background(), sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	gated := &gatedStore{Store: store, entered: make(chan struct{}), release: make(chan struct{})}
+	rec := &recorder{}
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+		Store:      gated,
+		Deliverers: map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: rec},
+		Clock:      clock.NewFake(svcStart),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	sub, err := svc.Subscribe(context.Background(), "alice", every("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	gated.armed.Store(true)
+	published := make(chan error, 1)
+	go func() {
+		_, err := svc.Publish(context.Background(), subscriptions.Event{Type: "x", Data: json.RawMessage(`{}`)})
+		published <- err
+	}()
+	<-gated.entered // matched, not yet stored
+	paused := make(chan error, 1)
+	go func() {
+		_, err := svc.Pause(context.Background(), "alice", sub.ID)
+		paused <- err
+	}()
+	select {
+	case err := <-paused:
+		t.Fatalf("Pause returned (%v) while an event matched before it was still being stored", err)
+	case <-time.After(100 * time.Millisecond):
+		// Pause is waiting, as it must; a regression usually shows well
+		// within this wait, and a slow machine can only hide it, never fail
+		// a correct build.
+	}
+	close(gated.release)
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	if err := <-paused; err != nil {
+		t.Fatal(err)
+	}
+	got, err := svc.Get(context.Background(), "alice", sub.ID)
+	if err != nil || got.DeliveredCount != 1 || got.Status != subscriptions.StatusPaused {
+		t.Fatalf("after both: %+v, %v; want paused with the one event delivered", got, err)
 	}
 }

@@ -26,18 +26,21 @@ type Store interface {
 	ListSubscriptions(ctx context.Context, q ListQuery) ([]*Subscription, error)
 
 	// ExpireSubscriptions marks every active or paused subscription whose
-	// expiresAt is at or before now as expired and appends an
-	// InboxExpired entry for each to its owner's inbox, in one transaction.
+	// expiresAt is at or before now as expired and appends an InboxExpired
+	// entry for each (naming that one subscription) to its owner's inbox, in
+	// one transaction.
 	ExpireSubscriptions(ctx context.Context, now time.Time) ([]InboxEntry, error)
 	// NextExpiry returns the earliest expiresAt among active and paused
 	// subscriptions; ok is false when none has one.
 	NextExpiry(ctx context.Context) (t time.Time, ok bool, err error)
 
-	// Publish stores ev (whose JSON form is raw), received at now, and, for
-	// each target whose subscription is still active, appends an inbox entry
-	// and counts a delivery, all in one transaction. An event whose ID, or whose type and
-	// sourceEventId, was accepted before is not stored again: the result
-	// then has Duplicate set and the first event's ID.
+	// Publish stores ev (whose JSON form is raw), received at now, and
+	// appends one inbox entry per principal among the realtime targets,
+	// listing that principal's target subscriptions, all in one
+	// transaction. The targets are taken as given: the caller matched them
+	// against active subscriptions. An event whose ID, or whose type and sourceEventId, was
+	// accepted before is not stored again: the result then has Duplicate set
+	// and the first event's ID, and nothing is delivered.
 	Publish(ctx context.Context, ev *Event, raw json.RawMessage, targets []Target, now time.Time) (PublishResult, error)
 
 	// ReadInbox returns up to limit (> 0) entries of principal's inbox with a
@@ -89,8 +92,8 @@ type PublishResult struct {
 	// Duplicate is true when the event had been accepted before and was
 	// neither stored nor routed again.
 	Duplicate bool `json:"duplicate,omitempty"`
-	// Delivered are the inbox entries written, one per matching active
-	// subscription.
+	// Delivered are the inbox entries written, one per principal, in
+	// sequence order.
 	Delivered []InboxEntry `json:"-"`
 }
 
@@ -106,13 +109,15 @@ const (
 )
 
 // InboxEntry is one record of what was delivered to a principal: what
-// events_poll returns and what notifications carry.
+// events_poll returns and what notifications carry. An event that matches
+// several of a principal's subscriptions is one entry listing them all.
 type InboxEntry struct {
 	// Seq orders the inbox; it grows across all principals.
-	Seq            int64
-	Principal      string
-	SubscriptionID string
-	Kind           InboxKind
+	Seq       int64
+	Principal string
+	// SubscriptionIDs are the subscriptions the entry is for, at least one.
+	SubscriptionIDs []string
+	Kind            InboxKind
 	// Event is the event's JSON for InboxEvent entries.
 	Event     json.RawMessage
 	CreatedAt time.Time

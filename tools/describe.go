@@ -215,7 +215,8 @@ func (d describer) pollTool() *mcp.Tool {
 		Name:  Poll,
 		Title: "Read delivered events",
 		Description: fmt.Sprintf("Read what your subscriptions delivered, oldest first: events (kind \"event\", "+
-			"with the subscriptionId and the event: id, type, data, metadata) and expiry notices (kind "+
+			"with the event's id, type, data and metadata, and the subscriptionIds it matched: an event that "+
+			"matches several of your subscriptions comes once) and expiry notices (kind "+
 			"\"subscription_expired\"). Without cursor it continues after the last page it gave you, so "+
 			"calling it again returns only what is new. Pass nextCursor (or the cursor of a notification) to "+
 			"read from that point; the same cursor gives the same items. hasMore says whether to call again "+

@@ -19,20 +19,22 @@ var _ subscriptions.Deliverer = (*Channel)(nil)
 // New returns a realtime channel that notifies through n.
 func New(n subscriptions.Notifier) *Channel { return &Channel{notifier: n} }
 
-// Deliver sends one events/event per entry, in inbox order. It does not block:
-// the Notifier queues per session.
+// Deliver sends, in inbox order, one events/event per subscription of each
+// entry: MCPE notifies each subscription of its own events, so an event that
+// matched two subscriptions of one principal arrives twice, each time with
+// its subscriptionId and the same cursor. It does not block: the Notifier
+// queues per session.
 func (c *Channel) Deliver(entries []subscriptions.InboxEntry) {
 	for _, e := range entries {
 		if e.Kind != subscriptions.InboxEvent {
 			continue
 		}
-		c.notifier.Notify(e.Principal, subscriptions.Notification{
-			Method: subscriptions.MethodEvent,
-			Params: subscriptions.EventParams{
-				SubscriptionID: e.SubscriptionID,
-				Cursor:         subscriptions.FormatCursor(e.Seq),
-				Event:          e.Event,
-			},
-		})
+		cursor := subscriptions.FormatCursor(e.Seq)
+		for _, id := range e.SubscriptionIDs {
+			c.notifier.Notify(e.Principal, subscriptions.Notification{
+				Method: subscriptions.MethodEvent,
+				Params: subscriptions.EventParams{SubscriptionID: id, Cursor: cursor, Event: e.Event},
+			})
+		}
 	}
 }

@@ -35,7 +35,7 @@ func TestDeliver(t *testing.T) {
 		{
 			name: "one event",
 			entries: []subscriptions.InboxEntry{
-				{Seq: 7, Principal: "alice", SubscriptionID: "sub-1", Kind: subscriptions.InboxEvent, Event: ev1, CreatedAt: at},
+				{Seq: 7, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxEvent, Event: ev1, CreatedAt: at},
 			},
 			want: []notified{
 				{Principal: "alice", Notification: subscriptions.Notification{
@@ -45,13 +45,29 @@ func TestDeliver(t *testing.T) {
 			},
 		},
 		{
+			name: "one entry for several subscriptions: one notification each, same cursor",
+			entries: []subscriptions.InboxEntry{
+				{Seq: 9, Principal: "alice", SubscriptionIDs: []string{"sub-1", "sub-2"}, Kind: subscriptions.InboxEvent, Event: ev1},
+			},
+			want: []notified{
+				{Principal: "alice", Notification: subscriptions.Notification{
+					Method: subscriptions.MethodEvent,
+					Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "9", Event: ev1},
+				}},
+				{Principal: "alice", Notification: subscriptions.Notification{
+					Method: subscriptions.MethodEvent,
+					Params: subscriptions.EventParams{SubscriptionID: "sub-2", Cursor: "9", Event: ev1},
+				}},
+			},
+		},
+		{
 			name: "several principals in order, other kinds skipped",
 			entries: []subscriptions.InboxEntry{
-				{Seq: 10, Principal: "alice", SubscriptionID: "sub-1", Kind: subscriptions.InboxEvent, Event: ev1},
-				{Seq: 11, Principal: "bob", SubscriptionID: "sub-2", Kind: subscriptions.InboxEvent, Event: ev1},
-				{Seq: 12, Principal: "alice", SubscriptionID: "sub-3", Kind: subscriptions.InboxExpired},
-				{Seq: 13, Principal: "alice", SubscriptionID: "sub-1", Kind: subscriptions.InboxEvent, Event: ev2},
-				{Seq: 14, Principal: "carol", SubscriptionID: "sub-4", Kind: subscriptions.InboxKind("future_kind"), Event: ev2},
+				{Seq: 10, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxEvent, Event: ev1},
+				{Seq: 11, Principal: "bob", SubscriptionIDs: []string{"sub-2"}, Kind: subscriptions.InboxEvent, Event: ev1},
+				{Seq: 12, Principal: "alice", SubscriptionIDs: []string{"sub-3"}, Kind: subscriptions.InboxExpired},
+				{Seq: 13, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxEvent, Event: ev2},
+				{Seq: 14, Principal: "carol", SubscriptionIDs: []string{"sub-4"}, Kind: subscriptions.InboxKind("future_kind"), Event: ev2},
 			},
 			want: []notified{
 				{Principal: "alice", Notification: subscriptions.Notification{
@@ -71,7 +87,7 @@ func TestDeliver(t *testing.T) {
 		{
 			name: "only other kinds",
 			entries: []subscriptions.InboxEntry{
-				{Seq: 1, Principal: "alice", SubscriptionID: "sub-1", Kind: subscriptions.InboxExpired},
+				{Seq: 1, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxExpired},
 			},
 			want: nil,
 		},
@@ -91,7 +107,7 @@ func TestDeliver(t *testing.T) {
 func TestDeliverWireForm(t *testing.T) {
 	var r recorder
 	New(&r).Deliver([]subscriptions.InboxEntry{{
-		Seq: 42, Principal: "alice", SubscriptionID: "sub-1", Kind: subscriptions.InboxEvent,
+		Seq: 42, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxEvent,
 		Event: json.RawMessage(`{"id":"e1","type":"a.b","data":{"n":1}}`),
 	}})
 	if len(r.got) != 1 {

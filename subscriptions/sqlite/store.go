@@ -18,6 +18,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
@@ -37,8 +39,26 @@ type Store struct {
 	// of spinning on SQLITE_BUSY; r serves reads concurrently (WAL).
 	w, r *sql.DB
 	// Statements of the publish path, prepared once on w.
-	insertEvent, findDuplicate, insertInbox *sql.Stmt
+	insertEvent, findDuplicate *sql.Stmt
+	// insertInbox[n-1] inserts n inbox rows; prepared on first use.
+	inboxMu     sync.Mutex
+	insertInbox [maxInboxRows]*sql.Stmt
+
+	// commits counts write transactions, so the checkpointer knows when
+	// there is something to do; stop and done end it.
+	commits    atomic.Int64
+	stop, done chan struct{}
+	closeOnce  sync.Once
+	closeErr   error
 }
+
+// checkpointEvery is how often the WAL is copied back into the database
+// when there were commits.
+const checkpointEvery = time.Second
+
+// maxInboxRows is the most inbox rows one prepared INSERT writes; a publish
+// reaching more principals uses several.
+const maxInboxRows = 16
 
 var _ subscriptions.Store = (*Store)(nil)
 
@@ -73,6 +93,10 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	params.Add("_pragma", "journal_mode(WAL)")
 	params.Add("_pragma", "synchronous(NORMAL)")
+	// Commits do not checkpoint (that would stall a publish for the time of
+	// a checkpoint and its fsync); checkpoint runs beside them instead.
+	params.Add("_pragma", "wal_autocheckpoint(0)")
+	params.Add("_pragma", "journal_size_limit(67108864)")
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params.Encode()
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -91,7 +115,31 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		s.Close()
 		return nil, fmt.Errorf("database %q: %w", path, err)
 	}
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	go s.checkpoint()
 	return s, nil
+}
+
+// checkpoint copies the WAL back into the database once a second when
+// there were commits, without blocking writers (PASSIVE), until Close.
+func (s *Store) checkpoint() {
+	defer close(s.done)
+	t := time.NewTicker(checkpointEvery)
+	defer t.Stop()
+	var seen int64
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		if n := s.commits.Load(); n != seen {
+			seen = n
+			// A failed checkpoint is retried at the next tick; the WAL only
+			// grows meanwhile.
+			s.r.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
+		}
+	}
 }
 
 // init migrates the schema and prepares the publish statements.
@@ -107,10 +155,6 @@ func (s *Store) init(ctx context.Context) error {
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
 		{&s.findDuplicate, `SELECT id FROM events
 			WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`},
-		{&s.insertInbox, `INSERT INTO inbox (principal, subscription_id, kind, event_id, created_at)
-			SELECT principal, id, 'event', ?1, ?2 FROM subscriptions
-			WHERE id IN (SELECT value FROM json_each(?3)) AND status = 'active'
-			RETURNING seq, principal, subscription_id`},
 	} {
 		var err error
 		if *p.stmt, err = s.w.PrepareContext(ctx, p.query); err != nil {
@@ -120,10 +164,22 @@ func (s *Store) init(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the database.
+// Close closes the database. Calling it again returns the first result.
 func (s *Store) Close() error {
+	s.closeOnce.Do(func() { s.closeErr = s.close() })
+	return s.closeErr
+}
+
+func (s *Store) close() error {
+	if s.stop != nil {
+		close(s.stop)
+		<-s.done
+	}
 	var err error
-	for _, st := range []*sql.Stmt{s.insertEvent, s.findDuplicate, s.insertInbox} {
+	s.inboxMu.Lock()
+	stmts := append([]*sql.Stmt{s.insertEvent, s.findDuplicate}, s.insertInbox[:]...)
+	s.inboxMu.Unlock()
+	for _, st := range stmts {
 		if st != nil {
 			err = errors.Join(err, st.Close())
 		}
@@ -178,6 +234,7 @@ func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 		tx.Rollback()
 		return err
 	}
+	s.commits.Add(1)
 	return tx.Commit()
 }
 
@@ -245,7 +302,7 @@ func encodeSettings(sub *subscriptions.Subscription) (filter, delivery string, e
 }
 
 // selectSubscriptions reads subscriptions with their delivery counts: the
-// base columns plus the subscription's 'event' entries still in the inbox.
+// base columns plus the 'event' entries still in the inbox that list them.
 // The counts are grouped over the inbox entries of the same principals,
 // through the inbox's principal index. where filters s.
 func selectSubscriptions(where string) string {
@@ -256,9 +313,10 @@ func selectSubscriptions(where string) string {
 			ELSE max(c.last, s.last_delivered_base) END
 	FROM subscriptions s
 	LEFT JOIN (
-		SELECT subscription_id, count(*) AS n, max(created_at) AS last FROM inbox
-		WHERE kind = 'event' AND principal IN (SELECT principal FROM subscriptions s WHERE ` + where + `)
-		GROUP BY subscription_id
+		SELECT j.value AS subscription_id, count(*) AS n, max(i.created_at) AS last
+		FROM inbox i, json_each(i.subscription_ids) j
+		WHERE i.kind = 'event' AND i.principal IN (SELECT principal FROM subscriptions s WHERE ` + where + `)
+		GROUP BY j.value
 	) c ON c.subscription_id = s.id
 	WHERE ` + where
 }
@@ -403,13 +461,13 @@ func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) ([]subsc
 		}
 		for _, x := range expired {
 			var seq int64
-			err := tx.QueryRowContext(ctx, `INSERT INTO inbox (principal, subscription_id, kind, created_at)
-				VALUES (?, ?, ?, ?) RETURNING seq`, x[1], x[0], string(subscriptions.InboxExpired), nanos(now)).Scan(&seq)
+			err := tx.QueryRowContext(ctx, `INSERT INTO inbox (principal, subscription_ids, kind, created_at)
+				VALUES (?, json_array(?), ?, ?) RETURNING seq`, x[1], x[0], string(subscriptions.InboxExpired), nanos(now)).Scan(&seq)
 			if err != nil {
 				return err
 			}
 			out = append(out, subscriptions.InboxEntry{
-				Seq: seq, Principal: x[1], SubscriptionID: x[0], Kind: subscriptions.InboxExpired, CreatedAt: now.UTC(),
+				Seq: seq, Principal: x[1], SubscriptionIDs: []string{x[0]}, Kind: subscriptions.InboxExpired, CreatedAt: now.UTC(),
 			})
 		}
 		return nil
@@ -428,30 +486,38 @@ func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
 	return fromNanos(n.Int64), true, nil
 }
 
-// Publish implements subscriptions.Store. The inbox entries are written by
-// one INSERT ... SELECT over the still-active target subscriptions, so a
-// subscription paused or removed since the event was matched gets nothing.
-// Nothing else is written per delivery: the counts are derived from the
-// inbox.
+// Publish implements subscriptions.Store. It writes the event and one inbox
+// row per principal with plain multi-row INSERTs through prepared
+// statements; nothing else is written per delivery, because the counts are
+// derived from the inbox. Targets are taken as given: the index matched only
+// active subscriptions, and a subscription paused a moment after the match
+// is treated as paused a moment after the event.
 func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.RawMessage, targets []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
 	res := subscriptions.PublishResult{EventID: ev.ID}
 	now = now.UTC()
-	ids := make([]string, 0, len(targets))
-	for _, t := range targets {
-		if !slices.Contains(ids, t.SubscriptionID) {
-			ids = append(ids, t.SubscriptionID)
+	entries := groupByPrincipal(targets)
+	ids := make([]string, len(entries))
+	for i, e := range entries {
+		b, err := json.Marshal(e.SubscriptionIDs)
+		if err != nil {
+			return res, err
 		}
-	}
-	list, err := json.Marshal(ids)
-	if err != nil {
-		return res, err
+		ids[i] = string(b)
 	}
 	var source sql.NullString
 	if ev.Metadata.SourceEventID != "" {
 		source = sql.NullString{String: ev.Metadata.SourceEventID, Valid: true}
 	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		res.Delivered = res.Delivered[:0]
+	// Prepare before the transaction: it holds the only write connection.
+	var stmts []*sql.Stmt
+	for start := 0; start < len(entries); start += maxInboxRows {
+		st, err := s.inboxStmt(ctx, min(maxInboxRows, len(entries)-start))
+		if err != nil {
+			return res, err
+		}
+		stmts = append(stmts, st)
+	}
+	err := s.tx(ctx, func(tx *sql.Tx) error {
 		r, err := tx.StmtContext(ctx, s.insertEvent).ExecContext(ctx, ev.ID, ev.Type, source, string(raw), nanos(now))
 		if err != nil {
 			return err
@@ -462,29 +528,88 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 			res.Duplicate = true
 			return tx.StmtContext(ctx, s.findDuplicate).QueryRowContext(ctx, ev.ID, ev.Type, source).Scan(&res.EventID)
 		}
-		if len(ids) == 0 {
-			return nil
-		}
-		rows, err := tx.StmtContext(ctx, s.insertInbox).QueryContext(ctx, ev.ID, nanos(now), string(list))
-		if err != nil {
-			return err
-		}
-		for rows.Next() {
-			e := subscriptions.InboxEntry{Kind: subscriptions.InboxEvent, Event: raw, CreatedAt: now}
-			if err := rows.Scan(&e.Seq, &e.Principal, &e.SubscriptionID); err != nil {
-				rows.Close()
+		for i, st := range stmts {
+			start := i * maxInboxRows
+			end := min(start+maxInboxRows, len(entries))
+			if err := writeInbox(ctx, tx, st, ev.ID, now, entries[start:end], ids[start:end]); err != nil {
 				return err
 			}
-			res.Delivered = append(res.Delivered, e)
 		}
-		return errors.Join(rows.Err(), rows.Close())
+		return nil
 	})
-	if err != nil {
-		return subscriptions.PublishResult{}, err
+	if err != nil || res.Duplicate {
+		return res, err
 	}
-	// RETURNING gives rows in no promised order; the inbox order is seq.
-	slices.SortFunc(res.Delivered, func(a, b subscriptions.InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	for i := range entries {
+		entries[i].Kind, entries[i].Event, entries[i].CreatedAt = subscriptions.InboxEvent, raw, now
+	}
+	slices.SortFunc(entries, func(a, b subscriptions.InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
+	res.Delivered = entries
 	return res, nil
+}
+
+// groupByPrincipal turns realtime targets into one inbox entry per principal,
+// in the order the principals first appear, each subscription listed once.
+func groupByPrincipal(targets []subscriptions.Target) []subscriptions.InboxEntry {
+	var out []subscriptions.InboxEntry
+	for _, t := range targets {
+		if t.Channel != subscriptions.ChannelRealtime {
+			continue
+		}
+		i := slices.IndexFunc(out, func(e subscriptions.InboxEntry) bool { return e.Principal == t.Principal })
+		if i < 0 {
+			out = append(out, subscriptions.InboxEntry{Principal: t.Principal})
+			i = len(out) - 1
+		}
+		if !slices.Contains(out[i].SubscriptionIDs, t.SubscriptionID) {
+			out[i].SubscriptionIDs = append(out[i].SubscriptionIDs, t.SubscriptionID)
+		}
+	}
+	return out
+}
+
+// writeInbox inserts entries with stmt, the INSERT of that many rows, and
+// sets their Seq.
+func writeInbox(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, eventID string, now time.Time, entries []subscriptions.InboxEntry, ids []string) error {
+	args := make([]any, 0, 4*len(entries))
+	for i, e := range entries {
+		args = append(args, e.Principal, ids[i], eventID, nanos(now))
+	}
+	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
+	if err != nil {
+		return err
+	}
+	// RETURNING promises no order; match rows by principal.
+	for rows.Next() {
+		var seq int64
+		var principal string
+		if err := rows.Scan(&seq, &principal); err != nil {
+			rows.Close()
+			return err
+		}
+		if i := slices.IndexFunc(entries, func(e subscriptions.InboxEntry) bool { return e.Principal == principal }); i >= 0 {
+			entries[i].Seq = seq
+		}
+	}
+	return errors.Join(rows.Err(), rows.Close())
+}
+
+// inboxStmt returns the prepared INSERT of n inbox rows. It must not be
+// called inside a transaction, which holds the only write connection.
+func (s *Store) inboxStmt(ctx context.Context, n int) (*sql.Stmt, error) {
+	s.inboxMu.Lock()
+	defer s.inboxMu.Unlock()
+	if st := s.insertInbox[n-1]; st != nil {
+		return st, nil
+	}
+	values := strings.TrimSuffix(strings.Repeat(`(?, ?, 'event', ?, ?), `, n), ", ")
+	st, err := s.w.PrepareContext(ctx, `INSERT INTO inbox (principal, subscription_ids, kind, event_id, created_at)
+		VALUES `+values+` RETURNING seq, principal`)
+	if err != nil {
+		return nil, err
+	}
+	s.insertInbox[n-1] = st
+	return st, nil
 }
 
 // ReadInbox implements subscriptions.Store.
@@ -492,7 +617,7 @@ func (s *Store) ReadInbox(ctx context.Context, principal string, after int64, li
 	if limit <= 0 {
 		return nil, false, fmt.Errorf("sqlite: ReadInbox limit is %d; it must be positive", limit)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT i.seq, i.subscription_id, i.kind, e.body, i.created_at
+	rows, err := s.r.QueryContext(ctx, `SELECT i.seq, i.subscription_ids, i.kind, e.body, i.created_at
 		FROM inbox i LEFT JOIN events e ON e.id = i.event_id
 		WHERE i.principal = ? AND i.seq > ?
 		ORDER BY i.seq LIMIT ?`, principal, after, limit+1)
@@ -508,8 +633,12 @@ func (s *Store) ReadInbox(ctx context.Context, principal string, after int64, li
 			body    sql.NullString
 			created int64
 		)
-		if err := rows.Scan(&e.Seq, &e.SubscriptionID, &kind, &body, &created); err != nil {
+		var ids string
+		if err := rows.Scan(&e.Seq, &ids, &kind, &body, &created); err != nil {
 			return nil, false, err
+		}
+		if err := json.Unmarshal([]byte(ids), &e.SubscriptionIDs); err != nil {
+			return nil, false, fmt.Errorf("inbox entry %d: decode subscription IDs: %w", e.Seq, err)
 		}
 		e.Kind = subscriptions.InboxKind(kind)
 		if body.Valid {
@@ -622,9 +751,10 @@ func (s *Store) Prune(ctx context.Context, r subscriptions.Retention, now time.T
 		if _, err := exec(`UPDATE subscriptions
 			SET delivered_base = delivered_base + d.n,
 				last_delivered_base = max(coalesce(last_delivered_base, d.last), d.last)
-			FROM (SELECT subscription_id, count(*) AS n, max(created_at) AS last FROM inbox
-				WHERE seq IN (SELECT seq FROM temp.doomed) AND kind = 'event'
-				GROUP BY subscription_id) AS d
+			FROM (SELECT j.value AS subscription_id, count(*) AS n, max(i.created_at) AS last
+				FROM inbox i, json_each(i.subscription_ids) j
+				WHERE i.seq IN (SELECT seq FROM temp.doomed) AND i.kind = 'event'
+				GROUP BY j.value) AS d
 			WHERE subscriptions.id = d.subscription_id`); err != nil {
 			return err
 		}

@@ -256,3 +256,28 @@ func TestOpenFailureReturnsNoStore(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseFoldsTheWAL checks that a closed database needs no -wal file.
+// Commits do not checkpoint (a background checkpointer does); SQLite folds
+// the WAL in when the last connection closes, so Close must close them all.
+func TestCloseFoldsTheWAL(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub := &subscriptions.Subscription{ID: "00000000-0000-4000-8000-000000000001", Principal: "alice", Status: subscriptions.StatusActive,
+		Filter: subscriptions.Filter{EventTypes: []string{"*"}}, Delivery: subscriptions.DefaultDelivery(), CreatedAt: t0, UpdatedAt: t0}
+	if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(path + "-wal"); err == nil && fi.Size() > 0 {
+		t.Errorf("after Close the WAL holds %d bytes; want it folded into the database", fi.Size())
+	}
+	if err := s.Close(); err != nil {
+		t.Errorf("second Close: %v", err)
+	}
+}

@@ -21,19 +21,13 @@ func testReadInbox(t *testing.T, open Opener) {
 		// bob's entries interleave with alice's, so her sequence numbers
 		// have gaps.
 		res := publish(t, s, ev, raw, targets(alices, bobs), now)
-		want = append(want, entry(seqOf(t, res, alices), alices, raw, now))
+		want = append(want, entry(seqOf(t, res, alices), raw, now, alices))
 		bobSeqs = append(bobSeqs, seqOf(t, res, bobs))
 	}
 	alices.ExpiresAt = new(at(time.Hour))
 	update(t, s, alices)
 	expired := expire(t, s, at(time.Hour))
-	want = append(want, subscriptions.InboxEntry{
-		Seq:            expired[0].Seq,
-		Principal:      "alice",
-		SubscriptionID: alices.ID,
-		Kind:           subscriptions.InboxExpired,
-		CreatedAt:      at(time.Hour),
-	})
+	want = append(want, expiredEntry(expired[0].Seq, alices, at(time.Hour)))
 	seq := func(i int) int64 { return want[i].Seq }
 	var afterBobs []subscriptions.InboxEntry
 	for _, e := range want {
@@ -91,11 +85,11 @@ func testExpireSubscriptions(t *testing.T, open Opener) {
 	got := expire(t, s, now)
 	checkSeqsIncrease(t, "ExpireSubscriptions", got)
 	want := []subscriptions.InboxEntry{
-		{Principal: "alice", SubscriptionID: due.ID, Kind: subscriptions.InboxExpired, CreatedAt: now},
-		{Principal: "bob", SubscriptionID: dueNow.ID, Kind: subscriptions.InboxExpired, CreatedAt: now},
-		{Principal: "alice", SubscriptionID: duePaused.ID, Kind: subscriptions.InboxExpired, CreatedAt: now},
+		expiredEntry(0, due, now),
+		expiredEntry(0, dueNow, now),
+		expiredEntry(0, duePaused, now),
 	}
-	diff(t, "ExpireSubscriptions", want, got, ignoreSeq, bySubscription)
+	diff(t, "ExpireSubscriptions", want, got, ignoreSeq, byPrincipal)
 
 	// The same entries, with the same sequence numbers, are in the inboxes.
 	var alices, bobs []subscriptions.InboxEntry

@@ -32,7 +32,7 @@ func testPrune(t *testing.T, open Opener) {
 		for i := range 5 {
 			ev, raw := newEvent(i+1, "test.created", "")
 			res := publish(t, s, ev, raw, targets(alices), at(time.Duration(i)*time.Minute))
-			want = append(want, entry(seqOf(t, res, alices), alices, raw, at(time.Duration(i)*time.Minute)))
+			want = append(want, entry(seqOf(t, res, alices), raw, at(time.Duration(i)*time.Minute), alices))
 		}
 		for i := range 2 {
 			ev, raw := newEvent(i+6, "test.created", "")
@@ -57,7 +57,7 @@ func testPrune(t *testing.T, open Opener) {
 			ev, raw := newEvent(i+1, "test.created", "")
 			now := at(time.Duration(i) * time.Hour)
 			res := publish(t, s, ev, raw, targets(sub), now)
-			want = append(want, entry(seqOf(t, res, sub), sub, raw, now))
+			want = append(want, entry(seqOf(t, res, sub), raw, now, sub))
 		}
 
 		r := keepAll
@@ -186,7 +186,7 @@ func testPrune(t *testing.T, open Opener) {
 			ev, raw := newEvent(i+1, "test.created", "")
 			now := at(-time.Duration(4-i) * time.Hour)
 			res := publish(t, s, ev, raw, targets(alices, bobs), now)
-			bobsLast = entry(seqOf(t, res, bobs), bobs, raw, now)
+			bobsLast = entry(seqOf(t, res, bobs), raw, now, bobs)
 		}
 		alicesLast := expire(t, s, t0)
 		ev, raw := newEvent(5, "test.created", "")

@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -19,27 +20,23 @@ func deliveryOf(t *testing.T, s subscriptions.Store, sub *subscriptions.Subscrip
 	return delivery{got.DeliveredCount, got.LastDeliveredAt}
 }
 
-// testPublishRoutesToActive checks that Publish writes an inbox entry and
-// counts a delivery for each active target and for nothing else.
+// testPublishRoutesToActive checks that Publish writes one inbox entry per
+// principal among the realtime targets, listing each of that principal's
+// target subscriptions once, and counts a delivery for each of them only.
 func testPublishRoutesToActive(t *testing.T, open Opener) {
 	s := open(t)
-	active := newSub(1, "alice")
-	bobs := newSub(2, "bob")
-	paused := withStatus(newSub(3, "alice"), subscriptions.StatusPaused)
-	deleted := newSub(4, "alice")
-	expired := withExpiry(newSub(5, "alice"), at(time.Hour))
-	create(t, s, active, bobs, paused, deleted, expired)
-	if err := s.DeleteSubscription(t.Context(), "alice", deleted.ID); err != nil {
-		t.Fatalf("DeleteSubscription: %v", err)
-	}
-	expiry := expire(t, s, at(time.Hour))
+	first, second := newSub(1, "alice"), newSub(2, "alice")
+	bobs := newSub(3, "bob")
+	cronOnly := newSub(4, "alice")
+	untouched := newSub(5, "alice")
+	create(t, s, first, second, bobs, cronOnly, untouched)
 
-	ts := targets(active, bobs, paused, deleted, expired)
-	// A subscription with two channels is targeted twice but delivered to
-	// once; a subscription that never existed gets nothing.
+	ts := targets(first, bobs, second)
 	ts = append(ts,
-		subscriptions.Target{SubscriptionID: active.ID, Principal: "alice", Channel: subscriptions.ChannelCron},
-		subscriptions.Target{SubscriptionID: subID(99), Principal: "alice", Channel: subscriptions.ChannelRealtime},
+		// A subscription targeted twice is listed once; a target of
+		// another channel does not go to the inbox.
+		subscriptions.Target{SubscriptionID: first.ID, Principal: "alice", Channel: subscriptions.ChannelRealtime},
+		subscriptions.Target{SubscriptionID: cronOnly.ID, Principal: "alice", Channel: subscriptions.ChannelCron},
 	)
 	ev, raw := newEvent(1, "test.created", "src-1")
 	now := at(2 * time.Hour)
@@ -49,22 +46,46 @@ func testPublishRoutesToActive(t *testing.T, open Opener) {
 		t.Errorf("Publish = {EventID: %s, Duplicate: %t}, want {EventID: %s, Duplicate: false}", res.EventID, res.Duplicate, ev.ID)
 	}
 	checkSeqsIncrease(t, "Delivered", res.Delivered)
-	diff(t, "Delivered", []subscriptions.InboxEntry{entry(0, active, raw, now), entry(0, bobs, raw, now)}, res.Delivered, ignoreSeq, bySubscription)
-
-	// alice's inbox also records the expiry, before the event.
-	diff(t, "alice's inbox", append(expiry, entry(seqOf(t, res, active), active, raw, now)), inbox(t, s, "alice"))
-	diff(t, "bob's inbox", []subscriptions.InboxEntry{entry(seqOf(t, res, bobs), bobs, raw, now)}, inbox(t, s, "bob"))
+	diff(t, "Delivered", []subscriptions.InboxEntry{entry(0, raw, now, first, second), entry(0, raw, now, bobs)}, res.Delivered, ignoreSeq, byPrincipal)
+	diff(t, "alice's inbox", []subscriptions.InboxEntry{entry(seqOf(t, res, first), raw, now, first, second)}, inbox(t, s, "alice"))
+	diff(t, "bob's inbox", []subscriptions.InboxEntry{entry(seqOf(t, res, bobs), raw, now, bobs)}, inbox(t, s, "bob"))
 
 	for _, tc := range []struct {
 		sub  *subscriptions.Subscription
 		want delivery
 	}{
-		{active, delivery{1, &now}},
+		{first, delivery{1, &now}},
+		{second, delivery{1, &now}},
 		{bobs, delivery{1, &now}},
-		{paused, delivery{0, nil}},
-		{expired, delivery{0, nil}},
+		{cronOnly, delivery{0, nil}},
+		{untouched, delivery{0, nil}},
 	} {
 		diff(t, "delivery counters of "+tc.sub.ID, tc.want, deliveryOf(t, s, tc.sub))
+	}
+
+	// No realtime target: the event is stored, nothing is delivered.
+	ev, raw = newEvent(2, "test.created", "")
+	res = publish(t, s, ev, raw, []subscriptions.Target{{SubscriptionID: cronOnly.ID, Principal: "alice", Channel: subscriptions.ChannelCron}}, now)
+	diff(t, "Delivered without realtime targets", []subscriptions.InboxEntry(nil), res.Delivered)
+}
+
+// testPublishManyPrincipals checks an event reaching more principals than one
+// statement writes.
+func testPublishManyPrincipals(t *testing.T, open Opener) {
+	s := open(t)
+	var subs []*subscriptions.Subscription
+	for i := range 40 {
+		subs = append(subs, newSub(i+1, fmt.Sprintf("p%02d", i)))
+	}
+	create(t, s, subs...)
+	ev, raw := newEvent(1, "test.created", "")
+	res := publish(t, s, ev, raw, targets(subs...), at(time.Hour))
+	checkSeqsIncrease(t, "Delivered", res.Delivered)
+	if len(res.Delivered) != len(subs) {
+		t.Fatalf("Delivered %d entries, want %d", len(res.Delivered), len(subs))
+	}
+	for _, sub := range subs {
+		diff(t, sub.Principal+"'s inbox", []subscriptions.InboxEntry{entry(seqOf(t, res, sub), raw, at(time.Hour), sub)}, inbox(t, s, sub.Principal))
 	}
 }
 
@@ -102,7 +123,7 @@ func testPublishDuplicates(t *testing.T, open Opener) {
 			first := publish(t, s, ev1, raw1, targets(sub), at(time.Hour))
 			second := publish(t, s, ev2, raw2, targets(sub), at(2*time.Hour))
 
-			want := []subscriptions.InboxEntry{entry(seqOf(t, first, sub), sub, raw1, at(time.Hour))}
+			want := []subscriptions.InboxEntry{entry(seqOf(t, first, sub), raw1, at(time.Hour), sub)}
 			wantDelivery := delivery{1, new(at(time.Hour))}
 			if tt.wantDuplicate {
 				if second.EventID != ev1.ID || !second.Duplicate || len(second.Delivered) != 0 {
@@ -112,7 +133,7 @@ func testPublishDuplicates(t *testing.T, open Opener) {
 				if second.EventID != ev2.ID || second.Duplicate {
 					t.Errorf("second Publish = {EventID: %s, Duplicate: %t}, want {EventID: %s, Duplicate: false}", second.EventID, second.Duplicate, ev2.ID)
 				}
-				want = append(want, entry(seqOf(t, second, sub), sub, raw2, at(2*time.Hour)))
+				want = append(want, entry(seqOf(t, second, sub), raw2, at(2*time.Hour), sub))
 				wantDelivery = delivery{2, new(at(2 * time.Hour))}
 			}
 			diff(t, "inbox", want, inbox(t, s, "alice"))

@@ -19,6 +19,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -48,6 +49,7 @@ func Run(t *testing.T, open Opener) {
 		{"ListSubscriptions", testListSubscriptions},
 		{"PrincipalIsolation", testPrincipalIsolation},
 		{"PublishRoutesToActive", testPublishRoutesToActive},
+		{"PublishManyPrincipals", testPublishManyPrincipals},
 		{"PublishDuplicates", testPublishDuplicates},
 		{"PublishWithoutTargets", testPublishWithoutTargets},
 		{"ReadInbox", testReadInbox},
@@ -134,15 +136,30 @@ func targets(subs ...*subscriptions.Subscription) []subscriptions.Target {
 	return ts
 }
 
-// entry is the inbox entry that publishing raw at now writes for sub.
-func entry(seq int64, sub *subscriptions.Subscription, raw json.RawMessage, now time.Time) subscriptions.InboxEntry {
+// entry is the inbox entry that publishing raw at now writes for subs, which
+// belong to one principal.
+func entry(seq int64, raw json.RawMessage, now time.Time, subs ...*subscriptions.Subscription) subscriptions.InboxEntry {
+	e := subscriptions.InboxEntry{
+		Seq:       seq,
+		Principal: subs[0].Principal,
+		Kind:      subscriptions.InboxEvent,
+		Event:     raw,
+		CreatedAt: now,
+	}
+	for _, sub := range subs {
+		e.SubscriptionIDs = append(e.SubscriptionIDs, sub.ID)
+	}
+	return e
+}
+
+// expiredEntry is the inbox entry ExpireSubscriptions writes for sub.
+func expiredEntry(seq int64, sub *subscriptions.Subscription, now time.Time) subscriptions.InboxEntry {
 	return subscriptions.InboxEntry{
-		Seq:            seq,
-		Principal:      sub.Principal,
-		SubscriptionID: sub.ID,
-		Kind:           subscriptions.InboxEvent,
-		Event:          raw,
-		CreatedAt:      now,
+		Seq:             seq,
+		Principal:       sub.Principal,
+		SubscriptionIDs: []string{sub.ID},
+		Kind:            subscriptions.InboxExpired,
+		CreatedAt:       now,
 	}
 }
 
@@ -150,11 +167,16 @@ func entry(seq int64, sub *subscriptions.Subscription, raw json.RawMessage, now 
 // which an empty result is.
 var equateEmpty = cmpopts.EquateEmpty()
 
-// ignoreSeq and bySubscription compare inbox entries whose sequence numbers
-// are not known in advance.
+// ignoreSeq and byPrincipal compare inbox entries whose sequence numbers are
+// not known in advance.
 var (
-	ignoreSeq      = cmpopts.IgnoreFields(subscriptions.InboxEntry{}, "Seq")
-	bySubscription = cmpopts.SortSlices(func(a, b subscriptions.InboxEntry) bool { return a.SubscriptionID < b.SubscriptionID })
+	ignoreSeq   = cmpopts.IgnoreFields(subscriptions.InboxEntry{}, "Seq")
+	byPrincipal = cmpopts.SortSlices(func(a, b subscriptions.InboxEntry) bool {
+		if a.Principal != b.Principal {
+			return a.Principal < b.Principal
+		}
+		return a.SubscriptionIDs[0] < b.SubscriptionIDs[0]
+	})
 )
 
 func create(t *testing.T, s subscriptions.Store, subs ...*subscriptions.Subscription) {
@@ -204,7 +226,7 @@ func publish(t *testing.T, s subscriptions.Store, ev *subscriptions.Event, raw j
 func seqOf(t *testing.T, res subscriptions.PublishResult, sub *subscriptions.Subscription) int64 {
 	t.Helper()
 	for _, e := range res.Delivered {
-		if e.SubscriptionID == sub.ID {
+		if slices.Contains(e.SubscriptionIDs, sub.ID) {
 			return e.Seq
 		}
 	}
