@@ -12,7 +12,8 @@ import (
 )
 
 // BenchmarkPublish publishes one event routed to 0, 10 and 100 active
-// subscriptions of a file database.
+// subscriptions of a file database, spread over up to 10 principals (one
+// inbox entry each).
 func BenchmarkPublish(b *testing.B) {
 	for _, n := range []int{0, 10, 100} {
 		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
@@ -56,8 +57,8 @@ func BenchmarkPublish(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if len(res.Delivered) != n {
-					b.Fatalf("Publish delivered %d entries, want %d", len(res.Delivered), n)
+				if want := min(n, 10); len(res.Delivered) != want {
+					b.Fatalf("Publish delivered %d entries, want %d", len(res.Delivered), want)
 				}
 			}
 		})
