@@ -478,3 +478,81 @@ func TestCommandLineErrors(t *testing.T) {
 		})
 	}
 }
+
+// scenario runs the whole subscription life over a connected client, with
+// events posted to base's /v1/events: a wildcard subscription, an event that
+// does not match, pause and resume, a filter update, events_poll paging and
+// expiry.
+func scenario(t *testing.T, c *mcpetest.Client, base, ingestToken string) {
+	publish := func(typ string, n int) string {
+		t.Helper()
+		code, body := post(t, base, ingestToken, fmt.Sprintf(`{"type": %q, "data": {"n": %d}}`, typ, n))
+		if code != http.StatusAccepted {
+			t.Fatalf("POST %s: %d %s", typ, code, body)
+		}
+		var res struct{ ID string }
+		json.Unmarshal([]byte(body), &res)
+		return res.ID
+	}
+	next := func(want string) subscriptions.EventParams {
+		t.Helper()
+		p, ev := c.NextEvent(t)
+		if ev.ID != want {
+			t.Fatalf("got event %s (%s); want %s", ev.ID, ev.Type, want)
+		}
+		return p
+	}
+	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"github.*"}}})
+	ref := map[string]any{"subscriptionId": sub.ID}
+
+	publish("slack.message", 1) // does not match
+	want := publish("github.issue.opened", 2)
+	if p := next(want); p.SubscriptionID != sub.ID {
+		t.Fatalf("subscriptionId = %s, want %s", p.SubscriptionID, sub.ID)
+	}
+
+	c.MustCall(t, "events_pause", ref, nil)
+	publish("github.push", 3) // skipped while paused
+	c.MustCall(t, "events_resume", ref, nil)
+	next(publish("github.push", 4))
+
+	c.MustCall(t, "events_update", map[string]any{"subscriptionId": sub.ID, "filter": map[string]any{"eventTypes": []string{"ci.*"}}}, nil)
+	publish("github.push", 5) // no longer matches
+	last := publish("ci.failed", 6)
+	next(last)
+
+	var p1, p2 subscriptions.PollResult
+	c.MustCall(t, "events_poll", map[string]any{"limit": 2}, &p1)
+	c.MustCall(t, "events_poll", map[string]any{"limit": 2}, &p2)
+	if len(p1.Items) != 2 || !p1.HasMore || len(p2.Items) != 1 || p2.HasMore || !strings.Contains(string(p2.Items[0].Event), last) {
+		t.Fatalf("poll pages: %+v then %+v; want the 3 delivered events, 2 then 1", p1, p2)
+	}
+
+	// Expiry in real time, kept short: the server's timer fires at expiresAt.
+	expiring := c.Subscribe(t, map[string]any{
+		"filter":    map[string]any{"eventTypes": []string{"never.sent"}},
+		"expiresAt": time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano),
+	})
+	n := c.Next(t)
+	var ep subscriptions.ExpiredParams
+	if err := json.Unmarshal(n.Params, &ep); err != nil || n.Method != subscriptions.MethodSubscriptionExpired || ep.SubscriptionID != expiring.ID {
+		t.Fatalf("got %v; want events/subscription_expired for %s", n, expiring.ID)
+	}
+	var list subscriptions.ListResult
+	c.MustCall(t, "events_list", map[string]any{"status": "expired"}, &list)
+	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != expiring.ID {
+		t.Fatalf("expired subscriptions: %+v", list.Subscriptions)
+	}
+}
+
+func TestScenarioOverStdio(t *testing.T) {
+	c, base := startStdio(t, filepath.Join(t.TempDir(), "mcpe.db"), nil)
+	scenario(t, c, base, "")
+}
+
+func TestScenarioOverStreamableHTTP(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(cfg, []byte("auth:\n  tokens:\n    - principal: alice\n      token: alice-token\n"), 0o600)
+	base, _, _ := startHTTPServer(t, "--config", cfg)
+	scenario(t, httpClient(t, base, "alice-token"), base, "")
+}
