@@ -322,26 +322,25 @@ func ParseLevel(s string) (slog.Level, error) {
 
 // PrincipalTokens returns token -> principal for auth.tokens.
 func (c *Config) PrincipalTokens() (map[string]string, error) {
-	out := make(map[string]string, len(c.Auth.Tokens))
-	for i, t := range c.Auth.Tokens {
-		v, err := t.Value(fmt.Sprintf("auth.tokens[%d]", i))
-		if err != nil {
-			return nil, err
-		}
-		out[v] = t.Principal
-	}
-	return out, nil
+	return tokens("auth.tokens", c.Auth.Tokens, func(t PrincipalToken) (Secret, string) { return t.Secret, t.Principal })
 }
 
 // IngestTokens returns the ingest tokens, each mapped to "ingest".
 func (c *Config) IngestTokens() (map[string]string, error) {
-	out := make(map[string]string, len(c.Ingest.Tokens))
-	for i, t := range c.Ingest.Tokens {
-		v, err := t.Value(fmt.Sprintf("ingest.tokens[%d]", i))
+	return tokens("ingest.tokens", c.Ingest.Tokens, func(s Secret) (Secret, string) { return s, "ingest" })
+}
+
+// tokens reads each secret of list and maps it to its principal; field names
+// the list in errors.
+func tokens[T any](field string, list []T, split func(T) (Secret, string)) (map[string]string, error) {
+	out := make(map[string]string, len(list))
+	for i, item := range list {
+		secret, principal := split(item)
+		v, err := secret.Value(fmt.Sprintf("%s[%d]", field, i))
 		if err != nil {
 			return nil, err
 		}
-		out[v] = "ingest"
+		out[v] = principal
 	}
 	return out, nil
 }

@@ -51,6 +51,11 @@ func idSchema(what string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", Format: "uuid", Description: "ID of the subscription to " + what + ", as returned by events_subscribe or events_list."}
 }
 
+// refSchema is the input of a tool that takes only a subscription ID.
+func refSchema(what string) *jsonschema.Schema {
+	return object(map[string]*jsonschema.Schema{"subscriptionId": idSchema(what)}, nil, "subscriptionId")
+}
+
 func (d describer) filterSchema() *jsonschema.Schema {
 	priorities := make([]any, len(subscriptions.Priorities))
 	for i, p := range subscriptions.Priorities {
@@ -144,7 +149,7 @@ func (d describer) unsubscribeTool() *mcp.Tool {
 		Description: "Remove one of your subscriptions for good: it receives nothing more and disappears from " +
 			"events_list. What it already delivered stays readable through events_poll. To stop for a while " +
 			"instead, use events_pause.\n\nExample: " + examples[Unsubscribe],
-		InputSchema: object(map[string]*jsonschema.Schema{"subscriptionId": idSchema("remove")}, nil, "subscriptionId"),
+		InputSchema: refSchema("remove"),
 		Annotations: &mcp.ToolAnnotations{Title: "Remove a subscription", DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
 	}
 }
@@ -171,7 +176,7 @@ func (d describer) pauseTool() *mcp.Tool {
 			"meanwhile are skipped for it, not queued, and are not delivered when you resume. Its filter, " +
 			"delivery, expiry and counts are kept; events_resume turns it back on. Pausing a paused " +
 			"subscription changes nothing.\n\nExample: " + examples[Pause],
-		InputSchema: object(map[string]*jsonschema.Schema{"subscriptionId": idSchema("pause")}, nil, "subscriptionId"),
+		InputSchema: refSchema("pause"),
 		Annotations: &mcp.ToolAnnotations{Title: "Pause a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
 }
@@ -183,7 +188,7 @@ func (d describer) resumeTool() *mcp.Tool {
 		Description: "Resume a paused subscription: it receives matching events again from now on (events " +
 			"that arrived while it was paused are not replayed). Resuming an active subscription changes " +
 			"nothing; an expired one cannot be resumed (subscribe again instead).\n\nExample: " + examples[Resume],
-		InputSchema: object(map[string]*jsonschema.Schema{"subscriptionId": idSchema("resume")}, nil, "subscriptionId"),
+		InputSchema: refSchema("resume"),
 		Annotations: &mcp.ToolAnnotations{Title: "Resume a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
 }

@@ -138,6 +138,13 @@ func post(t *testing.T, base, token, body string) (int, string) {
 		t.Fatal(err)
 	}
 	req.Header.Set("Content-Type", "application/json")
+	return do(t, req, token)
+}
+
+// do sends req, with token as a bearer token when given, and returns the
+// status and body.
+func do(t *testing.T, req *http.Request, token string) (int, string) {
+	t.Helper()
 	if token != "" {
 		req.Header.Set("Authorization", "Bearer "+token)
 	}
@@ -277,16 +284,8 @@ ingest:
 		req, _ := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Accept", "application/json, text/event-stream")
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusUnauthorized {
-			t.Errorf("token %q: status %d, want 401", token, resp.StatusCode)
+		if code, _ := do(t, req, token); code != http.StatusUnauthorized {
+			t.Errorf("token %q: status %d, want 401", token, code)
 		}
 	}
 	// The initialize result carries capabilities.events over HTTP too.
@@ -346,14 +345,8 @@ func rawInitialize(t *testing.T, base, token string) string {
 		`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return string(b)
+	_, body := do(t, req, token)
+	return body
 }
 
 func TestHTTPSessionsWithoutTokensAreSeparatePrincipals(t *testing.T) {
