@@ -38,11 +38,10 @@ type Store struct {
 	// w is the only connection that writes, so writers queue in Go instead
 	// of spinning on SQLITE_BUSY; r serves reads concurrently (WAL).
 	w, r *sql.DB
-	// Statements of the publish path, prepared once on w.
-	insertEvent, findDuplicate *sql.Stmt
-	// insertInbox[n-1] inserts n inbox rows; prepared on first use.
-	inboxMu     sync.Mutex
-	insertInbox [maxInboxRows]*sql.Stmt
+	// Prepared statements by query text, for each pool. A write statement
+	// must be fetched before its transaction begins: the transaction holds
+	// the only write connection, and preparing needs one.
+	wstmts, rstmts stmtCache
 
 	// commits counts write transactions, so the checkpointer knows when
 	// there is something to do; stop and done end it.
@@ -142,26 +141,58 @@ func (s *Store) checkpoint() {
 	}
 }
 
-// init migrates the schema and prepares the publish statements.
+// init migrates the schema and sets up the statement caches.
 func (s *Store) init(ctx context.Context) error {
-	if err := s.migrate(ctx); err != nil {
-		return err
+	s.wstmts.db, s.rstmts.db = s.w, s.r
+	return s.migrate(ctx)
+}
+
+// stmtCache prepares each query once per pool.
+type stmtCache struct {
+	db *sql.DB
+	mu sync.Mutex
+	m  map[string]*sql.Stmt
+}
+
+func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if st := c.m[query]; st != nil {
+		return st, nil
 	}
-	for _, p := range []struct {
-		stmt  **sql.Stmt
-		query string
-	}{
-		{&s.insertEvent, `INSERT INTO events (id, type, source_event_id, body, received_at)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`},
-		{&s.findDuplicate, `SELECT id FROM events
-			WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`},
-	} {
+	st, err := c.db.PrepareContext(ctx, query)
+	if err != nil {
+		return nil, fmt.Errorf("prepare statement: %w", err)
+	}
+	if c.m == nil {
+		c.m = make(map[string]*sql.Stmt)
+	}
+	c.m[query] = st
+	return st, nil
+}
+
+func (c *stmtCache) close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var err error
+	for _, st := range c.m {
+		err = errors.Join(err, st.Close())
+	}
+	c.m = nil
+	return err
+}
+
+// prepared returns the write statements of queries, in order, for use in a
+// transaction that has not begun yet.
+func (s *Store) prepared(ctx context.Context, queries ...string) ([]*sql.Stmt, error) {
+	out := make([]*sql.Stmt, len(queries))
+	for i, q := range queries {
 		var err error
-		if *p.stmt, err = s.w.PrepareContext(ctx, p.query); err != nil {
-			return fmt.Errorf("prepare statement: %w", err)
+		if out[i], err = s.wstmts.get(ctx, q); err != nil {
+			return nil, err
 		}
 	}
-	return nil
+	return out, nil
 }
 
 // Close closes the database. Calling it again returns the first result.
@@ -175,16 +206,7 @@ func (s *Store) close() error {
 		close(s.stop)
 		<-s.done
 	}
-	var err error
-	s.inboxMu.Lock()
-	stmts := append([]*sql.Stmt{s.insertEvent, s.findDuplicate}, s.insertInbox[:]...)
-	s.inboxMu.Unlock()
-	for _, st := range stmts {
-		if st != nil {
-			err = errors.Join(err, st.Close())
-		}
-	}
-	err = errors.Join(err, s.w.Close())
+	err := errors.Join(s.wstmts.close(), s.rstmts.close(), s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
 	}
@@ -268,20 +290,23 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	if sub.Status == subscriptions.StatusExpired {
 		expiredAt = nullNanos(&sub.UpdatedAt)
 	}
+	st, err := s.prepared(ctx,
+		`SELECT coalesce((SELECT live_subscriptions FROM principals WHERE principal = ?), 0)`,
+		`INSERT INTO subscriptions
+			(id, principal, status, filter, delivery, created_at, updated_at, expires_at, expired_at, delivered_base, last_delivered_base)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+	if err != nil {
+		return err
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var n int
-		err := tx.QueryRowContext(ctx,
-			`SELECT count(*) FROM subscriptions WHERE principal = ? AND status IN ('active', 'paused')`,
-			sub.Principal).Scan(&n)
-		if err != nil {
+		if err := tx.StmtContext(ctx, st[0]).QueryRowContext(ctx, sub.Principal).Scan(&n); err != nil {
 			return err
 		}
 		if n >= max {
 			return &subscriptions.LimitError{Max: max}
 		}
-		_, err = tx.ExecContext(ctx, `INSERT INTO subscriptions
-			(id, principal, status, filter, delivery, created_at, updated_at, expires_at, expired_at, delivered_base, last_delivered_base)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		_, err := tx.StmtContext(ctx, st[1]).ExecContext(ctx,
 			sub.ID, sub.Principal, string(sub.Status), filter, delivery,
 			nanos(sub.CreatedAt), nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt), expiredAt,
 			sub.DeliveredCount, nullNanos(sub.LastDeliveredAt))
@@ -352,8 +377,11 @@ func scanSubscription(row scanner) (*subscriptions.Subscription, error) {
 
 // GetSubscription implements subscriptions.Store.
 func (s *Store) GetSubscription(ctx context.Context, principal, id string) (*subscriptions.Subscription, error) {
-	row := s.r.QueryRowContext(ctx, selectSubscriptions(`s.id = ?1 AND s.principal = ?2`), id, principal)
-	sub, err := scanSubscription(row)
+	st, err := s.rstmts.get(ctx, selectSubscriptions(`s.id = ?1 AND s.principal = ?2`))
+	if err != nil {
+		return nil, err
+	}
+	sub, err := scanSubscription(st.QueryRowContext(ctx, id, principal))
 	if errors.Is(err, sql.ErrNoRows) {
 		return nil, subscriptions.ErrNotFound
 	}
@@ -366,14 +394,18 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	if err != nil {
 		return err
 	}
+	// expired_at, which Prune dates expired subscriptions by, is set when
+	// the status becomes expired and cleared when it stops being.
+	st, err := s.prepared(ctx, `UPDATE subscriptions
+		SET status = ?1, filter = ?2, delivery = ?3, updated_at = ?4, expires_at = ?5,
+			expired_at = CASE WHEN ?1 <> 'expired' THEN NULL
+				WHEN status = 'expired' THEN coalesce(expired_at, ?4) ELSE ?4 END
+		WHERE id = ?6 AND principal = ?7`)
+	if err != nil {
+		return err
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		// expired_at, which Prune dates expired subscriptions by, is set
-		// when the status becomes expired and cleared when it stops being.
-		res, err := tx.ExecContext(ctx, `UPDATE subscriptions
-			SET status = ?1, filter = ?2, delivery = ?3, updated_at = ?4, expires_at = ?5,
-				expired_at = CASE WHEN ?1 <> 'expired' THEN NULL
-					WHEN status = 'expired' THEN coalesce(expired_at, ?4) ELSE ?4 END
-			WHERE id = ?6 AND principal = ?7`,
+		res, err := tx.StmtContext(ctx, st[0]).ExecContext(ctx,
 			string(sub.Status), filter, delivery, nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt),
 			sub.ID, sub.Principal)
 		return expectRow(res, err)
@@ -396,9 +428,12 @@ func expectRow(res sql.Result, err error) error {
 
 // DeleteSubscription implements subscriptions.Store.
 func (s *Store) DeleteSubscription(ctx context.Context, principal, id string) error {
+	st, err := s.prepared(ctx, `DELETE FROM subscriptions WHERE id = ? AND principal = ?`)
+	if err != nil {
+		return err
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		res, err := tx.ExecContext(ctx, `DELETE FROM subscriptions WHERE id = ? AND principal = ?`, id, principal)
-		return expectRow(res, err)
+		return expectRow(tx.StmtContext(ctx, st[0]).ExecContext(ctx, id, principal))
 	})
 }
 
@@ -419,7 +454,11 @@ func (s *Store) ListSubscriptions(ctx context.Context, q subscriptions.ListQuery
 		cond = strings.Join(where, " AND ")
 	}
 	query := selectSubscriptions(cond) + " ORDER BY s.created_at, s.id"
-	rows, err := s.r.QueryContext(ctx, query, args...)
+	st, err := s.rstmts.get(ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -508,17 +547,21 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 	if ev.Metadata.SourceEventID != "" {
 		source = sql.NullString{String: ev.Metadata.SourceEventID, Valid: true}
 	}
-	// Prepare before the transaction: it holds the only write connection.
-	var stmts []*sql.Stmt
-	for start := 0; start < len(entries); start += maxInboxRows {
-		st, err := s.inboxStmt(ctx, min(maxInboxRows, len(entries)-start))
-		if err != nil {
-			return res, err
-		}
-		stmts = append(stmts, st)
+	queries := []string{
+		`INSERT INTO events (id, type, source_event_id, body, received_at)
+			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
+		`SELECT id FROM events WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`,
 	}
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		r, err := tx.StmtContext(ctx, s.insertEvent).ExecContext(ctx, ev.ID, ev.Type, source, string(raw), nanos(now))
+	for start := 0; start < len(entries); start += maxInboxRows {
+		queries = append(queries, insertInbox(min(maxInboxRows, len(entries)-start)))
+	}
+	stmts, err := s.prepared(ctx, queries...)
+	if err != nil {
+		return res, err
+	}
+	insertEvent, findDuplicate, inboxStmts := stmts[0], stmts[1], stmts[2:]
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		r, err := tx.StmtContext(ctx, insertEvent).ExecContext(ctx, ev.ID, ev.Type, source, string(raw), nanos(now))
 		if err != nil {
 			return err
 		}
@@ -526,9 +569,9 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 			return err
 		} else if n == 0 {
 			res.Duplicate = true
-			return tx.StmtContext(ctx, s.findDuplicate).QueryRowContext(ctx, ev.ID, ev.Type, source).Scan(&res.EventID)
+			return tx.StmtContext(ctx, findDuplicate).QueryRowContext(ctx, ev.ID, ev.Type, source).Scan(&res.EventID)
 		}
-		for i, st := range stmts {
+		for i, st := range inboxStmts {
 			start := i * maxInboxRows
 			end := min(start+maxInboxRows, len(entries))
 			if err := writeInbox(ctx, tx, st, ev.ID, now, entries[start:end], ids[start:end]); err != nil {
@@ -594,22 +637,11 @@ func writeInbox(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, eventID string,
 	return errors.Join(rows.Err(), rows.Close())
 }
 
-// inboxStmt returns the prepared INSERT of n inbox rows. It must not be
-// called inside a transaction, which holds the only write connection.
-func (s *Store) inboxStmt(ctx context.Context, n int) (*sql.Stmt, error) {
-	s.inboxMu.Lock()
-	defer s.inboxMu.Unlock()
-	if st := s.insertInbox[n-1]; st != nil {
-		return st, nil
-	}
+// insertInbox is the INSERT of n inbox rows.
+func insertInbox(n int) string {
 	values := strings.TrimSuffix(strings.Repeat(`(?, ?, 'event', ?, ?), `, n), ", ")
-	st, err := s.w.PrepareContext(ctx, `INSERT INTO inbox (principal, subscription_ids, kind, event_id, created_at)
-		VALUES `+values+` RETURNING seq, principal`)
-	if err != nil {
-		return nil, err
-	}
-	s.insertInbox[n-1] = st
-	return st, nil
+	return `INSERT INTO inbox (principal, subscription_ids, kind, event_id, created_at)
+		VALUES ` + values + ` RETURNING seq, principal`
 }
 
 // ReadInbox implements subscriptions.Store.
@@ -617,10 +649,14 @@ func (s *Store) ReadInbox(ctx context.Context, principal string, after int64, li
 	if limit <= 0 {
 		return nil, false, fmt.Errorf("sqlite: ReadInbox limit is %d; it must be positive", limit)
 	}
-	rows, err := s.r.QueryContext(ctx, `SELECT i.seq, i.subscription_ids, i.kind, e.body, i.created_at
+	st, err := s.rstmts.get(ctx, `SELECT i.seq, i.subscription_ids, i.kind, e.body, i.created_at
 		FROM inbox i LEFT JOIN events e ON e.id = i.event_id
 		WHERE i.principal = ? AND i.seq > ?
-		ORDER BY i.seq LIMIT ?`, principal, after, limit+1)
+		ORDER BY i.seq LIMIT ?`)
+	if err != nil {
+		return nil, false, err
+	}
+	rows, err := st.QueryContext(ctx, principal, after, limit+1)
 	if err != nil {
 		return nil, false, err
 	}
@@ -659,7 +695,11 @@ func (s *Store) ReadInbox(ctx context.Context, principal string, after int64, li
 // PollCursor implements subscriptions.Store.
 func (s *Store) PollCursor(ctx context.Context, principal string) (int64, error) {
 	var seq int64
-	err := s.r.QueryRowContext(ctx, `SELECT poll_cursor FROM principals WHERE principal = ?`, principal).Scan(&seq)
+	st, err := s.rstmts.get(ctx, `SELECT poll_cursor FROM principals WHERE principal = ?`)
+	if err != nil {
+		return 0, err
+	}
+	err = st.QueryRowContext(ctx, principal).Scan(&seq)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, nil
 	}
@@ -668,9 +708,13 @@ func (s *Store) PollCursor(ctx context.Context, principal string) (int64, error)
 
 // SetPollCursor implements subscriptions.Store.
 func (s *Store) SetPollCursor(ctx context.Context, principal string, seq int64) error {
+	st, err := s.prepared(ctx, `INSERT INTO principals (principal, poll_cursor) VALUES (?1, ?2)
+		ON CONFLICT (principal) DO UPDATE SET poll_cursor = ?2`)
+	if err != nil {
+		return err
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO principals (principal, poll_cursor) VALUES (?1, ?2)
-			ON CONFLICT (principal) DO UPDATE SET poll_cursor = ?2`, principal, seq)
+		_, err := tx.StmtContext(ctx, st[0]).ExecContext(ctx, principal, seq)
 		return err
 	})
 }

@@ -52,8 +52,32 @@ CREATE TABLE inbox (
 
 CREATE INDEX inbox_by_principal ON inbox (principal, seq);
 
--- Per-principal state: the cursor events_poll last handed out.
+-- Per-principal state: the cursor events_poll last handed out, and how many
+-- active or paused subscriptions the principal has (kept by the triggers
+-- below, so the limit check reads one row instead of counting).
 CREATE TABLE principals (
-    principal   TEXT PRIMARY KEY,
-    poll_cursor INTEGER NOT NULL DEFAULT 0
+    principal          TEXT PRIMARY KEY,
+    poll_cursor        INTEGER NOT NULL DEFAULT 0,
+    live_subscriptions INTEGER NOT NULL DEFAULT 0
 ) STRICT;
+
+CREATE TRIGGER subscriptions_live_insert AFTER INSERT ON subscriptions
+WHEN NEW.status IN ('active', 'paused')
+BEGIN
+    INSERT INTO principals (principal, live_subscriptions) VALUES (NEW.principal, 1)
+        ON CONFLICT (principal) DO UPDATE SET live_subscriptions = live_subscriptions + 1;
+END;
+
+CREATE TRIGGER subscriptions_live_delete AFTER DELETE ON subscriptions
+WHEN OLD.status IN ('active', 'paused')
+BEGIN
+    UPDATE principals SET live_subscriptions = live_subscriptions - 1 WHERE principal = OLD.principal;
+END;
+
+CREATE TRIGGER subscriptions_live_status AFTER UPDATE OF status ON subscriptions
+WHEN (OLD.status IN ('active', 'paused')) <> (NEW.status IN ('active', 'paused'))
+BEGIN
+    UPDATE principals
+        SET live_subscriptions = live_subscriptions + (CASE WHEN NEW.status = 'expired' THEN -1 ELSE 1 END)
+        WHERE principal = NEW.principal;
+END;
