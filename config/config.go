@@ -34,6 +34,8 @@ type Config struct {
 	Subscriptions Subscriptions `yaml:"subscriptions"`
 	// Inbox configures what is kept for events_poll.
 	Inbox Inbox `yaml:"inbox"`
+	// Delivery configures cron and scheduled delivery.
+	Delivery Delivery `yaml:"delivery"`
 	// Log configures logging to stderr.
 	Log Log `yaml:"log"`
 }
@@ -97,6 +99,16 @@ type Inbox struct {
 	// ExpiredMaxAge is how long expired subscriptions stay listed. Default
 	// 7d.
 	ExpiredMaxAge Duration `yaml:"expiredMaxAge"`
+}
+
+// Delivery configures cron and scheduled delivery.
+type Delivery struct {
+	// MinEvery is the shortest "@every" interval a cron schedule may use.
+	// Default 1m.
+	MinEvery Duration `yaml:"minEvery"`
+	// PendingDigests is how many of the digests that fired while their owner
+	// had no live session are sent when it connects again. Default 10.
+	PendingDigests int `yaml:"pendingDigests"`
 }
 
 // Log configures logging.
@@ -245,6 +257,12 @@ func (c *Config) validate() error {
 	}
 	if c.Inbox.MaxEntries < 0 {
 		return errors.New("inbox.maxEntries must be positive (or left out for 1000)")
+	}
+	if c.Delivery.PendingDigests < 0 {
+		return errors.New("delivery.pendingDigests must be positive (or left out for 10)")
+	}
+	if m := time.Duration(c.Delivery.MinEvery); m != 0 && m < time.Second {
+		return fmt.Errorf("delivery.minEvery %v is shorter than a second; cron fires at most once a second", m)
 	}
 	seen := map[string]string{}
 	for i, t := range c.Auth.Tokens {

@@ -85,9 +85,9 @@ func newFixture(t testing.TB, opts Options) *fixture {
 	f := &fixture{store: &countingStore{Store: db}, routed: &routed{}}
 	clk := clock.NewFake(now)
 	f.svc, err = subscriptions.NewService(subscriptions.ServiceOptions{
-		Store:      f.store,
-		Deliverers: map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: f.routed},
-		Clock:      clk,
+		Store:     f.store,
+		Deliverer: f.routed,
+		Clock:     clk,
 	})
 	if err != nil {
 		t.Fatalf("new service: %v", err)

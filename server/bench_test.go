@@ -57,8 +57,8 @@ func newBenchEnv(b *testing.B, subs int, principal string) *benchEnv {
 	reg := sessions.New(&sessions.Options{QueueSize: 1 << 16})
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:            store,
-		Deliverers:       map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: realtime.New(reg)},
-		Notifier:         reg,
+		Deliverer:        realtime.New(reg),
+		Presence:         reg,
 		Clock:            clock.Real{},
 		MaxSubscriptions: max(subs, 1) + 1_000_000,
 	})

@@ -39,6 +39,8 @@ const SessionPrincipalPrefix = "session:"
 type Service interface {
 	tools.Service
 	ForgetPrincipal(ctx context.Context, principal string) error
+	// Redeliver sends the digests that fired while principal was away.
+	Redeliver(ctx context.Context, principal string) error
 }
 
 // Options configure a Server.
@@ -250,6 +252,9 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	}
 	detach := s.opts.Sessions.Attach(principal, sink)
 	s.log.Info("session connected", "principal", principal, "session_id", ss.ID())
+	if err := s.opts.Service.Redeliver(context.Background(), principal); err != nil {
+		s.log.Error("send digests that fired while the owner was away", "principal", principal, "error", err)
+	}
 	go func() {
 		defer s.wg.Done()
 		ss.Wait()

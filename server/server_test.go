@@ -57,8 +57,8 @@ func newEnv(t *testing.T, o envOptions) *env {
 	reg := sessions.New(nil)
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:            store,
-		Deliverers:       map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: realtime.New(reg)},
-		Notifier:         reg,
+		Deliverer:        realtime.New(reg),
+		Presence:         reg,
 		Clock:            o.clock,
 		MaxSubscriptions: o.max,
 		EphemeralPrefix:  server.SessionPrincipalPrefix,

@@ -65,7 +65,10 @@ type Registry struct {
 	failed  atomic.Int64
 }
 
-var _ subscriptions.Notifier = (*Registry)(nil)
+var (
+	_ subscriptions.Notifier = (*Registry)(nil)
+	_ subscriptions.Presence = (*Registry)(nil)
+)
 
 // New returns an empty Registry.
 func New(opts *Options) *Registry {
@@ -156,6 +159,9 @@ func (r *Registry) Live(principal string) int {
 	defer r.mu.Unlock()
 	return len(r.byOwner[principal])
 }
+
+// Connected reports whether principal has a live session.
+func (r *Registry) Connected(principal string) bool { return r.Live(principal) > 0 }
 
 // Notify queues n for every live session of principal. It never blocks.
 func (r *Registry) Notify(principal string, n subscriptions.Notification) {

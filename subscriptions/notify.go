@@ -25,8 +25,13 @@ type Notifier interface {
 	Notify(principal string, n Notification)
 }
 
-// Deliverer delivers the inbox entries that Publish wrote for one delivery
-// channel. Deliver must not block.
+// Presence tells whether a principal has a live session.
+type Presence interface {
+	Connected(principal string) bool
+}
+
+// Deliverer sends inbox entries to their owners' live sessions as MCPE
+// notifications (delivery/realtime). Deliver must not block.
 type Deliverer interface {
 	Deliver(entries []InboxEntry)
 }
@@ -39,6 +44,17 @@ type EventParams struct {
 	Cursor string `json:"cursor,omitempty"`
 	// Event is the event's JSON; see Event for its shape.
 	Event json.RawMessage `json:"event"`
+}
+
+// BatchParams are the params of events/batch.
+type BatchParams struct {
+	SubscriptionID string `json:"subscriptionId"`
+	Cursor         string `json:"cursor,omitempty"`
+	// Events are the events' JSON, oldest first.
+	Events []json.RawMessage `json:"events"`
+	// Remaining counts the events still waiting, which lead the next
+	// delivery; left out when none.
+	Remaining int `json:"remaining,omitempty"`
 }
 
 // ExpiredParams are the params of events/subscription_expired.

@@ -2,7 +2,6 @@ package subscriptions
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,8 +9,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/google/uuid"
 
 	"github.com/mcpe-server/mcpe-server/clock"
 )
@@ -22,6 +19,7 @@ const (
 	DefaultPollLimit        = 50
 	MaxPollLimit            = 500
 	DefaultPruneInterval    = time.Minute
+	DefaultPendingLimit     = 10
 )
 
 // DefaultRetention is the retention used for zero fields of
@@ -37,12 +35,16 @@ var DefaultRetention = Retention{
 type ServiceOptions struct {
 	// Store keeps everything; required.
 	Store Store
-	// Deliverers deliver the events of each channel the server offers;
-	// required, with at least realtime.
-	Deliverers map[Channel]Deliverer
-	// Notifier reaches live sessions, for events/subscription_expired. Nil
-	// sends nothing (the inbox still records the expiry).
-	Notifier Notifier
+	// Deliverer sends inbox entries to their owners' live sessions as
+	// notifications (delivery/realtime); required.
+	Deliverer Deliverer
+	// Presence tells whether an owner has a live session when a digest
+	// fires; one fired while it had none is sent when it next connects
+	// (Redeliver). Nil treats every owner as connected.
+	Presence Presence
+	// Timings are the buffered channels offered besides realtime, by name
+	// (delivery/cron, delivery/scheduled). Nil offers realtime only.
+	Timings map[Channel]Timing
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
 	// Logger defaults to discarding.
@@ -56,34 +58,43 @@ type ServiceOptions struct {
 	// PruneInterval is how often Retention is applied; zero means
 	// DefaultPruneInterval.
 	PruneInterval time.Duration
+	// PendingLimit bounds the digests sent to an owner when it connects
+	// again; zero means DefaultPendingLimit.
+	PendingLimit int
 	// EphemeralPrefix names principals that live only as long as one
 	// session: at Start, everything owned by a principal with this prefix is
 	// deleted. Empty disables it.
 	EphemeralPrefix string
 }
 
-// Service manages subscriptions and routes published events. It is safe for
-// concurrent use. Start it before use and Stop it when done.
+// Service manages subscriptions, routes published events and fires the
+// digests of cron and scheduled subscriptions. It is safe for concurrent use.
+// Start it before use and Stop it when done.
 type Service struct {
-	store      Store
-	index      *Index
-	deliverers map[Channel]Deliverer
-	channels   []Channel
-	notifier   Notifier
-	clock      clock.Clock
-	log        *slog.Logger
-	opts       ServiceOptions
+	store     Store
+	index     *Index
+	deliverer Deliverer
+	timings   map[Channel]Timing
+	channels  []Channel
+	clock     clock.Clock
+	log       *slog.Logger
+	opts      ServiceOptions
 
-	// mu makes the store and the index agree. Changes to subscriptions
-	// (and expiry) hold it exclusively; Publish holds it shared from the
-	// match to the commit, so an event matched before a pause can never be
-	// stored for the paused subscription after the pause returned.
+	// mu makes the store, the index and the fire schedule agree. Changes to
+	// subscriptions, expiry and fires hold it exclusively; Publish holds it
+	// shared from the match to the commit, so an event matched before a
+	// pause can never be stored for the paused subscription after the pause
+	// returned.
 	mu sync.RWMutex
+	// timed holds the fire state of active cron and scheduled
+	// subscriptions, by ID.
+	timed map[string]*timedState
 
 	life        sync.Mutex // guards the fields below
 	started     bool
 	stopped     bool
 	expiryTimer clock.Timer
+	fireTimer   clock.Timer
 	pruneTimer  clock.Timer
 	wg          sync.WaitGroup
 	ctx         context.Context
@@ -95,8 +106,13 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.Store == nil {
 		return nil, errors.New("subscriptions: ServiceOptions.Store is required")
 	}
-	if opts.Deliverers[ChannelRealtime] == nil {
-		return nil, errors.New("subscriptions: ServiceOptions.Deliverers needs a realtime deliverer")
+	if opts.Deliverer == nil {
+		return nil, errors.New("subscriptions: ServiceOptions.Deliverer is required")
+	}
+	for c := range opts.Timings {
+		if c != ChannelCron && c != ChannelScheduled {
+			return nil, fmt.Errorf("subscriptions: ServiceOptions.Timings has %q; only %q and %q are buffered channels", c, ChannelCron, ChannelScheduled)
+		}
 	}
 	if opts.MaxSubscriptions < 0 {
 		return nil, fmt.Errorf("subscriptions: ServiceOptions.MaxSubscriptions is %d; it must be positive, or zero for the default", opts.MaxSubscriptions)
@@ -113,6 +129,9 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.PruneInterval <= 0 {
 		opts.PruneInterval = DefaultPruneInterval
 	}
+	if opts.PendingLimit <= 0 {
+		opts.PendingLimit = DefaultPendingLimit
+	}
 	r := &opts.Retention
 	if r.InboxMaxEntries <= 0 {
 		r.InboxMaxEntries = DefaultRetention.InboxMaxEntries
@@ -127,16 +146,18 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		r.ExpiredMaxAge = DefaultRetention.ExpiredMaxAge
 	}
 	s := &Service{
-		store:      opts.Store,
-		index:      NewIndex(nil),
-		deliverers: opts.Deliverers,
-		notifier:   opts.Notifier,
-		clock:      opts.Clock,
-		log:        opts.Logger,
-		opts:       opts,
+		store:     opts.Store,
+		index:     NewIndex(nil),
+		deliverer: opts.Deliverer,
+		timings:   opts.Timings,
+		channels:  []Channel{ChannelRealtime},
+		clock:     opts.Clock,
+		log:       opts.Logger,
+		opts:      opts,
+		timed:     make(map[string]*timedState),
 	}
-	for _, c := range []Channel{ChannelRealtime, ChannelCron, ChannelScheduled} {
-		if opts.Deliverers[c] != nil {
+	for _, c := range []Channel{ChannelCron, ChannelScheduled} {
+		if opts.Timings[c] != nil {
 			s.channels = append(s.channels, c)
 		}
 	}
@@ -166,8 +187,8 @@ func (s *Service) Capability() Capability {
 		Features: Features{
 			Pause:             true,
 			Wildcards:         true,
-			CronSchedule:      slices.Contains(s.channels, ChannelCron),
-			ScheduledDelivery: slices.Contains(s.channels, ChannelScheduled),
+			CronSchedule:      s.timings[ChannelCron] != nil,
+			ScheduledDelivery: s.timings[ChannelScheduled] != nil,
 		},
 	}
 }
@@ -175,12 +196,10 @@ func (s *Service) Capability() Capability {
 // Retention returns the retention limits in force.
 func (s *Service) Retention() Retention { return s.opts.Retention }
 
-// Channels returns the delivery channels the service offers.
-func (s *Service) Channels() []Channel { return slices.Clone(s.channels) }
-
-// Start loads the active subscriptions into the index, expires those that
-// passed their time while the server was down, applies retention, and starts
-// the expiry and retention timers.
+// Start loads the active subscriptions into the index and the fire schedule,
+// expires those that passed their time while the server was down, fires once
+// each digest whose time passed meanwhile (not once per missed fire),
+// applies retention, and starts the expiry, fire and retention timers.
 func (s *Service) Start(ctx context.Context) error {
 	s.life.Lock()
 	if s.started {
@@ -204,6 +223,7 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load subscriptions: %w", err)
 	}
+	s.mu.Lock()
 	for _, sub := range subs {
 		e, err := NewEntry(sub)
 		if err != nil {
@@ -212,9 +232,12 @@ func (s *Service) Start(ctx context.Context) error {
 			continue
 		}
 		s.index.Put(e)
+		s.scheduleLocked(sub)
 	}
-	s.log.Info("subscriptions loaded", "active", s.index.Len())
+	s.mu.Unlock()
+	s.log.Info("subscriptions loaded", "active", s.index.Len(), "timed", len(s.timed))
 	s.expireDue()
+	s.fireDue()
 	s.prune()
 	return nil
 }
@@ -224,11 +247,10 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Stop() {
 	s.life.Lock()
 	s.stopped = true
-	if s.expiryTimer != nil {
-		s.expiryTimer.Stop()
-	}
-	if s.pruneTimer != nil {
-		s.pruneTimer.Stop()
+	for _, t := range []clock.Timer{s.expiryTimer, s.fireTimer, s.pruneTimer} {
+		if t != nil {
+			t.Stop()
+		}
 	}
 	if s.cancel != nil {
 		s.cancel()
@@ -258,6 +280,24 @@ func (s *Service) after(d time.Duration, f func()) clock.Timer {
 	})
 }
 
+// rearm replaces *slot with a timer running f at t, or with none when t is
+// zero.
+func (s *Service) rearm(slot *clock.Timer, t time.Time, f func()) {
+	s.life.Lock()
+	if *slot != nil {
+		(*slot).Stop()
+		*slot = nil
+	}
+	s.life.Unlock()
+	if t.IsZero() {
+		return
+	}
+	timer := s.after(max(t.Sub(s.clock.Now()), 0), f)
+	s.life.Lock()
+	*slot = timer
+	s.life.Unlock()
+}
+
 func (s *Service) bg() context.Context {
 	s.life.Lock()
 	defer s.life.Unlock()
@@ -267,295 +307,6 @@ func (s *Service) bg() context.Context {
 	return s.ctx
 }
 
-// Subscribe creates a subscription for principal.
-func (s *Service) Subscribe(ctx context.Context, principal string, req SubscribeRequest) (*Subscription, error) {
-	now := s.clock.Now().UTC()
-	sub := &Subscription{
-		ID:        uuid.NewString(),
-		Principal: principal,
-		Status:    StatusActive,
-		Filter:    req.Filter,
-		CreatedAt: now,
-		UpdatedAt: now,
-	}
-	if req.Delivery != nil {
-		sub.Delivery = *req.Delivery
-	} else {
-		sub.Delivery = DefaultDelivery()
-	}
-	if err := sub.Delivery.validate(s.channels); err != nil {
-		return nil, err
-	}
-	if req.ExpiresAt != "" {
-		t, err := parseFutureTime("expiresAt", req.ExpiresAt, now)
-		if err != nil {
-			return nil, err
-		}
-		sub.ExpiresAt = &t
-	}
-	e, err := NewEntry(sub)
-	if err != nil {
-		return nil, err
-	}
-
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.store.CreateSubscription(ctx, sub, s.opts.MaxSubscriptions); err != nil {
-		return nil, err
-	}
-	s.index.Put(e)
-	if sub.ExpiresAt != nil {
-		s.armExpiry()
-	}
-	return sub, nil
-}
-
-// Unsubscribe deletes a subscription of principal.
-func (s *Service) Unsubscribe(ctx context.Context, principal, id string) error {
-	if err := checkID(id); err != nil {
-		return err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err := s.store.DeleteSubscription(ctx, principal, id); err != nil {
-		return notFound(err, id)
-	}
-	s.index.Remove(id)
-	return nil
-}
-
-// Get returns a subscription of principal.
-func (s *Service) Get(ctx context.Context, principal, id string) (*Subscription, error) {
-	if err := checkID(id); err != nil {
-		return nil, err
-	}
-	sub, err := s.store.GetSubscription(ctx, principal, id)
-	return sub, notFound(err, id)
-}
-
-// List returns principal's subscriptions, all or those with one status.
-func (s *Service) List(ctx context.Context, principal string, status Status) ([]*Subscription, error) {
-	if status != "" && !status.Valid() {
-		return nil, invalid("status", "%q is not a status; use \"active\", \"paused\" or \"expired\", or leave it out to list all", status)
-	}
-	subs, err := s.store.ListSubscriptions(ctx, ListQuery{Principal: principal, Status: status})
-	if subs == nil {
-		subs = []*Subscription{}
-	}
-	return subs, err
-}
-
-// Pause stops deliveries to a subscription until it is resumed. Events that
-// arrive meanwhile are not delivered to it, now or later.
-func (s *Service) Pause(ctx context.Context, principal, id string) (*Subscription, error) {
-	return s.change(ctx, principal, id, func(sub *Subscription) error {
-		sub.Status = StatusPaused
-		return nil
-	})
-}
-
-// Resume restarts deliveries to a paused subscription.
-func (s *Service) Resume(ctx context.Context, principal, id string) (*Subscription, error) {
-	return s.change(ctx, principal, id, func(sub *Subscription) error {
-		sub.Status = StatusActive
-		return nil
-	})
-}
-
-// Update changes the filter, delivery or expiry of a subscription of
-// principal. A paused subscription stays paused.
-func (s *Service) Update(ctx context.Context, principal string, req UpdateRequest) (*Subscription, error) {
-	if req.Filter == nil && req.Delivery == nil && !req.ExpiresAt.Set {
-		return nil, invalid("", "nothing to update: give at least one of filter, delivery or expiresAt")
-	}
-	now := s.clock.Now().UTC()
-	var expiresAt *time.Time
-	if req.ExpiresAt.Set && req.ExpiresAt.Value != "" {
-		t, err := parseFutureTime("expiresAt", req.ExpiresAt.Value, now)
-		if err != nil {
-			return nil, err
-		}
-		expiresAt = &t
-	}
-	if req.Filter != nil {
-		if _, err := req.Filter.Compile(); err != nil {
-			return nil, err
-		}
-	}
-	if req.Delivery != nil {
-		if err := req.Delivery.validate(s.channels); err != nil {
-			return nil, err
-		}
-	}
-	return s.change(ctx, principal, req.SubscriptionID, func(sub *Subscription) error {
-		if req.Filter != nil {
-			sub.Filter = *req.Filter
-		}
-		if req.Delivery != nil {
-			sub.Delivery = *req.Delivery
-		}
-		if req.ExpiresAt.Set {
-			sub.ExpiresAt = expiresAt
-		}
-		return nil
-	})
-}
-
-// change applies edit to a subscription that has not expired, stores it and
-// brings the index and the expiry timer up to date.
-func (s *Service) change(ctx context.Context, principal, id string, edit func(*Subscription) error) (*Subscription, error) {
-	if err := checkID(id); err != nil {
-		return nil, err
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	sub, err := s.store.GetSubscription(ctx, principal, id)
-	if err != nil {
-		return nil, notFound(err, id)
-	}
-	now := s.clock.Now().UTC()
-	if sub.Status == StatusExpired || sub.ExpiresAt != nil && !sub.ExpiresAt.After(now) {
-		return nil, fmt.Errorf("%w: subscription %q expired; create a new one with events_subscribe", ErrExpired, id)
-	}
-	before := sub.Clone()
-	if err := edit(sub); err != nil {
-		return nil, err
-	}
-	if sameSettings(before, sub) {
-		return sub, nil
-	}
-	sub.UpdatedAt = now
-	var entry *Entry
-	if sub.Status == StatusActive {
-		if entry, err = NewEntry(sub); err != nil {
-			return nil, err
-		}
-	}
-	if err := s.store.UpdateSubscription(ctx, sub); err != nil {
-		return nil, notFound(err, id)
-	}
-	if entry != nil {
-		s.index.Put(entry)
-	} else {
-		s.index.Remove(id)
-	}
-	if !timePtrEqual(before.ExpiresAt, sub.ExpiresAt) {
-		s.armExpiry()
-	}
-	return sub, nil
-}
-
-func sameSettings(a, b *Subscription) bool {
-	aj, _ := json.Marshal([]any{a.Status, a.Filter, a.Delivery})
-	bj, _ := json.Marshal([]any{b.Status, b.Filter, b.Delivery})
-	return string(aj) == string(bj) && timePtrEqual(a.ExpiresAt, b.ExpiresAt)
-}
-
-func timePtrEqual(a, b *time.Time) bool {
-	if a == nil || b == nil {
-		return a == b
-	}
-	return a.Equal(*b)
-}
-
-func notFound(err error, id string) error {
-	if errors.Is(err, ErrNotFound) {
-		return &NotFoundError{ID: id}
-	}
-	return err
-}
-
-// Publish validates ev, stores it and delivers it to every matching active
-// subscription. It implements the ingest path shared by POST /v1/events and
-// the adapters. An event accepted before (same ID, or same type and
-// sourceEventId) is reported as a duplicate and not routed again.
-func (s *Service) Publish(ctx context.Context, ev Event) (PublishResult, error) {
-	now := s.clock.Now()
-	if err := ev.Normalize(now); err != nil {
-		return PublishResult{}, err
-	}
-	raw, err := json.Marshal(&ev)
-	if err != nil {
-		return PublishResult{}, fmt.Errorf("encode event: %w", err)
-	}
-	s.mu.RLock()
-	matches := s.index.Match(&ev)
-	targets := make([]Target, 0, len(matches))
-	for _, e := range matches {
-		for _, c := range e.Delivery.Channels {
-			targets = append(targets, Target{SubscriptionID: e.ID, Principal: e.Principal, Channel: c})
-		}
-	}
-	res, err := s.store.Publish(ctx, &ev, raw, targets, now)
-	s.mu.RUnlock()
-	if err != nil {
-		return PublishResult{}, fmt.Errorf("store event: %w", err)
-	}
-	if !res.Duplicate && len(res.Delivered) > 0 {
-		s.deliverers[ChannelRealtime].Deliver(res.Delivered)
-	}
-	return res, nil
-}
-
-// Poll returns what was delivered to principal after a cursor.
-func (s *Service) Poll(ctx context.Context, principal string, req PollRequest) (PollResult, error) {
-	limit := req.Limit
-	switch {
-	case limit == 0:
-		limit = DefaultPollLimit
-	case limit < 0 || limit > MaxPollLimit:
-		return PollResult{}, invalid("limit", "is %d; give a number from 1 to %d, or leave it out for %d", limit, MaxPollLimit, DefaultPollLimit)
-	}
-	var after int64
-	var err error
-	if req.Cursor != "" {
-		if after, err = ParseCursor(req.Cursor); err != nil {
-			return PollResult{}, err
-		}
-	} else if after, err = s.store.PollCursor(ctx, principal); err != nil {
-		return PollResult{}, err
-	}
-	entries, more, err := s.store.ReadInbox(ctx, principal, after, limit)
-	if err != nil {
-		return PollResult{}, err
-	}
-	res := PollResult{Items: make([]PollItem, 0, len(entries)), HasMore: more}
-	next := after
-	for _, e := range entries {
-		res.Items = append(res.Items, PollItem{
-			Cursor:          FormatCursor(e.Seq),
-			Kind:            e.Kind,
-			SubscriptionIDs: e.SubscriptionIDs,
-			Event:           e.Event,
-			DeliveredAt:     e.CreatedAt,
-		})
-		next = e.Seq
-	}
-	res.NextCursor = FormatCursor(next)
-	if err := s.store.SetPollCursor(ctx, principal, next); err != nil {
-		return PollResult{}, err
-	}
-	return res, nil
-}
-
-// ForgetPrincipal deletes everything principal owns; it is used when a
-// session-scoped principal's session ends.
-func (s *Service) ForgetPrincipal(ctx context.Context, principal string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	subs, err := s.store.ListSubscriptions(ctx, ListQuery{Principal: principal})
-	if err != nil {
-		return err
-	}
-	if err := s.store.DeletePrincipal(ctx, principal); err != nil {
-		return err
-	}
-	for _, sub := range subs {
-		s.index.Remove(sub.ID)
-	}
-	return nil
-}
-
 // armExpiry sets the expiry timer to the earliest expiresAt.
 func (s *Service) armExpiry() {
 	next, ok, err := s.store.NextExpiry(s.bg())
@@ -563,44 +314,33 @@ func (s *Service) armExpiry() {
 		s.log.Error("find next expiry", "error", err)
 		return
 	}
-	s.life.Lock()
-	if s.expiryTimer != nil {
-		s.expiryTimer.Stop()
-		s.expiryTimer = nil
-	}
-	s.life.Unlock()
 	if !ok {
-		return
+		next = time.Time{}
 	}
-	d := max(next.Sub(s.clock.Now()), 0)
-	t := s.after(d, s.expireDue)
-	s.life.Lock()
-	s.expiryTimer = t
-	s.life.Unlock()
+	s.rearm(&s.expiryTimer, next, s.expireDue)
 }
 
-// expireDue expires the subscriptions whose time has come, tells their
-// owners, and re-arms the timer.
+// expireDue expires the subscriptions whose time has come, delivers what
+// their buffers still held and the expiry notices, and re-arms the timer.
 func (s *Service) expireDue() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
-	ctx := s.bg()
-	entries, err := s.store.ExpireSubscriptions(ctx, s.clock.Now())
+	entries, err := s.store.ExpireSubscriptions(s.bg(), s.clock.Now())
 	if err != nil {
 		s.log.Error("expire subscriptions", "error", err)
 	}
 	for _, e := range entries {
+		if e.Kind != InboxExpired {
+			continue
+		}
 		for _, id := range e.SubscriptionIDs {
 			s.index.Remove(id)
+			delete(s.timed, id)
 			s.log.Info("subscription expired", "subscription_id", id)
-			if s.notifier != nil {
-				s.notifier.Notify(e.Principal, Notification{
-					Method: MethodSubscriptionExpired,
-					Params: ExpiredParams{SubscriptionID: id, Cursor: FormatCursor(e.Seq)},
-				})
-			}
 		}
 	}
+	s.armFireLocked()
+	s.mu.Unlock()
+	s.deliverer.Deliver(entries)
 	s.armExpiry()
 }
 

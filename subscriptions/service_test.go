@@ -3,7 +3,6 @@ package subscriptions_test
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,11 +19,10 @@ import (
 
 var svcStart = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 
-// recorder is a Deliverer and a Notifier that keeps what it is given.
+// recorder is a Deliverer that keeps what it is given.
 type recorder struct {
-	mu       sync.Mutex
-	entries  []subscriptions.InboxEntry
-	notified []string // "principal method subscriptionId"
+	mu      sync.Mutex
+	entries []subscriptions.InboxEntry
 }
 
 func (r *recorder) Deliver(es []subscriptions.InboxEntry) {
@@ -33,24 +31,20 @@ func (r *recorder) Deliver(es []subscriptions.InboxEntry) {
 	r.entries = append(r.entries, es...)
 }
 
-func (r *recorder) Notify(principal string, n subscriptions.Notification) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var id string
-	switch p := n.Params.(type) {
-	case subscriptions.ExpiredParams:
-		id = p.SubscriptionID
-	case subscriptions.EventParams:
-		id = p.SubscriptionID
-	}
-	r.notified = append(r.notified, fmt.Sprintf("%s %s %s", principal, n.Method, id))
-}
+// delivered lists "principal subscriptionID" for each event delivered.
+func (r *recorder) delivered() []string { return r.of(subscriptions.InboxEvent) }
 
-func (r *recorder) delivered() []string {
+// expired lists "principal subscriptionID" for each expiry notice.
+func (r *recorder) expired() []string { return r.of(subscriptions.InboxExpired) }
+
+func (r *recorder) of(kind subscriptions.InboxKind) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
 	for _, e := range r.entries {
+		if e.Kind != kind {
+			continue
+		}
 		for _, id := range e.SubscriptionIDs {
 			out = append(out, e.Principal+" "+id)
 		}
@@ -75,8 +69,7 @@ func newFixture(t *testing.T, path string, clk *clock.Fake, opts subscriptions.S
 	rec := &recorder{}
 	opts.Store = store
 	opts.Clock = clk
-	opts.Notifier = rec
-	opts.Deliverers = map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: rec}
+	opts.Deliverer = rec
 	svc, err := subscriptions.NewService(opts)
 	if err != nil {
 		t.Fatal(err)
@@ -133,7 +126,7 @@ func TestStartExpiresWhatPassedWhileDown(t *testing.T) {
 	if err != nil || got.Status != subscriptions.StatusExpired {
 		t.Fatalf("after start: %+v, %v; want it expired", got, err)
 	}
-	if diff := cmp.Diff([]string{"alice events/subscription_expired " + sub.ID}, f2.rec.notified); diff != "" {
+	if diff := cmp.Diff([]string{"alice " + sub.ID}, f2.rec.expired()); diff != "" {
 		t.Errorf("notifications mismatch (-want +got):\n%s", diff)
 	}
 	f2.publish("x")
@@ -245,11 +238,11 @@ func TestUpdateMovesTheExpiryTimer(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.clock.Advance(2 * time.Hour)
-	if len(f.rec.notified) != 0 {
-		t.Fatalf("expired at the old time: %v", f.rec.notified)
+	if got := f.rec.expired(); len(got) != 0 {
+		t.Fatalf("expired at the old time: %v", got)
 	}
 	f.clock.Advance(time.Hour)
-	if diff := cmp.Diff([]string{"alice events/subscription_expired " + sub.ID}, f.rec.notified); diff != "" {
+	if diff := cmp.Diff([]string{"alice " + sub.ID}, f.rec.expired()); diff != "" {
 		t.Errorf("notifications mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -262,8 +255,8 @@ func TestStopIsIdempotentAndStopsTimers(t *testing.T) {
 	f.svc.Stop()
 	f.svc.Stop()
 	f.clock.Advance(2 * time.Hour) // no timer runs against the stopped service
-	if len(f.rec.notified) != 0 {
-		t.Errorf("notified after Stop: %v", f.rec.notified)
+	if got := f.rec.expired(); len(got) != 0 {
+		t.Errorf("notified after Stop: %v", got)
 	}
 }
 
@@ -273,14 +266,15 @@ func TestNewServiceOptionErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer store.Close()
-	realtime := map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: &recorder{}}
+	rec := &recorder{}
 	for _, tc := range []struct {
 		opts subscriptions.ServiceOptions
 		want string
 	}{
-		{subscriptions.ServiceOptions{Deliverers: realtime}, "ServiceOptions.Store is required"},
-		{subscriptions.ServiceOptions{Store: store}, "needs a realtime deliverer"},
-		{subscriptions.ServiceOptions{Store: store, Deliverers: realtime, MaxSubscriptions: -1}, "MaxSubscriptions is -1"},
+		{subscriptions.ServiceOptions{Deliverer: rec}, "ServiceOptions.Store is required"},
+		{subscriptions.ServiceOptions{Store: store}, "ServiceOptions.Deliverer is required"},
+		{subscriptions.ServiceOptions{Store: store, Deliverer: rec, MaxSubscriptions: -1}, "MaxSubscriptions is -1"},
+		{subscriptions.ServiceOptions{Store: store, Deliverer: rec, Timings: map[subscriptions.Channel]subscriptions.Timing{"realtime": nil}}, `Timings has "realtime"`},
 	} {
 		if _, err := subscriptions.NewService(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewService: %v; want an error containing %q", err, tc.want)
@@ -315,9 +309,9 @@ func TestPauseWaitsForInFlightPublish(t *testing.T) {
 	gated := &gatedStore{Store: store, entered: make(chan struct{}), release: make(chan struct{})}
 	rec := &recorder{}
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
-		Store:      gated,
-		Deliverers: map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: rec},
-		Clock:      clock.NewFake(svcStart),
+		Store:     gated,
+		Deliverer: rec,
+		Clock:     clock.NewFake(svcStart),
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -11,37 +11,59 @@ import (
 // reports another principal's subscription as ErrNotFound. Implementations
 // must pass the contract suite in subscriptions/storetest.
 type Store interface {
-	// CreateSubscription inserts sub unless its principal already has max
-	// active or paused subscriptions, in which case it returns a *LimitError.
+	// CreateSubscription inserts sub (with its NextFireAt) unless its
+	// principal already has max active or paused subscriptions, in which
+	// case it returns a *LimitError.
 	CreateSubscription(ctx context.Context, sub *Subscription, max int) error
 	// GetSubscription returns one subscription of principal.
 	GetSubscription(ctx context.Context, principal, id string) (*Subscription, error)
-	// UpdateSubscription stores the status, filter, delivery, updatedAt and
-	// expiresAt of sub, which must belong to sub.Principal.
+	// UpdateSubscription stores the status, filter, delivery, updatedAt,
+	// expiresAt and nextFireAt of sub, which must belong to sub.Principal.
 	UpdateSubscription(ctx context.Context, sub *Subscription) error
-	// DeleteSubscription removes a subscription of principal. What it
-	// delivered stays in the inbox until retention removes it.
+	// DeleteSubscription removes a subscription of principal and the events
+	// waiting in its buffer. What it delivered stays in the inbox until
+	// retention removes it.
 	DeleteSubscription(ctx context.Context, principal, id string) error
 	// ListSubscriptions returns the subscriptions that match q, oldest first.
 	ListSubscriptions(ctx context.Context, q ListQuery) ([]*Subscription, error)
 
 	// ExpireSubscriptions marks every active or paused subscription whose
-	// expiresAt is at or before now as expired and appends an InboxExpired
-	// entry for each (naming that one subscription) to its owner's inbox, in
-	// one transaction.
+	// expiresAt is at or before now as expired and appends to its owner's
+	// inbox, in one transaction: first, if events wait in its buffer, an
+	// InboxBatch entry with all of them (nothing buffered is dropped), then
+	// an InboxExpired entry naming the subscription. It returns the entries
+	// in sequence order.
 	ExpireSubscriptions(ctx context.Context, now time.Time) ([]InboxEntry, error)
 	// NextExpiry returns the earliest expiresAt among active and paused
 	// subscriptions; ok is false when none has one.
 	NextExpiry(ctx context.Context) (t time.Time, ok bool, err error)
 
-	// Publish stores ev (whose JSON form is raw), received at now, and
-	// appends one inbox entry per principal among the realtime targets,
-	// listing that principal's target subscriptions, all in one
-	// transaction. The targets are taken as given: the caller matched them
-	// against active subscriptions. An event whose ID, or whose type and sourceEventId, was
+	// Publish stores ev (whose JSON form is raw), received at now, appends
+	// one inbox entry per principal among the realtime targets, listing
+	// that principal's target subscriptions, and adds the event to the
+	// buffer of each cron or scheduled target, all in one transaction. The
+	// targets are taken as given: the caller matched them against active
+	// subscriptions. An event whose ID, or whose type and sourceEventId, was
 	// accepted before is not stored again: the result then has Duplicate set
 	// and the first event's ID, and nothing is delivered.
 	Publish(ctx context.Context, ev *Event, raw json.RawMessage, targets []Target, now time.Time) (PublishResult, error)
+
+	// Fire delivers what waits in the buffers of reqs' subscriptions, in one
+	// transaction: per request, the oldest waiting events (at most Max, or
+	// all of them in batches of Max when Drain) become one InboxBatch entry
+	// per batch when Aggregate, or one InboxEvent entry each otherwise;
+	// they leave the buffer; the subscription records now as its last fire
+	// and Next as its next; with Expire it then expires, with an
+	// InboxExpired entry. Entries of a request with Pending are marked for
+	// delivery when the owner next connects. An empty buffer writes no
+	// delivery entry. A request for a subscription that no longer exists
+	// or is not active is skipped.
+	Fire(ctx context.Context, reqs []FireRequest, now time.Time) ([]FireResult, error)
+	// PendingEntries returns up to limit of principal's most recent entries
+	// marked pending by Fire, oldest first.
+	PendingEntries(ctx context.Context, principal string, limit int) ([]InboxEntry, error)
+	// ClearPending unmarks the pending entries of principal up to seq.
+	ClearPending(ctx context.Context, principal string, seq int64) error
 
 	// ReadInbox returns up to limit (> 0) entries of principal's inbox with a
 	// sequence number above after, oldest first, and whether more follow.
@@ -104,6 +126,9 @@ type InboxKind string
 const (
 	// InboxEvent records an event delivered to a subscription.
 	InboxEvent InboxKind = "event"
+	// InboxBatch records a digest delivered by a cron or scheduled
+	// subscription.
+	InboxBatch InboxKind = "batch"
 	// InboxExpired records that a subscription expired.
 	InboxExpired InboxKind = "subscription_expired"
 )
@@ -119,8 +144,42 @@ type InboxEntry struct {
 	SubscriptionIDs []string
 	Kind            InboxKind
 	// Event is the event's JSON for InboxEvent entries.
-	Event     json.RawMessage
+	Event json.RawMessage
+	// Events are the events of an InboxBatch entry, oldest first, and
+	// Remaining how many more were still waiting after it.
+	Events    []json.RawMessage
+	Remaining int
 	CreatedAt time.Time
+}
+
+// FireRequest asks Store.Fire to deliver one subscription's buffer.
+type FireRequest struct {
+	SubscriptionID string
+	Principal      string
+	// Max bounds the events of one delivery.
+	Max int
+	// Aggregate makes one InboxBatch per delivery instead of one
+	// InboxEvent per event.
+	Aggregate bool
+	// Drain delivers everything waiting, in deliveries of at most Max.
+	Drain bool
+	// Next is the subscription's next fire; nil when there is none.
+	Next *time.Time
+	// Expire ends the subscription after this fire.
+	Expire bool
+	// Pending marks the entries for delivery when the owner next connects.
+	Pending bool
+}
+
+// FireResult is what Fire did for one request.
+type FireResult struct {
+	SubscriptionID string
+	// Entries are the inbox entries written, in sequence order.
+	Entries []InboxEntry
+	// Remaining counts the events still waiting.
+	Remaining int
+	// Skipped is true when the subscription was gone or not active.
+	Skipped bool
 }
 
 // Retention bounds what the store keeps. A zero field means no limit.

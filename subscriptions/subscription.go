@@ -43,9 +43,59 @@ const (
 // Delivery says how a subscription's events reach its owner.
 type Delivery struct {
 	// Channels are the delivery channels; this server accepts those its
-	// capability lists.
+	// capability lists. cron and scheduled exclude each other.
 	Channels []Channel `json:"channels"`
+	// CronSchedule is required with the cron channel, and only then.
+	CronSchedule *CronSchedule `json:"cronSchedule,omitempty"`
+	// ScheduledDelivery is required with the scheduled channel, and only
+	// then.
+	ScheduledDelivery *ScheduledDelivery `json:"scheduledDelivery,omitempty"`
 }
+
+// CronSchedule configures the cron channel, as in MCPE.
+type CronSchedule struct {
+	// Expression is a five-field cron expression or a descriptor such as
+	// "@daily" or "@every 30m".
+	Expression string `json:"expression"`
+	// Timezone is an IANA zone; the server fills in "UTC" when it is left
+	// out.
+	Timezone string `json:"timezone,omitempty"`
+	// AggregateEvents sends a digest as one events/batch (true, the
+	// default) or each waiting event as its own events/event.
+	AggregateEvents *bool `json:"aggregateEvents,omitempty"`
+	// MaxEventsPerDelivery bounds one digest; the rest lead the next one.
+	MaxEventsPerDelivery int `json:"maxEventsPerDelivery,omitempty"`
+}
+
+// ScheduledDelivery configures the scheduled (one-time) channel, as in MCPE.
+type ScheduledDelivery struct {
+	// DeliverAt is an RFC 3339 time; without a UTC offset it is read in
+	// Timezone.
+	DeliverAt string `json:"deliverAt"`
+	// Timezone is the IANA zone of a DeliverAt without offset.
+	Timezone string `json:"timezone,omitempty"`
+	// Description is the caller's own label for the delivery.
+	Description string `json:"description,omitempty"`
+	// AggregateEvents sends one events/batch (true, the default) or each
+	// event as its own events/event.
+	AggregateEvents *bool `json:"aggregateEvents,omitempty"`
+	// AutoExpire ends the subscription after its delivery (true, the
+	// default).
+	AutoExpire *bool `json:"autoExpire,omitempty"`
+}
+
+// Timed returns the buffered channel of d (cron or scheduled), or "".
+func (d Delivery) Timed() Channel {
+	for _, c := range d.Channels {
+		if c == ChannelCron || c == ChannelScheduled {
+			return c
+		}
+	}
+	return ""
+}
+
+// Immediate reports whether d delivers each event as it is published.
+func (d Delivery) Immediate() bool { return d.Has(ChannelRealtime) }
 
 // DefaultDelivery is the delivery of a subscription that names none.
 func DefaultDelivery() Delivery { return Delivery{Channels: []Channel{ChannelRealtime}} }
@@ -63,6 +113,18 @@ func (d Delivery) validate(supported []Channel) error {
 		if slices.Index(d.Channels, c) != i {
 			return invalid(fmt.Sprintf("delivery.channels[%d]", i), "%q is listed twice", c)
 		}
+	}
+	switch {
+	case d.Has(ChannelCron) && d.Has(ChannelScheduled):
+		return invalid("delivery.channels", `"cron" and "scheduled" cannot be combined in one subscription; create one subscription for each`)
+	case d.Has(ChannelCron) && d.CronSchedule == nil:
+		return invalid("delivery.cronSchedule", `is required with the "cron" channel, e.g. {"expression": "0 9 * * *", "timezone": "America/New_York"}`)
+	case !d.Has(ChannelCron) && d.CronSchedule != nil:
+		return invalid("delivery.cronSchedule", `is given but delivery.channels does not include "cron"; add it, or leave cronSchedule out`)
+	case d.Has(ChannelScheduled) && d.ScheduledDelivery == nil:
+		return invalid("delivery.scheduledDelivery", `is required with the "scheduled" channel, e.g. {"deliverAt": "2026-01-15T14:00:00Z"}`)
+	case !d.Has(ChannelScheduled) && d.ScheduledDelivery != nil:
+		return invalid("delivery.scheduledDelivery", `is given but delivery.channels does not include "scheduled"; add it, or leave scheduledDelivery out`)
 	}
 	return nil
 }
@@ -98,6 +160,21 @@ type Subscription struct {
 	DeliveredCount int64 `json:"deliveredCount"`
 	// LastDeliveredAt is when the latest of them was delivered.
 	LastDeliveredAt *time.Time `json:"lastDeliveredAt,omitempty"`
+	// BufferedEvents counts the events waiting for the next cron or
+	// scheduled delivery.
+	BufferedEvents int64 `json:"bufferedEvents,omitempty"`
+	// NextDelivery is when the cron or scheduled channel fires next; the
+	// Service fills it in from NextFireAt.
+	NextDelivery *DeliveryTime `json:"nextDelivery,omitempty"`
+	// NextFireAt and LastFireAt are the timed channel's next and last fire.
+	NextFireAt *time.Time `json:"-"`
+	LastFireAt *time.Time `json:"-"`
+}
+
+// DeliveryTime is a fire time in the subscription's zone and in UTC.
+type DeliveryTime struct {
+	At  string `json:"at"`
+	UTC string `json:"utc"`
 }
 
 // Clone returns a deep copy of s.
@@ -109,13 +186,31 @@ func (s *Subscription) Clone() *Subscription {
 		Priority:   slices.Clone(s.Filter.Priority),
 	}
 	c.Delivery.Channels = slices.Clone(s.Delivery.Channels)
-	if s.ExpiresAt != nil {
-		t := *s.ExpiresAt
-		c.ExpiresAt = &t
+	if cs := s.Delivery.CronSchedule; cs != nil {
+		cp := *cs
+		cp.AggregateEvents = clonePtr(cs.AggregateEvents)
+		c.Delivery.CronSchedule = &cp
 	}
-	if s.LastDeliveredAt != nil {
-		t := *s.LastDeliveredAt
-		c.LastDeliveredAt = &t
+	if sd := s.Delivery.ScheduledDelivery; sd != nil {
+		cp := *sd
+		cp.AggregateEvents, cp.AutoExpire = clonePtr(sd.AggregateEvents), clonePtr(sd.AutoExpire)
+		c.Delivery.ScheduledDelivery = &cp
+	}
+	c.ExpiresAt = clonePtr(s.ExpiresAt)
+	c.LastDeliveredAt = clonePtr(s.LastDeliveredAt)
+	c.NextFireAt = clonePtr(s.NextFireAt)
+	c.LastFireAt = clonePtr(s.LastFireAt)
+	if s.NextDelivery != nil {
+		nd := *s.NextDelivery
+		c.NextDelivery = &nd
 	}
 	return &c
+}
+
+func clonePtr[T any](p *T) *T {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
 }

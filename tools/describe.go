@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -25,6 +26,7 @@ func newDescriber(caps subscriptions.Capability, r subscriptions.Retention) desc
 // argument errors point at it. A test checks each against its schema.
 var examples = map[string]string{
 	Subscribe:   `{"filter": {"eventTypes": ["github.issues.*"], "priority": ["high", "critical"]}}`,
+	digest:      `{"filter": {"eventTypes": ["github.issues.opened"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "0 9 * * *", "timezone": "America/New_York"}}}`,
 	Unsubscribe: `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
 	List:        `{"status": "active"}`,
 	Pause:       `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
@@ -32,6 +34,10 @@ var examples = map[string]string{
 	Update:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "filter": {"eventTypes": ["github.issues.opened"]}, "expiresAt": null}`,
 	Poll:        `{"limit": 20}`,
 }
+
+// digest names the second example of events_subscribe, shown when the cron
+// channel is offered.
+const digest = Subscribe + " digest"
 
 func exampleOf(t *mcp.Tool) string { return examples[t.Name] }
 
@@ -93,15 +99,55 @@ func (d describer) deliverySchema() *jsonschema.Schema {
 	for i, c := range d.caps.DeliveryChannels {
 		channels[i] = string(c)
 	}
-	s := object(map[string]*jsonschema.Schema{
-		"channels": {
-			Type:        "array",
-			Items:       &jsonschema.Schema{Type: "string", Enum: channels},
-			MinItems:    ptr(1),
-			Description: "How events are delivered. \"realtime\": each event at once as an events/event notification.",
-		},
-	}, []string{"channels"}, "channels")
+	text := "How events are delivered. \"realtime\": each event at once as an events/event notification."
+	props := map[string]*jsonschema.Schema{}
+	order := []string{"channels"}
+	if d.caps.Features.CronSchedule {
+		text += " \"cron\": events wait and go out as a digest (events/batch) on cronSchedule."
+		props["cronSchedule"] = d.cronSchema()
+		order = append(order, "cronSchedule")
+	}
+	if d.caps.Features.ScheduledDelivery {
+		text += " \"scheduled\": events wait until scheduledDelivery.deliverAt, then go out together once."
+		props["scheduledDelivery"] = d.scheduledSchema()
+		order = append(order, "scheduledDelivery")
+	}
+	if d.caps.Features.CronSchedule && d.caps.Features.ScheduledDelivery {
+		text += " cron and scheduled exclude each other; either may be combined with realtime."
+	}
+	props["channels"] = &jsonschema.Schema{
+		Type:        "array",
+		Items:       &jsonschema.Schema{Type: "string", Enum: channels},
+		MinItems:    ptr(1),
+		Description: text,
+	}
+	s := object(props, order, "channels")
 	s.Description = "How matching events reach you. Default: {\"channels\": [\"realtime\"]}."
+	return s
+}
+
+func (d describer) cronSchema() *jsonschema.Schema {
+	s := object(map[string]*jsonschema.Schema{
+		"expression": {Type: "string", Description: "When the digest goes out: five cron fields (minute hour day-of-month month day-of-week), " +
+			"e.g. \"0 9 * * *\" (09:00 daily) or \"0 9 * * 1-5\" (weekdays), or a descriptor: @hourly, @daily, @weekly, @monthly, @yearly, \"@every 30m\". " +
+			"A time skipped by a daylight-saving change fires when the clocks have moved on; a time that occurs twice fires once."},
+		"timezone":             {Type: "string", Description: "IANA time zone of the expression, e.g. \"America/New_York\". Default \"UTC\"."},
+		"aggregateEvents":      {Type: "boolean", Default: json.RawMessage("true"), Description: "true: one events/batch per digest. false: each waiting event as its own events/event."},
+		"maxEventsPerDelivery": {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(10000.0), Default: json.RawMessage("100"), Description: "Most events in one digest; the rest lead the next one."},
+	}, []string{"expression", "timezone", "aggregateEvents", "maxEventsPerDelivery"}, "expression")
+	s.Description = "For the cron channel: when digests go out."
+	return s
+}
+
+func (d describer) scheduledSchema() *jsonschema.Schema {
+	s := object(map[string]*jsonschema.Schema{
+		"deliverAt":       {Type: "string", Description: "When to deliver: an RFC 3339 time in the future, e.g. \"2026-01-15T14:00:00Z\"; without a UTC offset it is read in timezone."},
+		"timezone":        {Type: "string", Description: "IANA time zone for a deliverAt without offset, e.g. \"Europe/Paris\"."},
+		"description":     {Type: "string", MaxLength: ptr(500), Description: "Your own label for this delivery."},
+		"aggregateEvents": {Type: "boolean", Default: json.RawMessage("true"), Description: "true: one events/batch. false: each event as its own events/event."},
+		"autoExpire":      {Type: "boolean", Default: json.RawMessage("true"), Description: "true: the subscription expires after the delivery. false: it stays, collecting events, until you set a new deliverAt."},
+	}, []string{"deliverAt", "timezone", "description", "aggregateEvents", "autoExpire"}, "deliverAt")
+	s.Description = "For the scheduled channel: one delivery of everything collected, at deliverAt."
 	return s
 }
 
@@ -119,20 +165,33 @@ func (d describer) expiresSchema(nullable bool) *jsonschema.Schema {
 }
 
 func (d describer) subscribeTool() *mcp.Tool {
+	description := fmt.Sprintf("Subscribe to events from the outside world (GitHub, Slack, alerts, deploys: whatever "+
+		"this server receives). Matching events are pushed to you as they happen (events/event "+
+		"notifications) and are always kept in your inbox, which events_poll reads, so nothing is missed "+
+		"while you are away. Returns the subscription with its subscriptionId. You may have up to %d "+
+		"active or paused subscriptions.\n\n"+
+		"filter.eventTypes takes exact types or patterns: \"*\" matches any run of characters including "+
+		"dots (\"github.*\" matches \"github.push\" and \"github.issue.opened\", not \"github\"), \"?\" one "+
+		"character, \"[abc]\" one of a set, \"{a,b}\" alternatives. filter.tags matches events carrying any of "+
+		"the tags; filter.priority matches the listed priorities (low, normal, high, critical). All parts "+
+		"given must match; to receive everything use {\"eventTypes\": [\"*\"]}.", d.caps.MaxSubscriptions)
+	if d.caps.Features.CronSchedule || d.caps.Features.ScheduledDelivery {
+		description += "\n\nDigests: with delivery.channels [\"cron\"] (or [\"scheduled\"]) matching events wait and go " +
+			"out together at each cron time (or once, at deliverAt) as events/batch {subscriptionId, events, remaining}, " +
+			"oldest first: at most maxEventsPerDelivery per cron digest, any more lead the next one (remaining says how " +
+			"many); nothing waiting, nothing sent. With aggregateEvents false each waiting event comes as its own " +
+			"events/event instead. The response's nextDelivery says when, in the schedule's zone and in UTC; " +
+			"bufferedEvents how many wait. A digest that fires while you are away is sent when you reconnect, and " +
+			"is in events_poll either way."
+	}
+	description += "\n\nExample: " + examples[Subscribe]
+	if d.caps.Features.CronSchedule {
+		description += "\n\nDigest example: " + examples[digest]
+	}
 	return &mcp.Tool{
-		Name:  Subscribe,
-		Title: "Subscribe to events",
-		Description: fmt.Sprintf("Subscribe to events from the outside world (GitHub, Slack, alerts, deploys: whatever "+
-			"this server receives). Matching events are pushed to you as they happen (events/event "+
-			"notifications) and are always kept in your inbox, which events_poll reads, so nothing is missed "+
-			"while you are away. Returns the subscription with its subscriptionId. You may have up to %d "+
-			"active or paused subscriptions.\n\n"+
-			"filter.eventTypes takes exact types or patterns: \"*\" matches any run of characters including "+
-			"dots (\"github.*\" matches \"github.push\" and \"github.issue.opened\", not \"github\"), \"?\" one "+
-			"character, \"[abc]\" one of a set, \"{a,b}\" alternatives. filter.tags matches events carrying any of "+
-			"the tags; filter.priority matches the listed priorities (low, normal, high, critical). All parts "+
-			"given must match; to receive everything use {\"eventTypes\": [\"*\"]}.\n\nExample: %s",
-			d.caps.MaxSubscriptions, examples[Subscribe]),
+		Name:        Subscribe,
+		Title:       "Subscribe to events",
+		Description: description,
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"filter":    d.filterSchema(),
 			"delivery":  d.deliverySchema(),
@@ -173,9 +232,10 @@ func (d describer) pauseTool() *mcp.Tool {
 		Name:  Pause,
 		Title: "Pause a subscription",
 		Description: "Pause one of your subscriptions. While paused it receives nothing: events that arrive " +
-			"meanwhile are skipped for it, not queued, and are not delivered when you resume. Its filter, " +
-			"delivery, expiry and counts are kept; events_resume turns it back on. Pausing a paused " +
-			"subscription changes nothing.\n\nExample: " + examples[Pause],
+			"meanwhile are skipped for it, not queued, and are not delivered when you resume; a digest does " +
+			"not go out while paused and keeps what it had collected. Its filter, delivery, expiry and counts " +
+			"are kept; events_resume turns it back on. Pausing a paused subscription changes nothing." +
+			"\n\nExample: " + examples[Pause],
 		InputSchema: refSchema("pause"),
 		Annotations: &mcp.ToolAnnotations{Title: "Pause a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
@@ -198,9 +258,10 @@ func (d describer) updateTool() *mcp.Tool {
 		Name:  Update,
 		Title: "Change a subscription",
 		Description: "Change the filter, delivery or expiry of one of your subscriptions; what you leave out " +
-			"is kept. A new filter replaces the old one whole (same rules as events_subscribe). expiresAt " +
-			"sets a new end time, or null removes it. A paused subscription stays paused; an expired one " +
-			"cannot be changed.\n\nExample: " + examples[Update],
+			"is kept. A new filter or delivery replaces the old one whole (same rules as events_subscribe); a new " +
+			"schedule keeps the events already waiting, and leaving the cron or scheduled channel delivers them at " +
+			"once. expiresAt sets a new end time, or null removes it. A paused subscription stays paused; an " +
+			"expired one cannot be changed.\n\nExample: " + examples[Update],
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"subscriptionId": idSchema("change"),
 			"filter":         d.filterSchema(),
@@ -221,8 +282,8 @@ func (d describer) pollTool() *mcp.Tool {
 		Title: "Read delivered events",
 		Description: fmt.Sprintf("Read what your subscriptions delivered, oldest first: events (kind \"event\", "+
 			"with the event's id, type, data and metadata, and the subscriptionIds it matched: an event that "+
-			"matches several of your subscriptions comes once) and expiry notices (kind "+
-			"\"subscription_expired\"). Without cursor it continues after the last page it gave you, so "+
+			"matches several of your subscriptions comes once), digests (kind \"batch\", with events and "+
+			"remaining) and expiry notices (kind \"subscription_expired\"). Without cursor it continues after the last page it gave you, so "+
 			"calling it again returns only what is new. Pass nextCursor (or the cursor of a notification) to "+
 			"read from that point; the same cursor gives the same items. hasMore says whether to call again "+
 			"right away.%s Use this when your host does not show event notifications, or to catch up "+

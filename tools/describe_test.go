@@ -17,6 +17,13 @@ import (
 
 var testDescriber = newDescriber(subscriptions.Capability{
 	MaxSubscriptions: 100,
+	DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime, subscriptions.ChannelCron, subscriptions.ChannelScheduled},
+	Features:         subscriptions.Features{Pause: true, Wildcards: true, CronSchedule: true, ScheduledDelivery: true},
+}, subscriptions.DefaultRetention)
+
+// realtimeOnly describes a server that offers the realtime channel alone.
+var realtimeOnly = newDescriber(subscriptions.Capability{
+	MaxSubscriptions: 100,
 	DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime},
 	Features:         subscriptions.Features{Pause: true, Wildcards: true},
 }, subscriptions.DefaultRetention)
@@ -39,17 +46,25 @@ var toolCases = []struct {
 // advertised schema, decodes into its argument type, and is quoted in its
 // description; and that the schema and the type name the same fields.
 func TestExamplesMatchSchemas(t *testing.T) {
-	if len(toolCases) != len(examples) {
+	if len(toolCases)+1 != len(examples) {
 		t.Fatalf("%d tools, %d examples", len(toolCases), len(examples))
 	}
-	for _, tc := range toolCases {
-		t.Run(tc.tool.Name, func(t *testing.T) {
+	cases := append(toolCases, struct {
+		tool *mcp.Tool
+		in   func() any
+	}{testDescriber.subscribeTool(), func() any { return new(subscriptions.SubscribeRequest) }})
+	for i, tc := range cases {
+		name := tc.tool.Name
+		if i == len(toolCases) {
+			name = digest
+		}
+		t.Run(name, func(t *testing.T) {
 			schema := tc.tool.InputSchema.(*jsonschema.Schema)
 			resolved, err := schema.Resolve(nil)
 			if err != nil {
 				t.Fatalf("schema does not resolve: %v", err)
 			}
-			example := examples[tc.tool.Name]
+			example := examples[name]
 			var v any
 			if err := json.Unmarshal([]byte(example), &v); err != nil {
 				t.Fatalf("example is not JSON: %v", err)
@@ -60,8 +75,8 @@ func TestExamplesMatchSchemas(t *testing.T) {
 			if err := decodeArgs(json.RawMessage(example), tc.in(), tc.tool); err != nil {
 				t.Errorf("example %s does not decode: %v", example, err)
 			}
-			if !strings.Contains(tc.tool.Description, "Example: "+example) {
-				t.Errorf("description does not quote the example")
+			if !strings.Contains(tc.tool.Description, "xample: "+example) { // "Example: " or "Digest example: "
+				t.Errorf("description does not quote the example %s", example)
 			}
 			var props []string
 			for name := range schema.Properties {
@@ -90,14 +105,36 @@ func jsonFields(t reflect.Type) []string {
 // TestSchemasOfferOnlyWhatWorks checks that delivery channels come from the
 // capability, so the schema never offers one the server lacks.
 func TestSchemasOfferOnlyWhatWorks(t *testing.T) {
-	for _, tool := range []*mcp.Tool{testDescriber.subscribeTool(), testDescriber.updateTool()} {
-		channels := tool.InputSchema.(*jsonschema.Schema).Properties["delivery"].Properties["channels"].Items.Enum
-		if diff := cmp.Diff([]any{"realtime"}, channels); diff != "" {
-			t.Errorf("%s: delivery.channels enum mismatch (-want +got):\n%s", tool.Name, diff)
+	for _, tc := range []struct {
+		d        describer
+		channels []any
+		options  []string
+	}{
+		{realtimeOnly, []any{"realtime"}, nil},
+		{testDescriber, []any{"realtime", "cron", "scheduled"}, []string{"cronSchedule", "scheduledDelivery"}},
+	} {
+		for _, tool := range []*mcp.Tool{tc.d.subscribeTool(), tc.d.updateTool()} {
+			delivery := tool.InputSchema.(*jsonschema.Schema).Properties["delivery"]
+			if diff := cmp.Diff(tc.channels, delivery.Properties["channels"].Items.Enum); diff != "" {
+				t.Errorf("%s: delivery.channels enum mismatch (-want +got):\n%s", tool.Name, diff)
+			}
+			var options []string
+			for name := range delivery.Properties {
+				if name != "channels" {
+					options = append(options, name)
+				}
+			}
+			slices.Sort(options)
+			if diff := cmp.Diff(tc.options, options); diff != "" {
+				t.Errorf("%s: delivery options mismatch (-want +got):\n%s", tool.Name, diff)
+			}
+			if _, ok := tool.InputSchema.(*jsonschema.Schema).Properties["handler"]; ok {
+				t.Errorf("%s offers a handler, which this server does not run", tool.Name)
+			}
 		}
-		if _, ok := tool.InputSchema.(*jsonschema.Schema).Properties["handler"]; ok {
-			t.Errorf("%s offers a handler, which this server does not run", tool.Name)
-		}
+	}
+	if d := realtimeOnly.subscribeTool().Description; strings.Contains(d, "Digest") {
+		t.Errorf("a realtime-only server describes digests: %s", d)
 	}
 	if d := testDescriber.pollTool().Description; !strings.Contains(d, "The inbox keeps your latest 1000 items for up to 7 days.") {
 		t.Errorf("events_poll description does not state the retention: %s", d)

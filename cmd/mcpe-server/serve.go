@@ -13,7 +13,9 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/bearer"
 	"github.com/mcpe-server/mcpe-server/config"
+	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/httpapi"
 	"github.com/mcpe-server/mcpe-server/ingest"
 	"github.com/mcpe-server/mcpe-server/server"
@@ -93,9 +95,14 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		ExpiredMaxAge:   time.Duration(cfg.Inbox.ExpiredMaxAge),
 	}
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
-		Store:            store,
-		Deliverers:       map[subscriptions.Channel]subscriptions.Deliverer{subscriptions.ChannelRealtime: realtime.New(registry)},
-		Notifier:         registry,
+		Store:     store,
+		Deliverer: realtime.New(registry),
+		Presence:  registry,
+		Timings: map[subscriptions.Channel]subscriptions.Timing{
+			subscriptions.ChannelCron:      cron.New(&cron.Options{MinEvery: time.Duration(cfg.Delivery.MinEvery)}),
+			subscriptions.ChannelScheduled: scheduled.Channel{},
+		},
+		PendingLimit:     cfg.Delivery.PendingDigests,
 		Logger:           log,
 		MaxSubscriptions: cfg.Subscriptions.MaxPerPrincipal,
 		Retention:        retention,

@@ -61,7 +61,7 @@ func TestDeliver(t *testing.T) {
 			},
 		},
 		{
-			name: "several principals in order, other kinds skipped",
+			name: "several principals and kinds in order, unknown kinds skipped",
 			entries: []subscriptions.InboxEntry{
 				{Seq: 10, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxEvent, Event: ev1},
 				{Seq: 11, Principal: "bob", SubscriptionIDs: []string{"sub-2"}, Kind: subscriptions.InboxEvent, Event: ev1},
@@ -79,15 +79,32 @@ func TestDeliver(t *testing.T) {
 					Params: subscriptions.EventParams{SubscriptionID: "sub-2", Cursor: "11", Event: ev1},
 				}},
 				{Principal: "alice", Notification: subscriptions.Notification{
+					Method: subscriptions.MethodSubscriptionExpired,
+					Params: subscriptions.ExpiredParams{SubscriptionID: "sub-3", Cursor: "12"},
+				}},
+				{Principal: "alice", Notification: subscriptions.Notification{
 					Method: subscriptions.MethodEvent,
 					Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "13", Event: ev2},
 				}},
 			},
 		},
 		{
-			name: "only other kinds",
+			name: "a digest",
 			entries: []subscriptions.InboxEntry{
-				{Seq: 1, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxExpired},
+				{Seq: 5, Principal: "alice", SubscriptionIDs: []string{"sub-9"}, Kind: subscriptions.InboxBatch,
+					Events: []json.RawMessage{ev1, ev2}, Remaining: 3},
+			},
+			want: []notified{
+				{Principal: "alice", Notification: subscriptions.Notification{
+					Method: subscriptions.MethodBatch,
+					Params: subscriptions.BatchParams{SubscriptionID: "sub-9", Cursor: "5", Events: []json.RawMessage{ev1, ev2}, Remaining: 3},
+				}},
+			},
+		},
+		{
+			name: "only unknown kinds",
+			entries: []subscriptions.InboxEntry{
+				{Seq: 1, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxKind("future_kind")},
 			},
 			want: nil,
 		},

@@ -293,8 +293,9 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	st, err := s.prepared(ctx,
 		`SELECT coalesce((SELECT live_subscriptions FROM principals WHERE principal = ?), 0)`,
 		`INSERT INTO subscriptions
-			(id, principal, status, filter, delivery, created_at, updated_at, expires_at, expired_at, delivered_base, last_delivered_base)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			(id, principal, status, filter, delivery, created_at, updated_at, expires_at, expired_at,
+			 delivered_base, last_delivered_base, next_fire_at, last_fire_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -309,7 +310,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 		_, err := tx.StmtContext(ctx, st[1]).ExecContext(ctx,
 			sub.ID, sub.Principal, string(sub.Status), filter, delivery,
 			nanos(sub.CreatedAt), nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt), expiredAt,
-			sub.DeliveredCount, nullNanos(sub.LastDeliveredAt))
+			sub.DeliveredCount, nullNanos(sub.LastDeliveredAt), nullNanos(sub.NextFireAt), nullNanos(sub.LastFireAt))
 		return err
 	})
 }
@@ -327,24 +328,30 @@ func encodeSettings(sub *subscriptions.Subscription) (filter, delivery string, e
 }
 
 // selectSubscriptions reads subscriptions with their delivery counts: the
-// base columns plus the 'event' entries still in the inbox that list them.
-// The counts are grouped over the inbox entries of the same principals,
-// through the inbox's principal index. where filters s.
+// base columns plus the 'event' and 'batch' entries still in the inbox that
+// list them (a batch counts its events), and how many events wait in their
+// buffers. The counts are grouped over the inbox entries of the same
+// principals, through the inbox's principal index. where filters s.
 func selectSubscriptions(where string) string {
 	return `SELECT s.id, s.principal, s.status, s.filter, s.delivery, s.created_at, s.updated_at, s.expires_at,
 		s.delivered_base + coalesce(c.n, 0),
 		CASE WHEN c.last IS NULL THEN s.last_delivered_base
 			WHEN s.last_delivered_base IS NULL THEN c.last
-			ELSE max(c.last, s.last_delivered_base) END
+			ELSE max(c.last, s.last_delivered_base) END,
+		s.next_fire_at, s.last_fire_at,
+		(SELECT count(*) FROM buffer b WHERE b.subscription_id = s.id)
 	FROM subscriptions s
 	LEFT JOIN (
-		SELECT j.value AS subscription_id, count(*) AS n, max(i.created_at) AS last
+		SELECT j.value AS subscription_id, sum(` + deliveredEvents + `) AS n, max(i.created_at) AS last
 		FROM inbox i, json_each(i.subscription_ids) j
-		WHERE i.kind = 'event' AND i.principal IN (SELECT principal FROM subscriptions s WHERE ` + where + `)
+		WHERE i.kind IN ('event', 'batch') AND i.principal IN (SELECT principal FROM subscriptions s WHERE ` + where + `)
 		GROUP BY j.value
 	) c ON c.subscription_id = s.id
 	WHERE ` + where
 }
+
+// deliveredEvents is how many events the inbox entry i delivered.
+const deliveredEvents = `CASE i.kind WHEN 'batch' THEN json_array_length(i.body) ELSE 1 END`
 
 type scanner interface{ Scan(...any) error }
 
@@ -356,11 +363,13 @@ func scanSubscription(row scanner) (*subscriptions.Subscription, error) {
 		created, updated   int64
 		expires, lastDeliv sql.NullInt64
 	)
+	var nextFire, lastFire sql.NullInt64
 	err := row.Scan(&sub.ID, &sub.Principal, &status, &filter, &delivery, &created, &updated,
-		&expires, &sub.DeliveredCount, &lastDeliv)
+		&expires, &sub.DeliveredCount, &lastDeliv, &nextFire, &lastFire, &sub.BufferedEvents)
 	if err != nil {
 		return nil, err
 	}
+	sub.NextFireAt, sub.LastFireAt = timePtr(nextFire), timePtr(lastFire)
 	sub.Status = subscriptions.Status(status)
 	if err := json.Unmarshal([]byte(filter), &sub.Filter); err != nil {
 		return nil, fmt.Errorf("subscription %s: decode filter: %w", sub.ID, err)
@@ -399,7 +408,8 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	st, err := s.prepared(ctx, `UPDATE subscriptions
 		SET status = ?1, filter = ?2, delivery = ?3, updated_at = ?4, expires_at = ?5,
 			expired_at = CASE WHEN ?1 <> 'expired' THEN NULL
-				WHEN status = 'expired' THEN coalesce(expired_at, ?4) ELSE ?4 END
+				WHEN status = 'expired' THEN coalesce(expired_at, ?4) ELSE ?4 END,
+			next_fire_at = ?8
 		WHERE id = ?6 AND principal = ?7`)
 	if err != nil {
 		return err
@@ -407,7 +417,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, st[0]).ExecContext(ctx,
 			string(sub.Status), filter, delivery, nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt),
-			sub.ID, sub.Principal)
+			sub.ID, sub.Principal, nullNanos(sub.NextFireAt))
 		return expectRow(res, err)
 	})
 }
@@ -428,12 +438,18 @@ func expectRow(res sql.Result, err error) error {
 
 // DeleteSubscription implements subscriptions.Store.
 func (s *Store) DeleteSubscription(ctx context.Context, principal, id string) error {
-	st, err := s.prepared(ctx, `DELETE FROM subscriptions WHERE id = ? AND principal = ?`)
+	st, err := s.prepared(ctx,
+		`DELETE FROM subscriptions WHERE id = ? AND principal = ?`,
+		`DELETE FROM buffer WHERE subscription_id = ?`)
 	if err != nil {
 		return err
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		return expectRow(tx.StmtContext(ctx, st[0]).ExecContext(ctx, id, principal))
+		if err := expectRow(tx.StmtContext(ctx, st[0]).ExecContext(ctx, id, principal)); err != nil {
+			return err
+		}
+		_, err := tx.StmtContext(ctx, st[1]).ExecContext(ctx, id)
+		return err
 	})
 }
 
@@ -474,13 +490,21 @@ func (s *Store) ListSubscriptions(ctx context.Context, q subscriptions.ListQuery
 	return out, rows.Err()
 }
 
+// expireFlush is the size of the batches in which an expiring subscription's
+// buffer is delivered.
+const expireFlush = 1000
+
 // ExpireSubscriptions implements subscriptions.Store.
 func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) ([]subscriptions.InboxEntry, error) {
+	st, err := s.fireStatements(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var out []subscriptions.InboxEntry
-	err := s.tx(ctx, func(tx *sql.Tx) error {
+	err = s.tx(ctx, func(tx *sql.Tx) error {
 		out = out[:0]
 		rows, err := tx.QueryContext(ctx, `UPDATE subscriptions
-			SET status = 'expired', expired_at = ?1, updated_at = ?1
+			SET status = 'expired', expired_at = ?1, updated_at = ?1, next_fire_at = NULL
 			WHERE status IN ('active', 'paused') AND expires_at IS NOT NULL AND expires_at <= ?1
 			RETURNING id, principal`, nanos(now))
 		if err != nil {
@@ -498,16 +522,20 @@ func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) ([]subsc
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return err
 		}
+		slices.SortFunc(expired, func(a, b [2]string) int { return cmp.Compare(a[0], b[0]) })
 		for _, x := range expired {
-			var seq int64
-			err := tx.QueryRowContext(ctx, `INSERT INTO inbox (principal, subscription_ids, kind, created_at)
-				VALUES (?, json_array(?), ?, ?) RETURNING seq`, x[1], x[0], string(subscriptions.InboxExpired), nanos(now)).Scan(&seq)
+			// What still waits for a digest goes out with the expiry.
+			flush := subscriptions.FireRequest{SubscriptionID: x[0], Principal: x[1], Max: expireFlush, Aggregate: true, Drain: true}
+			res, err := st.deliver(ctx, tx, flush, now)
 			if err != nil {
 				return err
 			}
-			out = append(out, subscriptions.InboxEntry{
-				Seq: seq, Principal: x[1], SubscriptionIDs: []string{x[0]}, Kind: subscriptions.InboxExpired, CreatedAt: now.UTC(),
-			})
+			out = append(out, res.Entries...)
+			e, err := st.expired(ctx, tx, flush, now)
+			if err != nil {
+				return err
+			}
+			out = append(out, e)
 		}
 		return nil
 	})
@@ -525,10 +553,10 @@ func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
 	return fromNanos(n.Int64), true, nil
 }
 
-// Publish implements subscriptions.Store. It writes the event and one inbox
-// row per principal with plain multi-row INSERTs through prepared
-// statements; nothing else is written per delivery, because the counts are
-// derived from the inbox. Targets are taken as given: the index matched only
+// Publish implements subscriptions.Store. It writes the event, one inbox row
+// per principal and one buffer row per cron or scheduled target with plain
+// INSERTs through prepared statements; nothing else is written per delivery,
+// because the counts are derived from the inbox. Targets are taken as given: the index matched only
 // active subscriptions, and a subscription paused a moment after the match
 // is treated as paused a moment after the event.
 func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.RawMessage, targets []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
@@ -543,6 +571,16 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 		}
 		ids[i] = string(b)
 	}
+	var buffered []string
+	for _, t := range targets {
+		if (t.Channel == subscriptions.ChannelCron || t.Channel == subscriptions.ChannelScheduled) && !slices.Contains(buffered, t.SubscriptionID) {
+			buffered = append(buffered, t.SubscriptionID)
+		}
+	}
+	bufferList, err := json.Marshal(buffered)
+	if err != nil {
+		return res, err
+	}
 	var source sql.NullString
 	if ev.Metadata.SourceEventID != "" {
 		source = sql.NullString{String: ev.Metadata.SourceEventID, Valid: true}
@@ -551,6 +589,7 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 		`INSERT INTO events (id, type, source_event_id, body, received_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		`SELECT id FROM events WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`,
+		`INSERT INTO buffer (subscription_id, event_id, created_at) SELECT value, ?2, ?3 FROM json_each(?1)`,
 	}
 	for start := 0; start < len(entries); start += maxInboxRows {
 		queries = append(queries, insertInbox(min(maxInboxRows, len(entries)-start)))
@@ -559,7 +598,7 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 	if err != nil {
 		return res, err
 	}
-	insertEvent, findDuplicate, inboxStmts := stmts[0], stmts[1], stmts[2:]
+	insertEvent, findDuplicate, insertBuffer, inboxStmts := stmts[0], stmts[1], stmts[2], stmts[3:]
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		r, err := tx.StmtContext(ctx, insertEvent).ExecContext(ctx, ev.ID, ev.Type, source, string(raw), nanos(now))
 		if err != nil {
@@ -575,6 +614,11 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 			start := i * maxInboxRows
 			end := min(start+maxInboxRows, len(entries))
 			if err := writeInbox(ctx, tx, st, ev.ID, now, entries[start:end], ids[start:end]); err != nil {
+				return err
+			}
+		}
+		if len(buffered) > 0 {
+			if _, err := tx.StmtContext(ctx, insertBuffer).ExecContext(ctx, string(bufferList), ev.ID, nanos(now)); err != nil {
 				return err
 			}
 		}
@@ -644,15 +688,52 @@ func insertInbox(n int) string {
 		VALUES ` + values + ` RETURNING seq, principal`
 }
 
+// entryColumns and entryFrom read inbox entries (aliased i) with the body
+// of the event they reference.
+const (
+	entryColumns = `i.seq, i.principal, i.subscription_ids, i.kind, e.body, i.body, i.remaining, i.created_at`
+	entryFrom    = ` FROM inbox i LEFT JOIN events e ON e.id = i.event_id `
+)
+
+// scanEntries reads rows of entryColumns.
+func scanEntries(rows *sql.Rows, capacity int) ([]subscriptions.InboxEntry, error) {
+	defer rows.Close()
+	out := make([]subscriptions.InboxEntry, 0, capacity)
+	for rows.Next() {
+		var (
+			e            subscriptions.InboxEntry
+			ids, kind    string
+			event, batch sql.NullString
+			created      int64
+		)
+		if err := rows.Scan(&e.Seq, &e.Principal, &ids, &kind, &event, &batch, &e.Remaining, &created); err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal([]byte(ids), &e.SubscriptionIDs); err != nil {
+			return nil, fmt.Errorf("inbox entry %d: decode subscription IDs: %w", e.Seq, err)
+		}
+		e.Kind = subscriptions.InboxKind(kind)
+		if event.Valid {
+			e.Event = json.RawMessage(event.String)
+		}
+		if batch.Valid {
+			if err := json.Unmarshal([]byte(batch.String), &e.Events); err != nil {
+				return nil, fmt.Errorf("inbox entry %d: decode batch: %w", e.Seq, err)
+			}
+		}
+		e.CreatedAt = fromNanos(created)
+		out = append(out, e)
+	}
+	return out, rows.Err()
+}
+
 // ReadInbox implements subscriptions.Store.
 func (s *Store) ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]subscriptions.InboxEntry, bool, error) {
 	if limit <= 0 {
 		return nil, false, fmt.Errorf("sqlite: ReadInbox limit is %d; it must be positive", limit)
 	}
-	st, err := s.rstmts.get(ctx, `SELECT i.seq, i.subscription_ids, i.kind, e.body, i.created_at
-		FROM inbox i LEFT JOIN events e ON e.id = i.event_id
-		WHERE i.principal = ? AND i.seq > ?
-		ORDER BY i.seq LIMIT ?`)
+	st, err := s.rstmts.get(ctx, `SELECT `+entryColumns+entryFrom+`
+		WHERE i.principal = ? AND i.seq > ? ORDER BY i.seq LIMIT ?`)
 	if err != nil {
 		return nil, false, err
 	}
@@ -660,36 +741,43 @@ func (s *Store) ReadInbox(ctx context.Context, principal string, after int64, li
 	if err != nil {
 		return nil, false, err
 	}
-	defer rows.Close()
-	out := make([]subscriptions.InboxEntry, 0, limit)
-	for rows.Next() {
-		var (
-			e       = subscriptions.InboxEntry{Principal: principal}
-			kind    string
-			body    sql.NullString
-			created int64
-		)
-		var ids string
-		if err := rows.Scan(&e.Seq, &ids, &kind, &body, &created); err != nil {
-			return nil, false, err
-		}
-		if err := json.Unmarshal([]byte(ids), &e.SubscriptionIDs); err != nil {
-			return nil, false, fmt.Errorf("inbox entry %d: decode subscription IDs: %w", e.Seq, err)
-		}
-		e.Kind = subscriptions.InboxKind(kind)
-		if body.Valid {
-			e.Event = json.RawMessage(body.String)
-		}
-		e.CreatedAt = fromNanos(created)
-		out = append(out, e)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanEntries(rows, limit+1)
+	if err != nil {
 		return nil, false, err
 	}
 	if len(out) > limit {
 		return out[:limit], true, nil
 	}
 	return out, false, nil
+}
+
+// PendingEntries implements subscriptions.Store.
+func (s *Store) PendingEntries(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("sqlite: PendingEntries limit is %d; it must be positive", limit)
+	}
+	st, err := s.rstmts.get(ctx, `SELECT * FROM (SELECT `+entryColumns+entryFrom+`
+		WHERE i.principal = ? AND i.pending = 1 ORDER BY i.seq DESC LIMIT ?) ORDER BY seq`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, principal, limit)
+	if err != nil {
+		return nil, err
+	}
+	return scanEntries(rows, limit)
+}
+
+// ClearPending implements subscriptions.Store.
+func (s *Store) ClearPending(ctx context.Context, principal string, seq int64) error {
+	st, err := s.prepared(ctx, `UPDATE inbox SET pending = 0 WHERE principal = ? AND pending = 1 AND seq <= ?`)
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.StmtContext(ctx, st[0]).ExecContext(ctx, principal, seq)
+		return err
+	})
 }
 
 // PollCursor implements subscriptions.Store.
@@ -723,6 +811,7 @@ func (s *Store) SetPollCursor(ctx context.Context, principal string, seq int64) 
 func (s *Store) DeletePrincipal(ctx context.Context, principal string) error {
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		for _, q := range []string{
+			`DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions WHERE principal = ?)`,
 			`DELETE FROM subscriptions WHERE principal = ?`,
 			`DELETE FROM inbox WHERE principal = ?`,
 			`DELETE FROM principals WHERE principal = ?`,
@@ -744,6 +833,9 @@ func (s *Store) DeletePrincipalsWithPrefix(ctx context.Context, prefix string) (
 	err := s.tx(ctx, func(tx *sql.Tx) error {
 		// substr instead of LIKE: the prefix may hold % or _.
 		const match = ` WHERE substr(principal, 1, length(?1)) = ?1`
+		if _, err := tx.ExecContext(ctx, `DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions`+match+`)`, prefix); err != nil {
+			return err
+		}
 		res, err := tx.ExecContext(ctx, `DELETE FROM subscriptions`+match, prefix)
 		if err != nil {
 			return err
@@ -795,9 +887,9 @@ func (s *Store) Prune(ctx context.Context, r subscriptions.Retention, now time.T
 		if _, err := exec(`UPDATE subscriptions
 			SET delivered_base = delivered_base + d.n,
 				last_delivered_base = max(coalesce(last_delivered_base, d.last), d.last)
-			FROM (SELECT j.value AS subscription_id, count(*) AS n, max(i.created_at) AS last
+			FROM (SELECT j.value AS subscription_id, sum(` + deliveredEvents + `) AS n, max(i.created_at) AS last
 				FROM inbox i, json_each(i.subscription_ids) j
-				WHERE i.seq IN (SELECT seq FROM temp.doomed) AND i.kind = 'event'
+				WHERE i.seq IN (SELECT seq FROM temp.doomed) AND i.kind IN ('event', 'batch')
 				GROUP BY j.value) AS d
 			WHERE subscriptions.id = d.subscription_id`); err != nil {
 			return err
@@ -807,9 +899,11 @@ func (s *Store) Prune(ctx context.Context, r subscriptions.Retention, now time.T
 			return err
 		}
 		if r.DedupWindow > 0 {
-			// NOT IN over the whole inbox is computed once, not per event.
+			// NOT IN over the inbox and the buffers is computed once, not
+			// per event.
 			if st.Events, err = exec(`DELETE FROM events WHERE received_at < ?
-				AND id NOT IN (SELECT event_id FROM inbox WHERE event_id IS NOT NULL)`,
+				AND id NOT IN (SELECT event_id FROM inbox WHERE event_id IS NOT NULL)
+				AND id NOT IN (SELECT event_id FROM buffer)`,
 				nanos(now.Add(-r.DedupWindow))); err != nil {
 				return err
 			}
@@ -823,4 +917,163 @@ func (s *Store) Prune(ctx context.Context, r subscriptions.Retention, now time.T
 		return nil
 	})
 	return st, err
+}
+
+// fireStmts are the prepared statements of a fire.
+type fireStmts struct {
+	status, take, count, drop, batch, event, fired, expire, expiredEntry *sql.Stmt
+}
+
+func (s *Store) fireStatements(ctx context.Context) (*fireStmts, error) {
+	st, err := s.prepared(ctx,
+		`SELECT status FROM subscriptions WHERE id = ?`,
+		`SELECT b.seq, b.event_id, e.body FROM buffer b LEFT JOIN events e ON e.id = b.event_id
+			WHERE b.subscription_id = ? ORDER BY b.seq LIMIT ?`,
+		`SELECT count(*) FROM buffer WHERE subscription_id = ?`,
+		`DELETE FROM buffer WHERE subscription_id = ? AND seq <= ?`,
+		`INSERT INTO inbox (principal, subscription_ids, kind, body, remaining, pending, created_at)
+			VALUES (?, json_array(?), 'batch', ?, ?, ?, ?) RETURNING seq`,
+		`INSERT INTO inbox (principal, subscription_ids, kind, event_id, pending, created_at)
+			VALUES (?, json_array(?), 'event', ?, ?, ?) RETURNING seq`,
+		`UPDATE subscriptions SET last_fire_at = ?, next_fire_at = ? WHERE id = ?`,
+		`UPDATE subscriptions SET status = 'expired', expired_at = ?1, updated_at = ?1, next_fire_at = NULL WHERE id = ?2`,
+		`INSERT INTO inbox (principal, subscription_ids, kind, pending, created_at)
+			VALUES (?, json_array(?), 'subscription_expired', ?, ?) RETURNING seq`)
+	if err != nil {
+		return nil, err
+	}
+	return &fireStmts{st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8]}, nil
+}
+
+// Fire implements subscriptions.Store.
+func (s *Store) Fire(ctx context.Context, reqs []subscriptions.FireRequest, now time.Time) ([]subscriptions.FireResult, error) {
+	st, err := s.fireStatements(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now = now.UTC()
+	var out []subscriptions.FireResult
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		out = make([]subscriptions.FireResult, 0, len(reqs))
+		for _, req := range reqs {
+			var status string
+			err := tx.StmtContext(ctx, st.status).QueryRowContext(ctx, req.SubscriptionID).Scan(&status)
+			if errors.Is(err, sql.ErrNoRows) || err == nil && status != string(subscriptions.StatusActive) {
+				out = append(out, subscriptions.FireResult{SubscriptionID: req.SubscriptionID, Skipped: true})
+				continue
+			}
+			if err != nil {
+				return err
+			}
+			res, err := st.deliver(ctx, tx, req, now)
+			if err != nil {
+				return err
+			}
+			if _, err := tx.StmtContext(ctx, st.fired).ExecContext(ctx, nanos(now), nullNanos(req.Next), req.SubscriptionID); err != nil {
+				return err
+			}
+			if req.Expire {
+				if _, err := tx.StmtContext(ctx, st.expire).ExecContext(ctx, nanos(now), req.SubscriptionID); err != nil {
+					return err
+				}
+				e, err := st.expired(ctx, tx, req, now)
+				if err != nil {
+					return err
+				}
+				res.Entries = append(res.Entries, e)
+			}
+			out = append(out, res)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// deliver turns the oldest waiting events of req's subscription into inbox
+// entries and takes them out of the buffer.
+func (st *fireStmts) deliver(ctx context.Context, tx *sql.Tx, req subscriptions.FireRequest, now time.Time) (subscriptions.FireResult, error) {
+	res := subscriptions.FireResult{SubscriptionID: req.SubscriptionID}
+	var total int
+	if err := tx.StmtContext(ctx, st.count).QueryRowContext(ctx, req.SubscriptionID).Scan(&total); err != nil {
+		return res, err
+	}
+	res.Remaining = total
+	max := req.Max
+	if max <= 0 {
+		max = total
+	}
+	for res.Remaining > 0 {
+		rows, err := tx.StmtContext(ctx, st.take).QueryContext(ctx, req.SubscriptionID, max)
+		if err != nil {
+			return res, err
+		}
+		var (
+			lastSeq int64
+			ids     []string
+			events  []json.RawMessage
+		)
+		for rows.Next() {
+			var id string
+			var body sql.NullString
+			if err := rows.Scan(&lastSeq, &id, &body); err != nil {
+				rows.Close()
+				return res, err
+			}
+			if body.Valid { // an event retention removed is skipped
+				ids = append(ids, id)
+				events = append(events, json.RawMessage(body.String))
+			}
+		}
+		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+			return res, err
+		}
+		if lastSeq == 0 {
+			break
+		}
+		drop, err := tx.StmtContext(ctx, st.drop).ExecContext(ctx, req.SubscriptionID, lastSeq)
+		if err != nil {
+			return res, err
+		}
+		n, err := drop.RowsAffected()
+		if err != nil {
+			return res, err
+		}
+		res.Remaining -= int(n)
+		if req.Aggregate && len(events) > 0 {
+			body, err := json.Marshal(events)
+			if err != nil {
+				return res, err
+			}
+			e := subscriptions.InboxEntry{Principal: req.Principal, SubscriptionIDs: []string{req.SubscriptionID},
+				Kind: subscriptions.InboxBatch, Events: events, Remaining: res.Remaining, CreatedAt: now}
+			if err := tx.StmtContext(ctx, st.batch).QueryRowContext(ctx, req.Principal, req.SubscriptionID,
+				string(body), res.Remaining, req.Pending, nanos(now)).Scan(&e.Seq); err != nil {
+				return res, err
+			}
+			res.Entries = append(res.Entries, e)
+		}
+		if !req.Aggregate {
+			for i, id := range ids {
+				e := subscriptions.InboxEntry{Principal: req.Principal, SubscriptionIDs: []string{req.SubscriptionID},
+					Kind: subscriptions.InboxEvent, Event: events[i], CreatedAt: now}
+				if err := tx.StmtContext(ctx, st.event).QueryRowContext(ctx, req.Principal, req.SubscriptionID,
+					id, req.Pending, nanos(now)).Scan(&e.Seq); err != nil {
+					return res, err
+				}
+				res.Entries = append(res.Entries, e)
+			}
+		}
+		if !req.Drain {
+			break
+		}
+	}
+	return res, nil
+}
+
+// expired writes the InboxExpired entry of req's subscription.
+func (st *fireStmts) expired(ctx context.Context, tx *sql.Tx, req subscriptions.FireRequest, now time.Time) (subscriptions.InboxEntry, error) {
+	e := subscriptions.InboxEntry{Principal: req.Principal, SubscriptionIDs: []string{req.SubscriptionID},
+		Kind: subscriptions.InboxExpired, CreatedAt: now.UTC()}
+	err := tx.StmtContext(ctx, st.expiredEntry).QueryRowContext(ctx, req.Principal, req.SubscriptionID, req.Pending, nanos(now)).Scan(&e.Seq)
+	return e, err
 }

@@ -14,7 +14,10 @@ CREATE TABLE subscriptions (
     expires_at          INTEGER,
     expired_at          INTEGER,
     delivered_base      INTEGER NOT NULL DEFAULT 0,
-    last_delivered_base INTEGER
+    last_delivered_base INTEGER,
+    -- The cron or scheduled channel's next and last fire.
+    next_fire_at        INTEGER,
+    last_fire_at        INTEGER
 ) STRICT;
 
 CREATE INDEX subscriptions_by_principal ON subscriptions (principal, created_at);
@@ -37,20 +40,38 @@ CREATE UNIQUE INDEX events_by_source ON events (type, source_event_id)
     WHERE source_event_id IS NOT NULL;
 
 -- What was delivered to each principal, in order: one row per principal and
--- event, with the JSON array of the subscriptions it matched. AUTOINCREMENT
--- keeps sequence numbers (the cursors of events_poll) from ever being reused.
--- The only secondary index is the one reads need: every other index would be
--- one more B-tree write per delivery.
+-- event, with the JSON array of the subscriptions it matched, or one row per
+-- digest (kind 'batch', its events inline in body, with how many were still
+-- waiting). pending marks digests fired while the owner had no live session,
+-- to send when it connects. AUTOINCREMENT keeps sequence numbers (the cursors
+-- of events_poll) from ever being reused. The only secondary indexes are the
+-- ones reads need: every other index would be one more B-tree write per
+-- delivery.
 CREATE TABLE inbox (
     seq              INTEGER PRIMARY KEY AUTOINCREMENT,
     principal        TEXT NOT NULL,
     subscription_ids TEXT NOT NULL,
     kind             TEXT NOT NULL,
     event_id         TEXT,
+    body             TEXT,
+    remaining        INTEGER NOT NULL DEFAULT 0,
+    pending          INTEGER NOT NULL DEFAULT 0,
     created_at       INTEGER NOT NULL
 ) STRICT;
 
 CREATE INDEX inbox_by_principal ON inbox (principal, seq);
+CREATE INDEX inbox_pending ON inbox (principal, seq) WHERE pending = 1;
+
+-- Events waiting for the next fire of a cron or scheduled subscription,
+-- oldest first.
+CREATE TABLE buffer (
+    seq             INTEGER PRIMARY KEY,
+    subscription_id TEXT NOT NULL,
+    event_id        TEXT NOT NULL,
+    created_at      INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX buffer_by_subscription ON buffer (subscription_id, seq);
 
 -- Per-principal state: the cursor events_poll last handed out, and how many
 -- active or paused subscriptions the principal has (kept by the triggers

@@ -1,0 +1,287 @@
+package subscriptions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/google/uuid"
+)
+
+// prepareDelivery checks d against the channels offered and lets its
+// buffered channel, if any, check and complete its options.
+func (s *Service) prepareDelivery(d *Delivery, now time.Time) error {
+	if err := d.validate(s.channels); err != nil {
+		return err
+	}
+	if c := d.Timed(); c != "" {
+		return s.timings[c].Prepare(d, now)
+	}
+	return nil
+}
+
+// Subscribe creates a subscription for principal.
+func (s *Service) Subscribe(ctx context.Context, principal string, req SubscribeRequest) (*Subscription, error) {
+	now := s.clock.Now().UTC()
+	sub := &Subscription{
+		ID:        uuid.NewString(),
+		Principal: principal,
+		Status:    StatusActive,
+		Filter:    req.Filter,
+		CreatedAt: now,
+		UpdatedAt: now,
+	}
+	if req.Delivery != nil {
+		sub.Delivery = *req.Delivery
+	} else {
+		sub.Delivery = DefaultDelivery()
+	}
+	if err := s.prepareDelivery(&sub.Delivery, now); err != nil {
+		return nil, err
+	}
+	if req.ExpiresAt != "" {
+		t, err := parseFutureTime("expiresAt", req.ExpiresAt, now)
+		if err != nil {
+			return nil, err
+		}
+		sub.ExpiresAt = &t
+	}
+	e, err := NewEntry(sub)
+	if err != nil {
+		return nil, err
+	}
+	sub.NextFireAt = s.nextFire(sub.Delivery, now, nil)
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.store.CreateSubscription(ctx, sub, s.opts.MaxSubscriptions); err != nil {
+		return nil, err
+	}
+	s.index.Put(e)
+	if sub.NextFireAt != nil {
+		s.scheduleLocked(sub)
+		s.armFireLocked()
+	}
+	if sub.ExpiresAt != nil {
+		s.armExpiry()
+	}
+	return s.view(sub), nil
+}
+
+// Unsubscribe deletes a subscription of principal and the events waiting in
+// its buffer.
+func (s *Service) Unsubscribe(ctx context.Context, principal, id string) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err := s.store.DeleteSubscription(ctx, principal, id); err != nil {
+		return notFound(err, id)
+	}
+	s.index.Remove(id)
+	delete(s.timed, id)
+	return nil
+}
+
+// Get returns a subscription of principal.
+func (s *Service) Get(ctx context.Context, principal, id string) (*Subscription, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	sub, err := s.store.GetSubscription(ctx, principal, id)
+	if err != nil {
+		return nil, notFound(err, id)
+	}
+	return s.view(sub), nil
+}
+
+// List returns principal's subscriptions, all or those with one status.
+func (s *Service) List(ctx context.Context, principal string, status Status) ([]*Subscription, error) {
+	if status != "" && !status.Valid() {
+		return nil, invalid("status", "%q is not a status; use \"active\", \"paused\" or \"expired\", or leave it out to list all", status)
+	}
+	subs, err := s.store.ListSubscriptions(ctx, ListQuery{Principal: principal, Status: status})
+	if err != nil {
+		return nil, err
+	}
+	if subs == nil {
+		subs = []*Subscription{}
+	}
+	for _, sub := range subs {
+		s.view(sub)
+	}
+	return subs, nil
+}
+
+// Pause stops deliveries to a subscription until it is resumed. Events that
+// arrive meanwhile are not delivered to it, now or later; a digest does not
+// fire while paused, and keeps what it had collected.
+func (s *Service) Pause(ctx context.Context, principal, id string) (*Subscription, error) {
+	return s.change(ctx, principal, id, func(sub *Subscription) error {
+		sub.Status = StatusPaused
+		return nil
+	})
+}
+
+// Resume restarts deliveries to a paused subscription. A digest fires next at
+// its first time after now; a one-time delivery whose time passed while
+// paused fires at once.
+func (s *Service) Resume(ctx context.Context, principal, id string) (*Subscription, error) {
+	return s.change(ctx, principal, id, func(sub *Subscription) error {
+		sub.Status = StatusActive
+		return nil
+	})
+}
+
+// Update changes the filter, delivery or expiry of a subscription of
+// principal. A paused subscription stays paused. A new schedule keeps the
+// events already waiting; leaving the cron or scheduled channel delivers them
+// at once.
+func (s *Service) Update(ctx context.Context, principal string, req UpdateRequest) (*Subscription, error) {
+	if req.Filter == nil && req.Delivery == nil && !req.ExpiresAt.Set {
+		return nil, invalid("", "nothing to update: give at least one of filter, delivery or expiresAt")
+	}
+	now := s.clock.Now().UTC()
+	var expiresAt *time.Time
+	if req.ExpiresAt.Set && req.ExpiresAt.Value != "" {
+		t, err := parseFutureTime("expiresAt", req.ExpiresAt.Value, now)
+		if err != nil {
+			return nil, err
+		}
+		expiresAt = &t
+	}
+	if req.Filter != nil {
+		if _, err := req.Filter.Compile(); err != nil {
+			return nil, err
+		}
+	}
+	var delivery Delivery
+	if req.Delivery != nil {
+		delivery = *req.Delivery
+		if err := s.prepareDelivery(&delivery, now); err != nil {
+			return nil, err
+		}
+	}
+	return s.change(ctx, principal, req.SubscriptionID, func(sub *Subscription) error {
+		if req.Filter != nil {
+			sub.Filter = *req.Filter
+		}
+		if req.Delivery != nil {
+			sub.Delivery = delivery
+		}
+		if req.ExpiresAt.Set {
+			sub.ExpiresAt = expiresAt
+		}
+		return nil
+	})
+}
+
+// change applies edit to a subscription that has not expired, stores it and
+// brings the index, the fire schedule and the expiry timer up to date.
+func (s *Service) change(ctx context.Context, principal, id string, edit func(*Subscription) error) (*Subscription, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	sub, err := s.store.GetSubscription(ctx, principal, id)
+	if err != nil {
+		return nil, notFound(err, id)
+	}
+	now := s.clock.Now().UTC()
+	if sub.Status == StatusExpired || sub.ExpiresAt != nil && !sub.ExpiresAt.After(now) {
+		return nil, fmt.Errorf("%w: subscription %q expired; create a new one with events_subscribe", ErrExpired, id)
+	}
+	before := sub.Clone()
+	if err := edit(sub); err != nil {
+		return nil, err
+	}
+	if sameSettings(before, sub) {
+		return s.view(sub), nil
+	}
+	sub.UpdatedAt = now
+	var entry *Entry
+	if sub.Status == StatusActive {
+		if entry, err = NewEntry(sub); err != nil {
+			return nil, err
+		}
+	}
+	deliveryChanged := !sameDelivery(before.Delivery, sub.Delivery)
+	if old := before.Delivery.Timed(); old != "" && old != sub.Delivery.Timed() && before.Status == StatusActive {
+		// Leaving a buffered channel: what waits goes out now.
+		state := &timedState{id: id, principal: principal, delivery: before.Delivery, next: now}
+		entries, err := s.fireLocked(ctx, []*timedState{state}, now)
+		if err != nil {
+			return nil, err
+		}
+		defer s.deliverer.Deliver(entries)
+		sub.LastFireAt = &now
+	}
+	if deliveryChanged || before.Status != StatusActive && sub.Status == StatusActive {
+		sub.NextFireAt = s.nextFire(sub.Delivery, now, sub.LastFireAt)
+	}
+	if err := s.store.UpdateSubscription(ctx, sub); err != nil {
+		return nil, notFound(err, id)
+	}
+	if entry != nil {
+		s.index.Put(entry)
+	} else {
+		s.index.Remove(id)
+	}
+	s.scheduleLocked(sub)
+	s.armFireLocked()
+	if !timePtrEqual(before.ExpiresAt, sub.ExpiresAt) {
+		s.armExpiry()
+	}
+	return s.view(sub), nil
+}
+
+func sameSettings(a, b *Subscription) bool {
+	return a.Status == b.Status && sameJSON(a.Filter, b.Filter) && sameDelivery(a.Delivery, b.Delivery) &&
+		timePtrEqual(a.ExpiresAt, b.ExpiresAt)
+}
+
+func sameDelivery(a, b Delivery) bool { return sameJSON(a, b) }
+
+func sameJSON(a, b any) bool {
+	aj, _ := json.Marshal(a)
+	bj, _ := json.Marshal(b)
+	return string(aj) == string(bj)
+}
+
+func timePtrEqual(a, b *time.Time) bool {
+	if a == nil || b == nil {
+		return a == b
+	}
+	return a.Equal(*b)
+}
+
+func notFound(err error, id string) error {
+	if errors.Is(err, ErrNotFound) {
+		return &NotFoundError{ID: id}
+	}
+	return err
+}
+
+// ForgetPrincipal deletes everything principal owns; it is used when a
+// session-scoped principal's session ends.
+func (s *Service) ForgetPrincipal(ctx context.Context, principal string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	subs, err := s.store.ListSubscriptions(ctx, ListQuery{Principal: principal})
+	if err != nil {
+		return err
+	}
+	if err := s.store.DeletePrincipal(ctx, principal); err != nil {
+		return err
+	}
+	for _, sub := range subs {
+		s.index.Remove(sub.ID)
+		delete(s.timed, sub.ID)
+	}
+	s.armFireLocked()
+	return nil
+}

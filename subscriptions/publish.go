@@ -1,0 +1,83 @@
+package subscriptions
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+)
+
+// Publish validates ev, stores it and delivers it to every matching active
+// subscription: at once to realtime ones, into the buffer of cron and
+// scheduled ones. It implements the ingest path shared by POST /v1/events and
+// the adapters. An event accepted before (same ID, or same type and
+// sourceEventId) is reported as a duplicate and not routed again.
+func (s *Service) Publish(ctx context.Context, ev Event) (PublishResult, error) {
+	now := s.clock.Now()
+	if err := ev.Normalize(now); err != nil {
+		return PublishResult{}, err
+	}
+	raw, err := json.Marshal(&ev)
+	if err != nil {
+		return PublishResult{}, fmt.Errorf("encode event: %w", err)
+	}
+	s.mu.RLock()
+	matches := s.index.Match(&ev)
+	targets := make([]Target, 0, len(matches))
+	for _, e := range matches {
+		for _, c := range e.Delivery.Channels {
+			targets = append(targets, Target{SubscriptionID: e.ID, Principal: e.Principal, Channel: c})
+		}
+	}
+	res, err := s.store.Publish(ctx, &ev, raw, targets, now)
+	s.mu.RUnlock()
+	if err != nil {
+		return PublishResult{}, fmt.Errorf("store event: %w", err)
+	}
+	if !res.Duplicate && len(res.Delivered) > 0 {
+		s.deliverer.Deliver(res.Delivered)
+	}
+	return res, nil
+}
+
+// Poll returns what was delivered to principal after a cursor.
+func (s *Service) Poll(ctx context.Context, principal string, req PollRequest) (PollResult, error) {
+	limit := req.Limit
+	switch {
+	case limit == 0:
+		limit = DefaultPollLimit
+	case limit < 0 || limit > MaxPollLimit:
+		return PollResult{}, invalid("limit", "is %d; give a number from 1 to %d, or leave it out for %d", limit, MaxPollLimit, DefaultPollLimit)
+	}
+	var after int64
+	var err error
+	if req.Cursor != "" {
+		if after, err = ParseCursor(req.Cursor); err != nil {
+			return PollResult{}, err
+		}
+	} else if after, err = s.store.PollCursor(ctx, principal); err != nil {
+		return PollResult{}, err
+	}
+	entries, more, err := s.store.ReadInbox(ctx, principal, after, limit)
+	if err != nil {
+		return PollResult{}, err
+	}
+	res := PollResult{Items: make([]PollItem, 0, len(entries)), HasMore: more}
+	next := after
+	for _, e := range entries {
+		res.Items = append(res.Items, PollItem{
+			Cursor:          FormatCursor(e.Seq),
+			Kind:            e.Kind,
+			SubscriptionIDs: e.SubscriptionIDs,
+			Event:           e.Event,
+			Events:          e.Events,
+			Remaining:       e.Remaining,
+			DeliveredAt:     e.CreatedAt,
+		})
+		next = e.Seq
+	}
+	res.NextCursor = FormatCursor(next)
+	if err := s.store.SetPollCursor(ctx, principal, next); err != nil {
+		return PollResult{}, err
+	}
+	return res, nil
+}
