@@ -15,7 +15,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/server"
 	"github.com/mcpe-server/mcpe-server/sessions"
@@ -56,12 +58,19 @@ func newEnv(t *testing.T, o envOptions) *env {
 	}
 	reg := sessions.New(nil)
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
-		Store:            store,
-		Deliverer:        realtime.New(reg),
-		Presence:         reg,
+		Store:     store,
+		Deliverer: realtime.New(reg),
+		Presence:  reg,
+		Timings: map[subscriptions.Channel]subscriptions.Timing{
+			subscriptions.ChannelCron:      cron.New(nil),
+			subscriptions.ChannelScheduled: scheduled.Channel{},
+		},
 		Clock:            o.clock,
 		MaxSubscriptions: o.max,
 		EphemeralPrefix:  server.SessionPrincipalPrefix,
+		// Tests move the fake clock by hours and days; retention has its
+		// own tests.
+		PruneInterval: 24 * time.Hour,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -125,8 +134,8 @@ func TestCapabilityAdvertised(t *testing.T) {
 			c := e.connect("alice", p.opts)
 			want := subscriptions.Capability{
 				MaxSubscriptions: 7,
-				DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime},
-				Features:         subscriptions.Features{Pause: true, Wildcards: true},
+				DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime, subscriptions.ChannelCron, subscriptions.ChannelScheduled},
+				Features:         subscriptions.Features{Pause: true, Wildcards: true, CronSchedule: true, ScheduledDelivery: true},
 			}
 			var raw struct {
 				Capabilities struct {
@@ -555,8 +564,16 @@ func TestBadToolInput(t *testing.T) {
 		{"events_subscribe", `{"filter": {"eventTypes": "github.*"}}`, `filter.eventTypes must be an array of strings, not a string`},
 		{"events_subscribe", `{"filter": {"priority": ["urgent"]}}`, `filter.priority[0]: "urgent" is not a priority; use "low", "normal", "high" or "critical"`},
 		{"events_subscribe", `{"filter": {"tags": [""]}}`, `filter.tags[0]: is empty`},
-		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": ["cron"]}}`, `delivery.channels[0]: "cron" is not a delivery channel this server offers; use one of "realtime"`},
-		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": []}}`, `delivery.channels: is empty; use ["realtime"]`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": ["hourly"]}}`, `delivery.channels[0]: "hourly" is not a delivery channel this server offers; use one of "realtime", "cron", "scheduled"`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": ["cron"]}}`, `delivery.cronSchedule: is required with the "cron" channel`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "0 25 * * *"}}}`, `delivery.cronSchedule.expression: "0 25 * * *" is not a cron expression`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "@daily", "timezone": "Moon/Base"}}}`, `delivery.cronSchedule.timezone: "Moon/Base" is not an IANA time zone`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "@every 5s"}}}`, `fires more often than this server allows; use an interval of at least 1m0s, e.g. "@every 1m0s"`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "@daily", "maxEventsPerDelivery": 0.5}}}`, `delivery.cronSchedule.maxEventsPerDelivery must be a whole number`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "@daily", "cron": "x"}}}`, `unknown argument "cron"`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": ["scheduled"], "scheduledDelivery": {"deliverAt": "2020-01-01T00:00:00Z"}}}`, `delivery.scheduledDelivery.deliverAt: 2020-01-01T00:00:00Z is in the past (the server's time is 2026-03-01T09:00:00Z)`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": ["scheduled"], "scheduledDelivery": {"deliverAt": "2026-03-02T10:00:00"}}}`, `has no UTC offset; add one (e.g. "2026-03-02T10:00:00Z") or give scheduledDelivery.timezone`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "delivery": {"channels": []}}`, `delivery.channels: is empty; use ["realtime", "cron", "scheduled"]`},
 		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "expiresAt": "2020-01-01T00:00:00Z"}`, `expiresAt: 2020-01-01T00:00:00Z is in the past (the server's time is 2026-03-01T09:00:00Z)`},
 		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "expiresAt": "tomorrow"}`, `expiresAt: "tomorrow" is not an RFC 3339 time; use e.g. "2026-03-01T10:00:00Z"`},
 		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "expiresAt": "2026-03-02T10:00:00"}`, `expiresAt: "2026-03-02T10:00:00" has no UTC offset`},
@@ -620,5 +637,87 @@ func TestHTTPSessionPrincipalForgottenWhenSessionEnds(t *testing.T) {
 			t.Fatalf("the ended session's subscriptions are still stored after %v", mcpetest.Wait)
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func TestDigestOverMCP(t *testing.T) {
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			e := newEnv(t, envOptions{})
+			c := e.connect("alice", p.opts)
+			sub := c.Subscribe(t, map[string]any{
+				"filter": map[string]any{"eventTypes": []string{"github.issues.*"}},
+				"delivery": map[string]any{"channels": []string{"cron"},
+					"cronSchedule": map[string]any{"expression": "0 10 * * *", "timezone": "Europe/Paris", "maxEventsPerDelivery": 2}},
+			})
+			// The clock starts at 10:00 in Paris; the first fire is strictly
+			// after it, the next day.
+			want := &subscriptions.DeliveryTime{At: "2026-03-02T10:00:00+01:00", UTC: "2026-03-02T09:00:00Z"}
+			if diff := cmp.Diff(want, sub.NextDelivery); diff != "" {
+				t.Fatalf("nextDelivery mismatch (-want +got):\n%s", diff)
+			}
+			var ids []string
+			for i := range 3 {
+				ids = append(ids, e.publish("github.issues.opened", fmt.Sprintf(`{"number": %d}`, i), subscriptions.Metadata{}))
+			}
+			e.clock.AdvanceTo(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+			n := c.Next(t)
+			if n.Method != subscriptions.MethodBatch {
+				t.Fatalf("got %v; want events/batch", n)
+			}
+			var params struct {
+				SubscriptionID string            `json:"subscriptionId"`
+				Cursor         string            `json:"cursor"`
+				Events         []json.RawMessage `json:"events"`
+				Remaining      int               `json:"remaining"`
+			}
+			if err := json.Unmarshal(n.Params, &params); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for _, raw := range params.Events {
+				var ev subscriptions.Event
+				json.Unmarshal(raw, &ev)
+				got = append(got, ev.ID)
+			}
+			if params.SubscriptionID != sub.ID || params.Remaining != 1 || params.Cursor == "" {
+				t.Errorf("params = %s", n.Params)
+			}
+			if diff := cmp.Diff(ids[:2], got); diff != "" {
+				t.Errorf("digest events mismatch (-want +got):\n%s", diff)
+			}
+			var poll subscriptions.PollResult
+			c.MustCall(t, "events_poll", map[string]any{}, &poll)
+			if len(poll.Items) != 1 || poll.Items[0].Kind != subscriptions.InboxBatch || len(poll.Items[0].Events) != 2 || poll.Items[0].Remaining != 1 {
+				t.Errorf("events_poll = %+v", poll.Items)
+			}
+		})
+	}
+}
+
+func TestDigestWaitsForOfflineOwner(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	c := e.connect("alice", nil)
+	sub := c.Subscribe(t, map[string]any{
+		"filter":   map[string]any{"eventTypes": []string{"x"}},
+		"delivery": map[string]any{"channels": []string{"cron"}, "cronSchedule": map[string]any{"expression": "@hourly"}},
+	})
+	e.publish("x", `{}`, subscriptions.Metadata{})
+	c.Session.Close() // the laptop is closed
+	deadline := time.Now().Add(mcpetest.Wait)
+	for e.reg.Connected("alice") {
+		if time.Now().After(deadline) {
+			t.Fatal("the session never detached")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	e.clock.Advance(time.Hour) // the digest fires with nobody there
+
+	c2 := e.connect("alice", nil)
+	c2.MustCall(t, "events_list", map[string]any{}, nil) // attaches: the digest follows
+	n := c2.Next(t)
+	var params subscriptions.BatchParams
+	if err := json.Unmarshal(n.Params, &params); err != nil || n.Method != subscriptions.MethodBatch || params.SubscriptionID != sub.ID || len(params.Events) != 1 {
+		t.Fatalf("on reconnect got %v (%v); want the digest for %s", n, err, sub.ID)
 	}
 }

@@ -236,7 +236,12 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 	if !timePtrEqual(before.ExpiresAt, sub.ExpiresAt) {
 		s.armExpiry()
 	}
-	return s.view(sub), nil
+	// Read it back: a flush above changed its counts.
+	stored, err := s.store.GetSubscription(ctx, principal, id)
+	if err != nil {
+		return nil, err
+	}
+	return s.view(stored), nil
 }
 
 func sameSettings(a, b *Subscription) bool {

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
@@ -95,16 +96,22 @@ func (w *logWatcher) waitAddr(t *testing.T) string {
 
 // startStdio starts the binary as an MCP stdio server that also serves HTTP
 // on a free loopback port, and connects a client to it.
-func startStdio(t *testing.T, db string, opts *mcp.ClientSessionOptions) (*mcpetest.Client, string) {
+func startStdio(t *testing.T, db string, opts *mcp.ClientSessionOptions, args ...string) (*mcpetest.Client, string) {
+	c, base, _ := startStdioProcess(t, db, opts, args...)
+	return c, base
+}
+
+// startStdioProcess is startStdio that also returns the server process.
+func startStdioProcess(t *testing.T, db string, opts *mcp.ClientSessionOptions, args ...string) (*mcpetest.Client, string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(binary, "--stdio", "--http", "127.0.0.1:0", "--db", db)
+	cmd := exec.Command(binary, append([]string{"--stdio", "--http", "127.0.0.1:0", "--db", db}, args...)...)
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	logs := watchLog(t, pr)
 	c := mcpetest.Connect(t, &mcp.CommandTransport{Command: cmd}, opts)
 	addr := logs.waitAddr(t)
 	t.Cleanup(func() { pw.Close() })
-	return c, "http://" + addr
+	return c, "http://" + addr, cmd
 }
 
 // startHTTPServer starts the binary serving HTTP only and returns its base URL,
@@ -548,4 +555,92 @@ func TestScenarioOverStreamableHTTP(t *testing.T) {
 	os.WriteFile(cfg, []byte("auth:\n  tokens:\n    - principal: alice\n      token: alice-token\n"), 0o600)
 	base, _, _ := startHTTPServer(t, "--config", cfg)
 	scenario(t, httpClient(t, base, "alice-token"), base, "")
+}
+
+// fastCronConfig lets "@every 1s" schedules through, so that digests fire
+// within a test's patience.
+func fastCronConfig(t *testing.T) string {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(cfg, []byte("delivery:\n  minEvery: 1s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// nextBatch waits for an events/batch and returns its params.
+func nextBatch(t *testing.T, c *mcpetest.Client) subscriptions.BatchParams {
+	t.Helper()
+	n := c.Next(t)
+	var p subscriptions.BatchParams
+	if err := json.Unmarshal(n.Params, &p); err != nil || n.Method != subscriptions.MethodBatch {
+		t.Fatalf("got %v (%v); want events/batch", n, err)
+	}
+	return p
+}
+
+func batchData(t *testing.T, p subscriptions.BatchParams) []string {
+	t.Helper()
+	var out []string
+	for _, raw := range p.Events {
+		var ev subscriptions.Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, string(ev.Data))
+	}
+	return out
+}
+
+func TestCronDigestOverStdio(t *testing.T) {
+	c, base := startStdio(t, filepath.Join(t.TempDir(), "mcpe.db"), nil, "--config", fastCronConfig(t))
+	sub := c.Subscribe(t, map[string]any{
+		"filter":   map[string]any{"eventTypes": []string{"build.*"}},
+		"delivery": map[string]any{"channels": []string{"cron"}, "cronSchedule": map[string]any{"expression": "@every 1s"}},
+	})
+	if sub.NextDelivery == nil {
+		t.Fatalf("no nextDelivery in %+v", sub)
+	}
+	post(t, base, "", `{"type": "build.failed", "data": {"n": 1}}`)
+	post(t, base, "", `{"type": "build.fixed", "data": {"n": 2}}`)
+	p := nextBatch(t, c)
+	if p.SubscriptionID != sub.ID || p.Remaining != 0 {
+		t.Errorf("batch params: %+v", p)
+	}
+	if diff := cmp.Diff([]string{`{"n":1}`, `{"n":2}`}, batchData(t, p)); diff != "" {
+		t.Errorf("digest mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestBufferedEventsSurviveSIGKILL buffers events for a one-time delivery,
+// kills the server with SIGKILL, starts it again, and expects the delivery to
+// carry them: on time if the restart beats deliverAt, at start-up if not.
+func TestBufferedEventsSurviveSIGKILL(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "mcpe.db")
+	c, base, cmd := startStdioProcess(t, db, nil)
+	deliverAt := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
+	sub := c.Subscribe(t, map[string]any{
+		"filter":   map[string]any{"eventTypes": []string{"deploy.*"}},
+		"delivery": map[string]any{"channels": []string{"scheduled"}, "scheduledDelivery": map[string]any{"deliverAt": deliverAt}},
+	})
+	for i := 1; i <= 3; i++ {
+		if code, body := post(t, base, "", fmt.Sprintf(`{"type": "deploy.step", "data": {"n": %d}}`, i)); code != http.StatusAccepted {
+			t.Fatalf("POST: %d %s", code, body)
+		}
+	}
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+
+	c2, _ := startStdio(t, db, nil)
+	p := nextBatch(t, c2)
+	if p.SubscriptionID != sub.ID {
+		t.Errorf("batch for %s, want %s", p.SubscriptionID, sub.ID)
+	}
+	if diff := cmp.Diff([]string{`{"n":1}`, `{"n":2}`, `{"n":3}`}, batchData(t, p)); diff != "" {
+		t.Errorf("digest after SIGKILL mismatch (-want +got):\n%s", diff)
+	}
+	n := c2.Next(t)
+	if n.Method != subscriptions.MethodSubscriptionExpired {
+		t.Errorf("after the one-time delivery got %v; want events/subscription_expired (autoExpire)", n)
+	}
 }
