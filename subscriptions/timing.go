@@ -38,3 +38,39 @@ func LoadZone(field, zone string) (*time.Location, error) {
 // Invalid returns an *InvalidError for field; timing implementations use it
 // so that their errors name the field like the rest.
 func Invalid(field, format string, args ...any) error { return invalid(field, format, args...) }
+
+// WallTime turns a wall-clock time in loc, given as the same date and time in
+// UTC, into the instant it names, with the daylight-saving rules of cron and
+// scheduled delivery: when the clocks fell back over it, its first
+// occurrence; when they sprang forward over it (it does not exist), the first
+// instant after the gap.
+func WallTime(wall time.Time, loc *time.Location) time.Time {
+	// The offsets a day either side: offsets reach +14h (Pacific/Kiritimati)
+	// and +13:45 with daylight saving (Pacific/Chatham), so half a day is not
+	// always on the same side of a change as wall.
+	_, before := wall.Add(-24 * time.Hour).In(loc).Zone()
+	_, after := wall.Add(24 * time.Hour).In(loc).Zone()
+	var best time.Time
+	for _, off := range []int{before, after} {
+		t := wall.Add(-time.Duration(off) * time.Second)
+		if sameWall(t.In(loc), wall) && (best.IsZero() || t.Before(best)) {
+			best = t
+		}
+	}
+	if !best.IsZero() {
+		return best.In(loc)
+	}
+	// In a gap: the later reading lands after it, in the period that begins
+	// where the gap ends.
+	later := wall.Add(-time.Duration(min(before, after)) * time.Second)
+	gapEnd, _ := later.In(loc).ZoneBounds()
+	return gapEnd
+}
+
+func sameWall(t, wall time.Time) bool {
+	y1, m1, d1 := t.Date()
+	y2, m2, d2 := wall.Date()
+	h1, mi1, s1 := t.Clock()
+	h2, mi2, s2 := wall.Clock()
+	return y1 == y2 && m1 == m2 && d1 == d2 && h1 == h2 && mi1 == mi2 && s1 == s2 && t.Nanosecond() == wall.Nanosecond()
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	robfig "github.com/robfig/cron/v3"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // starBit marks a robfig field written as "*" (robfig's own constant is
@@ -46,7 +48,10 @@ func Parse(expression string, loc *time.Location, minEvery time.Duration) (*Sche
 	case *robfig.SpecSchedule:
 		return &Schedule{spec: s, loc: loc}, nil
 	case robfig.ConstantDelaySchedule:
-		if s.Delay < minEvery {
+		// robfig rounds an interval under a second up to one second, so
+		// check the interval as written ("@every 500ms", "@every -5m").
+		d, _ := time.ParseDuration(expr[len("@every "):])
+		if d < minEvery || s.Delay < minEvery {
 			return nil, fmt.Errorf("%q fires more often than this server allows; use an interval of at least %v, e.g. \"@every %v\"", expression, minEvery, minEvery)
 		}
 		return &Schedule{every: s.Delay, loc: loc}, nil
@@ -89,7 +94,7 @@ func (s *Schedule) Next(after time.Time) time.Time {
 					if wall.Before(start) {
 						continue
 					}
-					if t := resolve(wall, s.loc); t.After(after) {
+					if t := subscriptions.WallTime(wall, s.loc); t.After(after) {
 						return t
 					}
 				}
@@ -113,32 +118,4 @@ func (s *Schedule) dateMatches(day time.Time) bool {
 		return dom && dow
 	}
 	return dom || dow
-}
-
-// resolve turns a wall-clock time (given in UTC form) into the instant it
-// names in loc: the first of two when the clocks fell back, and the end of
-// the gap when the clocks sprang forward over it.
-func resolve(wall time.Time, loc *time.Location) time.Time {
-	_, before := wall.Add(-12 * time.Hour).In(loc).Zone()
-	_, after := wall.Add(12 * time.Hour).In(loc).Zone()
-	var best time.Time
-	for _, off := range []int{before, after} {
-		t := wall.Add(-time.Duration(off) * time.Second)
-		if sameWall(t.In(loc), wall) && (best.IsZero() || t.Before(best)) {
-			best = t
-		}
-	}
-	if !best.IsZero() {
-		return best
-	}
-	// In a gap: the later reading lands after it, in the period that begins
-	// where the gap ends.
-	later := wall.Add(-time.Duration(min(before, after)) * time.Second)
-	gapEnd, _ := later.In(loc).ZoneBounds()
-	return gapEnd
-}
-
-func sameWall(t, wall time.Time) bool {
-	return t.Year() == wall.Year() && t.Month() == wall.Month() && t.Day() == wall.Day() &&
-		t.Hour() == wall.Hour() && t.Minute() == wall.Minute()
 }

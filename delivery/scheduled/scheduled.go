@@ -39,14 +39,17 @@ func (Channel) Prepare(d *subscriptions.Delivery, now time.Time) error {
 	}
 	at, err := time.Parse(time.RFC3339Nano, sd.DeliverAt)
 	if err != nil {
-		local, lerr := time.ParseInLocation(localLayout, sd.DeliverAt, loc)
+		wall, lerr := time.Parse(localLayout, sd.DeliverAt)
 		switch {
 		case lerr != nil:
 			return subscriptions.Invalid(field+".deliverAt", "%q is not an RFC 3339 time; use e.g. %q", sd.DeliverAt, now.UTC().Add(4*time.Hour).Truncate(time.Minute).Format(time.RFC3339))
 		case sd.Timezone == "":
 			return subscriptions.Invalid(field+".deliverAt", "%q has no UTC offset; add one (e.g. %q) or give scheduledDelivery.timezone", sd.DeliverAt, sd.DeliverAt+"Z")
 		}
-		at = local
+		// Like a cron time: a local time skipped by a daylight-saving
+		// change means the first instant after the gap, one that occurs
+		// twice its first occurrence.
+		at = subscriptions.WallTime(wall, loc)
 	}
 	if !at.After(now) {
 		return subscriptions.Invalid(field+".deliverAt", "%s is in the past (the server's time is %s); give a later time",
