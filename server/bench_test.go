@@ -14,12 +14,14 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/ingest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
@@ -328,4 +330,136 @@ func BenchmarkSubscribe(b *testing.B) {
 			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "heap-B/subscription")
 		})
 	}
+}
+
+// BenchmarkDigest fires digests and measures, from the fire to the last
+// notification written to the owner's session (read by a client that takes
+// the bytes as they come), the time and the peak heap:
+//
+//   - one: one subscription with 10 000 buffered events, delivered as one
+//     events/batch (maxEventsPerDelivery 10 000);
+//   - many: 10 000 subscriptions firing in the same minute with 10 events
+//     each, 10 000 events/batch notifications.
+//
+// Run it with -benchtime=1x: each iteration builds its own buffers.
+func BenchmarkDigest(b *testing.B) {
+	for _, tc := range []struct {
+		name         string
+		subs, events int
+	}{{"one", 1, 10000}, {"many", 10000, 10}} {
+		b.Run(tc.name, func(b *testing.B) {
+			for range b.N {
+				b.StopTimer()
+				e, clk, ts := newDigestEnv(b, tc.subs, tc.events)
+				runtime.GC()
+				peak := sampleHeap()
+				b.StartTimer()
+				fireStart := time.Now()
+				clk.AdvanceTo(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+				b.ReportMetric(time.Since(fireStart).Seconds(), "fire-s")
+				select {
+				case <-ts.done:
+				case <-time.After(time.Minute):
+					b.Fatalf("%d of %d digests written within a minute (%+v)", len(ts.at), tc.subs, e.reg.Stats())
+				}
+				b.StopTimer()
+				b.ReportMetric(float64(peak()), "peak-heap-B")
+			}
+		})
+	}
+}
+
+// sampleHeap samples the heap every millisecond until the returned function
+// is called, which returns the largest HeapAlloc seen.
+func sampleHeap() func() uint64 {
+	var peak atomic.Uint64
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Millisecond)
+		defer t.Stop()
+		var m runtime.MemStats
+		for {
+			runtime.ReadMemStats(&m)
+			if m.HeapAlloc > peak.Load() {
+				peak.Store(m.HeapAlloc)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return func() uint64 { close(stop); <-done; return peak.Load() }
+}
+
+// newDigestEnv builds a server on a fake clock (08:00) with subs cron
+// subscriptions ("0 9 * * *", digests of up to 10 000) of benchPrincipal,
+// each with events buffered, and a raw client session whose writes are
+// timed.
+func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clock.Fake, *timedSink) {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	clk := clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
+	reg := sessions.New(&sessions.Options{QueueSize: 1 << 16})
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+		Store:            store,
+		Deliverer:        realtime.New(reg),
+		Presence:         reg,
+		Timings:          map[subscriptions.Channel]subscriptions.Timing{subscriptions.ChannelCron: cron.New(nil)},
+		Clock:            clk,
+		MaxSubscriptions: subs + 1,
+		PruneInterval:    24 * time.Hour,
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		b.Fatal(err)
+	}
+	srv, err := server.New(server.Options{Service: svc, Sessions: reg})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		for ss := range srv.MCP().Sessions() {
+			ss.Close()
+		}
+		reg.Close()
+		srv.Wait()
+		svc.Stop()
+		store.Close()
+	})
+	delivery := &subscriptions.Delivery{Channels: []subscriptions.Channel{subscriptions.ChannelCron},
+		CronSchedule: &subscriptions.CronSchedule{Expression: "0 9 * * *", MaxEventsPerDelivery: 10000}}
+	for range subs {
+		if _, err := svc.Subscribe(ctx, benchPrincipal, subscriptions.SubscribeRequest{
+			Filter: subscriptions.Filter{EventTypes: []string{"digest.*"}}, Delivery: delivery,
+		}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	for i := range events {
+		if _, err := svc.Publish(ctx, subscriptions.Event{Type: "digest.item", Data: json.RawMessage(fmt.Sprintf(`{"seq": %d, "title": "an event of a realistic size, with a title and a url", "url": "https://example.com/items/%d"}`, i, i))}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	c1, c2 := net.Pipe()
+	ss, err := srv.Connect(ctx, &mcp.IOTransport{Reader: c1, Writer: c1}, "bench-raw")
+	if err != nil {
+		b.Fatal(err)
+	}
+	rawClient(b, c2)
+	inner, err := mcpbridge.SessionSink(ss)
+	if err != nil {
+		b.Fatal(err)
+	}
+	ts := &timedSink{inner: inner, done: make(chan struct{}), want: subs}
+	b.Cleanup(reg.Attach(benchPrincipal, ts))
+	return &benchEnv{svc: svc, reg: reg, srv: srv}, clk, ts
 }

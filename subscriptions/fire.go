@@ -41,8 +41,8 @@ func (s *Service) scheduleLocked(sub *Subscription) {
 	}
 }
 
-// armFireLocked sets the fire timer to the earliest scheduled fire. The
-// caller holds s.mu.
+// armFireLocked sets the fire timer to the earliest scheduled fire, looking
+// at every scheduled subscription. The caller holds s.mu.
 func (s *Service) armFireLocked() {
 	var first time.Time
 	for _, t := range s.timed {
@@ -50,7 +50,17 @@ func (s *Service) armFireLocked() {
 			first = t.next
 		}
 	}
+	s.fireAt = first
 	s.rearm(&s.fireTimer, first, s.fireDue)
+}
+
+// considerFireLocked moves the fire timer earlier when a subscription just
+// scheduled fires at t, without looking at the others. The caller holds s.mu.
+func (s *Service) considerFireLocked(t time.Time) {
+	if s.fireAt.IsZero() || t.Before(s.fireAt) {
+		s.fireAt = t
+		s.rearm(&s.fireTimer, t, s.fireDue)
+	}
 }
 
 // nextFire computes the first fire of delivery d after now, given the last

@@ -62,7 +62,7 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req Subscribe
 	s.index.Put(e)
 	if sub.NextFireAt != nil {
 		s.scheduleLocked(sub)
-		s.armFireLocked()
+		s.considerFireLocked(*sub.NextFireAt)
 	}
 	if sub.ExpiresAt != nil {
 		s.armExpiry()

@@ -87,8 +87,9 @@ type Service struct {
 	// returned.
 	mu sync.RWMutex
 	// timed holds the fire state of active cron and scheduled
-	// subscriptions, by ID.
-	timed map[string]*timedState
+	// subscriptions, by ID; fireAt is when the fire timer is set for.
+	timed  map[string]*timedState
+	fireAt time.Time
 
 	life        sync.Mutex // guards the fields below
 	started     bool

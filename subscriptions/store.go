@@ -29,9 +29,10 @@ type Store interface {
 
 	// ExpireSubscriptions marks every active or paused subscription whose
 	// expiresAt is at or before now as expired and appends to its owner's
-	// inbox, in one transaction: first, if events wait in its buffer, an
-	// InboxBatch entry with all of them (nothing buffered is dropped), then
-	// an InboxExpired entry naming the subscription. It returns the entries
+	// inbox, in one transaction: first, if events wait in its buffer,
+	// InboxBatch entries with all of them, at most 1000 per entry (nothing
+	// buffered is dropped), then an InboxExpired entry naming the
+	// subscription. It returns the entries
 	// in sequence order.
 	ExpireSubscriptions(ctx context.Context, now time.Time) ([]InboxEntry, error)
 	// NextExpiry returns the earliest expiresAt among active and paused
@@ -56,8 +57,9 @@ type Store interface {
 	// and Next as its next; with Expire it then expires, with an
 	// InboxExpired entry. Entries of a request with Pending are marked for
 	// delivery when the owner next connects. An empty buffer writes no
-	// delivery entry. A request for a subscription that no longer exists
-	// or is not active is skipped.
+	// delivery entry. A request for a subscription that no longer exists,
+	// is not active or belongs to another principal is skipped. The results
+	// match reqs one for one, in order.
 	Fire(ctx context.Context, reqs []FireRequest, now time.Time) ([]FireResult, error)
 	// PendingEntries returns up to limit of principal's most recent entries
 	// marked pending by Fire, oldest first.

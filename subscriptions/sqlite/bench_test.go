@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 
@@ -63,4 +64,177 @@ func BenchmarkPublish(b *testing.B) {
 			}
 		})
 	}
+}
+
+// BenchmarkFire fires digests from a file database whose buffers were filled
+// through Publish:
+//
+//   - one-digest-of-10000: one subscription with 10,000 waiting events
+//     fired as one digest (Max 10000, Aggregate); ms/fire and B/op.
+//   - 10000-subscriptions-of-10: 10,000 subscriptions with 10 waiting events
+//     each, fired 256 requests per Fire call as the Service does; s/fire-all
+//     is the time to fire them all, peak-heap-MB the most heap in use after
+//     a Fire call, above what was in use before the first.
+func BenchmarkFire(b *testing.B) {
+	b.Run("one-digest-of-10000", func(b *testing.B) {
+		const events = 10000
+		s := openBench(b)
+		sub := cronSubscription(0, "principal-0")
+		if err := s.CreateSubscription(b.Context(), sub, 1); err != nil {
+			b.Fatal(err)
+		}
+		targets := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: sub.Principal, Channel: subscriptions.ChannelCron}}
+		pub := newPublisher(b, s)
+		var fired time.Duration
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			for range events {
+				pub.publish(targets)
+			}
+			req := subscriptions.FireRequest{SubscriptionID: sub.ID, Principal: sub.Principal, Max: events, Aggregate: true, Next: new(pub.now.Add(time.Hour))}
+			b.StartTimer()
+			start := time.Now()
+			res, err := s.Fire(b.Context(), []subscriptions.FireRequest{req}, pub.now)
+			fired += time.Since(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if len(res) != 1 || len(res[0].Entries) != 1 || len(res[0].Entries[0].Events) != events || res[0].Remaining != 0 {
+				b.Fatalf("Fire delivered %+v, want one digest of %d events", summarize(res), events)
+			}
+		}
+		b.ReportMetric(float64(fired.Microseconds())/1000/float64(b.N), "ms/fire")
+	})
+
+	b.Run("10000-subscriptions-of-10", func(b *testing.B) {
+		const (
+			subs   = 10000
+			events = 10
+			chunk  = 256 // fireChunk of the Service
+		)
+		s := openBench(b)
+		targets := make([]subscriptions.Target, subs)
+		for i := range subs {
+			sub := cronSubscription(i, fmt.Sprintf("principal-%d", i%1000))
+			if err := s.CreateSubscription(b.Context(), sub, subs); err != nil {
+				b.Fatal(err)
+			}
+			targets[i] = subscriptions.Target{SubscriptionID: sub.ID, Principal: sub.Principal, Channel: subscriptions.ChannelCron}
+		}
+		pub := newPublisher(b, s)
+		var (
+			fired time.Duration
+			peak  uint64
+			ms    runtime.MemStats
+		)
+		b.ReportAllocs()
+		for b.Loop() {
+			b.StopTimer()
+			for range events {
+				pub.publish(targets) // one event for every subscription
+			}
+			next := new(pub.now.Add(time.Hour))
+			reqs := make([]subscriptions.FireRequest, subs)
+			for i, t := range targets {
+				reqs[i] = subscriptions.FireRequest{SubscriptionID: t.SubscriptionID, Principal: t.Principal, Max: 100, Aggregate: true, Next: next}
+			}
+			runtime.GC()
+			runtime.ReadMemStats(&ms)
+			base := ms.HeapAlloc
+			b.StartTimer()
+			start := time.Now()
+			delivered := 0
+			for from := 0; from < subs; from += chunk {
+				res, err := s.Fire(b.Context(), reqs[from:min(from+chunk, subs)], pub.now)
+				if err != nil {
+					b.Fatal(err)
+				}
+				runtime.ReadMemStats(&ms)
+				peak = max(peak, ms.HeapAlloc-min(base, ms.HeapAlloc))
+				for _, r := range res {
+					if len(r.Entries) == 1 {
+						delivered += len(r.Entries[0].Events)
+					}
+				}
+			}
+			fired += time.Since(start)
+			if delivered != subs*events {
+				b.Fatalf("Fire delivered %d events in digests, want %d", delivered, subs*events)
+			}
+		}
+		b.ReportMetric(fired.Seconds()/float64(b.N), "s/fire-all")
+		b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MB")
+	})
+}
+
+// openBench opens a file database in b's temporary directory.
+func openBench(b *testing.B) *sqlite.Store {
+	b.Helper()
+	s, err := sqlite.Open(b.Context(), filepath.Join(b.TempDir(), "bench.db"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// cronSubscription returns an active cron subscription, number i.
+func cronSubscription(i int, principal string) *subscriptions.Subscription {
+	return &subscriptions.Subscription{
+		ID:        fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
+		Principal: principal,
+		Status:    subscriptions.StatusActive,
+		Filter:    subscriptions.Filter{EventTypes: []string{"bench.*"}},
+		Delivery: subscriptions.Delivery{
+			Channels:     []subscriptions.Channel{subscriptions.ChannelCron},
+			CronSchedule: &subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC"},
+		},
+		CreatedAt:  t0,
+		UpdatedAt:  t0,
+		NextFireAt: new(t0.Add(24 * time.Hour)),
+	}
+}
+
+// publisher publishes distinct events, a millisecond apart.
+type publisher struct {
+	b   *testing.B
+	s   *sqlite.Store
+	n   int
+	now time.Time
+}
+
+func newPublisher(b *testing.B, s *sqlite.Store) *publisher {
+	return &publisher{b: b, s: s, now: t0}
+}
+
+func (p *publisher) publish(targets []subscriptions.Target) {
+	p.n++
+	p.now = t0.Add(time.Duration(p.n) * time.Millisecond)
+	ev := &subscriptions.Event{
+		ID:       fmt.Sprintf("00000000-0000-4000-9000-%012d", p.n),
+		Type:     "bench.created",
+		Data:     json.RawMessage(fmt.Sprintf(`{"number":%d,"title":"a benchmark event of typical size"}`, p.n)),
+		Metadata: subscriptions.Metadata{Timestamp: p.now, Priority: subscriptions.PriorityNormal, Tags: []string{"bench"}},
+	}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		p.b.Fatal(err)
+	}
+	if _, err := p.s.Publish(p.b.Context(), ev, raw, targets, p.now); err != nil {
+		p.b.Fatal(err)
+	}
+}
+
+// summarize describes what Fire returned, without the events.
+func summarize(res []subscriptions.FireResult) []string {
+	var out []string
+	for _, r := range res {
+		sizes := make([]int, len(r.Entries))
+		for i, e := range r.Entries {
+			sizes[i] = len(e.Events)
+		}
+		out = append(out, fmt.Sprintf("%s: entries of %v events, %d remaining, skipped %t", r.SubscriptionID, sizes, r.Remaining, r.Skipped))
+	}
+	return out
 }

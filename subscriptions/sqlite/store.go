@@ -351,7 +351,7 @@ func selectSubscriptions(where string) string {
 }
 
 // deliveredEvents is how many events the inbox entry i delivered.
-const deliveredEvents = `CASE i.kind WHEN 'batch' THEN json_array_length(i.body) ELSE 1 END`
+const deliveredEvents = `CASE i.kind WHEN 'batch' THEN json_array_length(i.event_ids) ELSE 1 END`
 
 type scanner interface{ Scan(...any) error }
 
@@ -496,7 +496,7 @@ const expireFlush = 1000
 
 // ExpireSubscriptions implements subscriptions.Store.
 func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) ([]subscriptions.InboxEntry, error) {
-	st, err := s.fireStatements(ctx)
+	f, err := s.fireStatements(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -510,34 +510,25 @@ func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) ([]subsc
 		if err != nil {
 			return err
 		}
-		var expired [][2]string
+		var reqs []subscriptions.FireRequest
 		for rows.Next() {
-			var id, principal string
-			if err := rows.Scan(&id, &principal); err != nil {
+			// What still waits for a digest goes out with the expiry.
+			r := subscriptions.FireRequest{Max: expireFlush, Aggregate: true, Drain: true, Expire: true}
+			if err := rows.Scan(&r.SubscriptionID, &r.Principal); err != nil {
 				rows.Close()
 				return err
 			}
-			expired = append(expired, [2]string{id, principal})
+			reqs = append(reqs, r)
 		}
 		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
 			return err
 		}
-		slices.SortFunc(expired, func(a, b [2]string) int { return cmp.Compare(a[0], b[0]) })
-		for _, x := range expired {
-			// What still waits for a digest goes out with the expiry.
-			flush := subscriptions.FireRequest{SubscriptionID: x[0], Principal: x[1], Max: expireFlush, Aggregate: true, Drain: true}
-			res, err := st.deliver(ctx, tx, flush, now)
-			if err != nil {
-				return err
-			}
-			out = append(out, res.Entries...)
-			e, err := st.expired(ctx, tx, flush, now)
-			if err != nil {
-				return err
-			}
-			out = append(out, e)
+		slices.SortFunc(reqs, func(a, b subscriptions.FireRequest) int { return cmp.Compare(a.SubscriptionID, b.SubscriptionID) })
+		results, err := f.fire(ctx, tx, reqs, now, false)
+		for _, r := range results {
+			out = append(out, r.Entries...)
 		}
-		return nil
+		return err
 	})
 	return out, err
 }
@@ -572,8 +563,10 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 		ids[i] = string(b)
 	}
 	var buffered []string
+	seen := make(map[string]bool)
 	for _, t := range targets {
-		if (t.Channel == subscriptions.ChannelCron || t.Channel == subscriptions.ChannelScheduled) && !slices.Contains(buffered, t.SubscriptionID) {
+		if (t.Channel == subscriptions.ChannelCron || t.Channel == subscriptions.ChannelScheduled) && !seen[t.SubscriptionID] {
+			seen[t.SubscriptionID] = true
 			buffered = append(buffered, t.SubscriptionID)
 		}
 	}
@@ -639,18 +632,20 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 // in the order the principals first appear, each subscription listed once.
 func groupByPrincipal(targets []subscriptions.Target) []subscriptions.InboxEntry {
 	var out []subscriptions.InboxEntry
+	byPrincipal := make(map[string]int)
+	listed := make(map[string]bool)
 	for _, t := range targets {
-		if t.Channel != subscriptions.ChannelRealtime {
+		if t.Channel != subscriptions.ChannelRealtime || listed[t.SubscriptionID] {
 			continue
 		}
-		i := slices.IndexFunc(out, func(e subscriptions.InboxEntry) bool { return e.Principal == t.Principal })
-		if i < 0 {
+		listed[t.SubscriptionID] = true
+		i, ok := byPrincipal[t.Principal]
+		if !ok {
+			i = len(out)
+			byPrincipal[t.Principal] = i
 			out = append(out, subscriptions.InboxEntry{Principal: t.Principal})
-			i = len(out) - 1
 		}
-		if !slices.Contains(out[i].SubscriptionIDs, t.SubscriptionID) {
-			out[i].SubscriptionIDs = append(out[i].SubscriptionIDs, t.SubscriptionID)
-		}
+		out[i].SubscriptionIDs = append(out[i].SubscriptionIDs, t.SubscriptionID)
 	}
 	return out
 }
@@ -691,40 +686,97 @@ func insertInbox(n int) string {
 // entryColumns and entryFrom read inbox entries (aliased i) with the body
 // of the event they reference.
 const (
-	entryColumns = `i.seq, i.principal, i.subscription_ids, i.kind, e.body, i.body, i.remaining, i.created_at`
+	entryColumns = `i.seq, i.principal, i.subscription_ids, i.kind, e.body, i.event_ids, i.remaining, i.created_at`
 	entryFrom    = ` FROM inbox i LEFT JOIN events e ON e.id = i.event_id `
 )
 
-// scanEntries reads rows of entryColumns.
-func scanEntries(rows *sql.Rows, capacity int) ([]subscriptions.InboxEntry, error) {
-	defer rows.Close()
+// readEntries reads rows of entryColumns, then the bodies of the events of
+// the batches among them.
+func (s *Store) readEntries(ctx context.Context, rows *sql.Rows, capacity int) ([]subscriptions.InboxEntry, error) {
 	out := make([]subscriptions.InboxEntry, 0, capacity)
-	for rows.Next() {
-		var (
-			e            subscriptions.InboxEntry
-			ids, kind    string
-			event, batch sql.NullString
-			created      int64
-		)
-		if err := rows.Scan(&e.Seq, &e.Principal, &ids, &kind, &event, &batch, &e.Remaining, &created); err != nil {
-			return nil, err
+	batchIDs := make(map[int][]string)
+	bodies := make(map[string]json.RawMessage)
+	err := func() error {
+		defer rows.Close()
+		for rows.Next() {
+			var (
+				e              subscriptions.InboxEntry
+				ids, kind      string
+				event, members sql.NullString
+				created        int64
+			)
+			if err := rows.Scan(&e.Seq, &e.Principal, &ids, &kind, &event, &members, &e.Remaining, &created); err != nil {
+				return err
+			}
+			if err := json.Unmarshal([]byte(ids), &e.SubscriptionIDs); err != nil {
+				return fmt.Errorf("inbox entry %d: decode subscription IDs: %w", e.Seq, err)
+			}
+			e.Kind = subscriptions.InboxKind(kind)
+			if event.Valid {
+				e.Event = json.RawMessage(event.String)
+			}
+			if members.Valid {
+				var list []string
+				if err := json.Unmarshal([]byte(members.String), &list); err != nil {
+					return fmt.Errorf("inbox entry %d: decode batch: %w", e.Seq, err)
+				}
+				batchIDs[len(out)] = list
+				for _, id := range list {
+					bodies[id] = nil
+				}
+			}
+			e.CreatedAt = fromNanos(created)
+			out = append(out, e)
 		}
-		if err := json.Unmarshal([]byte(ids), &e.SubscriptionIDs); err != nil {
-			return nil, fmt.Errorf("inbox entry %d: decode subscription IDs: %w", e.Seq, err)
-		}
-		e.Kind = subscriptions.InboxKind(kind)
-		if event.Valid {
-			e.Event = json.RawMessage(event.String)
-		}
-		if batch.Valid {
-			if err := json.Unmarshal([]byte(batch.String), &e.Events); err != nil {
-				return nil, fmt.Errorf("inbox entry %d: decode batch: %w", e.Seq, err)
+		return rows.Err()
+	}()
+	if err != nil || len(bodies) == 0 {
+		return out, err
+	}
+	if err := s.eventBodies(ctx, &s.rstmts, nil, bodies); err != nil {
+		return nil, err
+	}
+	for i, ids := range batchIDs {
+		for _, id := range ids {
+			if b := bodies[id]; b != nil {
+				out[i].Events = append(out[i].Events, b)
 			}
 		}
-		e.CreatedAt = fromNanos(created)
-		out = append(out, e)
 	}
-	return out, rows.Err()
+	return out, nil
+}
+
+// bodiesQuery reads the bodies of a JSON array of event IDs.
+const bodiesQuery = `SELECT id, body FROM events WHERE id IN (SELECT value FROM json_each(?))`
+
+// eventBodies fills in the bodies of the event IDs that are the keys of
+// bodies, through the statement cache c (in tx when not nil; the statement
+// must then be prepared already).
+func (s *Store) eventBodies(ctx context.Context, c *stmtCache, tx *sql.Tx, bodies map[string]json.RawMessage) error {
+	st, err := c.get(ctx, bodiesQuery)
+	if err != nil {
+		return err
+	}
+	if tx != nil {
+		st = tx.StmtContext(ctx, st)
+	}
+	ids := make([]string, 0, len(bodies))
+	for id := range bodies {
+		ids = append(ids, id)
+	}
+	rows, err := st.QueryContext(ctx, mustJSON(ids))
+	if err != nil {
+		return fmt.Errorf("read events: %w", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var id, body string
+		if err := rows.Scan(&id, &body); err != nil {
+			return err
+		}
+		bodies[id] = json.RawMessage(body)
+	}
+	return rows.Err()
 }
 
 // ReadInbox implements subscriptions.Store.
@@ -741,7 +793,7 @@ func (s *Store) ReadInbox(ctx context.Context, principal string, after int64, li
 	if err != nil {
 		return nil, false, err
 	}
-	out, err := scanEntries(rows, limit+1)
+	out, err := s.readEntries(ctx, rows, limit+1)
 	if err != nil {
 		return nil, false, err
 	}
@@ -765,7 +817,7 @@ func (s *Store) PendingEntries(ctx context.Context, principal string, limit int)
 	if err != nil {
 		return nil, err
 	}
-	return scanEntries(rows, limit)
+	return s.readEntries(ctx, rows, limit)
 }
 
 // ClearPending implements subscriptions.Store.
@@ -899,181 +951,29 @@ func (s *Store) Prune(ctx context.Context, r subscriptions.Retention, now time.T
 			return err
 		}
 		if r.DedupWindow > 0 {
-			// NOT IN over the inbox and the buffers is computed once, not
-			// per event.
+			// NOT IN over the inbox (its events and its digests' events)
+			// and the buffers is computed once, not per event.
 			if st.Events, err = exec(`DELETE FROM events WHERE received_at < ?
 				AND id NOT IN (SELECT event_id FROM inbox WHERE event_id IS NOT NULL)
+				AND id NOT IN (SELECT j.value FROM inbox, json_each(inbox.event_ids) j WHERE inbox.event_ids IS NOT NULL)
 				AND id NOT IN (SELECT event_id FROM buffer)`,
 				nanos(now.Add(-r.DedupWindow))); err != nil {
 				return err
 			}
 		}
 		if r.ExpiredMaxAge > 0 {
+			// The buffer of a subscription expired by an update goes with it.
+			cutoff := nanos(now.Add(-r.ExpiredMaxAge))
+			if _, err := exec(`DELETE FROM buffer WHERE subscription_id IN (
+				SELECT id FROM subscriptions WHERE status = 'expired' AND expired_at < ?)`, cutoff); err != nil {
+				return err
+			}
 			if st.Subscriptions, err = exec(`DELETE FROM subscriptions WHERE status = 'expired' AND expired_at < ?`,
-				nanos(now.Add(-r.ExpiredMaxAge))); err != nil {
+				cutoff); err != nil {
 				return err
 			}
 		}
 		return nil
 	})
 	return st, err
-}
-
-// fireStmts are the prepared statements of a fire.
-type fireStmts struct {
-	status, take, count, drop, batch, event, fired, expire, expiredEntry *sql.Stmt
-}
-
-func (s *Store) fireStatements(ctx context.Context) (*fireStmts, error) {
-	st, err := s.prepared(ctx,
-		`SELECT status FROM subscriptions WHERE id = ?`,
-		`SELECT b.seq, b.event_id, e.body FROM buffer b LEFT JOIN events e ON e.id = b.event_id
-			WHERE b.subscription_id = ? ORDER BY b.seq LIMIT ?`,
-		`SELECT count(*) FROM buffer WHERE subscription_id = ?`,
-		`DELETE FROM buffer WHERE subscription_id = ? AND seq <= ?`,
-		`INSERT INTO inbox (principal, subscription_ids, kind, body, remaining, pending, created_at)
-			VALUES (?, json_array(?), 'batch', ?, ?, ?, ?) RETURNING seq`,
-		`INSERT INTO inbox (principal, subscription_ids, kind, event_id, pending, created_at)
-			VALUES (?, json_array(?), 'event', ?, ?, ?) RETURNING seq`,
-		`UPDATE subscriptions SET last_fire_at = ?, next_fire_at = ? WHERE id = ?`,
-		`UPDATE subscriptions SET status = 'expired', expired_at = ?1, updated_at = ?1, next_fire_at = NULL WHERE id = ?2`,
-		`INSERT INTO inbox (principal, subscription_ids, kind, pending, created_at)
-			VALUES (?, json_array(?), 'subscription_expired', ?, ?) RETURNING seq`)
-	if err != nil {
-		return nil, err
-	}
-	return &fireStmts{st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7], st[8]}, nil
-}
-
-// Fire implements subscriptions.Store.
-func (s *Store) Fire(ctx context.Context, reqs []subscriptions.FireRequest, now time.Time) ([]subscriptions.FireResult, error) {
-	st, err := s.fireStatements(ctx)
-	if err != nil {
-		return nil, err
-	}
-	now = now.UTC()
-	var out []subscriptions.FireResult
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		out = make([]subscriptions.FireResult, 0, len(reqs))
-		for _, req := range reqs {
-			var status string
-			err := tx.StmtContext(ctx, st.status).QueryRowContext(ctx, req.SubscriptionID).Scan(&status)
-			if errors.Is(err, sql.ErrNoRows) || err == nil && status != string(subscriptions.StatusActive) {
-				out = append(out, subscriptions.FireResult{SubscriptionID: req.SubscriptionID, Skipped: true})
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			res, err := st.deliver(ctx, tx, req, now)
-			if err != nil {
-				return err
-			}
-			if _, err := tx.StmtContext(ctx, st.fired).ExecContext(ctx, nanos(now), nullNanos(req.Next), req.SubscriptionID); err != nil {
-				return err
-			}
-			if req.Expire {
-				if _, err := tx.StmtContext(ctx, st.expire).ExecContext(ctx, nanos(now), req.SubscriptionID); err != nil {
-					return err
-				}
-				e, err := st.expired(ctx, tx, req, now)
-				if err != nil {
-					return err
-				}
-				res.Entries = append(res.Entries, e)
-			}
-			out = append(out, res)
-		}
-		return nil
-	})
-	return out, err
-}
-
-// deliver turns the oldest waiting events of req's subscription into inbox
-// entries and takes them out of the buffer.
-func (st *fireStmts) deliver(ctx context.Context, tx *sql.Tx, req subscriptions.FireRequest, now time.Time) (subscriptions.FireResult, error) {
-	res := subscriptions.FireResult{SubscriptionID: req.SubscriptionID}
-	var total int
-	if err := tx.StmtContext(ctx, st.count).QueryRowContext(ctx, req.SubscriptionID).Scan(&total); err != nil {
-		return res, err
-	}
-	res.Remaining = total
-	max := req.Max
-	if max <= 0 {
-		max = total
-	}
-	for res.Remaining > 0 {
-		rows, err := tx.StmtContext(ctx, st.take).QueryContext(ctx, req.SubscriptionID, max)
-		if err != nil {
-			return res, err
-		}
-		var (
-			lastSeq int64
-			ids     []string
-			events  []json.RawMessage
-		)
-		for rows.Next() {
-			var id string
-			var body sql.NullString
-			if err := rows.Scan(&lastSeq, &id, &body); err != nil {
-				rows.Close()
-				return res, err
-			}
-			if body.Valid { // an event retention removed is skipped
-				ids = append(ids, id)
-				events = append(events, json.RawMessage(body.String))
-			}
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
-			return res, err
-		}
-		if lastSeq == 0 {
-			break
-		}
-		drop, err := tx.StmtContext(ctx, st.drop).ExecContext(ctx, req.SubscriptionID, lastSeq)
-		if err != nil {
-			return res, err
-		}
-		n, err := drop.RowsAffected()
-		if err != nil {
-			return res, err
-		}
-		res.Remaining -= int(n)
-		if req.Aggregate && len(events) > 0 {
-			body, err := json.Marshal(events)
-			if err != nil {
-				return res, err
-			}
-			e := subscriptions.InboxEntry{Principal: req.Principal, SubscriptionIDs: []string{req.SubscriptionID},
-				Kind: subscriptions.InboxBatch, Events: events, Remaining: res.Remaining, CreatedAt: now}
-			if err := tx.StmtContext(ctx, st.batch).QueryRowContext(ctx, req.Principal, req.SubscriptionID,
-				string(body), res.Remaining, req.Pending, nanos(now)).Scan(&e.Seq); err != nil {
-				return res, err
-			}
-			res.Entries = append(res.Entries, e)
-		}
-		if !req.Aggregate {
-			for i, id := range ids {
-				e := subscriptions.InboxEntry{Principal: req.Principal, SubscriptionIDs: []string{req.SubscriptionID},
-					Kind: subscriptions.InboxEvent, Event: events[i], CreatedAt: now}
-				if err := tx.StmtContext(ctx, st.event).QueryRowContext(ctx, req.Principal, req.SubscriptionID,
-					id, req.Pending, nanos(now)).Scan(&e.Seq); err != nil {
-					return res, err
-				}
-				res.Entries = append(res.Entries, e)
-			}
-		}
-		if !req.Drain {
-			break
-		}
-	}
-	return res, nil
-}
-
-// expired writes the InboxExpired entry of req's subscription.
-func (st *fireStmts) expired(ctx context.Context, tx *sql.Tx, req subscriptions.FireRequest, now time.Time) (subscriptions.InboxEntry, error) {
-	e := subscriptions.InboxEntry{Principal: req.Principal, SubscriptionIDs: []string{req.SubscriptionID},
-		Kind: subscriptions.InboxExpired, CreatedAt: now.UTC()}
-	err := tx.StmtContext(ctx, st.expiredEntry).QueryRowContext(ctx, req.Principal, req.SubscriptionID, req.Pending, nanos(now)).Scan(&e.Seq)
-	return e, err
 }

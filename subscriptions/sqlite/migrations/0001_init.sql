@@ -41,8 +41,9 @@ CREATE UNIQUE INDEX events_by_source ON events (type, source_event_id)
 
 -- What was delivered to each principal, in order: one row per principal and
 -- event, with the JSON array of the subscriptions it matched, or one row per
--- digest (kind 'batch', its events inline in body, with how many were still
--- waiting). pending marks digests fired while the owner had no live session,
+-- digest (kind 'batch', the JSON array of its event IDs in event_ids, with
+-- how many were still waiting). Bodies stay once in events, however many
+-- digests carry them. pending marks digests fired while the owner had no live session,
 -- to send when it connects. AUTOINCREMENT keeps sequence numbers (the cursors
 -- of events_poll) from ever being reused. The only secondary indexes are the
 -- ones reads need: every other index would be one more B-tree write per
@@ -53,7 +54,7 @@ CREATE TABLE inbox (
     subscription_ids TEXT NOT NULL,
     kind             TEXT NOT NULL,
     event_id         TEXT,
-    body             TEXT,
+    event_ids        TEXT,
     remaining        INTEGER NOT NULL DEFAULT 0,
     pending          INTEGER NOT NULL DEFAULT 0,
     created_at       INTEGER NOT NULL
