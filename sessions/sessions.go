@@ -177,10 +177,13 @@ func (r *Registry) Notify(principal string, n subscriptions.Notification) {
 	}
 	r.mu.Unlock()
 
-	params, err := json.Marshal(n.Params)
-	if err != nil {
-		r.log.Error("encode notification", "method", n.Method, "error", err)
-		return
+	params, ok := n.Params.(json.RawMessage) // already encoded
+	if !ok {
+		var err error
+		if params, err = json.Marshal(n.Params); err != nil {
+			r.log.Error("encode notification", "method", n.Method, "error", err)
+			return
+		}
 	}
 	m := message{method: n.Method, params: params}
 	for _, s := range targets {

@@ -15,6 +15,7 @@ const (
 // Notification is a message for a principal's live sessions.
 type Notification struct {
 	Method string
+	// Params are encoded as JSON; a json.RawMessage is sent as it is.
 	Params any
 }
 

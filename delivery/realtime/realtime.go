@@ -7,6 +7,9 @@
 package realtime
 
 import (
+	"encoding/json"
+	"strconv"
+
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -33,10 +36,10 @@ func (c *Channel) Deliver(entries []subscriptions.InboxEntry) {
 			switch e.Kind {
 			case subscriptions.InboxEvent:
 				n.Method = subscriptions.MethodEvent
-				n.Params = subscriptions.EventParams{SubscriptionID: id, Cursor: cursor, Event: e.Event}
+				n.Params = eventParams(id, cursor, e.Event)
 			case subscriptions.InboxBatch:
 				n.Method = subscriptions.MethodBatch
-				n.Params = subscriptions.BatchParams{SubscriptionID: id, Cursor: cursor, Events: e.Events, Remaining: e.Remaining}
+				n.Params = batchParams(id, cursor, e.Events, e.Remaining)
 			case subscriptions.InboxExpired:
 				n.Method = subscriptions.MethodSubscriptionExpired
 				n.Params = subscriptions.ExpiredParams{SubscriptionID: id, Cursor: cursor}
@@ -46,4 +49,51 @@ func (c *Channel) Deliver(entries []subscriptions.InboxEntry) {
 			c.notifier.Notify(e.Principal, n)
 		}
 	}
+}
+
+// eventParams and batchParams write the JSON of subscriptions.EventParams and
+// subscriptions.BatchParams directly. The events are the compact JSON the
+// store keeps; json.Marshal would validate and compact every one again for
+// each subscription and session, the most of a digest's delivery time.
+func eventParams(id, cursor string, event json.RawMessage) json.RawMessage {
+	b := make([]byte, 0, len(event)+96)
+	b = head(b, id, cursor)
+	b = append(b, `,"event":`...)
+	b = append(b, event...)
+	return append(b, '}')
+}
+
+func batchParams(id, cursor string, events []json.RawMessage, remaining int) json.RawMessage {
+	n := 128
+	for _, ev := range events {
+		n += len(ev) + 1
+	}
+	b := make([]byte, 0, n)
+	b = head(b, id, cursor)
+	b = append(b, `,"events":[`...)
+	for i, ev := range events {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, ev...)
+	}
+	b = append(b, ']')
+	if remaining > 0 {
+		b = append(b, `,"remaining":`...)
+		b = strconv.AppendInt(b, int64(remaining), 10)
+	}
+	return append(b, '}')
+}
+
+// head writes {"subscriptionId":...,"cursor":... with JSON-quoted strings.
+func head(b []byte, id, cursor string) []byte {
+	q, _ := json.Marshal(id) // a string always encodes
+	b = append(b, `{"subscriptionId":`...)
+	b = append(b, q...)
+	if cursor != "" {
+		q, _ = json.Marshal(cursor)
+		b = append(b, `,"cursor":`...)
+		b = append(b, q...)
+	}
+	return b
 }

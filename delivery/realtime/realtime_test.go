@@ -18,7 +18,23 @@ type notified struct {
 // recorder is a Notifier that remembers what it was given.
 type recorder struct{ got []notified }
 
+// Notify records n with pre-encoded params decoded into their typed form,
+// so that tests compare values.
 func (r *recorder) Notify(principal string, n subscriptions.Notification) {
+	if raw, ok := n.Params.(json.RawMessage); ok {
+		var typed any
+		switch n.Method {
+		case subscriptions.MethodEvent:
+			var p subscriptions.EventParams
+			json.Unmarshal(raw, &p)
+			typed = p
+		case subscriptions.MethodBatch:
+			var p subscriptions.BatchParams
+			json.Unmarshal(raw, &p)
+			typed = p
+		}
+		n.Params = typed
+	}
 	r.got = append(r.got, notified{Principal: principal, Notification: n})
 }
 
@@ -145,5 +161,32 @@ func TestDeliverWireForm(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestParamsEncodeLikeTheTypes checks that the params written by hand are
+// byte for byte what json.Marshal makes of the typed structs clients decode.
+func TestParamsEncodeLikeTheTypes(t *testing.T) {
+	ev1 := json.RawMessage(`{"id":"e1","type":"a.b","data":{"t":"x"}}`)
+	ev2 := json.RawMessage(`{"id":"e2","type":"a.c","data":{}}`)
+	for _, tc := range []struct {
+		name string
+		got  json.RawMessage
+		want any
+	}{
+		{"event", eventParams("sub-1", "42", ev1), subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "42", Event: ev1}},
+		{"event, odd ID", eventParams(`a"b\c`, "7", ev1), subscriptions.EventParams{SubscriptionID: `a"b\c`, Cursor: "7", Event: ev1}},
+		{"event, no cursor", eventParams("s", "", ev2), subscriptions.EventParams{SubscriptionID: "s", Event: ev2}},
+		{"batch", batchParams("sub-2", "9", []json.RawMessage{ev1, ev2}, 3), subscriptions.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1, ev2}, Remaining: 3}},
+		{"batch, none remaining", batchParams("sub-2", "9", []json.RawMessage{ev1}, 0), subscriptions.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1}}},
+		{"batch, empty", batchParams("sub-2", "9", nil, 0), subscriptions.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{}}},
+	} {
+		want, err := json.Marshal(tc.want)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(tc.got) != string(want) {
+			t.Errorf("%s:\n got %s\nwant %s", tc.name, tc.got, want)
+		}
 	}
 }

@@ -41,7 +41,7 @@ func (s *Store) fireStatements(ctx context.Context) (*fireStmts, error) {
 		// The oldest waiting events of one subscription with more waiting
 		// than its limit.
 		`SELECT subscription_id, seq, event_id FROM buffer WHERE subscription_id = ? ORDER BY seq LIMIT ?`,
-		`DELETE FROM buffer WHERE seq IN (SELECT value FROM json_each(?))`,
+		`DELETE FROM buffer WHERE (subscription_id, seq) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`,
 		`SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'inbox'), 0)`,
 		`UPDATE subscriptions SET status = 'expired', expired_at = ?1, updated_at = ?1, next_fire_at = NULL
 			WHERE id IN (SELECT value FROM json_each(?2))`)
@@ -159,7 +159,7 @@ func (f *fireStmts) fire(ctx context.Context, tx *sql.Tx, reqs []subscriptions.F
 			some = append(some, r)
 		}
 	}
-	var drop []int64
+	var drop [][2]any // (subscription_id, seq)
 	bodies := make(map[string]json.RawMessage)
 	read := func(rows *sql.Rows, err error) error {
 		if err != nil {
@@ -175,7 +175,7 @@ func (f *fireStmts) fire(ctx context.Context, tx *sql.Tx, reqs []subscriptions.F
 			w := took[sub]
 			w.taken++
 			w.ids = append(w.ids, eventID)
-			drop = append(drop, seq)
+			drop = append(drop, [2]any{sub, seq})
 			bodies[eventID] = nil
 		}
 		return errors.Join(rows.Err(), rows.Close())

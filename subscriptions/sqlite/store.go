@@ -43,6 +43,9 @@ type Store struct {
 	// the only write connection, and preparing needs one.
 	wstmts, rstmts stmtCache
 
+	// bufferSeq numbers the events added to buffers.
+	bufferSeq atomic.Int64
+
 	// commits counts write transactions, so the checkpointer knows when
 	// there is something to do; stop and done end it.
 	commits    atomic.Int64
@@ -144,7 +147,15 @@ func (s *Store) checkpoint() {
 // init migrates the schema and sets up the statement caches.
 func (s *Store) init(ctx context.Context) error {
 	s.wstmts.db, s.rstmts.db = s.w, s.r
-	return s.migrate(ctx)
+	if err := s.migrate(ctx); err != nil {
+		return err
+	}
+	var seq int64
+	if err := s.w.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM buffer`).Scan(&seq); err != nil {
+		return fmt.Errorf("read buffer sequence: %w", err)
+	}
+	s.bufferSeq.Store(seq)
+	return nil
 }
 
 // stmtCache prepares each query once per pool.
@@ -582,7 +593,7 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 		`INSERT INTO events (id, type, source_event_id, body, received_at)
 			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
 		`SELECT id FROM events WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`,
-		`INSERT INTO buffer (subscription_id, event_id, created_at) SELECT value, ?2, ?3 FROM json_each(?1)`,
+		`INSERT INTO buffer (subscription_id, seq, event_id, created_at) SELECT value, ?4, ?2, ?3 FROM json_each(?1)`,
 	}
 	for start := 0; start < len(entries); start += maxInboxRows {
 		queries = append(queries, insertInbox(min(maxInboxRows, len(entries)-start)))
@@ -611,7 +622,10 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 			}
 		}
 		if len(buffered) > 0 {
-			if _, err := tx.StmtContext(ctx, insertBuffer).ExecContext(ctx, string(bufferList), ev.ID, nanos(now)); err != nil {
+			// Numbered here, while the transaction holds the only write
+			// connection, so that buffer order is commit order.
+			seq := s.bufferSeq.Add(1)
+			if _, err := tx.StmtContext(ctx, insertBuffer).ExecContext(ctx, string(bufferList), ev.ID, nanos(now), seq); err != nil {
 				return err
 			}
 		}

@@ -63,16 +63,17 @@ CREATE TABLE inbox (
 CREATE INDEX inbox_by_principal ON inbox (principal, seq);
 CREATE INDEX inbox_pending ON inbox (principal, seq) WHERE pending = 1;
 
--- Events waiting for the next fire of a cron or scheduled subscription,
--- oldest first.
+-- Events waiting for the next fire of a cron or scheduled subscription, in
+-- one B-tree keyed by subscription: a fire reads a key range and deletes by
+-- key. seq orders a subscription's events (the store numbers them in commit
+-- order).
 CREATE TABLE buffer (
-    seq             INTEGER PRIMARY KEY,
     subscription_id TEXT NOT NULL,
+    seq             INTEGER NOT NULL,
     event_id        TEXT NOT NULL,
-    created_at      INTEGER NOT NULL
-) STRICT;
-
-CREATE INDEX buffer_by_subscription ON buffer (subscription_id, seq);
+    created_at      INTEGER NOT NULL,
+    PRIMARY KEY (subscription_id, seq)
+) STRICT, WITHOUT ROWID;
 
 -- Per-principal state: the cursor events_poll last handed out, and how many
 -- active or paused subscriptions the principal has (kept by the triggers
