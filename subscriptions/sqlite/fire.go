@@ -20,8 +20,8 @@ import (
 
 // fireStmts are the prepared statements of a fire.
 type fireStmts struct {
-	s                                                      *Store
-	claim, count, takeAll, takeSome, drop, lastSeq, expire *sql.Stmt
+	s                                                                   *Store
+	claim, count, takeAll, takeSome, dropAll, dropSome, lastSeq, expire *sql.Stmt
 }
 
 func (s *Store) fireStatements(ctx context.Context) (*fireStmts, error) {
@@ -41,7 +41,11 @@ func (s *Store) fireStatements(ctx context.Context) (*fireStmts, error) {
 		// The oldest waiting events of one subscription with more waiting
 		// than its limit.
 		`SELECT subscription_id, seq, event_id FROM buffer WHERE subscription_id = ? ORDER BY seq LIMIT ?`,
-		`DELETE FROM buffer WHERE (subscription_id, seq) IN (SELECT value ->> 0, value ->> 1 FROM json_each(?))`,
+		// Drops the buffers read whole, and the oldest events of one
+		// other: nothing else writes while the transaction holds the write
+		// lock, so what was read is exactly what these ranges hold.
+		`DELETE FROM buffer WHERE subscription_id IN (SELECT value FROM json_each(?))`,
+		`DELETE FROM buffer WHERE subscription_id = ? AND seq <= ?`,
 		`SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'inbox'), 0)`,
 		`UPDATE subscriptions SET status = 'expired', expired_at = ?1, updated_at = ?1, next_fire_at = NULL
 			WHERE id IN (SELECT value FROM json_each(?2))`)
@@ -58,7 +62,7 @@ func (s *Store) fireStatements(ctx context.Context) (*fireStmts, error) {
 			return nil, err
 		}
 	}
-	return &fireStmts{s, st[0], st[1], st[2], st[3], st[4], st[5], st[6]}, nil
+	return &fireStmts{s, st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7]}, nil
 }
 
 // Fire implements subscriptions.Store.
@@ -120,6 +124,7 @@ func (f *fireStmts) fire(ctx context.Context, tx *sql.Tx, reqs []subscriptions.F
 		events []json.RawMessage
 		taken  int
 		total  int
+		last   int64 // the seq of the last event taken
 	}
 	took := make(map[string]*waiting, len(reqs))
 	var servedIDs []string
@@ -159,7 +164,6 @@ func (f *fireStmts) fire(ctx context.Context, tx *sql.Tx, reqs []subscriptions.F
 			some = append(some, r)
 		}
 	}
-	var drop [][2]any // (subscription_id, seq)
 	bodies := make(map[string]json.RawMessage)
 	read := func(rows *sql.Rows, err error) error {
 		if err != nil {
@@ -175,7 +179,7 @@ func (f *fireStmts) fire(ctx context.Context, tx *sql.Tx, reqs []subscriptions.F
 			w := took[sub]
 			w.taken++
 			w.ids = append(w.ids, eventID)
-			drop = append(drop, [2]any{sub, seq})
+			w.last = seq
 			bodies[eventID] = nil
 		}
 		return errors.Join(rows.Err(), rows.Close())
@@ -207,9 +211,16 @@ func (f *fireStmts) fire(ctx context.Context, tx *sql.Tx, reqs []subscriptions.F
 			w.ids = kept
 		}
 	}
-	if len(drop) > 0 {
-		if _, err := tx.StmtContext(ctx, f.drop).ExecContext(ctx, mustJSON(drop)); err != nil {
+	if len(whole) > 0 {
+		if _, err := tx.StmtContext(ctx, f.dropAll).ExecContext(ctx, mustJSON(whole)); err != nil {
 			return nil, fmt.Errorf("drop taken events: %w", err)
+		}
+	}
+	for _, r := range some {
+		if w := took[r.SubscriptionID]; w.taken > 0 {
+			if _, err := tx.StmtContext(ctx, f.dropSome).ExecContext(ctx, r.SubscriptionID, w.last); err != nil {
+				return nil, fmt.Errorf("drop taken events: %w", err)
+			}
 		}
 	}
 
