@@ -1,0 +1,317 @@
+package subscriptions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// HandlerType names a kind of handler, as in MCPE's "Event Handlers".
+type HandlerType string
+
+// The handler types of MCPE.
+const (
+	// HandlerBash runs a program the operator allowed.
+	HandlerBash HandlerType = "bash"
+	// HandlerWebhook POSTs each delivery, signed, to a URL.
+	HandlerWebhook HandlerType = "webhook"
+	// HandlerAgent asks an LLM to handle each delivery.
+	HandlerAgent HandlerType = "agent"
+)
+
+// The input modes of a bash handler.
+const (
+	InputStdin = "stdin"
+	InputEnv   = "env"
+	InputArgs  = "args"
+)
+
+// Bounds on handler fields.
+const (
+	MaxHandlerArgs     = 64
+	MaxHandlerArgBytes = 4096
+	MaxHandlerHeaders  = 32
+	MaxHandlerText     = 16 << 10
+	MaxHandlerTools    = 32
+	MaxHandlerTokens   = 64000
+	// MinHandlerTimeout is the shortest timeout a handler may ask for, in
+	// milliseconds: a smaller number was most likely meant as seconds.
+	MinHandlerTimeout = 100
+)
+
+// HandlerSpec is a subscription's handler, as in MCPE: one object whose type
+// says which of the other fields apply. It runs for every delivery of the
+// subscription, besides the delivery to the owner: per event for realtime,
+// per digest for cron and scheduled.
+type HandlerSpec struct {
+	Type HandlerType `json:"type"`
+
+	// Command names a command the operator allowed (bash).
+	Command string `json:"command,omitempty"`
+	// Args are passed as argv, with $MCPE_* placeholders filled in (bash).
+	Args []string `json:"args,omitempty"`
+	// Input is how the program gets the event: "stdin" (the default),
+	// "env" or "args" (bash).
+	Input string `json:"input,omitempty"`
+
+	// URL receives the deliveries (webhook).
+	URL string `json:"url,omitempty"`
+	// Headers are sent with each delivery; ${NAME} is filled from the
+	// operator's secrets (webhook).
+	Headers map[string]string `json:"headers,omitempty"`
+	// Secret is the signing secret in whsec_ form (webhook). It is shown
+	// once, in the answer of the call that created or rotated it.
+	Secret string `json:"secret,omitempty"`
+
+	// SystemPrompt, Model, Instructions, Tools and MaxTokens configure the
+	// LLM (agent).
+	SystemPrompt string   `json:"systemPrompt,omitempty"`
+	Model        string   `json:"model,omitempty"`
+	Instructions string   `json:"instructions,omitempty"`
+	Tools        []string `json:"tools,omitempty"`
+	MaxTokens    int      `json:"maxTokens,omitempty"`
+
+	// Timeout bounds one run, in milliseconds (bash, webhook); zero takes
+	// the operator's default.
+	Timeout int `json:"timeout,omitempty"`
+
+	// Secrets are the webhook's signing secrets; never shown.
+	Secrets *WebhookSecrets `json:"-"`
+}
+
+// WebhookSecrets are a webhook handler's signing secrets. After a rotation
+// the previous secret also signs until PreviousUntil.
+type WebhookSecrets struct {
+	Current       string     `json:"current"`
+	Previous      string     `json:"previous,omitempty"`
+	PreviousUntil *time.Time `json:"previousUntil,omitempty"`
+}
+
+// Signing returns the secrets that sign a delivery at now, current first.
+func (w *WebhookSecrets) Signing(now time.Time) []string {
+	if w == nil {
+		return nil
+	}
+	out := []string{w.Current}
+	if w.Previous != "" && w.PreviousUntil != nil && now.Before(*w.PreviousUntil) {
+		out = append(out, w.Previous)
+	}
+	return out
+}
+
+// NewWebhookSecret returns a random secret in Standard Webhooks' whsec_ form.
+func NewWebhookSecret() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return "whsec_" + base64.StdEncoding.EncodeToString(b)
+}
+
+// Clone returns a deep copy of h.
+func (h *HandlerSpec) Clone() *HandlerSpec {
+	if h == nil {
+		return nil
+	}
+	c := *h
+	c.Args = slices.Clone(h.Args)
+	c.Tools = slices.Clone(h.Tools)
+	if h.Headers != nil {
+		c.Headers = make(map[string]string, len(h.Headers))
+		for k, v := range h.Headers {
+			c.Headers[k] = v
+		}
+	}
+	if h.Secrets != nil {
+		s := *h.Secrets
+		s.PreviousUntil = clonePtr(h.Secrets.PreviousUntil)
+		c.Secrets = &s
+	}
+	return &c
+}
+
+// validate checks the shape of h: a known type, its required fields, and no
+// field of another type. What the operator allows is checked by the
+// handler's own Check.
+func (h *HandlerSpec) validate(types []HandlerType) error {
+	list := quoteHandlerTypes(types)
+	if len(types) == 0 {
+		return invalid("handler", "this server runs no handlers (the operator enabled none); leave handler out")
+	}
+	if !slices.Contains(types, h.Type) {
+		if h.Type == "" {
+			return invalid("handler.type", "is required; use one of %s", list)
+		}
+		return invalid("handler.type", "%q is not a handler type this server runs; use one of %s", h.Type, list)
+	}
+	type field struct {
+		name string
+		set  bool
+		of   HandlerType
+	}
+	fields := []field{
+		{"command", h.Command != "", HandlerBash},
+		{"args", h.Args != nil, HandlerBash},
+		{"input", h.Input != "", HandlerBash},
+		{"url", h.URL != "", HandlerWebhook},
+		{"headers", h.Headers != nil, HandlerWebhook},
+		{"secret", h.Secret != "", ""},
+		{"systemPrompt", h.SystemPrompt != "", HandlerAgent},
+		{"model", h.Model != "", HandlerAgent},
+		{"instructions", h.Instructions != "", HandlerAgent},
+		{"tools", h.Tools != nil, HandlerAgent},
+		{"maxTokens", h.MaxTokens != 0, HandlerAgent},
+	}
+	for _, f := range fields {
+		if !f.set || f.of == h.Type {
+			continue
+		}
+		if f.of == "" {
+			return invalid("handler."+f.name, "is chosen by the server and returned once; leave it out")
+		}
+		return invalid("handler."+f.name, "belongs to %q handlers, not %q; leave it out", f.of, h.Type)
+	}
+	if h.Timeout != 0 {
+		if h.Type == HandlerAgent {
+			return invalid("handler.timeout", "does not apply to agent handlers, which the operator bounds; leave it out")
+		}
+		if h.Timeout < MinHandlerTimeout {
+			return invalid("handler.timeout", "is %d; it is in milliseconds and must be at least %d (e.g. 30000 for 30 seconds), or left out for the operator's default", h.Timeout, MinHandlerTimeout)
+		}
+	}
+	switch h.Type {
+	case HandlerBash:
+		if h.Command == "" {
+			return invalid("handler.command", "is required: the name of a command the operator allowed")
+		}
+		if len(h.Args) > MaxHandlerArgs {
+			return invalid("handler.args", "has %d entries; at most %d are accepted", len(h.Args), MaxHandlerArgs)
+		}
+		for i, a := range h.Args {
+			if len(a) > MaxHandlerArgBytes || strings.ContainsRune(a, 0) {
+				return invalid(fmt.Sprintf("handler.args[%d]", i), "must be at most %d bytes with no NUL character", MaxHandlerArgBytes)
+			}
+		}
+		switch h.Input {
+		case "", InputStdin, InputEnv, InputArgs:
+		default:
+			return invalid("handler.input", "%q is not an input mode; use \"stdin\" (the event JSON on standard input, the default), \"env\" (MCPE_* variables) or \"args\" (the event JSON as the last argument)", h.Input)
+		}
+	case HandlerWebhook:
+		if h.URL == "" {
+			return invalid("handler.url", "is required, e.g. \"https://hooks.example.com/mcpe\"")
+		}
+		if len(h.URL) > 2048 {
+			return invalid("handler.url", "is %d bytes long; at most 2048 are accepted", len(h.URL))
+		}
+		if len(h.Headers) > MaxHandlerHeaders {
+			return invalid("handler.headers", "has %d entries; at most %d are accepted", len(h.Headers), MaxHandlerHeaders)
+		}
+	case HandlerAgent:
+		for _, f := range []struct{ name, v string }{{"systemPrompt", h.SystemPrompt}, {"instructions", h.Instructions}, {"model", h.Model}} {
+			if len(f.v) > MaxHandlerText {
+				return invalid("handler."+f.name, "is %d bytes long; at most %d are accepted", len(f.v), MaxHandlerText)
+			}
+		}
+		if len(h.Tools) > MaxHandlerTools {
+			return invalid("handler.tools", "has %d entries; at most %d are accepted", len(h.Tools), MaxHandlerTools)
+		}
+		for i, t := range h.Tools {
+			if slices.Index(h.Tools, t) != i {
+				return invalid(fmt.Sprintf("handler.tools[%d]", i), "%q is listed twice", t)
+			}
+		}
+		if h.MaxTokens < 0 || h.MaxTokens > MaxHandlerTokens {
+			return invalid("handler.maxTokens", "is %d; give a number from 1 to %d, or leave it out for the operator's default", h.MaxTokens, MaxHandlerTokens)
+		}
+	}
+	return nil
+}
+
+func quoteHandlerTypes(ts []HandlerType) string {
+	q := make([]string, len(ts))
+	for i, t := range ts {
+		q[i] = fmt.Sprintf("%q", t)
+	}
+	return strings.Join(q, ", ")
+}
+
+// Handler runs one type of handler. Implementations live in handlers/*.
+type Handler interface {
+	// Check tells whether spec may run for principal, at subscribe and
+	// update time: an *InvalidError names the field and says what the
+	// operator allows.
+	Check(ctx context.Context, principal string, spec *HandlerSpec) error
+	// Handle runs spec once for inv. It returns when the run is over or ctx
+	// is done, and never panics on bad input.
+	Handle(ctx context.Context, inv *Invocation) Outcome
+}
+
+// Invocation is one run of a handler: one delivery of its subscription.
+type Invocation struct {
+	// JobID identifies the delivery; it is the same for every attempt.
+	JobID          string
+	SubscriptionID string
+	Principal      string
+	Spec           *HandlerSpec
+	// Attempt counts the attempts, from 1.
+	Attempt int
+	// Kind is InboxEvent (Event is set) or InboxBatch (Events and
+	// Remaining are set).
+	Kind      InboxKind
+	Event     json.RawMessage
+	Events    []json.RawMessage
+	Remaining int
+	// CreatedAt is when the delivery was recorded.
+	CreatedAt time.Time
+}
+
+// Payload is the JSON a handler hands on: the event for an event delivery,
+// or {"subscriptionId", "events", "remaining"} for a digest.
+func (inv *Invocation) Payload() json.RawMessage {
+	if inv.Kind != InboxBatch {
+		return inv.Event
+	}
+	b, _ := json.Marshal(BatchParams{SubscriptionID: inv.SubscriptionID, Events: inv.Events, Remaining: inv.Remaining})
+	return b
+}
+
+// Outcome is what one run of a handler did.
+type Outcome struct {
+	// Output is what the run produced: the program's output, the
+	// receiver's status, the LLM's answer. It is shown in events_list,
+	// truncated.
+	Output string
+	// ToolCalls lists the tools an agent handler called, in order.
+	ToolCalls []string
+	// Err is why the run failed; nil means it succeeded.
+	Err error
+	// RetryIn asks for another attempt after this long; zero means the
+	// delivery is over (done, or failed for good).
+	RetryIn time.Duration
+	// Disable turns the handler off (a webhook receiver answered 410
+	// Gone) until events_update sets a handler again.
+	Disable bool
+}
+
+// HandlerStatus is what a subscription's handler has done, as events_list
+// shows it.
+type HandlerStatus struct {
+	// Succeeded and Failed count finished deliveries; Pending counts those
+	// waiting for a first attempt or a retry.
+	Succeeded int64 `json:"succeeded"`
+	Failed    int64 `json:"failed"`
+	Pending   int64 `json:"pending"`
+	// LastRunAt is when the latest attempt ended.
+	LastRunAt *time.Time `json:"lastRunAt,omitempty"`
+	// LastError is the error of the latest failed attempt.
+	LastError string `json:"lastError,omitempty"`
+	// LastOutput and LastToolCalls are those of the latest attempt.
+	LastOutput    string   `json:"lastOutput,omitempty"`
+	LastToolCalls []string `json:"lastToolCalls,omitempty"`
+	// Disabled says why the handler stopped running, when it did.
+	Disabled string `json:"disabled,omitempty"`
+}
