@@ -36,6 +36,8 @@ type Config struct {
 	Inbox Inbox `yaml:"inbox"`
 	// Delivery configures cron and scheduled delivery.
 	Delivery Delivery `yaml:"delivery"`
+	// Handlers configures the handlers subscriptions may carry.
+	Handlers Handlers `yaml:"handlers"`
 	// Log configures logging to stderr.
 	Log Log `yaml:"log"`
 }
@@ -288,6 +290,9 @@ func (c *Config) validate() error {
 		if _, err := t.Value(fmt.Sprintf("ingest.tokens[%d]", i)); err != nil {
 			return err
 		}
+	}
+	if err := c.Handlers.validate(); err != nil {
+		return err
 	}
 	if _, err := c.Log.SlogLevel(); err != nil {
 		return fmt.Errorf("log.level %q: use debug, info, warn or error", c.Log.Level)

@@ -56,14 +56,18 @@ type Options struct {
 	Instructions string
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+	// Commands are the bash handler's allowed commands, listed in the tool
+	// schemas.
+	Commands []string
 }
 
 // Server is the MCP side of mcpe-server.
 type Server struct {
-	opts Options
-	log  *slog.Logger
-	mcp  *mcp.Server
-	caps subscriptions.Capability
+	opts  Options
+	log   *slog.Logger
+	mcp   *mcp.Server
+	caps  subscriptions.Capability
+	tools *tools.Set
 
 	mu       sync.Mutex
 	attached map[*mcp.ServerSession]string // session -> principal
@@ -114,12 +118,31 @@ func New(opts Options) (*Server, error) {
 		},
 	})
 	s.mcp.AddReceivingMiddleware(s.middleware)
-	tools.Register(s.mcp, tools.Options{
+	s.tools = tools.Register(s.mcp, tools.Options{
 		Service:   opts.Service,
 		Principal: s.principal,
 		Logger:    opts.Logger,
+		Commands:  opts.Commands,
+		Tools:     tools.Names,
 	})
 	return s, nil
+}
+
+// Tools returns the server's tools, callable in process (for agent
+// handlers).
+func (s *Server) Tools() *tools.Set { return s.tools }
+
+// SessionsOf returns the live sessions of principal.
+func (s *Server) SessionsOf(principal string) []*mcp.ServerSession {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []*mcp.ServerSession
+	for ss, p := range s.attached {
+		if p == principal {
+			out = append(out, ss)
+		}
+	}
+	return out
 }
 
 // MCP returns the underlying go-sdk server.

@@ -136,6 +136,7 @@ func TestCapabilityAdvertised(t *testing.T) {
 				MaxSubscriptions: 7,
 				DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime, subscriptions.ChannelCron, subscriptions.ChannelScheduled},
 				Features:         subscriptions.Features{Pause: true, Wildcards: true, CronSchedule: true, ScheduledDelivery: true},
+				Handlers:         []subscriptions.HandlerType{},
 			}
 			var raw struct {
 				Capabilities struct {
@@ -578,7 +579,7 @@ func TestBadToolInput(t *testing.T) {
 		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "expiresAt": "tomorrow"}`, `expiresAt: "tomorrow" is not an RFC 3339 time; use e.g. "2026-03-01T10:00:00Z"`},
 		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "expiresAt": "2026-03-02T10:00:00"}`, `expiresAt: "2026-03-02T10:00:00" has no UTC offset`},
 		{"events_subscribe", `{"filters": {"eventTypes": ["*"]}}`, `unknown argument "filters"; events_subscribe accepts "delivery", "expiresAt", "filter"`},
-		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "handler": {"type": "bash"}}`, `unknown argument "handler"`},
+		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "handler": {"type": "bash"}}`, `handler: this server runs no handlers (the operator enabled none); leave handler out`},
 		{"events_subscribe", `[1]`, `the arguments must be a JSON object`},
 		{"events_unsubscribe", `{}`, `subscriptionId: is required; events_list shows your subscriptions and their IDs`},
 		{"events_unsubscribe", `{"subscriptionId": 42}`, `subscriptionId must be a string, not a number`},
@@ -586,7 +587,7 @@ func TestBadToolInput(t *testing.T) {
 		{"events_pause", `{"subscriptionId": ""}`, `subscriptionId: is required`},
 		{"events_resume", `{"id": "x"}`, `unknown argument "id"; events_resume accepts "subscriptionId"`},
 		{"events_list", `{"status": "done"}`, `status: "done" is not a status; use "active", "paused" or "expired", or leave it out to list all`},
-		{"events_update", `{"subscriptionId": "` + id + `"}`, `nothing to update: give at least one of filter, delivery or expiresAt`},
+		{"events_update", `{"subscriptionId": "` + id + `"}`, `nothing to update: give at least one of filter, delivery, expiresAt, handler or rotateSecret`},
 		{"events_update", `{"subscriptionId": "` + id + `", "filter": {"priority": []}}`, `filter.priority: is an empty list`},
 		{"events_update", `{"subscriptionId": "` + id + `", "expiresAt": "2000-01-01T00:00:00Z"}`, `expiresAt: 2000-01-01T00:00:00Z is in the past`},
 		{"events_update", `{"subscriptionId": "` + id + `", "expiresAt": 5}`, `expiresAt`},

@@ -114,6 +114,7 @@ func (s *Service) fireDue() {
 		s.armFireLocked()
 		s.mu.Unlock()
 		s.deliverer.Deliver(entries)
+		s.jobsWritten()
 		if err != nil {
 			return
 		}

@@ -58,6 +58,10 @@ type HandlerSpec struct {
 	// Input is how the program gets the event: "stdin" (the default),
 	// "env" or "args" (bash).
 	Input string `json:"input,omitempty"`
+	// Cwd and Env are MCPE fields this server refuses: a program runs in a
+	// fresh directory with the environment the operator set.
+	Cwd string            `json:"cwd,omitempty"`
+	Env map[string]string `json:"env,omitempty"`
 
 	// URL receives the deliveries (webhook).
 	URL string `json:"url,omitempty"`
@@ -118,13 +122,9 @@ func (h *HandlerSpec) Clone() *HandlerSpec {
 	}
 	c := *h
 	c.Args = slices.Clone(h.Args)
+	c.Env = cloneMap(h.Env)
 	c.Tools = slices.Clone(h.Tools)
-	if h.Headers != nil {
-		c.Headers = make(map[string]string, len(h.Headers))
-		for k, v := range h.Headers {
-			c.Headers[k] = v
-		}
-	}
+	c.Headers = cloneMap(h.Headers)
 	if h.Secrets != nil {
 		s := *h.Secrets
 		s.PreviousUntil = clonePtr(h.Secrets.PreviousUntil)
@@ -173,6 +173,12 @@ func (h *HandlerSpec) validate(types []HandlerType) error {
 			return invalid("handler."+f.name, "is chosen by the server and returned once; leave it out")
 		}
 		return invalid("handler."+f.name, "belongs to %q handlers, not %q; leave it out", f.of, h.Type)
+	}
+	if h.Cwd != "" {
+		return invalid("handler.cwd", "cannot be chosen: every run gets a fresh, empty working directory; leave it out")
+	}
+	if h.Env != nil {
+		return invalid("handler.env", "cannot be chosen: a program gets only the MCPE_* variables, PATH and what the operator configured; leave it out")
 	}
 	if h.Timeout != 0 {
 		if h.Type == HandlerAgent {
@@ -229,6 +235,17 @@ func (h *HandlerSpec) validate(types []HandlerType) error {
 		}
 	}
 	return nil
+}
+
+func cloneMap(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	c := make(map[string]string, len(m))
+	for k, v := range m {
+		c[k] = v
+	}
+	return c
 }
 
 func quoteHandlerTypes(ts []HandlerType) string {

@@ -52,6 +52,14 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req Subscribe
 	if err != nil {
 		return nil, err
 	}
+	var secret string
+	if req.Handler != nil {
+		h := req.Handler.Clone()
+		if secret, err = s.prepareHandler(ctx, principal, h, nil, false, now); err != nil {
+			return nil, err
+		}
+		sub.Handler, sub.HandlerStatus = h, &HandlerStatus{}
+	}
 	sub.NextFireAt = s.nextFire(sub.Delivery, now, nil)
 
 	s.mu.Lock()
@@ -67,7 +75,48 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req Subscribe
 	if sub.ExpiresAt != nil {
 		s.armExpiry()
 	}
-	return s.view(sub), nil
+	return showSecret(s.view(sub), secret), nil
+}
+
+// showSecret puts a webhook secret that was just made into the answer that
+// shows it, the only time it is shown.
+func showSecret(sub *Subscription, secret string) *Subscription {
+	if secret != "" && sub.Handler != nil {
+		sub.Handler.Secret = secret
+	}
+	return sub
+}
+
+// prepareHandler checks h for principal and gives a webhook handler its
+// signing secrets: prev's when prev is a webhook too, or a new one. With
+// rotate, a new secret replaces prev's, which keeps signing for the grace
+// period. It returns a new secret, to show once.
+func (s *Service) prepareHandler(ctx context.Context, principal string, h, prev *HandlerSpec, rotate bool, now time.Time) (string, error) {
+	if err := h.validate(s.handlerTypes); err != nil {
+		return "", err
+	}
+	if err := s.opts.Handlers[h.Type].Check(ctx, principal, h); err != nil {
+		return "", err
+	}
+	h.Secret, h.Secrets = "", nil
+	if h.Type != HandlerWebhook {
+		if rotate {
+			return "", invalid("rotateSecret", "applies to webhook handlers only; this handler is %q", h.Type)
+		}
+		return "", nil
+	}
+	secret := NewWebhookSecret()
+	switch {
+	case prev == nil || prev.Type != HandlerWebhook || prev.Secrets == nil:
+		h.Secrets = &WebhookSecrets{Current: secret}
+	case rotate:
+		until := now.Add(s.opts.SecretGrace)
+		h.Secrets = &WebhookSecrets{Current: secret, Previous: prev.Secrets.Current, PreviousUntil: &until}
+	default:
+		h.Secrets = prev.Clone().Secrets
+		secret = ""
+	}
+	return secret, nil
 }
 
 // Unsubscribe deletes a subscription of principal and the events waiting in
@@ -141,8 +190,11 @@ func (s *Service) Resume(ctx context.Context, principal, id string) (*Subscripti
 // events already waiting; leaving the cron or scheduled channel delivers them
 // at once.
 func (s *Service) Update(ctx context.Context, principal string, req UpdateRequest) (*Subscription, error) {
-	if req.Filter == nil && req.Delivery == nil && !req.ExpiresAt.Set {
-		return nil, invalid("", "nothing to update: give at least one of filter, delivery or expiresAt")
+	if req.Filter == nil && req.Delivery == nil && !req.ExpiresAt.Set && !req.Handler.Set && !req.RotateSecret {
+		return nil, invalid("", "nothing to update: give at least one of filter, delivery, expiresAt, handler or rotateSecret")
+	}
+	if req.RotateSecret && req.Handler.Set && req.Handler.Value == nil {
+		return nil, invalid("rotateSecret", "cannot be combined with handler null, which removes the handler")
 	}
 	now := s.clock.Now().UTC()
 	var expiresAt *time.Time
@@ -165,7 +217,8 @@ func (s *Service) Update(ctx context.Context, principal string, req UpdateReques
 			return nil, err
 		}
 	}
-	return s.change(ctx, principal, req.SubscriptionID, func(sub *Subscription) error {
+	var secret string
+	res, err := s.change(ctx, principal, req.SubscriptionID, func(sub *Subscription) error {
 		if req.Filter != nil {
 			sub.Filter = *req.Filter
 		}
@@ -175,8 +228,33 @@ func (s *Service) Update(ctx context.Context, principal string, req UpdateReques
 		if req.ExpiresAt.Set {
 			sub.ExpiresAt = expiresAt
 		}
+		if !req.Handler.Set && !req.RotateSecret {
+			return nil
+		}
+		next := req.Handler.Value.Clone()
+		if !req.Handler.Set {
+			if sub.Handler == nil {
+				return invalid("rotateSecret", "this subscription has no handler; give a webhook handler to get a secret")
+			}
+			next = sub.Handler.Clone()
+		}
+		if next != nil {
+			var err error
+			if secret, err = s.prepareHandler(ctx, principal, next, sub.Handler, req.RotateSecret, now); err != nil {
+				return err
+			}
+		}
+		sub.Handler = next
+		// Setting a handler turns it back on.
+		if sub.HandlerStatus != nil {
+			sub.HandlerStatus.Disabled = ""
+		}
 		return nil
 	})
+	if err != nil {
+		return nil, err
+	}
+	return showSecret(res, secret), nil
 }
 
 // change applies edit to a subscription that has not expired, stores it and
@@ -226,6 +304,11 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 	if err := s.store.UpdateSubscription(ctx, sub); err != nil {
 		return nil, notFound(err, id)
 	}
+	if !sameHandler(before, sub) {
+		if err := s.store.SetHandler(ctx, principal, id, sub.Handler); err != nil {
+			return nil, notFound(err, id)
+		}
+	}
 	if entry != nil {
 		s.index.Put(entry)
 	} else {
@@ -246,7 +329,26 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 
 func sameSettings(a, b *Subscription) bool {
 	return a.Status == b.Status && sameJSON(a.Filter, b.Filter) && sameDelivery(a.Delivery, b.Delivery) &&
-		timePtrEqual(a.ExpiresAt, b.ExpiresAt)
+		timePtrEqual(a.ExpiresAt, b.ExpiresAt) && sameHandler(a, b)
+}
+
+// sameHandler reports whether a and b have the same handler, secrets and
+// on/off state.
+func sameHandler(a, b *Subscription) bool {
+	var ah, bh *WebhookSecrets
+	if a.Handler != nil {
+		ah = a.Handler.Secrets
+	}
+	if b.Handler != nil {
+		bh = b.Handler.Secrets
+	}
+	disabled := func(s *Subscription) string {
+		if s.HandlerStatus == nil {
+			return ""
+		}
+		return s.HandlerStatus.Disabled
+	}
+	return sameJSON(a.Handler, b.Handler) && sameJSON(ah, bh) && disabled(a) == disabled(b)
 }
 
 func sameDelivery(a, b Delivery) bool { return sameJSON(a, b) }

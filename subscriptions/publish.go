@@ -35,6 +35,7 @@ func (s *Service) Publish(ctx context.Context, ev Event) (PublishResult, error) 
 	}
 	if !res.Duplicate && len(res.Delivered) > 0 {
 		s.deliverer.Deliver(res.Delivered)
+		s.jobsWritten()
 	}
 	return res, nil
 }

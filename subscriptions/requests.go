@@ -18,6 +18,8 @@ type SubscribeRequest struct {
 	Delivery *Delivery `json:"delivery,omitempty"`
 	// ExpiresAt is an RFC 3339 time in the future; empty means never.
 	ExpiresAt string `json:"expiresAt,omitempty"`
+	// Handler, when set, runs for each delivery.
+	Handler *HandlerSpec `json:"handler,omitempty"`
 }
 
 // UpdateRequest are the arguments of events_update. Fields left out are kept.
@@ -27,7 +29,40 @@ type UpdateRequest struct {
 	Delivery       *Delivery `json:"delivery,omitempty"`
 	// ExpiresAt set to a time changes the expiry; set to null removes it.
 	ExpiresAt OptionalString `json:"expiresAt,omitzero"`
+	// Handler set to an object replaces the handler (and turns it back on
+	// if it was off); set to null removes it.
+	Handler OptionalHandler `json:"handler,omitzero"`
+	// RotateSecret gives a webhook handler a new signing secret; the old
+	// one keeps signing too for a grace period.
+	RotateSecret bool `json:"rotateSecret,omitempty"`
 }
+
+// OptionalHandler is a handler that may be absent, null or an object.
+type OptionalHandler struct {
+	// Set is true when the field was present, even as null.
+	Set bool
+	// Value is the handler; nil when the field was null.
+	Value *HandlerSpec
+}
+
+// UnmarshalJSON records presence and reads an object or null.
+func (o *OptionalHandler) UnmarshalJSON(b []byte) error {
+	o.Set = true
+	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
+		o.Value = nil
+		return nil
+	}
+	o.Value = new(HandlerSpec)
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.DisallowUnknownFields()
+	return d.Decode(o.Value)
+}
+
+// MarshalJSON writes the handler, or null.
+func (o OptionalHandler) MarshalJSON() ([]byte, error) { return json.Marshal(o.Value) }
+
+// IsZero reports whether the field is absent, for omitzero.
+func (o OptionalHandler) IsZero() bool { return !o.Set }
 
 // SubscriptionRef names one subscription: the arguments of
 // events_unsubscribe, events_pause and events_resume.

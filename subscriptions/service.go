@@ -20,6 +20,9 @@ const (
 	MaxPollLimit            = 500
 	DefaultPruneInterval    = time.Minute
 	DefaultPendingLimit     = 10
+	// DefaultSecretGrace is how long a rotated webhook secret keeps
+	// signing.
+	DefaultSecretGrace = 24 * time.Hour
 )
 
 // DefaultRetention is the retention used for zero fields of
@@ -61,6 +64,15 @@ type ServiceOptions struct {
 	// PendingLimit bounds the digests sent to an owner when it connects
 	// again; zero means DefaultPendingLimit.
 	PendingLimit int
+	// Handlers run subscriptions' handlers, by type (handlers/*). Nil
+	// offers none: a subscription with a handler is refused.
+	Handlers map[HandlerType]Handler
+	// SecretGrace is how long a rotated webhook secret keeps signing
+	// besides the new one; zero means DefaultSecretGrace.
+	SecretGrace time.Duration
+	// JobsWritten, when set, is called after deliveries were recorded, so
+	// that the handler runner looks for new jobs. It must not block.
+	JobsWritten func()
 	// EphemeralPrefix names principals that live only as long as one
 	// session: at Start, everything owned by a principal with this prefix is
 	// deleted. Empty disables it.
@@ -76,9 +88,11 @@ type Service struct {
 	deliverer Deliverer
 	timings   map[Channel]Timing
 	channels  []Channel
-	clock     clock.Clock
-	log       *slog.Logger
-	opts      ServiceOptions
+	// handlerTypes are the handler types offered, in a fixed order.
+	handlerTypes []HandlerType
+	clock        clock.Clock
+	log          *slog.Logger
+	opts         ServiceOptions
 
 	// mu makes the store, the index and the fire schedule agree. Changes to
 	// subscriptions, expiry and fires hold it exclusively; Publish holds it
@@ -133,6 +147,17 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.PendingLimit <= 0 {
 		opts.PendingLimit = DefaultPendingLimit
 	}
+	if opts.SecretGrace <= 0 {
+		opts.SecretGrace = DefaultSecretGrace
+	}
+	for t, h := range opts.Handlers {
+		if h == nil {
+			return nil, fmt.Errorf("subscriptions: ServiceOptions.Handlers[%q] is nil", t)
+		}
+		if t != HandlerBash && t != HandlerWebhook && t != HandlerAgent {
+			return nil, fmt.Errorf("subscriptions: ServiceOptions.Handlers has %q; the handler types are %q, %q and %q", t, HandlerBash, HandlerWebhook, HandlerAgent)
+		}
+	}
 	r := &opts.Retention
 	if r.InboxMaxEntries <= 0 {
 		r.InboxMaxEntries = DefaultRetention.InboxMaxEntries
@@ -162,6 +187,11 @@ func NewService(opts ServiceOptions) (*Service, error) {
 			s.channels = append(s.channels, c)
 		}
 	}
+	for _, t := range []HandlerType{HandlerBash, HandlerWebhook, HandlerAgent} {
+		if opts.Handlers[t] != nil {
+			s.handlerTypes = append(s.handlerTypes, t)
+		}
+	}
 	return s, nil
 }
 
@@ -170,6 +200,9 @@ type Capability struct {
 	MaxSubscriptions int       `json:"maxSubscriptions"`
 	DeliveryChannels []Channel `json:"deliveryChannels"`
 	Features         Features  `json:"features"`
+	// Handlers are the handler types this server runs (an extension of
+	// MCPE's capability).
+	Handlers []HandlerType `json:"handlers"`
 }
 
 // Features are the optional MCPE features a server supports.
@@ -191,6 +224,7 @@ func (s *Service) Capability() Capability {
 			CronSchedule:      s.timings[ChannelCron] != nil,
 			ScheduledDelivery: s.timings[ChannelScheduled] != nil,
 		},
+		Handlers: append([]HandlerType{}, s.handlerTypes...),
 	}
 }
 
@@ -342,7 +376,17 @@ func (s *Service) expireDue() {
 	s.armFireLocked()
 	s.mu.Unlock()
 	s.deliverer.Deliver(entries)
+	if len(entries) > 0 {
+		s.jobsWritten()
+	}
 	s.armExpiry()
+}
+
+// jobsWritten tells the handler runner that deliveries were recorded.
+func (s *Service) jobsWritten() {
+	if s.opts.JobsWritten != nil && len(s.handlerTypes) > 0 {
+		s.opts.JobsWritten()
+	}
 }
 
 // prune applies the retention limits and schedules the next run.

@@ -89,8 +89,37 @@ type Store interface {
 	// inbox entries they counted. A zero field of r disables that limit.
 	Prune(ctx context.Context, r Retention, now time.Time) (PruneStats, error)
 
+	// SetHandler replaces the handler of a subscription of principal (nil
+	// removes it) with its secrets, and turns it back on if it was off. A
+	// removed handler's pending runs go with it; those of a replaced one
+	// run with the new handler.
+	SetHandler(ctx context.Context, principal, id string, h *HandlerSpec) error
+	// DueJobs returns up to limit handler runs due at now, oldest due
+	// first, leaving out the jobs named in skip (those running). Every
+	// delivery (inbox entry) of a subscription with a handler that is on
+	// becomes a job in the transaction that records it, whatever its
+	// status later.
+	DueJobs(ctx context.Context, now time.Time, limit int, skip []string) ([]*Invocation, error)
+	// FinishJobs records the outcomes of runs, in one transaction: a run
+	// with RetryIn is due again that long after its At; any other ends its
+	// job, counted as succeeded or failed; Disable turns the handler off
+	// and drops its other jobs.
+	FinishJobs(ctx context.Context, done []JobDone) error
+	// NextJobDue returns when the earliest job not in skip is due; ok is
+	// false when there is none.
+	NextJobDue(ctx context.Context, skip []string) (t time.Time, ok bool, err error)
+
 	// Close releases the store.
 	Close() error
+}
+
+// JobDone is the outcome of one handler run.
+type JobDone struct {
+	JobID          string
+	SubscriptionID string
+	Outcome        Outcome
+	// At is when the run ended.
+	At time.Time
 }
 
 // ListQuery selects subscriptions.

@@ -166,6 +166,10 @@ type Subscription struct {
 	// NextDelivery is when the cron or scheduled channel fires next; the
 	// Service fills it in from NextFireAt.
 	NextDelivery *DeliveryTime `json:"nextDelivery,omitempty"`
+	// Handler runs for each delivery, besides the delivery to the owner.
+	Handler *HandlerSpec `json:"handler,omitempty"`
+	// HandlerStatus is what the handler has done; set when Handler is.
+	HandlerStatus *HandlerStatus `json:"handlerStatus,omitempty"`
 	// NextFireAt and LastFireAt are the timed channel's next and last fire.
 	NextFireAt *time.Time `json:"-"`
 	LastFireAt *time.Time `json:"-"`
@@ -195,6 +199,13 @@ func (s *Subscription) Clone() *Subscription {
 		cp := *sd
 		cp.AggregateEvents, cp.AutoExpire = clonePtr(sd.AggregateEvents), clonePtr(sd.AutoExpire)
 		c.Delivery.ScheduledDelivery = &cp
+	}
+	c.Handler = s.Handler.Clone()
+	if hs := s.HandlerStatus; hs != nil {
+		cp := *hs
+		cp.LastRunAt = clonePtr(hs.LastRunAt)
+		cp.LastToolCalls = slices.Clone(hs.LastToolCalls)
+		c.HandlerStatus = &cp
 	}
 	c.ExpiresAt = clonePtr(s.ExpiresAt)
 	c.LastDeliveredAt = clonePtr(s.LastDeliveredAt)

@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -16,10 +17,96 @@ import (
 type describer struct {
 	caps      subscriptions.Capability
 	retention subscriptions.Retention
+	// commands are the bash handler's allowed commands; tools the tools an
+	// agent handler may use.
+	commands, tools []string
 }
 
-func newDescriber(caps subscriptions.Capability, r subscriptions.Retention) describer {
-	return describer{caps: caps, retention: r}
+func newDescriber(caps subscriptions.Capability, r subscriptions.Retention, commands, tools []string) describer {
+	return describer{caps: caps, retention: r, commands: commands, tools: tools}
+}
+
+func (d describer) offers(t subscriptions.HandlerType) bool {
+	for _, h := range d.caps.Handlers {
+		if h == t {
+			return true
+		}
+	}
+	return false
+}
+
+// handlerSchema is the handler object: one shape per handler type offered.
+func (d describer) handlerSchema(nullable bool) *jsonschema.Schema {
+	typ := func(t subscriptions.HandlerType) *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "string", Const: ptr(any(string(t)))}
+	}
+	timeout := func() *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "integer", Minimum: ptr(float64(subscriptions.MinHandlerTimeout)),
+			Description: "Longest a run may take, in milliseconds (e.g. 30000); default and ceiling are the operator's."}
+	}
+	var shapes []*jsonschema.Schema
+	var text []string
+	if d.offers(subscriptions.HandlerBash) {
+		command := &jsonschema.Schema{Type: "string", Description: "Name of a command the operator allowed."}
+		if len(d.commands) > 0 {
+			command.Enum = make([]any, len(d.commands))
+			for i, c := range d.commands {
+				command.Enum[i] = c
+			}
+		}
+		s := object(map[string]*jsonschema.Schema{
+			"type":    typ(subscriptions.HandlerBash),
+			"command": command,
+			"args": {Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(subscriptions.MaxHandlerArgs),
+				Description: "Arguments, passed as they are (no shell): only $MCPE_EVENT_ID, $MCPE_EVENT_TYPE, $MCPE_EVENT_PRIORITY, $MCPE_EVENT_TAGS, $MCPE_EVENT_DATA, $MCPE_SUBSCRIPTION_ID (also written ${NAME}) are replaced."},
+			"input": {Type: "string", Enum: []any{subscriptions.InputStdin, subscriptions.InputEnv, subscriptions.InputArgs}, Default: json.RawMessage(`"stdin"`),
+				Description: "stdin: the event JSON on standard input. env: MCPE_* environment variables. args: the event JSON as the last argument."},
+			"timeout": timeout(),
+		}, []string{"type", "command", "args", "input", "timeout"}, "type", "command")
+		s.Title = "bash"
+		shapes = append(shapes, s)
+		text = append(text, "\"bash\" runs a command the operator allowed (never a shell line) with the event")
+	}
+	if d.offers(subscriptions.HandlerWebhook) {
+		s := object(map[string]*jsonschema.Schema{
+			"type": typ(subscriptions.HandlerWebhook),
+			"url":  {Type: "string", Format: "uri", Description: "Where each delivery is POSTed as JSON, e.g. \"https://hooks.example.com/mcpe\"."},
+			"headers": {Type: "object", AdditionalProperties: &jsonschema.Schema{Type: "string"},
+				Description: "Extra headers; ${NAME} is filled from the operator's secrets. The signature headers cannot be set."},
+			"timeout": timeout(),
+		}, []string{"type", "url", "headers", "timeout"}, "type", "url")
+		s.Title = "webhook"
+		shapes = append(shapes, s)
+		text = append(text, "\"webhook\" POSTs it, signed per Standard Webhooks with a secret returned once (handler.secret), retrying on failure")
+	}
+	if d.offers(subscriptions.HandlerAgent) {
+		tools := &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(subscriptions.MaxHandlerTools),
+			Description: "Tools of this server the LLM may call."}
+		if len(d.tools) > 0 {
+			tools.Items.Enum = make([]any, len(d.tools))
+			for i, t := range d.tools {
+				tools.Items.Enum[i] = t
+			}
+		}
+		s := object(map[string]*jsonschema.Schema{
+			"type":         typ(subscriptions.HandlerAgent),
+			"systemPrompt": {Type: "string", MaxLength: ptr(subscriptions.MaxHandlerText), Description: "What the LLM is for, e.g. \"Summarize the alert and say whether it needs a human.\""},
+			"instructions": {Type: "string", MaxLength: ptr(subscriptions.MaxHandlerText), Description: "What to do with this kind of event."},
+			"model":        {Type: "string", Description: "Preferred model, as a hint."},
+			"tools":        tools,
+			"maxTokens":    {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(subscriptions.MaxHandlerTokens)), Description: "Most tokens per answer."},
+		}, []string{"type", "systemPrompt", "instructions", "model", "tools", "maxTokens"}, "type")
+		s.Title = "agent"
+		shapes = append(shapes, s)
+		text = append(text, "\"agent\" asks an LLM (through your client's sampling, or the operator's model) to handle it, the event given as untrusted data")
+	}
+	s := &jsonschema.Schema{OneOf: shapes}
+	if nullable {
+		s.OneOf = append(s.OneOf, &jsonschema.Schema{Type: "null"})
+	}
+	s.Description = "Optional: something the server does with every delivery (each event, or each digest), besides delivering it to you: " +
+		strings.Join(text, "; ") + ". What it did shows in events_list (handlerStatus)."
+	return s
 }
 
 // examples holds one valid argument object per tool; descriptions quote it and
@@ -33,7 +120,16 @@ var examples = map[string]string{
 	Resume:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
 	Update:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "filter": {"eventTypes": ["github.issues.opened"]}, "expiresAt": null}`,
 	Poll:        `{"limit": 20}`,
+
+	webhookExample: `{"filter": {"eventTypes": ["deploy.*"]}, "handler": {"type": "webhook", "url": "https://hooks.example.com/mcpe"}}`,
+	agentExample:   `{"filter": {"eventTypes": ["slack.message"]}, "handler": {"type": "agent", "systemPrompt": "Summarize the message and say whether it needs action."}}`,
 }
+
+// The handler examples of events_subscribe.
+const (
+	webhookExample = Subscribe + " webhook"
+	agentExample   = Subscribe + " agent"
+)
 
 // digest names the second example of events_subscribe, shown when the cron
 // channel is offered.
@@ -164,6 +260,22 @@ func (d describer) expiresSchema(nullable bool) *jsonschema.Schema {
 	return s
 }
 
+// withHandler adds the handler property (and, for events_update,
+// rotateSecret) to an input schema when handlers are offered.
+func (d describer) withHandler(s *jsonschema.Schema, update bool) *jsonschema.Schema {
+	if len(d.caps.Handlers) == 0 {
+		return s
+	}
+	s.Properties["handler"] = d.handlerSchema(update)
+	s.PropertyOrder = append(s.PropertyOrder, "handler")
+	if update && d.offers(subscriptions.HandlerWebhook) {
+		s.Properties["rotateSecret"] = &jsonschema.Schema{Type: "boolean",
+			Description: "true gives the webhook handler a new signing secret, returned once in handler.secret; the old one also signs for a grace period."}
+		s.PropertyOrder = append(s.PropertyOrder, "rotateSecret")
+	}
+	return s
+}
+
 func (d describer) subscribeTool() *mcp.Tool {
 	description := fmt.Sprintf("Subscribe to events from the outside world (GitHub, Slack, alerts, deploys: whatever "+
 		"this server receives). Matching events are pushed to you as they happen (events/event "+
@@ -184,19 +296,26 @@ func (d describer) subscribeTool() *mcp.Tool {
 			"bufferedEvents how many wait. A digest that fires while you are away is sent when you reconnect, and " +
 			"is in events_poll either way."
 	}
+	if len(d.caps.Handlers) > 0 {
+		description += "\n\nHandlers: handler makes the server act on each delivery without waking you: " +
+			d.handlerSchema(false).Description
+	}
 	description += "\n\nExample: " + examples[Subscribe]
 	if d.caps.Features.CronSchedule {
 		description += "\n\nDigest example: " + examples[digest]
+	}
+	if ex := d.handlerExample(); ex != "" {
+		description += "\n\nHandler example: " + ex
 	}
 	return &mcp.Tool{
 		Name:        Subscribe,
 		Title:       "Subscribe to events",
 		Description: description,
-		InputSchema: object(map[string]*jsonschema.Schema{
+		InputSchema: d.withHandler(object(map[string]*jsonschema.Schema{
 			"filter":    d.filterSchema(),
 			"delivery":  d.deliverySchema(),
 			"expiresAt": d.expiresSchema(false),
-		}, []string{"filter", "delivery", "expiresAt"}, "filter"),
+		}, []string{"filter", "delivery", "expiresAt"}, "filter"), false),
 		Annotations: &mcp.ToolAnnotations{Title: "Subscribe to events", OpenWorldHint: ptr(false)},
 	}
 }
@@ -218,7 +337,9 @@ func (d describer) listTool() *mcp.Tool {
 		Name:  List,
 		Title: "List your subscriptions",
 		Description: "List your subscriptions, oldest first, with their filter, delivery, status (active, " +
-			"paused or expired), expiry, and how many events each has delivered and when the last one was. " +
+			"paused or expired), expiry, and how many events each has delivered and when the last one was; " +
+			"for a subscription with a handler, handlerStatus says how many runs succeeded, failed or wait, " +
+			"and the latest output, error and tool calls. " +
 			"Give status to list only those with that status; leave it out to list all.\n\nExample: " + examples[List],
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"status": {Type: "string", Enum: []any{"active", "paused", "expired"}, Description: "List only subscriptions with this status."},
@@ -260,14 +381,15 @@ func (d describer) updateTool() *mcp.Tool {
 		Description: "Change the filter, delivery or expiry of one of your subscriptions; what you leave out " +
 			"is kept. A new filter or delivery replaces the old one whole (same rules as events_subscribe); a new " +
 			"schedule keeps the events already waiting, and leaving the cron or scheduled channel delivers them at " +
-			"once. expiresAt sets a new end time, or null removes it. A paused subscription stays paused; an " +
+			"once. expiresAt sets a new end time, or null removes it. handler replaces the handler (and turns it " +
+			"back on after a webhook receiver answered 410 Gone), or null removes it. A paused subscription stays paused; an " +
 			"expired one cannot be changed.\n\nExample: " + examples[Update],
-		InputSchema: object(map[string]*jsonschema.Schema{
+		InputSchema: d.withHandler(object(map[string]*jsonschema.Schema{
 			"subscriptionId": idSchema("change"),
 			"filter":         d.filterSchema(),
 			"delivery":       d.deliverySchema(),
 			"expiresAt":      d.expiresSchema(true),
-		}, []string{"subscriptionId", "filter", "delivery", "expiresAt"}, "subscriptionId"),
+		}, []string{"subscriptionId", "filter", "delivery", "expiresAt"}, "subscriptionId"), true),
 		Annotations: &mcp.ToolAnnotations{Title: "Change a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
 }
@@ -295,6 +417,20 @@ func (d describer) pollTool() *mcp.Tool {
 		}, []string{"cursor", "limit"}),
 		Annotations: &mcp.ToolAnnotations{Title: "Read delivered events", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}
+}
+
+// handlerExample is an events_subscribe example with a handler of the first
+// type offered.
+func (d describer) handlerExample() string {
+	switch {
+	case d.offers(subscriptions.HandlerBash) && len(d.commands) > 0:
+		return fmt.Sprintf(`{"filter": {"eventTypes": ["alert.*"], "priority": ["critical"]}, "handler": {"type": "bash", "command": %q, "args": ["Critical alert", "$MCPE_EVENT_TYPE"], "input": "env"}}`, d.commands[0])
+	case d.offers(subscriptions.HandlerWebhook):
+		return examples[webhookExample]
+	case d.offers(subscriptions.HandlerAgent):
+		return examples[agentExample]
+	}
+	return ""
 }
 
 // humanDuration writes d in whole days or hours when it is one.

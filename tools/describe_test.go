@@ -19,14 +19,24 @@ var testDescriber = newDescriber(subscriptions.Capability{
 	MaxSubscriptions: 100,
 	DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime, subscriptions.ChannelCron, subscriptions.ChannelScheduled},
 	Features:         subscriptions.Features{Pause: true, Wildcards: true, CronSchedule: true, ScheduledDelivery: true},
-}, subscriptions.DefaultRetention)
+	Handlers:         []subscriptions.HandlerType{subscriptions.HandlerBash, subscriptions.HandlerWebhook, subscriptions.HandlerAgent},
+}, subscriptions.DefaultRetention, []string{"notify"}, []string{List, Poll})
+
+// handlerOnly describes a server that runs handlers of type t alone.
+func handlerOnly(t subscriptions.HandlerType) describer {
+	return newDescriber(subscriptions.Capability{
+		MaxSubscriptions: 100,
+		DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime},
+		Handlers:         []subscriptions.HandlerType{t},
+	}, subscriptions.DefaultRetention, nil, []string{List})
+}
 
 // realtimeOnly describes a server that offers the realtime channel alone.
 var realtimeOnly = newDescriber(subscriptions.Capability{
 	MaxSubscriptions: 100,
 	DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime},
 	Features:         subscriptions.Features{Pause: true, Wildcards: true},
-}, subscriptions.DefaultRetention)
+}, subscriptions.DefaultRetention, nil, nil)
 
 // toolCases pairs each tool with the argument type its handler decodes into.
 var toolCases = []struct {
@@ -46,18 +56,36 @@ var toolCases = []struct {
 // advertised schema, decodes into its argument type, and is quoted in its
 // description; and that the schema and the type name the same fields.
 func TestExamplesMatchSchemas(t *testing.T) {
-	if len(toolCases)+1 != len(examples) {
-		t.Fatalf("%d tools, %d examples", len(toolCases), len(examples))
+	extra := []struct {
+		name string
+		tool *mcp.Tool
+	}{
+		{digest, testDescriber.subscribeTool()},
+		{webhookExample, handlerOnly(subscriptions.HandlerWebhook).subscribeTool()},
+		{agentExample, handlerOnly(subscriptions.HandlerAgent).subscribeTool()},
 	}
-	cases := append(toolCases, struct {
+	if len(toolCases)+len(extra) != len(examples) {
+		t.Fatalf("%d tools, %d examples", len(toolCases)+len(extra), len(examples))
+	}
+	type namedCase struct {
+		name string
 		tool *mcp.Tool
 		in   func() any
-	}{testDescriber.subscribeTool(), func() any { return new(subscriptions.SubscribeRequest) }})
-	for i, tc := range cases {
-		name := tc.tool.Name
-		if i == len(toolCases) {
-			name = digest
-		}
+	}
+	var cases []namedCase
+	for _, tc := range toolCases {
+		cases = append(cases, namedCase{tc.tool.Name, tc.tool, tc.in})
+	}
+	for _, e := range extra {
+		cases = append(cases, namedCase{e.name, e.tool, func() any { return new(subscriptions.SubscribeRequest) }})
+	}
+	// The bash example names a configured command, so it is built, not
+	// stored.
+	examples["bash example"] = testDescriber.handlerExample()
+	defer delete(examples, "bash example")
+	cases = append(cases, namedCase{"bash example", testDescriber.subscribeTool(), func() any { return new(subscriptions.SubscribeRequest) }})
+	for _, tc := range cases {
+		name := tc.name
 		t.Run(name, func(t *testing.T) {
 			schema := tc.tool.InputSchema.(*jsonschema.Schema)
 			resolved, err := schema.Resolve(nil)
@@ -128,8 +156,8 @@ func TestSchemasOfferOnlyWhatWorks(t *testing.T) {
 			if diff := cmp.Diff(tc.options, options); diff != "" {
 				t.Errorf("%s: delivery options mismatch (-want +got):\n%s", tool.Name, diff)
 			}
-			if _, ok := tool.InputSchema.(*jsonschema.Schema).Properties["handler"]; ok {
-				t.Errorf("%s offers a handler, which this server does not run", tool.Name)
+			if _, ok := tool.InputSchema.(*jsonschema.Schema).Properties["handler"]; ok != (len(tc.d.caps.Handlers) > 0) {
+				t.Errorf("%s: handler offered is %v, but the server runs %v", tool.Name, ok, tc.d.caps.Handlers)
 			}
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 
@@ -42,6 +43,9 @@ type Options struct {
 	Principal PrincipalFunc
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+	// Commands are the bash handler's allowed command names, listed in the
+	// schema; Tools the tool names an agent handler may use.
+	Commands, Tools []string
 }
 
 // Names of the tools, in the order they are registered.
@@ -55,8 +59,8 @@ const (
 	Poll        = "events_poll"
 )
 
-// Register adds the tools to s.
-func Register(s *mcp.Server, opts Options) {
+// Register adds the tools to s and returns them.
+func Register(s *mcp.Server, opts Options) *Set {
 	if opts.Service == nil || opts.Principal == nil {
 		panic("tools: Register needs Options.Service and Options.Principal")
 	}
@@ -64,8 +68,9 @@ func Register(s *mcp.Server, opts Options) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	svc := opts.Service
-	d := newDescriber(svc.Capability(), svc.Retention())
-	r := registrar{server: s, principal: opts.Principal, log: opts.Logger}
+	d := newDescriber(svc.Capability(), svc.Retention(), opts.Commands, opts.Tools)
+	set := &Set{calls: make(map[string]func(context.Context, string, json.RawMessage) (*mcp.CallToolResult, error))}
+	r := registrar{set: set, server: s, principal: opts.Principal, log: opts.Logger}
 
 	add(r, d.subscribeTool(), func(ctx context.Context, p string, in *subscriptions.SubscribeRequest) (any, error) {
 		return svc.Subscribe(ctx, p, *in)
@@ -95,23 +100,53 @@ func Register(s *mcp.Server, opts Options) {
 	add(r, d.pollTool(), func(ctx context.Context, p string, in *subscriptions.PollRequest) (any, error) {
 		return svc.Poll(ctx, p, *in)
 	})
+	return set
 }
 
+// Names are the names of the tools Register adds, in order.
+var Names = []string{Subscribe, Unsubscribe, List, Pause, Resume, Update, Poll}
+
 type registrar struct {
+	set       *Set
 	server    *mcp.Server
 	principal PrincipalFunc
 	log       *slog.Logger
 }
 
+// Set is the registered tools, callable in process for a principal: what an
+// agent handler's LLM may use.
+type Set struct {
+	tools []*mcp.Tool
+	calls map[string]func(ctx context.Context, principal string, args json.RawMessage) (*mcp.CallToolResult, error)
+}
+
+// Tools returns the tools' definitions, in registration order.
+func (s *Set) Tools() []*mcp.Tool { return s.tools }
+
+// Names returns the tools' names, in registration order.
+func (s *Set) Names() []string {
+	out := make([]string, len(s.tools))
+	for i, t := range s.tools {
+		out[i] = t.Name
+	}
+	return out
+}
+
+// CallTool calls a tool for principal, exactly as a client of principal
+// would: a mistake in args is an error result, not an error.
+func (s *Set) CallTool(ctx context.Context, principal, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	call := s.calls[name]
+	if call == nil {
+		return nil, fmt.Errorf("no tool %q", name)
+	}
+	return call(ctx, principal, args)
+}
+
 // add registers a tool whose arguments decode strictly into In.
 func add[In any](r registrar, t *mcp.Tool, h func(ctx context.Context, principal string, in *In) (any, error)) {
-	r.server.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		principal, err := r.principal(ctx, req)
-		if err != nil {
-			return errorResult(err), nil
-		}
+	call := func(ctx context.Context, principal string, args json.RawMessage) (*mcp.CallToolResult, error) {
 		in := new(In)
-		if err := decodeArgs(req.Params.Arguments, in, t); err != nil {
+		if err := decodeArgs(args, in, t); err != nil {
 			return errorResult(err), nil
 		}
 		out, err := h(ctx, principal, in)
@@ -130,6 +165,15 @@ func add[In any](r registrar, t *mcp.Tool, h func(ctx context.Context, principal
 			Content:           []mcp.Content{&mcp.TextContent{Text: string(body)}},
 			StructuredContent: json.RawMessage(body),
 		}, nil
+	}
+	r.set.tools = append(r.set.tools, t)
+	r.set.calls[t.Name] = call
+	r.server.AddTool(t, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		principal, err := r.principal(ctx, req)
+		if err != nil {
+			return errorResult(err), nil
+		}
+		return call(ctx, principal, req.Params.Arguments)
 	})
 }
 

@@ -296,6 +296,10 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	if err != nil {
 		return err
 	}
+	handler, secrets, err := encodeHandler(sub.Handler)
+	if err != nil {
+		return err
+	}
 	// Prune dates expired subscriptions by expired_at.
 	var expiredAt sql.NullInt64
 	if sub.Status == subscriptions.StatusExpired {
@@ -305,8 +309,8 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 		`SELECT coalesce((SELECT live_subscriptions FROM principals WHERE principal = ?), 0)`,
 		`INSERT INTO subscriptions
 			(id, principal, status, filter, delivery, created_at, updated_at, expires_at, expired_at,
-			 delivered_base, last_delivered_base, next_fire_at, last_fire_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			 delivered_base, last_delivered_base, next_fire_at, last_fire_at, handler, handler_secrets)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -321,7 +325,8 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 		_, err := tx.StmtContext(ctx, st[1]).ExecContext(ctx,
 			sub.ID, sub.Principal, string(sub.Status), filter, delivery,
 			nanos(sub.CreatedAt), nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt), expiredAt,
-			sub.DeliveredCount, nullNanos(sub.LastDeliveredAt), nullNanos(sub.NextFireAt), nullNanos(sub.LastFireAt))
+			sub.DeliveredCount, nullNanos(sub.LastDeliveredAt), nullNanos(sub.NextFireAt), nullNanos(sub.LastFireAt),
+			handler, secrets)
 		return err
 	})
 }
@@ -350,7 +355,10 @@ func selectSubscriptions(where string) string {
 			WHEN s.last_delivered_base IS NULL THEN c.last
 			ELSE max(c.last, s.last_delivered_base) END,
 		s.next_fire_at, s.last_fire_at,
-		(SELECT count(*) FROM buffer b WHERE b.subscription_id = s.id)
+		(SELECT count(*) FROM buffer b WHERE b.subscription_id = s.id),
+		s.handler, s.handler_secrets, s.handler_disabled, s.handler_succeeded, s.handler_failed,
+		s.handler_last_run_at, s.handler_last_error, s.handler_last_output, s.handler_last_tools,
+		CASE WHEN s.handler IS NULL THEN 0 ELSE (SELECT count(*) FROM handler_jobs h WHERE h.subscription_id = s.id) END
 	FROM subscriptions s
 	LEFT JOIN (
 		SELECT j.value AS subscription_id, sum(` + deliveredEvents + `) AS n, max(i.created_at) AS last
@@ -375,9 +383,15 @@ func scanSubscription(row scanner) (*subscriptions.Subscription, error) {
 		expires, lastDeliv sql.NullInt64
 	)
 	var nextFire, lastFire sql.NullInt64
+	var h storedHandler
 	err := row.Scan(&sub.ID, &sub.Principal, &status, &filter, &delivery, &created, &updated,
-		&expires, &sub.DeliveredCount, &lastDeliv, &nextFire, &lastFire, &sub.BufferedEvents)
+		&expires, &sub.DeliveredCount, &lastDeliv, &nextFire, &lastFire, &sub.BufferedEvents,
+		&h.spec, &h.secrets, &h.disabled, &h.status.Succeeded, &h.status.Failed,
+		&h.lastRun, &h.lastError, &h.lastOutput, &h.lastTools, &h.status.Pending)
 	if err != nil {
+		return nil, err
+	}
+	if err := h.decode(&sub); err != nil {
 		return nil, err
 	}
 	sub.NextFireAt, sub.LastFireAt = timePtr(nextFire), timePtr(lastFire)
@@ -949,6 +963,10 @@ func (s *Store) Prune(ctx context.Context, r subscriptions.Retention, now time.T
 			) WHERE n > ?`, r.InboxMaxEntries); err != nil {
 				return err
 			}
+		}
+		// Handler runs not yet done keep their deliveries.
+		if _, err := exec(`DELETE FROM temp.doomed WHERE seq IN (SELECT inbox_seq FROM handler_jobs)`); err != nil {
+			return err
 		}
 		if _, err := exec(`UPDATE subscriptions
 			SET delivered_base = delivered_base + d.n,

@@ -72,6 +72,10 @@ func Run(t *testing.T, open Opener) {
 		{"BuffersDeleted", testBuffersDeleted},
 		{"ExpireFlushesBuffer", testExpireFlushesBuffer},
 		{"SeqNeverReused", testSeqNeverReused},
+		{"JobsFromDeliveries", testJobsFromDeliveries},
+		{"FinishJobs", testFinishJobs},
+		{"JobsGoWithTheirHandler", testJobsGoWithTheirHandler},
+		{"JobsSurvivePrune", testJobsSurvivePrune},
 		{"Concurrency", testConcurrency},
 	}
 	for _, tt := range tests {

@@ -17,7 +17,18 @@ CREATE TABLE subscriptions (
     last_delivered_base INTEGER,
     -- The cron or scheduled channel's next and last fire.
     next_fire_at        INTEGER,
-    last_fire_at        INTEGER
+    last_fire_at        INTEGER,
+    -- The handler (JSON, NULL for none), its signing secrets, why it was
+    -- turned off, and what it did.
+    handler             TEXT,
+    handler_secrets     TEXT,
+    handler_disabled    TEXT,
+    handler_succeeded   INTEGER NOT NULL DEFAULT 0,
+    handler_failed      INTEGER NOT NULL DEFAULT 0,
+    handler_last_run_at INTEGER,
+    handler_last_error  TEXT,
+    handler_last_output TEXT,
+    handler_last_tools  TEXT
 ) STRICT;
 
 CREATE INDEX subscriptions_by_principal ON subscriptions (principal, created_at);
@@ -103,4 +114,35 @@ BEGIN
     UPDATE principals
         SET live_subscriptions = live_subscriptions + (CASE WHEN NEW.status = 'expired' THEN -1 ELSE 1 END)
         WHERE principal = NEW.principal;
+END;
+
+-- Handler runs not yet done: one per delivery (inbox entry) of a subscription
+-- with a handler, written by the trigger below in the transaction that
+-- records the delivery, so a run is never lost between the two. A job keeps
+-- its inbox entry from retention; it goes when it succeeds, fails for good,
+-- or its subscription or handler goes.
+CREATE TABLE handler_jobs (
+    id              INTEGER PRIMARY KEY AUTOINCREMENT,
+    subscription_id TEXT NOT NULL,
+    inbox_seq       INTEGER NOT NULL,
+    attempts        INTEGER NOT NULL DEFAULT 0,
+    due_at          INTEGER NOT NULL,
+    created_at      INTEGER NOT NULL
+) STRICT;
+
+CREATE INDEX handler_jobs_due ON handler_jobs (due_at, id);
+CREATE INDEX handler_jobs_by_subscription ON handler_jobs (subscription_id);
+
+CREATE TRIGGER inbox_handler_jobs AFTER INSERT ON inbox
+WHEN NEW.kind IN ('event', 'batch')
+BEGIN
+    INSERT INTO handler_jobs (subscription_id, inbox_seq, due_at, created_at)
+        SELECT s.id, NEW.seq, NEW.created_at, NEW.created_at
+        FROM json_each(NEW.subscription_ids) j JOIN subscriptions s ON s.id = j.value
+        WHERE s.handler IS NOT NULL AND s.handler_disabled IS NULL;
+END;
+
+CREATE TRIGGER subscriptions_jobs_delete AFTER DELETE ON subscriptions
+BEGIN
+    DELETE FROM handler_jobs WHERE subscription_id = OLD.id;
 END;

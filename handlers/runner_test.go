@@ -1,0 +1,266 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/handlers"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+)
+
+// fakeHandler records its runs and answers with outcome(attempt).
+type fakeHandler struct {
+	mu      sync.Mutex
+	runs    []*subscriptions.Invocation
+	outcome func(inv *subscriptions.Invocation) subscriptions.Outcome
+	ran     chan *subscriptions.Invocation
+	block   chan struct{} // when set, a run waits for it or for ctx
+}
+
+func newFakeHandler(outcome func(*subscriptions.Invocation) subscriptions.Outcome) *fakeHandler {
+	return &fakeHandler{outcome: outcome, ran: make(chan *subscriptions.Invocation, 100)}
+}
+
+func (h *fakeHandler) Check(context.Context, string, *subscriptions.HandlerSpec) error { return nil }
+
+func (h *fakeHandler) Handle(ctx context.Context, inv *subscriptions.Invocation) subscriptions.Outcome {
+	if h.block != nil {
+		select {
+		case <-h.block:
+		case <-ctx.Done():
+			return subscriptions.Outcome{Err: ctx.Err()}
+		}
+	}
+	h.mu.Lock()
+	h.runs = append(h.runs, inv)
+	h.mu.Unlock()
+	o := subscriptions.Outcome{Output: "ok"}
+	if h.outcome != nil {
+		o = h.outcome(inv)
+	}
+	h.ran <- inv
+	return o
+}
+
+func (h *fakeHandler) wait(t *testing.T) *subscriptions.Invocation {
+	t.Helper()
+	select {
+	case inv := <-h.ran:
+		return inv
+	case <-time.After(10 * time.Second):
+		t.Fatal("the handler did not run within 10 s")
+		return nil
+	}
+}
+
+func (h *fakeHandler) none(t *testing.T) {
+	t.Helper()
+	select {
+	case inv := <-h.ran:
+		t.Fatalf("unexpected run: %+v", inv)
+	case <-time.After(50 * time.Millisecond):
+	}
+}
+
+type noDeliverer struct{}
+
+func (noDeliverer) Deliver([]subscriptions.InboxEntry) {}
+
+// env is a service and a runner on one SQLite file and a fake clock.
+type env struct {
+	store  *sqlite.Store
+	svc    *subscriptions.Service
+	runner *handlers.Runner
+	clk    *clock.Fake
+}
+
+func newEnv(t *testing.T, path string, clk *clock.Fake, h subscriptions.Handler) *env {
+	t.Helper()
+	store, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kinds := map[subscriptions.HandlerType]subscriptions.Handler{subscriptions.HandlerBash: h}
+	runner, err := handlers.New(handlers.Options{Jobs: store, Handlers: kinds, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+		Store: store, Deliverer: noDeliverer{}, Clock: clk, Handlers: kinds, JobsWritten: runner.Wake,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	e := &env{store: store, svc: svc, runner: runner, clk: clk}
+	t.Cleanup(e.stop)
+	return e
+}
+
+func (e *env) stop() {
+	e.runner.Stop()
+	e.svc.Stop()
+	e.store.Close()
+}
+
+func (e *env) subscribe(t *testing.T) *subscriptions.Subscription {
+	t.Helper()
+	sub, err := e.svc.Subscribe(t.Context(), "alice", subscriptions.SubscribeRequest{
+		Filter:  subscriptions.Filter{EventTypes: []string{"test.*"}},
+		Handler: &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: "notify"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sub
+}
+
+func (e *env) publish(t *testing.T, sourceID string) {
+	t.Helper()
+	if _, err := e.svc.Publish(t.Context(), subscriptions.Event{Type: "test.created", Data: json.RawMessage(`{}`),
+		Metadata: subscriptions.Metadata{SourceEventID: sourceID}}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// status waits until the subscription's handler status satisfies ok.
+func (e *env) status(t *testing.T, id string, ok func(subscriptions.HandlerStatus) bool) subscriptions.HandlerStatus {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		sub, err := e.svc.Get(t.Context(), "alice", id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ok(*sub.HandlerStatus) {
+			return *sub.HandlerStatus
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("handler status never reached the expected state: %+v", *sub.HandlerStatus)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+var t0 = time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
+
+func TestRunsEachDeliveryOnce(t *testing.T) {
+	h := newFakeHandler(nil)
+	e := newEnv(t, filepath.Join(t.TempDir(), "db"), clock.NewFake(t0), h)
+	sub := e.subscribe(t)
+	for _, id := range []string{"a", "b", "c", "a"} { // "a" again: a duplicate
+		e.publish(t, id)
+	}
+	seen := map[string]bool{}
+	for range 3 {
+		inv := h.wait(t)
+		if inv.SubscriptionID != sub.ID || inv.Attempt != 1 || inv.Kind != subscriptions.InboxEvent || seen[inv.JobID] {
+			t.Errorf("unexpected invocation %+v", inv)
+		}
+		seen[inv.JobID] = true
+	}
+	h.none(t)
+	st := e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Succeeded == 3 })
+	if st.Pending != 0 || st.LastOutput != "ok" || st.LastRunAt == nil {
+		t.Errorf("status %+v", st)
+	}
+}
+
+func TestRetryAfterDelayAndAcrossRestart(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	clk := clock.NewFake(t0)
+	failing := newFakeHandler(func(inv *subscriptions.Invocation) subscriptions.Outcome {
+		return subscriptions.Outcome{Err: errors.New("503 Service Unavailable"), RetryIn: 30 * time.Second}
+	})
+	e := newEnv(t, path, clk, failing)
+	sub := e.subscribe(t)
+	e.publish(t, "a")
+	if inv := failing.wait(t); inv.Attempt != 1 {
+		t.Fatalf("attempt %d, want 1", inv.Attempt)
+	}
+	e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.LastError != "" })
+	clk.Advance(29 * time.Second)
+	failing.none(t)
+	clk.Advance(time.Second)
+	if inv := failing.wait(t); inv.Attempt != 2 {
+		t.Fatalf("attempt %d, want 2", inv.Attempt)
+	}
+	e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.LastRunAt != nil && s.LastRunAt.Equal(t0.Add(30*time.Second)) })
+
+	// Restart with the retry pending: the new runner runs it when due.
+	e.stop()
+	ok := newFakeHandler(nil)
+	e2 := newEnv(t, path, clk, ok)
+	ok.none(t)
+	clk.Advance(30 * time.Second)
+	if inv := ok.wait(t); inv.Attempt != 3 || inv.SubscriptionID != sub.ID {
+		t.Fatalf("after restart: %+v, want attempt 3 of %s", inv, sub.ID)
+	}
+	st := e2.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Succeeded == 1 })
+	if st.Failed != 0 || st.Pending != 0 {
+		t.Errorf("status %+v; retries are not failures", st)
+	}
+}
+
+func TestStopLeavesRunningJobDue(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "db")
+	clk := clock.NewFake(t0)
+	hung := newFakeHandler(nil)
+	hung.block = make(chan struct{}) // never closed: the run ends only with the stop
+	e := newEnv(t, path, clk, hung)
+	sub := e.subscribe(t)
+	e.publish(t, "a")
+	e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Pending == 1 })
+	e.stop()
+
+	ok := newFakeHandler(nil)
+	e2 := newEnv(t, path, clk, ok)
+	if inv := ok.wait(t); inv.Attempt != 1 {
+		t.Fatalf("the cut run was not run again: %+v", inv)
+	}
+	e2.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Succeeded == 1 && s.Pending == 0 })
+}
+
+func TestDisableAndPanic(t *testing.T) {
+	clk := clock.NewFake(t0)
+	var calls int
+	h := newFakeHandler(func(inv *subscriptions.Invocation) subscriptions.Outcome {
+		calls++
+		if calls == 1 {
+			panic("boom")
+		}
+		return subscriptions.Outcome{Err: errors.New("410 Gone"), Disable: true}
+	})
+	e := newEnv(t, filepath.Join(t.TempDir(), "db"), clk, h)
+	sub := e.subscribe(t)
+	e.publish(t, "a")
+	h.none(t) // the panicking run sends nothing
+	e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Failed == 1 })
+	e.publish(t, "b")
+	h.wait(t)
+	st := e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Disabled != "" })
+	if st.Disabled != "410 Gone" {
+		t.Errorf("disabled = %q", st.Disabled)
+	}
+	e.publish(t, "c")
+	h.none(t)
+	// events_update with a handler turns it back on.
+	if _, err := e.svc.Update(t.Context(), "alice", subscriptions.UpdateRequest{SubscriptionID: sub.ID,
+		Handler: subscriptions.OptionalHandler{Set: true, Value: &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: "notify"}}}); err != nil {
+		t.Fatal(err)
+	}
+	e.publish(t, "d")
+	h.wait(t)
+}

@@ -1,0 +1,318 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// storedHandler holds a subscription's handler columns as read.
+type storedHandler struct {
+	spec, secrets, disabled sql.NullString
+	lastRun                 sql.NullInt64
+	lastError, lastOutput   sql.NullString
+	lastTools               sql.NullString
+	status                  subscriptions.HandlerStatus
+}
+
+// decode sets sub's handler and status from h.
+func (h *storedHandler) decode(sub *subscriptions.Subscription) error {
+	if !h.spec.Valid {
+		return nil
+	}
+	var spec subscriptions.HandlerSpec
+	if err := json.Unmarshal([]byte(h.spec.String), &spec); err != nil {
+		return fmt.Errorf("subscription %s: decode handler: %w", sub.ID, err)
+	}
+	if h.secrets.Valid {
+		spec.Secrets = new(subscriptions.WebhookSecrets)
+		if err := json.Unmarshal([]byte(h.secrets.String), spec.Secrets); err != nil {
+			return fmt.Errorf("subscription %s: decode handler secrets: %w", sub.ID, err)
+		}
+	}
+	st := h.status
+	st.LastRunAt = timePtr(h.lastRun)
+	st.LastError, st.LastOutput, st.Disabled = h.lastError.String, h.lastOutput.String, h.disabled.String
+	if h.lastTools.Valid {
+		if err := json.Unmarshal([]byte(h.lastTools.String), &st.LastToolCalls); err != nil {
+			return fmt.Errorf("subscription %s: decode handler tool calls: %w", sub.ID, err)
+		}
+	}
+	sub.Handler, sub.HandlerStatus = &spec, &st
+	return nil
+}
+
+// encodeHandler returns the handler and secrets columns of h.
+func encodeHandler(h *subscriptions.HandlerSpec) (spec, secrets sql.NullString, err error) {
+	if h == nil {
+		return spec, secrets, nil
+	}
+	c := *h
+	c.Secret = "" // shown once, never stored
+	b, err := json.Marshal(&c)
+	if err != nil {
+		return spec, secrets, err
+	}
+	spec = sql.NullString{String: string(b), Valid: true}
+	if h.Secrets != nil {
+		b, err := json.Marshal(h.Secrets)
+		if err != nil {
+			return spec, secrets, err
+		}
+		secrets = sql.NullString{String: string(b), Valid: true}
+	}
+	return spec, secrets, nil
+}
+
+// SetHandler implements subscriptions.Store.
+func (s *Store) SetHandler(ctx context.Context, principal, id string, h *subscriptions.HandlerSpec) error {
+	spec, secrets, err := encodeHandler(h)
+	if err != nil {
+		return err
+	}
+	st, err := s.prepared(ctx,
+		`UPDATE subscriptions SET handler = ?, handler_secrets = ?, handler_disabled = NULL WHERE id = ? AND principal = ?`,
+		`DELETE FROM handler_jobs WHERE subscription_id = ?`)
+	if err != nil {
+		return err
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		if err := expectRow(tx.StmtContext(ctx, st[0]).ExecContext(ctx, spec, secrets, id, principal)); err != nil {
+			return err
+		}
+		if h != nil {
+			return nil
+		}
+		_, err := tx.StmtContext(ctx, st[1]).ExecContext(ctx, id)
+		return err
+	})
+}
+
+// jobIDs turns job IDs into the JSON array of integers the queries take.
+func jobIDs(ids []string) string {
+	n := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if v, err := strconv.ParseInt(id, 10, 64); err == nil {
+			n = append(n, v)
+		}
+	}
+	return mustJSON(n)
+}
+
+const dueJobsQuery = `SELECT h.id, h.subscription_id, h.attempts, h.created_at, s.principal, s.handler, s.handler_secrets,
+		i.kind, i.event_id, i.event_ids, i.remaining
+	FROM handler_jobs h
+	JOIN subscriptions s ON s.id = h.subscription_id
+	LEFT JOIN inbox i ON i.seq = h.inbox_seq
+	WHERE h.due_at <= ?1 AND h.id NOT IN (SELECT value FROM json_each(?2))
+		AND s.handler IS NOT NULL AND s.handler_disabled IS NULL
+	ORDER BY h.due_at, h.id LIMIT ?3`
+
+// DueJobs implements subscriptions.Store.
+func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, skip []string) ([]*subscriptions.Invocation, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	st, err := s.rstmts.get(ctx, dueJobsQuery)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, nanos(now), jobIDs(skip), limit)
+	if err != nil {
+		return nil, fmt.Errorf("read due handler jobs: %w", err)
+	}
+	var (
+		out    []*subscriptions.Invocation
+		ids    = make(map[*subscriptions.Invocation][]string)
+		bodies = make(map[string]json.RawMessage)
+		lost   []string
+	)
+	for rows.Next() {
+		var (
+			id, attempts, created int64
+			inv                   subscriptions.Invocation
+			h                     storedHandler
+			kind, eventID, evIDs  sql.NullString
+			remaining             sql.NullInt64
+		)
+		if err := rows.Scan(&id, &inv.SubscriptionID, &attempts, &created, &inv.Principal, &h.spec, &h.secrets,
+			&kind, &eventID, &evIDs, &remaining); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		inv.JobID = strconv.FormatInt(id, 10)
+		if !kind.Valid {
+			// Its delivery is gone; nothing is left to hand on.
+			lost = append(lost, inv.JobID)
+			continue
+		}
+		var sub subscriptions.Subscription
+		sub.ID = inv.SubscriptionID
+		if err := h.decode(&sub); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		inv.Spec, inv.Attempt, inv.CreatedAt = sub.Handler, int(attempts)+1, fromNanos(created)
+		inv.Kind, inv.Remaining = subscriptions.InboxKind(kind.String), int(remaining.Int64)
+		var want []string
+		if eventID.Valid {
+			want = []string{eventID.String}
+		} else if evIDs.Valid {
+			if err := json.Unmarshal([]byte(evIDs.String), &want); err != nil {
+				rows.Close()
+				return nil, fmt.Errorf("handler job %d: decode event IDs: %w", id, err)
+			}
+		}
+		for _, e := range want {
+			bodies[e] = nil
+		}
+		j := &inv
+		ids[j] = want
+		out = append(out, j)
+	}
+	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return nil, err
+	}
+	if len(bodies) > 0 {
+		if err := s.eventBodies(ctx, &s.rstmts, nil, bodies); err != nil {
+			return nil, err
+		}
+	}
+	for _, inv := range out {
+		for _, e := range ids[inv] {
+			b := bodies[e]
+			if b == nil {
+				continue // removed by retention
+			}
+			if inv.Kind == subscriptions.InboxBatch {
+				inv.Events = append(inv.Events, b)
+			} else {
+				inv.Event = b
+			}
+		}
+	}
+	if len(lost) > 0 {
+		if err := s.FinishJobs(ctx, lostJobs(lost, now)); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func lostJobs(ids []string, now time.Time) []subscriptions.JobDone {
+	out := make([]subscriptions.JobDone, len(ids))
+	for i, id := range ids {
+		out[i] = subscriptions.JobDone{JobID: id, At: now, Outcome: subscriptions.Outcome{Err: errors.New("the delivery was removed before the handler ran")}}
+	}
+	return out
+}
+
+// FinishJobs implements subscriptions.Store.
+func (s *Store) FinishJobs(ctx context.Context, done []subscriptions.JobDone) error {
+	if len(done) == 0 {
+		return nil
+	}
+	st, err := s.prepared(ctx,
+		`DELETE FROM handler_jobs WHERE id = ? RETURNING subscription_id`,
+		`UPDATE handler_jobs SET attempts = attempts + 1, due_at = ? WHERE id = ? RETURNING subscription_id`,
+		`UPDATE subscriptions SET handler_succeeded = handler_succeeded + ?2, handler_failed = handler_failed + ?3,
+			handler_last_run_at = ?4, handler_last_error = coalesce(?5, handler_last_error),
+			handler_last_output = ?6, handler_last_tools = ?7
+			WHERE id = ?1`,
+		`UPDATE subscriptions SET handler_disabled = ?2 WHERE id = ?1 AND handler IS NOT NULL`,
+		`DELETE FROM handler_jobs WHERE subscription_id = ?`)
+	if err != nil {
+		return err
+	}
+	end, retry, record, disable, dropAll := st[0], st[1], st[2], st[3], st[4]
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		for _, d := range done {
+			id, err := strconv.ParseInt(d.JobID, 10, 64)
+			if err != nil {
+				continue
+			}
+			o := d.Outcome
+			var sub string
+			if o.Err != nil && o.RetryIn > 0 && !o.Disable {
+				err = tx.StmtContext(ctx, retry).QueryRowContext(ctx, nanos(d.At.Add(o.RetryIn)), id).Scan(&sub)
+			} else {
+				err = tx.StmtContext(ctx, end).QueryRowContext(ctx, id).Scan(&sub)
+			}
+			if errors.Is(err, sql.ErrNoRows) {
+				continue // its subscription or handler went meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			var ok, failed int
+			var lastErr sql.NullString
+			switch {
+			case o.Err == nil:
+				ok = 1
+			case o.RetryIn > 0 && !o.Disable:
+				lastErr = sql.NullString{String: o.Err.Error(), Valid: true}
+			default:
+				failed = 1
+				lastErr = sql.NullString{String: o.Err.Error(), Valid: true}
+			}
+			var tools sql.NullString
+			if len(o.ToolCalls) > 0 {
+				tools = sql.NullString{String: mustJSON(o.ToolCalls), Valid: true}
+			}
+			if _, err := tx.StmtContext(ctx, record).ExecContext(ctx, sub, ok, failed, nanos(d.At),
+				lastErr, truncate(o.Output, maxStoredOutput), tools); err != nil {
+				return err
+			}
+			if o.Disable {
+				reason := "turned off"
+				if o.Err != nil {
+					reason = o.Err.Error()
+				}
+				if _, err := tx.StmtContext(ctx, disable).ExecContext(ctx, sub, reason); err != nil {
+					return err
+				}
+				if _, err := tx.StmtContext(ctx, dropAll).ExecContext(ctx, sub); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// maxStoredOutput bounds the output kept of a handler's latest run.
+const maxStoredOutput = 4 << 10
+
+// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	cut := n
+	for cut > 0 && s[cut]&0xC0 == 0x80 {
+		cut--
+	}
+	return s[:cut] + "…[truncated]"
+}
+
+// NextJobDue implements subscriptions.Store.
+func (s *Store) NextJobDue(ctx context.Context, skip []string) (time.Time, bool, error) {
+	st, err := s.rstmts.get(ctx, `SELECT min(due_at) FROM handler_jobs WHERE id NOT IN (SELECT value FROM json_each(?))`)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var t sql.NullInt64
+	if err := st.QueryRowContext(ctx, jobIDs(skip)).Scan(&t); err != nil {
+		return time.Time{}, false, err
+	}
+	if !t.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromNanos(t.Int64), true, nil
+}
