@@ -197,7 +197,9 @@ func TestRetryAfterDelayAndAcrossRestart(t *testing.T) {
 	if inv := failing.wait(t); inv.Attempt != 2 {
 		t.Fatalf("attempt %d, want 2", inv.Attempt)
 	}
-	e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.LastRunAt != nil && s.LastRunAt.Equal(t0.Add(30*time.Second)) })
+	e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool {
+		return s.LastRunAt != nil && s.LastRunAt.Equal(t0.Add(30*time.Second))
+	})
 
 	// Restart with the retry pending: the new runner runs it when due.
 	e.stop()
