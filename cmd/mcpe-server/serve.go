@@ -16,6 +16,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
+	"github.com/mcpe-server/mcpe-server/handlers"
 	"github.com/mcpe-server/mcpe-server/httpapi"
 	"github.com/mcpe-server/mcpe-server/ingest"
 	"github.com/mcpe-server/mcpe-server/server"
@@ -88,6 +89,21 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 	registry := sessions.New(&sessions.Options{Logger: log})
 	defer registry.Close()
+	late := &lateServer{}
+	hs, err := buildHandlers(&cfg.Handlers, late, log)
+	if err != nil {
+		return err
+	}
+	defer hs.close()
+	runner, err := handlers.New(handlers.Options{
+		Jobs:        store,
+		Handlers:    hs.byType,
+		Logger:      log,
+		Concurrency: cfg.Handlers.Concurrency,
+	})
+	if err != nil {
+		return err
+	}
 	retention := subscriptions.Retention{
 		InboxMaxEntries: cfg.Inbox.MaxEntries,
 		InboxMaxAge:     time.Duration(cfg.Inbox.MaxAge),
@@ -107,6 +123,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		MaxSubscriptions: cfg.Subscriptions.MaxPerPrincipal,
 		Retention:        retention,
 		EphemeralPrefix:  server.SessionPrincipalPrefix,
+		Handlers:         hs.byType,
+		SecretGrace:      secretGrace(cfg),
+		JobsWritten:      runner.Wake,
 	})
 	if err != nil {
 		return err
@@ -121,10 +140,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		Sessions: registry,
 		Version:  version(),
 		Logger:   log,
+		Commands: hs.commands,
 	})
 	if err != nil {
 		return err
 	}
+	late.set(srv)
+	// Handler runs start once the server can answer sampling requests.
+	if err := runner.Start(ctx); err != nil {
+		return err
+	}
+	defer runner.Stop()
 	defer srv.Wait()
 	defer closeSessions(srv)
 
@@ -216,6 +242,14 @@ func startHTTP(ctx context.Context, addr string, cfg *config.Config, svc *subscr
 			hs.Close()
 		}
 	}, nil
+}
+
+// secretGrace is how long a rotated webhook secret keeps signing.
+func secretGrace(cfg *config.Config) time.Duration {
+	if w := cfg.Handlers.Webhook; w != nil {
+		return time.Duration(w.SecretGrace)
+	}
+	return 0
 }
 
 // closeSessions ends every MCP session, so that long-lived event streams

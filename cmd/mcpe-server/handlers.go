@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/config"
+	"github.com/mcpe-server/mcpe-server/handlers/webhook"
+	"github.com/mcpe-server/mcpe-server/server"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// handlerSet is the handlers the configuration turns on.
+type handlerSet struct {
+	byType map[subscriptions.HandlerType]subscriptions.Handler
+	// commands are the bash handler's allowed command names.
+	commands []string
+	closers  []func()
+}
+
+func (h *handlerSet) close() {
+	for _, c := range h.closers {
+		c()
+	}
+}
+
+// buildHandlers makes the handlers cfg turns on. late supplies what the
+// agent handler needs from the MCP server, which is built after them.
+func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*handlerSet, error) {
+	set := &handlerSet{byType: make(map[subscriptions.HandlerType]subscriptions.Handler)}
+	if w := cfg.Webhook; w != nil && w.Enabled {
+		networks, err := w.Networks()
+		if err != nil {
+			return nil, err
+		}
+		secrets, err := w.SecretValues()
+		if err != nil {
+			return nil, err
+		}
+		schedule := make([]time.Duration, len(w.RetrySchedule))
+		for i, d := range w.RetrySchedule {
+			schedule[i] = time.Duration(d)
+		}
+		sender, err := webhook.New(&webhook.Options{
+			AllowHTTP:      w.AllowHTTP,
+			AllowNetworks:  networks,
+			Secrets:        secrets,
+			DefaultTimeout: time.Duration(w.DefaultTimeout),
+			MaxTimeout:     time.Duration(w.MaxTimeout),
+			Schedule:       schedule,
+			Logger:         log.With("handler", "webhook"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		set.byType[subscriptions.HandlerWebhook] = sender
+		set.closers = append(set.closers, sender.Close)
+		log.Info("webhook handler on", "allow_http", w.AllowHTTP, "allow_networks", w.AllowNetworks)
+	}
+	return set, nil
+}
+
+// lateServer hands the agent handler the MCP server's sessions and tools;
+// the server is built after the handlers, and set here once it is.
+type lateServer struct {
+	mu  sync.RWMutex
+	srv *server.Server
+}
+
+func (l *lateServer) set(s *server.Server) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.srv = s
+}
+
+func (l *lateServer) get() *server.Server {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.srv
+}
+
+// Sessions returns the live sessions of principal.
+func (l *lateServer) Sessions(principal string) []*mcp.ServerSession {
+	if s := l.get(); s != nil {
+		return s.SessionsOf(principal)
+	}
+	return nil
+}
+
+// Tools returns the server's tools.
+func (l *lateServer) Tools() []*mcp.Tool {
+	if s := l.get(); s != nil {
+		return s.Tools().Tools()
+	}
+	return nil
+}
+
+// CallTool calls one of the server's tools for principal.
+func (l *lateServer) CallTool(ctx context.Context, principal, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
+	s := l.get()
+	if s == nil {
+		return nil, errors.New("the server is not ready")
+	}
+	return s.Tools().CallTool(ctx, principal, name, args)
+}

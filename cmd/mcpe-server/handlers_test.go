@@ -1,0 +1,156 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/handlers/webhook"
+	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// receiver is a webhook receiver on loopback that keeps what it verified.
+type receiver struct {
+	*httptest.Server
+	mu     sync.Mutex
+	secret string
+	got    []string // verified bodies
+	bad    []string
+	auth   []string
+	status int
+	hits   chan struct{}
+}
+
+func newReceiver(t *testing.T) *receiver {
+	r := &receiver{status: http.StatusOK, hits: make(chan struct{}, 100)}
+	r.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		r.mu.Lock()
+		if err := webhook.Verify(r.secret, req.Header, body, time.Now()); err != nil {
+			r.bad = append(r.bad, err.Error())
+		} else {
+			r.got = append(r.got, string(body))
+		}
+		r.auth = append(r.auth, req.Header.Get("Authorization"))
+		status := r.status
+		r.mu.Unlock()
+		w.WriteHeader(status)
+		r.hits <- struct{}{}
+	}))
+	t.Cleanup(r.Close)
+	return r
+}
+
+func (r *receiver) wait(t *testing.T) {
+	t.Helper()
+	select {
+	case <-r.hits:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the webhook was not called within 10 s")
+	}
+}
+
+// listStatus returns the handler status of sub from events_list.
+func listStatus(t *testing.T, c *mcpetest.Client, id string) *subscriptions.HandlerStatus {
+	t.Helper()
+	var res subscriptions.ListResult
+	c.MustCall(t, "events_list", map[string]any{}, &res)
+	for _, s := range res.Subscriptions {
+		if s.ID == id {
+			return s.HandlerStatus
+		}
+	}
+	t.Fatalf("subscription %s not listed", id)
+	return nil
+}
+
+func TestWebhookHandlerEndToEnd(t *testing.T) {
+	rcv := newReceiver(t)
+	t.Setenv("TEST_WEBHOOK_TOKEN", "s3cret")
+	cfg := writeConfig(t, `
+handlers:
+  webhook:
+    enabled: true
+    allowHTTP: true
+    allowNetworks: ["127.0.0.1"]
+    secrets:
+      TOKEN: {tokenEnv: TEST_WEBHOOK_TOKEN}
+`)
+	c, base := startStdio(t, filepath.Join(t.TempDir(), "mcpe.db"), nil, "--config", cfg)
+
+	// Loopback is refused unless allowlisted; the model cannot read secrets.
+	if msg := c.CallError(t, "events_subscribe", map[string]any{
+		"filter":  map[string]any{"eventTypes": []string{"deploy.*"}},
+		"handler": map[string]any{"type": "webhook", "url": "http://10.0.0.1/hook"},
+	}); !strings.Contains(msg, "10.0.0.1") {
+		t.Errorf("a private address was accepted or the error does not name it: %q", msg)
+	}
+	if msg := c.CallError(t, "events_subscribe", map[string]any{
+		"filter":  map[string]any{"eventTypes": []string{"deploy.*"}},
+		"handler": map[string]any{"type": "webhook", "url": rcv.URL, "headers": map[string]string{"Authorization": "Bearer ${OTHER}"}},
+	}); !strings.Contains(msg, "OTHER") {
+		t.Errorf("an unknown secret was accepted: %q", msg)
+	}
+
+	sub := c.Subscribe(t, map[string]any{
+		"filter":  map[string]any{"eventTypes": []string{"deploy.*"}},
+		"handler": map[string]any{"type": "webhook", "url": rcv.URL + "/hook", "headers": map[string]string{"Authorization": "Bearer ${TOKEN}"}},
+	})
+	if !strings.HasPrefix(sub.Handler.Secret, "whsec_") {
+		t.Fatalf("events_subscribe did not return the signing secret: %+v", sub.Handler)
+	}
+	rcv.mu.Lock()
+	rcv.secret = sub.Handler.Secret
+	rcv.mu.Unlock()
+
+	post(t, base, "", `{"type": "deploy.failed", "data": {"service": "api"}}`)
+	rcv.wait(t)
+	c.NextEvent(t) // the agent is told too
+	rcv.mu.Lock()
+	if len(rcv.got) != 1 || len(rcv.bad) != 0 || !strings.Contains(rcv.got[0], `"deploy.failed"`) || rcv.auth[0] != "Bearer s3cret" {
+		t.Errorf("receiver got %q, refused %q, auth %q", rcv.got, rcv.bad, rcv.auth)
+	}
+	rcv.status = http.StatusGone
+	rcv.mu.Unlock()
+
+	// A 410 turns the handler off; events_list says so.
+	post(t, base, "", `{"type": "deploy.failed", "data": {"service": "web"}}`)
+	rcv.wait(t)
+	deadline := time.Now().Add(10 * time.Second)
+	var st *subscriptions.HandlerStatus
+	for {
+		if st = listStatus(t, c, sub.ID); st == nil {
+			t.Fatal("events_list shows no handlerStatus")
+		}
+		if st.Disabled != "" || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.Disabled == "" || st.Succeeded != 1 || st.Failed != 1 {
+		t.Fatalf("after a 410: %+v; want the handler off, 1 succeeded, 1 failed", st)
+	}
+	var listed subscriptions.ListResult
+	c.MustCall(t, "events_list", map[string]any{}, &listed)
+	raw, _ := json.Marshal(listed)
+	if strings.Contains(string(raw), sub.Handler.Secret) || strings.Contains(string(raw), "whsec_") {
+		t.Errorf("events_list shows the secret: %s", raw)
+	}
+}

@@ -1,0 +1,197 @@
+package webhook
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"net"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+)
+
+// Defaults for Options.
+const (
+	DefaultTimeout         = 10 * time.Second
+	DefaultMaxTimeout      = 60 * time.Second
+	DefaultJitter          = 0.2
+	DefaultMaxRetryAfter   = time.Hour
+	DefaultMaxConnsPerHost = 32
+	DefaultUserAgent       = "mcpe-server-webhook/1"
+)
+
+// DefaultSchedule is the retry schedule when Options.Schedule is empty: the
+// delays after attempts 1 to 5; the delivery fails after the sixth attempt.
+var DefaultSchedule = []time.Duration{
+	5 * time.Second,
+	30 * time.Second,
+	2 * time.Minute,
+	10 * time.Minute,
+	30 * time.Minute,
+}
+
+// Resolver looks up the addresses of a host. *net.Resolver implements it.
+type Resolver interface {
+	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+}
+
+// Options configure a Sender. A nil *Options means all defaults.
+type Options struct {
+	// AllowHTTP allows http:// URLs besides https://. Zero: https only.
+	AllowHTTP bool
+	// AllowNetworks are ranges a webhook may reach although they are
+	// special-purpose (loopback, private, link-local...), e.g.
+	// 127.0.0.1/32 for a receiver on the same machine. An IPv4-mapped
+	// IPv6 prefix is taken as the IPv4 prefix it maps. Zero: none.
+	AllowNetworks []netip.Prefix
+	// Secrets are the operator's secrets, by name, filled into a
+	// webhook's header values written ${NAME}. Names are letters, digits
+	// and '_', not starting with a digit. Zero: none, and a header that
+	// uses ${...} is refused.
+	Secrets map[string]string
+	// DefaultTimeout bounds a delivery whose subscription sets no
+	// timeout. Zero: DefaultTimeout (10s).
+	DefaultTimeout time.Duration
+	// MaxTimeout is the longest timeout a subscription may set. Zero:
+	// DefaultMaxTimeout (60s).
+	MaxTimeout time.Duration
+	// Schedule are the delays before the retries: Schedule[i] follows
+	// attempt i+1; after len(Schedule)+1 attempts the delivery fails.
+	// Empty: DefaultSchedule (5s, 30s, 2m, 10m, 30m).
+	Schedule []time.Duration
+	// Jitter varies each delay of Schedule by up to this fraction either
+	// way, so that retries of many deliveries spread out. Zero:
+	// DefaultJitter (±20%); negative: no jitter; at most 1.
+	Jitter float64
+	// MaxRetryAfter caps the delay a receiver's Retry-After may ask for.
+	// Zero: DefaultMaxRetryAfter (1h).
+	MaxRetryAfter time.Duration
+	// Clock tells the time of the webhook-timestamp header and of
+	// Retry-After dates. Zero: the wall clock.
+	Clock clock.Clock
+	// Resolver resolves host names before each connection. Zero:
+	// net.DefaultResolver.
+	Resolver Resolver
+	// RootCAs are the certificate authorities trusted for https
+	// receivers. Zero: the system's.
+	RootCAs *x509.CertPool
+	// MaxConnsPerHost bounds the connections to one receiver, in use or
+	// idle. Zero: DefaultMaxConnsPerHost (32).
+	MaxConnsPerHost int
+	// UserAgent is sent as User-Agent. Zero: DefaultUserAgent.
+	UserAgent string
+	// Logger logs refused addresses. Zero: discard.
+	Logger *slog.Logger
+}
+
+// secretName is the form of a secret's name, as written in ${NAME}.
+var secretName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
+
+// withDefaults returns a copy of o with the zero fields set to their
+// defaults, or an error naming the first field that is wrong.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if err := c.validate(); err != nil {
+		return Options{}, err
+	}
+	if c.DefaultTimeout == 0 {
+		c.DefaultTimeout = DefaultTimeout
+	}
+	if c.MaxTimeout == 0 {
+		c.MaxTimeout = max(DefaultMaxTimeout, c.DefaultTimeout)
+	}
+	if len(c.Schedule) == 0 {
+		c.Schedule = DefaultSchedule
+	}
+	c.Schedule = slices.Clone(c.Schedule)
+	switch {
+	case c.Jitter == 0:
+		c.Jitter = DefaultJitter
+	case c.Jitter < 0:
+		c.Jitter = 0
+	}
+	if c.MaxRetryAfter == 0 {
+		c.MaxRetryAfter = DefaultMaxRetryAfter
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
+	if c.Resolver == nil {
+		c.Resolver = net.DefaultResolver
+	}
+	if c.MaxConnsPerHost == 0 {
+		c.MaxConnsPerHost = DefaultMaxConnsPerHost
+	}
+	if c.UserAgent == "" {
+		c.UserAgent = DefaultUserAgent
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	nets := make([]netip.Prefix, 0, len(c.AllowNetworks))
+	for _, p := range c.AllowNetworks {
+		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
+			p = netip.PrefixFrom(a.Unmap(), p.Bits()-96)
+		}
+		nets = append(nets, p.Masked())
+	}
+	c.AllowNetworks = nets
+	c.Secrets = maps.Clone(c.Secrets)
+	return c, nil
+}
+
+func (o *Options) validate() error {
+	for i, p := range o.AllowNetworks {
+		if !p.IsValid() || p.Addr().Zone() != "" {
+			return fmt.Errorf("webhook: Options.AllowNetworks[%d] %q is not a valid prefix; give e.g. 10.0.0.0/8 or 127.0.0.1/32", i, p)
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Secrets)) {
+		if !secretName.MatchString(name) {
+			return fmt.Errorf("webhook: Options.Secrets[%q]: a secret name is 1 to 64 letters, digits and '_', not starting with a digit", name)
+		}
+		if !validHeaderValue(o.Secrets[name]) {
+			return fmt.Errorf("webhook: Options.Secrets[%q]: the value cannot go in an HTTP header: it contains a control character such as a line break", name)
+		}
+	}
+	if o.DefaultTimeout < 0 {
+		return fmt.Errorf("webhook: Options.DefaultTimeout is %v; give a positive duration, or zero for %v", o.DefaultTimeout, DefaultTimeout)
+	}
+	if o.MaxTimeout < 0 {
+		return fmt.Errorf("webhook: Options.MaxTimeout is %v; give a positive duration, or zero for %v", o.MaxTimeout, DefaultMaxTimeout)
+	}
+	if o.MaxTimeout > 0 && o.DefaultTimeout > o.MaxTimeout {
+		return fmt.Errorf("webhook: Options.DefaultTimeout %v is longer than Options.MaxTimeout %v", o.DefaultTimeout, o.MaxTimeout)
+	}
+	if o.MaxTimeout > 0 && o.DefaultTimeout == 0 && DefaultTimeout > o.MaxTimeout {
+		return fmt.Errorf("webhook: Options.MaxTimeout %v is shorter than the default timeout %v; set Options.DefaultTimeout too", o.MaxTimeout, DefaultTimeout)
+	}
+	for i, d := range o.Schedule {
+		if d <= 0 {
+			return fmt.Errorf("webhook: Options.Schedule[%d] is %v; give a positive duration such as 30s", i, d)
+		}
+	}
+	if o.Jitter > 1 {
+		return fmt.Errorf("webhook: Options.Jitter is %v; give a fraction up to 1 (0.2 varies delays by ±20%%), zero for %v, or a negative number for none", o.Jitter, DefaultJitter)
+	}
+	if o.MaxRetryAfter < 0 {
+		return fmt.Errorf("webhook: Options.MaxRetryAfter is %v; give a positive duration, or zero for %v", o.MaxRetryAfter, DefaultMaxRetryAfter)
+	}
+	if o.MaxConnsPerHost < 0 {
+		return fmt.Errorf("webhook: Options.MaxConnsPerHost is %d; give a positive number, or zero for %d", o.MaxConnsPerHost, DefaultMaxConnsPerHost)
+	}
+	if strings.ContainsAny(o.UserAgent, "\r\n") || !validHeaderValue(o.UserAgent) {
+		return fmt.Errorf("webhook: Options.UserAgent %q cannot go in an HTTP header", o.UserAgent)
+	}
+	return nil
+}
