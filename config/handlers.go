@@ -237,6 +237,9 @@ func (a *AgentHandler) validate() error {
 	if e == nil {
 		return nil
 	}
+	if e.Model == "" {
+		return errors.New("handlers.agent.endpoint.model is required: the model the endpoint serves, e.g. \"gpt-4o-mini\"")
+	}
 	u, err := url.Parse(e.URL)
 	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
 		return fmt.Errorf("handlers.agent.endpoint.url %q: give the full chat-completions URL, e.g. \"https://api.openai.com/v1/chat/completions\"", e.URL)

@@ -27,8 +27,10 @@ const (
 	DefaultRunTimeout  = 10 * time.Minute
 	// retryStore is how long the runner waits after the store failed.
 	retryStore = time.Second
-	// finishBatch bounds the outcomes written in one transaction.
-	finishBatch = 256
+	// finishBatch bounds the outcomes written in one transaction, and
+	// finishWindow how long the first of them waits for others.
+	finishBatch  = 256
+	finishWindow = 2 * time.Millisecond
 )
 
 // Jobs is the part of subscriptions.Store the runner uses.
@@ -172,9 +174,12 @@ func (r *Runner) dispatch() {
 	for {
 		r.mu.Lock()
 		free := r.opts.Concurrency - len(r.running)
+		busy := len(r.running) > 0
 		skip := r.runningLocked()
 		r.mu.Unlock()
-		if free <= 0 {
+		// While runs are in progress, wait until a quarter of the slots are
+		// free, so that jobs are read in batches rather than one by one.
+		if free <= 0 || busy && free < max(1, r.opts.Concurrency/4) {
 			return // a finished run wakes the runner
 		}
 		now := r.opts.Clock.Now()
@@ -278,7 +283,10 @@ func (r *Runner) handle(inv *subscriptions.Invocation) (o subscriptions.Outcome)
 func (r *Runner) finishLoop() {
 	defer r.loops.Done()
 	for d := range r.done {
+		// Outcomes that come within finishWindow of the first share its
+		// transaction: one commit for many runs.
 		batch := []subscriptions.JobDone{d}
+		window := time.NewTimer(finishWindow)
 	more:
 		for len(batch) < finishBatch {
 			select {
@@ -287,10 +295,11 @@ func (r *Runner) finishLoop() {
 					break more
 				}
 				batch = append(batch, d)
-			default:
+			case <-window.C:
 				break more
 			}
 		}
+		window.Stop()
 		r.record(batch)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/config"
+	"github.com/mcpe-server/mcpe-server/handlers/agent"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/server"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -62,6 +63,32 @@ func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*h
 		set.byType[subscriptions.HandlerWebhook] = sender
 		set.closers = append(set.closers, sender.Close)
 		log.Info("webhook handler on", "allow_http", w.AllowHTTP, "allow_networks", w.AllowNetworks)
+	}
+	if a := cfg.Agent; a != nil && a.Enabled {
+		opts := &agent.Options{
+			Sessions:         late.Sessions,
+			Tools:            late,
+			DefaultMaxTokens: a.MaxTokens,
+			MaxTurns:         a.MaxTurns,
+			MaxRunTime:       time.Duration(a.MaxRunTime),
+			Logger:           log.With("handler", "agent"),
+		}
+		if e := a.Endpoint; e != nil {
+			opts.Endpoint = &agent.Endpoint{URL: e.URL, Model: e.Model}
+			if e.APIKey != nil {
+				key, err := e.APIKey.Value("handlers.agent.endpoint.apiKey")
+				if err != nil {
+					return nil, err
+				}
+				opts.Endpoint.APIKey = key
+			}
+		}
+		ag, err := agent.New(opts)
+		if err != nil {
+			return nil, err
+		}
+		set.byType[subscriptions.HandlerAgent] = ag
+		log.Info("agent handler on", "endpoint", a.Endpoint != nil)
 	}
 	return set, nil
 }

@@ -42,6 +42,12 @@ type Client struct {
 // may be nil.
 func Connect(t testing.TB, t2 mcp.Transport, opts *mcp.ClientSessionOptions) *Client {
 	t.Helper()
+	return ConnectWith(t, t2, nil, opts)
+}
+
+// ConnectWith is Connect with client options, such as a sampling handler.
+func ConnectWith(t testing.TB, t2 mcp.Transport, clientOpts *mcp.ClientOptions, opts *mcp.ClientSessionOptions) *Client {
+	t.Helper()
 	c := &Client{notes: make(chan Notification, 100000)}
 	transport := mcpbridge.ClientTransport(&recordInit{Transport: t2, c: c}, func(method string, params json.RawMessage) {
 		c.notes <- Notification{Method: method, Params: params}
@@ -53,7 +59,7 @@ func Connect(t testing.TB, t2 mcp.Transport, opts *mcp.ClientSessionOptions) *Cl
 			c.notes <- Notification{Method: method, Params: params}
 		})
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpetest", Version: "1"}, nil)
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpetest", Version: "1"}, clientOpts)
 	ctx, cancel := context.WithTimeout(context.Background(), Wait)
 	defer cancel()
 	cs, err := client.Connect(ctx, transport, opts)

@@ -231,15 +231,26 @@ func (s *Store) FinishJobs(ctx context.Context, done []subscriptions.JobDone) er
 		return err
 	}
 	end, retry, record, disable, dropAll := st[0], st[1], st[2], st[3], st[4]
+	// Each subscription's counts and latest run are written once per
+	// batch.
+	type tally struct {
+		ok, failed    int
+		at            int64
+		lastErr       sql.NullString
+		output, tools sql.NullString
+	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
+		tallies := make(map[string]*tally)
+		var order []string
 		for _, d := range done {
 			id, err := strconv.ParseInt(d.JobID, 10, 64)
 			if err != nil {
 				continue
 			}
 			o := d.Outcome
+			retrying := o.Err != nil && o.RetryIn > 0 && !o.Disable
 			var sub string
-			if o.Err != nil && o.RetryIn > 0 && !o.Disable {
+			if retrying {
 				err = tx.StmtContext(ctx, retry).QueryRowContext(ctx, nanos(d.At.Add(o.RetryIn)), id).Scan(&sub)
 			} else {
 				err = tx.StmtContext(ctx, end).QueryRowContext(ctx, id).Scan(&sub)
@@ -250,24 +261,26 @@ func (s *Store) FinishJobs(ctx context.Context, done []subscriptions.JobDone) er
 			if err != nil {
 				return err
 			}
-			var ok, failed int
-			var lastErr sql.NullString
+			t := tallies[sub]
+			if t == nil {
+				t = &tally{}
+				tallies[sub] = t
+				order = append(order, sub)
+			}
 			switch {
 			case o.Err == nil:
-				ok = 1
-			case o.RetryIn > 0 && !o.Disable:
-				lastErr = sql.NullString{String: o.Err.Error(), Valid: true}
-			default:
-				failed = 1
-				lastErr = sql.NullString{String: o.Err.Error(), Valid: true}
+				t.ok++
+			case !retrying:
+				t.failed++
 			}
-			var tools sql.NullString
+			if o.Err != nil {
+				t.lastErr = sql.NullString{String: o.Err.Error(), Valid: true}
+			}
+			t.at = max(t.at, nanos(d.At))
+			t.output = sql.NullString{String: truncate(o.Output, maxStoredOutput), Valid: true}
+			t.tools = sql.NullString{}
 			if len(o.ToolCalls) > 0 {
-				tools = sql.NullString{String: mustJSON(o.ToolCalls), Valid: true}
-			}
-			if _, err := tx.StmtContext(ctx, record).ExecContext(ctx, sub, ok, failed, nanos(d.At),
-				lastErr, truncate(o.Output, maxStoredOutput), tools); err != nil {
-				return err
+				t.tools = sql.NullString{String: mustJSON(o.ToolCalls), Valid: true}
 			}
 			if o.Disable {
 				reason := "turned off"
@@ -280,6 +293,13 @@ func (s *Store) FinishJobs(ctx context.Context, done []subscriptions.JobDone) er
 				if _, err := tx.StmtContext(ctx, dropAll).ExecContext(ctx, sub); err != nil {
 					return err
 				}
+			}
+		}
+		for _, sub := range order {
+			t := tallies[sub]
+			if _, err := tx.StmtContext(ctx, record).ExecContext(ctx, sub, t.ok, t.failed, t.at,
+				t.lastErr, t.output.String, t.tools); err != nil {
+				return err
 			}
 		}
 		return nil

@@ -1,0 +1,246 @@
+package agent
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Defaults for Options.
+const (
+	DefaultMaxTokens          = 1024
+	DefaultMaxTurns           = 8
+	DefaultMaxToolCalls       = 32
+	DefaultMaxRunTime         = 2 * time.Minute
+	DefaultMaxToolResultBytes = 16 << 10
+	DefaultMaxEventBytes      = 64 << 10
+	DefaultUserAgent          = "mcpe-server-agent/1"
+)
+
+// MaxOutputBytes bounds Outcome.Output: a longer answer is cut, on a UTF-8
+// boundary, and marked as cut.
+const MaxOutputBytes = 8 << 10
+
+// DefaultOfflineRetries are the delays before the next attempt when no
+// route to an LLM exists at run time (Options.OfflineRetries): after
+// attempts 1 to 3. The delivery fails after the fourth attempt.
+var DefaultOfflineRetries = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute}
+
+// DefaultRetrySchedule are the delays before the next attempt after a
+// passing failure of the LLM (Options.RetrySchedule): after attempts 1
+// to 3.
+var DefaultRetrySchedule = []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute}
+
+// ToolSet is this server's own tools, as the agent's LLM may call them.
+// *tools.Set implements it.
+type ToolSet interface {
+	// Tools returns the tools' definitions.
+	Tools() []*mcp.Tool
+	// CallTool calls the tool name for principal, exactly as a client of
+	// principal would. A mistake in args is an error result, not an error.
+	CallTool(ctx context.Context, principal, name string, args json.RawMessage) (*mcp.CallToolResult, error)
+}
+
+// Endpoint is an OpenAI-compatible chat-completions endpoint the operator
+// pays for, used when the owner of a subscription has no live session that
+// can sample.
+type Endpoint struct {
+	// URL is the full chat-completions URL, such as
+	// "https://api.openai.com/v1/chat/completions" or
+	// "http://127.0.0.1:11434/v1/chat/completions". Required.
+	URL string
+	// APIKey is sent as "Authorization: Bearer <APIKey>". Zero: no
+	// Authorization header (a local server).
+	APIKey string
+	// Model is the model every request to this endpoint names. Required.
+	// A subscription's handler.model does not override it: the operator
+	// chooses what the endpoint costs. (handler.model is a preference hint
+	// that only MCP sampling passes on.)
+	Model string
+	// HTTPClient sends the requests. Zero: http.DefaultClient. Each run's
+	// deadline (Options.MaxRunTime) bounds the requests in any case.
+	HTTPClient *http.Client
+	// UserAgent is sent as User-Agent. Zero: DefaultUserAgent.
+	UserAgent string
+}
+
+// Options configure an Agent. A nil *Options means all defaults: no
+// session, no tool, no endpoint, so that Check refuses every agent handler.
+type Options struct {
+	// Sessions returns the live MCP sessions of a principal, in order of
+	// preference. A session can run a handler when its client declared the
+	// sampling capability and speaks a protocol version before 2026-07-28
+	// (which forbids sampling requests the server starts); it can run one
+	// with tools when it declared sampling.tools too. Zero: no session.
+	Sessions func(principal string) []*mcp.ServerSession
+	// Tools are this server's tools; a handler may let its LLM call those
+	// it names in handler.tools. Zero: none.
+	Tools ToolSet
+	// Endpoint is the LLM used when the owner has no session that can
+	// sample. Zero: none, and a handler only runs while its owner is
+	// connected with a client that can sample.
+	Endpoint *Endpoint
+	// DefaultMaxTokens is the maxTokens of each model call when the
+	// handler sets none. Zero: DefaultMaxTokens (1024).
+	DefaultMaxTokens int
+	// MaxTurns bounds the model calls of one run: the tool loop stops
+	// there. The last call tells the model it may use no more tools.
+	// Zero: DefaultMaxTurns (8).
+	MaxTurns int
+	// MaxToolCalls bounds the tool calls of one run; further calls the
+	// model asks for are answered with an error, not made. Zero:
+	// DefaultMaxToolCalls (32).
+	MaxToolCalls int
+	// MaxRunTime bounds one run, tool calls included. Zero:
+	// DefaultMaxRunTime (2m).
+	MaxRunTime time.Duration
+	// MaxToolResultBytes bounds the text of one tool result handed to the
+	// model; the rest is cut. Zero: DefaultMaxToolResultBytes (16 KiB).
+	MaxToolResultBytes int
+	// MaxEventBytes bounds the event data put in the prompt; a larger
+	// payload is cut and handed on as a JSON string. Zero:
+	// DefaultMaxEventBytes (64 KiB).
+	MaxEventBytes int
+	// OfflineRetries are the delays before the next attempt when, at run
+	// time, the owner has no session that can sample and there is no
+	// Endpoint: OfflineRetries[i] follows attempt i+1; then the delivery
+	// fails. Empty: DefaultOfflineRetries (1m, 5m, 30m).
+	OfflineRetries []time.Duration
+	// RetrySchedule are the delays before the next attempt after a passing
+	// failure before any tool was called: the endpoint answered 408, 429
+	// or 5xx or could not be reached, the session closed, or the model did
+	// not answer within MaxRunTime. RetrySchedule[i] follows attempt i+1.
+	// Empty: DefaultRetrySchedule (30s, 2m, 10m).
+	RetrySchedule []time.Duration
+	// MaxRetryAfter caps the delay an endpoint's Retry-After may ask for.
+	// Zero: one hour.
+	MaxRetryAfter time.Duration
+	// Logger logs runs, without event data. Zero: discard.
+	Logger *slog.Logger
+}
+
+// withDefaults returns a copy of o with the zero fields set to their
+// defaults, or an error naming the first field that is wrong.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if err := c.validate(); err != nil {
+		return Options{}, err
+	}
+	if c.Sessions == nil {
+		c.Sessions = func(string) []*mcp.ServerSession { return nil }
+	}
+	if c.Endpoint != nil {
+		ep := *c.Endpoint
+		if ep.HTTPClient == nil {
+			ep.HTTPClient = http.DefaultClient
+		}
+		if ep.UserAgent == "" {
+			ep.UserAgent = DefaultUserAgent
+		}
+		c.Endpoint = &ep
+	}
+	if c.DefaultMaxTokens == 0 {
+		c.DefaultMaxTokens = DefaultMaxTokens
+	}
+	if c.MaxTurns == 0 {
+		c.MaxTurns = DefaultMaxTurns
+	}
+	if c.MaxToolCalls == 0 {
+		c.MaxToolCalls = DefaultMaxToolCalls
+	}
+	if c.MaxRunTime == 0 {
+		c.MaxRunTime = DefaultMaxRunTime
+	}
+	if c.MaxToolResultBytes == 0 {
+		c.MaxToolResultBytes = DefaultMaxToolResultBytes
+	}
+	if c.MaxEventBytes == 0 {
+		c.MaxEventBytes = DefaultMaxEventBytes
+	}
+	if len(c.OfflineRetries) == 0 {
+		c.OfflineRetries = DefaultOfflineRetries
+	}
+	c.OfflineRetries = slices.Clone(c.OfflineRetries)
+	if len(c.RetrySchedule) == 0 {
+		c.RetrySchedule = DefaultRetrySchedule
+	}
+	c.RetrySchedule = slices.Clone(c.RetrySchedule)
+	if c.MaxRetryAfter == 0 {
+		c.MaxRetryAfter = time.Hour
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c, nil
+}
+
+func (o *Options) validate() error {
+	if ep := o.Endpoint; ep != nil {
+		u, err := url.Parse(ep.URL)
+		switch {
+		case ep.URL == "":
+			return fmt.Errorf("agent: Options.Endpoint.URL is required, e.g. https://api.openai.com/v1/chat/completions")
+		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
+			return fmt.Errorf("agent: Options.Endpoint.URL %q is not an http or https URL; give the full chat-completions URL, e.g. https://api.openai.com/v1/chat/completions", ep.URL)
+		case u.User != nil:
+			return fmt.Errorf("agent: Options.Endpoint.URL must not hold user information; put the key in Options.Endpoint.APIKey")
+		}
+		if ep.Model == "" {
+			return fmt.Errorf("agent: Options.Endpoint.Model is required, e.g. gpt-4o-mini")
+		}
+		if strings.ContainsAny(ep.APIKey, "\r\n\x00") || strings.TrimSpace(ep.APIKey) != ep.APIKey {
+			return fmt.Errorf("agent: Options.Endpoint.APIKey cannot go in an HTTP header: it has a line break, NUL or surrounding space")
+		}
+		if strings.ContainsAny(ep.UserAgent, "\r\n\x00") {
+			return fmt.Errorf("agent: Options.Endpoint.UserAgent %q cannot go in an HTTP header", ep.UserAgent)
+		}
+	}
+	ints := []struct {
+		name  string
+		v     int
+		def   int
+		limit int
+	}{
+		{"DefaultMaxTokens", o.DefaultMaxTokens, DefaultMaxTokens, subscriptions.MaxHandlerTokens},
+		{"MaxTurns", o.MaxTurns, DefaultMaxTurns, 1000},
+		{"MaxToolCalls", o.MaxToolCalls, DefaultMaxToolCalls, 10000},
+		{"MaxToolResultBytes", o.MaxToolResultBytes, DefaultMaxToolResultBytes, 16 << 20},
+		{"MaxEventBytes", o.MaxEventBytes, DefaultMaxEventBytes, 16 << 20},
+	}
+	for _, f := range ints {
+		if f.v < 0 || f.v > f.limit {
+			return fmt.Errorf("agent: Options.%s is %d; give a number from 1 to %d, or zero for %d", f.name, f.v, f.limit, f.def)
+		}
+	}
+	if o.MaxRunTime < 0 {
+		return fmt.Errorf("agent: Options.MaxRunTime is %v; give a positive duration, or zero for %v", o.MaxRunTime, DefaultMaxRunTime)
+	}
+	if o.MaxRetryAfter < 0 {
+		return fmt.Errorf("agent: Options.MaxRetryAfter is %v; give a positive duration, or zero for 1h", o.MaxRetryAfter)
+	}
+	for i, d := range o.OfflineRetries {
+		if d <= 0 {
+			return fmt.Errorf("agent: Options.OfflineRetries[%d] is %v; give a positive duration such as 5m", i, d)
+		}
+	}
+	for i, d := range o.RetrySchedule {
+		if d <= 0 {
+			return fmt.Errorf("agent: Options.RetrySchedule[%d] is %v; give a positive duration such as 30s", i, d)
+		}
+	}
+	return nil
+}
