@@ -1,0 +1,90 @@
+package config
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestParseHandlers(t *testing.T) {
+	t.Setenv("MCPE_TEST_HOOK_TOKEN", "hook-secret")
+	c, err := Parse(strings.NewReader(`
+handlers:
+  concurrency: 8
+  bash:
+    sandbox: bwrap
+    defaultTimeout: 10s
+    maxTimeout: 1m
+    commands:
+      notify:
+        path: /usr/bin/notify-send
+        env: {DISPLAY: ":0"}
+      rollback:
+        path: /opt/deploy/rollback.sh
+        network: true
+        writablePaths: [/var/tmp/rollback]
+  webhook:
+    enabled: true
+    allowNetworks: ["127.0.0.1", "10.0.0.0/8"]
+    secrets:
+      HOOK: {tokenEnv: MCPE_TEST_HOOK_TOKEN}
+    retrySchedule: [1s, 1m]
+  agent:
+    enabled: true
+    maxTurns: 4
+    endpoint:
+      url: https://llm.example.com/v1/chat/completions
+      model: small
+      apiKey: {token: k}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := c.Handlers
+	if h.Concurrency != 8 || h.Bash.Sandbox != "bwrap" || time.Duration(h.Bash.MaxTimeout) != time.Minute ||
+		h.Bash.Commands["rollback"].Path != "/opt/deploy/rollback.sh" || !h.Bash.Commands["rollback"].Network ||
+		h.Bash.Commands["notify"].Env["DISPLAY"] != ":0" {
+		t.Errorf("bash: %+v", h.Bash)
+	}
+	nets, err := h.Webhook.Networks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]netip.Prefix{netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("10.0.0.0/8")}, nets,
+		cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("networks (-want +got):\n%s", diff)
+	}
+	secrets, err := h.Webhook.SecretValues()
+	if err != nil || secrets["HOOK"] != "hook-secret" {
+		t.Errorf("secrets %v, %v", secrets, err)
+	}
+	if h.Agent.MaxTurns != 4 || h.Agent.Endpoint.Model != "small" {
+		t.Errorf("agent: %+v", h.Agent)
+	}
+}
+
+func TestParseHandlerErrors(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"handlers:\n  concurrency: -1\n", "handlers.concurrency must be positive"},
+		{"handlers:\n  bash:\n    sandbox: docker\n", `handlers.bash.sandbox "docker": use "auto"`},
+		{"handlers:\n  bash:\n    commands:\n      notify: {path: notify-send}\n", `handlers.bash.commands.notify.path "notify-send": give the program's absolute path`},
+		{"handlers:\n  bash:\n    commands:\n      'a b': {path: /bin/true}\n", `handlers.bash.commands.a b: a command name is`},
+		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, env: {MCPE_EVENT_ID: x}}\n", `handlers.bash.commands.x.env: "MCPE_EVENT_ID" is not a variable name`},
+		{"handlers:\n  bash:\n    defaultTimeout: 2m\n    maxTimeout: 1m\n", "handlers.bash.defaultTimeout 2m0s is longer than handlers.bash.maxTimeout 1m0s"},
+		{"handlers:\n  webhook:\n    allowNetworks: [localhost]\n", `handlers.webhook.allowNetworks[0] "localhost": give an address or a CIDR range`},
+		{"handlers:\n  webhook:\n    secrets:\n      '1X': {token: a}\n", "handlers.webhook.secrets.1X: a secret name is"},
+		{"handlers:\n  webhook:\n    secrets:\n      X: {tokenEnv: MCPE_TEST_UNSET_VARIABLE}\n", "handlers.webhook.secrets.X.tokenEnv: environment variable MCPE_TEST_UNSET_VARIABLE is not set"},
+		{"handlers:\n  webhook:\n    retrySchedule: [0s]\n", "handlers.webhook.retrySchedule[0]: give a positive duration"},
+		{"handlers:\n  agent:\n    endpoint: {url: 'ftp://x', model: m}\n", `handlers.agent.endpoint.url "ftp://x": give the full chat-completions URL`},
+		{"handlers:\n  agent:\n    endpoint: {url: 'https://x/v1/chat/completions'}\n", "handlers.agent.endpoint.model is required"},
+		{"handlers:\n  agent:\n    endpont: {}\n", "field endpont not found"},
+	} {
+		_, err := Parse(strings.NewReader(tt.yaml))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v; want an error containing %q", tt.yaml, err, tt.want)
+		}
+	}
+}
