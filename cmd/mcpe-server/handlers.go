@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/config"
 	"github.com/mcpe-server/mcpe-server/handlers/agent"
+	"github.com/mcpe-server/mcpe-server/handlers/bash"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/server"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -35,6 +37,30 @@ func (h *handlerSet) close() {
 // agent handler needs from the MCP server, which is built after them.
 func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*handlerSet, error) {
 	set := &handlerSet{byType: make(map[subscriptions.HandlerType]subscriptions.Handler)}
+	if b := cfg.Bash; b != nil && len(b.Commands) > 0 {
+		commands := make(map[string]bash.Command, len(b.Commands))
+		for name, c := range b.Commands {
+			commands[name] = bash.Command{Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadOnlyRoot: c.ReadOnlyRoot}
+		}
+		runner, err := bash.New(&bash.Options{
+			Commands:       commands,
+			DefaultTimeout: time.Duration(b.DefaultTimeout),
+			MaxTimeout:     time.Duration(b.MaxTimeout),
+			MaxConcurrent:  b.MaxConcurrent,
+			Sandbox:        b.Sandbox,
+			Logger:         log.With("handler", "bash"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("handlers.bash: %w", err)
+		}
+		set.byType[subscriptions.HandlerBash] = runner
+		set.commands = runner.Commands()
+		if runner.Sandboxed() {
+			log.Info("bash handler on", "commands", set.commands, "sandbox", "bubblewrap")
+		} else {
+			log.Warn("bash handler on without a sandbox: allowed programs run with the server's file and network access; install bubblewrap to confine them", "commands", set.commands)
+		}
+	}
 	if w := cfg.Webhook; w != nil && w.Enabled {
 		networks, err := w.Networks()
 		if err != nil {

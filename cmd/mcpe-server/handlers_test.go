@@ -238,3 +238,70 @@ func TestAgentHandlerThroughSampling(t *testing.T) {
 		t.Errorf("tools offered: %v", first.Tools)
 	}
 }
+
+// TestBashHandlerEndToEnd runs an allowed script for each event through the
+// real binary (inside bubblewrap when it is installed).
+func TestBashHandlerEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "out")
+	if err := os.Mkdir(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "record.sh")
+	body := "#!/bin/sh\ncat > \"$OUT_DIR/$MCPE_EVENT_ID.json\"\nprintf '%s\\n' \"$@\" > \"$OUT_DIR/$MCPE_EVENT_ID.args\"\necho recorded\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, `
+handlers:
+  bash:
+    commands:
+      record:
+        path: `+script+`
+        env: {OUT_DIR: `+out+`}
+        writablePaths: [`+out+`]
+`)
+	c, base := startStdio(t, filepath.Join(dir, "mcpe.db"), nil, "--config", cfg)
+	if msg := c.CallError(t, "events_subscribe", map[string]any{
+		"filter":  map[string]any{"eventTypes": []string{"*"}},
+		"handler": map[string]any{"type": "bash", "command": "/bin/sh"},
+	}); !strings.Contains(msg, `"record"`) {
+		t.Errorf("a command that is not allowed was accepted, or the error does not list the allowed ones: %q", msg)
+	}
+	sub := c.Subscribe(t, map[string]any{
+		"filter":  map[string]any{"eventTypes": []string{"alert.*"}},
+		"handler": map[string]any{"type": "bash", "command": "record", "args": []string{"$MCPE_EVENT_TYPE", "; rm -rf / `id` $(id)"}},
+	})
+	code, resp := post(t, base, "", `{"type": "alert.fired", "data": {"text": "$(touch /tmp/pwned); echo hi"}}`)
+	var accepted struct{ ID string }
+	if err := json.Unmarshal([]byte(resp), &accepted); err != nil || code != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", code, resp)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	var st *subscriptions.HandlerStatus
+	for {
+		st = listStatus(t, c, sub.ID)
+		if st.Succeeded+st.Failed > 0 || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st.Succeeded != 1 || !strings.Contains(st.LastOutput, "recorded") {
+		t.Fatalf("handler status %+v", st)
+	}
+	args, err := os.ReadFile(filepath.Join(out, accepted.ID+".args"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "alert.fired\n; rm -rf / `id` $(id)\n"; string(args) != want {
+		t.Errorf("argv %q, want %q", args, want)
+	}
+	stdin, err := os.ReadFile(filepath.Join(out, accepted.ID+".json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ev subscriptions.Event
+	if err := json.Unmarshal(stdin, &ev); err != nil || ev.ID != accepted.ID || !strings.Contains(string(ev.Data), "$(touch /tmp/pwned)") {
+		t.Errorf("stdin %s (%v)", stdin, err)
+	}
+}

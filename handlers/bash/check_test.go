@@ -1,0 +1,194 @@
+package bash
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+func TestCheck(t *testing.T) {
+	r := newRunner(t, Options{
+		Commands: map[string]Command{
+			"notify": {Path: "/bin/sh"},
+			"log":    {Path: "/bin/sh"},
+		},
+		MaxTimeout:     time.Minute,
+		DefaultTimeout: 10 * time.Second,
+	})
+	none := newRunner(t, Options{})
+	type invalid struct{ Field, Message string }
+	tests := []struct {
+		name string
+		r    *Runner
+		spec *subscriptions.HandlerSpec
+		want *invalid
+	}{
+		{name: "allowed", r: r, spec: bashSpec("notify", "")},
+		{name: "allowed with everything", r: r, spec: &subscriptions.HandlerSpec{
+			Type: subscriptions.HandlerBash, Command: "log", Input: "env", Timeout: 60000,
+			Args: []string{"$MCPE_EVENT_ID", "${MCPE_EVENTS}", "$HOME", "$(id)"},
+		}},
+		{name: "nil", r: r, want: &invalid{"handler", "is required"}},
+		{name: "wrong type", r: r, spec: &subscriptions.HandlerSpec{Type: subscriptions.HandlerWebhook, URL: "https://x"},
+			want: &invalid{"handler.type", `"webhook" is not "bash"; this handler runs only bash handlers`}},
+		{name: "unknown command", r: r, spec: bashSpec("rm", ""),
+			want: &invalid{"handler.command", `"rm" is not a command the operator allowed; use one of "log", "notify" (a name, not a path or a shell line)`}},
+		{name: "shell line", r: r, spec: bashSpec("notify; rm -rf /", ""),
+			want: &invalid{"handler.command", `"notify; rm -rf /" is not a command the operator allowed; use one of "log", "notify" (a name, not a path or a shell line)`}},
+		{name: "path", r: r, spec: bashSpec("/bin/sh", ""),
+			want: &invalid{"handler.command", `"/bin/sh" is not a command the operator allowed; use one of "log", "notify" (a name, not a path or a shell line)`}},
+		{name: "no command", r: r, spec: bashSpec("", ""),
+			want: &invalid{"handler.command", `is required: the name of a command the operator allowed, one of "log", "notify"`}},
+		{name: "none configured", r: none, spec: bashSpec("notify", ""),
+			want: &invalid{"handler.command", `"notify" is not allowed: the operator allowed no commands on this server, so bash handlers cannot run here; use another handler type or leave handler out`}},
+		{name: "bad input", r: r, spec: bashSpec("notify", "file"),
+			want: &invalid{"handler.input", `"file" is not an input mode; use "stdin" (the event JSON on standard input, the default), "env" (MCPE_* variables) or "args" (the event JSON as the last argument)`}},
+		{name: "timeout over max", r: r, spec: &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: "notify", Timeout: 60001},
+			want: &invalid{"handler.timeout", "is 60001 ms; the operator allows at most 60000 (1m0s); give a smaller number of milliseconds, or leave it out for the default 10s"}},
+		{name: "negative timeout", r: r, spec: &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: "notify", Timeout: -1},
+			want: &invalid{"handler.timeout", "is -1 ms; the operator allows at most 60000 (1m0s); give a smaller number of milliseconds, or leave it out for the default 10s"}},
+		{name: "unknown placeholder", r: r, spec: bashSpec("notify", "", "ok", "--id=${MCPE_EVENT_NAME}"),
+			want: &invalid{"handler.args[1]", "uses $MCPE_EVENT_NAME, which is not a variable; the placeholders are $MCPE_SUBSCRIPTION_ID, $MCPE_DELIVERY, $MCPE_EVENT_ID, $MCPE_EVENT_TYPE, $MCPE_EVENT_PRIORITY, $MCPE_EVENT_TIMESTAMP, $MCPE_EVENT_TAGS, $MCPE_EVENT_DATA, $MCPE_EVENTS, $MCPE_EVENT_COUNT, $MCPE_REMAINING, written $NAME or ${NAME}"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.r.Check(context.Background(), "alice", tt.spec)
+			var got *invalid
+			if err != nil {
+				var ie *subscriptions.InvalidError
+				if !errors.As(err, &ie) {
+					t.Fatalf("Check() = %v (%T), want an *InvalidError", err, err)
+				}
+				got = &invalid{ie.Field, ie.Message}
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Check() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestNew(t *testing.T) {
+	dir := t.TempDir()
+	notExec := filepath.Join(dir, "data.txt")
+	if err := os.WriteFile(notExec, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh := Command{Path: "/bin/sh"}
+	tests := []struct {
+		name    string
+		opts    Options
+		wantErr string
+	}{
+		{name: "defaults", opts: Options{Sandbox: SandboxOff}},
+		{name: "commands", opts: Options{Sandbox: SandboxOff, Commands: map[string]Command{"a": sh, "b.c-d_e": {Path: "/bin/sh", WritablePaths: []string{dir}, Env: map[string]string{"TOKEN": "x"}}}}},
+		{name: "relative path", opts: Options{Commands: map[string]Command{"notify": {Path: "notify-send"}}},
+			wantErr: `bash: commands.notify.path "notify-send": give the program's absolute path, such as /usr/bin/notify-send`},
+		{name: "no path", opts: Options{Commands: map[string]Command{"notify": {}}},
+			wantErr: `bash: commands.notify.path is required`},
+		{name: "missing program", opts: Options{Commands: map[string]Command{"notify": {Path: filepath.Join(dir, "nope")}}},
+			wantErr: `bash: commands.notify.path: stat ` + filepath.Join(dir, "nope") + `: no such file or directory`},
+		{name: "not executable", opts: Options{Commands: map[string]Command{"notify": {Path: notExec}}},
+			wantErr: `bash: commands.notify.path: ` + notExec + ` is not executable (mode -rw-r--r--); chmod +x it`},
+		{name: "directory", opts: Options{Commands: map[string]Command{"notify": {Path: dir}}},
+			wantErr: `bash: commands.notify.path: ` + dir + ` is a directory, not a program`},
+		{name: "bad name", opts: Options{Commands: map[string]Command{"no/slash": sh}},
+			wantErr: `bash: commands.no/slash: a command name is 1 to 64 letters`},
+		{name: "MCPE env", opts: Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", Env: map[string]string{"MCPE_EVENT_ID": "x"}}}},
+			wantErr: `bash: commands.notify.env: "MCPE_EVENT_ID" is not a variable name the operator may set`},
+		{name: "bad env name", opts: Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", Env: map[string]string{"A=B": "x"}}}},
+			wantErr: `bash: commands.notify.env: "A=B" is not a variable name`},
+		{name: "relative writable path", opts: Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", WritablePaths: []string{"out"}}}},
+			wantErr: `bash: commands.notify.writablePaths[0] "out": give an absolute path`},
+		{name: "missing writable path", opts: Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", WritablePaths: []string{filepath.Join(dir, "nope")}}}},
+			wantErr: `bash: commands.notify.writablePaths[0]: stat ` + filepath.Join(dir, "nope") + `: no such file or directory; the path must exist`},
+		{name: "bad sandbox", opts: Options{Sandbox: "docker"},
+			wantErr: `bash: sandbox "docker": use "auto" (bubblewrap when installed, the default), "bwrap" (bubblewrap required) or "off"`},
+		{name: "bwrap required but missing", opts: Options{Sandbox: SandboxBwrap, BwrapPath: filepath.Join(dir, "bwrap")},
+			wantErr: `bash: bwrapPath: stat ` + filepath.Join(dir, "bwrap")},
+		{name: "bwrap required but broken", opts: Options{Sandbox: SandboxBwrap, BwrapPath: "/bin/false"},
+			wantErr: `bash: sandbox is "bwrap" but /bin/false does not work on this system`},
+		{name: "auto with a broken bwrap", opts: Options{Sandbox: SandboxAuto, BwrapPath: "/bin/false"}},
+		{name: "relative bwrap", opts: Options{BwrapPath: "bwrap"},
+			wantErr: `bash: bwrapPath "bwrap": give an absolute path`},
+		{name: "negative timeout", opts: Options{DefaultTimeout: -time.Second},
+			wantErr: `bash: defaultTimeout is -1s; give a positive duration, or zero for 30s`},
+		{name: "default over max", opts: Options{DefaultTimeout: time.Minute, MaxTimeout: time.Second},
+			wantErr: `bash: defaultTimeout 1m0s is longer than maxTimeout 1s`},
+		{name: "max under the default default", opts: Options{MaxTimeout: time.Second},
+			wantErr: `bash: maxTimeout 1s is shorter than the default timeout 30s; set defaultTimeout too`},
+		{name: "negative concurrency", opts: Options{MaxConcurrent: -1},
+			wantErr: `bash: maxConcurrent is -1; give a positive number, or zero for 4`},
+		{name: "negative output", opts: Options{MaxOutput: -1},
+			wantErr: `bash: maxOutput is -1; give a positive number of bytes, or zero for 65536`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.opts.WorkRoot = t.TempDir()
+			_, err := New(&tt.opts)
+			if tt.wantErr == "" {
+				if err != nil {
+					t.Fatalf("New() = %v, want no error", err)
+				}
+				return
+			}
+			if err == nil || !strings.HasPrefix(err.Error(), tt.wantErr) {
+				t.Fatalf("New() error = %v\nwant one starting with %s", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestNewNil(t *testing.T) {
+	r, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Options{
+		DefaultTimeout: DefaultTimeout, MaxTimeout: DefaultMaxTimeout, MaxConcurrent: DefaultMaxConcurrent,
+		MaxOutput: DefaultMaxOutput, Sandbox: SandboxAuto, WorkRoot: os.TempDir(), Commands: map[string]Command{},
+	}
+	got := r.opts
+	got.Logger = nil
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{}, r.Commands()); diff != "" {
+		t.Errorf("Commands() mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestCommandsAndSandboxed(t *testing.T) {
+	sh := Command{Path: "/bin/sh"}
+	r := newRunner(t, Options{Commands: map[string]Command{"zeta": sh, "alpha": sh, "mid": sh}})
+	if diff := cmp.Diff([]string{"alpha", "mid", "zeta"}, r.Commands()); diff != "" {
+		t.Errorf("Commands() mismatch (-want +got):\n%s", diff)
+	}
+	if r.Sandboxed() {
+		t.Error("Sandboxed() = true with sandbox off")
+	}
+	auto := newRunner(t, Options{Sandbox: SandboxAuto, BwrapPath: "/bin/false"})
+	if auto.Sandboxed() {
+		t.Error("Sandboxed() = true with a bwrap that does not work")
+	}
+}
+
+func TestOptionsCopied(t *testing.T) {
+	ro := false
+	opts := Options{Commands: map[string]Command{"a": {Path: "/bin/sh", Env: map[string]string{"X": "1"}, ReadOnlyRoot: &ro}}}
+	r := newRunner(t, opts)
+	opts.Commands["a"].Env["X"] = "2"
+	ro = true
+	opts.Commands["b"] = Command{Path: "/bin/sh"}
+	c := r.opts.Commands["a"]
+	if c.Env["X"] != "1" || c.readOnlyRoot() || len(r.opts.Commands) != 1 {
+		t.Errorf("the Runner sees changes made to its options after New: %+v", r.opts.Commands)
+	}
+}

@@ -1,0 +1,288 @@
+package bash
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"maps"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+	"unicode/utf8"
+)
+
+const (
+	// workDirPrefix starts the name of each run's working directory.
+	workDirPrefix = "mcpe-bash-"
+	// maxArgLen is Linux's MAX_ARG_STRLEN: the longest argument or
+	// environment string ("NAME=value"), counting its terminating NUL.
+	maxArgLen = 32 * 4096
+	// drainDelay bounds the wait for the output once the program's
+	// process group is dead: only a process that left the group (a new
+	// session, outside the sandbox) can still hold the output open.
+	drainDelay = time.Second
+	// tailLen bounds the tail of the output quoted in an error.
+	tailLen = 512
+)
+
+// environ returns the environment of a run in wd: the variables (the
+// payload ones only when withPayload), PATH, HOME and PWD, and the
+// command's own variables, sorted.
+func environ(c *Command, vars map[string]string, withPayload bool, wd string) []string {
+	m := map[string]string{"PATH": DefaultPath, "HOME": wd, "PWD": wd}
+	maps.Copy(m, c.Env)
+	for k, v := range vars {
+		if withPayload || !payloadVar(k) {
+			m[k] = v
+		}
+	}
+	env := make([]string, 0, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		env = append(env, k+"="+m[k])
+	}
+	return env
+}
+
+// checkSizes fails when an argument or a variable cannot be passed to a
+// program: too long for Linux, or holding a NUL character.
+func checkSizes(argv, env []string) error {
+	for i, a := range argv {
+		if len(a)+1 > maxArgLen {
+			return fmt.Errorf("argument %d is %d bytes long; Linux passes at most %d bytes in one argument; use input \"stdin\" to pass large events", i+1, len(a), maxArgLen-1)
+		}
+		if strings.IndexByte(a, 0) >= 0 {
+			return fmt.Errorf("argument %d contains a NUL character, which cannot be passed in an argument; use input \"stdin\"", i+1)
+		}
+	}
+	for _, kv := range env {
+		name, value, _ := strings.Cut(kv, "=")
+		if len(kv)+1 > maxArgLen {
+			return fmt.Errorf("the variable %s is %d bytes long; Linux passes at most %d bytes in one environment variable; use input \"stdin\" to pass large events", name, len(value), maxArgLen-2-len(name))
+		}
+		if strings.IndexByte(kv, 0) >= 0 {
+			return fmt.Errorf("the variable %s contains a NUL character, which cannot be passed in the environment; use input \"stdin\"", name)
+		}
+	}
+	return nil
+}
+
+// run runs the program of c with the arguments argv (without argv[0]) and
+// the environment env in wd, for at most timeout, with stdin on standard
+// input when useStdin. It returns the output kept and why the run failed.
+func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin []byte, useStdin bool, wd string, timeout time.Duration) (string, error) {
+	name, args := c.Path, argv
+	if r.bwrap != "" {
+		name = r.bwrap
+		args = slices.Concat(bwrapArgs(c, wd), []string{"--", c.Path}, argv)
+	}
+	cmd := exec.Command(name, args...)
+	cmd.Env = env
+	cmd.Dir = wd
+	cmd.SysProcAttr = procAttr()
+	if useStdin {
+		f, err := r.stdinFile(stdin)
+		if err != nil {
+			return "", fmt.Errorf("prepare standard input: %w", err)
+		}
+		defer f.Close()
+		cmd.Stdin = f
+	}
+	// One pipe for standard output and error keeps them in the order
+	// written. It is an *os.File, so that exec starts no goroutine that
+	// Wait would wait for: the output is read here.
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return "", fmt.Errorf("create the output pipe: %w", err)
+	}
+	defer pr.Close()
+	cmd.Stdout, cmd.Stderr = pw, pw
+
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	// The program is killed if the thread that started it exits
+	// (Pdeathsig): keep this goroutine on it until the program has exited.
+	runtime.LockOSThread()
+	err = cmd.Start()
+	pw.Close()
+	if err != nil {
+		runtime.UnlockOSThread()
+		if errors.Is(err, syscall.E2BIG) {
+			return "", errors.New("the arguments and environment together are too long for the system; use input \"stdin\" to pass large events")
+		}
+		return "", fmt.Errorf("start %s: %w", c.Path, err)
+	}
+	pid := cmd.Process.Pid
+
+	out := &capture{max: r.opts.MaxOutput}
+	readDone := make(chan struct{})
+	go func() {
+		defer close(readDone)
+		out.readFrom(pr)
+	}()
+
+	exited := make(chan struct{})
+	killerDone := make(chan struct{})
+	var killed bool // written before killerDone is closed
+	go func() {
+		defer close(killerDone)
+		select {
+		case <-runCtx.Done():
+			killGroup(pid)
+			killed = true
+		case <-exited:
+		}
+	}()
+
+	var waitErr error
+	reaped := !waitExited(pid)
+	if reaped {
+		waitErr = cmd.Wait()
+	}
+	runtime.UnlockOSThread()
+	close(exited)
+	<-killerDone
+	// Kill what the program left running in its group. Unless reaped
+	// already, the program is a zombie, so its group's id is not reused.
+	killGroup(pid)
+	if !reaped {
+		waitErr = cmd.Wait()
+	}
+
+	select {
+	case <-readDone:
+	case <-time.After(drainDelay):
+		_ = pr.SetReadDeadline(time.Now())
+		<-readDone
+	}
+
+	output := out.output()
+	state := cmd.ProcessState
+	if state == nil {
+		return output, fmt.Errorf("wait for %s: %w", c.Path, waitErr)
+	}
+	tail := out.tailNote()
+	switch {
+	case killed && !state.Exited():
+		if ctx.Err() != nil {
+			return output, fmt.Errorf("killed: the run was stopped (%v)%s", context.Cause(ctx), tail)
+		}
+		return output, fmt.Errorf("killed after %v, the run's timeout%s", timeout, tail)
+	case state.Success():
+		return output, nil
+	case state.Exited():
+		return output, fmt.Errorf("exit status %d%s", state.ExitCode(), tail)
+	default:
+		return output, fmt.Errorf("%v%s", state, tail)
+	}
+}
+
+// stdinFile returns a read-only file holding b, already unlinked, to be a
+// program's standard input: the program reads it at its pace, and nothing
+// blocks when it does not read it.
+func (r *Runner) stdinFile(b []byte) (*os.File, error) {
+	w, err := os.CreateTemp(r.opts.WorkRoot, ".mcpe-stdin-")
+	if err != nil {
+		return nil, err
+	}
+	defer os.Remove(w.Name())
+	_, err = w.Write(b)
+	if cerr := w.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return nil, err
+	}
+	return os.Open(w.Name())
+}
+
+// capture keeps the first max bytes of what it reads and the last tailLen.
+type capture struct {
+	max   int
+	head  []byte
+	tail  []byte
+	total int64
+}
+
+// readFrom reads r to its end, or to an error.
+func (c *capture) readFrom(r io.Reader) {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		c.write(buf[:n])
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *capture) write(p []byte) {
+	c.total += int64(len(p))
+	if room := c.max - len(c.head); room > 0 {
+		c.head = append(c.head, p[:min(room, len(p))]...)
+	}
+	c.tail = append(c.tail, p...)
+	if n := len(c.tail); n > tailLen {
+		c.tail = append(c.tail[:0], c.tail[n-tailLen:]...)
+	}
+}
+
+// output returns the bytes kept, noting when more were written.
+func (c *capture) output() string {
+	s := strings.ToValidUTF8(string(c.head), "\uFFFD")
+	if c.total > int64(len(c.head)) {
+		s += fmt.Sprintf("\n[truncated: %d of %d bytes kept]", len(c.head), c.total)
+	}
+	return s
+}
+
+// tailNote returns ": " and the end of the output, trimmed, or " (no
+// output)".
+func (c *capture) tailNote() string {
+	t := c.tail
+	cut := c.total > int64(len(t))
+	if cut {
+		// Start at a line, or at least at a character.
+		if i := bytes.IndexByte(t, '\n'); i >= 0 && i < len(t)/2 {
+			t = t[i+1:]
+		}
+		for len(t) > 0 && !utf8.RuneStart(t[0]) {
+			t = t[1:]
+		}
+	}
+	s := strings.TrimSpace(strings.ToValidUTF8(string(t), "\uFFFD"))
+	if s == "" {
+		return " (no output)"
+	}
+	if cut {
+		s = "..." + s
+	}
+	return ": " + s
+}
+
+// removeAll removes the working directory dir. A program may have left
+// directories it cannot be removed from (chmod 0500): those are made
+// writable by their owner, and the removal is tried again.
+func removeAll(dir string) error {
+	if err := os.RemoveAll(dir); err == nil {
+		return nil
+	}
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		// d comes from Lstat: a symbolic link is never followed. The
+		// program is dead by now, so it cannot swap a directory for a
+		// link in between.
+		if err == nil && d.IsDir() {
+			_ = os.Chmod(p, 0o700)
+		}
+		return nil
+	})
+	return os.RemoveAll(dir)
+}

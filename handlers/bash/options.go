@@ -1,0 +1,238 @@
+package bash
+
+import (
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Defaults for Options.
+const (
+	DefaultTimeout       = 30 * time.Second
+	DefaultMaxTimeout    = 5 * time.Minute
+	DefaultMaxConcurrent = 4
+	DefaultMaxOutput     = 64 << 10
+	// DefaultPath is the PATH a program gets unless its command sets one.
+	DefaultPath = "/usr/local/bin:/usr/bin:/bin"
+)
+
+// The values of Options.Sandbox.
+const (
+	// SandboxAuto runs programs under bubblewrap when it is installed and
+	// works, and without a sandbox otherwise.
+	SandboxAuto = "auto"
+	// SandboxBwrap requires bubblewrap: New fails without it.
+	SandboxBwrap = "bwrap"
+	// SandboxOff runs programs without a sandbox.
+	SandboxOff = "off"
+)
+
+// Options configure a Runner. A nil *Options means all defaults, which allow
+// no command.
+type Options struct {
+	// Commands are the programs a subscription may run, by the name it
+	// gives in handler.command. Zero: none, and every subscription with a
+	// bash handler is refused.
+	Commands map[string]Command
+	// DefaultTimeout bounds a run whose subscription sets no timeout.
+	// Zero: DefaultTimeout (30s).
+	DefaultTimeout time.Duration
+	// MaxTimeout is the longest timeout a subscription may set. Zero:
+	// DefaultMaxTimeout (5m).
+	MaxTimeout time.Duration
+	// MaxConcurrent bounds the programs running at once; further runs
+	// wait for a slot, for as long as their context allows, and their
+	// timeout starts once they have one. Zero: DefaultMaxConcurrent (4).
+	MaxConcurrent int
+	// MaxOutput bounds the output kept of one run, in bytes; the rest is
+	// read and dropped. Zero: DefaultMaxOutput (64 KiB).
+	MaxOutput int
+	// Sandbox is SandboxAuto, SandboxBwrap or SandboxOff. Zero:
+	// SandboxAuto.
+	Sandbox string
+	// BwrapPath is the bubblewrap program. Zero: "bwrap" looked up in
+	// the server's PATH.
+	BwrapPath string
+	// WorkRoot is the directory under which each run gets a fresh working
+	// directory, removed after the run; it is created if missing. Zero:
+	// os.TempDir().
+	WorkRoot string
+	// Logger logs each run and the sandbox chosen. Zero: discard.
+	Logger *slog.Logger
+}
+
+// Command is a program the operator allows.
+type Command struct {
+	// Path is the program's absolute path; New checks that it is an
+	// executable file. Required.
+	Path string
+	// Env are variables the program gets besides the MCPE_* ones, PATH,
+	// HOME and PWD; they may override PATH and HOME but not the MCPE_*
+	// variables. Zero: none.
+	Env map[string]string
+	// Network lets the program reach the network inside the sandbox.
+	// Zero: no network, not even the host's loopback. Without a sandbox
+	// a program always has the server's network.
+	Network bool
+	// WritablePaths are absolute paths, which must exist, bound
+	// read-write inside the sandbox. Zero: only the working directory and
+	// a private /tmp are writable.
+	WritablePaths []string
+	// ReadOnlyRoot keeps the host's file system read-only inside the
+	// sandbox; false binds it read-write. Zero (nil): true.
+	ReadOnlyRoot *bool
+}
+
+// readOnlyRoot reports whether the root is bound read-only.
+func (c *Command) readOnlyRoot() bool { return c.ReadOnlyRoot == nil || *c.ReadOnlyRoot }
+
+var (
+	// commandName is the form of a command's name.
+	commandName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
+	// envName is the form of a variable's name.
+	envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
+)
+
+// withDefaults returns a deep copy of o with the zero fields set to their
+// defaults, or an error naming the first field that is wrong. It checks the
+// commands' programs on disk; the sandbox is resolved by New.
+func (o *Options) withDefaults() (Options, error) {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if err := c.validate(); err != nil {
+		return Options{}, err
+	}
+	if c.DefaultTimeout == 0 {
+		c.DefaultTimeout = DefaultTimeout
+	}
+	if c.MaxTimeout == 0 {
+		c.MaxTimeout = max(DefaultMaxTimeout, c.DefaultTimeout)
+	}
+	if c.MaxConcurrent == 0 {
+		c.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if c.MaxOutput == 0 {
+		c.MaxOutput = DefaultMaxOutput
+	}
+	if c.Sandbox == "" {
+		c.Sandbox = SandboxAuto
+	}
+	if c.WorkRoot == "" {
+		c.WorkRoot = os.TempDir()
+	}
+	root, err := filepath.Abs(c.WorkRoot)
+	if err != nil {
+		return Options{}, fmt.Errorf("bash: workRoot %q: %w", c.WorkRoot, err)
+	}
+	if err := os.MkdirAll(root, 0o700); err != nil {
+		return Options{}, fmt.Errorf("bash: workRoot %q: %w", c.WorkRoot, err)
+	}
+	c.WorkRoot = root
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	cmds := make(map[string]Command, len(c.Commands))
+	for name, cmd := range c.Commands {
+		cmd.Env = maps.Clone(cmd.Env)
+		cmd.WritablePaths = slices.Clone(cmd.WritablePaths)
+		if cmd.ReadOnlyRoot != nil {
+			ro := *cmd.ReadOnlyRoot
+			cmd.ReadOnlyRoot = &ro
+		}
+		cmds[name] = cmd
+	}
+	c.Commands = cmds
+	return c, nil
+}
+
+func (o *Options) validate() error {
+	if o.DefaultTimeout < 0 {
+		return fmt.Errorf("bash: defaultTimeout is %v; give a positive duration, or zero for %v", o.DefaultTimeout, DefaultTimeout)
+	}
+	if o.MaxTimeout < 0 {
+		return fmt.Errorf("bash: maxTimeout is %v; give a positive duration, or zero for %v", o.MaxTimeout, DefaultMaxTimeout)
+	}
+	if o.MaxTimeout > 0 && o.DefaultTimeout > o.MaxTimeout {
+		return fmt.Errorf("bash: defaultTimeout %v is longer than maxTimeout %v", o.DefaultTimeout, o.MaxTimeout)
+	}
+	if o.MaxTimeout > 0 && o.DefaultTimeout == 0 && DefaultTimeout > o.MaxTimeout {
+		return fmt.Errorf("bash: maxTimeout %v is shorter than the default timeout %v; set defaultTimeout too", o.MaxTimeout, DefaultTimeout)
+	}
+	if o.MaxConcurrent < 0 {
+		return fmt.Errorf("bash: maxConcurrent is %d; give a positive number, or zero for %d", o.MaxConcurrent, DefaultMaxConcurrent)
+	}
+	if o.MaxOutput < 0 {
+		return fmt.Errorf("bash: maxOutput is %d; give a positive number of bytes, or zero for %d", o.MaxOutput, DefaultMaxOutput)
+	}
+	switch o.Sandbox {
+	case "", SandboxAuto, SandboxBwrap, SandboxOff:
+	default:
+		return fmt.Errorf("bash: sandbox %q: use %q (bubblewrap when installed, the default), %q (bubblewrap required) or %q", o.Sandbox, SandboxAuto, SandboxBwrap, SandboxOff)
+	}
+	if o.BwrapPath != "" && !filepath.IsAbs(o.BwrapPath) {
+		return fmt.Errorf("bash: bwrapPath %q: give an absolute path, such as /usr/bin/bwrap, or leave it out to look bwrap up in PATH", o.BwrapPath)
+	}
+	for _, name := range slices.Sorted(maps.Keys(o.Commands)) {
+		if err := o.Commands[name].validate("commands." + name); err != nil {
+			return err
+		}
+		if !commandName.MatchString(name) {
+			return fmt.Errorf("bash: commands.%s: a command name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+		}
+	}
+	return nil
+}
+
+// validate checks c, named field in errors, including its program on disk.
+func (c Command) validate(field string) error {
+	if c.Path == "" {
+		return fmt.Errorf("bash: %s.path is required: the program's absolute path, such as /usr/bin/notify-send", field)
+	}
+	if !filepath.IsAbs(c.Path) {
+		return fmt.Errorf("bash: %s.path %q: give the program's absolute path, such as /usr/bin/notify-send", field, c.Path)
+	}
+	if err := checkExecutable(c.Path); err != nil {
+		return fmt.Errorf("bash: %s.path: %w", field, err)
+	}
+	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
+		if !envName.MatchString(k) || strings.HasPrefix(k, "MCPE_") {
+			return fmt.Errorf("bash: %s.env: %q is not a variable name the operator may set (letters, digits and '_', not starting with a digit or with MCPE_)", field, k)
+		}
+		if strings.ContainsRune(c.Env[k], 0) {
+			return fmt.Errorf("bash: %s.env.%s: the value contains a NUL character", field, k)
+		}
+	}
+	for i, p := range c.WritablePaths {
+		if !filepath.IsAbs(p) {
+			return fmt.Errorf("bash: %s.writablePaths[%d] %q: give an absolute path", field, i, p)
+		}
+		if _, err := os.Stat(p); err != nil {
+			return fmt.Errorf("bash: %s.writablePaths[%d]: %w; the path must exist to be bound into the sandbox", field, i, err)
+		}
+	}
+	return nil
+}
+
+// checkExecutable tells whether path is a file someone may execute.
+func checkExecutable(path string) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("%s is a directory, not a program", path)
+	}
+	if fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("%s is not executable (mode %v); chmod +x it", path, fi.Mode().Perm())
+	}
+	return nil
+}

@@ -1,0 +1,205 @@
+package bash
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+var _ subscriptions.Handler = (*Runner)(nil)
+
+// Runner runs bash handlers: the programs the operator allowed.
+type Runner struct {
+	opts Options
+	// bwrap is the bubblewrap program, or "" to run without a sandbox.
+	bwrap string
+	// slots holds a token per program running.
+	slots chan struct{}
+	// waitHook, when set, is called when a run starts waiting for a slot
+	// (tests).
+	waitHook func()
+}
+
+// New checks opts, the commands' programs and the sandbox, and returns a
+// Runner. It fails when Options.Sandbox is SandboxBwrap and bubblewrap is
+// missing or does not work on this system.
+func New(opts *Options) (*Runner, error) {
+	if !supported {
+		return nil, errors.New("bash: the bash handler runs programs only on Unix systems")
+	}
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	bwrap, err := findBwrap(&o)
+	if err != nil {
+		return nil, err
+	}
+	if bwrap != "" {
+		o.Logger.Info("bash handler: programs run under bubblewrap", "bwrap", bwrap, "commands", len(o.Commands))
+	} else {
+		o.Logger.Info("bash handler: programs run without a sandbox", "sandbox", o.Sandbox, "commands", len(o.Commands))
+	}
+	return &Runner{opts: o, bwrap: bwrap, slots: make(chan struct{}, o.MaxConcurrent)}, nil
+}
+
+// Sandboxed reports whether programs run under bubblewrap.
+func (r *Runner) Sandboxed() bool { return r.bwrap != "" }
+
+// Commands returns the names of the allowed commands, sorted; empty, not
+// nil, when there are none.
+func (r *Runner) Commands() []string {
+	names := slices.AppendSeq(make([]string, 0, len(r.opts.Commands)), maps.Keys(r.opts.Commands))
+	slices.Sort(names)
+	return names
+}
+
+// Check tells whether spec may run: a bash handler naming an allowed
+// command, with a timeout the operator allows and no unknown MCPE_*
+// placeholder in its arguments.
+func (r *Runner) Check(_ context.Context, _ string, spec *subscriptions.HandlerSpec) error {
+	if spec == nil {
+		return subscriptions.Invalid("handler", "is required")
+	}
+	if spec.Type != subscriptions.HandlerBash {
+		return subscriptions.Invalid("handler.type", "%q is not %q; this handler runs only bash handlers", spec.Type, subscriptions.HandlerBash)
+	}
+	if _, ok := r.opts.Commands[spec.Command]; !ok {
+		if len(r.opts.Commands) == 0 {
+			return subscriptions.Invalid("handler.command", "%q is not allowed: the operator allowed no commands on this server, so bash handlers cannot run here; use another handler type or leave handler out", spec.Command)
+		}
+		if spec.Command == "" {
+			return subscriptions.Invalid("handler.command", "is required: the name of a command the operator allowed, one of %s", r.allowed())
+		}
+		return subscriptions.Invalid("handler.command", "%q is not a command the operator allowed; use one of %s (a name, not a path or a shell line)", spec.Command, r.allowed())
+	}
+	switch spec.Input {
+	case "", subscriptions.InputStdin, subscriptions.InputEnv, subscriptions.InputArgs:
+	default:
+		return subscriptions.Invalid("handler.input", "%q is not an input mode; use \"stdin\" (the event JSON on standard input, the default), \"env\" (MCPE_* variables) or \"args\" (the event JSON as the last argument)", spec.Input)
+	}
+	maxMS := r.opts.MaxTimeout.Milliseconds()
+	if spec.Timeout < 0 || int64(spec.Timeout) > maxMS {
+		return subscriptions.Invalid("handler.timeout", "is %d ms; the operator allows at most %d (%v); give a smaller number of milliseconds, or leave it out for the default %v",
+			spec.Timeout, maxMS, r.opts.MaxTimeout, r.opts.DefaultTimeout)
+	}
+	for i, a := range spec.Args {
+		if name := unknownPlaceholder(a); name != "" {
+			return subscriptions.Invalid(fmt.Sprintf("handler.args[%d]", i), "uses $%s, which is not a variable; the placeholders are %s, written $NAME or ${NAME}", name, "$"+strings.Join(varNames, ", $"))
+		}
+	}
+	return nil
+}
+
+// allowed lists the allowed commands, quoted.
+func (r *Runner) allowed() string {
+	names := r.Commands()
+	for i, n := range names {
+		names[i] = fmt.Sprintf("%q", n)
+	}
+	return strings.Join(names, ", ")
+}
+
+// Handle runs the command of inv.Spec once for inv. It never asks for a
+// retry: a program that failed fails the delivery.
+func (r *Runner) Handle(ctx context.Context, inv *subscriptions.Invocation) subscriptions.Outcome {
+	if inv == nil {
+		return subscriptions.Outcome{Err: errors.New("no invocation")}
+	}
+	start := time.Now()
+	out, err := r.handle(ctx, inv)
+	log := r.opts.Logger.With("subscription_id", inv.SubscriptionID, "job_id", inv.JobID, "attempt", inv.Attempt,
+		"sandbox", r.Sandboxed(), "duration", time.Since(start))
+	if inv.Spec != nil {
+		log = log.With("command", inv.Spec.Command)
+	}
+	if err != nil {
+		log.Info("bash handler run failed", "error", err)
+	} else {
+		log.Debug("bash handler run succeeded")
+	}
+	return subscriptions.Outcome{Output: out, Err: err}
+}
+
+func (r *Runner) handle(ctx context.Context, inv *subscriptions.Invocation) (string, error) {
+	spec := inv.Spec
+	if spec == nil || spec.Type != subscriptions.HandlerBash {
+		return "", errors.New("the invocation has no bash handler")
+	}
+	c, ok := r.opts.Commands[spec.Command]
+	if !ok {
+		return "", fmt.Errorf("command %q is not allowed by the operator (any more); the allowed commands are %s", spec.Command, r.allowed())
+	}
+	vars, err := variables(inv)
+	if err != nil {
+		return "", err
+	}
+	argv := make([]string, 0, len(spec.Args)+1)
+	for _, a := range spec.Args {
+		argv = append(argv, expand(a, vars))
+	}
+	var stdin []byte
+	input := spec.Input
+	switch input {
+	case "", subscriptions.InputStdin:
+		input = subscriptions.InputStdin
+		stdin = inv.Payload()
+	case subscriptions.InputArgs:
+		argv = append(argv, string(inv.Payload()))
+	case subscriptions.InputEnv:
+	default:
+		return "", fmt.Errorf("input %q is not an input mode; use \"stdin\", \"env\" or \"args\"", spec.Input)
+	}
+	timeout := r.opts.DefaultTimeout
+	if spec.Timeout > 0 {
+		timeout = min(time.Duration(spec.Timeout)*time.Millisecond, r.opts.MaxTimeout)
+	}
+	// The working directory's path is not known yet: check with a
+	// placeholder as long as the longest it may be.
+	if err := checkSizes(argv, environ(&c, vars, input == subscriptions.InputEnv, filepath.Join(r.opts.WorkRoot, workDirPrefix+"0123456789"))); err != nil {
+		return "", err
+	}
+
+	if err := r.acquire(ctx); err != nil {
+		return "", fmt.Errorf("not run: %w", err)
+	}
+	defer func() { <-r.slots }()
+
+	wd, err := os.MkdirTemp(r.opts.WorkRoot, workDirPrefix)
+	if err != nil {
+		return "", fmt.Errorf("create the working directory: %w", err)
+	}
+	defer func() {
+		if err := removeAll(wd); err != nil {
+			r.opts.Logger.Warn("bash handler: cannot remove a working directory", "dir", wd, "error", err)
+		}
+	}()
+	env := environ(&c, vars, input == subscriptions.InputEnv, wd)
+	return r.run(ctx, &c, argv, env, stdin, input == subscriptions.InputStdin, wd, timeout)
+}
+
+// acquire takes a slot to run a program, waiting for one while ctx allows.
+func (r *Runner) acquire(ctx context.Context) error {
+	select {
+	case r.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	if r.waitHook != nil {
+		r.waitHook()
+	}
+	select {
+	case r.slots <- struct{}{}:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

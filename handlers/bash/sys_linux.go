@@ -1,0 +1,38 @@
+package bash
+
+import (
+	"syscall"
+	"unsafe"
+)
+
+// supported tells whether the handler can run programs on this system.
+const supported = true
+
+// procAttr puts the program in a new session, so in a process group of its
+// own that killGroup can kill, with no controlling terminal; it is killed
+// if the thread that started it exits, which run prevents by locking the
+// thread until the program has exited.
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+}
+
+// killGroup kills the process group pgid.
+func killGroup(pgid int) {
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// waitExited blocks until the process pid has exited, and leaves it
+// unreaped (WNOWAIT): while it is a zombie, its pid, which is also its
+// process group's id, cannot be reused, so the group can be killed safely
+// after it exited. It reports false if it could not wait.
+func waitExited(pid int) bool {
+	const pPID = 1      // P_PID
+	var info [16]uint64 // siginfo_t
+	for {
+		_, _, e := syscall.Syscall6(syscall.SYS_WAITID, pPID, uintptr(pid), uintptr(unsafe.Pointer(&info)), syscall.WEXITED|syscall.WNOWAIT, 0, 0)
+		if e == syscall.EINTR {
+			continue
+		}
+		return e == 0
+	}
+}

@@ -1,0 +1,24 @@
+//go:build unix && !linux
+
+package bash
+
+import "syscall"
+
+// supported tells whether the handler can run programs on this system.
+const supported = true
+
+// procAttr puts the program in a new session, so in a process group of its
+// own that killGroup can kill, with no controlling terminal.
+func procAttr() *syscall.SysProcAttr {
+	return &syscall.SysProcAttr{Setsid: true}
+}
+
+// killGroup kills the process group pgid.
+func killGroup(pgid int) {
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// waitExited reports false: this system has no portable wait that leaves
+// the process unreaped, so run reaps it first and kills what is left of its
+// group after.
+func waitExited(int) bool { return false }

@@ -1,0 +1,198 @@
+package bash
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// The variables of a run.
+const (
+	varSubscriptionID = "MCPE_SUBSCRIPTION_ID"
+	varDelivery       = "MCPE_DELIVERY"
+	varEventID        = "MCPE_EVENT_ID"
+	varEventType      = "MCPE_EVENT_TYPE"
+	varEventPriority  = "MCPE_EVENT_PRIORITY"
+	varEventTimestamp = "MCPE_EVENT_TIMESTAMP"
+	varEventTags      = "MCPE_EVENT_TAGS"
+	varEventData      = "MCPE_EVENT_DATA"
+	varEvents         = "MCPE_EVENTS"
+	varEventCount     = "MCPE_EVENT_COUNT"
+	varRemaining      = "MCPE_REMAINING"
+)
+
+// varNames lists the variables in the order the documentation gives them.
+var varNames = []string{
+	varSubscriptionID, varDelivery,
+	varEventID, varEventType, varEventPriority, varEventTimestamp, varEventTags, varEventData,
+	varEvents, varEventCount, varRemaining,
+}
+
+// payloadVar tells the variables that carry the payload, set in the
+// environment only in env mode.
+func payloadVar(name string) bool { return name == varEventData || name == varEvents }
+
+// isVar tells whether name is one of the variables.
+func isVar(name string) bool {
+	for _, v := range varNames {
+		if v == name {
+			return true
+		}
+	}
+	return false
+}
+
+// eventFields are the fields of an event the variables show.
+type eventFields struct {
+	ID       string          `json:"id"`
+	Type     string          `json:"type"`
+	Data     json.RawMessage `json:"data"`
+	Metadata struct {
+		Timestamp string   `json:"timestamp"`
+		Priority  string   `json:"priority"`
+		Tags      []string `json:"tags"`
+	} `json:"metadata"`
+}
+
+// variables returns the value of every variable for inv. Names that do not
+// apply to the kind of delivery are empty. It fails on a malformed event.
+func variables(inv *subscriptions.Invocation) (map[string]string, error) {
+	vars := make(map[string]string, len(varNames))
+	for _, name := range varNames {
+		vars[name] = ""
+	}
+	vars[varSubscriptionID] = inv.SubscriptionID
+	if inv.Kind == subscriptions.InboxBatch {
+		vars[varDelivery] = string(subscriptions.InboxBatch)
+		events := inv.Events
+		if events == nil {
+			events = []json.RawMessage{}
+		}
+		b, err := json.Marshal(events)
+		if err != nil {
+			return nil, fmt.Errorf("the batch holds an event that is not valid JSON: %w", err)
+		}
+		vars[varEvents] = string(b)
+		vars[varEventCount] = strconv.Itoa(len(inv.Events))
+		vars[varRemaining] = strconv.Itoa(inv.Remaining)
+		return vars, nil
+	}
+	if inv.Kind != subscriptions.InboxEvent && inv.Kind != "" {
+		return nil, fmt.Errorf("the delivery is of kind %q; expected %q or %q", inv.Kind, subscriptions.InboxEvent, subscriptions.InboxBatch)
+	}
+	vars[varDelivery] = string(subscriptions.InboxEvent)
+	raw := bytes.TrimSpace(inv.Event)
+	if len(raw) == 0 {
+		return nil, errors.New("the delivery has no event")
+	}
+	if raw[0] != '{' {
+		return nil, errors.New("the event is not a JSON object")
+	}
+	var ev eventFields
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		return nil, fmt.Errorf("the event is not valid JSON: %w", err)
+	}
+	vars[varEventID] = ev.ID
+	vars[varEventType] = ev.Type
+	vars[varEventPriority] = ev.Metadata.Priority
+	vars[varEventTimestamp] = ev.Metadata.Timestamp
+	vars[varEventTags] = strings.Join(ev.Metadata.Tags, ",")
+	data := bytes.TrimSpace(ev.Data)
+	if len(data) == 0 {
+		data = []byte("{}")
+	}
+	vars[varEventData] = string(data)
+	return vars, nil
+}
+
+// expand replaces the placeholders $NAME and ${NAME} in s, where NAME is a
+// key of vars, by their values. Anything else stays as written: other
+// names, $(...), a lone '$', an unterminated ${. Values are not expanded
+// again. As in a shell, $NAME takes the longest run of letters, digits and
+// '_', so "$MCPE_EVENT_IDx" names MCPE_EVENT_IDx (and stays as written);
+// write "${MCPE_EVENT_ID}x" instead.
+func expand(s string, vars map[string]string) string {
+	if !strings.Contains(s, "$") {
+		return s
+	}
+	var b strings.Builder
+	for {
+		i := strings.IndexByte(s, '$')
+		if i < 0 {
+			b.WriteString(s)
+			return b.String()
+		}
+		b.WriteString(s[:i])
+		s = s[i:]
+		name, n := placeholder(s)
+		if v, ok := vars[name]; ok && n > 0 {
+			b.WriteString(v)
+			s = s[n:]
+			continue
+		}
+		b.WriteByte('$')
+		s = s[1:]
+	}
+}
+
+// placeholder reads the name of the placeholder at the start of s, which
+// begins with '$', and returns it with the length of the placeholder; n is
+// zero when s does not start with a well-formed one.
+func placeholder(s string) (name string, n int) {
+	if len(s) > 1 && s[1] == '{' {
+		end := strings.IndexByte(s, '}')
+		if end < 0 {
+			return "", 0
+		}
+		name = s[2:end]
+		if !isName(name) {
+			return "", 0
+		}
+		return name, end + 1
+	}
+	j := 1
+	for j < len(s) && isNameChar(s[j], j == 1) {
+		j++
+	}
+	if j == 1 {
+		return "", 0
+	}
+	return s[1:j], j
+}
+
+func isName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if !isNameChar(s[i], i == 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func isNameChar(c byte, first bool) bool {
+	return c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || !first && c >= '0' && c <= '9'
+}
+
+// unknownPlaceholder returns the first name starting with MCPE_ that s uses
+// as a placeholder and that is not a variable, or "".
+func unknownPlaceholder(s string) string {
+	for {
+		i := strings.IndexByte(s, '$')
+		if i < 0 {
+			return ""
+		}
+		s = s[i:]
+		if name, n := placeholder(s); n > 0 && strings.HasPrefix(name, "MCPE_") && !isVar(name) {
+			return name
+		}
+		s = s[1:]
+	}
+}
