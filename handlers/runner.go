@@ -50,8 +50,9 @@ type Options struct {
 	Clock clock.Clock
 	// Logger defaults to discarding.
 	Logger *slog.Logger
-	// Concurrency bounds the runs in progress; zero means
-	// DefaultConcurrency. Each handler may bound its own runs further.
+	// Concurrency is the number of workers, and so bounds the runs in
+	// progress; zero means DefaultConcurrency. Each handler may bound its
+	// own runs further.
 	Concurrency int
 	// RunTimeout is a ceiling on one run, above the handlers' own
 	// timeouts; zero means DefaultRunTimeout.
@@ -64,20 +65,26 @@ type Runner struct {
 	opts Options
 	log  *slog.Logger
 
-	wake chan struct{}
-	done chan subscriptions.JobDone
+	wake  chan struct{}
+	queue chan *subscriptions.Invocation // taken, waiting for a worker
+	done  chan subscriptions.JobDone
 
 	mu      sync.Mutex
-	running map[string]bool // jobs taken and not yet recorded
+	taken   map[string]bool // jobs taken and not yet recorded
 	timer   clock.Timer
 	started bool
 	stopped bool
 
-	ctx    context.Context
-	cancel context.CancelFunc
-	runs   sync.WaitGroup // the runs
-	loops  sync.WaitGroup // the dispatch and finish loops
+	ctx     context.Context
+	cancel  context.CancelFunc
+	workers sync.WaitGroup
+	loops   sync.WaitGroup // the dispatch and finish loops
 }
+
+// maxTaken bounds the jobs taken and not yet recorded: those running, those
+// queued for a worker, and those whose outcome is being written. Taking
+// ahead keeps the workers busy while outcomes are written.
+func (r *Runner) maxTaken() int { return 4 * r.opts.Concurrency }
 
 // New checks opts and returns a Runner.
 func New(opts Options) (*Runner, error) {
@@ -102,9 +109,10 @@ func New(opts Options) (*Runner, error) {
 	return &Runner{
 		opts:    opts,
 		log:     opts.Logger,
-		wake:    make(chan struct{}, 1),
-		done:    make(chan subscriptions.JobDone, opts.Concurrency),
-		running: make(map[string]bool),
+		wake:  make(chan struct{}, 1),
+		queue: make(chan *subscriptions.Invocation, opts.Concurrency),
+		done:  make(chan subscriptions.JobDone, opts.Concurrency),
+		taken: make(map[string]bool),
 	}, nil
 }
 
@@ -121,6 +129,10 @@ func (r *Runner) Start(ctx context.Context) error {
 	r.loops.Add(2)
 	go r.dispatchLoop()
 	go r.finishLoop()
+	r.workers.Add(r.opts.Concurrency)
+	for range r.opts.Concurrency {
+		go r.work()
+	}
 	r.Wake()
 	return nil
 }
@@ -152,14 +164,16 @@ func (r *Runner) Stop() {
 	r.loops.Wait()
 }
 
-// dispatchLoop starts due jobs whenever woken, then waits for the runs and
-// closes the outcome channel when stopped.
+// dispatchLoop takes due jobs whenever woken and queues them for the
+// workers; when stopped, it closes the queue, waits for the workers, and
+// closes the outcome channel.
 func (r *Runner) dispatchLoop() {
 	defer r.loops.Done()
 	for {
 		select {
 		case <-r.ctx.Done():
-			r.runs.Wait()
+			close(r.queue)
+			r.workers.Wait()
 			close(r.done)
 			return
 		case <-r.wake:
@@ -168,22 +182,19 @@ func (r *Runner) dispatchLoop() {
 	}
 }
 
-// dispatch starts as many due jobs as there are free slots, then sets the
-// timer for the next due job.
+// dispatch takes due jobs until none is due or maxTaken are taken, then sets
+// the timer for the next due job.
 func (r *Runner) dispatch() {
 	for {
 		r.mu.Lock()
-		free := r.opts.Concurrency - len(r.running)
-		busy := len(r.running) > 0
-		skip := r.runningLocked()
+		room := r.maxTaken() - len(r.taken)
+		skip := r.takenLocked()
 		r.mu.Unlock()
-		// While runs are in progress, wait until a quarter of the slots are
-		// free, so that jobs are read in batches rather than one by one.
-		if free <= 0 || busy && free < max(1, r.opts.Concurrency/4) {
-			return // a finished run wakes the runner
+		if room <= 0 {
+			return // a recorded outcome wakes the runner
 		}
 		now := r.opts.Clock.Now()
-		jobs, err := r.opts.Jobs.DueJobs(r.ctx, now, free, skip)
+		jobs, err := r.opts.Jobs.DueJobs(r.ctx, now, room, skip)
 		if err != nil {
 			if r.ctx.Err() == nil {
 				r.log.Error("read due handler jobs; trying again shortly", "error", err)
@@ -193,17 +204,23 @@ func (r *Runner) dispatch() {
 		}
 		r.mu.Lock()
 		for _, j := range jobs {
-			r.running[j.JobID] = true
-			r.runs.Add(1)
-			go r.run(j)
+			r.taken[j.JobID] = true
 		}
 		r.mu.Unlock()
-		if len(jobs) < free {
+		for i, j := range jobs {
+			select {
+			case r.queue <- j:
+			case <-r.ctx.Done():
+				r.forget(jobs[i:])
+				return
+			}
+		}
+		if len(jobs) < room {
 			break
 		}
 	}
 	r.mu.Lock()
-	skip := r.runningLocked()
+	skip := r.takenLocked()
 	r.mu.Unlock()
 	next, ok, err := r.opts.Jobs.NextJobDue(r.ctx, skip)
 	switch {
@@ -217,12 +234,32 @@ func (r *Runner) dispatch() {
 	}
 }
 
-func (r *Runner) runningLocked() []string {
-	skip := make([]string, 0, len(r.running))
-	for id := range r.running {
+func (r *Runner) takenLocked() []string {
+	skip := make([]string, 0, len(r.taken))
+	for id := range r.taken {
 		skip = append(skip, id)
 	}
 	return skip
+}
+
+// forget releases jobs taken but not run; they stay due in the store.
+func (r *Runner) forget(jobs []*subscriptions.Invocation) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, j := range jobs {
+		delete(r.taken, j.JobID)
+	}
+}
+
+// work runs queued jobs until the queue closes.
+func (r *Runner) work() {
+	defer r.workers.Done()
+	for inv := range r.queue {
+		if r.ctx.Err() != nil {
+			continue // stopping: the job stays due
+		}
+		r.run(inv)
+	}
 }
 
 // arm sets the timer to wake the runner at t.
@@ -242,7 +279,6 @@ func (r *Runner) arm(t time.Time) {
 // run runs one job and hands its outcome to the finish loop, unless the
 // runner was stopped meanwhile: then the job stays due.
 func (r *Runner) run(inv *subscriptions.Invocation) {
-	defer r.runs.Done()
 	o := r.handle(inv)
 	if r.ctx.Err() != nil {
 		r.log.Info("handler run cut short by shutdown; it runs again at the next start",
@@ -324,7 +360,7 @@ func (r *Runner) record(batch []subscriptions.JobDone) {
 	}
 	r.mu.Lock()
 	for _, d := range batch {
-		delete(r.running, d.JobID)
+		delete(r.taken, d.JobID)
 	}
 	r.mu.Unlock()
 	r.Wake()
