@@ -107,8 +107,8 @@ func New(opts Options) (*Runner, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	return &Runner{
-		opts:    opts,
-		log:     opts.Logger,
+		opts:  opts,
+		log:   opts.Logger,
 		wake:  make(chan struct{}, 1),
 		queue: make(chan *subscriptions.Invocation, opts.Concurrency),
 		done:  make(chan subscriptions.JobDone, opts.Concurrency),
