@@ -296,7 +296,7 @@ ingest:
 		}
 	}
 	// The initialize result carries capabilities.events over HTTP too.
-	if caps := rawInitialize(t, base, "alice-token"); !strings.Contains(caps, `"events":{"maxSubscriptions":100,"deliveryChannels":["realtime","cron","scheduled"],"features":{"pause":true,"wildcards":true,"cronSchedule":true,"scheduledDelivery":true}}`) {
+	if caps := rawInitialize(t, base, "alice-token"); !strings.Contains(caps, `"events":{"maxSubscriptions":100,"deliveryChannels":["realtime","cron","scheduled"],"features":{"pause":true,"wildcards":true,"cronSchedule":true,"scheduledDelivery":true},"handlers":[]}`) {
 		t.Errorf("initialize result over HTTP: %s", caps)
 	}
 
