@@ -7,7 +7,7 @@
 //
 // Every request carries the Standard Webhooks headers:
 //
-//	webhook-id:        msg_<job id>        (the same for every attempt of a delivery)
+//	webhook-id:        msg_<subscription>_<job>  (the same for every attempt of a delivery)
 //	webhook-timestamp: <unix seconds>      (the time of this attempt)
 //	webhook-signature: v1,<base64 HMAC-SHA256>
 //

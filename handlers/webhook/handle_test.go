@@ -55,7 +55,7 @@ func TestHandleSends(t *testing.T) {
 		r.Header.Get("Content-Type"), r.Header.Get("webhook-id"), r.Header.Get("webhook-timestamp"), r.Header.Get("webhook-signature"),
 		r.Header.Get("User-Agent"), r.Header.Get("Authorization"), r.Header.Get("X-Literal"), r.Header.Get("Accept-Encoding")}
 	want := seen{"POST", "/hooks/mcpe", `{"type":"deploy.done","data":{"n":1}}`,
-		"application/json", "msg_42", ts, hmacSignature(t, testSecret, "msg_42", ts, r.Body),
+		"application/json", "msg_sub1_42", ts, hmacSignature(t, testSecret, "msg_sub1_42", ts, r.Body),
 		"custom/1", "Bearer s3cr3t", "$TOKEN", ""}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("request mismatch (-want +got):\n%s", diff)
@@ -99,7 +99,7 @@ func TestHandleStableIDAcrossAttempts(t *testing.T) {
 			t.Errorf("Verify: %v", err)
 		}
 	}
-	if diff := cmp.Diff([]string{"msg_42", "msg_42", "msg_42"}, ids); diff != "" {
+	if diff := cmp.Diff([]string{"msg_sub1_42", "msg_sub1_42", "msg_sub1_42"}, ids); diff != "" {
 		t.Errorf("webhook-id mismatch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(wantTS, tss); diff != "" {
@@ -133,7 +133,7 @@ func TestHandleRotation(t *testing.T) {
 		r := reqs[len(reqs)-1]
 		ts := r.Header.Get("webhook-timestamp")
 		sigs := strings.Split(r.Header.Get("webhook-signature"), " ")
-		want := []string{hmacSignature(t, current, "msg_42", ts, r.Body), hmacSignature(t, previous, "msg_42", ts, r.Body)}[:n]
+		want := []string{hmacSignature(t, current, "msg_sub1_42", ts, r.Body), hmacSignature(t, previous, "msg_sub1_42", ts, r.Body)}[:n]
 		if diff := cmp.Diff(want, sigs); diff != "" {
 			t.Errorf("signatures mismatch (-want +got):\n%s", diff)
 		}

@@ -99,7 +99,7 @@ func (s *Sender) Handle(ctx context.Context, inv *subscriptions.Invocation) subs
 		return subscriptions.Outcome{Err: errors.New("the delivery has no payload to send")}
 	}
 	now := s.opts.Clock.Now()
-	msgID := "msg_" + inv.JobID
+	msgID := messageID(inv)
 	secrets := spec.Secrets.Signing(now)
 	if len(secrets) == 0 || secrets[0] == "" {
 		return subscriptions.Outcome{Err: errors.New("the handler has no signing secret; set the handler again with events_update")}
@@ -214,4 +214,17 @@ func excerpt(b []byte) string {
 		t = t[:cut] + "…"
 	}
 	return t
+}
+
+// messageID is the delivery's webhook-id: the same on every attempt, and
+// unique beyond one database, since subscription IDs are random UUIDs and job
+// IDs are never reused within a database.
+func messageID(inv *subscriptions.Invocation) string {
+	sub := strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, inv.SubscriptionID)
+	return "msg_" + sub + "_" + inv.JobID
 }
