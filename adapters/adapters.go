@@ -1,0 +1,165 @@
+// Package adapters holds what the event sources under adapters/ share:
+// the Source every adapter is, and the HTTP plumbing of the webhook
+// receivers (a bounded body, JSON refusals, the 202 answer). Each source is
+// a package of its own (adapters/github, adapters/slack,
+// adapters/alertmanager, adapters/mcp); each publishes through the same
+// subscriptions.Publisher as POST /v1/events, so validation, dedup, limits
+// and routing are the same for every way in.
+package adapters
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Source is an adapter: a named source of events that says which event
+// types it emits.
+type Source interface {
+	// Name is the source's name, such as "github".
+	Name() string
+	// Catalog lists the event types the source emits.
+	Catalog() []subscriptions.EventType
+}
+
+// DefaultMaxBodyBytes bounds a webhook body when an adapter sets no limit.
+const DefaultMaxBodyBytes = 1 << 20
+
+// Error codes of the JSON refusals, shared with POST /v1/events.
+const (
+	CodeUnauthorized     = "unauthorized"
+	CodeInvalidPayload   = "invalid_payload"
+	CodeBodyTooLarge     = "body_too_large"
+	CodeMethodNotAllowed = "method_not_allowed"
+	CodeInternal         = "internal"
+)
+
+// ErrorBody is the body of every refusal: {"error": {"code", "message"}}.
+type ErrorBody struct {
+	Error struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// WriteError writes a JSON refusal.
+func WriteError(w http.ResponseWriter, status int, code, message string) {
+	var body ErrorBody
+	body.Error.Code, body.Error.Message = code, message
+	WriteJSON(w, status, body)
+}
+
+// WriteJSON writes v as a JSON answer with status.
+func WriteJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	json.NewEncoder(w).Encode(v)
+}
+
+// Accepted is the body of a 202 answer: the IDs of the events published
+// (for a duplicate, the ID given the first time) and how many were
+// duplicates.
+type Accepted struct {
+	IDs        []string `json:"ids"`
+	Duplicates int      `json:"duplicates,omitempty"`
+}
+
+// ReadBody reads a POST body of at most max bytes (DefaultMaxBodyBytes when
+// max is zero). It writes the refusal itself and returns ok false on a
+// wrong method or an oversized or unreadable body.
+func ReadBody(w http.ResponseWriter, r *http.Request, max int64) (body []byte, ok bool) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
+		return nil, false
+	}
+	if max <= 0 {
+		max = DefaultMaxBodyBytes
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
+	if err != nil {
+		var tooLarge *http.MaxBytesError
+		if errors.As(err, &tooLarge) {
+			WriteError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, fmt.Sprintf("the body is larger than this endpoint's limit of %d bytes", max))
+			return nil, false
+		}
+		WriteError(w, http.StatusBadRequest, CodeInvalidPayload, "could not read the body: "+err.Error())
+		return nil, false
+	}
+	return body, true
+}
+
+// Segment turns a provider's name (an alert name, a GitHub event or action,
+// an upstream server's name) into one event-type segment: letters, digits,
+// '_' and '-' are kept, runs of anything else become one '_', and an empty
+// result becomes "unknown". It is at most 64 bytes long.
+func Segment(s string) string {
+	var b strings.Builder
+	underscore := false
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+		switch {
+		case ok:
+			b.WriteRune(r)
+			underscore = false
+		case !underscore && b.Len() > 0:
+			b.WriteByte('_')
+			underscore = true
+		}
+		if b.Len() >= 64 {
+			break
+		}
+	}
+	out := strings.TrimRight(b.String(), "_")
+	if len(out) > 64 {
+		out = out[:64]
+	}
+	if out == "" {
+		return "unknown"
+	}
+	return out
+}
+
+// Tag cuts s to a valid tag (at most subscriptions.MaxTagLength bytes, no
+// control characters), or returns "" when nothing is left.
+func Tag(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return -1
+		}
+		return r
+	}, strings.TrimSpace(s))
+	if len(s) > subscriptions.MaxTagLength {
+		cut := subscriptions.MaxTagLength
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut]
+	}
+	return s
+}
+
+// Tags returns the valid, distinct tags among ts, in order, at most
+// subscriptions.MaxTags of them.
+func Tags(ts ...string) []string {
+	var out []string
+	seen := make(map[string]bool)
+	for _, t := range ts {
+		t = Tag(t)
+		if t == "" || seen[t] {
+			continue
+		}
+		seen[t] = true
+		out = append(out, t)
+		if len(out) == subscriptions.MaxTags {
+			break
+		}
+	}
+	return out
+}
