@@ -59,6 +59,41 @@ type Options struct {
 	// Commands are the bash handler's allowed commands, listed in the tool
 	// schemas.
 	Commands []string
+	// Catalog, when set, is offered as the events_catalog tool and the
+	// events://catalog resource.
+	Catalog tools.Catalog
+}
+
+// resourceCaps is the resources capability: present when a resource is.
+func resourceCaps(on bool) *mcp.ResourceCapabilities {
+	if !on {
+		return nil
+	}
+	return &mcp.ResourceCapabilities{}
+}
+
+// CatalogURI is the resource that holds the event catalog.
+const CatalogURI = "events://catalog"
+
+// addCatalogResource serves the event catalog as a resource.
+func (s *Server) addCatalogResource(c tools.Catalog) {
+	s.mcp.AddResource(&mcp.Resource{
+		URI:         CatalogURI,
+		Name:        "catalog",
+		Title:       "Event catalog",
+		Description: "The event types this server can deliver, their sources, data schemas and examples (the same as the events_catalog tool).",
+		MIMEType:    "application/json",
+	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+		cat, err := c.Get(ctx, subscriptions.CatalogRequest{})
+		if err != nil {
+			return nil, err
+		}
+		body, err := json.Marshal(cat)
+		if err != nil {
+			return nil, err
+		}
+		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: CatalogURI, MIMEType: "application/json", Text: string(body)}}}, nil
+	})
 }
 
 // Server is the MCP side of mcpe-server.
@@ -114,6 +149,7 @@ func New(opts Options) (*Server, error) {
 		Capabilities: &mcp.ServerCapabilities{
 			Logging:      &mcp.LoggingCapabilities{},
 			Tools:        &mcp.ToolCapabilities{},
+			Resources:    resourceCaps(opts.Catalog != nil),
 			Experimental: map[string]any{"events": s.caps},
 		},
 	})
@@ -123,8 +159,11 @@ func New(opts Options) (*Server, error) {
 		Principal: s.principal,
 		Logger:    opts.Logger,
 		Commands:  opts.Commands,
-		Tools:     tools.Names,
+		Catalog:   opts.Catalog,
 	})
+	if opts.Catalog != nil {
+		s.addCatalogResource(opts.Catalog)
+	}
 	return s, nil
 }
 

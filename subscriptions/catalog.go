@@ -1,6 +1,9 @@
 package subscriptions
 
-import "encoding/json"
+import (
+	"encoding/json"
+	"time"
+)
 
 // EventType describes one event type, or a family of them, that a source
 // emits: what the events catalog shows a model so it knows what it may
@@ -34,4 +37,49 @@ type SourceState struct {
 	Since string `json:"since,omitempty"`
 	// NextAttempt is when a retrying source tries again (RFC 3339).
 	NextAttempt string `json:"nextAttempt,omitempty"`
+}
+
+// CatalogRequest are the arguments of events_catalog.
+type CatalogRequest struct {
+	// Pattern keeps the types it matches, in the filter pattern language;
+	// empty keeps all.
+	Pattern string `json:"pattern,omitempty"`
+}
+
+// Catalog is what events_catalog and the events://catalog resource return:
+// the sources of events, the types they emit, and the types recently
+// posted to POST /v1/events.
+type Catalog struct {
+	Sources []CatalogSource `json:"sources"`
+	Types   []CatalogType   `json:"types"`
+	// SeenRecently are the types posted to /v1/events lately, most recent
+	// first.
+	SeenRecently []SeenType `json:"seenRecently"`
+}
+
+// CatalogSource is one source of events and whether it is set up.
+type CatalogSource struct {
+	Name string `json:"name"`
+	// Configured is false for an adapter the operator has not set up: its
+	// events cannot arrive.
+	Configured bool `json:"configured"`
+	// Endpoint is where the source posts, for webhook receivers.
+	Endpoint string `json:"endpoint,omitempty"`
+	// Description says what the source is.
+	Description string `json:"description"`
+	// Upstreams are the states of an MCP source's upstream servers.
+	Upstreams []SourceState `json:"upstreams,omitempty"`
+}
+
+// CatalogType is an event type with the source that emits it.
+type CatalogType struct {
+	Source string `json:"source"`
+	EventType
+}
+
+// SeenType is an event type seen on POST /v1/events.
+type SeenType struct {
+	Type       string    `json:"type"`
+	Count      int64     `json:"count"`
+	LastSeenAt time.Time `json:"lastSeenAt"`
 }

@@ -20,6 +20,8 @@ type describer struct {
 	// commands are the bash handler's allowed commands; tools the tools an
 	// agent handler may use.
 	commands, tools []string
+	// catalog is true when events_catalog is offered.
+	catalog bool
 }
 
 func newDescriber(caps subscriptions.Capability, r subscriptions.Retention, commands, tools []string) describer {
@@ -120,6 +122,7 @@ var examples = map[string]string{
 	Resume:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
 	Update:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "filter": {"eventTypes": ["github.issues.opened"]}, "expiresAt": null}`,
 	Poll:        `{"limit": 20}`,
+	CatalogTool: `{"pattern": "github.*"}`,
 
 	webhookExample: `{"filter": {"eventTypes": ["deploy.*"]}, "handler": {"type": "webhook", "url": "https://hooks.example.com/mcpe"}}`,
 	agentExample:   `{"filter": {"eventTypes": ["slack.message"]}, "handler": {"type": "agent", "systemPrompt": "Summarize the message and say whether it needs action."}}`,
@@ -287,6 +290,9 @@ func (d describer) subscribeTool() *mcp.Tool {
 		"character, \"[abc]\" one of a set, \"{a,b}\" alternatives. filter.tags matches events carrying any of "+
 		"the tags; filter.priority matches the listed priorities (low, normal, high, critical). All parts "+
 		"given must match; to receive everything use {\"eventTypes\": [\"*\"]}.", d.caps.MaxSubscriptions)
+	if d.catalog {
+		description += " Call events_catalog first to see which event types this server receives, with examples."
+	}
 	if d.caps.Features.CronSchedule || d.caps.Features.ScheduledDelivery {
 		description += "\n\nDigests: with delivery.channels [\"cron\"] (or [\"scheduled\"]) matching events wait and go " +
 			"out together at each cron time (or once, at deliverAt) as events/batch {subscriptionId, events, remaining}, " +
@@ -416,6 +422,23 @@ func (d describer) pollTool() *mcp.Tool {
 				Description: fmt.Sprintf("Most items to return, 1 to %d; default %d.", subscriptions.MaxPollLimit, subscriptions.DefaultPollLimit)},
 		}, []string{"cursor", "limit"}),
 		Annotations: &mcp.ToolAnnotations{Title: "Read delivered events", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+	}
+}
+
+func (d describer) catalogTool() *mcp.Tool {
+	return &mcp.Tool{
+		Name:  CatalogTool,
+		Title: "What you can subscribe to",
+		Description: "List the event types this server can deliver, so you can write filters that match real events: " +
+			"the sources (GitHub, Slack, Alertmanager, upstream MCP servers, plain HTTP posts) and whether the " +
+			"operator set each up, the types each emits with a description, the JSON Schema of their data and an " +
+			"example, how priority and tags are set, the state of upstream MCP servers, and the types recently " +
+			"posted to the server directly. Give pattern (same language as filter.eventTypes) to see only some " +
+			"types. The same catalog is the resource events://catalog.\n\nExample: " + examples[CatalogTool],
+		InputSchema: object(map[string]*jsonschema.Schema{
+			"pattern": {Type: "string", Description: "Keep only the types this pattern matches, e.g. \"github.*\" or \"alert.*\"."},
+		}, nil),
+		Annotations: &mcp.ToolAnnotations{Title: "What you can subscribe to", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}
 }
 

@@ -50,6 +50,7 @@ var toolCases = []struct {
 	{testDescriber.resumeTool(), func() any { return new(subscriptions.SubscriptionRef) }},
 	{testDescriber.updateTool(), func() any { return new(subscriptions.UpdateRequest) }},
 	{testDescriber.pollTool(), func() any { return new(subscriptions.PollRequest) }},
+	{testDescriber.catalogTool(), func() any { return new(subscriptions.CatalogRequest) }},
 }
 
 // TestExamplesMatchSchemas checks that each tool's example is valid for its

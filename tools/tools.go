@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"slices"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -44,8 +45,15 @@ type Options struct {
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// Commands are the bash handler's allowed command names, listed in the
-	// schema; Tools the tool names an agent handler may use.
-	Commands, Tools []string
+	// schema.
+	Commands []string
+	// Catalog, when set, adds events_catalog.
+	Catalog Catalog
+}
+
+// Catalog is what events_catalog reads.
+type Catalog interface {
+	Get(ctx context.Context, req subscriptions.CatalogRequest) (*subscriptions.Catalog, error)
 }
 
 // Names of the tools, in the order they are registered.
@@ -57,6 +65,7 @@ const (
 	Resume      = "events_resume"
 	Update      = "events_update"
 	Poll        = "events_poll"
+	CatalogTool = "events_catalog"
 )
 
 // Register adds the tools to s and returns them.
@@ -68,7 +77,12 @@ func Register(s *mcp.Server, opts Options) *Set {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	svc := opts.Service
-	d := newDescriber(svc.Capability(), svc.Retention(), opts.Commands, opts.Tools)
+	names := Names
+	if opts.Catalog != nil {
+		names = append(slices.Clone(Names), CatalogTool)
+	}
+	d := newDescriber(svc.Capability(), svc.Retention(), opts.Commands, names)
+	d.catalog = opts.Catalog != nil
 	set := &Set{calls: make(map[string]func(context.Context, string, json.RawMessage) (*mcp.CallToolResult, error))}
 	r := registrar{set: set, server: s, principal: opts.Principal, log: opts.Logger}
 
@@ -100,10 +114,16 @@ func Register(s *mcp.Server, opts Options) *Set {
 	add(r, d.pollTool(), func(ctx context.Context, p string, in *subscriptions.PollRequest) (any, error) {
 		return svc.Poll(ctx, p, *in)
 	})
+	if opts.Catalog != nil {
+		add(r, d.catalogTool(), func(ctx context.Context, _ string, in *subscriptions.CatalogRequest) (any, error) {
+			return opts.Catalog.Get(ctx, *in)
+		})
+	}
 	return set
 }
 
-// Names are the names of the tools Register adds, in order.
+// Names are the names of the tools Register always adds, in order;
+// events_catalog follows when a catalog is given.
 var Names = []string{Subscribe, Unsubscribe, List, Pause, Resume, Update, Poll}
 
 type registrar struct {

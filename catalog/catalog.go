@@ -1,0 +1,169 @@
+// Package catalog tells a model what it may subscribe to: the event sources
+// (adapters) and whether the operator set them up, the event types each
+// emits with a JSON Schema of their data and an example, the state of
+// upstream MCP servers, and the types recently posted to POST /v1/events.
+// The events_catalog tool and the events://catalog resource both read it.
+package catalog
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Defaults for Options.
+const (
+	DefaultSeenWindow = 24 * time.Hour
+	DefaultSeenLimit  = 500
+)
+
+// Source is one source of events the catalog lists.
+type Source struct {
+	// Name is the source's name, such as "github".
+	Name string
+	// Description says what the source is, in one line.
+	Description string
+	// Endpoint is where it receives webhooks, if it does.
+	Endpoint string
+	// Types lists what it emits; nil when it is not configured.
+	Types func() []subscriptions.EventType
+	// States reports its upstreams' states, for sources that connect out.
+	States func() []subscriptions.SourceState
+	// Configured is false for a known source the operator has not set up.
+	Configured bool
+}
+
+// Options configure a Catalog.
+type Options struct {
+	// Sources are the known sources, configured or not.
+	Sources []Source
+	// Clock defaults to the wall clock.
+	Clock clock.Clock
+	// SeenWindow is how long a type posted to /v1/events stays listed;
+	// zero means DefaultSeenWindow.
+	SeenWindow time.Duration
+	// SeenLimit bounds the types remembered; zero means DefaultSeenLimit.
+	SeenLimit int
+}
+
+// Catalog is the event catalog. It is safe for concurrent use.
+type Catalog struct {
+	opts Options
+
+	mu   sync.Mutex
+	seen map[string]*subscriptions.SeenType
+}
+
+// New returns a Catalog.
+func New(opts Options) *Catalog {
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.SeenWindow <= 0 {
+		opts.SeenWindow = DefaultSeenWindow
+	}
+	if opts.SeenLimit <= 0 {
+		opts.SeenLimit = DefaultSeenLimit
+	}
+	return &Catalog{opts: opts, seen: make(map[string]*subscriptions.SeenType)}
+}
+
+// Observe records that an event of type t was accepted on /v1/events.
+func (c *Catalog) Observe(t string) {
+	now := c.opts.Clock.Now().UTC()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if s := c.seen[t]; s != nil {
+		s.Count++
+		s.LastSeenAt = now
+		return
+	}
+	if len(c.seen) >= c.opts.SeenLimit {
+		c.evictLocked(now)
+	}
+	c.seen[t] = &subscriptions.SeenType{Type: t, Count: 1, LastSeenAt: now}
+}
+
+// evictLocked drops the types older than the window, or else the least
+// recently seen one.
+func (c *Catalog) evictLocked(now time.Time) {
+	var oldest *subscriptions.SeenType
+	for t, s := range c.seen {
+		if now.Sub(s.LastSeenAt) > c.opts.SeenWindow {
+			delete(c.seen, t)
+			continue
+		}
+		if oldest == nil || s.LastSeenAt.Before(oldest.LastSeenAt) {
+			oldest = s
+		}
+	}
+	if len(c.seen) >= c.opts.SeenLimit && oldest != nil {
+		delete(c.seen, oldest.Type)
+	}
+}
+
+// Publisher wraps p so that the types it accepts are recorded as seen.
+func (c *Catalog) Publisher(p subscriptions.Publisher) subscriptions.Publisher {
+	return observer{p: p, c: c}
+}
+
+type observer struct {
+	p subscriptions.Publisher
+	c *Catalog
+}
+
+func (o observer) Publish(ctx context.Context, ev subscriptions.Event) (subscriptions.PublishResult, error) {
+	res, err := o.p.Publish(ctx, ev)
+	if err == nil && !res.Duplicate {
+		o.c.Observe(ev.Type)
+	}
+	return res, err
+}
+
+// Get returns the catalog, keeping the types that match req.Pattern.
+func (c *Catalog) Get(_ context.Context, req subscriptions.CatalogRequest) (*subscriptions.Catalog, error) {
+	match := func(string) bool { return true }
+	if req.Pattern != "" {
+		p, err := subscriptions.CompilePattern(req.Pattern)
+		if err != nil {
+			return nil, err
+		}
+		match = p.Match
+	}
+	out := &subscriptions.Catalog{Sources: []subscriptions.CatalogSource{}, Types: []subscriptions.CatalogType{}, SeenRecently: []subscriptions.SeenType{}}
+	for _, s := range c.opts.Sources {
+		cs := subscriptions.CatalogSource{Name: s.Name, Configured: s.Configured, Endpoint: s.Endpoint, Description: s.Description}
+		if s.Configured && s.States != nil {
+			cs.Upstreams = s.States()
+		}
+		out.Sources = append(out.Sources, cs)
+		if !s.Configured || s.Types == nil {
+			continue
+		}
+		for _, t := range s.Types() {
+			if match(t.Type) {
+				out.Types = append(out.Types, subscriptions.CatalogType{Source: s.Name, EventType: t})
+			}
+		}
+	}
+	now := c.opts.Clock.Now()
+	c.mu.Lock()
+	for _, s := range c.seen {
+		if now.Sub(s.LastSeenAt) <= c.opts.SeenWindow && match(s.Type) {
+			out.SeenRecently = append(out.SeenRecently, *s)
+		}
+	}
+	c.mu.Unlock()
+	slices.SortFunc(out.SeenRecently, func(a, b subscriptions.SeenType) int {
+		if d := b.LastSeenAt.Compare(a.LastSeenAt); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.Type, b.Type)
+	})
+	return out, nil
+}
