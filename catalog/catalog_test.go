@@ -28,7 +28,9 @@ func TestCatalog(t *testing.T) {
 		{Name: "github", Configured: true, Endpoint: "/adapters/github", Types: func() []subscriptions.EventType { return github }},
 		{Name: "slack", Description: "Slack Events API"},
 		{Name: "mcp", Configured: true, Types: func() []subscriptions.EventType { return nil },
-			States: func() []subscriptions.SourceState { return []subscriptions.SourceState{{Name: "docs", Status: "retrying"}} }},
+			States: func() []subscriptions.SourceState {
+				return []subscriptions.SourceState{{Name: "docs", Status: "retrying"}}
+			}},
 	}})
 	pub := c.Publisher(fakePublisher{})
 	for _, typ := range []string{"deploy.failed", "deploy.failed", "build.done"} {
