@@ -38,6 +38,8 @@ type Config struct {
 	Delivery Delivery `yaml:"delivery"`
 	// Handlers configures the handlers subscriptions may carry.
 	Handlers Handlers `yaml:"handlers"`
+	// Adapters configures the event sources.
+	Adapters Adapters `yaml:"adapters"`
 	// Log configures logging to stderr.
 	Log Log `yaml:"log"`
 }
@@ -292,6 +294,9 @@ func (c *Config) validate() error {
 		}
 	}
 	if err := c.Handlers.validate(); err != nil {
+		return err
+	}
+	if err := c.Adapters.validate(); err != nil {
 		return err
 	}
 	if _, err := c.Log.SlogLevel(); err != nil {

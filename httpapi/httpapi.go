@@ -19,6 +19,15 @@ type Options struct {
 	Ingest http.Handler
 	// Health reports readiness for /healthz; nil always reports ok.
 	Health func() error
+	// Adapters serve webhooks from event sources, by path (such as
+	// "/adapters/alertmanager").
+	Adapters map[string]http.Handler
+	// SignedAdapters are adapters that authenticate every request by a
+	// signature made with a shared secret (GitHub, Slack). They are exempt
+	// from the loopback Host check, which a tunnel to a local server
+	// (whose Host header names the tunnel) would otherwise fail: a
+	// DNS-rebinding page cannot sign its requests.
+	SignedAdapters map[string]http.Handler
 }
 
 // NewMux returns the server's HTTP handler.
@@ -26,6 +35,9 @@ func NewMux(opts Options) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", opts.MCP)
 	mux.Handle("/v1/events", opts.Ingest)
+	for path, h := range opts.Adapters {
+		mux.Handle(path, h)
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		status, body := http.StatusOK, map[string]string{"status": "ok"}
 		if opts.Health != nil {
@@ -37,7 +49,16 @@ func NewMux(opts Options) http.Handler {
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(body)
 	})
-	return guardLoopback(http.NewCrossOriginProtection().Handler(mux))
+	guarded := guardLoopback(http.NewCrossOriginProtection().Handler(mux))
+	if len(opts.SignedAdapters) == 0 {
+		return guarded
+	}
+	outer := http.NewServeMux()
+	outer.Handle("/", guarded)
+	for path, h := range opts.SignedAdapters {
+		outer.Handle(path, http.NewCrossOriginProtection().Handler(h))
+	}
+	return outer
 }
 
 // guardLoopback refuses requests that reached a loopback listener with a

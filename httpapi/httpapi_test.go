@@ -242,3 +242,36 @@ func TestIsLoopback(t *testing.T) {
 		}
 	}
 }
+
+// Adapters are routed; those that verify a signature answer whatever the
+// Host (a tunnel to a loopback server names itself there), the others are
+// guarded like every other route.
+func TestAdapterRoutes(t *testing.T) {
+	srv := httptest.NewServer(NewMux(Options{MCP: stub("mcp"), Ingest: stub("ingest"),
+		Adapters:       map[string]http.Handler{"/adapters/alertmanager": stub("alertmanager")},
+		SignedAdapters: map[string]http.Handler{"/adapters/github": stub("github")},
+	}))
+	t.Cleanup(srv.Close)
+	for _, tt := range []struct {
+		path, host string
+		wantStatus int
+		wantBody   string
+	}{
+		{"/adapters/github", "", http.StatusOK, "github"},
+		{"/adapters/github", "abc.tunnel.example", http.StatusOK, "github"},
+		{"/adapters/alertmanager", "", http.StatusOK, "alertmanager"},
+		{"/adapters/alertmanager", "abc.tunnel.example", http.StatusForbidden, ""},
+		{"/mcp", "abc.tunnel.example", http.StatusForbidden, ""},
+		{"/adapters/slack", "", http.StatusNotFound, ""},
+	} {
+		status, body := do(t, srv, http.MethodPost, tt.path, tt.host, nil)
+		if status != tt.wantStatus || tt.wantBody != "" && body != tt.wantBody {
+			t.Errorf("POST %s (Host %q): %d %q; want %d %q", tt.path, tt.host, status, body, tt.wantStatus, tt.wantBody)
+		}
+	}
+	// Browsers still cannot post cross-origin to a signed adapter.
+	status, _ := do(t, srv, http.MethodPost, "/adapters/github", "", http.Header{"Sec-Fetch-Site": {"cross-site"}})
+	if status != http.StatusForbidden {
+		t.Errorf("cross-site POST to a signed adapter: %d, want 403", status)
+	}
+}

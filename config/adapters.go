@@ -1,0 +1,159 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Adapters configures the event sources besides POST /v1/events. Each is
+// off until configured here.
+type Adapters struct {
+	// GitHub receives repository webhooks on POST /adapters/github.
+	GitHub *GitHubAdapter `yaml:"github"`
+	// Slack receives the Events API on POST /adapters/slack.
+	Slack *SlackAdapter `yaml:"slack"`
+	// Alertmanager receives Prometheus Alertmanager webhooks on POST
+	// /adapters/alertmanager.
+	Alertmanager *AlertmanagerAdapter `yaml:"alertmanager"`
+	// MCP connects to upstream MCP servers.
+	MCP *MCPAdapter `yaml:"mcp"`
+}
+
+// GitHubAdapter configures the GitHub webhook receiver.
+type GitHubAdapter struct {
+	// Secret is the webhook's secret; required.
+	Secret Secret `yaml:"secret"`
+	// MaxBodyBytes bounds a delivery. Default 1 MiB; GitHub sends up to
+	// 25 MB.
+	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	// PriorityLabels map issue and pull request labels to priorities,
+	// replacing the built-in rule.
+	PriorityLabels map[string]string `yaml:"priorityLabels"`
+}
+
+// SlackAdapter configures the Slack Events API receiver.
+type SlackAdapter struct {
+	// SigningSecret is the app's signing secret; required.
+	SigningSecret Secret `yaml:"signingSecret"`
+}
+
+// AlertmanagerAdapter configures the Alertmanager webhook receiver.
+type AlertmanagerAdapter struct {
+	// Tokens, when given, are required as bearer tokens.
+	Tokens []Secret `yaml:"tokens"`
+	// SeverityPriorities map the severity label to priorities, replacing
+	// the built-in rule (critical, warning -> high, info -> low).
+	SeverityPriorities map[string]string `yaml:"severityPriorities"`
+}
+
+// MCPAdapter configures the upstream MCP servers.
+type MCPAdapter struct {
+	Upstreams []MCPUpstream `yaml:"upstreams"`
+}
+
+// MCPUpstream is one upstream MCP server: a command (stdio) or a URL
+// (Streamable HTTP). ${NAME} in env and header values is read from the
+// server's environment.
+type MCPUpstream struct {
+	// Name is the upstream's segment in event types: mcp.<name>.*.
+	Name    string            `yaml:"name"`
+	Command []string          `yaml:"command"`
+	Env     map[string]string `yaml:"env"`
+	URL     string            `yaml:"url"`
+	Headers map[string]string `yaml:"headers"`
+}
+
+func (a *Adapters) validate() error {
+	if g := a.GitHub; g != nil {
+		if _, err := g.Secret.Value("adapters.github.secret"); err != nil {
+			return err
+		}
+		if g.MaxBodyBytes < 0 {
+			return errors.New("adapters.github.maxBodyBytes must be positive (or left out for 1048576)")
+		}
+		if err := checkPriorities("adapters.github.priorityLabels", g.PriorityLabels); err != nil {
+			return err
+		}
+	}
+	if s := a.Slack; s != nil {
+		if _, err := s.SigningSecret.Value("adapters.slack.signingSecret"); err != nil {
+			return err
+		}
+	}
+	if m := a.Alertmanager; m != nil {
+		for i, t := range m.Tokens {
+			if _, err := t.Value(fmt.Sprintf("adapters.alertmanager.tokens[%d]", i)); err != nil {
+				return err
+			}
+		}
+		if err := checkPriorities("adapters.alertmanager.severityPriorities", m.SeverityPriorities); err != nil {
+			return err
+		}
+	}
+	if m := a.MCP; m != nil {
+		seen := map[string]bool{}
+		for i, u := range m.Upstreams {
+			field := fmt.Sprintf("adapters.mcp.upstreams[%d]", i)
+			if !commandName.MatchString(u.Name) || strings.Contains(u.Name, ".") {
+				return fmt.Errorf("%s.name %q: give a name of letters, digits, '_' or '-' (it becomes the event type segment mcp.<name>)", field, u.Name)
+			}
+			if seen[u.Name] {
+				return fmt.Errorf("%s.name %q is used twice; each upstream needs its own name", field, u.Name)
+			}
+			seen[u.Name] = true
+			switch {
+			case len(u.Command) > 0 && u.URL != "":
+				return fmt.Errorf("%s: give command (stdio) or url (Streamable HTTP), not both", field)
+			case len(u.Command) == 0 && u.URL == "":
+				return fmt.Errorf("%s: give command, e.g. [\"npx\", \"-y\", \"@modelcontextprotocol/server-everything\"], or url", field)
+			case u.URL != "":
+				p, err := url.Parse(u.URL)
+				if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+					return fmt.Errorf("%s.url %q: give an http or https URL, e.g. \"https://mcp.example.com/mcp\"", field, u.URL)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// checkPriorities checks that every value of m is a priority.
+func checkPriorities(field string, m map[string]string) error {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if !subscriptions.Priority(strings.ToLower(m[k])).Valid() {
+			return fmt.Errorf("%s.%s: %q is not a priority; use low, normal, high or critical", field, k, m[k])
+		}
+	}
+	return nil
+}
+
+// Priorities returns m with its values as priorities; nil for an empty map.
+func Priorities(m map[string]string) map[string]subscriptions.Priority {
+	if len(m) == 0 {
+		return nil
+	}
+	out := make(map[string]subscriptions.Priority, len(m))
+	for k, v := range m {
+		out[k] = subscriptions.Priority(strings.ToLower(v))
+	}
+	return out
+}
+
+// Expanded returns m with ${NAME} in its values read from the environment.
+func Expanded(m map[string]string) map[string]string {
+	if m == nil {
+		return nil
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[k] = os.ExpandEnv(v)
+	}
+	return out
+}
