@@ -1,0 +1,63 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+func TestParseAdapters(t *testing.T) {
+	t.Setenv("MCPE_TEST_GH_SECRET", "gh")
+	t.Setenv("MCPE_TEST_DOCS_TOKEN", "docs-token")
+	c, err := Parse(strings.NewReader(`
+adapters:
+  github:
+    secret: {tokenEnv: MCPE_TEST_GH_SECRET}
+    priorityLabels: {P0: Critical, bug: high}
+  slack:
+    signingSecret: {token: s}
+  alertmanager:
+    tokens: [{token: am}]
+    severityPriorities: {page: critical}
+  mcp:
+    upstreams:
+      - name: everything
+        command: [npx, -y, "@modelcontextprotocol/server-everything"]
+      - name: docs
+        url: https://docs.example.com/mcp
+        headers: {Authorization: "Bearer ${MCPE_TEST_DOCS_TOKEN}"}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := c.Adapters
+	if p := Priorities(a.GitHub.PriorityLabels); p["P0"] != subscriptions.PriorityCritical || p["bug"] != subscriptions.PriorityHigh {
+		t.Errorf("github priorities %v", p)
+	}
+	if h := Expanded(a.MCP.Upstreams[1].Headers); h["Authorization"] != "Bearer docs-token" {
+		t.Errorf("headers %v", h)
+	}
+	if len(a.MCP.Upstreams[0].Command) != 3 || a.Slack == nil || len(a.Alertmanager.Tokens) != 1 {
+		t.Errorf("adapters %+v", a)
+	}
+}
+
+func TestParseAdapterErrors(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"adapters:\n  github: {}\n", "adapters.github.secret: give token"},
+		{"adapters:\n  github:\n    secret: {token: x}\n    priorityLabels: {P0: urgent}\n", `adapters.github.priorityLabels.P0: "urgent" is not a priority`},
+		{"adapters:\n  slack:\n    signingSecret: {tokenEnv: MCPE_TEST_UNSET_VARIABLE}\n", "adapters.slack.signingSecret.tokenEnv: environment variable MCPE_TEST_UNSET_VARIABLE is not set"},
+		{"adapters:\n  alertmanager:\n    tokens: [{}]\n", "adapters.alertmanager.tokens[0]: give token"},
+		{"adapters:\n  mcp:\n    upstreams: [{name: a.b, url: 'https://x'}]\n", `adapters.mcp.upstreams[0].name "a.b"`},
+		{"adapters:\n  mcp:\n    upstreams: [{name: a, url: 'https://x'}, {name: a, url: 'https://y'}]\n", `adapters.mcp.upstreams[1].name "a" is used twice`},
+		{"adapters:\n  mcp:\n    upstreams: [{name: a}]\n", "adapters.mcp.upstreams[0]: give command"},
+		{"adapters:\n  mcp:\n    upstreams: [{name: a, command: [x], url: 'https://x'}]\n", "not both"},
+		{"adapters:\n  mcp:\n    upstreams: [{name: a, url: 'ftp://x'}]\n", `adapters.mcp.upstreams[0].url "ftp://x"`},
+	} {
+		_, err := Parse(strings.NewReader(tt.yaml))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("Parse(%q) = %v; want an error containing %q", tt.yaml, err, tt.want)
+		}
+	}
+}
