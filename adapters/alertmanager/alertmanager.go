@@ -1,0 +1,161 @@
+package alertmanager
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/bearer"
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Endpoint is the path Alertmanager posts to.
+const Endpoint = "/adapters/alertmanager"
+
+// Version is the webhook payload version the adapter accepts.
+const Version = "4"
+
+// Limits on what one notification turns into.
+const (
+	// MaxAlerts is the most alerts one notification may carry; set
+	// Alertmanager's max_alerts to at most this.
+	MaxAlerts = 1000
+	// MaxLabels is the most labels kept per alert.
+	MaxLabels = 64
+	// MaxAnnotations is the most annotations kept per alert.
+	MaxAnnotations = 32
+	// MaxNameBytes bounds a label or annotation name.
+	MaxNameBytes = 128
+	// MaxLabelValueBytes bounds a label value.
+	MaxLabelValueBytes = 512
+	// MaxAnnotationValueBytes bounds an annotation value.
+	MaxAnnotationValueBytes = 4096
+	// MaxURLBytes bounds generatorURL and externalURL.
+	MaxURLBytes = 2048
+)
+
+// maxFieldBytes bounds receiver and groupKey; maxFingerprintBytes the
+// fingerprint.
+const (
+	maxFieldBytes       = 1024
+	maxFingerprintBytes = 128
+)
+
+// DefaultSeverityPriorities returns the priorities of the usual severity
+// labels: critical -> critical, warning -> high, info -> low.
+func DefaultSeverityPriorities() map[string]subscriptions.Priority {
+	return map[string]subscriptions.Priority{
+		"critical": subscriptions.PriorityCritical,
+		"warning":  subscriptions.PriorityHigh,
+		"info":     subscriptions.PriorityLow,
+	}
+}
+
+// Options configure an Adapter.
+type Options struct {
+	// Publisher accepts the events; required.
+	Publisher subscriptions.Publisher
+	// Tokens, when not empty, are the bearer tokens Alertmanager must send
+	// ("Authorization: Bearer <token>", http_config.authorization in its
+	// webhook_config). Nil or empty accepts requests without a token.
+	Tokens *bearer.Set
+	// SeverityPriorities maps values of the severity label, compared
+	// without regard to case, to priorities. Nil means
+	// DefaultSeverityPriorities; a map given replaces it. A severity it
+	// does not list, or no severity label, gives normal.
+	SeverityPriorities map[string]subscriptions.Priority
+	// MaxBodyBytes bounds a notification; zero means
+	// adapters.DefaultMaxBodyBytes.
+	MaxBodyBytes int64
+	// Clock stamps alerts that come without a time; nil is the wall clock.
+	Clock clock.Clock
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Adapter is the Alertmanager webhook receiver: an adapters.Source and the
+// http.Handler of POST /adapters/alertmanager. It is safe for concurrent
+// use.
+type Adapter struct {
+	pub        subscriptions.Publisher
+	tokens     *bearer.Set
+	severities map[string]subscriptions.Priority
+	maxBody    int64
+	clock      clock.Clock
+	log        *slog.Logger
+	catalog    []subscriptions.EventType
+}
+
+var _ adapters.Source = (*Adapter)(nil)
+
+// New checks opts and returns an Adapter.
+func New(opts Options) (*Adapter, error) {
+	if opts.Publisher == nil {
+		return nil, errors.New("alertmanager: Options.Publisher is required")
+	}
+	if opts.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("alertmanager: Options.MaxBodyBytes is %d; it must be positive, or zero for %d", opts.MaxBodyBytes, adapters.DefaultMaxBodyBytes)
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = adapters.DefaultMaxBodyBytes
+	}
+	severities, err := severityPriorities(opts.SeverityPriorities)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a := &Adapter{
+		pub:        opts.Publisher,
+		tokens:     opts.Tokens,
+		severities: severities,
+		maxBody:    opts.MaxBodyBytes,
+		clock:      opts.Clock,
+		log:        opts.Logger,
+	}
+	a.catalog = a.buildCatalog()
+	return a, nil
+}
+
+// severityPriorities checks m and returns it with lower-case keys.
+func severityPriorities(m map[string]subscriptions.Priority) (map[string]subscriptions.Priority, error) {
+	if m == nil {
+		return DefaultSeverityPriorities(), nil
+	}
+	out := make(map[string]subscriptions.Priority, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		p := m[k]
+		if !p.Valid() {
+			return nil, fmt.Errorf("alertmanager: Options.SeverityPriorities[%q] is %q; use \"low\", \"normal\", \"high\" or \"critical\"", k, p)
+		}
+		key := severityKey(k)
+		if prev, ok := out[key]; ok && prev != p {
+			return nil, fmt.Errorf("alertmanager: Options.SeverityPriorities gives severity %q both %q and %q; severities are compared without regard to case, so give it one priority", key, prev, p)
+		}
+		out[key] = p
+	}
+	return out, nil
+}
+
+func severityKey(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
+
+// priority returns the priority of an alert with the given severity label.
+func (a *Adapter) priority(severity string) subscriptions.Priority {
+	if p, ok := a.severities[severityKey(severity)]; ok {
+		return p
+	}
+	return subscriptions.PriorityNormal
+}
+
+// Name returns "alertmanager".
+func (a *Adapter) Name() string { return "alertmanager" }

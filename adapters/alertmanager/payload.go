@@ -1,0 +1,165 @@
+package alertmanager
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/mcpe-server/mcpe-server/adapters"
+)
+
+// notification is a decoded webhook body: the fields of the group, and its
+// alerts still as JSON, so that one bad alert does not spoil the others.
+type notification struct {
+	receiver        string
+	externalURL     string
+	groupKey        string
+	truncatedAlerts uint64
+	alerts          []json.RawMessage
+}
+
+// requestError refuses a whole request.
+type requestError struct {
+	status  int
+	code    string
+	message string
+}
+
+func (e *requestError) Error() string { return e.message }
+
+func badRequest(format string, args ...any) *requestError {
+	return &requestError{status: http.StatusBadRequest, code: adapters.CodeInvalidPayload, message: fmt.Sprintf(format, args...)}
+}
+
+// decode parses a webhook body. Fields it does not use (status, which each
+// alert has too, groupLabels, commonLabels, commonAnnotations, and whatever
+// a later Alertmanager adds) are ignored, whatever their shape.
+func decode(body []byte) (*notification, *requestError) {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 {
+		return nil, badRequest(`the body is empty; send an Alertmanager webhook notification: a JSON object with "version": %q and "alerts"`, Version)
+	}
+	if trimmed[0] != '{' {
+		return nil, badRequest(`the body must be a JSON object (an Alertmanager webhook notification with "version": %q and "alerts"), not %s`, Version, describeJSON(trimmed))
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(trimmed, &fields); err != nil {
+		return nil, badRequest("the body is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	var n notification
+	var version string
+	if raw, ok := fields["version"]; !ok || isNull(raw) {
+		return nil, badRequest(`version is missing; this endpoint accepts Alertmanager webhook notifications of version %q, what webhook_config sends`, Version)
+	} else if json.Unmarshal(raw, &version) != nil {
+		return nil, badRequest(`version is %s; it must be the string %q`, describeJSON(raw), Version)
+	}
+	if version != Version {
+		return nil, badRequest(`version %q is not supported; this endpoint accepts Alertmanager webhook notifications of version %q, what Alertmanager's webhook_config sends`, clip(version, 64), Version)
+	}
+	for _, f := range []struct {
+		name string
+		dst  *string
+		max  int
+	}{
+		{"receiver", &n.receiver, maxFieldBytes},
+		{"externalURL", &n.externalURL, MaxURLBytes},
+		{"groupKey", &n.groupKey, maxFieldBytes},
+	} {
+		raw, ok := fields[f.name]
+		if !ok || isNull(raw) {
+			continue
+		}
+		if json.Unmarshal(raw, f.dst) != nil {
+			return nil, badRequest("%s is %s; it must be a string", f.name, describeJSON(raw))
+		}
+		*f.dst = clip(*f.dst, f.max)
+	}
+	if raw, ok := fields["truncatedAlerts"]; ok && !isNull(raw) {
+		if json.Unmarshal(raw, &n.truncatedAlerts) != nil {
+			return nil, badRequest("truncatedAlerts is %s; it must be a whole number of at least 0", describeJSON(raw))
+		}
+	}
+	raw, ok := fields["alerts"]
+	if !ok || isNull(raw) {
+		return nil, badRequest(`alerts is missing; a notification lists its alerts in "alerts": [{"status", "labels", "annotations", "startsAt", ...}]`)
+	}
+	if json.Unmarshal(raw, &n.alerts) != nil {
+		return nil, badRequest("alerts is %s; it must be an array of alert objects", describeJSON(raw))
+	}
+	if len(n.alerts) > MaxAlerts {
+		return nil, &requestError{
+			status: http.StatusRequestEntityTooLarge,
+			code:   adapters.CodeBodyTooLarge,
+			message: fmt.Sprintf("the notification has %d alerts; at most %d are accepted in one. Set max_alerts: %d (or less) in Alertmanager's webhook_config",
+				len(n.alerts), MaxAlerts, MaxAlerts),
+		}
+	}
+	return &n, nil
+}
+
+// alertIn is one alert as Alertmanager sends it. Times stay text so that a
+// bad one is reported in words.
+type alertIn struct {
+	Status       string            `json:"status"`
+	Labels       map[string]string `json:"labels"`
+	Annotations  map[string]string `json:"annotations"`
+	StartsAt     string            `json:"startsAt"`
+	EndsAt       string            `json:"endsAt"`
+	GeneratorURL string            `json:"generatorURL"`
+	Fingerprint  string            `json:"fingerprint"`
+}
+
+// decodeAlert parses one alert; the error says what is wrong with it,
+// relative to the alert ("labels.team: ...").
+func decodeAlert(raw json.RawMessage) (alertIn, error) {
+	var in alertIn
+	trimmed := bytes.TrimSpace(raw)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return in, fmt.Errorf("is %s; an alert is an object with status, labels, annotations, startsAt, endsAt, generatorURL and fingerprint", describeJSON(trimmed))
+	}
+	if err := json.Unmarshal(trimmed, &in); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) && typeErr.Field != "" {
+			return in, fmt.Errorf("%s has a JSON %s where %s is expected", typeErr.Field, typeErr.Value, wantType(typeErr.Field))
+		}
+		return in, fmt.Errorf("is not a valid alert: %s", strings.TrimPrefix(err.Error(), "json: "))
+	}
+	return in, nil
+}
+
+func wantType(field string) string {
+	if field == "labels" || field == "annotations" {
+		return "an object of strings (Alertmanager's labels and annotations are strings)"
+	}
+	return "a string"
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// describeJSON names the kind of a JSON value for error messages.
+func describeJSON(data []byte) string {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return "empty"
+	}
+	if !json.Valid(data) {
+		return "invalid JSON"
+	}
+	switch data[0] {
+	case '{':
+		return "an object"
+	case '[':
+		return "an array"
+	case '"':
+		return "a string"
+	case 't', 'f':
+		return "a boolean"
+	case 'n':
+		return "null"
+	default:
+		return "a number"
+	}
+}
