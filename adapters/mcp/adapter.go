@@ -1,0 +1,270 @@
+package mcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"math/rand/v2"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// SourceName is the adapter's name.
+const SourceName = "mcp"
+
+// Defaults for Options.
+const (
+	DefaultMinBackoff             = time.Second
+	DefaultMaxBackoff             = 5 * time.Minute
+	DefaultJitter                 = 0.2
+	DefaultLogLevel               = "info"
+	DefaultMaxSubscribedResources = 100
+)
+
+// MaxNameLength bounds an upstream's name.
+const MaxNameLength = 64
+
+// The values of subscriptions.SourceState.Status.
+const (
+	StatusConnecting = "connecting"
+	StatusConnected  = "connected"
+	StatusRetrying   = "retrying"
+)
+
+// logLevels are the MCP logging levels, lowest first.
+var logLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
+
+// Upstream is one upstream MCP server: a command run over stdio, or a URL
+// spoken to over Streamable HTTP. Exactly one of Command and URL is set.
+type Upstream struct {
+	// Name is the upstream's segment in event types (mcp.<name>.*): letters,
+	// digits, '_' and '-', at most MaxNameLength bytes, unique.
+	Name string
+	// Command is the argv of a stdio server, run with exec.Command (no
+	// shell), e.g. ["npx", "-y", "@modelcontextprotocol/server-github"].
+	Command []string
+	// Env is added to the environment the command inherits from this
+	// server; nil adds nothing. Only for Command.
+	Env map[string]string
+	// URL is the endpoint of a Streamable HTTP server (http or https).
+	URL string
+	// Headers are sent with every HTTP request, e.g. Authorization; nil
+	// sends none. Only for URL.
+	Headers map[string]string
+}
+
+// Options configure an Adapter.
+type Options struct {
+	// Upstreams are the servers to listen to; none makes an adapter that
+	// does nothing.
+	Upstreams []Upstream
+	// Publisher receives the events; required.
+	Publisher subscriptions.Publisher
+	// Clock times the backoff and stamps the events; nil means the wall
+	// clock.
+	Clock clock.Clock
+	// Logger receives the adapter's logs; nil discards them.
+	Logger *slog.Logger
+	// MinBackoff is the first wait before a retry; zero means
+	// DefaultMinBackoff.
+	MinBackoff time.Duration
+	// MaxBackoff caps the wait between retries; zero means
+	// DefaultMaxBackoff.
+	MaxBackoff time.Duration
+	// Jitter varies each wait by up to this fraction either way, from 0 to
+	// 1; zero means DefaultJitter and a negative value means none.
+	Jitter float64
+	// LogLevel is the level asked of upstreams with logging/setLevel: one
+	// of debug, info, notice, warning, error, critical, alert, emergency;
+	// empty means DefaultLogLevel.
+	LogLevel string
+	// MaxSubscribedResources bounds the resources subscribed to per
+	// upstream; zero means DefaultMaxSubscribedResources and a negative
+	// value subscribes to none.
+	MaxSubscribedResources int
+}
+
+// validate checks o and fills in the defaults. Its errors name the field.
+func (o *Options) validate() error {
+	if o.Publisher == nil {
+		return errors.New("Options.Publisher is required")
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if o.MinBackoff < 0 || o.MaxBackoff < 0 {
+		return fmt.Errorf("Options.MinBackoff (%v) and Options.MaxBackoff (%v) must not be negative; leave them zero for %v and %v", o.MinBackoff, o.MaxBackoff, DefaultMinBackoff, DefaultMaxBackoff)
+	}
+	if o.MinBackoff == 0 {
+		o.MinBackoff = DefaultMinBackoff
+	}
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
+	}
+	if o.MaxBackoff < o.MinBackoff {
+		return fmt.Errorf("Options.MaxBackoff (%v) is less than Options.MinBackoff (%v)", o.MaxBackoff, o.MinBackoff)
+	}
+	switch {
+	case o.Jitter == 0:
+		o.Jitter = DefaultJitter
+	case o.Jitter < 0:
+		o.Jitter = 0
+	case o.Jitter > 1:
+		return fmt.Errorf("Options.Jitter is %v; give a fraction from 0 to 1, e.g. 0.2", o.Jitter)
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = DefaultLogLevel
+	} else if !slices.Contains(logLevels, o.LogLevel) {
+		return fmt.Errorf("Options.LogLevel %q is not an MCP logging level; use one of %q", o.LogLevel, logLevels)
+	}
+	if o.MaxSubscribedResources == 0 {
+		o.MaxSubscribedResources = DefaultMaxSubscribedResources
+	}
+	seen := make(map[string]bool)
+	for i, u := range o.Upstreams {
+		field := fmt.Sprintf("Options.Upstreams[%d]", i)
+		if err := validName(u.Name); err != nil {
+			return fmt.Errorf("%s.Name %q: %w", field, u.Name, err)
+		}
+		if seen[u.Name] {
+			return fmt.Errorf("%s.Name %q is used twice; each upstream needs its own name", field, u.Name)
+		}
+		seen[u.Name] = true
+		switch {
+		case len(u.Command) > 0 && u.URL != "":
+			return fmt.Errorf("%s (%s): give Command (stdio) or URL (Streamable HTTP), not both", field, u.Name)
+		case len(u.Command) == 0 && u.URL == "":
+			return fmt.Errorf("%s (%s): give Command, e.g. [\"npx\", \"-y\", \"@modelcontextprotocol/server-everything\"], or URL, e.g. \"https://mcp.example.com/mcp\"", field, u.Name)
+		case len(u.Command) > 0:
+			if u.Command[0] == "" {
+				return fmt.Errorf("%s.Command: the program (first element) is empty", field)
+			}
+			if len(u.Headers) > 0 {
+				return fmt.Errorf("%s.Headers: headers are for a URL upstream; give the command its settings with Env", field)
+			}
+		default:
+			p, err := url.Parse(u.URL)
+			if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
+				return fmt.Errorf("%s.URL %q: give an http or https URL, e.g. \"https://mcp.example.com/mcp\"", field, u.URL)
+			}
+			if len(u.Env) > 0 {
+				return fmt.Errorf("%s.Env: an environment is for a Command upstream; give a URL upstream its settings with Headers", field)
+			}
+		}
+	}
+	return nil
+}
+
+// validName checks an upstream's name.
+func validName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("is empty; give a name of letters, digits, '_' or '-', such as \"github\" (it becomes the event type segment mcp.<name>)")
+	case len(name) > MaxNameLength:
+		return fmt.Errorf("is %d bytes long; at most %d are accepted", len(name), MaxNameLength)
+	}
+	for _, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return errors.New("give a name of letters, digits, '_' or '-', such as \"github\" (it becomes the event type segment mcp.<name>)")
+		}
+	}
+	return nil
+}
+
+// Adapter listens to upstream MCP servers and publishes what they announce.
+// Create one with New; its methods are safe for concurrent use.
+type Adapter struct {
+	opts      Options
+	upstreams []*upstream
+
+	mu      sync.Mutex
+	started bool
+	stopped bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+}
+
+var _ adapters.Source = (*Adapter)(nil)
+
+// New validates opts and returns an Adapter that has not started.
+func New(opts Options) (*Adapter, error) {
+	opts.Upstreams = slices.Clone(opts.Upstreams)
+	if err := opts.validate(); err != nil {
+		return nil, err
+	}
+	a := &Adapter{opts: opts}
+	for _, cfg := range opts.Upstreams {
+		cfg.Command = slices.Clone(cfg.Command)
+		cfg.Env = maps.Clone(cfg.Env)
+		cfg.Headers = maps.Clone(cfg.Headers)
+		a.upstreams = append(a.upstreams, newUpstream(a, cfg))
+	}
+	return a, nil
+}
+
+// Name returns "mcp".
+func (a *Adapter) Name() string { return SourceName }
+
+// Catalog lists the event types of every configured upstream.
+func (a *Adapter) Catalog() []subscriptions.EventType {
+	var out []subscriptions.EventType
+	for _, u := range a.upstreams {
+		out = append(out, catalog(u.cfg.Name)...)
+	}
+	return out
+}
+
+// States reports how each upstream is doing, in configuration order.
+func (a *Adapter) States() []subscriptions.SourceState {
+	out := make([]subscriptions.SourceState, 0, len(a.upstreams))
+	for _, u := range a.upstreams {
+		out = append(out, u.State())
+	}
+	return out
+}
+
+// Start connects to every upstream in the background; connections that fail
+// are retried. The upstreams are listened to until Stop is called or ctx is
+// cancelled. Start fails only when called twice or after Stop.
+func (a *Adapter) Start(ctx context.Context) error {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.started || a.stopped {
+		return errors.New("mcp adapter: Start called twice or after Stop")
+	}
+	a.started = true
+	ctx, a.cancel = context.WithCancel(ctx)
+	for _, u := range a.upstreams {
+		a.wg.Go(func() { u.publishLoop(ctx) })
+		a.wg.Go(func() { u.run(ctx) })
+	}
+	return nil
+}
+
+// Stop ends every session, stops the stdio commands and waits for the
+// background work to end. It is safe to call twice, and before Start.
+func (a *Adapter) Stop() {
+	a.mu.Lock()
+	a.stopped = true
+	if a.cancel != nil {
+		a.cancel()
+	}
+	a.mu.Unlock()
+	a.wg.Wait()
+}
+
+// newBackoff returns the backoff the options describe.
+func (o *Options) newBackoff() backoff {
+	return backoff{min: o.MinBackoff, max: o.MaxBackoff, jitter: o.Jitter, rand: rand.Float64}
+}

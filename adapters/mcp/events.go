@@ -1,0 +1,222 @@
+package mcp
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// The last segments of the types this adapter emits itself, after
+// "mcp.<name>.".
+const (
+	kindConnected            = "connected"
+	kindDisconnected         = "disconnected"
+	kindToolsListChanged     = "tools.list_changed"
+	kindResourcesListChanged = "resources.list_changed"
+	kindPromptsListChanged   = "prompts.list_changed"
+	kindResourcesUpdated     = "resources.updated"
+	kindLog                  = "log"
+)
+
+// ownKinds are the types the adapter emits itself; an upstream event of one
+// of these types is skipped rather than passed off as the adapter's own.
+var ownKinds = []string{kindConnected, kindDisconnected, kindToolsListChanged, kindResourcesListChanged, kindPromptsListChanged, kindResourcesUpdated, kindLog}
+
+// The data of the adapter's own events.
+type (
+	serverData struct {
+		Server string `json:"server"`
+	}
+	connectedData struct {
+		Server          string `json:"server"`
+		ProtocolVersion string `json:"protocolVersion,omitempty"`
+		ServerName      string `json:"serverName,omitempty"`
+		ServerVersion   string `json:"serverVersion,omitempty"`
+	}
+	disconnectedData struct {
+		Server      string `json:"server"`
+		Error       string `json:"error"`
+		NextAttempt string `json:"nextAttempt"`
+	}
+	resourceData struct {
+		Server string `json:"server"`
+		URI    string `json:"uri"`
+	}
+	logData struct {
+		Server string          `json:"server"`
+		Level  string          `json:"level"`
+		Logger string          `json:"logger,omitempty"`
+		Data   json.RawMessage `json:"data"`
+	}
+)
+
+// upstreamTag is the tag of every event from upstream name.
+func upstreamTag(name string) string { return "upstream:" + name }
+
+// ownEvent returns an event of the adapter's own: type mcp.<name>.<kind>.
+func ownEvent(name, kind string, data any, p subscriptions.Priority, now time.Time) (subscriptions.Event, error) {
+	raw, err := json.Marshal(data)
+	if err != nil {
+		return subscriptions.Event{}, fmt.Errorf("encode %s data: %w", kind, err)
+	}
+	return subscriptions.Event{
+		Type: typePrefix(name) + kind,
+		Data: raw,
+		Metadata: subscriptions.Metadata{
+			Timestamp: now,
+			Priority:  p,
+			Tags:      []string{upstreamTag(name)},
+		},
+	}, nil
+}
+
+// typePrefix is the start of every type from upstream name.
+func typePrefix(name string) string { return SourceName + "." + name + "." }
+
+// logPriority maps an MCP logging level to a priority.
+func logPriority(level string) subscriptions.Priority {
+	switch level {
+	case "emergency", "alert", "critical":
+		return subscriptions.PriorityCritical
+	case "error":
+		return subscriptions.PriorityHigh
+	case "warning":
+		return subscriptions.PriorityNormal
+	}
+	return subscriptions.PriorityLow
+}
+
+// upstreamEvent turns one event an upstream sent (the JSON of an MCPE
+// event) into the event to publish: type mcp.<name>.<type>, the data,
+// timestamp, priority and tags kept, the tag upstream:<name> added, and
+// sourceEventId <name>:<id>. The error says why the event cannot be
+// re-published.
+func upstreamEvent(name string, raw json.RawMessage) (subscriptions.Event, error) {
+	var in subscriptions.EventInput
+	if err := json.Unmarshal(raw, &in); err != nil {
+		return subscriptions.Event{}, fmt.Errorf("the event is not an MCPE event object: %w", err)
+	}
+	if in.Type == "" {
+		return subscriptions.Event{}, errors.New("the event has no type")
+	}
+	if slices.Contains(ownKinds, in.Type) {
+		return subscriptions.Event{}, fmt.Errorf("the event's type %q is one the adapter emits itself (%s%s)", in.Type, typePrefix(name), in.Type)
+	}
+	ev := subscriptions.Event{Type: typePrefix(name) + in.Type, Data: in.Data}
+	if err := subscriptions.ValidateType(ev.Type); err != nil {
+		return subscriptions.Event{}, fmt.Errorf("prefixed with %q: %w", typePrefix(name), err)
+	}
+	if data := bytes.TrimSpace(in.Data); len(data) > 0 && data[0] != '{' {
+		return subscriptions.Event{}, errors.New("the event's data is not a JSON object")
+	}
+	id := in.ID
+	var tags []string
+	if m := in.Metadata; m != nil {
+		if m.Timestamp != "" {
+			if ts, err := time.Parse(time.RFC3339Nano, m.Timestamp); err == nil {
+				ev.Metadata.Timestamp = ts
+			}
+		}
+		if m.Priority.Valid() {
+			ev.Metadata.Priority = m.Priority
+		}
+		tags = adapters.Tags(m.Tags...)
+		if id == "" {
+			id = m.SourceEventID
+		}
+	}
+	if len(tags) >= subscriptions.MaxTags {
+		tags = tags[:subscriptions.MaxTags-1]
+	}
+	ev.Metadata.Tags = adapters.Tags(append(tags, upstreamTag(name))...)
+	if id != "" {
+		ev.Metadata.SourceEventID = name + ":" + id
+		if len(ev.Metadata.SourceEventID) > subscriptions.MaxSourceIDLength {
+			sum := sha256.Sum256([]byte(id))
+			ev.Metadata.SourceEventID = name + ":sha256:" + hex.EncodeToString(sum[:])
+		}
+	}
+	return ev, nil
+}
+
+// catalog lists the event types of upstream name.
+func catalog(name string) []subscriptions.EventType {
+	p := typePrefix(name)
+	tags := fmt.Sprintf("%q", upstreamTag(name))
+	serverSchema := `{"type":"object","properties":{"server":{"type":"string","description":"The upstream's name."}},"required":["server"]}`
+	serverExample := fmt.Sprintf(`{"server":%q}`, name)
+	return []subscriptions.EventType{
+		{
+			Type:        p + kindConnected,
+			Description: fmt.Sprintf("The session with upstream MCP server %q is up: at start and after every reconnection. Its notifications flow from here on.", name),
+			DataSchema:  json.RawMessage(`{"type":"object","properties":{"server":{"type":"string"},"protocolVersion":{"type":"string"},"serverName":{"type":"string"},"serverVersion":{"type":"string"}},"required":["server"]}`),
+			Example:     json.RawMessage(fmt.Sprintf(`{"server":%q,"protocolVersion":"2025-11-25","serverName":"example-server","serverVersion":"1.2.0"}`, name)),
+			Priority:    "normal",
+			Tags:        tags,
+		},
+		{
+			Type:        p + kindDisconnected,
+			Description: fmt.Sprintf("The session with upstream MCP server %q ended; it is retried at nextAttempt, and nothing from it arrives until mcp.%s.connected.", name, name),
+			DataSchema:  json.RawMessage(`{"type":"object","properties":{"server":{"type":"string"},"error":{"type":"string","description":"Why the session ended."},"nextAttempt":{"type":"string","format":"date-time"}},"required":["server","error","nextAttempt"]}`),
+			Example:     json.RawMessage(fmt.Sprintf(`{"server":%q,"error":"connection closed: EOF","nextAttempt":"2026-01-15T10:30:01Z"}`, name)),
+			Priority:    "high",
+			Tags:        tags,
+		},
+		{
+			Type:        p + kindToolsListChanged,
+			Description: fmt.Sprintf("Upstream MCP server %q changed its list of tools (notifications/tools/list_changed).", name),
+			DataSchema:  json.RawMessage(serverSchema),
+			Example:     json.RawMessage(serverExample),
+			Priority:    "normal",
+			Tags:        tags,
+		},
+		{
+			Type:        p + kindResourcesListChanged,
+			Description: fmt.Sprintf("Upstream MCP server %q changed its list of resources (notifications/resources/list_changed).", name),
+			DataSchema:  json.RawMessage(serverSchema),
+			Example:     json.RawMessage(serverExample),
+			Priority:    "normal",
+			Tags:        tags,
+		},
+		{
+			Type:        p + kindPromptsListChanged,
+			Description: fmt.Sprintf("Upstream MCP server %q changed its list of prompts (notifications/prompts/list_changed).", name),
+			DataSchema:  json.RawMessage(serverSchema),
+			Example:     json.RawMessage(serverExample),
+			Priority:    "normal",
+			Tags:        tags,
+		},
+		{
+			Type:        p + kindResourcesUpdated,
+			Description: fmt.Sprintf("A resource of upstream MCP server %q changed (notifications/resources/updated); the adapter subscribes to the resources the server lists.", name),
+			DataSchema:  json.RawMessage(`{"type":"object","properties":{"server":{"type":"string"},"uri":{"type":"string","description":"The URI of the resource that changed."}},"required":["server","uri"]}`),
+			Example:     json.RawMessage(fmt.Sprintf(`{"server":%q,"uri":"file:///repo/README.md"}`, name)),
+			Priority:    "normal",
+			Tags:        tags,
+		},
+		{
+			Type:        p + kindLog,
+			Description: fmt.Sprintf("Upstream MCP server %q logged a message (notifications/message) at or above the configured level.", name),
+			DataSchema:  json.RawMessage(`{"type":"object","properties":{"server":{"type":"string"},"level":{"type":"string","enum":["debug","info","notice","warning","error","critical","alert","emergency"]},"logger":{"type":"string"},"data":{"description":"The logged message or object."}},"required":["server","level","data"]}`),
+			Example:     json.RawMessage(fmt.Sprintf(`{"server":%q,"level":"error","logger":"database","data":{"error":"connection refused"}}`, name)),
+			Priority:    "from the level: emergency, alert, critical -> critical; error -> high; warning -> normal; others -> low",
+			Tags:        tags,
+		},
+		{
+			Type:        p + "<type>",
+			Description: fmt.Sprintf("An event upstream MCP server %q sent itself (MCPE events/event or events/batch), re-published under its own type prefixed with %q; sourceEventId is %q followed by its id.", name, p, name+":"),
+			DataSchema:  json.RawMessage(`{"type":"object","description":"The upstream event's data, unchanged."}`),
+			Example:     json.RawMessage(`{"number":42}`),
+			Priority:    "the upstream event's",
+			Tags:        fmt.Sprintf("the upstream event's, and %q", upstreamTag(name)),
+		},
+	}
+}

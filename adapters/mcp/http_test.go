@@ -1,0 +1,420 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpbridge"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+const (
+	docURI  = "test://doc"
+	doc2URI = "test://doc2"
+)
+
+// httpUpstream is an upstream MCP server served over Streamable HTTP on
+// loopback.
+type httpUpstream struct {
+	server *mcp.Server
+	srv    *httptest.Server
+	// header is the last X-Test header received.
+	header atomic.Value
+
+	mu sync.Mutex
+	// subscribed are the URIs currently subscribed to.
+	subscribed map[string]bool
+	// unsubscribed receives the URIs unsubscribed from.
+	unsubscribed chan string
+}
+
+// subscriptions returns the URIs subscribed to.
+func (up *httpUpstream) subscriptions() []string {
+	up.mu.Lock()
+	defer up.mu.Unlock()
+	return slices.Sorted(maps.Keys(up.subscribed))
+}
+
+type echoIn struct {
+	Text string `json:"text"`
+}
+
+func echo(_ context.Context, _ *mcp.CallToolRequest, in echoIn) (*mcp.CallToolResult, echoIn, error) {
+	return nil, in, nil
+}
+
+func readDoc(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "hello"}}}, nil
+}
+
+// newHTTPUpstream starts an upstream, on ln when it is not nil.
+func newHTTPUpstream(t *testing.T, ln net.Listener) *httpUpstream {
+	t.Helper()
+	up := &httpUpstream{subscribed: make(map[string]bool), unsubscribed: make(chan string, 16)}
+	up.server = mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1.0.0"}, &mcp.ServerOptions{
+		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
+			up.mu.Lock()
+			defer up.mu.Unlock()
+			up.subscribed[req.Params.URI] = true
+			return nil
+		},
+		UnsubscribeHandler: func(_ context.Context, req *mcp.UnsubscribeRequest) error {
+			up.mu.Lock()
+			delete(up.subscribed, req.Params.URI)
+			up.mu.Unlock()
+			up.unsubscribed <- req.Params.URI
+			return nil
+		},
+	})
+	up.server.AddResource(&mcp.Resource{URI: docURI, Name: "doc", MIMEType: "text/plain"}, readDoc)
+	up.server.AddPrompt(&mcp.Prompt{Name: "greet"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	mcp.AddTool(up.server, &mcp.Tool{Name: "echo"}, echo)
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.server }, nil)
+	up.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		up.header.Store(r.Header.Get("X-Test"))
+		handler.ServeHTTP(w, r)
+	}))
+	if ln != nil {
+		up.srv.Listener.Close()
+		up.srv.Listener = ln
+	}
+	up.srv.Start()
+	t.Cleanup(up.kill)
+	return up
+}
+
+// kill ends the server's sessions and shuts it down.
+func (up *httpUpstream) kill() {
+	for ss := range up.server.Sessions() {
+		ss.Close()
+	}
+	up.srv.CloseClientConnections()
+	up.srv.Close()
+}
+
+// session returns the server's session with the adapter.
+func (up *httpUpstream) session(t *testing.T) *mcp.ServerSession {
+	t.Helper()
+	var found []*mcp.ServerSession
+	for ss := range up.server.Sessions() {
+		found = append(found, ss)
+	}
+	if len(found) != 1 {
+		t.Fatalf("the upstream has %d sessions; want the adapter's one", len(found))
+	}
+	return found[0]
+}
+
+// sink returns a Sink to the adapter's session, once it takes
+// notifications.
+func (up *httpUpstream) sink(t *testing.T) *mcpbridge.Sink {
+	t.Helper()
+	sink, err := mcpbridge.SessionSink(up.session(t))
+	if err != nil {
+		t.Fatalf("SessionSink: %v", err)
+	}
+	return sink
+}
+
+// notify sends a notification that the session is known to take.
+func notify(t *testing.T, sink *mcpbridge.Sink, method string, params json.RawMessage) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	if err := sink.Notify(ctx, method, params); err != nil {
+		t.Fatalf("Notify(%s): %v", method, err)
+	}
+}
+
+// ignoreServerAssigned leaves out what the publisher fills in.
+var ignoreServerAssigned = cmpopts.IgnoreFields(subscriptions.Event{}, "ID")
+
+func TestHTTPUpstream(t *testing.T) {
+	up := newHTTPUpstream(t, nil)
+	fake := clock.NewFake(t0)
+	rec := newRecorder()
+	a, err := New(Options{
+		Upstreams:  []Upstream{{Name: "up", URL: up.srv.URL + "/mcp", Headers: map[string]string{"X-Test": "yes"}}},
+		Publisher:  rec,
+		Clock:      fake,
+		Logger:     testLogger(t),
+		MinBackoff: time.Second,
+		MaxBackoff: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, a)
+
+	connected := rec.wait(t, "mcp.up.connected", 1)[0]
+	if diff := cmp.Diff(map[string]any{"server": "up", "protocolVersion": "2025-11-25", "serverName": "test-upstream", "serverVersion": "1.0.0"}, decode(t, connected)); diff != "" {
+		t.Errorf("connected data mismatch (-want +got):\n%s", diff)
+	}
+	if st := state(t, a); st.Status != StatusConnected || st.Since != t0.Format(time.RFC3339) {
+		t.Errorf("state = %+v; want connected since %v", st, t0)
+	}
+	if got := up.header.Load(); got != "yes" {
+		t.Errorf("the upstream got X-Test %v; want the configured header \"yes\"", got)
+	}
+
+	// The upstream's own event, re-published.
+	sink := up.sink(t)
+	notifyUntilDelivered(t, sink, "events/event", eventParams(t,
+		`{"id":"e1","type":"build.finished","data":{"ok":true},"metadata":{"timestamp":"2026-01-15T09:00:00Z","priority":"high","tags":["ci"]}}`))
+	got := rec.wait(t, "mcp.up.build.finished", 1)[0]
+	want := subscriptions.Event{
+		Type: "mcp.up.build.finished",
+		Data: json.RawMessage(`{"ok":true}`),
+		Metadata: subscriptions.Metadata{
+			SourceEventID: "up:e1",
+			Timestamp:     time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC),
+			Priority:      subscriptions.PriorityHigh,
+			Tags:          []string{"ci", "upstream:up"},
+		},
+	}
+	if diff := cmp.Diff(want, got, ignoreServerAssigned); diff != "" {
+		t.Errorf("re-published event mismatch (-want +got):\n%s", diff)
+	}
+
+	// tools/list_changed and prompts/list_changed.
+	mcp.AddTool(up.server, &mcp.Tool{Name: "second"}, echo)
+	ev := rec.wait(t, "mcp.up.tools.list_changed", 1)[0]
+	if diff := cmp.Diff(map[string]any{"server": "up"}, decode(t, ev)); diff != "" {
+		t.Errorf("tools.list_changed data mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"upstream:up"}, ev.Metadata.Tags); diff != "" {
+		t.Errorf("tools.list_changed tags mismatch (-want +got):\n%s", diff)
+	}
+	up.server.AddPrompt(&mcp.Prompt{Name: "second"}, func(context.Context, *mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+		return &mcp.GetPromptResult{}, nil
+	})
+	rec.wait(t, "mcp.up.prompts.list_changed", 1)
+
+	// resources/updated for the resource subscribed to on connecting.
+	ctx := context.Background()
+	if err := up.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: docURI}); err != nil {
+		t.Fatal(err)
+	}
+	ev = rec.wait(t, "mcp.up.resources.updated", 1)[0]
+	if diff := cmp.Diff(map[string]any{"server": "up", "uri": docURI}, decode(t, ev)); diff != "" {
+		t.Errorf("resources.updated data mismatch (-want +got):\n%s", diff)
+	}
+
+	// Logs at or above the requested level ("info"), with a priority
+	// from the level.
+	ss := up.session(t)
+	for _, p := range []*mcp.LoggingMessageParams{
+		{Level: "debug", Logger: "db", Data: "below the level: not sent"},
+		{Level: "error", Logger: "db", Data: map[string]any{"msg": "disk full"}},
+		{Level: "warning", Data: "slow query"},
+	} {
+		if err := ss.Log(ctx, p); err != nil {
+			t.Fatalf("Log: %v", err)
+		}
+	}
+	logs := rec.wait(t, "mcp.up.log", 2)
+	if len(logs) != 2 {
+		t.Fatalf("got %d log events; want 2 (the debug message is below the level)", len(logs))
+	}
+	if diff := cmp.Diff(map[string]any{"server": "up", "level": "error", "logger": "db", "data": map[string]any{"msg": "disk full"}}, decode(t, logs[0])); diff != "" {
+		t.Errorf("log data mismatch (-want +got):\n%s", diff)
+	}
+	if logs[0].Metadata.Priority != subscriptions.PriorityHigh || logs[1].Metadata.Priority != subscriptions.PriorityNormal {
+		t.Errorf("log priorities = %s, %s; want high (error), normal (warning)", logs[0].Metadata.Priority, logs[1].Metadata.Priority)
+	}
+
+	// A batch: the valid events pass, the invalid ones are skipped.
+	batch, err := json.Marshal(subscriptions.BatchParams{SubscriptionID: "sub-1", Events: []json.RawMessage{
+		json.RawMessage(`{"id":"e2","type":"a.b","data":{"n":2}}`),
+		json.RawMessage(fmt.Sprintf(`{"id":"e3","type":%q,"data":{}}`, strings.Repeat("x", 300))),
+		json.RawMessage(`{"id":"e4","type":"connected","data":{}}`),
+		json.RawMessage(`{"id":"e5","type":"a.c","data":{"n":5}}`),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	notify(t, sink, "events/batch", batch)
+	rec.wait(t, "mcp.up.a.c", 1)
+	if got := rec.ofType("mcp.up.a.b"); len(got) != 1 || got[0].Metadata.SourceEventID != "up:e2" {
+		t.Errorf("a.b events = %+v; want one with sourceEventId up:e2", got)
+	}
+	if got := rec.ofType("mcp.up.connected"); len(got) != 1 {
+		t.Errorf("%d connected events; an upstream event of type \"connected\" must not pass for the adapter's own", len(got))
+	}
+
+	// resources/list_changed: the new resource is subscribed to.
+	up.server.AddResource(&mcp.Resource{URI: doc2URI, Name: "doc2"}, readDoc)
+	rec.wait(t, "mcp.up.resources.list_changed", 1)
+	eventually(t, "an update of the new resource to arrive", func() bool {
+		up.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: doc2URI})
+		for _, ev := range rec.ofType("mcp.up.resources.updated") {
+			if strings.Contains(string(ev.Data), doc2URI) {
+				return true
+			}
+		}
+		return false
+	})
+
+	// A resource gone is unsubscribed from.
+	up.server.RemoveResources(doc2URI)
+	select {
+	case uri := <-up.unsubscribed:
+		if uri != doc2URI {
+			t.Errorf("unsubscribed from %s; want %s", uri, doc2URI)
+		}
+	case <-time.After(waitLimit):
+		t.Fatalf("no resources/unsubscribe for %s within %v after it was removed", doc2URI, waitLimit)
+	}
+	rec.noRejects(t)
+}
+
+func TestHTTPUpstreamResourceLimit(t *testing.T) {
+	up := newHTTPUpstream(t, nil)
+	for i := range 4 {
+		up.server.AddResource(&mcp.Resource{URI: fmt.Sprintf("test://extra/%d", i), Name: "extra"}, readDoc)
+	}
+	rec := newRecorder()
+	a, err := New(Options{
+		Upstreams:              []Upstream{{Name: "up", URL: up.srv.URL}},
+		Publisher:              rec,
+		Clock:                  clock.NewFake(t0),
+		Logger:                 testLogger(t),
+		MaxSubscribedResources: 2,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, a)
+	rec.wait(t, "mcp.up.connected", 1)
+	if got := up.subscriptions(); len(got) != 2 {
+		t.Errorf("subscribed to %q; want 2 of the 5 resources (MaxSubscribedResources)", got)
+	}
+}
+
+// listenAgain listens on addr, which a server just gave up.
+func listenAgain(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		t.Fatalf("listen again on %s: %v", addr, err)
+	}
+	return ln
+}
+
+func TestHTTPUpstreamReconnects(t *testing.T) {
+	up := newHTTPUpstream(t, nil)
+	addr := up.srv.Listener.Addr().String()
+	fake := clock.NewFake(t0)
+	rec := newRecorder()
+	a, err := New(Options{
+		Upstreams:  []Upstream{{Name: "up", URL: up.srv.URL}},
+		Publisher:  rec,
+		Clock:      fake,
+		Logger:     testLogger(t),
+		MinBackoff: time.Second,
+		MaxBackoff: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, a)
+	rec.wait(t, "mcp.up.connected", 1)
+
+	up.kill()
+	ev := rec.wait(t, "mcp.up.disconnected", 1)[0]
+	st := state(t, a)
+	if st.Status != StatusRetrying || st.LastError == "" || st.NextAttempt == "" {
+		t.Fatalf("state after the upstream died = %+v; want retrying with lastError and nextAttempt", st)
+	}
+	t.Logf("state after kill: %+v", st)
+	data := decode(t, ev)
+	if data["error"] != st.LastError || data["nextAttempt"] != st.NextAttempt {
+		t.Errorf("disconnected data = %v; want the state's error and nextAttempt (%+v)", data, st)
+	}
+	if ev.Metadata.Priority != subscriptions.PriorityHigh {
+		t.Errorf("disconnected priority = %s; want high", ev.Metadata.Priority)
+	}
+	due, ok := fake.NextDue()
+	if !ok {
+		t.Fatal("no retry timer is pending")
+	}
+	if d := due.Sub(t0); d < time.Second || d > 1200*time.Millisecond {
+		t.Errorf("first retry in %v; want MinBackoff (1s) with up to 20%% jitter", d)
+	}
+
+	// Restarted on the same address: the retry, once due, reconnects.
+	up2 := newHTTPUpstream(t, listenAgain(t, addr))
+	fake.AdvanceTo(due)
+	rec.wait(t, "mcp.up.connected", 2)
+	if st := state(t, a); st.Status != StatusConnected {
+		t.Errorf("state after the retry = %+v; want connected", st)
+	}
+	notifyUntilDelivered(t, up2.sink(t), "events/event", eventParams(t, `{"id":"e9","type":"after.restart","data":{}}`))
+	rec.wait(t, "mcp.up.after.restart", 1)
+	rec.noRejects(t)
+}
+
+func TestHTTPUpstreamUnreachable(t *testing.T) {
+	// A port nothing listens on.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+
+	fake := clock.NewFake(t0)
+	rec := newRecorder()
+	a, err := New(Options{
+		Upstreams:  []Upstream{{Name: "down", URL: "http://" + addr + "/mcp"}},
+		Publisher:  rec,
+		Clock:      fake,
+		Logger:     testLogger(t),
+		MinBackoff: time.Second,
+		MaxBackoff: 4 * time.Second,
+		Jitter:     -1,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, a)
+
+	// Each failed attempt doubles the wait, up to MaxBackoff.
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
+		var due time.Time
+		eventually(t, fmt.Sprintf("retry timer %d", i+1), func() bool {
+			var ok bool
+			due, ok = fake.NextDue()
+			return ok
+		})
+		st := state(t, a)
+		if st.Status != StatusRetrying || st.LastError == "" {
+			t.Fatalf("state = %+v; want retrying with lastError", st)
+		}
+		if got := due.Sub(fake.Now()); got != want {
+			t.Errorf("wait before attempt %d = %v; want %v", i+2, got, want)
+		}
+		fake.AdvanceTo(due)
+	}
+	if got := rec.ofType("mcp.down.disconnected"); len(got) != 0 {
+		t.Errorf("published %d disconnected events for an upstream that never connected", len(got))
+	}
+}

@@ -1,0 +1,538 @@
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime/debug"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/mcpbridge"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+const (
+	// protocolVersion is the version the sessions ask for. 2026-07-28 has no
+	// standalone stream over HTTP, so log messages and custom notifications
+	// that answer no request could not reach a listener like this one; it
+	// also keeps the SDK client from trying server/discover first, which
+	// leaves a throwaway session on a stateful HTTP server.
+	protocolVersion = "2025-11-25"
+	// setupTimeout bounds connecting and the set-up that follows (log
+	// level, resource subscriptions).
+	setupTimeout = 30 * time.Second
+	// callTimeout bounds a request made while the session is up.
+	callTimeout = 30 * time.Second
+	// stdioGrace is how long a command has to exit once its stdin is
+	// closed, and again after SIGTERM, before it is killed.
+	stdioGrace = 2 * time.Second
+	// queueSize bounds the events of one upstream waiting to be published;
+	// when it is full, reading from the upstream waits.
+	queueSize = 256
+	// maxResourcePages bounds the pages of resources/list read at once.
+	maxResourcePages = 100
+	// keepAlive is how often an idle session is pinged; after
+	// keepAliveFailures missed pings in a row the session is closed and
+	// retried, so that an upstream that hangs without closing the
+	// connection is noticed.
+	keepAlive         = 30 * time.Second
+	keepAliveFailures = 2
+)
+
+// upstream is the connection to one upstream server.
+type upstream struct {
+	a     *Adapter
+	cfg   Upstream
+	log   *slog.Logger
+	queue chan subscriptions.Event
+
+	mu    sync.Mutex
+	state subscriptions.SourceState
+}
+
+func newUpstream(a *Adapter, cfg Upstream) *upstream {
+	return &upstream{
+		a:     a,
+		cfg:   cfg,
+		log:   a.opts.Logger.With("upstream", cfg.Name),
+		queue: make(chan subscriptions.Event, queueSize),
+		state: subscriptions.SourceState{Name: cfg.Name, Status: StatusConnecting},
+	}
+}
+
+// State returns the upstream's state.
+func (u *upstream) State() subscriptions.SourceState {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.state
+}
+
+// setState records a new status; lastErr and next are kept only when set.
+func (u *upstream) setState(status string, lastErr error, next time.Time) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	u.state.Status = status
+	u.state.Since = u.a.opts.Clock.Now().UTC().Format(time.RFC3339)
+	u.state.NextAttempt = ""
+	if !next.IsZero() {
+		u.state.NextAttempt = next.UTC().Format(time.RFC3339)
+	}
+	if lastErr != nil {
+		u.state.LastError = lastErr.Error()
+	}
+}
+
+// run connects, serves the session until it ends, and retries, until ctx
+// is done.
+func (u *upstream) run(ctx context.Context) {
+	r := retrier{backoff: u.a.opts.newBackoff()}
+	clk := u.a.opts.Clock
+	for {
+		u.setState(StatusConnecting, nil, time.Time{})
+		connected, upFor, err := u.serve(ctx)
+		if ctx.Err() != nil {
+			return
+		}
+		delay := r.failed(upFor)
+		next := clk.Now().Add(delay)
+		u.setState(StatusRetrying, err, next)
+		u.log.Warn("mcp upstream unavailable; retrying", "error", err, "retry_in", delay)
+		// The timer is set before the event is published, so that whoever
+		// hears of the outage can move a fake clock past it.
+		due := make(chan struct{})
+		timer := clk.AfterFunc(delay, func() { close(due) })
+		if connected {
+			u.emit(ctx, kindDisconnected, disconnectedData{Server: u.cfg.Name, Error: err.Error(), NextAttempt: next.UTC().Format(time.RFC3339)}, subscriptions.PriorityHigh)
+		}
+		select {
+		case <-due:
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		}
+	}
+}
+
+// serve runs one session: it connects, sets the session up, and waits for
+// it to end. It reports whether the session came up, for how long, and why
+// it failed or ended.
+func (u *upstream) serve(ctx context.Context) (connected bool, upFor time.Duration, err error) {
+	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
+	defer cancel()
+	transport, stderr, err := u.transport()
+	if err != nil {
+		return false, 0, err
+	}
+	s := &session{u: u, ctx: ctx, relist: make(chan struct{}, 1)}
+	client := mcp.NewClient(&mcp.Implementation{Name: "mcpe-server", Version: version()}, s.clientOptions())
+	cs, err := client.Connect(setupCtx, mcpbridge.ClientTransport(transport, s.custom), &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		return false, 0, stderr.explain(fmt.Errorf("connect: %w", err))
+	}
+	s.cs = cs
+	s.setup(setupCtx)
+	cancel()
+
+	clk := u.a.opts.Clock
+	start := clk.Now()
+	u.setState(StatusConnected, nil, time.Time{})
+	init := cs.InitializeResult()
+	data := connectedData{Server: u.cfg.Name}
+	if init != nil {
+		data.ProtocolVersion = init.ProtocolVersion
+		if init.ServerInfo != nil {
+			data.ServerName, data.ServerVersion = init.ServerInfo.Name, init.ServerInfo.Version
+		}
+	}
+	u.log.Info("mcp upstream connected", "protocol_version", data.ProtocolVersion, "server_name", data.ServerName)
+	u.emit(ctx, kindConnected, data, subscriptions.PriorityNormal)
+
+	var wg sync.WaitGroup
+	watchCtx, stopWatch := context.WithCancel(ctx)
+	wg.Go(func() { s.watchResources(watchCtx) })
+	ended := make(chan error, 1)
+	go func() { ended <- cs.Wait() }()
+	select {
+	case err = <-ended:
+	case <-ctx.Done():
+		cs.Close()
+		err = <-ended
+	}
+	stopWatch()
+	wg.Wait()
+	closeErr := cs.Close() // reaps a stdio command
+	upFor = clk.Now().Sub(start)
+	if err == nil {
+		err = errors.New("the server closed the session")
+	}
+	err = fmt.Errorf("session ended: %w", err)
+	if exit := (*exec.ExitError)(nil); errors.As(closeErr, &exit) {
+		err = fmt.Errorf("%w (command %v)", err, exit)
+	}
+	return true, upFor, stderr.explain(err)
+}
+
+// transport returns a new transport to the upstream, and for a command
+// what keeps its stderr.
+func (u *upstream) transport() (mcp.Transport, *stderrLog, error) {
+	if len(u.cfg.Command) > 0 {
+		cmd := exec.Command(u.cfg.Command[0], u.cfg.Command[1:]...)
+		if len(u.cfg.Env) > 0 {
+			cmd.Env = os.Environ()
+			for _, k := range slices.Sorted(maps.Keys(u.cfg.Env)) {
+				cmd.Env = append(cmd.Env, k+"="+u.cfg.Env[k])
+			}
+		}
+		stderr := &stderrLog{log: u.log}
+		cmd.Stderr = stderr
+		// A grandchild that keeps stderr open must not hold up Wait.
+		cmd.WaitDelay = stdioGrace
+		return &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioGrace}, stderr, nil
+	}
+	client := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: u.cfg.Headers}}
+	// MaxRetries -1: a broken stream ends the session at once, and the
+	// adapter reconnects on its own clock and says so in States.
+	return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, MaxRetries: -1}, nil, nil
+}
+
+// emit queues one of the adapter's own events.
+func (u *upstream) emit(ctx context.Context, kind string, data any, p subscriptions.Priority) {
+	ev, err := ownEvent(u.cfg.Name, kind, data, p, u.a.opts.Clock.Now())
+	if err != nil {
+		u.log.Error("mcp upstream: cannot build event", "kind", kind, "error", err)
+		return
+	}
+	u.enqueue(ctx, ev)
+}
+
+// enqueue queues ev for publishing, waiting while the queue is full.
+func (u *upstream) enqueue(ctx context.Context, ev subscriptions.Event) {
+	select {
+	case u.queue <- ev:
+	case <-ctx.Done():
+	}
+}
+
+// publishLoop publishes the queued events in order until ctx is done.
+func (u *upstream) publishLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev := <-u.queue:
+			res, err := u.a.opts.Publisher.Publish(ctx, ev)
+			switch {
+			case err != nil:
+				u.log.Warn("mcp upstream: event not published", "type", ev.Type, "error", err)
+			case res.Duplicate:
+				u.log.Debug("mcp upstream: duplicate event", "type", ev.Type, "source_event_id", ev.Metadata.SourceEventID)
+			}
+		}
+	}
+}
+
+// session is one connection to an upstream.
+type session struct {
+	u   *upstream
+	ctx context.Context // the adapter's: events are queued until it is done
+	cs  *mcp.ClientSession
+	// relist asks watchResources to list the resources again.
+	relist chan struct{}
+	// subscribed are the URIs subscribed to; only setup and watchResources,
+	// one after the other, touch it.
+	subscribed map[string]bool
+}
+
+// clientOptions installs the handlers of the notifications the SDK knows.
+func (s *session) clientOptions() *mcp.ClientOptions {
+	name := s.u.cfg.Name
+	return &mcp.ClientOptions{
+		Logger: s.u.log,
+		// No roots: this client has none to offer.
+		Capabilities:              &mcp.ClientCapabilities{},
+		KeepAlive:                 keepAlive,
+		KeepAliveFailureThreshold: keepAliveFailures,
+		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
+			s.u.emit(s.ctx, kindToolsListChanged, serverData{Server: name}, subscriptions.PriorityNormal)
+		},
+		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
+			s.u.emit(s.ctx, kindPromptsListChanged, serverData{Server: name}, subscriptions.PriorityNormal)
+		},
+		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
+			s.u.emit(s.ctx, kindResourcesListChanged, serverData{Server: name}, subscriptions.PriorityNormal)
+			select {
+			case s.relist <- struct{}{}:
+			default:
+			}
+		},
+		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
+			if req.Params == nil {
+				return
+			}
+			s.u.emit(s.ctx, kindResourcesUpdated, resourceData{Server: name, URI: req.Params.URI}, subscriptions.PriorityNormal)
+		},
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+			if req.Params == nil {
+				return
+			}
+			data, err := json.Marshal(req.Params.Data)
+			if err != nil {
+				s.u.log.Warn("mcp upstream: log message data not encodable", "error", err)
+				return
+			}
+			level := string(req.Params.Level)
+			s.u.emit(s.ctx, kindLog, logData{Server: name, Level: level, Logger: req.Params.Logger, Data: data}, logPriority(level))
+		},
+	}
+}
+
+// custom receives the MCPE notifications mcpbridge takes out of the
+// stream.
+func (s *session) custom(method string, params json.RawMessage) {
+	switch method {
+	case subscriptions.MethodEvent:
+		var p subscriptions.EventParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			s.u.log.Warn("mcp upstream: events/event params not understood; skipped", "error", err)
+			return
+		}
+		s.republish(p.Event)
+	case subscriptions.MethodBatch:
+		var p subscriptions.BatchParams
+		if err := json.Unmarshal(params, &p); err != nil {
+			s.u.log.Warn("mcp upstream: events/batch params not understood; skipped", "error", err)
+			return
+		}
+		for _, raw := range p.Events {
+			s.republish(raw)
+		}
+	default:
+		s.u.log.Debug("mcp upstream: notification ignored", "method", method)
+	}
+}
+
+// republish queues an event the upstream sent, or logs why it cannot.
+func (s *session) republish(raw json.RawMessage) {
+	ev, err := upstreamEvent(s.u.cfg.Name, raw)
+	if err != nil {
+		s.u.log.Warn("mcp upstream: event skipped", "error", err)
+		return
+	}
+	s.u.enqueue(s.ctx, ev)
+}
+
+// setup asks for the log level and subscribes to the resources, as far as
+// the server supports them. Failures are logged: the session stays useful.
+func (s *session) setup(ctx context.Context) {
+	init := s.cs.InitializeResult()
+	if init == nil || init.Capabilities == nil {
+		return
+	}
+	caps := init.Capabilities
+	if caps.Logging != nil {
+		level := mcp.LoggingLevel(s.u.a.opts.LogLevel)
+		if err := s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
+			s.u.log.Warn("mcp upstream: logging/setLevel failed", "level", level, "error", err)
+		}
+	}
+	if s.subscribing() {
+		s.syncResources(ctx)
+	}
+}
+
+// subscribing reports whether the adapter subscribes to the server's
+// resources.
+func (s *session) subscribing() bool {
+	init := s.cs.InitializeResult()
+	return s.u.a.opts.MaxSubscribedResources > 0 && init != nil && init.Capabilities != nil &&
+		init.Capabilities.Resources != nil && init.Capabilities.Resources.Subscribe
+}
+
+// watchResources lists the resources again after each
+// resources/list_changed, until ctx is done.
+func (s *session) watchResources(ctx context.Context) {
+	if !s.subscribing() {
+		return
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.relist:
+			callCtx, cancel := context.WithTimeout(ctx, callTimeout)
+			s.syncResources(callCtx)
+			cancel()
+		}
+	}
+}
+
+// syncResources subscribes to the listed resources not yet subscribed to,
+// up to the limit, and unsubscribes from those no longer listed.
+func (s *session) syncResources(ctx context.Context) {
+	limit := s.u.a.opts.MaxSubscribedResources
+	listed, complete, err := s.listResources(ctx, limit)
+	if err != nil {
+		s.u.log.Warn("mcp upstream: resources/list failed", "error", err)
+		return
+	}
+	if s.subscribed == nil {
+		s.subscribed = make(map[string]bool)
+	}
+	if complete {
+		// Only a complete listing says what is gone.
+		for _, uri := range slices.Sorted(maps.Keys(s.subscribed)) {
+			if slices.Contains(listed, uri) {
+				continue
+			}
+			delete(s.subscribed, uri)
+			if err := s.cs.Unsubscribe(ctx, &mcp.UnsubscribeParams{URI: uri}); err != nil {
+				s.u.log.Debug("mcp upstream: resources/unsubscribe failed", "uri", uri, "error", err)
+			}
+		}
+	}
+	capped := false
+	for _, uri := range listed {
+		if s.subscribed[uri] {
+			continue
+		}
+		if len(s.subscribed) >= limit {
+			capped = true
+			break
+		}
+		if err := s.cs.Subscribe(ctx, &mcp.SubscribeParams{URI: uri}); err != nil {
+			s.u.log.Warn("mcp upstream: resources/subscribe failed", "uri", uri, "error", err)
+			if ctx.Err() != nil {
+				return
+			}
+			continue
+		}
+		s.subscribed[uri] = true
+	}
+	if capped || !complete {
+		s.u.log.Warn("mcp upstream: more resources than MaxSubscribedResources; the rest are not watched", "max_subscribed_resources", limit)
+	}
+}
+
+// listResources lists up to limit resource URIs (more pages are read while
+// subscriptions may have to move), reporting whether the list is complete.
+func (s *session) listResources(ctx context.Context, limit int) (uris []string, complete bool, err error) {
+	seen := make(map[string]bool)
+	var cursor string
+	for range maxResourcePages {
+		res, err := s.cs.ListResources(ctx, &mcp.ListResourcesParams{Cursor: cursor})
+		if err != nil {
+			return nil, false, err
+		}
+		for _, r := range res.Resources {
+			if r == nil || r.URI == "" || seen[r.URI] {
+				continue
+			}
+			seen[r.URI] = true
+			uris = append(uris, r.URI)
+		}
+		if res.NextCursor == "" {
+			return uris, true, nil
+		}
+		if len(uris) >= 2*limit {
+			return uris, false, nil
+		}
+		cursor = res.NextCursor
+	}
+	return uris, false, nil
+}
+
+// headerTransport adds headers to every request.
+type headerTransport struct {
+	base    http.RoundTripper
+	headers map[string]string
+}
+
+func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) == 0 {
+		return t.base.RoundTrip(req)
+	}
+	req = req.Clone(req.Context())
+	for k, v := range t.headers {
+		req.Header.Set(k, v)
+	}
+	return t.base.RoundTrip(req)
+}
+
+// maxStderrLine bounds one buffered line of a command's stderr.
+const maxStderrLine = 4096
+
+// stderrLog logs a command's stderr line by line and keeps the last line,
+// which often says why the command stopped.
+type stderrLog struct {
+	log *slog.Logger
+
+	mu   sync.Mutex
+	line []byte
+	last string
+}
+
+func (w *stderrLog) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range p {
+		if c == '\n' || len(w.line) >= maxStderrLine {
+			w.flushLocked()
+			if c == '\n' {
+				continue
+			}
+		}
+		w.line = append(w.line, c)
+	}
+	return len(p), nil
+}
+
+func (w *stderrLog) flushLocked() {
+	line := string(trimCR(w.line))
+	w.line = w.line[:0]
+	if line == "" {
+		return
+	}
+	w.last = line
+	w.log.Info("mcp upstream stderr", "line", line)
+}
+
+func trimCR(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		return b[:n-1]
+	}
+	return b
+}
+
+// explain adds the command's last stderr line to err. A nil w (an HTTP
+// upstream) returns err.
+func (w *stderrLog) explain(err error) error {
+	if w == nil || err == nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.flushLocked()
+	if w.last == "" {
+		return err
+	}
+	return fmt.Errorf("%w; last stderr line: %q", err, w.last)
+}
+
+// version is this program's module version, for the client's
+// Implementation.
+func version() string {
+	if info, ok := debug.ReadBuildInfo(); ok && info.Main.Version != "" {
+		return info.Main.Version
+	}
+	return "devel"
+}
