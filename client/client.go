@@ -1,0 +1,395 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Defaults for Options.
+const (
+	DefaultBackoffMin = 100 * time.Millisecond
+	DefaultBackoffMax = 30 * time.Second
+	DefaultDedupSize  = 10000
+)
+
+var (
+	// ErrClosed is returned by the calls of a closed Client.
+	ErrClosed = errors.New("client: closed")
+	// ErrNotConnected is returned by calls made before Connect.
+	ErrNotConnected = errors.New("client: not connected")
+	// ErrSessionEnded is returned by calls made after the session ended,
+	// when there is no Options.Reconnect to start another.
+	ErrSessionEnded = errors.New("client: session ended")
+)
+
+// Options configure a Client. A nil *Options means all defaults.
+type Options struct {
+	// Implementation names the client to the server; nil means
+	// {Name: "mcpe-client", Version: "dev"}.
+	Implementation *mcp.Implementation
+	// ProtocolVersion is the MCP version asked for, such as "2025-11-25";
+	// empty lets the go-sdk choose. The server may settle on another.
+	ProtocolVersion string
+	// ClientOptions are passed to mcp.NewClient: a sampling handler, a
+	// keep-alive, and the like; nil means the go-sdk's defaults.
+	ClientOptions *mcp.ClientOptions
+	// Logger receives the client's warnings (session ended, reconnecting,
+	// undecodable notifications); nil discards them.
+	Logger *slog.Logger
+	// Reconnect returns a fresh transport to the same server, for the same
+	// principal. When set, a session that ends other than by Close is
+	// replaced, and what it missed is caught up (see the package
+	// documentation). Nil: when the session ends, calls fail with
+	// ErrSessionEnded.
+	Reconnect func(ctx context.Context) (mcp.Transport, error)
+	// BackoffMin and BackoffMax bound the wait before each reconnection
+	// attempt: it doubles from BackoffMin up to BackoffMax, and a random
+	// part of up to half of it is taken off. Zero means DefaultBackoffMin
+	// and DefaultBackoffMax.
+	BackoffMin, BackoffMax time.Duration
+	// Cursor is an inbox position to resume from, such as the Cursor of an
+	// earlier run: Connect passes what the inbox holds after it to the
+	// handlers. Empty: the handlers see what arrives once connected.
+	Cursor string
+	// DedupSize is how many recent deliveries are remembered to drop
+	// repeats; zero means DefaultDedupSize.
+	DedupSize int
+}
+
+func (o *Options) validate() error {
+	switch {
+	case o.BackoffMin < 0:
+		return fmt.Errorf("client: Options.BackoffMin is %v; give a positive duration, or zero for %v", o.BackoffMin, DefaultBackoffMin)
+	case o.BackoffMax < 0:
+		return fmt.Errorf("client: Options.BackoffMax is %v; give a positive duration, or zero for %v", o.BackoffMax, DefaultBackoffMax)
+	case o.BackoffMax > 0 && o.BackoffMax < o.BackoffMin:
+		return fmt.Errorf("client: Options.BackoffMax (%v) is less than Options.BackoffMin (%v)", o.BackoffMax, o.BackoffMin)
+	case o.DedupSize < 0:
+		return fmt.Errorf("client: Options.DedupSize is %d; give a positive number, or zero for %d", o.DedupSize, DefaultDedupSize)
+	}
+	if o.Cursor != "" {
+		if _, err := subscriptions.ParseCursor(o.Cursor); err != nil {
+			return fmt.Errorf("client: Options.Cursor %q is not a cursor; pass one that Client.Cursor or events_poll returned", o.Cursor)
+		}
+	}
+	return nil
+}
+
+// Client is a connection to an MCPE server. Its methods are safe for
+// concurrent use.
+type Client struct {
+	opts Options
+	log  *slog.Logger
+	mcp  *mcp.Client
+
+	// ctx lives until Close; handlers get it.
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup // the dispatcher and the session watcher
+
+	mu        sync.Mutex
+	started   bool // Connect was called
+	closed    bool
+	session   *mcp.ClientSession // nil while disconnected
+	caps      *subscriptions.Capability
+	ended     error         // why the session ended, when it is not replaced
+	changed   chan struct{} // closed and replaced when the fields above change
+	cursor    int64         // the highest cursor seen
+	hasCursor bool
+
+	handlers handlers
+	queue    queue
+	seen     *dedup // used by the dispatcher only
+}
+
+// New returns a Client that is not connected yet: register handlers, then
+// call Connect.
+func New(opts *Options) (*Client, error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if err := o.validate(); err != nil {
+		return nil, err
+	}
+	if o.Implementation == nil {
+		o.Implementation = &mcp.Implementation{Name: "mcpe-client", Version: "dev"}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.BackoffMin == 0 {
+		o.BackoffMin = min(DefaultBackoffMin, max(o.BackoffMax, 1))
+	}
+	if o.BackoffMax == 0 {
+		o.BackoffMax = max(DefaultBackoffMax, o.BackoffMin)
+	}
+	if o.DedupSize == 0 {
+		o.DedupSize = DefaultDedupSize
+	}
+	c := &Client{
+		opts:    o,
+		log:     o.Logger,
+		mcp:     mcp.NewClient(o.Implementation, o.ClientOptions),
+		changed: make(chan struct{}),
+		seen:    newDedup(o.DedupSize),
+	}
+	c.queue.init()
+	c.ctx, c.cancel = context.WithCancel(context.Background())
+	if o.Cursor != "" {
+		c.advance(o.Cursor)
+	}
+	return c, nil
+}
+
+// Connect connects a new Client over t; see Client.Connect. It is New
+// followed by Client.Connect: a notification that arrives before a handler
+// is registered is dropped, so use New when subscriptions may already
+// exist.
+func Connect(ctx context.Context, t mcp.Transport, opts *Options) (*Client, error) {
+	c, err := New(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Connect(ctx, t); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// Connect opens the session over t (or over a transport from
+// Options.Reconnect when t is nil) and starts delivering notifications to
+// the handlers. With Options.Cursor it first delivers what the inbox holds
+// after that cursor; without, it reads where the inbox ends now (with
+// events_poll, which also moves the server's own poll position there), the
+// start of any later catch-up. Connect may be called once; when it fails,
+// the Client is closed.
+func (c *Client) Connect(ctx context.Context, t mcp.Transport) (err error) {
+	c.mu.Lock()
+	switch {
+	case c.closed:
+		c.mu.Unlock()
+		return ErrClosed
+	case c.started:
+		c.mu.Unlock()
+		return errors.New("client: Connect called twice")
+	}
+	c.started = true
+	c.mu.Unlock()
+	defer func() {
+		if err != nil {
+			c.Close()
+		}
+	}()
+	if t == nil {
+		if c.opts.Reconnect == nil {
+			return errors.New("client: Connect needs a transport, or Options.Reconnect to make one")
+		}
+		if t, err = c.opts.Reconnect(ctx); err != nil {
+			return fmt.Errorf("client: make transport: %w", err)
+		}
+	}
+	cs, err := c.dial(ctx, t)
+	if err != nil {
+		return err
+	}
+	if !c.setSession(cs) {
+		cs.Close()
+		return ErrClosed
+	}
+	c.wg.Add(2)
+	go c.dispatch()
+	go c.watch(cs)
+
+	if c.opts.Cursor != "" {
+		if err := c.CatchUp(ctx); err != nil {
+			return fmt.Errorf("client: catch up from cursor %s: %w", c.opts.Cursor, err)
+		}
+		return nil
+	}
+	if err := c.markEnd(ctx, cs); err != nil {
+		return fmt.Errorf("client: read the inbox position: %w", err)
+	}
+	return nil
+}
+
+// dial connects a session over t and makes sure the server attached it
+// before returning, so that every delivery from then on is notified to it.
+func (c *Client) dial(ctx context.Context, t mcp.Transport) (*mcp.ClientSession, error) {
+	cs, err := c.mcp.Connect(ctx, c.wrap(t), &mcp.ClientSessionOptions{ProtocolVersion: c.opts.ProtocolVersion})
+	if err != nil {
+		return nil, fmt.Errorf("client: connect: %w", err)
+	}
+	// The server attaches a session to its notifications when the
+	// session's first call completes (under protocol 2026-07-28 there is no
+	// initialized notification); a catch-up or a subscription made by that
+	// first call could otherwise miss what happens meanwhile.
+	if _, err := cs.ListTools(ctx, nil); err != nil {
+		cs.Close()
+		return nil, fmt.Errorf("client: list tools: %w", err)
+	}
+	return cs, nil
+}
+
+// setSession makes cs the current session; it reports false when the
+// Client is closed.
+func (c *Client) setSession(cs *mcp.ClientSession) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return false
+	}
+	c.session = cs
+	caps, ok := capabilityOf(cs)
+	c.caps = nil
+	if ok {
+		c.caps = &caps
+	}
+	c.signalLocked()
+	return true
+}
+
+// signalLocked wakes the goroutines waiting for a change of session.
+func (c *Client) signalLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
+}
+
+// current returns the live session, waiting for a reconnection in progress
+// until ctx ends.
+func (c *Client) current(ctx context.Context) (*mcp.ClientSession, error) {
+	for {
+		c.mu.Lock()
+		cs, closed, started, ended, changed := c.session, c.closed, c.started, c.ended, c.changed
+		c.mu.Unlock()
+		switch {
+		case closed:
+			return nil, ErrClosed
+		case cs != nil:
+			return cs, nil
+		case ended != nil:
+			return nil, fmt.Errorf("%w: %v", ErrSessionEnded, ended)
+		case !started:
+			return nil, ErrNotConnected
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-changed:
+		}
+	}
+}
+
+// Session returns the current go-sdk session, for the MCP calls this
+// package does not wrap; nil while disconnected.
+func (c *Client) Session() *mcp.ClientSession {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.session
+}
+
+// Capability returns the server's MCPE capability, read from the
+// initialize (or server/discover) result of the current session: the
+// server puts it at capabilities.events and at
+// capabilities.experimental.events, and the go-sdk keeps the latter. ok is
+// false when the server advertises none, or while disconnected.
+func (c *Client) Capability() (caps subscriptions.Capability, ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.caps == nil {
+		return subscriptions.Capability{}, false
+	}
+	caps = *c.caps
+	caps.DeliveryChannels = append([]subscriptions.Channel(nil), caps.DeliveryChannels...)
+	caps.Handlers = append([]subscriptions.HandlerType(nil), caps.Handlers...)
+	return caps, true
+}
+
+// SupportsEvents reports whether the server advertises the MCPE events
+// capability.
+func (c *Client) SupportsEvents() bool {
+	_, ok := c.Capability()
+	return ok
+}
+
+func capabilityOf(cs *mcp.ClientSession) (subscriptions.Capability, bool) {
+	var caps subscriptions.Capability
+	res := cs.InitializeResult()
+	if res == nil || res.Capabilities == nil {
+		return caps, false
+	}
+	v, ok := res.Capabilities.Experimental["events"]
+	if !ok || v == nil {
+		return caps, false
+	}
+	b, err := json.Marshal(v)
+	if err != nil || json.Unmarshal(b, &caps) != nil {
+		return caps, false
+	}
+	return caps, true
+}
+
+// Cursor returns the highest inbox cursor seen, in a notification or a
+// catch-up: save it to resume from with Options.Cursor. Empty until one is
+// seen.
+func (c *Client) Cursor() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.hasCursor {
+		return ""
+	}
+	return subscriptions.FormatCursor(c.cursor)
+}
+
+// advance records cursor if it is higher than the highest seen.
+func (c *Client) advance(cursor string) {
+	if cursor == "" {
+		return
+	}
+	seq, err := subscriptions.ParseCursor(cursor)
+	if err != nil {
+		c.log.Warn("ignoring a cursor that is not one", "cursor", cursor)
+		return
+	}
+	c.mu.Lock()
+	if !c.hasCursor || seq > c.cursor {
+		c.cursor, c.hasCursor = seq, true
+	}
+	c.mu.Unlock()
+}
+
+// Close ends the session, stops reconnecting and delivering, and waits for
+// a handler in progress to return (its context is cancelled). Deliveries
+// still queued are dropped; they stay in the server's inbox. Close must
+// not be called from a handler. It is safe to call more than once.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	if c.closed {
+		c.mu.Unlock()
+		c.wg.Wait()
+		return nil
+	}
+	c.closed = true
+	cs := c.session
+	c.session, c.caps = nil, nil
+	c.signalLocked()
+	c.mu.Unlock()
+
+	c.cancel()
+	var err error
+	if cs != nil {
+		err = cs.Close()
+	}
+	c.wg.Wait()
+	return err
+}

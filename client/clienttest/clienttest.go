@@ -1,0 +1,252 @@
+// Package clienttest runs a complete mcpe-server in process, for the tests
+// and examples of MCPE clients: the SQLite store in memory, realtime, cron
+// and scheduled delivery, the events catalog, optionally the bash handler,
+// Streamable HTTP (MCP at /mcp, ingest at /v1/events) on a loopback port, and
+// in-memory MCP transports bound to a principal. It is wired like
+// cmd/mcpe-server.
+package clienttest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/bearer"
+	"github.com/mcpe-server/mcpe-server/catalog"
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery/cron"
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
+	"github.com/mcpe-server/mcpe-server/handlers"
+	"github.com/mcpe-server/mcpe-server/handlers/bash"
+	"github.com/mcpe-server/mcpe-server/httpapi"
+	"github.com/mcpe-server/mcpe-server/ingest"
+	"github.com/mcpe-server/mcpe-server/server"
+	"github.com/mcpe-server/mcpe-server/sessions"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+)
+
+// Options configure a Server. A nil *Options means all defaults.
+type Options struct {
+	// Clock drives expiry and digests; nil is the wall clock. A
+	// *clock.Fake lets a test fire a "0 9 * * *" digest at once.
+	Clock clock.Clock
+	// Tokens map MCP bearer tokens to principals. Empty: every HTTP
+	// session is its own principal, whose subscriptions end with it.
+	Tokens map[string]string
+	// Commands are the programs the bash handler may run, by name, with
+	// absolute paths. Empty: no bash handler.
+	Commands map[string]string
+	// QueueSize is the notification queue of each session; zero is the
+	// server's default.
+	QueueSize int
+	// Logger receives the server's logs; nil discards them.
+	Logger *slog.Logger
+}
+
+// Server is a running in-process mcpe-server. Close it when done.
+type Server struct {
+	// URL is the HTTP base URL, such as "http://127.0.0.1:40123".
+	URL string
+	// MCPEndpoint is URL + "/mcp", for mcp.StreamableClientTransport.
+	MCPEndpoint string
+
+	// Service, Sessions and MCP are the server's parts, for tests that
+	// reach inside.
+	Service  *subscriptions.Service
+	Sessions *sessions.Registry
+	MCP      *server.Server
+
+	clock   clock.Clock
+	store   *sqlite.Store
+	runner  *handlers.Runner
+	http    *httptest.Server
+	catalog *catalog.Catalog
+}
+
+// Start starts a server.
+func Start(ctx context.Context, opts *Options) (s *Server, err error) {
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	s = &Server{clock: o.Clock}
+	defer func() {
+		if err != nil {
+			s.Close()
+		}
+	}()
+	if s.store, err = sqlite.Open(ctx, sqlite.Memory); err != nil {
+		return nil, err
+	}
+	hs := map[subscriptions.HandlerType]subscriptions.Handler{}
+	var commands []string
+	if len(o.Commands) > 0 {
+		allowed := make(map[string]bash.Command, len(o.Commands))
+		for name, path := range o.Commands {
+			allowed[name] = bash.Command{Path: path}
+		}
+		r, err := bash.New(&bash.Options{Commands: allowed, Sandbox: bash.SandboxOff, Logger: o.Logger})
+		if err != nil {
+			return nil, fmt.Errorf("bash handler: %w", err)
+		}
+		hs[subscriptions.HandlerBash] = r
+		commands = r.Commands()
+	}
+	if s.runner, err = handlers.New(handlers.Options{Jobs: s.store, Handlers: hs, Clock: o.Clock, Logger: o.Logger}); err != nil {
+		return nil, err
+	}
+	s.Sessions = sessions.New(&sessions.Options{QueueSize: o.QueueSize, Logger: o.Logger})
+	s.Service, err = subscriptions.NewService(subscriptions.ServiceOptions{
+		Store:     s.store,
+		Deliverer: realtime.New(s.Sessions),
+		Presence:  s.Sessions,
+		Timings: map[subscriptions.Channel]subscriptions.Timing{
+			subscriptions.ChannelCron:      cron.New(nil),
+			subscriptions.ChannelScheduled: scheduled.Channel{},
+		},
+		Clock:           o.Clock,
+		Logger:          o.Logger,
+		Retention:       subscriptions.Retention{InboxMaxEntries: 100000},
+		PruneInterval:   24 * time.Hour,
+		EphemeralPrefix: server.SessionPrincipalPrefix,
+		Handlers:        hs,
+		JobsWritten:     s.runner.Wake,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := s.Service.Start(ctx); err != nil {
+		return nil, err
+	}
+	s.catalog = catalog.New(catalog.Options{Clock: o.Clock})
+	if s.MCP, err = server.New(server.Options{
+		Service:  s.Service,
+		Sessions: s.Sessions,
+		Logger:   o.Logger,
+		Commands: commands,
+		Catalog:  s.catalog,
+	}); err != nil {
+		return nil, err
+	}
+	if err := s.runner.Start(ctx); err != nil {
+		return nil, err
+	}
+	ing, err := ingest.NewHandler(ingest.Options{Publisher: s.catalog.Publisher(s.Service), Clock: o.Clock, Logger: o.Logger})
+	if err != nil {
+		return nil, err
+	}
+	s.http = httptest.NewServer(httpapi.NewMux(httpapi.Options{
+		MCP:    s.MCP.HTTPHandler(server.HTTPOptions{Tokens: bearer.NewSet(o.Tokens)}),
+		Ingest: ing,
+	}))
+	s.URL = s.http.URL
+	s.MCPEndpoint = s.URL + "/mcp"
+	return s, nil
+}
+
+// Transport connects a new in-memory session acting for principal and
+// returns the client's end. Each call makes a fresh one, so it can serve as
+// a client's reconnection function.
+func (s *Server) Transport(ctx context.Context, principal string) (mcp.Transport, error) {
+	ct, st := mcp.NewInMemoryTransports()
+	if _, err := s.MCP.Connect(ctx, st, principal); err != nil {
+		return nil, err
+	}
+	return ct, nil
+}
+
+// Publish publishes an event, as POST /v1/events does, and returns its ID.
+func (s *Server) Publish(ctx context.Context, in subscriptions.EventInput) (string, error) {
+	ev, err := in.Event(s.clock.Now())
+	if err != nil {
+		return "", err
+	}
+	res, err := s.catalog.Publisher(s.Service).Publish(ctx, ev)
+	if err != nil {
+		return "", err
+	}
+	return res.EventID, nil
+}
+
+// Post sends an event to POST /v1/events over HTTP and returns its ID.
+func (s *Server) Post(ctx context.Context, in subscriptions.EventInput) (string, error) {
+	body, err := json.Marshal(in)
+	if err != nil {
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.URL+"/v1/events", bytes.NewReader(body))
+	if err != nil {
+		return "", err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := s.http.Client().Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		return "", fmt.Errorf("POST /v1/events: %s: %s", resp.Status, b)
+	}
+	var out struct {
+		ID string `json:"id"`
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return "", fmt.Errorf("POST /v1/events: decode %s: %w", b, err)
+	}
+	return out.ID, nil
+}
+
+// CloseSessions ends every live MCP session from the server's side, as a
+// restart or a network failure would: clients see their session end.
+func (s *Server) CloseSessions() {
+	for ss := range s.MCP.MCP().Sessions() {
+		ss.Close()
+	}
+}
+
+// CloseConnections drops every HTTP connection without ending the MCP
+// sessions, as a flaky network would.
+func (s *Server) CloseConnections() { s.http.CloseClientConnections() }
+
+// Close stops the server, in the order cmd/mcpe-server does. It is safe to
+// call on a partly started Server.
+func (s *Server) Close() {
+	if s.MCP != nil {
+		s.CloseSessions()
+	}
+	if s.http != nil {
+		s.http.Close()
+	}
+	if s.runner != nil {
+		s.runner.Stop()
+	}
+	if s.Sessions != nil {
+		s.Sessions.Close()
+	}
+	if s.MCP != nil {
+		s.MCP.Wait()
+	}
+	if s.Service != nil {
+		s.Service.Stop()
+	}
+	if s.store != nil {
+		s.store.Close()
+	}
+}

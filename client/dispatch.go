@@ -1,0 +1,274 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// EventHandler handles one event delivered to subscription subscriptionID.
+type EventHandler func(ctx context.Context, subscriptionID string, ev subscriptions.Event)
+
+// BatchHandler handles one digest of a cron or scheduled subscription.
+// batch.Events are the events' JSON, oldest first; decode each into a
+// subscriptions.Event.
+type BatchHandler func(ctx context.Context, batch subscriptions.BatchParams)
+
+// ExpiredHandler learns that subscription subscriptionID expired.
+type ExpiredHandler func(ctx context.Context, subscriptionID string)
+
+// OnEvent calls h for every event whose type matches pattern, a pattern of
+// the subscription filter language ("github.issues.*", "*"). It returns a
+// function that removes the handler. The error is an
+// *subscriptions.InvalidError for a pattern that does not compile.
+func (c *Client) OnEvent(pattern string, h EventHandler) (remove func(), err error) {
+	p, err := subscriptions.CompilePattern(pattern)
+	if err != nil {
+		return nil, err
+	}
+	return c.handlers.add(&registration{pattern: p, event: h}), nil
+}
+
+// OnBatch calls h for every events/batch. It returns a function that
+// removes the handler.
+func (c *Client) OnBatch(h BatchHandler) (remove func()) {
+	return c.handlers.add(&registration{batch: h})
+}
+
+// OnExpired calls h for every events/subscription_expired. It returns a
+// function that removes the handler.
+func (c *Client) OnExpired(h ExpiredHandler) (remove func()) {
+	return c.handlers.add(&registration{expired: h})
+}
+
+// registration is one handler; exactly one of event, batch and expired is
+// set.
+type registration struct {
+	pattern subscriptions.Pattern
+	event   EventHandler
+	batch   BatchHandler
+	expired ExpiredHandler
+}
+
+// handlers holds the registrations in order. The slice is replaced, never
+// changed in place, so the dispatcher iterates a snapshot without the lock
+// and a handler may add or remove handlers.
+type handlers struct {
+	mu  sync.Mutex
+	all []*registration
+}
+
+func (hs *handlers) add(r *registration) (remove func()) {
+	hs.mu.Lock()
+	hs.all = append(slices.Clip(hs.all), r)
+	hs.mu.Unlock()
+	return func() {
+		hs.mu.Lock()
+		defer hs.mu.Unlock()
+		if i := slices.Index(hs.all, r); i >= 0 {
+			hs.all = slices.Delete(slices.Clone(hs.all), i, i+1)
+		}
+	}
+}
+
+func (hs *handlers) snapshot() []*registration {
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	return hs.all
+}
+
+// item is one entry of the dispatch queue: a notification, or a request to
+// catch up with events_poll.
+type item struct {
+	method  string
+	params  json.RawMessage
+	catchUp *catchUp
+}
+
+// catchUp asks the dispatcher to read the inbox; done, when set, receives
+// the outcome.
+type catchUp struct {
+	done chan error
+}
+
+// queue is an unbounded FIFO with one consumer.
+type queue struct {
+	mu    sync.Mutex
+	items []item
+	ready chan struct{} // holds a token while items may be waiting
+}
+
+func (q *queue) init() { q.ready = make(chan struct{}, 1) }
+
+func (q *queue) push(it item) {
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	q.mu.Unlock()
+	select {
+	case q.ready <- struct{}{}:
+	default:
+	}
+}
+
+// pop returns the oldest item, waiting for one until ctx ends.
+func (q *queue) pop(ctx context.Context) (item, bool) {
+	for {
+		q.mu.Lock()
+		if len(q.items) > 0 {
+			it := q.items[0]
+			q.items[0] = item{}
+			q.items = q.items[1:]
+			if len(q.items) == 0 {
+				q.items = nil
+			}
+			q.mu.Unlock()
+			return it, true
+		}
+		q.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return item{}, false
+		case <-q.ready:
+		}
+	}
+}
+
+// dispatch runs the handlers, one delivery at a time, until Close.
+func (c *Client) dispatch() {
+	defer c.wg.Done()
+	for {
+		it, ok := c.queue.pop(c.ctx)
+		if !ok {
+			return
+		}
+		if it.catchUp != nil {
+			err := c.catchUp()
+			if it.catchUp.done != nil {
+				it.catchUp.done <- err
+			}
+			continue
+		}
+		c.notification(it.method, it.params)
+	}
+}
+
+// notification decodes one MCPE notification and delivers it.
+func (c *Client) notification(method string, params json.RawMessage) {
+	var err error
+	switch method {
+	case subscriptions.MethodEvent:
+		var p subscriptions.EventParams
+		if err = json.Unmarshal(params, &p); err == nil {
+			c.deliverEvent(p.SubscriptionID, p.Cursor, p.Event)
+		}
+	case subscriptions.MethodBatch:
+		var p subscriptions.BatchParams
+		if err = json.Unmarshal(params, &p); err == nil {
+			c.deliverBatch(p)
+		}
+	case subscriptions.MethodSubscriptionExpired:
+		var p subscriptions.ExpiredParams
+		if err = json.Unmarshal(params, &p); err == nil {
+			c.deliverExpired(p.SubscriptionID, p.Cursor)
+		}
+	default:
+		c.log.Debug("ignoring an unknown MCPE notification", "method", method)
+	}
+	if err != nil {
+		c.log.Warn("dropping a notification that does not decode", "method", method, "error", err)
+	}
+}
+
+// pollItem delivers one inbox entry read by events_poll, once for each
+// subscription it is for, as the notifications of a live session would.
+func (c *Client) pollItem(it subscriptions.PollItem) {
+	for _, id := range it.SubscriptionIDs {
+		switch it.Kind {
+		case subscriptions.InboxEvent:
+			c.deliverEvent(id, it.Cursor, it.Event)
+		case subscriptions.InboxBatch:
+			c.deliverBatch(subscriptions.BatchParams{SubscriptionID: id, Cursor: it.Cursor, Events: it.Events, Remaining: it.Remaining})
+		case subscriptions.InboxExpired:
+			c.deliverExpired(id, it.Cursor)
+		}
+	}
+	c.advance(it.Cursor)
+}
+
+// The deliver functions drop repeats, note the cursor, and call the
+// handlers. A delivery is identified by its subscription and, for an event,
+// the event's ID; for a digest, its cursor; an expiry happens once.
+
+func (c *Client) deliverEvent(subscriptionID, cursor string, raw json.RawMessage) {
+	c.advance(cursor)
+	var ev subscriptions.Event
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		c.log.Warn("dropping an event that does not decode", "subscription_id", subscriptionID, "cursor", cursor, "error", err)
+		return
+	}
+	key := fmt.Sprintf("event %s %s", subscriptionID, ev.ID)
+	if ev.ID == "" {
+		key = fmt.Sprintf("event %s at %s", subscriptionID, cursor)
+	}
+	if !c.seen.add(key) {
+		return
+	}
+	for _, r := range c.handlers.snapshot() {
+		if r.event != nil && r.pattern.Match(ev.Type) && c.ctx.Err() == nil {
+			r.event(c.ctx, subscriptionID, ev)
+		}
+	}
+}
+
+func (c *Client) deliverBatch(p subscriptions.BatchParams) {
+	c.advance(p.Cursor)
+	if p.Cursor != "" && !c.seen.add(fmt.Sprintf("batch %s %s", p.SubscriptionID, p.Cursor)) {
+		return
+	}
+	for _, r := range c.handlers.snapshot() {
+		if r.batch != nil && c.ctx.Err() == nil {
+			r.batch(c.ctx, p)
+		}
+	}
+}
+
+func (c *Client) deliverExpired(subscriptionID, cursor string) {
+	c.advance(cursor)
+	if !c.seen.add("expired " + subscriptionID) {
+		return
+	}
+	for _, r := range c.handlers.snapshot() {
+		if r.expired != nil && c.ctx.Err() == nil {
+			r.expired(c.ctx, subscriptionID)
+		}
+	}
+}
+
+// dedup remembers the last n keys added.
+type dedup struct {
+	keys map[string]struct{}
+	ring []string
+	next int
+}
+
+func newDedup(n int) *dedup {
+	return &dedup{keys: make(map[string]struct{}, n), ring: make([]string, n)}
+}
+
+// add records key and reports whether it was new.
+func (d *dedup) add(key string) bool {
+	if _, ok := d.keys[key]; ok {
+		return false
+	}
+	if old := d.ring[d.next]; old != "" {
+		delete(d.keys, old)
+	}
+	d.ring[d.next] = key
+	d.keys[key] = struct{}{}
+	d.next = (d.next + 1) % len(d.ring)
+	return true
+}

@@ -1,0 +1,236 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"mime"
+	"net/http"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// pollTimeout bounds one events_poll of a catch-up.
+const pollTimeout = 30 * time.Second
+
+// watch waits for the session to end and, with Options.Reconnect, replaces
+// it and queues a catch-up ahead of what the new session brings.
+func (c *Client) watch(cs *mcp.ClientSession) {
+	defer c.wg.Done()
+	for {
+		err := cs.Wait()
+		if c.ctx.Err() != nil {
+			return
+		}
+		if err == nil {
+			err = errors.New("closed by the server")
+		}
+		c.mu.Lock()
+		if c.session == cs {
+			c.session, c.caps = nil, nil
+			if c.opts.Reconnect == nil {
+				c.ended = err
+			}
+			c.signalLocked()
+		}
+		c.mu.Unlock()
+		if c.opts.Reconnect == nil {
+			c.log.Warn("MCPE session ended", "error", err)
+			return
+		}
+		c.log.Warn("MCPE session ended; reconnecting", "error", err)
+		c.queue.push(item{catchUp: &catchUp{}})
+		if cs = c.redial(); cs == nil {
+			return
+		}
+		c.log.Info("MCPE session reconnected")
+	}
+}
+
+// redial connects a new session, retrying with backoff until it succeeds
+// or the Client is closed (nil).
+func (c *Client) redial() *mcp.ClientSession {
+	for attempt := 0; ; attempt++ {
+		if !c.sleep(c.backoff(attempt)) {
+			return nil
+		}
+		t, err := c.opts.Reconnect(c.ctx)
+		var cs *mcp.ClientSession
+		if err == nil {
+			cs, err = c.dial(c.ctx, t)
+		}
+		if err == nil {
+			if c.setSession(cs) {
+				return cs
+			}
+			cs.Close()
+			return nil
+		}
+		if c.ctx.Err() != nil {
+			return nil
+		}
+		c.log.Warn("MCPE reconnection failed", "attempt", attempt+1, "error", err)
+	}
+}
+
+// backoff is the wait before attempt (from 0): BackoffMin doubled attempt
+// times, at most BackoffMax, less a random part of up to half.
+func (c *Client) backoff(attempt int) time.Duration {
+	d := c.opts.BackoffMax
+	if attempt < 32 {
+		d = min(c.opts.BackoffMin<<attempt, c.opts.BackoffMax)
+	}
+	if d <= 0 {
+		d = c.opts.BackoffMax
+	}
+	half := d / 2
+	return d - half + rand.N(half+1)
+}
+
+// sleep waits for d, reporting false if the Client closes first.
+func (c *Client) sleep(d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-c.ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// CatchUp reads the inbox with events_poll from the highest cursor seen
+// (Cursor) to its end, passing to the handlers what they have not seen, in
+// order with the notifications around it. It waits until that is done or
+// ctx ends. Reconnections catch up by themselves; CatchUp is for a
+// Client without Options.Reconnect, or to make sure of the inbox now. It
+// must not be called from a handler.
+func (c *Client) CatchUp(ctx context.Context) error {
+	if _, err := c.current(ctx); err != nil {
+		return err
+	}
+	done := make(chan error, 1)
+	c.queue.push(item{catchUp: &catchUp{done: done}})
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-c.ctx.Done():
+		return ErrClosed
+	}
+}
+
+// catchUp runs on the dispatcher. It retries failures that a new session
+// may cure, with backoff, when Options.Reconnect is set.
+func (c *Client) catchUp() error {
+	for attempt := 0; ; attempt++ {
+		cs, err := c.current(c.ctx)
+		if err != nil {
+			return err
+		}
+		err = c.pollAll(cs)
+		var te *ToolError
+		switch {
+		case err == nil:
+			return nil
+		case c.ctx.Err() != nil:
+			return ErrClosed
+		case c.opts.Reconnect == nil || errors.As(err, &te):
+			c.log.Error("MCPE catch-up failed: deliveries may be missing", "cursor", c.Cursor(), "error", err)
+			return err
+		}
+		c.log.Warn("MCPE catch-up failed; retrying", "attempt", attempt+1, "error", err)
+		if !c.sleep(c.backoff(attempt)) {
+			return ErrClosed
+		}
+	}
+}
+
+// pollAll delivers the inbox from Cursor to its end.
+func (c *Client) pollAll(cs *mcp.ClientSession) error {
+	cursor := c.Cursor()
+	for {
+		ctx, cancel := context.WithTimeout(c.ctx, pollTimeout)
+		res, err := callTool[subscriptions.PollResult](ctx, cs, pollTool, subscriptions.PollRequest{Cursor: cursor, Limit: subscriptions.MaxPollLimit})
+		cancel()
+		if err != nil {
+			return err
+		}
+		for _, it := range res.Items {
+			c.pollItem(it)
+		}
+		c.advance(res.NextCursor)
+		if res.NextCursor != "" {
+			cursor = res.NextCursor
+		}
+		if !res.HasMore {
+			return nil
+		}
+	}
+}
+
+// markEnd records the inbox's current end as the cursor a later catch-up
+// starts from, skipping what was there before: the inbox holds deliveries
+// of earlier sessions, which are not this Client's to handle.
+func (c *Client) markEnd(ctx context.Context, cs *mcp.ClientSession) error {
+	cursor := ""
+	for {
+		res, err := callTool[subscriptions.PollResult](ctx, cs, pollTool, subscriptions.PollRequest{Cursor: cursor, Limit: subscriptions.MaxPollLimit})
+		if err != nil {
+			return err
+		}
+		cursor = res.NextCursor
+		if !res.HasMore {
+			break
+		}
+	}
+	c.advance(cursor)
+	return nil
+}
+
+// watchStream returns a copy of t that notices when the go-sdk opens the
+// standalone event stream of a session a second time: it does so by itself
+// after the stream broke, and the server keeps no event store to replay
+// what was sent into the broken one. The Client then catches up, ahead of
+// what the new stream brings.
+func (c *Client) watchStream(t *mcp.StreamableClientTransport) *mcp.StreamableClientTransport {
+	cp := *t
+	hc := http.DefaultClient
+	if t.HTTPClient != nil {
+		hc = t.HTTPClient
+	}
+	client := *hc
+	base := client.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	client.Transport = &streamWatch{base: base, reopened: func() {
+		c.log.Warn("MCPE event stream reopened; catching up")
+		c.queue.push(item{catchUp: &catchUp{}})
+	}}
+	cp.HTTPClient = &client
+	return &cp
+}
+
+// streamWatch counts the event streams opened by GET.
+type streamWatch struct {
+	base     http.RoundTripper
+	opened   atomic.Int64
+	reopened func()
+}
+
+func (w *streamWatch) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := w.base.RoundTrip(req)
+	if err != nil || req.Method != http.MethodGet || resp.StatusCode != http.StatusOK {
+		return resp, err
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); mt == "text/event-stream" && w.opened.Add(1) > 1 {
+		w.reopened()
+	}
+	return resp, nil
+}

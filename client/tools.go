@@ -1,0 +1,123 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// The tools of an MCPE server.
+const (
+	subscribeTool   = "events_subscribe"
+	unsubscribeTool = "events_unsubscribe"
+	listTool        = "events_list"
+	pauseTool       = "events_pause"
+	resumeTool      = "events_resume"
+	updateTool      = "events_update"
+	pollTool        = "events_poll"
+	catalogTool     = "events_catalog"
+)
+
+// ToolError is a tool call the server refused. Message is the server's
+// explanation, written to say what was wrong and what would be accepted.
+type ToolError struct {
+	Tool    string
+	Message string
+}
+
+func (e *ToolError) Error() string { return e.Tool + ": " + e.Message }
+
+// Subscribe creates a subscription (events_subscribe).
+func (c *Client) Subscribe(ctx context.Context, req subscriptions.SubscribeRequest) (*subscriptions.Subscription, error) {
+	return call[*subscriptions.Subscription](ctx, c, subscribeTool, req)
+}
+
+// Unsubscribe removes a subscription for good (events_unsubscribe).
+func (c *Client) Unsubscribe(ctx context.Context, subscriptionID string) error {
+	_, err := call[subscriptions.UnsubscribeResult](ctx, c, unsubscribeTool, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
+	return err
+}
+
+// Update changes a subscription's filter, delivery, expiry or handler
+// (events_update); the fields left out are kept.
+func (c *Client) Update(ctx context.Context, req subscriptions.UpdateRequest) (*subscriptions.Subscription, error) {
+	return call[*subscriptions.Subscription](ctx, c, updateTool, req)
+}
+
+// Pause stops a subscription's deliveries until Resume (events_pause).
+func (c *Client) Pause(ctx context.Context, subscriptionID string) (*subscriptions.Subscription, error) {
+	return call[*subscriptions.Subscription](ctx, c, pauseTool, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
+}
+
+// Resume restarts a paused subscription (events_resume).
+func (c *Client) Resume(ctx context.Context, subscriptionID string) (*subscriptions.Subscription, error) {
+	return call[*subscriptions.Subscription](ctx, c, resumeTool, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
+}
+
+// List returns the caller's subscriptions with the given status, or all of
+// them when status is empty (events_list).
+func (c *Client) List(ctx context.Context, status subscriptions.Status) ([]*subscriptions.Subscription, error) {
+	res, err := call[subscriptions.ListResult](ctx, c, listTool, subscriptions.ListRequest{Status: status})
+	if err != nil {
+		return nil, err
+	}
+	return res.Subscriptions, nil
+}
+
+// Poll reads the caller's inbox (events_poll). It does not call the
+// handlers, and does not move the position Client catch-ups start from.
+func (c *Client) Poll(ctx context.Context, req subscriptions.PollRequest) (subscriptions.PollResult, error) {
+	return call[subscriptions.PollResult](ctx, c, pollTool, req)
+}
+
+// Catalog returns the event types the server can deliver, keeping those
+// that match pattern; empty keeps all (events_catalog).
+func (c *Client) Catalog(ctx context.Context, pattern string) (*subscriptions.Catalog, error) {
+	return call[*subscriptions.Catalog](ctx, c, catalogTool, subscriptions.CatalogRequest{Pattern: pattern})
+}
+
+// call calls a tool on the live session, waiting for a reconnection in
+// progress.
+func call[Out any](ctx context.Context, c *Client, tool string, args any) (Out, error) {
+	cs, err := c.current(ctx)
+	if err != nil {
+		var zero Out
+		return zero, fmt.Errorf("%s: %w", tool, err)
+	}
+	return callTool[Out](ctx, cs, tool, args)
+}
+
+// callTool calls a tool and decodes its structured result into Out.
+func callTool[Out any](ctx context.Context, cs *mcp.ClientSession, tool string, args any) (Out, error) {
+	var out Out
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		return out, fmt.Errorf("%s: %w", tool, err)
+	}
+	var text strings.Builder
+	for _, content := range res.Content {
+		if tc, ok := content.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	if res.IsError {
+		return out, &ToolError{Tool: tool, Message: text.String()}
+	}
+	// The result is the structured content; a server that sends only the
+	// JSON text of it is read too.
+	b := []byte(text.String())
+	if res.StructuredContent != nil {
+		if b, err = json.Marshal(res.StructuredContent); err != nil {
+			return out, fmt.Errorf("%s: encode result: %w", tool, err)
+		}
+	}
+	if err := json.Unmarshal(b, &out); err != nil {
+		return out, fmt.Errorf("%s: decode result %.200s: %w", tool, b, err)
+	}
+	return out, nil
+}
