@@ -135,12 +135,21 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	defer svc.Stop()
 
+	src, err := buildSources(&cfg.Adapters, svc, serveHTTP != "", log)
+	if err != nil {
+		return err
+	}
+	if src.served() && serveHTTP == "" {
+		log.Warn("webhook adapters are configured but HTTP is not served, so nothing can reach them; start with --http ADDR or set http.addr")
+	}
+
 	srv, err := server.New(server.Options{
 		Service:  svc,
 		Sessions: registry,
 		Version:  version(),
 		Logger:   log,
 		Commands: hs.commands,
+		Catalog:  src.catalog,
 	})
 	if err != nil {
 		return err
@@ -151,6 +160,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		return err
 	}
 	defer runner.Stop()
+	if err := src.start(ctx); err != nil {
+		return err
+	}
+	defer src.stop()
 	defer srv.Wait()
 	defer closeSessions(srv)
 
@@ -158,7 +171,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer cancel()
 	errc := make(chan error, 2)
 	if serveHTTP != "" {
-		stopHTTP, err := startHTTP(ctx, serveHTTP, cfg, svc, srv, log, errc)
+		stopHTTP, err := startHTTP(ctx, serveHTTP, cfg, src, svc, srv, log, errc)
 		if err != nil {
 			return err
 		}
@@ -185,7 +198,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 // startHTTP listens on addr and serves the HTTP endpoints. The returned
 // function stops the server.
-func startHTTP(ctx context.Context, addr string, cfg *config.Config, svc *subscriptions.Service, srv *server.Server, log *slog.Logger, errc chan<- error) (func(), error) {
+func startHTTP(ctx context.Context, addr string, cfg *config.Config, src *sources, svc *subscriptions.Service, srv *server.Server, log *slog.Logger, errc chan<- error) (func(), error) {
 	principalTokens, err := cfg.PrincipalTokens()
 	if err != nil {
 		return nil, err
@@ -195,7 +208,7 @@ func startHTTP(ctx context.Context, addr string, cfg *config.Config, svc *subscr
 		return nil, err
 	}
 	ingestHandler, err := ingest.NewHandler(ingest.Options{
-		Publisher:    svc,
+		Publisher:    src.catalog.Publisher(svc),
 		MaxBodyBytes: cfg.Ingest.MaxBodyBytes,
 		Tokens:       bearer.NewSet(ingestTokens),
 		Logger:       log,
@@ -208,7 +221,9 @@ func startHTTP(ctx context.Context, addr string, cfg *config.Config, svc *subscr
 			Tokens:         bearer.NewSet(principalTokens),
 			SessionTimeout: time.Duration(cfg.HTTP.SessionTimeout),
 		}),
-		Ingest: ingestHandler,
+		Ingest:         ingestHandler,
+		Adapters:       src.webhooks,
+		SignedAdapters: src.signed,
 	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -1,0 +1,114 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
+	mcpadapter "github.com/mcpe-server/mcpe-server/adapters/mcp"
+	"github.com/mcpe-server/mcpe-server/bearer"
+	"github.com/mcpe-server/mcpe-server/catalog"
+	"github.com/mcpe-server/mcpe-server/config"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// sources are the event sources the configuration turns on, and the catalog
+// that lists them (configured or not) for the model.
+type sources struct {
+	// webhooks are the receivers served over HTTP, by path, behind the
+	// loopback Host check; signed authenticate each request by an HMAC
+	// signature and may be reached through a tunnel.
+	webhooks, signed map[string]http.Handler
+	// upstreams listens to upstream MCP servers; nil when none is
+	// configured.
+	upstreams *mcpadapter.Adapter
+	catalog   *catalog.Catalog
+}
+
+// buildSources builds the adapters of cfg. Each publishes through pub, the
+// same path as POST /v1/events; httpServed says whether that endpoint is.
+func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed bool, log *slog.Logger) (*sources, error) {
+	s := &sources{webhooks: map[string]http.Handler{}, signed: map[string]http.Handler{}}
+	list := []catalog.Source{{
+		Name:        "ingest",
+		Description: "Events posted by scripts, CI jobs and services to POST /v1/events (or with `mcpe-server publish`): any type; the types posted lately are listed under seenRecently.",
+		Endpoint:    "/v1/events",
+		Configured:  httpServed,
+	}}
+
+	am := catalog.Source{
+		Name:        "alertmanager",
+		Description: "Prometheus Alertmanager notifications: one alert.<alertname>.<status> event per alert, priority from the severity label.",
+		Endpoint:    alertmanager.Endpoint,
+	}
+	if c := cfg.Alertmanager; c != nil {
+		tokens := map[string]string{}
+		for i, t := range c.Tokens {
+			v, err := t.Value(fmt.Sprintf("adapters.alertmanager.tokens[%d]", i))
+			if err != nil {
+				return nil, err
+			}
+			tokens[v] = "alertmanager"
+		}
+		a, err := alertmanager.New(alertmanager.Options{
+			Publisher:          pub,
+			Tokens:             bearer.NewSet(tokens),
+			SeverityPriorities: config.Priorities(c.SeverityPriorities),
+			Logger:             log.With("adapter", "alertmanager"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("adapters.alertmanager: %w", err)
+		}
+		s.webhooks[alertmanager.Endpoint] = a
+		am.Configured, am.Types = true, a.Catalog
+	}
+	list = append(list, am)
+
+	up := catalog.Source{
+		Name:        mcpadapter.SourceName,
+		Description: "Upstream MCP servers: their list changes, resource updates, log messages and own events/event, as mcp.<name>.* events.",
+	}
+	if c := cfg.MCP; c != nil && len(c.Upstreams) > 0 {
+		ups := make([]mcpadapter.Upstream, 0, len(c.Upstreams))
+		for _, u := range c.Upstreams {
+			ups = append(ups, mcpadapter.Upstream{
+				Name:    u.Name,
+				Command: u.Command,
+				Env:     config.Expanded(u.Env),
+				URL:     u.URL,
+				Headers: config.Expanded(u.Headers),
+			})
+		}
+		a, err := mcpadapter.New(mcpadapter.Options{Upstreams: ups, Publisher: pub, Logger: log.With("adapter", "mcp")})
+		if err != nil {
+			return nil, fmt.Errorf("adapters.mcp: %w", err)
+		}
+		s.upstreams = a
+		up.Configured, up.Types, up.States = true, a.Catalog, a.States
+	}
+	list = append(list, up)
+
+	s.catalog = catalog.New(catalog.Options{Sources: list})
+	return s, nil
+}
+
+// start connects to the upstream MCP servers, if any.
+func (s *sources) start(ctx context.Context) error {
+	if s.upstreams == nil {
+		return nil
+	}
+	return s.upstreams.Start(ctx)
+}
+
+// stop disconnects from the upstream MCP servers and waits for their work
+// to end.
+func (s *sources) stop() {
+	if s.upstreams != nil {
+		s.upstreams.Stop()
+	}
+}
+
+// served reports whether any adapter needs the HTTP listener.
+func (s *sources) served() bool { return len(s.webhooks)+len(s.signed) > 0 }
