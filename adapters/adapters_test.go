@@ -1,8 +1,10 @@
 package adapters
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -46,5 +48,71 @@ func TestTags(t *testing.T) {
 	}
 	if n := len(Tags(many...)); n != subscriptions.MaxTags {
 		t.Errorf("%d tags kept, want %d", n, subscriptions.MaxTags)
+	}
+}
+
+func TestTagTrimsWhatControlCharactersHid(t *testing.T) {
+	for in, want := range map[string]string{
+		"\x01\u00a0":  "",
+		"\x01 a \x02": "a",
+		"\ta\tb\n":    "ab",
+	} {
+		got := Tag(in)
+		if got != want {
+			t.Errorf("Tag(%q) = %q, want %q", in, got, want)
+		}
+		if got != "" {
+			if err := (&subscriptions.Event{Type: "x", Metadata: subscriptions.Metadata{Tags: []string{got}}}).Normalize(time.Now()); err != nil {
+				t.Errorf("Tag(%q) = %q is not a valid tag: %v", in, got, err)
+			}
+		}
+	}
+}
+
+func TestCheckCatalog(t *testing.T) {
+	const schema = `{"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}, "s": {"enum": ["a", "b"]}}}`
+	good := subscriptions.EventType{
+		Type:        "alert.<alertname>.firing",
+		Description: "An alert fires.",
+		DataSchema:  json.RawMessage(schema),
+		Example:     json.RawMessage(`{"n": 1, "s": "a"}`),
+	}
+	with := func(edit func(*subscriptions.EventType)) []subscriptions.EventType {
+		et := good
+		edit(&et)
+		return []subscriptions.EventType{et}
+	}
+	for _, tc := range []struct {
+		name  string
+		types []subscriptions.EventType
+		want  string // in the error; empty for none
+	}{
+		{name: "good", types: []subscriptions.EventType{good}},
+		{name: "empty", want: "no event types"},
+		{name: "twice", types: []subscriptions.EventType{good, good}, want: "listed twice"},
+		{name: "bad type", types: with(func(et *subscriptions.EventType) { et.Type = "alert..firing" }), want: "not a valid type"},
+		{name: "bad placeholder", types: with(func(et *subscriptions.EventType) { et.Type = "alert.<alert name>" }), want: "not a valid type"},
+		{name: "no description", types: with(func(et *subscriptions.EventType) { et.Description = " " }), want: "one non-empty line"},
+		{name: "two lines", types: with(func(et *subscriptions.EventType) { et.Description = "a\nb" }), want: "one non-empty line"},
+		{name: "no schema", types: with(func(et *subscriptions.EventType) { et.DataSchema = nil }), want: "no data schema"},
+		{name: "schema not json", types: with(func(et *subscriptions.EventType) { et.DataSchema = json.RawMessage(`{`) }), want: "not a JSON Schema"},
+		{name: "schema of a string", types: with(func(et *subscriptions.EventType) { et.DataSchema = json.RawMessage(`{"type": "string"}`) }), want: `describes "string"`},
+		{name: "no example", types: with(func(et *subscriptions.EventType) { et.Example = nil }), want: "no example"},
+		{name: "array example", types: with(func(et *subscriptions.EventType) { et.Example = json.RawMessage(`[1]`) }), want: "not a JSON object"},
+		{name: "missing required", types: with(func(et *subscriptions.EventType) { et.Example = json.RawMessage(`{"s": "a"}`) }), want: "does not match the data schema"},
+		{name: "wrong type", types: with(func(et *subscriptions.EventType) { et.Example = json.RawMessage(`{"n": "one"}`) }), want: "does not match the data schema"},
+		{name: "not in enum", types: with(func(et *subscriptions.EventType) { et.Example = json.RawMessage(`{"n": 1, "s": "c"}`) }), want: "does not match the data schema"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckCatalog(tc.types)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("CheckCatalog: %v", err)
+			case tc.want != "" && err == nil:
+				t.Errorf("CheckCatalog accepted it; want an error containing %q", tc.want)
+			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
+				t.Errorf("CheckCatalog: %v; want an error containing %q", err, tc.want)
+			}
+		})
 	}
 }
