@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -88,5 +89,17 @@ func TestCatalogPriorityFollowsOptions(t *testing.T) {
 	}
 	if !slices.ContainsFunc(a.Catalog(), func(et subscriptions.EventType) bool { return strings.Contains(et.Description, "HighCPU_Usage") }) {
 		t.Error("no description shows how an alertname becomes a segment")
+	}
+}
+
+// The catalog passes the check every source's catalog passes: valid types,
+// one-line descriptions, and examples that their JSON Schema accepts, with
+// the default rules and with configured ones.
+func TestCatalogContract(t *testing.T) {
+	for _, severities := range []map[string]subscriptions.Priority{nil, {"P1": subscriptions.PriorityCritical}, {}} {
+		a, _ := newTestAdapter(t, func(o *Options) { o.SeverityPriorities = severities })
+		if err := adapters.CheckCatalog(a.Catalog()); err != nil {
+			t.Errorf("severities %v: %v", severities, err)
+		}
 	}
 }

@@ -2,12 +2,15 @@ package alertmanager
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -18,6 +21,23 @@ const maxDataBytes = 6*(MaxLabels*(MaxNameBytes+MaxLabelValueBytes)+
 	MaxAnnotations*(MaxNameBytes+MaxAnnotationValueBytes)+
 	MaxLabelValueBytes+ // alertname
 	2*MaxURLBytes+2*maxFieldBytes+maxFingerprintBytes+2*64) + 4096
+
+// allocBound is the most the parser may allocate for a body of n bytes:
+// linear in the body, plus what every alert may carry from the notification
+// (receiver, externalURL and groupKey copied into each event's data), plus
+// a constant.
+func allocBound(n int) uint64 {
+	return uint64(64*n) + MaxAlerts*16<<10 + 4<<20
+}
+
+// allocated returns the bytes allocated while f ran.
+func allocated(f func()) uint64 {
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	f()
+	runtime.ReadMemStats(&after)
+	return after.TotalAlloc - before.TotalAlloc
+}
 
 // validatingPublisher accepts every valid event and stores nothing.
 type validatingPublisher struct{ clock clock.Clock }
@@ -52,13 +72,28 @@ func FuzzNotification(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
+	for _, b := range worstCases() {
+		f.Add(b)
+	}
 	clk := clock.NewFake(t0)
 	a, err := New(Options{Publisher: validatingPublisher{clock: clk}, Clock: clk})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		n, reqErr := decode(body)
+		var (
+			n       *notification
+			reqErr  *requestError
+			results []converted
+		)
+		if alloc := allocated(func() {
+			n, reqErr = decode(body)
+			if reqErr == nil {
+				results = a.convert(n)
+			}
+		}); alloc > allocBound(len(body)) {
+			t.Fatalf("parsing %d bytes allocated %d bytes; the bound is %d", len(body), alloc, allocBound(len(body)))
+		}
 		if reqErr != nil {
 			if reqErr.message == "" || (reqErr.status != http.StatusBadRequest && reqErr.status != http.StatusRequestEntityTooLarge) {
 				t.Fatalf("refusal %d %q", reqErr.status, reqErr.message)
@@ -67,7 +102,6 @@ func FuzzNotification(f *testing.F) {
 			if len(n.alerts) > MaxAlerts {
 				t.Fatalf("%d alerts accepted, at most %d allowed", len(n.alerts), MaxAlerts)
 			}
-			results := a.convert(n)
 			if len(results) != len(n.alerts) {
 				t.Fatalf("%d results for %d alerts", len(results), len(n.alerts))
 			}
@@ -103,5 +137,59 @@ func checkEvent(t *testing.T, ev subscriptions.Event) {
 	}
 	if err := ev.Normalize(t0); err != nil {
 		t.Fatalf("invalid event %+v: %v", ev, err)
+	}
+}
+
+// worstCases are notifications that make the parser allocate the most for
+// their size: the most alerts, each carrying the longest receiver,
+// externalURL and groupKey; one alert with many labels; more alerts than
+// accepted.
+func worstCases() [][]byte {
+	group := func(n int, alert string) []byte {
+		var b strings.Builder
+		fmt.Fprintf(&b, `{"version": "4", "receiver": %q, "externalURL": %q, "groupKey": %q, "alerts": [`,
+			strings.Repeat("r", maxFieldBytes), strings.Repeat("u", MaxURLBytes), strings.Repeat("g", maxFieldBytes))
+		for i := range n {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			b.WriteString(alert)
+		}
+		b.WriteString("]}")
+		return []byte(b.String())
+	}
+	var labels strings.Builder
+	for i := range 20000 {
+		fmt.Fprintf(&labels, `"l%d": "",`, i)
+	}
+	return [][]byte{
+		group(MaxAlerts, `{"status": "firing"}`),
+		group(MaxAlerts+1, `{"status": "firing"}`),
+		group(1, `{"status": "firing", "labels": {`+labels.String()+`"alertname": "A"}}`),
+		group(MaxAlerts, `{"status": "firing", "labels": {"alertname": "`+strings.Repeat("\\u2028", 100)+`"}, "annotations": {"d": "`+strings.Repeat("<>&", 100)+`"}}`),
+	}
+}
+
+// The worst cases stay within the allocation bound that FuzzNotification
+// checks, and the bound is not so loose that it checks nothing.
+func TestParserAllocationBound(t *testing.T) {
+	clk := clock.NewFake(t0)
+	a, err := New(Options{Publisher: validatingPublisher{clock: clk}, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, body := range worstCases() {
+		alloc := allocated(func() {
+			if n, reqErr := decode(body); reqErr == nil {
+				a.convert(n)
+			}
+		})
+		t.Logf("case %d: %d bytes in, %d allocated (%.1f per byte), bound %d", i, len(body), alloc, float64(alloc)/float64(len(body)), allocBound(len(body)))
+		if alloc > allocBound(len(body)) {
+			t.Errorf("case %d: %d bytes allocated for %d; the bound is %d", i, alloc, len(body), allocBound(len(body)))
+		}
+	}
+	if allocBound(adapters.DefaultMaxBodyBytes) > 256<<20 {
+		t.Errorf("the bound for a body of the default limit is %d bytes; it should stay well under 256 MiB", allocBound(adapters.DefaultMaxBodyBytes))
 	}
 }
