@@ -125,15 +125,21 @@ func (o observer) Publish(ctx context.Context, ev subscriptions.Event) (subscrip
 	return res, err
 }
 
-// Get returns the catalog, keeping the types that match req.Pattern.
+// Get returns the catalog, keeping the types that match req.Pattern. A
+// type with a placeholder segment, such as alert.<alertname>.firing, stands
+// for a family and is kept when the pattern could match one of its types
+// ("alert.HighCPU.*" keeps it, "alert.*.resolved" does not).
 func (c *Catalog) Get(_ context.Context, req subscriptions.CatalogRequest) (*subscriptions.Catalog, error) {
 	match := func(string) bool { return true }
+	matchFamily := match
 	if req.Pattern != "" {
 		p, err := subscriptions.CompilePattern(req.Pattern)
 		if err != nil {
 			return nil, err
 		}
+		family := familyMatcher(req.Pattern)
 		match = p.Match
+		matchFamily = func(t string) bool { return p.Match(t) || family(t) }
 	}
 	out := &subscriptions.Catalog{Sources: []subscriptions.CatalogSource{}, Types: []subscriptions.CatalogType{}, SeenRecently: []subscriptions.SeenType{}}
 	for _, s := range c.opts.Sources {
@@ -146,7 +152,11 @@ func (c *Catalog) Get(_ context.Context, req subscriptions.CatalogRequest) (*sub
 			continue
 		}
 		for _, t := range s.Types() {
-			if match(t.Type) {
+			keep := match
+			if isFamily(t.Type) {
+				keep = matchFamily
+			}
+			if keep(t.Type) {
 				out.Types = append(out.Types, subscriptions.CatalogType{Source: s.Name, EventType: t})
 			}
 		}

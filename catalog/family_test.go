@@ -1,0 +1,146 @@
+package catalog
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
+	mcpadapter "github.com/mcpe-server/mcpe-server/adapters/mcp"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+func TestFamilyMatcher(t *testing.T) {
+	for _, tc := range []struct {
+		pattern string
+		family  string
+		want    bool
+	}{
+		{"alert.*", "alert.<alertname>.firing", true},
+		{"*", "alert.<alertname>.firing", true},
+		{"alert.*.firing", "alert.<alertname>.firing", true},
+		{"alert.*.resolved", "alert.<alertname>.firing", false},
+		{"alert.HighCPU.firing", "alert.<alertname>.firing", true},
+		{"alert.HighCPU.resolved", "alert.<alertname>.firing", false},
+		{"alert.KubePod*", "alert.<alertname>.firing", true},
+		{"alert.HighCPU.*", "alert.<alertname>.resolved", true},
+		{"*.firing", "alert.<alertname>.firing", true},
+		{"*.fired", "alert.<alertname>.firing", false},
+		{"github.*", "alert.<alertname>.firing", false},
+		{"aler?.x.firin?", "alert.<alertname>.firing", true},
+		{"alert.[a-z]*.firing", "alert.<alertname>.firing", true},
+		{"alert.[!a].resolve[dx]", "alert.<alertname>.firing", false},
+		{"{github,alert}.*.firing", "alert.<alertname>.firing", true},
+		{"{github,slack}.*", "alert.<alertname>.firing", false},
+		{"alert.x.{resolved,firing}", "alert.<alertname>.firing", true},
+		{"alert.x.{resolved,{cleared,gone}}", "alert.<alertname>.firing", false},
+		{`alert.\*.firing`, "alert.<alertname>.firing", true},
+		{"mcp.docs.build.finished", "mcp.docs.<type>", true},
+		{"mcp.docs.*", "mcp.docs.<type>", true},
+		{"mcp.other.*", "mcp.docs.<type>", false},
+		{"mcp.*.log", "mcp.docs.<type>", true},
+		{"mcp.docs", "mcp.docs.<type>", false},
+		// Too many alternatives to expand: the family is kept.
+		{strings.Repeat("{a,b}", 12), "alert.<alertname>.firing", true},
+	} {
+		if got := familyMatcher(tc.pattern)(tc.family); got != tc.want {
+			t.Errorf("pattern %q, family %q: %v, want %v", tc.pattern, tc.family, got, tc.want)
+		}
+	}
+}
+
+// The adapters' real catalogs, as the server lists them: every type passes
+// the catalog contract, and patterns find families by the types they stand
+// for.
+func TestAdapterCatalogs(t *testing.T) {
+	am, err := alertmanager.New(alertmanager.Options{Publisher: fakePublisher{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	up, err := mcpadapter.New(mcpadapter.Options{Publisher: fakePublisher{}, Upstreams: []mcpadapter.Upstream{
+		{Name: "docs", URL: "https://docs.example.com/mcp"},
+		{Name: "github", Command: []string{"github-mcp-server", "stdio"}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, types := range map[string][]subscriptions.EventType{"alertmanager": am.Catalog(), "mcp": up.Catalog()} {
+		if err := adapters.CheckCatalog(types); err != nil {
+			t.Errorf("%s catalog: %v", name, err)
+		}
+	}
+	c := New(Options{Sources: []Source{
+		{Name: "alertmanager", Configured: true, Endpoint: alertmanager.Endpoint, Types: am.Catalog},
+		{Name: "mcp", Configured: true, Types: up.Catalog, States: up.States},
+		{Name: "github", Endpoint: "/adapters/github"},
+	}})
+	for _, tc := range []struct {
+		pattern string
+		want    []string
+	}{
+		{"alert.KubePodCrashLooping.firing", []string{"alert.<alertname>.firing"}},
+		{"alert.*", []string{"alert.<alertname>.firing", "alert.<alertname>.resolved"}},
+		{"mcp.docs.tools.*", []string{"mcp.docs.tools.list_changed", "mcp.docs.<type>"}},
+		{"mcp.*.resources.updated", []string{"mcp.docs.resources.updated", "mcp.docs.<type>", "mcp.github.resources.updated", "mcp.github.<type>"}},
+		{"github.*", nil},
+	} {
+		got, err := c.Get(context.Background(), subscriptions.CatalogRequest{Pattern: tc.pattern})
+		if err != nil {
+			t.Fatalf("%s: %v", tc.pattern, err)
+		}
+		var types []string
+		for _, ct := range got.Types {
+			types = append(types, ct.Type)
+		}
+		if diff := cmp.Diff(tc.want, types); diff != "" {
+			t.Errorf("pattern %q: types mismatch (-want +got):\n%s", tc.pattern, diff)
+		}
+		if len(got.Sources) != 3 || got.Sources[2].Configured {
+			t.Errorf("pattern %q: sources = %+v; want all three, github not configured", tc.pattern, got.Sources)
+		}
+	}
+	// The whole catalog is what events://catalog serves: it encodes, with
+	// the upstreams' states.
+	got, err := c.Get(context.Background(), subscriptions.CatalogRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back subscriptions.Catalog
+	if err := json.Unmarshal(raw, &back); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(back.Sources[1].Upstreams); n != 2 {
+		t.Errorf("mcp source lists %d upstream states; want 2", n)
+	}
+}
+
+// FuzzFamilyMatcher: any pattern the filter language accepts is expanded
+// and tested against families without a panic, within bounded work, and a
+// family whose type the pattern matches is always kept.
+func FuzzFamilyMatcher(f *testing.F) {
+	for _, s := range []string{"alert.*", "{a,{b,c}}[!x]?\\*", strings.Repeat("{a,b}", 20), strings.Repeat("{", 50), "[", "\\", "{a,b", "*{*,*}*"} {
+		f.Add(s, "alert.<alertname>.firing")
+	}
+	f.Fuzz(func(t *testing.T, pattern, family string) {
+		p, err := subscriptions.CompilePattern(pattern)
+		if err != nil {
+			return
+		}
+		globs, ok := expandPattern(pattern)
+		if ok && len(globs) > maxAlternatives {
+			t.Fatalf("%d alternatives kept; at most %d", len(globs), maxAlternatives)
+		}
+		got := familyMatcher(pattern)(family)
+		if !isFamily(family) && p.Match(family) && !got {
+			t.Fatalf("pattern %q matches %q, but the family test says no", pattern, family)
+		}
+	})
+}
