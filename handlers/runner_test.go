@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery/cron"
+	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/handlers"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
@@ -81,28 +83,54 @@ type env struct {
 	clk    *clock.Fake
 }
 
+// envOptions vary what newEnvWith builds.
+type envOptions struct {
+	// kinds are the handlers, by type.
+	kinds map[subscriptions.HandlerType]subscriptions.Handler
+	// timed offers the cron and scheduled channels besides realtime.
+	timed bool
+	// stopped leaves the runner unstarted: e.runner.Start starts it.
+	stopped bool
+}
+
+// newEnv runs h as the bash handler.
 func newEnv(t *testing.T, path string, clk *clock.Fake, h subscriptions.Handler) *env {
+	t.Helper()
+	return newEnvWith(t, path, clk, envOptions{kinds: map[subscriptions.HandlerType]subscriptions.Handler{subscriptions.HandlerBash: h}})
+}
+
+func newEnvWith(t *testing.T, path string, clk *clock.Fake, o envOptions) *env {
 	t.Helper()
 	store, err := sqlite.Open(t.Context(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	kinds := map[subscriptions.HandlerType]subscriptions.Handler{subscriptions.HandlerBash: h}
-	runner, err := handlers.New(handlers.Options{Jobs: store, Handlers: kinds, Clock: clk})
+	runner, err := handlers.New(handlers.Options{Jobs: store, Handlers: o.kinds, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
-		Store: store, Deliverer: noDeliverer{}, Clock: clk, Handlers: kinds, JobsWritten: runner.Wake,
-	})
+	opts := subscriptions.ServiceOptions{
+		Store: store, Deliverer: noDeliverer{}, Clock: clk, Handlers: o.kinds, JobsWritten: runner.Wake,
+		// These tests cross hours of fake time; retention is tested elsewhere.
+		PruneInterval: 24 * time.Hour,
+	}
+	if o.timed {
+		opts.Timings = map[subscriptions.Channel]subscriptions.Timing{
+			subscriptions.ChannelCron:      cron.New(nil),
+			subscriptions.ChannelScheduled: scheduled.Channel{},
+		}
+	}
+	svc, err := subscriptions.NewService(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	if err := runner.Start(t.Context()); err != nil {
-		t.Fatal(err)
+	if !o.stopped {
+		if err := runner.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	e := &env{store: store, svc: svc, runner: runner, clk: clk}
 	t.Cleanup(e.stop)
