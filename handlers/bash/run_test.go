@@ -188,7 +188,15 @@ func TestCleanEnvironment(t *testing.T) {
 // arguments reaches the program as plain text, in every input mode.
 func TestShellMetacharacters(t *testing.T) {
 	pwned := filepath.Join(t.TempDir(), "pwned")
+	// victim holds a file that a shell reading "; rm -rf <victim>" would
+	// delete.
+	victim := t.TempDir()
+	if err := os.WriteFile(filepath.Join(victim, "keep"), []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	nasty := []string{
+		"; rm -rf " + victim,
+		"x; rm -rf " + victim + " #",
 		"; touch " + pwned,
 		"`touch " + pwned + "`",
 		"$(touch " + pwned + ")",
@@ -241,6 +249,9 @@ func TestShellMetacharacters(t *testing.T) {
 	})
 	if _, err := os.Stat(pwned); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("%s exists (or cannot be checked: %v): something ran a shell", pwned, err)
+	}
+	if _, err := os.Stat(filepath.Join(victim, "keep")); err != nil {
+		t.Errorf("the file \"; rm -rf\" named is gone (%v): something ran a shell", err)
 	}
 }
 
@@ -430,6 +441,20 @@ func TestCancelKills(t *testing.T) {
 	}
 	if pids := liveProcesses(t, "sleep", token); len(pids) != 0 {
 		t.Errorf("processes %v outlived the cancelled run", pids)
+	}
+}
+
+// TestDefaultOutputCap checks that without Options.MaxOutput a run keeps
+// 64 KiB of output.
+func TestDefaultOutputCap(t *testing.T) {
+	r := newRunner(t, Options{Commands: map[string]Command{"flood": helperCommand(t, "flood")}})
+	out := r.Handle(context.Background(), eventInv(bashSpec("flood", "", "200000"), event(t, map[string]any{})))
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	want := strings.Repeat("x", 64<<10) + "\n[truncated: 65536 of 200000 bytes kept]"
+	if out.Output != want {
+		t.Errorf("Output is %d bytes ending %q; want 64 KiB of output and the truncation note", len(out.Output), out.Output[max(len(out.Output)-60, 0):])
 	}
 }
 

@@ -339,3 +339,32 @@ func TestDialFallsBackToNextAddress(t *testing.T) {
 		t.Errorf("the receiver got %d requests, want 1", n)
 	}
 }
+
+// TestLocalhostRefused resolves names with the system's resolver: "localhost"
+// resolves to loopback, which is refused when dialling, before any request
+// is sent, unless allowlisted.
+func TestLocalhostRefused(t *testing.T) {
+	rc := newReceiver(t, false, nil)
+	u := "http://localhost:" + rc.port(t) + "/hook"
+	s := newSender(t, &Options{AllowHTTP: true, Clock: clock.NewFake(t0)})
+	if err := s.Check(t.Context(), "alice", &spec{URL: u}); err != nil {
+		t.Fatalf("Check(%s) = %v; a name is checked when dialled, not before", u, err)
+	}
+	o := s.Handle(t.Context(), invocation(u, 1))
+	ae, ok := isRefused(o.Err)
+	if !ok || !ae.Addr.IsLoopback() || ae.Host != "localhost" || o.RetryIn != 0 {
+		t.Errorf("Handle(%s) = %+v; want an *AddressError for a loopback address of \"localhost\", no retry", u, o)
+	}
+	if n := len(rc.requests()); n != 0 {
+		t.Errorf("the receiver got %d requests, want none", n)
+	}
+
+	// Allowlisted, the same URL reaches the receiver.
+	allowed := newSender(t, httpOptions(clock.NewFake(t0)))
+	if o := allowed.Handle(t.Context(), invocation(u, 1)); o.Err != nil {
+		t.Errorf("Handle(%s) with loopback allowlisted: %v", u, o.Err)
+	}
+	if n := len(rc.requests()); n != 1 {
+		t.Errorf("the receiver got %d requests, want 1", n)
+	}
+}
