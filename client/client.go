@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -30,6 +31,9 @@ var (
 	// ErrSessionEnded is returned by calls made after the session ended,
 	// when there is no Options.Reconnect to start another.
 	ErrSessionEnded = errors.New("client: session ended")
+	// ErrNoEvents is returned by CatchUp when the server does not
+	// advertise the MCPE events capability.
+	ErrNoEvents = errors.New("client: the server does not advertise the MCPE events capability")
 )
 
 // Options configure a Client. A nil *Options means all defaults.
@@ -47,11 +51,11 @@ type Options struct {
 	// undecodable notifications); nil discards them.
 	Logger *slog.Logger
 	// Reconnect returns a fresh transport to the same server, for the same
-	// principal. When set, a session that ends other than by Close is
-	// replaced, and what it missed is caught up (see the package
-	// documentation). Nil: when the session ends, calls fail with
-	// ErrSessionEnded.
-	Reconnect func(ctx context.Context) (mcp.Transport, error)
+	// principal (Command and StreamableHTTP make one). When set, a session
+	// that ends other than by Close is replaced, and what it missed is
+	// caught up (see the package documentation). Nil: when the session
+	// ends, calls fail with ErrSessionEnded.
+	Reconnect Dialer
 	// BackoffMin and BackoffMax bound the wait before each reconnection
 	// attempt: it doubles from BackoffMin up to BackoffMax, and a random
 	// part of up to half of it is taken off. Zero means DefaultBackoffMin
@@ -62,9 +66,17 @@ type Options struct {
 	// handlers. Empty: the handlers see what arrives once connected.
 	Cursor string
 	// DedupSize is how many recent deliveries are remembered to drop
-	// repeats; zero means DefaultDedupSize.
+	// repeats; zero means DefaultDedupSize. Every DedupSize/4 deliveries
+	// the Client reads the inbox once to confirm it missed none, so that
+	// a catch-up never reads back more than that memory holds.
 	DedupSize int
+	// Clock times the waits between reconnection attempts; nil is the
+	// wall clock.
+	Clock clock.Clock
 }
+
+// A Dialer returns a fresh transport to an MCPE server.
+type Dialer func(ctx context.Context) (mcp.Transport, error)
 
 func (o *Options) validate() error {
 	switch {
@@ -109,7 +121,15 @@ type Client struct {
 
 	handlers handlers
 	queue    queue
-	seen     *dedup // used by the dispatcher only
+
+	// Used by the dispatcher only.
+	seen *dedup
+	// base is the inbox position through which every entry has been
+	// handled, or read by events_poll: catch-ups start there, not at
+	// cursor, because notifications need not arrive in cursor order.
+	base    string
+	pending int  // deliveries since base moved
+	queued  bool // a checkpoint catch-up is queued
 }
 
 // New returns a Client that is not connected yet: register handlers, then
@@ -137,6 +157,9 @@ func New(opts *Options) (*Client, error) {
 	if o.DedupSize == 0 {
 		o.DedupSize = DefaultDedupSize
 	}
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
 	c := &Client{
 		opts:    o,
 		log:     o.Logger,
@@ -148,6 +171,7 @@ func New(opts *Options) (*Client, error) {
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if o.Cursor != "" {
 		c.advance(o.Cursor)
+		c.base = o.Cursor
 	}
 	return c, nil
 }
@@ -211,13 +235,18 @@ func (c *Client) Connect(ctx context.Context, t mcp.Transport) (err error) {
 	go c.dispatch()
 	go c.watch(cs)
 
+	if !c.SupportsEvents() && c.opts.Cursor == "" {
+		// Not an MCPE server: there is no inbox to read. The handlers
+		// still get whatever events/* notifications it sends.
+		return nil
+	}
 	if c.opts.Cursor != "" {
-		if err := c.CatchUp(ctx); err != nil {
+		if err := c.runCatchUp(ctx, false); err != nil {
 			return fmt.Errorf("client: catch up from cursor %s: %w", c.opts.Cursor, err)
 		}
 		return nil
 	}
-	if err := c.markEnd(ctx, cs); err != nil {
+	if err := c.runCatchUp(ctx, true); err != nil {
 		return fmt.Errorf("client: read the inbox position: %w", err)
 	}
 	return nil

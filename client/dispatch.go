@@ -93,6 +93,10 @@ type item struct {
 // the outcome.
 type catchUp struct {
 	done chan error
+	// skip reads without delivering: where a Client starts.
+	skip bool
+	// checkpoint marks the catch-up queued by delivered.
+	checkpoint bool
 }
 
 // queue is an unbounded FIFO with one consumer.
@@ -145,10 +149,13 @@ func (c *Client) dispatch() {
 		if !ok {
 			return
 		}
-		if it.catchUp != nil {
-			err := c.catchUp()
-			if it.catchUp.done != nil {
-				it.catchUp.done <- err
+		if cu := it.catchUp; cu != nil {
+			if cu.checkpoint {
+				c.queued = false
+			}
+			err := c.catchUp(cu.skip)
+			if cu.done != nil {
+				cu.done <- err
 			}
 			continue
 		}
@@ -217,6 +224,7 @@ func (c *Client) deliverEvent(subscriptionID, cursor string, raw json.RawMessage
 	if !c.seen.add(key) {
 		return
 	}
+	c.delivered()
 	for _, r := range c.handlers.snapshot() {
 		if r.event != nil && r.pattern.Match(ev.Type) && c.ctx.Err() == nil {
 			r.event(c.ctx, subscriptionID, ev)
@@ -229,6 +237,7 @@ func (c *Client) deliverBatch(p subscriptions.BatchParams) {
 	if p.Cursor != "" && !c.seen.add(fmt.Sprintf("batch %s %s", p.SubscriptionID, p.Cursor)) {
 		return
 	}
+	c.delivered()
 	for _, r := range c.handlers.snapshot() {
 		if r.batch != nil && c.ctx.Err() == nil {
 			r.batch(c.ctx, p)
@@ -241,6 +250,7 @@ func (c *Client) deliverExpired(subscriptionID, cursor string) {
 	if !c.seen.add("expired " + subscriptionID) {
 		return
 	}
+	c.delivered()
 	for _, r := range c.handlers.snapshot() {
 		if r.expired != nil && c.ctx.Err() == nil {
 			r.expired(c.ctx, subscriptionID)

@@ -11,11 +11,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/client"
@@ -47,8 +49,18 @@ type link struct {
 	publish   func(t *testing.T, typ, data string) string
 	// fake is the server's fake clock; nil for the real one (stdio).
 	fake *clock.Fake
-	// catalog is true when the server offers events_catalog.
-	catalog bool
+	// kill ends the server side of every live session abruptly.
+	kill func(t *testing.T)
+	// server is the in-process server; nil for stdio.
+	server *clienttest.Server
+}
+
+// now is the server's time.
+func (l link) now() time.Time {
+	if l.fake != nil {
+		return l.fake.Now()
+	}
+	return time.Now()
 }
 
 // inProcess starts a server with a fake clock and returns a link to it
@@ -76,16 +88,28 @@ func inProcess(t *testing.T, opts *clienttest.Options) (*clienttest.Server, *clo
 	return s, fake
 }
 
+// latest is the protocol version the go-sdk asks for by default.
+const latest = "2026-07-28"
+
+// orLatest is the version negotiated when protocol is asked for.
+func orLatest(protocol string) string {
+	if protocol == "" {
+		return latest
+	}
+	return protocol
+}
+
 func memoryLink(t *testing.T, protocol string) link {
 	s, fake := inProcess(t, nil)
 	return link{
 		name:       "memory",
 		protocol:   protocol,
-		negotiated: protocol,
+		negotiated: orLatest(protocol),
 		transport:  func(ctx context.Context) (mcp.Transport, error) { return s.Transport(ctx, principal) },
 		publish:    publisher(s),
 		fake:       fake,
-		catalog:    true,
+		kill:       func(*testing.T) { s.CloseSessions() },
+		server:     s,
 	}
 }
 
@@ -98,10 +122,11 @@ func httpLink(t *testing.T, protocol string) link {
 		name:       "http",
 		protocol:   protocol,
 		negotiated: "2025-11-25",
-		transport:  func(context.Context) (mcp.Transport, error) { return httpTransport(s.MCPEndpoint, token), nil },
+		transport:  client.StreamableHTTP(s.MCPEndpoint, token),
 		publish:    publisher(s),
 		fake:       fake,
-		catalog:    true,
+		kill:       func(*testing.T) { s.CloseSessions() },
+		server:     s,
 	}
 }
 
@@ -114,19 +139,6 @@ func publisher(s *clienttest.Server) func(t *testing.T, typ, data string) string
 		}
 		return id
 	}
-}
-
-// httpTransport is a Streamable HTTP transport that sends a bearer token.
-func httpTransport(endpoint, token string) *mcp.StreamableClientTransport {
-	return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: &http.Client{Transport: bearer{token}}}
-}
-
-type bearer struct{ token string }
-
-func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
-	r = r.Clone(r.Context())
-	r.Header.Set("Authorization", "Bearer "+b.token)
-	return http.DefaultTransport.RoundTrip(r)
 }
 
 // The mcpe-server binary, built once when a test needs it.
@@ -163,79 +175,136 @@ func serverBinary(t *testing.T) string {
 	return binaryPath
 }
 
-var listenLine = regexp.MustCompile(`msg="HTTP server listening" addr=(\S+)`)
-
 // stdioLink starts the real binary as an MCP stdio server (which also
-// serves HTTP, for publishing) when the client connects. It lets "@every
-// 1s" digests through. The principal of stdio is "local".
+// serves HTTP, for publishing) each time the client connects; every process
+// uses the same database. It lets "@every 1s" digests through. The principal
+// of stdio is "local".
 func stdioLink(t *testing.T, protocol string) link {
-	bin := serverBinary(t)
-	dir := t.TempDir()
-	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte("delivery:\n  minEvery: 1s\n"), 0o600); err != nil {
+	s := &stdioServer{bin: serverBinary(t), dir: t.TempDir()}
+	s.cfg = filepath.Join(s.dir, "config.yaml")
+	if err := os.WriteFile(s.cfg, []byte("delivery:\n  minEvery: 1s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	addrs := make(chan string, 1)
-	var base string
-	var logs strings.Builder
-	var logMu sync.Mutex
 	t.Cleanup(func() {
 		if t.Failed() {
-			logMu.Lock()
-			t.Logf("server log:\n%s", logs.String())
-			logMu.Unlock()
+			s.mu.Lock()
+			t.Logf("server log:\n%s", s.logs.String())
+			s.mu.Unlock()
 		}
 	})
-	l := link{name: "stdio", protocol: protocol, negotiated: protocol}
-	if protocol == "" {
-		l.negotiated = "2026-07-28"
+	return link{
+		name:       "stdio",
+		protocol:   protocol,
+		negotiated: orLatest(protocol),
+		transport:  func(context.Context) (mcp.Transport, error) { return s.start(t), nil },
+		publish:    s.publish,
+		kill:       s.kill,
 	}
-	l.transport = func(context.Context) (mcp.Transport, error) {
-		cmd := exec.Command(bin, "--stdio", "--http", "127.0.0.1:0", "--db", filepath.Join(dir, "mcpe.db"), "--config", cfg)
-		pr, pw := io.Pipe()
-		cmd.Stderr = pw
-		t.Cleanup(func() { pw.Close() })
-		go func() {
-			sc := bufio.NewScanner(pr)
-			for sc.Scan() {
-				logMu.Lock()
-				logs.WriteString(sc.Text() + "\n")
-				logMu.Unlock()
-				if m := listenLine.FindStringSubmatch(sc.Text()); m != nil {
-					select {
-					case addrs <- m[1]:
-					default:
-					}
-				}
+}
+
+// stdioServer is the current mcpe-server process of a stdio link.
+type stdioServer struct {
+	bin, dir, cfg string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	addr chan string // the current process's HTTP address, once known
+	base string
+	logs strings.Builder
+}
+
+var listenLine = regexp.MustCompile(`msg="HTTP server listening" addr=(\S+)`)
+
+func (s *stdioServer) start(t *testing.T) mcp.Transport {
+	cmd := exec.Command(s.bin, "--stdio", "--http", "127.0.0.1:0", "--db", filepath.Join(s.dir, "mcpe.db"), "--config", s.cfg)
+	pr, pw := io.Pipe()
+	cmd.Stderr = pw
+	t.Cleanup(func() { pw.Close() })
+	addr := make(chan string, 1)
+	s.mu.Lock()
+	s.cmd, s.addr, s.base = cmd, addr, ""
+	s.mu.Unlock()
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.logs.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+			if m := listenLine.FindStringSubmatch(sc.Text()); m != nil {
+				addr <- m[1]
 			}
-		}()
-		return &mcp.CommandTransport{Command: cmd}, nil
+		}
+	}()
+	return &mcp.CommandTransport{Command: cmd}
+}
+
+// kill ends the current process with SIGKILL.
+func (s *stdioServer) kill(t *testing.T) {
+	s.mu.Lock()
+	cmd := s.cmd
+	s.mu.Unlock()
+	if cmd == nil || cmd.Process == nil {
+		t.Fatal("no server process to kill")
 	}
-	l.publish = func(t *testing.T, typ, data string) string {
-		t.Helper()
-		if base == "" {
+	s.mu.Lock()
+	s.cmd, s.addr, s.base = nil, nil, ""
+	s.mu.Unlock()
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatalf("kill the server: %v", err)
+	}
+}
+
+// url returns the HTTP base URL of the current process, waiting for the
+// client to start one after a kill.
+func (s *stdioServer) url(t *testing.T) string {
+	t.Helper()
+	deadline := time.After(wait)
+	for {
+		s.mu.Lock()
+		base, addr := s.base, s.addr
+		s.mu.Unlock()
+		if base != "" {
+			return base
+		}
+		if addr == nil {
 			select {
-			case a := <-addrs:
-				base = "http://" + a
-			case <-time.After(wait):
-				t.Fatal("the server did not report its HTTP address")
+			case <-time.After(10 * time.Millisecond):
+				continue
+			case <-deadline:
+				t.Fatal("no server process was started")
 			}
 		}
-		body := fmt.Sprintf(`{"type": %q, "data": %s}`, typ, data)
-		resp, err := http.Post(base+"/v1/events", "application/json", strings.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
+		select {
+		case a := <-addr:
+			s.mu.Lock()
+			if s.addr == addr {
+				s.base = "http://" + a
+			}
+			s.mu.Unlock()
+			return "http://" + a
+		case <-deadline:
+			t.Fatal("the server did not report its HTTP address")
 		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		if resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("POST /v1/events: %s %s", resp.Status, b)
-		}
-		var res struct{ ID string }
-		json.Unmarshal(b, &res)
-		return res.ID
 	}
-	return l
+}
+
+func (s *stdioServer) publish(t *testing.T, typ, data string) string {
+	t.Helper()
+	body := fmt.Sprintf(`{"type": %q, "data": %s}`, typ, data)
+	resp, err := http.Post(s.url(t)+"/v1/events", "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("POST /v1/events: %s %s", resp.Status, b)
+	}
+	var res struct{ ID string }
+	if err := json.Unmarshal(b, &res); err != nil || res.ID == "" {
+		t.Fatalf("POST /v1/events answered %s", b)
+	}
+	return res.ID
 }
 
 // forEachLink runs f over every link, in a subtest named after it.
@@ -300,8 +369,10 @@ func ctxT(t *testing.T) context.Context {
 type received struct {
 	Handler        string
 	SubscriptionID string
-	Type           string
-	ID             string
+	Type           string // of the event; "" for a batch or an expiry
+	ID             string // of the event
+	Events         []string
+	Remaining      int
 }
 
 // recorder collects deliveries from handlers.
@@ -317,6 +388,23 @@ func (r *recorder) event(name string) client.EventHandler {
 	}
 }
 
+func (r *recorder) batch(_ context.Context, b subscriptions.BatchParams) {
+	got := received{Handler: "batch", SubscriptionID: b.SubscriptionID, Events: []string{}, Remaining: b.Remaining}
+	for _, raw := range b.Events {
+		var ev subscriptions.Event
+		if err := json.Unmarshal(raw, &ev); err != nil {
+			got.Events = append(got.Events, "undecodable: "+err.Error())
+			continue
+		}
+		got.Events = append(got.Events, ev.ID)
+	}
+	r.ch <- got
+}
+
+func (r *recorder) expired(_ context.Context, sub string) {
+	r.ch <- received{Handler: "expired", SubscriptionID: sub}
+}
+
 // next returns the next delivery, failing after wait.
 func (r *recorder) next(t *testing.T) received {
 	t.Helper()
@@ -329,8 +417,22 @@ func (r *recorder) next(t *testing.T) received {
 	}
 }
 
-// none checks that nothing more was delivered, after c handled everything
-// queued so far.
+// expect checks that the next deliveries are want, in any order.
+func (r *recorder) expect(t *testing.T, want ...received) {
+	t.Helper()
+	got := make([]received, 0, len(want))
+	for range want {
+		got = append(got, r.next(t))
+	}
+	less := func(a, b received) int { return strings.Compare(fmt.Sprint(a), fmt.Sprint(b)) }
+	if diff := cmp.Diff(slices.SortedFunc(slices.Values(want), less), slices.SortedFunc(slices.Values(got), less)); diff != "" {
+		t.Errorf("deliveries mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// none checks that nothing more was delivered: the catch-up reads the
+// inbox, where anything delivered is written first, and goes through the
+// dispatch queue after everything received so far.
 func (r *recorder) none(t *testing.T, c *client.Client) {
 	t.Helper()
 	if err := c.CatchUp(ctxT(t)); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/tools"
 )
 
 // pollTimeout bounds one events_poll of a catch-up.
@@ -91,30 +92,40 @@ func (c *Client) backoff(attempt int) time.Duration {
 	return d - half + rand.N(half+1)
 }
 
-// sleep waits for d, reporting false if the Client closes first.
+// sleep waits for d on the Client's clock, reporting false if the Client
+// closes first.
 func (c *Client) sleep(d time.Duration) bool {
-	t := time.NewTimer(d)
+	fired := make(chan struct{})
+	t := c.opts.Clock.AfterFunc(d, func() { close(fired) })
 	defer t.Stop()
 	select {
 	case <-c.ctx.Done():
 		return false
-	case <-t.C:
+	case <-fired:
 		return true
 	}
 }
 
-// CatchUp reads the inbox with events_poll from the highest cursor seen
-// (Cursor) to its end, passing to the handlers what they have not seen, in
-// order with the notifications around it. It waits until that is done or
-// ctx ends. Reconnections catch up by themselves; CatchUp is for a
-// Client without Options.Reconnect, or to make sure of the inbox now. It
-// must not be called from a handler.
+// CatchUp reads the inbox with events_poll up to its end and passes to the
+// handlers what they have not seen, in order with the notifications around
+// it. It waits until that is done or ctx ends. Reconnections catch up by
+// themselves; CatchUp is for a Client without Options.Reconnect, or to make
+// sure of the inbox now (a notification the server dropped for a session
+// too slow to take it is found this way). It must not be called from a
+// handler.
 func (c *Client) CatchUp(ctx context.Context) error {
 	if _, err := c.current(ctx); err != nil {
 		return err
 	}
+	return c.runCatchUp(ctx, false)
+}
+
+// runCatchUp queues a catch-up for the dispatcher and waits for it. With
+// skip, the inbox is read to its end without calling the handlers: the
+// position a Client starts from.
+func (c *Client) runCatchUp(ctx context.Context, skip bool) error {
 	done := make(chan error, 1)
-	c.queue.push(item{catchUp: &catchUp{done: done}})
+	c.queue.push(item{catchUp: &catchUp{done: done, skip: skip}})
 	select {
 	case err := <-done:
 		return err
@@ -127,13 +138,16 @@ func (c *Client) CatchUp(ctx context.Context) error {
 
 // catchUp runs on the dispatcher. It retries failures that a new session
 // may cure, with backoff, when Options.Reconnect is set.
-func (c *Client) catchUp() error {
+func (c *Client) catchUp(skip bool) error {
 	for attempt := 0; ; attempt++ {
 		cs, err := c.current(c.ctx)
 		if err != nil {
 			return err
 		}
-		err = c.pollAll(cs)
+		if !c.SupportsEvents() {
+			return ErrNoEvents
+		}
+		err = c.pollAll(cs, skip)
 		var te *ToolError
 		switch {
 		case err == nil:
@@ -141,7 +155,7 @@ func (c *Client) catchUp() error {
 		case c.ctx.Err() != nil:
 			return ErrClosed
 		case c.opts.Reconnect == nil || errors.As(err, &te):
-			c.log.Error("MCPE catch-up failed: deliveries may be missing", "cursor", c.Cursor(), "error", err)
+			c.log.Error("MCPE catch-up failed: deliveries may be missing", "cursor", c.base, "error", err)
 			return err
 		}
 		c.log.Warn("MCPE catch-up failed; retrying", "attempt", attempt+1, "error", err)
@@ -151,46 +165,46 @@ func (c *Client) catchUp() error {
 	}
 }
 
-// pollAll delivers the inbox from Cursor to its end.
-func (c *Client) pollAll(cs *mcp.ClientSession) error {
-	cursor := c.Cursor()
+// pollAll reads the inbox from base to its end, delivering each entry
+// unless skip, and moves base there. Entries seen before are dropped by
+// the deliver functions. An empty base starts at the server's own poll
+// position.
+func (c *Client) pollAll(cs *mcp.ClientSession, skip bool) error {
+	cursor := c.base
 	for {
 		ctx, cancel := context.WithTimeout(c.ctx, pollTimeout)
-		res, err := callTool[subscriptions.PollResult](ctx, cs, pollTool, subscriptions.PollRequest{Cursor: cursor, Limit: subscriptions.MaxPollLimit})
+		res, err := callTool[subscriptions.PollResult](ctx, cs, tools.Poll, subscriptions.PollRequest{Cursor: cursor, Limit: subscriptions.MaxPollLimit})
 		cancel()
 		if err != nil {
 			return err
 		}
+		if _, err := subscriptions.ParseCursor(res.NextCursor); err != nil {
+			return errors.New("events_poll answered without a valid nextCursor")
+		}
 		for _, it := range res.Items {
-			c.pollItem(it)
+			if !skip {
+				c.pollItem(it)
+			}
 		}
-		c.advance(res.NextCursor)
-		if res.NextCursor != "" {
-			cursor = res.NextCursor
-		}
+		cursor = res.NextCursor
+		c.base = cursor
+		c.advance(cursor)
 		if !res.HasMore {
+			c.pending = 0
 			return nil
 		}
 	}
 }
 
-// markEnd records the inbox's current end as the cursor a later catch-up
-// starts from, skipping what was there before: the inbox holds deliveries
-// of earlier sessions, which are not this Client's to handle.
-func (c *Client) markEnd(ctx context.Context, cs *mcp.ClientSession) error {
-	cursor := ""
-	for {
-		res, err := callTool[subscriptions.PollResult](ctx, cs, pollTool, subscriptions.PollRequest{Cursor: cursor, Limit: subscriptions.MaxPollLimit})
-		if err != nil {
-			return err
-		}
-		cursor = res.NextCursor
-		if !res.HasMore {
-			break
-		}
+// delivered counts a delivery made since base, and queues a catch-up that
+// moves base once DedupSize/4 of them were made: base may only be as far
+// behind as the dedup memory reaches.
+func (c *Client) delivered() {
+	c.pending++
+	if c.pending >= max(1, c.opts.DedupSize/4) && !c.queued {
+		c.queued = true
+		c.queue.push(item{catchUp: &catchUp{checkpoint: true}})
 	}
-	c.advance(cursor)
-	return nil
 }
 
 // watchStream returns a copy of t that notices when the go-sdk opens the

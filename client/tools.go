@@ -9,18 +9,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
-)
-
-// The tools of an MCPE server.
-const (
-	subscribeTool   = "events_subscribe"
-	unsubscribeTool = "events_unsubscribe"
-	listTool        = "events_list"
-	pauseTool       = "events_pause"
-	resumeTool      = "events_resume"
-	updateTool      = "events_update"
-	pollTool        = "events_poll"
-	catalogTool     = "events_catalog"
+	"github.com/mcpe-server/mcpe-server/tools"
 )
 
 // ToolError is a tool call the server refused. Message is the server's
@@ -34,35 +23,35 @@ func (e *ToolError) Error() string { return e.Tool + ": " + e.Message }
 
 // Subscribe creates a subscription (events_subscribe).
 func (c *Client) Subscribe(ctx context.Context, req subscriptions.SubscribeRequest) (*subscriptions.Subscription, error) {
-	return call[*subscriptions.Subscription](ctx, c, subscribeTool, req)
+	return call[*subscriptions.Subscription](ctx, c, tools.Subscribe, req)
 }
 
 // Unsubscribe removes a subscription for good (events_unsubscribe).
 func (c *Client) Unsubscribe(ctx context.Context, subscriptionID string) error {
-	_, err := call[subscriptions.UnsubscribeResult](ctx, c, unsubscribeTool, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
+	_, err := call[subscriptions.UnsubscribeResult](ctx, c, tools.Unsubscribe, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
 	return err
 }
 
 // Update changes a subscription's filter, delivery, expiry or handler
 // (events_update); the fields left out are kept.
 func (c *Client) Update(ctx context.Context, req subscriptions.UpdateRequest) (*subscriptions.Subscription, error) {
-	return call[*subscriptions.Subscription](ctx, c, updateTool, req)
+	return call[*subscriptions.Subscription](ctx, c, tools.Update, req)
 }
 
 // Pause stops a subscription's deliveries until Resume (events_pause).
 func (c *Client) Pause(ctx context.Context, subscriptionID string) (*subscriptions.Subscription, error) {
-	return call[*subscriptions.Subscription](ctx, c, pauseTool, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
+	return call[*subscriptions.Subscription](ctx, c, tools.Pause, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
 }
 
 // Resume restarts a paused subscription (events_resume).
 func (c *Client) Resume(ctx context.Context, subscriptionID string) (*subscriptions.Subscription, error) {
-	return call[*subscriptions.Subscription](ctx, c, resumeTool, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
+	return call[*subscriptions.Subscription](ctx, c, tools.Resume, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
 }
 
 // List returns the caller's subscriptions with the given status, or all of
 // them when status is empty (events_list).
 func (c *Client) List(ctx context.Context, status subscriptions.Status) ([]*subscriptions.Subscription, error) {
-	res, err := call[subscriptions.ListResult](ctx, c, listTool, subscriptions.ListRequest{Status: status})
+	res, err := call[subscriptions.ListResult](ctx, c, tools.List, subscriptions.ListRequest{Status: status})
 	if err != nil {
 		return nil, err
 	}
@@ -72,13 +61,13 @@ func (c *Client) List(ctx context.Context, status subscriptions.Status) ([]*subs
 // Poll reads the caller's inbox (events_poll). It does not call the
 // handlers, and does not move the position Client catch-ups start from.
 func (c *Client) Poll(ctx context.Context, req subscriptions.PollRequest) (subscriptions.PollResult, error) {
-	return call[subscriptions.PollResult](ctx, c, pollTool, req)
+	return call[subscriptions.PollResult](ctx, c, tools.Poll, req)
 }
 
 // Catalog returns the event types the server can deliver, keeping those
 // that match pattern; empty keeps all (events_catalog).
 func (c *Client) Catalog(ctx context.Context, pattern string) (*subscriptions.Catalog, error) {
-	return call[*subscriptions.Catalog](ctx, c, catalogTool, subscriptions.CatalogRequest{Pattern: pattern})
+	return call[*subscriptions.Catalog](ctx, c, tools.CatalogTool, subscriptions.CatalogRequest{Pattern: pattern})
 }
 
 // call calls a tool on the live session, waiting for a reconnection in

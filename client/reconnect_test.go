@@ -1,0 +1,412 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/client"
+	"github.com/mcpe-server/mcpe-server/client/clienttest"
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// instantClock is a client clock whose timers fire at once; it records
+// the waits asked for.
+type instantClock struct {
+	mu    sync.Mutex
+	waits []time.Duration
+}
+
+func (c *instantClock) Now() time.Time { return start }
+
+func (c *instantClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	c.mu.Lock()
+	c.waits = append(c.waits, d)
+	c.mu.Unlock()
+	go f()
+	return stoppedTimer{}
+}
+
+type stoppedTimer struct{}
+
+func (stoppedTimer) Stop() bool { return false }
+
+// manualClock is a client clock whose timers fire when the test says.
+type manualClock struct {
+	timers chan manualTimer
+}
+
+type manualTimer struct {
+	d    time.Duration
+	fire func()
+}
+
+func (c *manualClock) Now() time.Time { return start }
+
+func (c *manualClock) AfterFunc(d time.Duration, f func()) clock.Timer {
+	c.timers <- manualTimer{d: d, fire: f}
+	return stoppedTimer{}
+}
+
+// next returns the next timer set, failing after wait.
+func (c *manualClock) next(t *testing.T) manualTimer {
+	t.Helper()
+	select {
+	case tm := <-c.timers:
+		return tm
+	case <-time.After(wait):
+		t.Fatal("no timer was set")
+		return manualTimer{}
+	}
+}
+
+// TestReconnectLosesNothing breaks the connection in the middle of a stream
+// of 1000 events, in every way a connection breaks, and checks that the
+// handler sees each event exactly once.
+func TestReconnectLosesNothing(t *testing.T) {
+	const total = 1000
+	tests := []struct {
+		name string
+		link func(t *testing.T) link
+		// sessionEnds is true when the break ends the MCP session, so
+		// that the client has to dial again.
+		sessionEnds bool
+	}{
+		{"memory/2026-07-28 session closed by the server", func(t *testing.T) link { return memoryLink(t, "2026-07-28") }, true},
+		{"memory/2025-11-25 session closed by the server", func(t *testing.T) link { return memoryLink(t, "2025-11-25") }, true},
+		{"http session closed by the server", func(t *testing.T) link { return httpLink(t, "") }, true},
+		{"http connections dropped", func(t *testing.T) link {
+			l := httpLink(t, "")
+			l.kill = func(*testing.T) { l.server.CloseConnections() }
+			return l
+		}, false},
+		{"stdio server killed", func(t *testing.T) link { return stdioLink(t, "") }, true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			l := tc.link(t)
+			var dials atomic.Int64
+			dial := func(ctx context.Context) (mcp.Transport, error) {
+				dials.Add(1)
+				return l.transport(ctx)
+			}
+			got := make(chan string, 2*total)
+			clk := &instantClock{}
+			c, err := client.New(&client.Options{Reconnect: dial, Clock: clk})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			if _, err := c.OnEvent("stream.*", func(_ context.Context, _ string, ev subscriptions.Event) { got <- ev.ID }); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Connect(ctxT(t), nil); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.Subscribe(ctxT(t), subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"stream.*"}}}); err != nil {
+				t.Fatal(err)
+			}
+			first := c.Session()
+
+			want := make(map[string]bool, total)
+			seen := make(map[string]int, total)
+			receive := func() {
+				for {
+					select {
+					case id := <-got:
+						seen[id]++
+					default:
+						return
+					}
+				}
+			}
+			for i := range total {
+				if i == total/2 {
+					l.kill(t)
+				}
+				want[l.publish(t, "stream.tick", fmt.Sprintf(`{"n": %d}`, i))] = true
+				receive()
+			}
+			deadline := time.After(3 * wait)
+			for len(seen) < total {
+				select {
+				case id := <-got:
+					seen[id]++
+				case <-deadline:
+					t.Fatalf("the handler saw %d of %d events", len(seen), total)
+				}
+			}
+			// Anything still on its way shows up after a catch-up.
+			if err := c.CatchUp(ctxT(t)); err != nil {
+				t.Fatal(err)
+			}
+			receive()
+			for id, n := range seen {
+				if !want[id] {
+					t.Errorf("the handler saw event %s, which was not published", id)
+				}
+				if n != 1 {
+					t.Errorf("the handler saw event %s %d times", id, n)
+				}
+			}
+			if tc.sessionEnds {
+				if dials.Load() < 2 || c.Session() == first {
+					t.Errorf("the client did not reconnect: %d dials", dials.Load())
+				}
+				clk.mu.Lock()
+				if len(clk.waits) == 0 || clk.waits[0] <= 0 || clk.waits[0] > client.DefaultBackoffMin {
+					t.Errorf("waits before reconnecting = %v; want a first wait in (0, %v]", clk.waits, client.DefaultBackoffMin)
+				}
+				clk.mu.Unlock()
+			}
+		})
+	}
+}
+
+// TestReconnectBackoff checks the waits between reconnection attempts:
+// they double from BackoffMin up to BackoffMax, less up to half at random,
+// and no attempt is made before its wait is over.
+func TestReconnectBackoff(t *testing.T) {
+	s, _ := inProcess(t, nil)
+	clk := &manualClock{timers: make(chan manualTimer)}
+	var fail atomic.Bool
+	attempts := make(chan struct{}, 100)
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		attempts <- struct{}{}
+		if fail.Load() {
+			return nil, errors.New("connection refused")
+		}
+		return s.Transport(ctx, principal)
+	}
+	c, err := client.New(&client.Options{Reconnect: dial, Clock: clk, BackoffMin: 100 * time.Millisecond, BackoffMax: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if err := c.Connect(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	<-attempts
+
+	fail.Store(true)
+	s.CloseSessions()
+	for i, max := range []time.Duration{100, 200, 400, 800, 1000, 1000} {
+		max *= time.Millisecond
+		tm := clk.next(t)
+		if tm.d < max/2 || tm.d > max {
+			t.Errorf("wait %d = %v, want between %v and %v", i, tm.d, max/2, max)
+		}
+		select {
+		case <-attempts:
+			t.Fatalf("attempt %d made before its wait was over", i)
+		default:
+		}
+		if i == 5 {
+			fail.Store(false)
+		}
+		tm.fire()
+		select {
+		case <-attempts:
+		case <-time.After(wait):
+			t.Fatalf("no attempt after wait %d", i)
+		}
+	}
+	// The last attempt succeeded: calls work again.
+	if _, err := c.List(ctxT(t), ""); err != nil {
+		t.Fatalf("List after reconnecting: %v", err)
+	}
+}
+
+// TestSessionEndedWithoutReconnect checks that, without Options.Reconnect,
+// calls after the session ended fail with ErrSessionEnded, and calls after
+// Close with ErrClosed.
+func TestSessionEndedWithoutReconnect(t *testing.T) {
+	s, _ := inProcess(t, nil)
+	tr, err := s.Transport(ctxT(t), principal)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := client.Connect(ctxT(t), tr, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.CloseSessions()
+	if _, err := c.List(ctxT(t), ""); !errors.Is(err, client.ErrSessionEnded) {
+		t.Errorf("List after the session ended = %v, want ErrSessionEnded", err)
+	}
+	if err := c.CatchUp(ctxT(t)); !errors.Is(err, client.ErrSessionEnded) {
+		t.Errorf("CatchUp after the session ended = %v, want ErrSessionEnded", err)
+	}
+	if c.SupportsEvents() {
+		t.Error("SupportsEvents() = true without a session")
+	}
+	c.Close()
+	c.Close()
+	if _, err := c.List(ctxT(t), ""); !errors.Is(err, client.ErrClosed) {
+		t.Errorf("List after Close = %v, want ErrClosed", err)
+	}
+}
+
+// TestResumeFromCursor checks Options.Cursor: a client started with the
+// Cursor of an earlier one gets what was delivered in between, once.
+func TestResumeFromCursor(t *testing.T) {
+	l := memoryLink(t, "")
+	rec := newRecorder()
+	first := connect(t, l, nil, func(c *client.Client) {
+		if _, err := c.OnEvent("*", rec.event("first")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	sub, err := first.Subscribe(ctxT(t), subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"job.*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := l.publish(t, "job.a", `{}`)
+	rec.expect(t, received{Handler: "first", SubscriptionID: sub.ID, Type: "job.a", ID: a})
+	cursor := first.Cursor()
+	first.Close()
+
+	b := l.publish(t, "job.b", `{}`)
+	cc := l.publish(t, "job.c", `{}`)
+	second := connect(t, l, &client.Options{Cursor: cursor}, func(c *client.Client) {
+		if _, err := c.OnEvent("*", rec.event("second")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	rec.expect(t,
+		received{Handler: "second", SubscriptionID: sub.ID, Type: "job.b", ID: b},
+		received{Handler: "second", SubscriptionID: sub.ID, Type: "job.c", ID: cc},
+	)
+	rec.none(t, second)
+
+	// Without a cursor, a client starts at the end of the inbox.
+	third := connect(t, l, nil, func(c *client.Client) {
+		if _, err := c.OnEvent("*", rec.event("third")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	rec.none(t, third)
+	if third.Cursor() != second.Cursor() {
+		t.Errorf("a new client starts at %q, want the end of the inbox %q", third.Cursor(), second.Cursor())
+	}
+}
+
+// TestCatchUpFindsDroppedNotifications makes the server drop notifications
+// for a session that does not read them (its queue holds one), while the
+// session stays up: the client's periodic inbox check finds them.
+func TestCatchUpFindsDroppedNotifications(t *testing.T) {
+	s, _ := inProcess(t, &clienttest.Options{QueueSize: 1})
+	gate := newGate()
+	dial := func(ctx context.Context) (mcp.Transport, error) {
+		tr, err := s.Transport(ctx, principal)
+		if err != nil {
+			return nil, err
+		}
+		return &gatedTransport{Transport: tr, gate: gate}, nil
+	}
+	got := make(chan string, 100)
+	c, err := client.New(&client.Options{Reconnect: dial, DedupSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	if _, err := c.OnEvent("*", func(_ context.Context, _ string, ev subscriptions.Event) { got <- ev.ID }); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Subscribe(ctxT(t), subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	gate.close()
+	want := map[string]bool{}
+	for i := range 20 {
+		id, err := s.Publish(ctxT(t), subscriptions.EventInput{Type: fmt.Sprintf("burst.e%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = true
+	}
+	gate.open()
+	seen := map[string]int{}
+	deadline := time.After(wait)
+	for len(seen) < len(want) {
+		select {
+		case id := <-got:
+			seen[id]++
+		case <-deadline:
+			t.Fatalf("the handler saw %d of %d events", len(seen), len(want))
+		}
+	}
+	for id, n := range seen {
+		if !want[id] || n != 1 {
+			t.Errorf("event %s seen %d times (published: %v)", id, n, want[id])
+		}
+	}
+}
+
+// gate holds up a connection's reads while closed.
+type gate struct {
+	mu      sync.Mutex
+	ch      chan struct{} // closed while the gate is open
+	release func()
+}
+
+func newGate() *gate {
+	g := &gate{ch: make(chan struct{}), release: func() {}}
+	close(g.ch)
+	return g
+}
+
+func (g *gate) close() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	ch := make(chan struct{})
+	g.ch, g.release = ch, sync.OnceFunc(func() { close(ch) })
+}
+
+func (g *gate) open() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.release()
+}
+
+func (g *gate) wait() {
+	g.mu.Lock()
+	ch := g.ch
+	g.mu.Unlock()
+	<-ch
+}
+
+// gatedTransport is a transport whose reads wait for the gate.
+type gatedTransport struct {
+	mcp.Transport
+	gate *gate
+}
+
+func (t *gatedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &gatedConn{Connection: conn, gate: t.gate}, nil
+}
+
+type gatedConn struct {
+	mcp.Connection
+	gate *gate
+}
+
+func (c *gatedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	c.gate.wait()
+	return c.Connection.Read(ctx)
+}
