@@ -42,6 +42,10 @@ const (
 	// MinHandlerTimeout is the shortest timeout a handler may ask for, in
 	// milliseconds: a smaller number was most likely meant as seconds.
 	MinHandlerTimeout = 100
+	// MaxStatusOutput bounds HandlerStatus.LastOutput, in bytes: a store
+	// keeps at most this much of a run's Outcome.Output, cut on a UTF-8
+	// boundary and marked as cut. An agent's whole answer fits.
+	MaxStatusOutput = 8 << 10
 )
 
 // HandlerSpec is a subscription's handler, as in MCPE: one object whose type
@@ -326,7 +330,8 @@ type HandlerStatus struct {
 	LastRunAt *time.Time `json:"lastRunAt,omitempty"`
 	// LastError is the error of the latest failed attempt.
 	LastError string `json:"lastError,omitempty"`
-	// LastOutput and LastToolCalls are those of the latest attempt.
+	// LastOutput and LastToolCalls are those of the latest attempt; the
+	// output is cut at MaxStatusOutput bytes.
 	LastOutput    string   `json:"lastOutput,omitempty"`
 	LastToolCalls []string `json:"lastToolCalls,omitempty"`
 	// Disabled says why the handler stopped running, when it did.

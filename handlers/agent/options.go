@@ -29,8 +29,9 @@ const (
 )
 
 // MaxOutputBytes bounds Outcome.Output: a longer answer is cut, on a UTF-8
-// boundary, and marked as cut.
-const MaxOutputBytes = 8 << 10
+// boundary, and marked as cut. It is what events_list shows of an outcome
+// (subscriptions.MaxStatusOutput), so a whole answer is shown.
+const MaxOutputBytes = subscriptions.MaxStatusOutput
 
 // DefaultOfflineRetries are the delays before the next attempt when no
 // route to an LLM exists at run time (Options.OfflineRetries): after

@@ -307,7 +307,7 @@ func (s *Store) FinishJobs(ctx context.Context, done []subscriptions.JobDone) er
 }
 
 // maxStoredOutput bounds the output kept of a handler's latest run.
-const maxStoredOutput = 4 << 10
+const maxStoredOutput = subscriptions.MaxStatusOutput
 
 // truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
 func truncate(s string, n int) string {

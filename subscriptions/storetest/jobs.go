@@ -3,8 +3,10 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -163,6 +165,35 @@ func testFinishJobs(t *testing.T, open Opener) {
 	finish(t, s, done(0, subscriptions.Outcome{}, at(4*time.Hour)))
 	if st := handlerStatus(t, s, sub); st.Succeeded != 1 {
 		t.Errorf("a job finished twice counted twice: %+v", st)
+	}
+
+	// The latest output is kept up to MaxStatusOutput bytes, whole when it
+	// fits, else cut on a character boundary and marked.
+	fits := strings.Repeat("a", subscriptions.MaxStatusOutput)
+	long := strings.Repeat("é", subscriptions.MaxStatusOutput) // 2 bytes each
+	for i, out := range []string{fits, long} {
+		for _, j := range dueJobs(t, s, at(5*time.Hour), 10) { // those left above
+			finish(t, s, subscriptions.JobDone{JobID: j.JobID, SubscriptionID: sub.ID, At: at(5 * time.Hour)})
+		}
+		ev, raw := newEvent(20+i, "test.created", "")
+		publish(t, s, ev, raw, targets(sub), at(5*time.Hour))
+		jobs := dueJobs(t, s, at(5*time.Hour), 10)
+		if len(jobs) != 1 {
+			t.Fatalf("%d jobs, want 1", len(jobs))
+		}
+		finish(t, s, subscriptions.JobDone{JobID: jobs[0].JobID, SubscriptionID: sub.ID, At: at(5 * time.Hour), Outcome: subscriptions.Outcome{Output: out}})
+		got := handlerStatus(t, s, sub).LastOutput
+		switch {
+		case out == fits && got != fits:
+			t.Errorf("an output of %d bytes was not kept whole: %d bytes kept", len(fits), len(got))
+		case out == long:
+			kept := strings.TrimRightFunc(got, func(r rune) bool { return r != 'é' })
+			if !utf8.ValidString(got) || !strings.HasPrefix(long, kept) || len(kept) < subscriptions.MaxStatusOutput-1 ||
+				len(kept) > subscriptions.MaxStatusOutput || kept == got {
+				t.Errorf("an output of %d bytes was kept as %d bytes (%d of the output, marked: %v); want at most %d of it, cut on a character, marked",
+					len(long), len(got), len(kept), kept != got, subscriptions.MaxStatusOutput)
+			}
+		}
 	}
 }
 
