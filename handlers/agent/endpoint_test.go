@@ -273,3 +273,52 @@ func TestEndpointStopped(t *testing.T) {
 		t.Errorf("outcome = %+v; want a stopped run without a retry", out)
 	}
 }
+
+// bodyTransport answers every request with status and body, without a
+// network.
+type bodyTransport struct {
+	status int
+	body   []byte
+}
+
+func (b bodyTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	return &http.Response{StatusCode: b.status, Status: http.StatusText(b.status), Header: http.Header{},
+		Body: io.NopCloser(strings.NewReader(string(b.body))), Request: r}, nil
+}
+
+// FuzzEndpointAnswer reads arbitrary answers of an endpoint: never a
+// panic, and every tool call it yields has arguments that are a JSON
+// object or a reason why not.
+func FuzzEndpointAnswer(f *testing.F) {
+	f.Add(200, []byte(answerHello))
+	f.Add(200, []byte(`{"choices":[{"message":{"content":null,"tool_calls":[{"id":"c1","function":{"name":"events_list","arguments":"{\"limit\":1}"}}]}}]}`))
+	f.Add(200, []byte(`{"choices":[{"message":{"content":[{"type":"text","text":"a"},{"type":"image"}],"tool_calls":[{"function":{"name":"x","arguments":{"a":1}}},{"function":{"name":"y","arguments":"[1]"}}]}}]}`))
+	f.Add(200, []byte(`{"error":{"message":"bad key"}}`))
+	f.Add(429, []byte(`slow down`))
+	f.Add(200, []byte(`{"choices":[`))
+	f.Fuzz(func(t *testing.T, status int, body []byte) {
+		if status < 100 || status > 999 {
+			status = 200
+		}
+		ep := &Endpoint{URL: "http://llm.test/v1/chat/completions", Model: "m", UserAgent: DefaultUserAgent,
+			HTTPClient: &http.Client{Transport: bodyTransport{status, body}}}
+		conv := newEndpointConv(ep, time.Hour, "system", "user", 100, []*mcp.Tool{{Name: "events_list", InputSchema: map[string]any{"type": "object"}}})
+		r, err := conv.next(context.Background(), false)
+		if err != nil {
+			return
+		}
+		if r == nil {
+			t.Fatal("no reply and no error")
+		}
+		for _, u := range r.uses {
+			if u.badArgs != "" {
+				continue
+			}
+			var obj map[string]any
+			if err := json.Unmarshal(u.args, &obj); err != nil || obj == nil {
+				t.Errorf("tool call %q has arguments %q that are not a JSON object", u.name, u.args)
+			}
+		}
+		conv.answer([]toolResult{{id: "x", text: "y"}})
+	})
+}
