@@ -31,11 +31,45 @@ type Notification struct {
 // Client is a connected test client.
 type Client struct {
 	Session *mcp.ClientSession
-	notes   chan Notification
 	done    chan struct{} // closed when the session ends
 
 	mu      sync.Mutex
 	initRaw json.RawMessage
+	// notes holds the notifications received and not yet taken. It grows
+	// as needed instead of being a large buffered channel, whose whole
+	// buffer the garbage collector would scan in every cycle and so skew
+	// the benchmarks that use this client.
+	notes []Notification
+	// arrived has a value when notes may have grown since it was last
+	// taken.
+	arrived chan struct{}
+}
+
+// push queues a received notification.
+func (c *Client) push(n Notification) {
+	c.mu.Lock()
+	c.notes = append(c.notes, n)
+	c.mu.Unlock()
+	select {
+	case c.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// pop takes the oldest queued notification.
+func (c *Client) pop() (Notification, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.notes) == 0 {
+		return Notification{}, false
+	}
+	n := c.notes[0]
+	c.notes[0] = Notification{}
+	c.notes = c.notes[1:]
+	if len(c.notes) == 0 {
+		c.notes = nil // let the backing array go
+	}
+	return n, true
 }
 
 // Connect connects a client over t and closes it when the test ends. opts
@@ -48,15 +82,15 @@ func Connect(t testing.TB, t2 mcp.Transport, opts *mcp.ClientSessionOptions) *Cl
 // ConnectWith is Connect with client options, such as a sampling handler.
 func ConnectWith(t testing.TB, t2 mcp.Transport, clientOpts *mcp.ClientOptions, opts *mcp.ClientSessionOptions) *Client {
 	t.Helper()
-	c := &Client{notes: make(chan Notification, 100000)}
+	c := &Client{arrived: make(chan struct{}, 1)}
 	transport := mcpbridge.ClientTransport(&recordInit{Transport: t2, c: c}, func(method string, params json.RawMessage) {
-		c.notes <- Notification{Method: method, Params: params}
+		c.push(Notification{Method: method, Params: params})
 	})
 	if _, ok := t2.(*mcp.StreamableClientTransport); ok {
 		// recordInit would hide the streamable connection's private
 		// interface and so its event stream; the bridge taps HTTP instead.
 		transport = mcpbridge.ClientTransport(t2, func(method string, params json.RawMessage) {
-			c.notes <- Notification{Method: method, Params: params}
+			c.push(Notification{Method: method, Params: params})
 		})
 	}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpetest", Version: "1"}, clientOpts)
@@ -141,12 +175,18 @@ func (c *Client) Subscribe(t testing.TB, args any) *subscriptions.Subscription {
 // Next returns the next notification, failing the test after Wait.
 func (c *Client) Next(t testing.TB) Notification {
 	t.Helper()
-	select {
-	case n := <-c.notes:
-		return n
-	case <-time.After(Wait):
-		t.Fatalf("no notification within %v", Wait)
-		return Notification{}
+	timeout := time.NewTimer(Wait)
+	defer timeout.Stop()
+	for {
+		if n, ok := c.pop(); ok {
+			return n
+		}
+		select {
+		case <-c.arrived:
+		case <-timeout.C:
+			t.Fatalf("no notification within %v", Wait)
+			return Notification{}
+		}
 	}
 }
 
@@ -171,15 +211,11 @@ func (c *Client) NextEvent(t testing.TB) (subscriptions.EventParams, subscriptio
 // Pending returns the notifications received and not yet taken, without
 // waiting.
 func (c *Client) Pending() []Notification {
-	var out []Notification
-	for {
-		select {
-		case n := <-c.notes:
-			out = append(out, n)
-		default:
-			return out
-		}
-	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := c.notes
+	c.notes = nil
+	return out
 }
 
 func mustJSON(v any) string {
@@ -224,10 +260,18 @@ func (n Notification) String() string { return fmt.Sprintf("%s %s", n.Method, n.
 // NextOrClosed waits for the next notification without a deadline; ok is
 // false once the client has closed. Benchmarks use it.
 func (c *Client) NextOrClosed() (Notification, bool) {
-	select {
-	case n := <-c.notes:
-		return n, true
-	case <-c.done:
-		return Notification{}, false
+	for {
+		if n, ok := c.pop(); ok {
+			return n, true
+		}
+		select {
+		case <-c.arrived:
+		case <-c.done:
+			// What arrived before the end is still returned.
+			if n, ok := c.pop(); ok {
+				return n, true
+			}
+			return Notification{}, false
+		}
 	}
 }
