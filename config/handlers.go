@@ -145,8 +145,8 @@ func (b *BashHandler) validate() error {
 	if b.MaxConcurrent < 0 {
 		return errors.New("handlers.bash.maxConcurrent must be positive (or left out for 4)")
 	}
-	if d, m := time.Duration(b.DefaultTimeout), time.Duration(b.MaxTimeout); m != 0 && d > m {
-		return fmt.Errorf("handlers.bash.defaultTimeout %v is longer than handlers.bash.maxTimeout %v", d, m)
+	if err := checkTimeouts("handlers.bash", b.DefaultTimeout, b.MaxTimeout, defaultBashTimeout); err != nil {
+		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(b.Commands)) {
 		c := b.Commands[name]
@@ -184,8 +184,8 @@ func (w *WebhookHandler) validate() error {
 			return err
 		}
 	}
-	if d, m := time.Duration(w.DefaultTimeout), time.Duration(w.MaxTimeout); m != 0 && d > m {
-		return fmt.Errorf("handlers.webhook.defaultTimeout %v is longer than handlers.webhook.maxTimeout %v", d, m)
+	if err := checkTimeouts("handlers.webhook", w.DefaultTimeout, w.MaxTimeout, defaultWebhookTimeout); err != nil {
+		return err
 	}
 	for i, d := range w.RetrySchedule {
 		if d <= 0 {
@@ -226,12 +226,40 @@ func (w *WebhookHandler) SecretValues() (map[string]string, error) {
 	return out, nil
 }
 
-func (a *AgentHandler) validate() error {
-	if a.MaxTurns < 0 {
-		return errors.New("handlers.agent.maxTurns must be positive (or left out for 8)")
+// The handlers' default timeouts, which a maxTimeout given alone must not
+// be under.
+const (
+	defaultBashTimeout    = 30 * time.Second
+	defaultWebhookTimeout = 10 * time.Second
+)
+
+// checkTimeouts checks a handler's defaultTimeout against its maxTimeout;
+// def is the default timeout when defaultTimeout is left out.
+func checkTimeouts(field string, defaultTimeout, maxTimeout Duration, def time.Duration) error {
+	d, m := time.Duration(defaultTimeout), time.Duration(maxTimeout)
+	switch {
+	case m == 0:
+		return nil
+	case d > m:
+		return fmt.Errorf("%s.defaultTimeout %v is longer than %s.maxTimeout %v", field, d, field, m)
+	case d == 0 && def > m:
+		return fmt.Errorf("%s.maxTimeout %v is shorter than the default timeout %v; set %s.defaultTimeout too", field, m, def, field)
 	}
-	if a.MaxTokens < 0 {
-		return errors.New("handlers.agent.maxTokens must be positive (or left out for 1024)")
+	return nil
+}
+
+// Bounds of the agent handler's settings.
+const (
+	maxAgentTurns  = 1000
+	maxAgentTokens = 64000
+)
+
+func (a *AgentHandler) validate() error {
+	if a.MaxTurns < 0 || a.MaxTurns > maxAgentTurns {
+		return fmt.Errorf("handlers.agent.maxTurns is %d; give a number from 1 to %d (or leave it out for 8)", a.MaxTurns, maxAgentTurns)
+	}
+	if a.MaxTokens < 0 || a.MaxTokens > maxAgentTokens {
+		return fmt.Errorf("handlers.agent.maxTokens is %d; give a number from 1 to %d (or leave it out for 1024)", a.MaxTokens, maxAgentTokens)
 	}
 	e := a.Endpoint
 	if e == nil {

@@ -66,6 +66,22 @@ handlers:
 	}
 }
 
+// TestParseHandlerTimeouts checks the timeouts accepted: a maxTimeout alone
+// at least the default timeout, or with a defaultTimeout under it.
+func TestParseHandlerTimeouts(t *testing.T) {
+	for _, y := range []string{
+		"handlers:\n  bash:\n    maxTimeout: 30s\n",
+		"handlers:\n  bash:\n    defaultTimeout: 5s\n    maxTimeout: 10s\n",
+		"handlers:\n  webhook:\n    maxTimeout: 10s\n",
+		"handlers:\n  webhook:\n    defaultTimeout: 2s\n    maxTimeout: 5s\n",
+		"handlers:\n  webhook:\n    defaultTimeout: 2m\n",
+	} {
+		if _, err := Parse(strings.NewReader(y)); err != nil {
+			t.Errorf("Parse(%q) = %v; want it accepted", y, err)
+		}
+	}
+}
+
 func TestParseHandlerErrors(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
 		{"handlers:\n  concurrency: -1\n", "handlers.concurrency must be positive"},
@@ -81,6 +97,12 @@ func TestParseHandlerErrors(t *testing.T) {
 		{"handlers:\n  agent:\n    endpoint: {url: 'ftp://x', model: m}\n", `handlers.agent.endpoint.url "ftp://x": give the full chat-completions URL`},
 		{"handlers:\n  agent:\n    endpoint: {url: 'https://x/v1/chat/completions'}\n", "handlers.agent.endpoint.model is required"},
 		{"handlers:\n  agent:\n    endpont: {}\n", "field endpont not found"},
+		{"handlers:\n  bash:\n    maxTimeout: 10s\n", "handlers.bash.maxTimeout 10s is shorter than the default timeout 30s; set handlers.bash.defaultTimeout too"},
+		{"handlers:\n  webhook:\n    maxTimeout: 5s\n", "handlers.webhook.maxTimeout 5s is shorter than the default timeout 10s; set handlers.webhook.defaultTimeout too"},
+		{"handlers:\n  webhook:\n    defaultTimeout: 1m\n    maxTimeout: 30s\n", "handlers.webhook.defaultTimeout 1m0s is longer than handlers.webhook.maxTimeout 30s"},
+		{"handlers:\n  webhook:\n    secretGrace: -1h\n", `handlers.webhook.secretGrace: "-1h" is negative`},
+		{"handlers:\n  agent:\n    maxTurns: 5000\n", "handlers.agent.maxTurns is 5000; give a number from 1 to 1000"},
+		{"handlers:\n  agent:\n    maxTokens: -1\n", "handlers.agent.maxTokens is -1; give a number from 1 to 64000"},
 	} {
 		_, err := Parse(strings.NewReader(tt.yaml))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
