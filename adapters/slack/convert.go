@@ -1,0 +1,471 @@
+package slack
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Data is the data of a slack.* event: what an agent needs to understand
+// and answer it, in Slack's own field names. Fields Slack did not send are
+// left out.
+type Data struct {
+	// TeamID is the workspace the event happened in.
+	TeamID string `json:"team_id,omitempty"`
+	// EnterpriseID is the Enterprise Grid organisation, if any.
+	EnterpriseID string `json:"enterprise_id,omitempty"`
+	// APIAppID is the Slack app the event was sent to.
+	APIAppID string `json:"api_app_id,omitempty"`
+	// Type is Slack's event type, such as "message" or "app_mention".
+	Type string `json:"type"`
+	// Subtype is the event's subtype, such as "message_changed".
+	Subtype string `json:"subtype,omitempty"`
+	// User is who acted: the author of a message (of the edited message
+	// for message_changed, of the deleted one for message_deleted), who
+	// reacted, joined, pinned or shared, who created a channel.
+	User string `json:"user,omitempty"`
+	// BotID is set when a bot or app posted the message.
+	BotID string `json:"bot_id,omitempty"`
+	// Username is the name a bot posted under.
+	Username string `json:"username,omitempty"`
+	// Channel is the conversation's ID (C..., G..., D...).
+	Channel string `json:"channel,omitempty"`
+	// ChannelName is the channel's name, for channel_created and
+	// channel_rename.
+	ChannelName string `json:"channel_name,omitempty"`
+	// ChannelType is "channel" (public), "group" (private), "im" (direct
+	// message), "mpim" (group direct message) or "app_home".
+	ChannelType string `json:"channel_type,omitempty"`
+	// Inviter is who added the member, for member_joined_channel.
+	Inviter string `json:"inviter,omitempty"`
+	// Text is the message's text in Slack's mrkdwn ("<@U123>" mentions a
+	// user), at most MaxTextBytes.
+	Text string `json:"text,omitempty"`
+	// PreviousText is the text before an edit (message_changed) or of the
+	// deleted message (message_deleted).
+	PreviousText string `json:"previous_text,omitempty"`
+	// TS is the message's timestamp, its ID within the channel; for
+	// message_changed and message_deleted, that of the message changed or
+	// deleted.
+	TS string `json:"ts,omitempty"`
+	// ThreadTS is the timestamp of the thread's parent message, when the
+	// message is in a thread.
+	ThreadTS string `json:"thread_ts,omitempty"`
+	// ParentUserID is the author of the thread's parent message.
+	ParentUserID string `json:"parent_user_id,omitempty"`
+	// EventTS is when the event happened, as a Slack timestamp.
+	EventTS string `json:"event_ts,omitempty"`
+	// Edited says who last edited the message, and when.
+	Edited *Edited `json:"edited,omitempty"`
+	// Reaction is the emoji name, without colons, for reaction_added and
+	// reaction_removed.
+	Reaction string `json:"reaction,omitempty"`
+	// ItemUser is the author of the item reacted to.
+	ItemUser string `json:"item_user,omitempty"`
+	// Item is what was reacted to or pinned.
+	Item *Item `json:"item,omitempty"`
+	// FileID is the file of a file_shared event.
+	FileID string `json:"file_id,omitempty"`
+	// Files are the files attached to a message (at most MaxFiles).
+	Files []File `json:"files,omitempty"`
+	// Attachments summarise a message's legacy attachments (at most
+	// MaxAttachments), where bots often put their content.
+	Attachments []Attachment `json:"attachments,omitempty"`
+	// Event is a copy of the event, cut to MaxEventDepth levels and
+	// MaxEventBytes, for event types without a mapping of their own.
+	Event json.RawMessage `json:"event,omitempty"`
+	// Truncated is true when a text, a list or the copy of the event was
+	// cut.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Edited says who last edited a message, and when.
+type Edited struct {
+	User string `json:"user,omitempty"`
+	TS   string `json:"ts,omitempty"`
+}
+
+// Item is what a reaction or a pin is on: a message (channel and ts), a
+// file or a file comment.
+type Item struct {
+	Type        string `json:"type,omitempty"`
+	Channel     string `json:"channel,omitempty"`
+	TS          string `json:"ts,omitempty"`
+	File        string `json:"file,omitempty"`
+	FileComment string `json:"file_comment,omitempty"`
+}
+
+// File is a file attached to a message; its content stays in Slack.
+type File struct {
+	ID   string `json:"id,omitempty"`
+	Name string `json:"name,omitempty"`
+}
+
+// Attachment is the text of a legacy message attachment.
+type Attachment struct {
+	Title    string `json:"title,omitempty"`
+	Text     string `json:"text,omitempty"`
+	Fallback string `json:"fallback,omitempty"`
+}
+
+// mapped reports whether the adapter has a mapping for Slack event type t;
+// events of other types carry a bounded copy of the event in data.event.
+func mapped(t string) bool {
+	switch t {
+	case "message", "app_mention", "reaction_added", "reaction_removed",
+		"member_joined_channel", "member_left_channel",
+		"channel_created", "channel_rename", "channel_archive", "channel_unarchive", "channel_deleted",
+		"pin_added", "pin_removed", "file_shared":
+		return true
+	}
+	return false
+}
+
+// eventType returns the event type of a Slack event of type t and subtype
+// sub: "slack.<t>", and "slack.message.<sub>" for a message with a
+// subtype.
+func eventType(t, sub string) string {
+	out := "slack." + adapters.Segment(t)
+	if t == "message" && sub != "" {
+		out += "." + adapters.Segment(sub)
+	}
+	return out
+}
+
+// event turns an event_callback into an event; now stamps it when its
+// event_time is unusable.
+func (a *Adapter) event(req *request, now time.Time) (subscriptions.Event, error) {
+	ev := object(req.event)
+	d := Data{
+		TeamID:       req.teamID,
+		EnterpriseID: req.enterpriseID,
+		APIAppID:     req.apiAppID,
+	}
+	d.read(ev)
+	if !mapped(d.Type) {
+		var cut bool
+		d.Event, cut = boundedCopy(ev)
+		d.Truncated = d.Truncated || cut
+	}
+	raw, err := marshal(d)
+	if err != nil {
+		return subscriptions.Event{}, fmt.Errorf("event could not be encoded: %v", err)
+	}
+
+	ts := now
+	if req.eventTime > 0 {
+		ts = time.Unix(req.eventTime, 0)
+	}
+	channel := d.Channel
+	if channel == "" && d.Item != nil {
+		channel = d.Item.Channel
+	}
+	var tags []string
+	for _, t := range []struct{ name, value string }{
+		{"channel", channel},
+		{"user", d.User},
+		{"team", d.TeamID},
+		{"channel_type", d.ChannelType},
+	} {
+		if t.value != "" {
+			tags = append(tags, t.name+":"+t.value)
+		}
+	}
+	return subscriptions.Event{
+		Type: eventType(d.Type, d.Subtype),
+		Data: raw,
+		Metadata: subscriptions.Metadata{
+			SourceEventID: req.eventID,
+			Timestamp:     ts.UTC(),
+			Priority:      priority(&d),
+			Tags:          adapters.Tags(tags...),
+		},
+	}, nil
+}
+
+// humanMessageSubtypes are the message subtypes a person posts: a plain
+// message, and one with a file.
+var humanMessageSubtypes = map[string]bool{"": true, "file_share": true}
+
+// priority is high for a person mentioning the app (app_mention) and for a
+// person's direct message to it (a message without subtype, or with
+// file_share, in an im), and normal for everything else, including
+// whatever a bot posts.
+func priority(d *Data) subscriptions.Priority {
+	if d.BotID != "" {
+		return subscriptions.PriorityNormal
+	}
+	switch {
+	case d.Type == "app_mention":
+		return subscriptions.PriorityHigh
+	case d.Type == "message" && d.ChannelType == "im" && humanMessageSubtypes[d.Subtype]:
+		return subscriptions.PriorityHigh
+	}
+	return subscriptions.PriorityNormal
+}
+
+// read fills d from the inner event ev.
+func (d *Data) read(ev object) {
+	d.Type = ev.str("type", maxNameBytes)
+	d.Subtype = ev.str("subtype", maxNameBytes)
+	d.User = ev.id("user")
+	if d.User == "" {
+		d.User = ev.str("user_id", maxIDBytes)
+	}
+	d.readChannel(ev)
+	d.ChannelType = channelType(ev.str("channel_type", maxIDBytes))
+	d.Inviter = ev.id("inviter")
+	d.EventTS = ev.str("event_ts", maxIDBytes)
+	d.Reaction = ev.str("reaction", maxNameBytes)
+	d.ItemUser = ev.id("item_user")
+	d.Item = readItem(ev.obj("item"))
+	d.FileID = ev.str("file_id", maxIDBytes)
+	d.readMessage(ev)
+
+	if d.Type != "message" {
+		return
+	}
+	switch d.Subtype {
+	case "message_changed":
+		// The event is the change; the edited message is in "message".
+		if m := ev.obj("message"); m != nil {
+			d.User = m.id("user")
+			d.readMessage(m)
+		}
+		if p := ev.obj("previous_message"); p != nil {
+			d.PreviousText = d.text(p.rawString("text"))
+		}
+	case "message_deleted":
+		p := ev.obj("previous_message")
+		if p != nil {
+			d.User = p.id("user")
+			d.readMessage(p)
+			d.PreviousText, d.Text = d.Text, ""
+		}
+		if deleted := ev.str("deleted_ts", maxIDBytes); deleted != "" {
+			d.TS = deleted
+		}
+	}
+}
+
+// readChannel reads the channel, which is an ID for most events, an object
+// for channel_created and channel_rename, and channel_id for pins and
+// files.
+func (d *Data) readChannel(ev object) {
+	if c := ev.obj("channel"); c != nil {
+		d.Channel = c.str("id", maxIDBytes)
+		d.ChannelName = c.str("name", maxNameBytes)
+		if d.User == "" {
+			d.User = c.id("creator")
+		}
+		return
+	}
+	d.Channel = ev.str("channel", maxIDBytes)
+	if d.Channel == "" {
+		d.Channel = ev.str("channel_id", maxIDBytes)
+	}
+}
+
+// readMessage reads the fields of a message object (the event itself, or
+// the message inside message_changed and message_deleted).
+func (d *Data) readMessage(m object) {
+	d.BotID = m.str("bot_id", maxIDBytes)
+	d.Username = m.str("username", maxNameBytes)
+	d.Text = d.text(m.rawString("text"))
+	d.TS = m.str("ts", maxIDBytes)
+	d.ThreadTS = m.str("thread_ts", maxIDBytes)
+	d.ParentUserID = m.id("parent_user_id")
+	d.Edited = nil
+	if e := m.obj("edited"); e != nil {
+		ed := Edited{User: e.id("user"), TS: e.str("ts", maxIDBytes)}
+		if ed != (Edited{}) {
+			d.Edited = &ed
+		}
+	}
+	d.Files = d.files(m["files"])
+	d.Attachments = d.attachments(m["attachments"])
+}
+
+// text cuts s to MaxTextBytes, noting a cut.
+func (d *Data) text(s string) string { return d.cut(s, MaxTextBytes) }
+
+// cut cuts s to max bytes, noting a cut in d.Truncated.
+func (d *Data) cut(s string, max int) string {
+	out := clip(s, max)
+	if len(out) != len(s) {
+		d.Truncated = true
+	}
+	return out
+}
+
+func (d *Data) files(raw json.RawMessage) []File {
+	items := array(raw)
+	var out []File
+	for _, it := range items {
+		if len(out) == MaxFiles {
+			d.Truncated = true
+			break
+		}
+		f := decodeObject(it)
+		if f == nil {
+			continue
+		}
+		file := File{ID: f.str("id", maxIDBytes), Name: d.cut(f.rawString("name"), maxNameBytes)}
+		if file != (File{}) {
+			out = append(out, file)
+		}
+	}
+	return out
+}
+
+func (d *Data) attachments(raw json.RawMessage) []Attachment {
+	items := array(raw)
+	var out []Attachment
+	for _, it := range items {
+		if len(out) == MaxAttachments {
+			d.Truncated = true
+			break
+		}
+		o := decodeObject(it)
+		if o == nil {
+			continue
+		}
+		at := Attachment{
+			Title:    d.cut(o.rawString("title"), MaxAttachmentTextBytes),
+			Text:     d.cut(o.rawString("text"), MaxAttachmentTextBytes),
+			Fallback: d.cut(o.rawString("fallback"), MaxAttachmentTextBytes),
+		}
+		if at != (Attachment{}) {
+			out = append(out, at)
+		}
+	}
+	return out
+}
+
+func readItem(o object) *Item {
+	if o == nil {
+		return nil
+	}
+	it := Item{
+		Type:        o.str("type", maxNameBytes),
+		Channel:     o.str("channel", maxIDBytes),
+		TS:          o.str("ts", maxIDBytes),
+		File:        o.id("file"),
+		FileComment: o.id("file_comment"),
+	}
+	if it.TS == "" {
+		// A pinned message comes whole in the item.
+		if m := o.obj("message"); m != nil {
+			it.TS = m.str("ts", maxIDBytes)
+		}
+	}
+	if it == (Item{}) {
+		return nil
+	}
+	return &it
+}
+
+// channelType spells the channel types of member_joined_channel and
+// member_left_channel ("C" for public, "G" for private) as messages do.
+func channelType(s string) string {
+	switch s {
+	case "C":
+		return "channel"
+	case "G":
+		return "group"
+	}
+	return s
+}
+
+// object is a JSON object by field, read leniently: a field of an
+// unexpected shape reads as missing, since Slack's fields vary by event
+// type.
+type object map[string]json.RawMessage
+
+// decodeObject returns raw as an object, or nil when it is not one.
+func decodeObject(raw json.RawMessage) object {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '{' {
+		return nil
+	}
+	var o object
+	if json.Unmarshal(raw, &o) != nil {
+		return nil
+	}
+	return o
+}
+
+// array returns raw as the items of an array, or nil when it is not one.
+func array(raw json.RawMessage) []json.RawMessage {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		return nil
+	}
+	return items
+}
+
+// rawString returns field key when it is a string, else "".
+func (o object) rawString(key string) string {
+	raw, ok := o[key]
+	if !ok || len(raw) == 0 || raw[0] != '"' {
+		return ""
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return ""
+	}
+	return s
+}
+
+// str returns field key when it is a string, cut to max bytes.
+func (o object) str(key string, max int) string { return clip(o.rawString(key), max) }
+
+// id returns field key when it is a string, or the "id" of it when it is
+// an object (team_join and user_change send the user whole).
+func (o object) id(key string) string {
+	if s := o.str(key, maxIDBytes); s != "" {
+		return s
+	}
+	if inner := o.obj(key); inner != nil {
+		return inner.str("id", maxIDBytes)
+	}
+	return ""
+}
+
+// obj returns field key when it is an object, else nil.
+func (o object) obj(key string) object { return decodeObject(o[key]) }
+
+// marshal encodes v without escaping <, > and &, which Slack's texts are
+// full of.
+func marshal(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// clip cuts s to at most max bytes on a rune boundary, ending a cut string
+// with "…".
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const ellipsis = "…"
+	n := max - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
+}

@@ -1,0 +1,122 @@
+package slack
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// codeUnsupportedMedia is the error code of a body that is not JSON, as on
+// POST /v1/events.
+const codeUnsupportedMedia = "unsupported_media_type"
+
+// ServeHTTP receives one Events API request on POST /adapters/slack. The
+// signature is checked before anything else is read from the body.
+func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		adapters.WriteError(w, http.StatusMethodNotAllowed, adapters.CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
+		return
+	}
+	now := a.clock.Now()
+	retry := []any{"retry_num", clip(r.Header.Get(HeaderRetryNum), 16), "retry_reason", clip(r.Header.Get(HeaderRetryReason), 64)}
+	s, reqErr := a.checkHeaders(r.Header, now)
+	if reqErr != nil {
+		a.refuse(w, reqErr, retry)
+		return
+	}
+	// Refusals of the body (too large, unreadable) would be the same on a
+	// retry.
+	w.Header().Set(HeaderNoRetry, "1")
+	body, ok := adapters.ReadBody(w, r, a.maxBody)
+	if !ok {
+		a.log.Warn("slack request refused: unreadable or too large body", "max_body_bytes", a.maxBody)
+		return
+	}
+	w.Header().Del(HeaderNoRetry)
+	if reqErr := a.checkSignature(s, body); reqErr != nil {
+		a.refuse(w, reqErr, retry)
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		a.refuse(w, &requestError{
+			status: http.StatusUnsupportedMediaType,
+			code:   codeUnsupportedMedia,
+			message: "this endpoint receives the Events API, which posts JSON with \"Content-Type: application/json\"; " +
+				"slash commands and interactive components post forms and need Request URLs of their own",
+		}, retry)
+		return
+	}
+	req, reqErr := decode(body)
+	if reqErr != nil {
+		a.refuse(w, reqErr, retry)
+		return
+	}
+
+	switch req.kind {
+	case typeURLVerification:
+		a.log.Info("slack verified the Request URL")
+		// Slack's documentation answers the challenge in plain text first.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("X-Content-Type-Options", "nosniff")
+		w.WriteHeader(http.StatusOK)
+		io.WriteString(w, req.challenge)
+	case typeAppRateLimited:
+		args := []any{"team_id", req.teamID, "api_app_id", req.apiAppID}
+		if req.minuteRateLimited > 0 {
+			args = append(args, "minute_rate_limited", time.Unix(req.minuteRateLimited, 0).UTC().Format(time.RFC3339))
+		}
+		a.log.Warn("slack is rate limiting this app's events (more than 30,000 per workspace in an hour): the events of that minute are not sent", args...)
+		adapters.WriteJSON(w, http.StatusOK, adapters.Accepted{IDs: []string{}})
+	default: // typeEventCallback
+		a.publish(w, r, req, now, retry)
+	}
+}
+
+// publish turns an event_callback into an event and publishes it.
+func (a *Adapter) publish(w http.ResponseWriter, r *http.Request, req *request, now time.Time, retry []any) {
+	ev, err := a.event(req, now)
+	if err != nil {
+		a.log.Error("convert slack event", "slack_event_id", req.eventID, "error", err)
+		adapters.WriteError(w, http.StatusInternalServerError, adapters.CodeInternal, "the event could not be converted")
+		return
+	}
+	pr, err := a.pub.Publish(r.Context(), ev)
+	if err != nil {
+		var invalid *subscriptions.InvalidError
+		if errors.As(err, &invalid) {
+			a.refuse(w, badRequest("event %s was refused: %v", req.eventID, err), retry)
+			return
+		}
+		// Answer 5xx so that Slack retries; a retry of an event that was
+		// stored after all is recognised by its event_id.
+		a.log.Error("publish slack event", append([]any{"slack_event_id", req.eventID, "type", ev.Type, "error", err}, retry...)...)
+		adapters.WriteError(w, http.StatusInternalServerError, adapters.CodeInternal,
+			fmt.Sprintf("event %s could not be stored; Slack retries it, and a retry of an event already stored is recognised by its event_id", req.eventID))
+		return
+	}
+	a.log.Debug("slack event accepted", append([]any{"slack_event_id", req.eventID, "event_id", pr.EventID, "type", ev.Type,
+		"duplicate", pr.Duplicate, "deliveries", len(pr.Delivered)}, retry...)...)
+	res := adapters.Accepted{IDs: []string{pr.EventID}}
+	if pr.Duplicate {
+		res.Duplicates = 1
+	}
+	adapters.WriteJSON(w, http.StatusOK, res)
+}
+
+// refuse logs and writes a refusal. A 4xx other than 401 also asks Slack
+// not to retry, since a retry would be refused the same way; after a 401
+// a retry may succeed once the secret or the clock is set right.
+func (a *Adapter) refuse(w http.ResponseWriter, e *requestError, retry []any) {
+	a.log.Warn("slack request refused", append([]any{"status", e.status, "error", e.message}, retry...)...)
+	if e.status != http.StatusUnauthorized && e.status < 500 {
+		w.Header().Set(HeaderNoRetry, "1")
+	}
+	adapters.WriteError(w, e.status, e.code, e.message)
+}
