@@ -25,7 +25,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := a.clock.Now()
-	retry := []any{"retry_num", clip(r.Header.Get(HeaderRetryNum), 16), "retry_reason", clip(r.Header.Get(HeaderRetryReason), 64)}
+	retry := retryAttrs(r.Header)
 	s, reqErr := a.checkHeaders(r.Header, now)
 	if reqErr != nil {
 		a.refuse(w, reqErr, retry)
@@ -119,4 +119,14 @@ func (a *Adapter) refuse(w http.ResponseWriter, e *requestError, retry []any) {
 		w.Header().Set(HeaderNoRetry, "1")
 	}
 	adapters.WriteError(w, e.status, e.code, e.message)
+}
+
+// retryAttrs are the log attributes of a retry by Slack: its number and
+// reason, when the request is one.
+func retryAttrs(h http.Header) []any {
+	num := h.Get(HeaderRetryNum)
+	if num == "" {
+		return nil
+	}
+	return []any{"retry_num", clip(num, 16), "retry_reason", clip(h.Get(HeaderRetryReason), 64)}
 }

@@ -1,0 +1,168 @@
+package slack
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// resolve compiles a catalog schema.
+func resolve(t *testing.T, raw json.RawMessage) *jsonschema.Resolved {
+	t.Helper()
+	var s jsonschema.Schema
+	if err := json.Unmarshal(raw, &s); err != nil {
+		t.Fatalf("schema %s: %v", raw, err)
+	}
+	rs, err := s.Resolve(nil)
+	if err != nil {
+		t.Fatalf("resolve schema %s: %v", raw, err)
+	}
+	return rs
+}
+
+// validate checks data against a resolved schema.
+func validate(t *testing.T, rs *jsonschema.Resolved, data json.RawMessage) error {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal(data, &v); err != nil {
+		t.Fatal(err)
+	}
+	return rs.Validate(v)
+}
+
+// entryFor returns the catalog type an event type belongs to: itself,
+// slack.message.<subtype> or slack.<event_type>.
+func entryFor(cat []subscriptions.EventType, typ string) subscriptions.EventType {
+	find := func(name string) (subscriptions.EventType, bool) {
+		i := slices.IndexFunc(cat, func(et subscriptions.EventType) bool { return et.Type == name })
+		if i < 0 {
+			return subscriptions.EventType{}, false
+		}
+		return cat[i], true
+	}
+	if et, ok := find(typ); ok {
+		return et
+	}
+	if strings.HasPrefix(typ, "slack.message.") {
+		et, _ := find("slack.message.<subtype>")
+		return et
+	}
+	et, _ := find("slack.<event_type>")
+	return et
+}
+
+func TestCatalog(t *testing.T) {
+	a, _, _ := newTestAdapter(t, nil)
+	cat := a.Catalog()
+	if len(cat) != len(entries) {
+		t.Fatalf("%d catalog types, want %d", len(cat), len(entries))
+	}
+	for _, et := range cat {
+		t.Run(et.Type, func(t *testing.T) {
+			concrete := strings.NewReplacer("<subtype>", "channel_join", "<event_type>", "team_join").Replace(et.Type)
+			if err := subscriptions.ValidateType(concrete); err != nil {
+				t.Error(err)
+			}
+			if et.Description == "" || strings.Contains(et.Description, "\n") || et.Priority == "" || et.Tags == "" {
+				t.Errorf("description (one line), priority or tags missing: %+v", et)
+			}
+			rs := resolve(t, et.DataSchema)
+			if err := validate(t, rs, et.Example); err != nil {
+				t.Errorf("the example does not validate against the schema: %v\nexample: %s", err, et.Example)
+			}
+			if got := entryFor(cat, concrete).Type; got != et.Type {
+				t.Errorf("%s is listed under %s", concrete, got)
+			}
+			var example Data
+			if err := json.Unmarshal(et.Example, &example); err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(et.Type, "<") && eventType(example.Type, example.Subtype) != et.Type {
+				t.Errorf("the example is of type %s", eventType(example.Type, example.Subtype))
+			}
+			// Schemas are strict: a field the adapter does not write is
+			// refused.
+			var withExtra map[string]any
+			json.Unmarshal(et.Example, &withExtra)
+			withExtra["color"] = "red"
+			extra, _ := json.Marshal(withExtra)
+			if validate(t, rs, extra) == nil {
+				t.Error("the schema accepts a field Data does not have")
+			}
+		})
+	}
+	// Callers get a copy.
+	cat[0].Type = "changed"
+	if a.Catalog()[0].Type == "changed" {
+		t.Error("Catalog returns the adapter's own slice")
+	}
+}
+
+// Every event made from a fixture validates against the schema of its
+// catalog type, so the schemas describe what Slack's real payloads become.
+func TestGoldenEventsMatchCatalog(t *testing.T) {
+	a, _, _ := newTestAdapter(t, nil)
+	cat := a.Catalog()
+	used := map[string]bool{}
+	for _, name := range fixtures(t) {
+		raw, err := os.ReadFile(filepath.Join("testdata", name+".golden.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var g golden
+		if err := json.Unmarshal(raw, &g); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		for _, ev := range g.Events {
+			et := entryFor(cat, ev.Type)
+			used[et.Type] = true
+			if err := validate(t, resolve(t, et.DataSchema), ev.Data); err != nil {
+				t.Errorf("%s: the data of %s does not validate against the schema of %s: %v", name, ev.Type, et.Type, err)
+			}
+		}
+	}
+	// Every catalog type has a fixture.
+	for _, et := range cat {
+		if !used[et.Type] {
+			t.Errorf("no fixture in testdata gives an event of %s", et.Type)
+		}
+	}
+}
+
+// The types with an entry of their own are exactly the mapped ones; the
+// others are slack.<event_type> and carry data.event.
+func TestCatalogMatchesMapping(t *testing.T) {
+	var own []string
+	for _, e := range entries {
+		if e.generic {
+			if e.slackType != "" {
+				t.Errorf("the generic entry %s names type %q", e.typ, e.slackType)
+			}
+			continue
+		}
+		if !mapped(e.slackType) {
+			t.Errorf("%s has a catalog entry but no mapping", e.slackType)
+		}
+		if !slices.Contains(own, e.slackType) {
+			own = append(own, e.slackType)
+		}
+	}
+	for _, typ := range []string{"message", "app_mention", "reaction_added", "reaction_removed", "member_joined_channel", "member_left_channel",
+		"channel_created", "channel_rename", "channel_archive", "channel_unarchive", "channel_deleted", "pin_added", "pin_removed", "file_shared"} {
+		if !slices.Contains(own, typ) {
+			t.Errorf("mapped type %s has no catalog entry", typ)
+		}
+	}
+	for _, typ := range []string{"team_join", "app_home_opened", "emoji_changed", "link_shared", ""} {
+		if mapped(typ) {
+			t.Errorf("%q is mapped", typ)
+		}
+	}
+}
