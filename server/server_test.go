@@ -692,6 +692,34 @@ func TestDigestOverMCP(t *testing.T) {
 			if len(poll.Items) != 1 || poll.Items[0].Kind != subscriptions.InboxBatch || len(poll.Items[0].Events) != 2 || poll.Items[0].Remaining != 1 {
 				t.Errorf("events_poll = %+v", poll.Items)
 			}
+
+			// events_update and events_list show the next fire too, in the
+			// new zone and in UTC; a paused digest has none.
+			var updated subscriptions.Subscription
+			c.MustCall(t, "events_update", map[string]any{"subscriptionId": sub.ID, "delivery": map[string]any{"channels": []string{"cron"},
+				"cronSchedule": map[string]any{"expression": "30 20 * * *", "timezone": "Asia/Tokyo"}}}, &updated)
+			want = &subscriptions.DeliveryTime{At: "2026-03-02T20:30:00+09:00", UTC: "2026-03-02T11:30:00Z"}
+			if diff := cmp.Diff(want, updated.NextDelivery); diff != "" {
+				t.Errorf("events_update nextDelivery mismatch (-want +got):\n%s", diff)
+			}
+			if updated.BufferedEvents != 1 {
+				t.Errorf("events_update: bufferedEvents = %d; the event left over must still wait", updated.BufferedEvents)
+			}
+			var list subscriptions.ListResult
+			c.MustCall(t, "events_list", map[string]any{}, &list)
+			if len(list.Subscriptions) != 1 {
+				t.Fatalf("events_list = %+v", list.Subscriptions)
+			}
+			if diff := cmp.Diff(want, list.Subscriptions[0].NextDelivery); diff != "" {
+				t.Errorf("events_list nextDelivery mismatch (-want +got):\n%s", diff)
+			}
+			var paused subscriptions.Subscription
+			c.MustCall(t, "events_pause", map[string]any{"subscriptionId": sub.ID}, &paused)
+			list = subscriptions.ListResult{} // decoding into the old one would keep its nextDelivery
+			c.MustCall(t, "events_list", map[string]any{}, &list)
+			if paused.NextDelivery != nil || list.Subscriptions[0].NextDelivery != nil {
+				t.Errorf("paused digest shows nextDelivery %+v / %+v (status %s); it does not fire while paused", paused.NextDelivery, list.Subscriptions[0].NextDelivery, list.Subscriptions[0].Status)
+			}
 		})
 	}
 }
