@@ -546,8 +546,186 @@ func scenario(t *testing.T, c *mcpetest.Client, base, ingestToken string) {
 }
 
 func TestScenarioOverStdio(t *testing.T) {
-	c, base := startStdio(t, filepath.Join(t.TempDir(), "mcpe.db"), nil)
-	scenario(t, c, base, "")
+	for _, p := range protocols {
+		t.Run(p.name, func(t *testing.T) {
+			c, base := startStdio(t, filepath.Join(t.TempDir(), "mcpe.db"), p.opts)
+			scenario(t, c, base, "")
+		})
+	}
+}
+
+// protocols are the protocol versions the go-sdk client speaks. Over
+// Streamable HTTP with sessions it negotiates 2025-11-25 only.
+var protocols = []struct {
+	name string
+	opts *mcp.ClientSessionOptions
+}{{"2026-07-28", nil}, {"2025-11-25", &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"}}}
+
+// TestTwoPrincipalsOnOneServer serves the stdio host (principal local) and
+// an HTTP client with a bearer token (principal alice) from one process:
+// neither sees, changes or receives what belongs to the other.
+func TestTwoPrincipalsOnOneServer(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(cfg, []byte("auth:\n  tokens:\n    - principal: alice\n      token: alice-token\n"), 0o600)
+	local, base := startStdio(t, filepath.Join(t.TempDir(), "mcpe.db"), nil, "--config", cfg)
+	alice := httpClient(t, base, "alice-token")
+	checkIsolated(t, base, "", local, alice)
+}
+
+// checkIsolated checks that the principals of a and b cannot see, change or
+// receive each other's subscriptions and events, with events posted to
+// base's /v1/events.
+func checkIsolated(t *testing.T, base, ingestToken string, a, b *mcpetest.Client) {
+	t.Helper()
+	subA := a.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"a.*"}}})
+	subB := b.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"b.*"}}})
+	publish := func(typ string) string {
+		t.Helper()
+		code, body := post(t, base, ingestToken, fmt.Sprintf(`{"type": %q, "data": {}}`, typ))
+		if code != http.StatusAccepted {
+			t.Fatalf("POST %s: %d %s", typ, code, body)
+		}
+		var res struct{ ID string }
+		json.Unmarshal([]byte(body), &res)
+		return res.ID
+	}
+	forA, forB := publish("a.one"), publish("b.one")
+	for _, tc := range []struct {
+		c           *mcpetest.Client
+		sub, event  string
+		foreign     string
+		description string
+	}{{a, subA.ID, forA, subB.ID, "first"}, {b, subB.ID, forB, subA.ID, "second"}} {
+		params, ev := tc.c.NextEvent(t)
+		if params.SubscriptionID != tc.sub || ev.ID != tc.event {
+			t.Errorf("%s principal received %s for %s; want %s for %s", tc.description, ev.ID, params.SubscriptionID, tc.event, tc.sub)
+		}
+		var list subscriptions.ListResult
+		tc.c.MustCall(t, "events_list", map[string]any{}, &list)
+		if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != tc.sub {
+			t.Errorf("%s principal lists %+v", tc.description, list.Subscriptions)
+		}
+		var poll subscriptions.PollResult
+		tc.c.MustCall(t, "events_poll", map[string]any{}, &poll)
+		if len(poll.Items) != 1 || !strings.Contains(string(poll.Items[0].Event), tc.event) {
+			t.Errorf("%s principal's inbox: %+v", tc.description, poll.Items)
+		}
+		unknown := "0b6e3a57-1d2c-4f5e-8a9b-c0d1e2f3a4b5"
+		for _, tool := range []string{"events_pause", "events_resume", "events_unsubscribe", "events_update"} {
+			args := func(id string) map[string]any {
+				m := map[string]any{"subscriptionId": id}
+				if tool == "events_update" {
+					m["filter"] = map[string]any{"eventTypes": []string{"*"}}
+				}
+				return m
+			}
+			foreign := strings.ReplaceAll(tc.c.CallError(t, tool, args(tc.foreign)), tc.foreign, "ID")
+			missing := strings.ReplaceAll(tc.c.CallError(t, tool, args(unknown)), unknown, "ID")
+			if foreign != missing || !strings.Contains(foreign, "not found") {
+				t.Errorf("%s principal's %s: a foreign subscription says %q, an unknown one %q; want the same \"not found\"", tc.description, tool, foreign, missing)
+			}
+		}
+	}
+	// Nothing else arrived: each next event is the next one of its own.
+	forA, forB = publish("a.two"), publish("b.two")
+	if _, ev := a.NextEvent(t); ev.ID != forA {
+		t.Errorf("first principal then received %s (%s); want %s", ev.ID, ev.Type, forA)
+	}
+	if _, ev := b.NextEvent(t); ev.ID != forB {
+		t.Errorf("second principal then received %s (%s); want %s", ev.ID, ev.Type, forB)
+	}
+}
+
+// TestHTTPPrincipalsAreIsolated checks two principals over Streamable HTTP:
+// two bearer tokens, and two sessions of a server without tokens.
+func TestHTTPPrincipalsAreIsolated(t *testing.T) {
+	t.Run("tokens", func(t *testing.T) {
+		cfg := filepath.Join(t.TempDir(), "config.yaml")
+		os.WriteFile(cfg, []byte("auth:\n  tokens:\n    - principal: alice\n      token: alice-token\n    - principal: bob\n      token: bob-token\n"), 0o600)
+		base, _, _ := startHTTPServer(t, "--config", cfg)
+		checkIsolated(t, base, "", httpClient(t, base, "alice-token"), httpClient(t, base, "bob-token"))
+	})
+	t.Run("sessions", func(t *testing.T) {
+		base, _, _ := startHTTPServer(t)
+		checkIsolated(t, base, "", httpClient(t, base, ""), httpClient(t, base, ""))
+	})
+}
+
+// TestHTTPRestartKeepsSubscriptionsAndInbox stops an HTTP server with bearer
+// tokens and starts it again on the same database: the token's principal
+// finds its subscriptions, their counts and its inbox.
+func TestHTTPRestartKeepsSubscriptionsAndInbox(t *testing.T) {
+	dir := t.TempDir()
+	db, cfg := filepath.Join(dir, "mcpe.db"), filepath.Join(dir, "config.yaml")
+	os.WriteFile(cfg, []byte("auth:\n  tokens:\n    - principal: alice\n      token: alice-token\n"), 0o600)
+	base, cmd, done := startHTTPServer(t, "--db", db, "--config", cfg)
+	c := httpClient(t, base, "alice-token")
+	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"ci.*"}}})
+	post(t, base, "", `{"type": "ci.failed", "data": {"run": 1}}`)
+	c.NextEvent(t)
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(mcpetest.Wait):
+		t.Fatal("the server did not stop after SIGTERM")
+	}
+
+	base2, _, _ := startHTTPServer(t, "--db", db, "--config", cfg)
+	c2 := httpClient(t, base2, "alice-token")
+	var list subscriptions.ListResult
+	c2.MustCall(t, "events_list", map[string]any{}, &list)
+	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != sub.ID || list.Subscriptions[0].DeliveredCount != 1 {
+		t.Fatalf("after restart: %+v", list.Subscriptions)
+	}
+	var poll subscriptions.PollResult
+	c2.MustCall(t, "events_poll", map[string]any{"cursor": "0"}, &poll)
+	if len(poll.Items) != 1 || !strings.Contains(string(poll.Items[0].Event), `"run":1`) {
+		t.Fatalf("inbox after restart: %+v", poll.Items)
+	}
+	post(t, base2, "", `{"type": "ci.failed", "data": {"run": 2}}`)
+	if _, ev := c2.NextEvent(t); !strings.Contains(string(ev.Data), `"run":2`) {
+		t.Fatalf("after restart got %s", ev.Data)
+	}
+}
+
+// TestInMemoryDatabase serves with --db :memory:: everything works, and no
+// database file is written, not even in the default place.
+func TestInMemoryDatabase(t *testing.T) {
+	data := t.TempDir()
+	t.Setenv("XDG_DATA_HOME", data)
+	t.Setenv("HOME", data)
+	c, base := startStdio(t, ":memory:", nil)
+	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"mem.*"}}})
+	code, body := post(t, base, "", `{"type": "mem.event", "data": {"n": 1}}`)
+	if code != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	if params, ev := c.NextEvent(t); params.SubscriptionID != sub.ID || ev.Type != "mem.event" {
+		t.Fatalf("got %s for %s", ev.Type, params.SubscriptionID)
+	}
+	var poll subscriptions.PollResult
+	c.MustCall(t, "events_poll", map[string]any{}, &poll)
+	if len(poll.Items) != 1 {
+		t.Fatalf("events_poll = %+v", poll.Items)
+	}
+	var files []string
+	filepath.WalkDir(data, func(path string, d os.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			files = append(files, path)
+		}
+		return nil
+	})
+	if len(files) != 0 {
+		t.Errorf("--db :memory: wrote %v", files)
+	}
+	if _, err := os.Stat(":memory:"); err == nil {
+		t.Errorf("--db :memory: created a file named :memory:")
+	}
 }
 
 func TestScenarioOverStreamableHTTP(t *testing.T) {
@@ -611,36 +789,57 @@ func TestCronDigestOverStdio(t *testing.T) {
 	}
 }
 
-// TestBufferedEventsSurviveSIGKILL buffers events for a one-time delivery,
-// kills the server with SIGKILL, starts it again, and expects the delivery to
-// carry them: on time if the restart beats deliverAt, at start-up if not.
+// TestBufferedEventsSurviveSIGKILL buffers events for a digest (a cron
+// schedule, and a one-time delivery), kills the server with SIGKILL, starts
+// it again, and expects the next digest to carry them: on time if the
+// restart beats the fire time, at start-up if the fire fell while it was
+// down.
 func TestBufferedEventsSurviveSIGKILL(t *testing.T) {
-	db := filepath.Join(t.TempDir(), "mcpe.db")
-	c, base, cmd := startStdioProcess(t, db, nil)
-	deliverAt := time.Now().Add(time.Second).UTC().Format(time.RFC3339Nano)
-	sub := c.Subscribe(t, map[string]any{
-		"filter":   map[string]any{"eventTypes": []string{"deploy.*"}},
-		"delivery": map[string]any{"channels": []string{"scheduled"}, "scheduledDelivery": map[string]any{"deliverAt": deliverAt}},
-	})
-	for i := 1; i <= 3; i++ {
-		if code, body := post(t, base, "", fmt.Sprintf(`{"type": "deploy.step", "data": {"n": %d}}`, i)); code != http.StatusAccepted {
-			t.Fatalf("POST: %d %s", code, body)
-		}
-	}
-	if err := cmd.Process.Kill(); err != nil {
-		t.Fatal(err)
-	}
+	// margin is how long after subscribing the digest is due; the kill must
+	// come before.
+	const margin = 3 * time.Second
+	for _, tc := range []struct {
+		name     string
+		delivery func() map[string]any
+		expires  bool
+	}{
+		{"cron", func() map[string]any {
+			return map[string]any{"channels": []string{"cron"}, "cronSchedule": map[string]any{"expression": fmt.Sprintf("@every %v", margin)}}
+		}, false},
+		{"scheduled", func() map[string]any {
+			return map[string]any{"channels": []string{"scheduled"}, "scheduledDelivery": map[string]any{"deliverAt": time.Now().Add(margin).UTC().Format(time.RFC3339Nano)}}
+		}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			db := filepath.Join(t.TempDir(), "mcpe.db")
+			cfg := fastCronConfig(t)
+			c, base, cmd := startStdioProcess(t, db, nil, "--config", cfg)
+			sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"deploy.*"}}, "delivery": tc.delivery()})
+			for i := 1; i <= 3; i++ {
+				if code, body := post(t, base, "", fmt.Sprintf(`{"type": "deploy.step", "data": {"n": %d}}`, i)); code != http.StatusAccepted {
+					t.Fatalf("POST: %d %s", code, body)
+				}
+			}
+			if err := cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			if got := c.Pending(); len(got) != 0 {
+				t.Fatalf("the digest went out before the kill (%v): the machine took longer than %v, so this run tests nothing", got, margin)
+			}
 
-	c2, _ := startStdio(t, db, nil)
-	p := nextBatch(t, c2)
-	if p.SubscriptionID != sub.ID {
-		t.Errorf("batch for %s, want %s", p.SubscriptionID, sub.ID)
-	}
-	if diff := cmp.Diff([]string{`{"n":1}`, `{"n":2}`, `{"n":3}`}, batchData(t, p)); diff != "" {
-		t.Errorf("digest after SIGKILL mismatch (-want +got):\n%s", diff)
-	}
-	n := c2.Next(t)
-	if n.Method != subscriptions.MethodSubscriptionExpired {
-		t.Errorf("after the one-time delivery got %v; want events/subscription_expired (autoExpire)", n)
+			c2, _ := startStdio(t, db, nil, "--config", cfg)
+			p := nextBatch(t, c2)
+			if p.SubscriptionID != sub.ID {
+				t.Errorf("batch for %s, want %s", p.SubscriptionID, sub.ID)
+			}
+			if diff := cmp.Diff([]string{`{"n":1}`, `{"n":2}`, `{"n":3}`}, batchData(t, p)); diff != "" {
+				t.Errorf("digest after SIGKILL mismatch (-want +got):\n%s", diff)
+			}
+			if tc.expires {
+				if n := c2.Next(t); n.Method != subscriptions.MethodSubscriptionExpired {
+					t.Errorf("after the one-time delivery got %v; want events/subscription_expired (autoExpire)", n)
+				}
+			}
+		})
 	}
 }
