@@ -171,28 +171,47 @@ func TestSchemasOfferOnlyWhatWorks(t *testing.T) {
 }
 
 func TestDecodeArgsErrors(t *testing.T) {
-	tool := testDescriber.subscribeTool()
+	subscribe, update := testDescriber.subscribeTool(), testDescriber.updateTool()
+	newSubscribe := func() any { return new(subscriptions.SubscribeRequest) }
+	newUpdate := func() any { return new(subscriptions.UpdateRequest) }
 	for _, tc := range []struct {
+		tool *mcp.Tool
+		in   func() any
 		args string
-		want string
+		want string // the whole error text; empty for success
 	}{
-		{``, ``},
-		{`null`, ``},
-		{`"x"`, `the arguments must be a JSON object, such as {"filter"`},
-		{`{"filter": {"eventTypes": [1]}}`, `filter.eventTypes must be a string, not a number`},
-		{`{"filter": {"tags": {}}}`, `filter.tags must be an array of strings, not an object`},
-		{`{"filter": 3}`, `filter must be an object, not a number`},
-		{`{"expiresAt": true}`, `expiresAt must be a string, not a boolean`},
-		{`{"filter": {}, "nope": 1}`, `unknown argument "nope"; events_subscribe accepts "delivery", "expiresAt", "filter"`},
-		{`{"filter": {"eventType": ["x"]}}`, `unknown argument "eventType"`},
-		{`{"filter": `, `the arguments are not valid JSON`},
+		{subscribe, newSubscribe, ``, ``},
+		{subscribe, newSubscribe, `null`, ``},
+		{subscribe, newSubscribe, `{"Filter": {"EventTypes": ["x"]}}`, ``}, // names match as encoding/json matches them
+		{subscribe, newSubscribe, `"x"`, `the arguments must be a JSON object, such as ` + examples[Subscribe]},
+		{subscribe, newSubscribe, `{"filter": {"eventTypes": [1]}}`, `each entry of filter.eventTypes must be a string, not a number`},
+		{subscribe, newSubscribe, `{"filter": {"eventTypes": "github.*"}}`, `filter.eventTypes must be an array of strings, not a string`},
+		{subscribe, newSubscribe, `{"filter": {"priority": [true]}}`, `each entry of filter.priority must be a string, not a boolean`},
+		{subscribe, newSubscribe, `{"filter": {"tags": {}}}`, `filter.tags must be an array of strings, not an object`},
+		{subscribe, newSubscribe, `{"filter": 3}`, `filter must be an object, not a number`},
+		{subscribe, newSubscribe, `{"expiresAt": true}`, `expiresAt must be a string, not a boolean`},
+		{subscribe, newSubscribe, `{"filter": {}, "nope": 1}`, `unknown argument "nope"; events_subscribe accepts "delivery", "expiresAt", "filter", "handler" (see its input schema; nested objects accept only the fields listed there)`},
+		{subscribe, newSubscribe, `{"filter": {"eventType": ["x"]}}`, `unknown field "eventType" in filter; filter accepts "eventTypes", "priority", "tags"`},
+		{subscribe, newSubscribe, `{"filter": {"tags": ["a"], "priorities": ["high"], "x": 1}}`, `unknown field "priorities" in filter; filter accepts "eventTypes", "priority", "tags"`},
+		{subscribe, newSubscribe, `{"filter": {"tags": ["a"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "@daily", "tz": "UTC"}}}`,
+			`unknown field "tz" in delivery.cronSchedule; delivery.cronSchedule accepts "aggregateEvents", "expression", "maxEventsPerDelivery", "timezone"`},
+		{subscribe, newSubscribe, `{"filter": {"tags": ["a"]}, "delivery": {"channel": ["realtime"]}}`,
+			`unknown field "channel" in delivery; delivery accepts "channels", "cronSchedule", "scheduledDelivery"`},
+		{subscribe, newSubscribe, `{"filter": {"tags": ["a"]}, "handler": {"type": "webhook", "uri": "https://x"}}`,
+			`unknown field "uri" in handler; handler accepts "args", "command", "headers", "input", "instructions", "maxTokens", "model", "systemPrompt", "timeout", "tools", "type", "url"`},
+		{subscribe, newSubscribe, `{"filter": `, `the arguments are not valid JSON (they end too early)`},
+		{update, newUpdate, `{"subscriptionId": "x", "handler": {"type": "webhook", "uri": "https://x"}}`,
+			`unknown field "uri" in handler; handler accepts "args", "command", "headers", "input", "instructions", "maxTokens", "model", "systemPrompt", "timeout", "tools", "type", "url"`},
+		{update, newUpdate, `{"subscriptionId": "x", "handler": null}`, ``},
+		{update, newUpdate, `{"subscriptionId": "x", "expiresAt": null}`, ``},
 	} {
-		err := decodeArgs(json.RawMessage(tc.args), new(subscriptions.SubscribeRequest), tool)
-		switch {
-		case tc.want == "" && err != nil:
-			t.Errorf("%s: %v", tc.args, err)
-		case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
-			t.Errorf("%s: error %v; want it to contain %q", tc.args, err, tc.want)
+		err := decodeArgs(json.RawMessage(tc.args), tc.in(), tc.tool)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%s %s:\n got: %s\nwant: %s", tc.tool.Name, tc.args, got, tc.want)
 		}
 	}
 }
