@@ -1,0 +1,799 @@
+package github
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// failedConclusions are the conclusions of a workflow run, workflow job,
+// check run or check suite that make its event high priority.
+var failedConclusions = []string{"failure", "timed_out", "startup_failure"}
+
+// failedDeployStates are the deployment status and commit status states
+// that make their event high priority.
+var failedDeployStates = []string{"failure", "error"}
+
+// subjectFields are the top-level fields searched, after the one named like
+// the event, for the main object of an event kind without a mapping.
+var subjectFields = []string{"alert", "comment"}
+
+// conv gathers, while one payload is turned into data, what the event's
+// metadata is made of.
+type conv struct {
+	// cut is set when a string or list was cut to the adapter's limits.
+	cut bool
+	// labels are the labels of the issue, pull request or main object
+	// kept in the data, which become tags.
+	labels []string
+	// allLabels are all their labels read (at most maxListItems), which
+	// set the priority.
+	allLabels []string
+	// branch is the branch the event is about, for the tags.
+	branch string
+	// failed is set for a failed run, check or deployment.
+	failed bool
+	// when are the payload's times of the event, best first.
+	when []text
+}
+
+// kind is an event kind the adapter maps.
+type kind struct {
+	// data makes the kind's data; the error, when the payload lacks the
+	// kind's main object, is answered to the sender.
+	data func(c *conv, p *payload) (eventData, error)
+	// actions is true for kinds whose payloads have an action: their type
+	// is github.<event>.<action>, and a payload without one is refused.
+	// The others are github.<event> whatever the payload says.
+	actions bool
+}
+
+// kinds maps X-GitHub-Event values to their kind.
+var kinds = map[string]kind{
+	"issues":                      {issuesData, true},
+	"pull_request":                {pullRequestEventData, true},
+	"issue_comment":               {issueCommentData, true},
+	"pull_request_review":         {reviewEventData, true},
+	"pull_request_review_comment": {reviewCommentData, true},
+	"commit_comment":              {commitCommentData, true},
+	"push":                        {pushData, false},
+	"create":                      {refData, false},
+	"delete":                      {refData, false},
+	"workflow_run":                {workflowRunData, true},
+	"workflow_job":                {workflowJobData, true},
+	"check_run":                   {checkRunData, true},
+	"check_suite":                 {checkSuiteData, true},
+	"release":                     {releaseEventData, true},
+	"fork":                        {forkData, false},
+	"star":                        {starData, true},
+	"watch":                       {watchData, true},
+	"deployment":                  {deploymentEventData, true},
+	"deployment_status":           {deploymentStatusEventData, true},
+	"status":                      {statusData, false},
+}
+
+// missing says that a payload lacks the object its event kind is about.
+func missing(event, field string) error {
+	return fmt.Errorf("the payload of a %q event has no %q object; GitHub sends one with every %s delivery", event, field, event)
+}
+
+// eventType returns the event type of a delivery: github.<event>.<action>,
+// or github.<event> when the payload has no action.
+func eventType(event, action string) string {
+	t := "github." + adapters.Segment(event)
+	if action != "" {
+		t += "." + adapters.Segment(action)
+	}
+	return t
+}
+
+// event turns a delivery into an event. event is X-GitHub-Event, delivery
+// X-GitHub-Delivery, body the JSON payload that p was decoded from. The
+// error says what is wrong with the payload.
+func (a *Adapter) event(event, delivery string, p *payload, body []byte, now time.Time) (subscriptions.Event, error) {
+	action := strings.TrimSpace(string(p.Action))
+	k, known := kinds[event]
+	switch {
+	case known && k.actions && action == "":
+		return subscriptions.Event{}, fmt.Errorf(`the payload of a %q event has no "action"; GitHub says in it what happened (such as "opened" or "completed")`, event)
+	case known && !k.actions:
+		action = ""
+	}
+	c := &conv{}
+	data, err := makeData(c, event, p, body)
+	if err != nil {
+		return subscriptions.Event{}, err
+	}
+	raw, err := marshal(data)
+	if err != nil {
+		return subscriptions.Event{}, fmt.Errorf("the event's data could not be encoded: %v", err)
+	}
+	ts := now
+	for _, t := range c.when {
+		if parsed, ok := parseTime(t); ok {
+			ts = parsed
+			break
+		}
+	}
+	tags := []string{}
+	if p.Repository.ok && p.Repository.v.FullName != "" {
+		tags = append(tags, "repo:"+string(p.Repository.v.FullName))
+	}
+	if p.Organization.ok && p.Organization.v.Login != "" {
+		tags = append(tags, "org:"+string(p.Organization.v.Login))
+	}
+	if p.Sender.ok && p.Sender.v.Login != "" {
+		tags = append(tags, "sender:"+string(p.Sender.v.Login))
+	}
+	if c.branch != "" {
+		tags = append(tags, "branch:"+c.branch)
+	}
+	for _, l := range c.labels {
+		tags = append(tags, "label:"+l)
+	}
+	return subscriptions.Event{
+		Type: eventType(event, action),
+		Data: raw,
+		Metadata: subscriptions.Metadata{
+			SourceEventID: delivery,
+			Timestamp:     ts.UTC(),
+			Priority:      a.eventPriority(c),
+			Tags:          adapters.Tags(tags...),
+		},
+	}, nil
+}
+
+// eventPriority applies the label rule and the failure rule.
+func (a *Adapter) eventPriority(c *conv) subscriptions.Priority {
+	p, ok := a.labelPriority(c.allLabels)
+	if !ok {
+		p = subscriptions.PriorityNormal
+	}
+	if c.failed && rank(p) < rank(subscriptions.PriorityHigh) {
+		p = subscriptions.PriorityHigh
+	}
+	return p
+}
+
+// makeData makes the data of one delivery, with the common fields filled
+// in.
+func makeData(c *conv, event string, p *payload, body []byte) (eventData, error) {
+	cm := common{
+		Event:        adapters.Segment(event),
+		Action:       c.name(p.Action),
+		Repository:   c.repo(p.Repository),
+		Organization: c.login(p.Organization),
+		Sender:       c.login(p.Sender),
+	}
+	k, ok := kinds[event]
+	if !ok {
+		return otherData(c, cm, event, body), nil
+	}
+	data, err := k.data(c, p)
+	if err != nil {
+		return nil, err
+	}
+	data.setCommon(cm)
+	data.setTruncated(c.cut)
+	return data, nil
+}
+
+func issuesData(c *conv, p *payload) (eventData, error) {
+	if !p.Issue.ok {
+		return nil, missing("issues", "issue")
+	}
+	d := &issuesEvent{
+		Issue:    c.issue(p.Issue.v, true),
+		Label:    c.labelName(p.Label),
+		Assignee: c.login(p.Assignee),
+	}
+	c.setLabels(d.Issue.Labels, p.Issue.v.Labels)
+	c.when = append(c.when, p.Issue.v.UpdatedAt, p.Issue.v.CreatedAt)
+	return d, nil
+}
+
+func pullRequestEventData(c *conv, p *payload) (eventData, error) {
+	if !p.PullRequest.ok {
+		return nil, missing("pull_request", "pull_request")
+	}
+	d := &pullRequestEvent{
+		PullRequest:       c.pullRequest(p.PullRequest.v, true),
+		Label:             c.labelName(p.Label),
+		Assignee:          c.login(p.Assignee),
+		RequestedReviewer: c.login(p.RequestedReviewer),
+	}
+	d.Number = d.PullRequest.Number
+	c.setLabels(d.PullRequest.Labels, p.PullRequest.v.Labels)
+	c.when = append(c.when, p.PullRequest.v.UpdatedAt, p.PullRequest.v.CreatedAt)
+	return d, nil
+}
+
+func issueCommentData(c *conv, p *payload) (eventData, error) {
+	if !p.Issue.ok {
+		return nil, missing("issue_comment", "issue")
+	}
+	if !p.Comment.ok {
+		return nil, missing("issue_comment", "comment")
+	}
+	d := &issueCommentEvent{Issue: c.issue(p.Issue.v, false), Comment: c.comment(p.Comment.v)}
+	c.setLabels(d.Issue.Labels, p.Issue.v.Labels)
+	c.when = append(c.when, p.Comment.v.UpdatedAt, p.Comment.v.CreatedAt)
+	return d, nil
+}
+
+func reviewEventData(c *conv, p *payload) (eventData, error) {
+	if !p.PullRequest.ok {
+		return nil, missing("pull_request_review", "pull_request")
+	}
+	if !p.Review.ok {
+		return nil, missing("pull_request_review", "review")
+	}
+	r := p.Review.v
+	d := &reviewEvent{
+		PullRequest: c.pullRequest(p.PullRequest.v, false),
+		Review: &reviewData{
+			ID:          int64(r.ID),
+			State:       c.name(r.State),
+			Body:        c.str(r.Body, MaxTextBytes),
+			HTMLURL:     c.url(r.HTMLURL),
+			User:        c.login(r.User),
+			CommitID:    c.name(r.CommitID),
+			SubmittedAt: c.time(r.SubmittedAt),
+		},
+	}
+	c.setLabels(d.PullRequest.Labels, p.PullRequest.v.Labels)
+	c.when = append(c.when, r.SubmittedAt, p.PullRequest.v.UpdatedAt)
+	return d, nil
+}
+
+func reviewCommentData(c *conv, p *payload) (eventData, error) {
+	if !p.PullRequest.ok {
+		return nil, missing("pull_request_review_comment", "pull_request")
+	}
+	if !p.Comment.ok {
+		return nil, missing("pull_request_review_comment", "comment")
+	}
+	d := &reviewCommentEvent{PullRequest: c.pullRequest(p.PullRequest.v, false), Comment: c.comment(p.Comment.v)}
+	c.setLabels(d.PullRequest.Labels, p.PullRequest.v.Labels)
+	c.when = append(c.when, p.Comment.v.UpdatedAt, p.Comment.v.CreatedAt)
+	return d, nil
+}
+
+func commitCommentData(c *conv, p *payload) (eventData, error) {
+	if !p.Comment.ok {
+		return nil, missing("commit_comment", "comment")
+	}
+	c.when = append(c.when, p.Comment.v.UpdatedAt, p.Comment.v.CreatedAt)
+	return &commitCommentEvent{Comment: c.comment(p.Comment.v)}, nil
+}
+
+func pushData(c *conv, p *payload) (eventData, error) {
+	if p.Ref == "" {
+		return nil, fmt.Errorf(`the payload of a "push" event has no "ref"; GitHub names the pushed branch or tag in it, such as "refs/heads/main"`)
+	}
+	d := &pushEvent{
+		Ref:         c.name(p.Ref),
+		Before:      c.name(p.Before),
+		After:       c.name(p.After),
+		Created:     bool(p.Created),
+		Deleted:     bool(p.Deleted),
+		Forced:      bool(p.Forced),
+		BaseRef:     c.name(p.BaseRef),
+		Compare:     c.url(p.Compare),
+		Commits:     []commitData{},
+		CommitCount: p.Commits.total,
+	}
+	if p.Pusher.ok {
+		d.Pusher = c.name(p.Pusher.v.Name)
+	}
+	if p.HeadCommit.ok {
+		d.HeadCommit = c.commit(p.HeadCommit.v)
+		c.when = append(c.when, p.HeadCommit.v.Timestamp)
+	}
+	for i, cm := range p.Commits.items {
+		if i == MaxCommits {
+			c.cut = true
+			break
+		}
+		if cm.ok {
+			d.Commits = append(d.Commits, *c.commit(cm.v))
+		}
+	}
+	if p.Commits.total > MaxCommits {
+		c.cut = true
+	}
+	if b, ok := strings.CutPrefix(string(p.Ref), "refs/heads/"); ok {
+		c.branch = b
+	}
+	return d, nil
+}
+
+// refData is the data of create and delete.
+func refData(c *conv, p *payload) (eventData, error) {
+	if p.Ref == "" {
+		return nil, fmt.Errorf(`the payload of a create or delete event has no "ref"; GitHub names the branch or tag in it`)
+	}
+	d := &refEvent{Ref: c.name(p.Ref), RefType: c.name(p.RefType)}
+	if p.RefType == "branch" {
+		c.branch = string(p.Ref)
+	}
+	return d, nil
+}
+
+func workflowRunData(c *conv, p *payload) (eventData, error) {
+	if !p.WorkflowRun.ok {
+		return nil, missing("workflow_run", "workflow_run")
+	}
+	r := p.WorkflowRun.v
+	c.when = append(c.when, r.UpdatedAt, r.RunStartedAt, r.CreatedAt)
+	return &workflowRunEvent{WorkflowRun: c.run(r)}, nil
+}
+
+func workflowJobData(c *conv, p *payload) (eventData, error) {
+	if !p.WorkflowJob.ok {
+		return nil, missing("workflow_job", "workflow_job")
+	}
+	r := p.WorkflowJob.v
+	c.when = append(c.when, r.CompletedAt, r.StartedAt, r.CreatedAt)
+	return &workflowJobEvent{WorkflowJob: c.run(r)}, nil
+}
+
+func checkRunData(c *conv, p *payload) (eventData, error) {
+	if !p.CheckRun.ok {
+		return nil, missing("check_run", "check_run")
+	}
+	r := p.CheckRun.v
+	c.when = append(c.when, r.CompletedAt, r.StartedAt)
+	return &checkRunEvent{CheckRun: c.run(r)}, nil
+}
+
+func checkSuiteData(c *conv, p *payload) (eventData, error) {
+	if !p.CheckSuite.ok {
+		return nil, missing("check_suite", "check_suite")
+	}
+	r := p.CheckSuite.v
+	c.when = append(c.when, r.UpdatedAt, r.CreatedAt)
+	return &checkSuiteEvent{CheckSuite: c.run(r)}, nil
+}
+
+func releaseEventData(c *conv, p *payload) (eventData, error) {
+	if !p.Release.ok {
+		return nil, missing("release", "release")
+	}
+	r := p.Release.v
+	c.when = append(c.when, r.PublishedAt, r.CreatedAt)
+	return &releaseEvent{Release: &releaseData{
+		ID:              int64(r.ID),
+		TagName:         c.name(r.TagName),
+		Name:            c.str(r.Name, MaxLineBytes),
+		HTMLURL:         c.url(r.HTMLURL),
+		Draft:           bool(r.Draft),
+		Prerelease:      bool(r.Prerelease),
+		Author:          c.login(r.Author),
+		TargetCommitish: c.name(r.TargetCommitish),
+		Body:            c.str(r.Body, MaxTextBytes),
+		CreatedAt:       c.time(r.CreatedAt),
+		PublishedAt:     c.time(r.PublishedAt),
+	}}, nil
+}
+
+func forkData(c *conv, p *payload) (eventData, error) {
+	if !p.Forkee.ok {
+		return nil, missing("fork", "forkee")
+	}
+	c.when = append(c.when, p.Forkee.v.CreatedAt)
+	return &forkEvent{Forkee: c.repo(p.Forkee)}, nil
+}
+
+func starData(c *conv, p *payload) (eventData, error) {
+	c.when = append(c.when, p.StarredAt)
+	return &starEvent{StarredAt: c.time(p.StarredAt)}, nil
+}
+
+func watchData(*conv, *payload) (eventData, error) { return &watchEvent{}, nil }
+
+func deploymentEventData(c *conv, p *payload) (eventData, error) {
+	if !p.Deployment.ok {
+		return nil, missing("deployment", "deployment")
+	}
+	c.when = append(c.when, p.Deployment.v.UpdatedAt, p.Deployment.v.CreatedAt)
+	return &deploymentEvent{Deployment: c.deployment(p.Deployment.v)}, nil
+}
+
+func deploymentStatusEventData(c *conv, p *payload) (eventData, error) {
+	if !p.DeploymentStatus.ok {
+		return nil, missing("deployment_status", "deployment_status")
+	}
+	s := p.DeploymentStatus.v
+	d := &deploymentStatusEvent{DeploymentStatus: &deploymentStatusData{
+		ID:             int64(s.ID),
+		State:          c.name(s.State),
+		Environment:    c.name(s.Environment),
+		Description:    c.str(s.Description, MaxLineBytes),
+		TargetURL:      c.url(s.TargetURL),
+		LogURL:         c.url(s.LogURL),
+		EnvironmentURL: c.url(s.EnvironmentURL),
+		Creator:        c.login(s.Creator),
+		CreatedAt:      c.time(s.CreatedAt),
+		UpdatedAt:      c.time(s.UpdatedAt),
+	}}
+	if p.Deployment.ok {
+		d.Deployment = c.deployment(p.Deployment.v)
+	}
+	for _, st := range failedDeployStates {
+		if string(s.State) == st {
+			c.failed = true
+		}
+	}
+	c.when = append(c.when, s.UpdatedAt, s.CreatedAt)
+	return d, nil
+}
+
+func statusData(c *conv, p *payload) (eventData, error) {
+	if p.SHA == "" || p.State == "" {
+		return nil, fmt.Errorf(`the payload of a "status" event has no "sha" or "state"; GitHub sends the commit and its new status in them`)
+	}
+	for _, st := range failedDeployStates {
+		if string(p.State) == st {
+			c.failed = true
+		}
+	}
+	c.when = append(c.when, p.UpdatedAt, p.CreatedAt)
+	return &statusEvent{
+		SHA:         c.name(p.SHA),
+		State:       c.name(p.State),
+		Context:     c.name(p.Context),
+		Description: c.str(p.Description, MaxLineBytes),
+		TargetURL:   c.url(p.TargetURL),
+	}, nil
+}
+
+// otherData is the data of an event kind without a mapping: the common
+// fields and a summary of the payload's main object, which is the
+// top-level object named like the event, or else the first of
+// subjectFields.
+func otherData(c *conv, cm common, event string, body []byte) eventData {
+	d := &otherEvent{common: cm}
+	subjects := decodeSubjects(body)
+	for _, field := range append([]string{event}, subjectFields...) {
+		s, ok := subjects[field]
+		if !ok || !s.ok {
+			continue
+		}
+		d.Subject = &subjectData{
+			Field:   c.name(text(field)),
+			ID:      int64(s.v.ID),
+			Number:  int64(s.v.Number),
+			Title:   c.str(s.v.Title, MaxLineBytes),
+			Name:    c.name(s.v.Name),
+			HTMLURL: c.url(s.v.HTMLURL),
+			State:   c.name(s.v.State),
+			Labels:  c.labelNames(s.v.Labels),
+		}
+		if len(d.Subject.Labels) == 0 {
+			d.Subject.Labels = nil
+		}
+		c.setLabels(d.Subject.Labels, s.v.Labels)
+		c.when = append(c.when, s.v.UpdatedAt, s.v.CreatedAt)
+		break
+	}
+	d.setTruncated(c.cut)
+	return d
+}
+
+func (c *conv) issue(in issue, withBody bool) *issueData {
+	d := &issueData{
+		Number:        int64(in.Number),
+		Title:         c.str(in.Title, MaxLineBytes),
+		State:         c.name(in.State),
+		StateReason:   c.name(in.StateReason),
+		HTMLURL:       c.url(in.HTMLURL),
+		User:          c.login(in.User),
+		Labels:        c.labelNames(in.Labels),
+		Assignees:     c.logins(in.Assignees),
+		Comments:      int64(in.Comments),
+		IsPullRequest: in.PullRequest.ok,
+		CreatedAt:     c.time(in.CreatedAt),
+		UpdatedAt:     c.time(in.UpdatedAt),
+		ClosedAt:      c.time(in.ClosedAt),
+	}
+	if in.Milestone.ok {
+		d.Milestone = c.str(in.Milestone.v.Title, MaxLineBytes)
+	}
+	if withBody {
+		d.Body = c.str(in.Body, MaxTextBytes)
+	}
+	return d
+}
+
+func (c *conv) pullRequest(in pullRequest, withBody bool) *pullRequestData {
+	d := &pullRequestData{
+		Number:             int64(in.Number),
+		Title:              c.str(in.Title, MaxLineBytes),
+		State:              c.name(in.State),
+		Draft:              bool(in.Draft),
+		Merged:             bool(in.Merged),
+		HTMLURL:            c.url(in.HTMLURL),
+		User:               c.login(in.User),
+		Labels:             c.labelNames(in.Labels),
+		Assignees:          c.logins(in.Assignees),
+		RequestedReviewers: c.logins(in.RequestedReviewers),
+		MergedBy:           c.login(in.MergedBy),
+		MergedAt:           c.time(in.MergedAt),
+		Commits:            int64(in.Commits),
+		Additions:          int64(in.Additions),
+		Deletions:          int64(in.Deletions),
+		ChangedFiles:       int64(in.ChangedFiles),
+		CreatedAt:          c.time(in.CreatedAt),
+		UpdatedAt:          c.time(in.UpdatedAt),
+		ClosedAt:           c.time(in.ClosedAt),
+	}
+	if len(d.RequestedReviewers) == 0 {
+		d.RequestedReviewers = nil
+	}
+	// A merged pull request is merged whatever the payload's flag says
+	// (closed events of older GitHub versions omit it).
+	d.Merged = d.Merged || d.MergedAt != ""
+	if d.Merged {
+		// Before the merge, GitHub names a test merge commit here.
+		d.MergeCommitSHA = c.name(in.MergeCommitSHA)
+	}
+	if in.Milestone.ok {
+		d.Milestone = c.str(in.Milestone.v.Title, MaxLineBytes)
+	}
+	if in.Base.ok {
+		d.BaseRef = c.name(in.Base.v.Ref)
+	}
+	if in.Head.ok {
+		d.HeadRef = c.name(in.Head.v.Ref)
+		d.HeadSHA = c.name(in.Head.v.SHA)
+		if r := in.Head.v.Repo; r.ok {
+			d.HeadRepo = c.name(r.v.FullName)
+		}
+	}
+	if withBody {
+		d.Body = c.str(in.Body, MaxTextBytes)
+	}
+	return d
+}
+
+func (c *conv) comment(in comment) *commentData {
+	return &commentData{
+		ID:          int64(in.ID),
+		Body:        c.str(in.Body, MaxTextBytes),
+		HTMLURL:     c.url(in.HTMLURL),
+		User:        c.login(in.User),
+		Path:        c.str(in.Path, MaxLineBytes),
+		Line:        int64(in.Line),
+		CommitID:    c.name(in.CommitID),
+		InReplyToID: int64(in.InReplyToID),
+		CreatedAt:   c.time(in.CreatedAt),
+		UpdatedAt:   c.time(in.UpdatedAt),
+	}
+}
+
+func (c *conv) commit(in commit) *commitData {
+	d := &commitData{
+		ID:        c.name(in.ID),
+		Message:   c.str(in.Message, MaxLineBytes),
+		URL:       c.url(in.URL),
+		Timestamp: c.time(in.Timestamp),
+	}
+	if in.Author.ok {
+		d.Author = c.name(in.Author.v.Name)
+		d.AuthorUsername = c.name(in.Author.v.Username)
+	}
+	return d
+}
+
+func (c *conv) run(in run) *runData {
+	d := &runData{
+		ID:           int64(in.ID),
+		Name:         c.name(in.Name),
+		DisplayTitle: c.str(in.DisplayTitle, MaxLineBytes),
+		WorkflowName: c.name(in.WorkflowName),
+		RunID:        int64(in.RunID),
+		RunNumber:    int64(in.RunNumber),
+		RunAttempt:   int64(in.RunAttempt),
+		Event:        c.name(in.Event),
+		Status:       c.name(in.Status),
+		Conclusion:   c.name(in.Conclusion),
+		HTMLURL:      c.url(in.HTMLURL),
+		HeadBranch:   c.name(in.HeadBranch),
+		HeadSHA:      c.name(in.HeadSHA),
+		Actor:        c.login(in.Actor),
+		RunnerName:   c.name(in.RunnerName),
+		CreatedAt:    c.time(in.CreatedAt),
+		UpdatedAt:    c.time(in.UpdatedAt),
+		StartedAt:    c.time(in.StartedAt),
+		CompletedAt:  c.time(in.CompletedAt),
+	}
+	if d.StartedAt == "" {
+		d.StartedAt = c.time(in.RunStartedAt)
+	}
+	if d.HTMLURL == "" {
+		// A check run from an outside app links to it in details_url.
+		d.HTMLURL = c.url(in.DetailsURL)
+	}
+	if d.HeadBranch == "" && in.CheckSuite.ok {
+		d.HeadBranch = c.name(in.CheckSuite.v.HeadBranch)
+	}
+	if in.App.ok {
+		d.App = c.name(in.App.v.Name)
+	}
+	if in.Output.ok {
+		d.Title = c.str(in.Output.v.Title, MaxLineBytes)
+		d.Summary = c.str(in.Output.v.Summary, MaxLineBytes)
+	}
+	for i, pr := range in.PullRequests.items {
+		if i == MaxPullRequests {
+			c.cut = true
+			break
+		}
+		if pr.ok && pr.v.Number > 0 {
+			d.PullRequests = append(d.PullRequests, int64(pr.v.Number))
+		}
+	}
+	if in.PullRequests.total > MaxPullRequests {
+		c.cut = true
+	}
+	for _, f := range failedConclusions {
+		if string(in.Conclusion) == f {
+			c.failed = true
+		}
+	}
+	c.branch = d.HeadBranch
+	return d
+}
+
+func (c *conv) deployment(in deployment) *deploymentData {
+	return &deploymentData{
+		ID:          int64(in.ID),
+		Environment: c.name(in.Environment),
+		Ref:         c.name(in.Ref),
+		SHA:         c.name(in.SHA),
+		Task:        c.name(in.Task),
+		Description: c.str(in.Description, MaxLineBytes),
+		Creator:     c.login(in.Creator),
+		CreatedAt:   c.time(in.CreatedAt),
+		UpdatedAt:   c.time(in.UpdatedAt),
+	}
+}
+
+func (c *conv) repo(in obj[repository]) *repoData {
+	if !in.ok || in.v.FullName == "" {
+		return nil
+	}
+	return &repoData{FullName: c.name(in.v.FullName), HTMLURL: c.url(in.v.HTMLURL), Private: bool(in.v.Private)}
+}
+
+// setLabels notes the labels of the event: kept, those in its data, and
+// all of those read.
+func (c *conv) setLabels(kept []string, all list[obj[label]]) {
+	c.labels = kept
+	for _, l := range all.items {
+		if l.ok && l.v.Name != "" {
+			c.allLabels = append(c.allLabels, string(l.v.Name))
+		}
+	}
+}
+
+// labelNames returns the names of at most MaxLabels labels; never nil.
+func (c *conv) labelNames(in list[obj[label]]) []string {
+	out := []string{}
+	for _, l := range in.items {
+		if len(out) == MaxLabels {
+			c.cut = true
+			break
+		}
+		if name := c.labelName(l); name != "" {
+			out = append(out, name)
+		}
+	}
+	if in.total > MaxLabels {
+		c.cut = true
+	}
+	return out
+}
+
+func (c *conv) labelName(l obj[label]) string {
+	if !l.ok {
+		return ""
+	}
+	return c.name(l.v.Name)
+}
+
+// logins returns the logins of at most MaxUsers accounts; never nil.
+func (c *conv) logins(in list[obj[account]]) []string {
+	out := []string{}
+	for _, u := range in.items {
+		if len(out) == MaxUsers {
+			c.cut = true
+			break
+		}
+		if login := c.login(u); login != "" {
+			out = append(out, login)
+		}
+	}
+	if in.total > MaxUsers {
+		c.cut = true
+	}
+	return out
+}
+
+func (c *conv) login(u obj[account]) string {
+	if !u.ok {
+		return ""
+	}
+	return c.name(u.v.Login)
+}
+
+func (c *conv) name(t text) string { return c.str(t, MaxNameBytes) }
+func (c *conv) url(t text) string  { return c.str(t, MaxURLBytes) }
+
+// str cuts t to max bytes, noting the cut.
+func (c *conv) str(t text, max int) string {
+	if len(t) > max {
+		c.cut = true
+		return clip(string(t), max)
+	}
+	return string(t)
+}
+
+// time returns t in UTC as RFC 3339, or "" when it is not a valid time.
+func (c *conv) time(t text) string {
+	parsed, ok := parseTime(t)
+	if !ok {
+		return ""
+	}
+	return parsed.UTC().Format(time.RFC3339Nano)
+}
+
+// parseTime reads an RFC 3339 time that lies between the years 0001 and
+// 9999 in UTC.
+func parseTime(t text) (time.Time, bool) {
+	s := strings.TrimSpace(string(t))
+	if s == "" || len(s) > 64 {
+		return time.Time{}, false
+	}
+	parsed, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}, false
+	}
+	if y := parsed.UTC().Year(); y < 1 || y > 9999 {
+		return time.Time{}, false
+	}
+	return parsed, true
+}
+
+// marshal encodes v without escaping <, > and &, which bodies and URLs are
+// full of.
+func marshal(v any) (json.RawMessage, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// clip cuts s to at most max bytes on a rune boundary, ending a cut string
+// with "…".
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const ellipsis = "…"
+	n := max - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
+}

@@ -1,0 +1,243 @@
+package github
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Endpoint is the path GitHub posts to: the Payload URL of the webhook is
+// the server's address followed by it.
+const Endpoint = "/adapters/github"
+
+// Limits on what one delivery turns into. Longer strings are cut and end in
+// "…", and data.truncated is then true.
+const (
+	// MaxTextBytes bounds the body of an issue, pull request, comment,
+	// review or release.
+	MaxTextBytes = 4096
+	// MaxLineBytes bounds titles, commit messages, descriptions and
+	// check run summaries.
+	MaxLineBytes = 1024
+	// MaxNameBytes bounds names, logins, refs, states and other short
+	// strings.
+	MaxNameBytes = 256
+	// MaxURLBytes bounds URLs.
+	MaxURLBytes = 2048
+	// MaxLabels is the most labels kept of an issue or pull request.
+	MaxLabels = 32
+	// MaxUsers is the most assignees or requested reviewers kept.
+	MaxUsers = 16
+	// MaxCommits is the most commits of a push kept; data.commit_count
+	// says how many the push had.
+	MaxCommits = 20
+	// MaxPullRequests is the most pull request numbers kept of a workflow
+	// run or check.
+	MaxPullRequests = 16
+)
+
+// maxListItems bounds the elements decoded of any JSON array of a payload;
+// the others are counted and skipped. It is at least every Max above, and
+// the 100 labels GitHub allows on an issue, which all count for the
+// priority.
+const maxListItems = 100
+
+// DefaultPriorityLabels returns the built-in rule that sets an event's
+// priority from the labels of its issue or pull request. Keys are label
+// names in their normalized form (see NormalizeLabel): "P0", "priority:
+// critical" and "Priority/Critical" all match the keys "p0" and "priority
+// critical".
+func DefaultPriorityLabels() map[string]subscriptions.Priority {
+	m := make(map[string]subscriptions.Priority)
+	for p, labels := range map[subscriptions.Priority][]string{
+		subscriptions.PriorityCritical: {
+			"p0", "priority p0", "critical", "priority critical", "severity critical",
+			"sev0", "sev1", "blocker", "priority blocker", "priority critical urgent",
+		},
+		subscriptions.PriorityHigh: {
+			"p1", "priority p1", "high", "priority high", "high priority", "severity high",
+			"urgent", "priority urgent", "sev2", "priority important soon",
+		},
+		subscriptions.PriorityLow: {
+			"p3", "p4", "priority p3", "priority p4", "low", "priority low", "low priority",
+			"severity low", "priority backlog", "priority awaiting more evidence",
+		},
+	} {
+		for _, l := range labels {
+			m[l] = p
+		}
+	}
+	return m
+}
+
+// NormalizeLabel is the form in which label names are compared with the
+// keys of the priority rule: lower case, every run of characters other
+// than letters and digits made one space, and no leading or trailing space.
+// "Priority: P1", "priority/p1" and "priority-p1" are all "priority p1".
+func NormalizeLabel(name string) string {
+	var b strings.Builder
+	space := false
+	for _, r := range name {
+		if unicode.IsLetter(r) || unicode.IsDigit(r) {
+			if space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			b.WriteRune(unicode.ToLower(r))
+			space = false
+			continue
+		}
+		space = true
+	}
+	return b.String()
+}
+
+// Options configure an Adapter.
+type Options struct {
+	// Publisher accepts the events; required.
+	Publisher subscriptions.Publisher
+	// Secret is the webhook's secret, as entered in its settings on
+	// GitHub; required. Every delivery must carry X-Hub-Signature-256, the
+	// HMAC-SHA256 of its body with this secret.
+	Secret []byte
+	// PriorityLabels maps label names of issues and pull requests to
+	// priorities; names are compared in their NormalizeLabel form, so case
+	// and punctuation do not matter. Nil means DefaultPriorityLabels; a map
+	// given replaces it, and an empty map gives every labelled event normal
+	// priority. When several labels match, the highest priority wins.
+	PriorityLabels map[string]subscriptions.Priority
+	// MaxBodyBytes bounds a delivery; zero means
+	// adapters.DefaultMaxBodyBytes (1 MiB). GitHub sends at most 25 MB,
+	// and larger pushes and pull requests come close to 1 MiB only with
+	// very long bodies or thousands of commits.
+	MaxBodyBytes int64
+	// Clock stamps events whose payload carries no time; nil is the wall
+	// clock.
+	Clock clock.Clock
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Adapter is the GitHub webhook receiver: an adapters.Source and the
+// http.Handler of POST /adapters/github. It is safe for concurrent use.
+type Adapter struct {
+	pub     subscriptions.Publisher
+	secret  []byte
+	labels  map[string]subscriptions.Priority
+	maxBody int64
+	clock   clock.Clock
+	log     *slog.Logger
+	catalog []subscriptions.EventType
+}
+
+var _ adapters.Source = (*Adapter)(nil)
+
+// New checks opts and returns an Adapter.
+func New(opts Options) (*Adapter, error) {
+	if opts.Publisher == nil {
+		return nil, errors.New("github: Options.Publisher is required")
+	}
+	if len(opts.Secret) == 0 {
+		return nil, errors.New("github: Options.Secret is required: the secret entered in the webhook's settings on GitHub, which signs every delivery")
+	}
+	if opts.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("github: Options.MaxBodyBytes is %d; it must be positive, or zero for %d", opts.MaxBodyBytes, adapters.DefaultMaxBodyBytes)
+	}
+	if opts.MaxBodyBytes == 0 {
+		opts.MaxBodyBytes = adapters.DefaultMaxBodyBytes
+	}
+	labels, err := priorityLabels(opts.PriorityLabels)
+	if err != nil {
+		return nil, err
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a := &Adapter{
+		pub:     opts.Publisher,
+		secret:  slices.Clone(opts.Secret),
+		labels:  labels,
+		maxBody: opts.MaxBodyBytes,
+		clock:   opts.Clock,
+		log:     opts.Logger,
+	}
+	a.catalog = a.buildCatalog()
+	return a, nil
+}
+
+// priorityLabels checks m and returns it with normalized keys.
+func priorityLabels(m map[string]subscriptions.Priority) (map[string]subscriptions.Priority, error) {
+	if m == nil {
+		return DefaultPriorityLabels(), nil
+	}
+	out := make(map[string]subscriptions.Priority, len(m))
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		p := m[k]
+		if !p.Valid() {
+			return nil, fmt.Errorf("github: Options.PriorityLabels[%q] is %q; use \"low\", \"normal\", \"high\" or \"critical\"", k, p)
+		}
+		key := NormalizeLabel(k)
+		if key == "" {
+			return nil, fmt.Errorf("github: Options.PriorityLabels has the label %q, which has no letter or digit; labels are compared by their letters and digits, so give a label name such as \"P1\" or \"priority: high\"", k)
+		}
+		if prev, ok := out[key]; ok && prev != p {
+			return nil, fmt.Errorf("github: Options.PriorityLabels gives the label %q both %q and %q; labels are compared ignoring case and punctuation, so give it one priority", key, prev, p)
+		}
+		out[key] = p
+	}
+	return out, nil
+}
+
+// labelPriority returns the highest priority the rule gives one of labels,
+// and whether any matched.
+func (a *Adapter) labelPriority(labels []string) (subscriptions.Priority, bool) {
+	best, found := subscriptions.PriorityLow, false
+	for _, l := range labels {
+		if p, ok := a.labels[NormalizeLabel(l)]; ok {
+			if !found || rank(p) > rank(best) {
+				best = p
+			}
+			found = true
+		}
+	}
+	return best, found
+}
+
+// rank orders priorities, lowest first.
+func rank(p subscriptions.Priority) int { return slices.Index(subscriptions.Priorities, p) }
+
+// priorityText says how the labels of what (such as "the issue") set the
+// priority.
+func (a *Adapter) priorityText(what string) string {
+	if len(a.labels) == 0 {
+		return "normal"
+	}
+	var parts []string
+	for _, p := range slices.Backward(subscriptions.Priorities) {
+		var names []string
+		for _, l := range slices.Sorted(maps.Keys(a.labels)) {
+			if a.labels[l] == p {
+				names = append(names, l)
+			}
+		}
+		if len(names) > 0 {
+			parts = append(parts, strings.Join(names, ", ")+" -> "+string(p))
+		}
+	}
+	return "from the labels of " + what + ", compared ignoring case and punctuation (\"Priority: High\" is \"priority high\"): " +
+		strings.Join(parts, "; ") + "; the highest matching label wins; no matching label -> normal"
+}
+
+// Name returns "github".
+func (a *Adapter) Name() string { return "github" }
