@@ -178,6 +178,12 @@ func TestPatternMatch(t *testing.T) {
 			match:   []string{"a,b.x", "c}.x"},
 			noMatch: []string{"a.x", "b.x", "c.x"},
 		},
+		// '^' is an ordinary character where it does not open a set.
+		{
+			pattern: "[!^x].y",
+			match:   []string{"a.y"},
+			noMatch: []string{"x.y", "^.y"},
+		},
 		// Outside braces a comma is literal, and so are "]" and "}".
 		{
 			pattern: "a,b*",
@@ -297,6 +303,9 @@ func TestCompilePatternInvalid(t *testing.T) {
 		{"too long pattern", strings.Repeat("a", subscriptions.MaxPatternLength) + "*"},
 		{"too long type", strings.Repeat("a", subscriptions.MaxPatternLength+1)},
 		{"too many segments", strings.Repeat("a.", subscriptions.MaxTypeSegments) + "a"},
+		{"caret negation", "[^x]*"},
+		{"caret negation of a range", "v[^0-9].x"},
+		{"caret negation in alternatives", "{[^a],b}"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -341,6 +350,11 @@ func TestCompilePatternErrorText(t *testing.T) {
 			pattern: "github push",
 			want: `eventTypes: "github push" is neither a valid event type nor a pattern: "github push" contains ' '; ` +
 				`a type is dot-separated segments of letters, digits, '_' and '-', such as "github.issue.opened".` + help,
+		},
+		{
+			pattern: "svc[^0].created",
+			want: `eventTypes: "svc[^0].created" writes a negated set as [^...]; here it is [!...] ("[!0-9]" matches one character that is not a digit), ` +
+				`and [^...] would match a literal '^', which no event type contains`,
 		},
 		{
 			pattern: strings.Repeat("a", 257),

@@ -62,6 +62,9 @@ func compilePattern(field, text string) (Pattern, error) {
 			return Pattern{}, invalid(field, "%q contains %q, which no event type contains; types use letters, digits, '_', '-' and '.'", text, r)
 		}
 	}
+	if strings.Contains(text, "[^") && negatedWithCaret(text) {
+		return Pattern{}, invalid(field, "%q writes a negated set as [^...]; here it is [!...] (\"[!0-9]\" matches one character that is not a digit), and [^...] would match a literal '^', which no event type contains", text)
+	}
 	g, err := glob.Compile(text)
 	if err != nil {
 		reason := err.Error()
@@ -78,6 +81,23 @@ func compilePattern(field, text string) (Pattern, error) {
 		}
 	}
 	return p, nil
+}
+
+// negatedWithCaret reports whether a set in text opens with '^', the
+// regular-expression way of negating it, which glob reads as a literal '^'.
+func negatedWithCaret(text string) bool {
+	lex := syntax.NewLexer(text)
+	open := false
+	for {
+		tok := lex.Next()
+		switch {
+		case tok.Type == syntax.EOF || tok.Type == syntax.Error:
+			return false
+		case open && (tok.Type == syntax.Text || tok.Type == syntax.RangeLo) && strings.HasPrefix(tok.Data, "^"):
+			return true
+		}
+		open = tok.Type == syntax.RangeOpen
+	}
 }
 
 // globRegexp translates a pattern that glob.Compile accepted into the
