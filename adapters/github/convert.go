@@ -166,7 +166,7 @@ func (a *Adapter) eventPriority(c *conv) subscriptions.Priority {
 func makeData(c *conv, event string, p *payload, body []byte) (eventData, error) {
 	cm := common{
 		Event:        adapters.Segment(event),
-		Action:       c.name(p.Action),
+		Action:       c.name(text(strings.TrimSpace(string(p.Action)))),
 		Repository:   c.repo(p.Repository),
 		Organization: c.login(p.Organization),
 		Sender:       c.login(p.Sender),

@@ -47,7 +47,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	delivery := strings.TrimSpace(r.Header.Get(DeliveryHeader))
 	event := strings.TrimSpace(r.Header.Get(EventHeader))
-	logger := a.log.With("delivery_id", clip(delivery, 64), "github_event", clip(event, 64))
+	logger := a.log.With("delivery_id", clip(delivery, 64), "github_event", clip(event, 64), "remote_addr", r.RemoteAddr)
 	if err := checkSignature(a.secret, body, r.Header.Get(SignatureHeader)); err != nil {
 		logger.Warn("github delivery refused", "status", http.StatusUnauthorized, "error", err)
 		adapters.WriteError(w, http.StatusUnauthorized, adapters.CodeUnauthorized, err.Error())

@@ -3,6 +3,7 @@ package github
 import (
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -298,4 +299,21 @@ func TestName(t *testing.T) {
 	}
 	var _ http.Handler = a
 	var _ adapters.Source = a
+}
+
+// Refusals are logged with what identifies the delivery; the secret and
+// the body are not.
+func TestRefusalLogged(t *testing.T) {
+	var logs strings.Builder
+	a, _ := newTestAdapter(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
+	send(a, delivery{event: "issues", id: "72d3162e-cc78-11e3-81ab-4c9367dc0958", body: []byte(`{"secret-body": 1}`), signature: Signature([]byte("wrong"), []byte(`{"secret-body": 1}`))})
+	got := logs.String()
+	for _, want := range []string{"github delivery refused", "status=401", "delivery_id=72d3162e-cc78-11e3-81ab-4c9367dc0958", "github_event=issues", "remote_addr="} {
+		if !strings.Contains(got, want) {
+			t.Errorf("log %q lacks %q", got, want)
+		}
+	}
+	if strings.Contains(got, string(testSecret)) || strings.Contains(got, "secret-body") {
+		t.Errorf("log %q shows the secret or the body", got)
+	}
 }
