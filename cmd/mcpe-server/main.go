@@ -68,8 +68,11 @@ Usage:
 
   mcpe-server publish --url URL --type TYPE [--data JSON|@FILE|-] [--priority P]
                       [--tag TAG]... [--source-id ID] [--timestamp RFC3339] [--token TOKEN]
+                      [--timeout DURATION]
       Post one event to a running server's /v1/events and print its id.
-      MCPE_URL and MCPE_TOKEN may stand in for --url and --token.
+      MCPE_URL and MCPE_TOKEN may stand in for --url and --token; --timeout
+      (default 30s) bounds the request. Exit 1 when the server refuses the
+      event (its reason is printed), 2 on bad usage.
 
   mcpe-server version
 `

@@ -373,19 +373,46 @@ func TestHTTPSessionsWithoutTokensAreSeparatePrincipals(t *testing.T) {
 }
 
 func TestSignalStopsServer(t *testing.T) {
-	base, cmd, done := startHTTPServer(t)
-	c := httpClient(t, base, "") // an open event stream must not hold up shutdown
-	c.MustCall(t, "events_list", map[string]any{}, nil)
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(sig.String(), func(t *testing.T) {
+			base, cmd, done := startHTTPServer(t)
+			c := httpClient(t, base, "") // an open event stream must not hold up shutdown
+			c.MustCall(t, "events_list", map[string]any{}, nil)
+			if err := cmd.Process.Signal(sig); err != nil {
+				t.Fatal(err)
+			}
+			select {
+			case err := <-done:
+				if err != nil {
+					t.Fatalf("exit after %v: %v; want a clean exit", sig, err)
+				}
+			case <-time.After(mcpetest.Wait):
+				t.Fatalf("server did not stop within the wait after %v", sig)
+			}
+		})
 	}
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("exit after SIGTERM: %v; want a clean exit", err)
-		}
-	case <-time.After(mcpetest.Wait):
-		t.Fatal("server did not stop within the wait after SIGTERM")
+}
+
+// TestFlagsOverrideConfig gives the same settings in the config file and as
+// flags: the flags win.
+func TestFlagsOverrideConfig(t *testing.T) {
+	dir := t.TempDir()
+	fromConfig, fromFlag := filepath.Join(dir, "config.db"), filepath.Join(dir, "flag.db")
+	cfg := filepath.Join(dir, "config.yaml")
+	// With the config's values the server could not start (the address is
+	// invalid) and would not log where it listens (level error).
+	os.WriteFile(cfg, []byte("db: "+fromConfig+"\nhttp:\n  addr: 256.0.0.1:1\nlog:\n  level: error\n"), 0o600)
+	c, base := startStdio(t, fromFlag, nil, "--config", cfg, "--log-level", "info")
+	c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"x"}}})
+	if code, body := post(t, base, "", `{"type": "x", "data": {}}`); code != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", code, body)
+	}
+	c.NextEvent(t)
+	if _, err := os.Stat(fromFlag); err != nil {
+		t.Errorf("the --db database was not created: %v", err)
+	}
+	if _, err := os.Stat(fromConfig); err == nil {
+		t.Errorf("the config's database was created although --db overrides it")
 	}
 }
 
