@@ -167,6 +167,52 @@ func TestCronWithoutAggregation(t *testing.T) {
 	}
 }
 
+// TestCronWithoutAggregationCapAndOrder checks that without aggregation the
+// cap still applies per fire and the events go out oldest first, each as
+// its own events/event, the rest leading the next fire.
+func TestCronWithoutAggregationCapAndOrder(t *testing.T) {
+	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	req := cronReq("@hourly", "", "x")
+	no := false
+	req.Delivery.CronSchedule.AggregateEvents = &no
+	req.Delivery.CronSchedule.MaxEventsPerDelivery = 2
+	sub := f.subscribe("alice", req)
+	for n := 1; n <= 3; n++ {
+		f.publishN("x", n)
+	}
+	singles := func() []string {
+		f.rec.mu.Lock()
+		defer f.rec.mu.Unlock()
+		var out []string
+		for _, e := range f.rec.entries {
+			if e.Kind != subscriptions.InboxEvent {
+				continue
+			}
+			var v struct {
+				Data struct{ N int } `json:"data"`
+			}
+			json.Unmarshal(e.Event, &v)
+			out = append(out, fmt.Sprintf("%s %d", e.SubscriptionIDs[0][:8], v.Data.N))
+		}
+		return out
+	}
+	id := sub.ID[:8]
+	f.clock.Advance(time.Hour)
+	if diff := cmp.Diff([]string{id + " 1", id + " 2"}, singles()); diff != "" {
+		t.Errorf("first fire mismatch (-want +got):\n%s", diff)
+	}
+	if got := f.get(sub.ID).BufferedEvents; got != 1 {
+		t.Errorf("bufferedEvents after the first fire = %d, want 1", got)
+	}
+	f.clock.Advance(time.Hour)
+	if diff := cmp.Diff([]string{id + " 1", id + " 2", id + " 3"}, singles()); diff != "" {
+		t.Errorf("second fire mismatch (-want +got):\n%s", diff)
+	}
+	if got := f.rec.batches(); len(got) != 0 {
+		t.Errorf("batches sent without aggregation: %v", got)
+	}
+}
+
 func TestRealtimeAndCronTogether(t *testing.T) {
 	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
 	req := cronReq("@hourly", "", "x")
