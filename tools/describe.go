@@ -60,7 +60,7 @@ func (d describer) handlerSchema(nullable bool) *jsonschema.Schema {
 			"type":    typ(subscriptions.HandlerBash),
 			"command": command,
 			"args": {Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(subscriptions.MaxHandlerArgs),
-				Description: "Arguments, passed as they are (no shell): only $MCPE_EVENT_ID, $MCPE_EVENT_TYPE, $MCPE_EVENT_PRIORITY, $MCPE_EVENT_TAGS, $MCPE_EVENT_DATA, $MCPE_SUBSCRIPTION_ID (also written ${NAME}) are replaced."},
+				Description: "Arguments, passed as they are (no shell): only $MCPE_SUBSCRIPTION_ID and $MCPE_DELIVERY (event or batch); for an event $MCPE_EVENT_ID, $MCPE_EVENT_TYPE, $MCPE_EVENT_PRIORITY, $MCPE_EVENT_TIMESTAMP, $MCPE_EVENT_TAGS, $MCPE_EVENT_DATA; for a digest $MCPE_EVENTS, $MCPE_EVENT_COUNT, $MCPE_REMAINING (also written ${NAME}) are replaced."},
 			"input": {Type: "string", Enum: []any{subscriptions.InputStdin, subscriptions.InputEnv, subscriptions.InputArgs}, Default: json.RawMessage(`"stdin"`),
 				Description: "stdin: the event JSON on standard input. env: MCPE_* environment variables. args: the event JSON as the last argument."},
 			"timeout": timeout(),
