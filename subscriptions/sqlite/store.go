@@ -52,29 +52,7 @@ type Store struct {
 	stop, done chan struct{}
 	closeOnce  sync.Once
 	closeErr   error
-
-	// txs feeds write transactions to the writer goroutine, which runs
-	// them one at a time until quit is closed, then closes writerDone.
-	txs        chan txRequest
-	quit       chan struct{}
-	writerDone chan struct{}
 }
-
-// txRequest is one write transaction for the writer goroutine.
-type txRequest struct {
-	ctx  context.Context
-	f    func(*sql.Tx) error
-	done chan txResult
-}
-
-type txResult struct {
-	err      error
-	panicked bool
-	panicVal any
-}
-
-// errClosed is returned by writes to a closed Store.
-var errClosed = errors.New("sqlite: store is closed")
 
 // checkpointEvery is how often the WAL is copied back into the database
 // when there were commits.
@@ -104,7 +82,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		// Each connection to :memory: is its own database: keep one.
 		db.SetMaxOpenConns(1)
 		s := &Store{w: db, r: db}
-		s.startWriter()
 		if err := s.init(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("in-memory database: %w", err)
@@ -136,7 +113,6 @@ func Open(ctx context.Context, path string) (*Store, error) {
 	}
 	r.SetMaxOpenConns(4)
 	s := &Store{w: w, r: r}
-	s.startWriter()
 	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("database %q: %w", path, err)
@@ -241,8 +217,6 @@ func (s *Store) close() error {
 		close(s.stop)
 		<-s.done
 	}
-	close(s.quit)
-	<-s.writerDone
 	err := errors.Join(s.wstmts.close(), s.rstmts.close(), s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
@@ -284,70 +258,11 @@ func (s *Store) migrate(ctx context.Context) error {
 	return nil
 }
 
-// tx runs f in a write transaction and commits it, or rolls it back when f
-// fails.
-//
-// Write transactions run on one long-lived goroutine. Only one can run at a
-// time anyway (there is one write connection), and SQLite's code needs a
-// deep stack: on the caller's goroutine, which is often a fresh one per MCP
-// request, every transaction would first grow that goroutine's stack, a copy
-// that cost as much as a sixth of an events_subscribe call. The caller waits
-// for the commit, so what tx returns is exactly as durable as before.
 func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
-	done := make(chan txResult, 1)
-	select {
-	case s.txs <- txRequest{ctx: ctx, f: f, done: done}:
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-s.quit:
-		return errClosed
-	}
-	res := <-done
-	if res.panicked {
-		panic(res.panicVal)
-	}
-	return res.err
-}
-
-// startWriter starts the goroutine that runs write transactions.
-func (s *Store) startWriter() {
-	s.txs = make(chan txRequest)
-	s.quit = make(chan struct{})
-	s.writerDone = make(chan struct{})
-	go func() {
-		defer close(s.writerDone)
-		for {
-			select {
-			case req := <-s.txs:
-				req.done <- s.runTx(req.ctx, req.f)
-			case <-s.quit:
-				return
-			}
-		}
-	}()
-}
-
-// runTx runs one write transaction; a panic in f is handed back to the
-// caller of tx, after the rollback.
-func (s *Store) runTx(ctx context.Context, f func(*sql.Tx) error) (res txResult) {
-	var tx *sql.Tx
-	defer func() {
-		if v := recover(); v != nil {
-			if tx != nil {
-				tx.Rollback()
-			}
-			res = txResult{panicked: true, panicVal: v}
-		}
-	}()
-	return txResult{err: s.runTxBody(ctx, f, &tx)}
-}
-
-func (s *Store) runTxBody(ctx context.Context, f func(*sql.Tx) error, txp **sql.Tx) error {
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
-	*txp = tx
 	if err := f(tx); err != nil {
 		tx.Rollback()
 		return err
