@@ -121,6 +121,9 @@ type Client struct {
 
 	handlers handlers
 	queue    queue
+	done     chan struct{} // closed by stop
+	stopOnce sync.Once
+	err      error // why done was closed
 
 	// Used by the dispatcher only.
 	seen *dedup
@@ -165,6 +168,7 @@ func New(opts *Options) (*Client, error) {
 		log:     o.Logger,
 		mcp:     mcp.NewClient(o.Implementation, o.ClientOptions),
 		changed: make(chan struct{}),
+		done:    make(chan struct{}),
 		seen:    newDedup(o.DedupSize),
 	}
 	c.queue.init()
@@ -397,6 +401,30 @@ func (c *Client) advance(cursor string) {
 	c.mu.Unlock()
 }
 
+// Done returns a channel that is closed when the Client stops for good:
+// Close was called, or the session ended and there is no
+// Options.Reconnect. Err then says why.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err returns nil until Done is closed, then ErrClosed, or an error
+// wrapping ErrSessionEnded with the reason the session ended.
+func (c *Client) Err() error {
+	select {
+	case <-c.done:
+		return c.err
+	default:
+		return nil
+	}
+}
+
+// stop closes done with err, once.
+func (c *Client) stop(err error) {
+	c.stopOnce.Do(func() {
+		c.err = err
+		close(c.done)
+	})
+}
+
 // Close ends the session, stops reconnecting and delivering, and waits for
 // a handler in progress to return (its context is cancelled). Deliveries
 // still queued are dropped; they stay in the server's inbox. Close must
@@ -420,5 +448,6 @@ func (c *Client) Close() error {
 		err = cs.Close()
 	}
 	c.wg.Wait()
+	c.stop(ErrClosed)
 	return err
 }

@@ -3,43 +3,52 @@
 // package subscriptions, and hands the events/event, events/batch and
 // events/subscription_expired notifications, which the go-sdk drops, to Go
 // handlers. It is the Go counterpart of the EventsClient of the MCPE
-// proposal: SupportsEvents, Subscribe, Unsubscribe, List, Pause, Resume,
-// Update, OnEvent(pattern, callback), OnBatch and OnExpired.
+// proposal: SupportsEvents (and Capability, the capability as a typed
+// value), Subscribe, Unsubscribe, List, Pause, Resume, Update and Poll, and
+// the handlers OnEvent(pattern, callback), OnBatch and OnExpired. The
+// request and result types are those the server itself decodes and encodes.
 //
 // # Connecting
 //
-// Connect connects over any mcp.Transport: mcp.CommandTransport for
+// Client.Connect connects over any mcp.Transport: mcp.CommandTransport for
 // "mcpe-server --stdio", mcp.StreamableClientTransport for
-// http://127.0.0.1:8765/mcp, or an in-memory transport in tests. New and
-// Client.Connect do the same in two steps, so that handlers are registered
-// before the first notification can arrive.
+// http://127.0.0.1:8765/mcp, or an in-memory transport in tests. Command and
+// StreamableHTTP return a Dialer, which makes a fresh transport each time it
+// is called: pass it as Options.Reconnect and call Connect with a nil
+// transport. Register handlers between New and Connect, so that none of the
+// first notifications is missed. Both protocol versions of the go-sdk work
+// (2026-07-28 and 2025-11-25, see Options.ProtocolVersion); the go-sdk
+// settles stateful Streamable HTTP sessions on 2025-11-25.
 //
 // # Handlers
 //
 // OnEvent registers a callback for the events whose type matches a pattern,
-// in the language of subscription filters (subscriptions.CompilePattern:
-// "github.*", "alert.{disk,cpu}.*", "*"). Every handler is called from one
-// goroutine, in delivery order, never concurrently with another: a handler
-// that takes long holds up the ones after it, and may call the Client's
-// methods (Subscribe, List, ...) but must not call Close or CatchUp. An event
-// that matches several handlers is passed to each, in registration order.
-// Deliveries wait in an unbounded queue while a handler runs, so the
-// connection is never blocked by a slow handler.
+// in the language of subscription filters, compiled by the server's own
+// code (subscriptions.CompilePattern: "github.*", "alert.{disk,cpu}.*",
+// "*"). Every handler is called from one goroutine, in delivery order,
+// never concurrently with another: a handler that takes long holds up the
+// ones after it, and may call the Client's methods (Subscribe, List, ...)
+// but must not call Close or CatchUp. An event that matches several handlers
+// is passed to each, in registration order. Deliveries wait in an unbounded
+// queue while a handler runs, so the connection is never blocked by a slow
+// handler.
 //
 // # Reconnection and catch-up
 //
 // Every delivery is also written to the caller's inbox on the server, and
-// notifications carry its cursor. With Options.Reconnect set, a Client whose
+// notifications carry its position (cursor). The Client remembers where it
+// last read the inbox in full. With Options.Reconnect set, a Client whose
 // session ends reconnects with exponential backoff and jitter, then reads
-// the inbox with events_poll from the highest cursor it saw, page after page,
-// and passes what it missed to the handlers before what the new session
-// brings. The same catch-up runs when the go-sdk reopens a broken Streamable
-// HTTP event stream by itself. A bounded memory of recent deliveries (the
-// last 10 000 by default) drops the ones seen twice, so handlers see each
-// event of each subscription once. The catch-up cannot bring back what the
-// server no longer keeps (see its inbox retention), and cannot notice a
-// notification the server dropped for a session too slow to take it while
-// the session stayed up; CatchUp reads the inbox on demand.
+// the inbox with events_poll from there, page after page, and passes what
+// it missed to the handlers before what the new session brings. The same
+// catch-up runs when the go-sdk reopens a broken Streamable HTTP event
+// stream by itself, and every Options.DedupSize/4 deliveries, which also
+// finds notifications the server dropped for a session too slow to take
+// them. A bounded memory of recent deliveries (the last 10 000 by default)
+// drops those seen twice, so handlers see each event of each subscription
+// once. The catch-up cannot bring back what the server no longer keeps (see
+// its inbox retention). Client.Cursor is the highest position handled; a
+// program that saves it can start again from it with Options.Cursor.
 //
 // Reconnection needs a principal that outlives a session: stdio, an
 // in-memory transport bound to a principal, or Streamable HTTP with a bearer

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"mime"
 	"net/http"
@@ -41,6 +42,7 @@ func (c *Client) watch(cs *mcp.ClientSession) {
 		c.mu.Unlock()
 		if c.opts.Reconnect == nil {
 			c.log.Warn("MCPE session ended", "error", err)
+			c.stop(fmt.Errorf("%w: %v", ErrSessionEnded, err))
 			return
 		}
 		c.log.Warn("MCPE session ended; reconnecting", "error", err)

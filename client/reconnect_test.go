@@ -223,6 +223,14 @@ func TestReconnectBackoff(t *testing.T) {
 	if _, err := c.List(ctxT(t), ""); err != nil {
 		t.Fatalf("List after reconnecting: %v", err)
 	}
+	if err := c.Err(); err != nil {
+		t.Errorf("Err() = %v while reconnecting", err)
+	}
+	c.Close()
+	<-c.Done()
+	if err := c.Err(); err != client.ErrClosed {
+		t.Errorf("Err() after Close = %v, want ErrClosed", err)
+	}
 }
 
 // TestSessionEndedWithoutReconnect checks that, without Options.Reconnect,
@@ -238,7 +246,18 @@ func TestSessionEndedWithoutReconnect(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Err(); err != nil {
+		t.Errorf("Err() while connected = %v", err)
+	}
 	s.CloseSessions()
+	select {
+	case <-c.Done():
+	case <-time.After(wait):
+		t.Fatal("Done() not closed after the session ended")
+	}
+	if err := c.Err(); !errors.Is(err, client.ErrSessionEnded) {
+		t.Errorf("Err() = %v, want ErrSessionEnded", err)
+	}
 	if _, err := c.List(ctxT(t), ""); !errors.Is(err, client.ErrSessionEnded) {
 		t.Errorf("List after the session ended = %v, want ErrSessionEnded", err)
 	}
