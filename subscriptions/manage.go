@@ -190,6 +190,9 @@ func (s *Service) Resume(ctx context.Context, principal, id string) (*Subscripti
 // events already waiting; leaving the cron or scheduled channel delivers them
 // at once.
 func (s *Service) Update(ctx context.Context, principal string, req UpdateRequest) (*Subscription, error) {
+	if err := checkID(req.SubscriptionID); err != nil {
+		return nil, err
+	}
 	if req.Filter == nil && req.Delivery == nil && !req.ExpiresAt.Set && !req.Handler.Set && !req.RotateSecret {
 		return nil, invalid("", "nothing to update: give at least one of filter, delivery, expiresAt, handler or rotateSecret")
 	}
