@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -59,6 +61,22 @@ type Upstream struct {
 	// Headers are sent with every HTTP request, e.g. Authorization; nil
 	// sends none. Only for URL.
 	Headers map[string]string
+	// ProtocolVersion is the MCP protocol version to ask for, one of
+	// mcp.SupportedProtocolVersions(). Empty means "2025-11-25" for a
+	// Command and "2026-07-28" for a URL (which a server that does not
+	// speak it answers with an older one); see the package doc.
+	ProtocolVersion string
+}
+
+// protocolVersion is the version the upstream is asked for.
+func (u Upstream) protocolVersion() string {
+	switch {
+	case u.ProtocolVersion != "":
+		return u.ProtocolVersion
+	case len(u.Command) > 0:
+		return protocolLegacy
+	}
+	return protocolListen
 }
 
 // Options configure an Adapter.
@@ -141,6 +159,9 @@ func (o *Options) validate() error {
 			return fmt.Errorf("%s.Name %q is used twice; each upstream needs its own name", field, u.Name)
 		}
 		seen[u.Name] = true
+		if v := u.ProtocolVersion; v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) {
+			return fmt.Errorf("%s.ProtocolVersion %q is not a version this server speaks; use one of %q, or leave it empty to choose", field, v, mcp.SupportedProtocolVersions())
+		}
 		switch {
 		case len(u.Command) > 0 && u.URL != "":
 			return fmt.Errorf("%s (%s): give Command (stdio) or URL (Streamable HTTP), not both", field, u.Name)

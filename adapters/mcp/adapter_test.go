@@ -10,7 +10,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -40,6 +42,8 @@ func TestNewValidates(t *testing.T) {
 		{name: "negative backoff", opts: Options{Publisher: pub, MinBackoff: -time.Second}, want: "must not be negative"},
 		{name: "jitter", opts: Options{Publisher: pub, Jitter: 1.5}, want: "Options.Jitter"},
 		{name: "log level", opts: Options{Publisher: pub, LogLevel: "verbose"}, want: "Options.LogLevel \"verbose\""},
+		{name: "protocol versions", opts: Options{Publisher: pub, Upstreams: []Upstream{{Name: "a", URL: "http://x", ProtocolVersion: "2025-06-18"}, {Name: "b", Command: []string{"x"}, ProtocolVersion: "2026-07-28"}}}},
+		{name: "unknown protocol version", opts: Options{Publisher: pub, Upstreams: []Upstream{{Name: "a", URL: "http://x", ProtocolVersion: "2099-01-01"}}}, want: "Options.Upstreams[0].ProtocolVersion \"2099-01-01\" is not a version"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := New(tc.opts)
@@ -179,6 +183,17 @@ func TestUpstreamEvent(t *testing.T) {
 			raw:  `{"id":"` + longID + `","type":"a"}`,
 			want: subscriptions.Event{Type: "mcp.up.a", Metadata: subscriptions.Metadata{SourceEventID: "up:sha256:" + hex.EncodeToString(longSum[:]), Tags: []string{"upstream:up"}}},
 		},
+		{
+			name: "null data, timestamp out of range",
+			raw:  `{"id":"e","type":"a","data":null,"metadata":{"timestamp":"9999-12-31T23:59:59-23:59"}}`,
+			want: subscriptions.Event{Type: "mcp.up.a", Metadata: subscriptions.Metadata{SourceEventID: "up:e", Tags: []string{"upstream:up"}}},
+		},
+		{
+			name: "tags that are only control characters and spaces are dropped",
+			raw:  `{"id":"e","type":"a","metadata":{"tags":["\u0001\u00a0","ok"]}}`,
+			want: subscriptions.Event{Type: "mcp.up.a", Metadata: subscriptions.Metadata{SourceEventID: "up:e", Tags: []string{"ok", "upstream:up"}}},
+		},
+		{name: "data too large", raw: `{"id":"e","type":"a","data":{"x":"` + strings.Repeat("x", MaxEventDataBytes) + `"}}`, wantErr: "at most 1048576"},
 		{name: "type too long", raw: `{"id":"e","type":"` + strings.Repeat("x", 250) + `"}`, wantErr: "characters long"},
 		{name: "too many segments", raw: `{"id":"e","type":"a.b.c.d.e.f.g.h.i.j.k.l.m.n.o"}`, wantErr: "segments"},
 		{name: "bad character", raw: `{"id":"e","type":"a b"}`, wantErr: "contains"},
@@ -216,5 +231,128 @@ func TestLogPriority(t *testing.T) {
 		if got := logPriority(level); got != want {
 			t.Errorf("logPriority(%q) = %s; want %s", level, got, want)
 		}
+	}
+}
+
+func TestLogEvent(t *testing.T) {
+	long := strings.Repeat("é", MaxLogDataBytes) // twice the limit in bytes
+	for _, tc := range []struct {
+		name     string
+		params   *mcp.LoggingMessageParams
+		want     map[string]any
+		priority subscriptions.Priority
+		wantErr  string
+	}{
+		{
+			name:     "object data",
+			params:   &mcp.LoggingMessageParams{Level: "critical", Logger: "db", Data: map[string]any{"msg": "down"}},
+			want:     map[string]any{"server": "up", "level": "critical", "logger": "db", "data": map[string]any{"msg": "down"}},
+			priority: subscriptions.PriorityCritical,
+		},
+		{
+			name:     "no data",
+			params:   &mcp.LoggingMessageParams{Level: "info"},
+			want:     map[string]any{"server": "up", "level": "info", "data": nil},
+			priority: subscriptions.PriorityLow,
+		},
+		{
+			name:     "long data is cut",
+			params:   &mcp.LoggingMessageParams{Level: "warning", Data: long},
+			want:     map[string]any{"server": "up", "level": "warning", "data": clip(`"`+long+`"`, MaxLogDataBytes), "truncated": true},
+			priority: subscriptions.PriorityNormal,
+		},
+		{name: "unknown level", params: &mcp.LoggingMessageParams{Level: "loud", Data: "x"}, wantErr: `"loud" is not an MCP logging level`},
+		{name: "no params", wantErr: "no params"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ev, err := logEvent("up", tc.params, t0)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("logEvent = %v; want an error containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, decode(t, ev)); diff != "" {
+				t.Errorf("data mismatch (-want +got):\n%s", diff)
+			}
+			if ev.Type != "mcp.up.log" || ev.Metadata.Priority != tc.priority || !ev.Metadata.Timestamp.Equal(t0) {
+				t.Errorf("event %s, priority %s, timestamp %v; want mcp.up.log, %s, %v", ev.Type, ev.Metadata.Priority, ev.Metadata.Timestamp, tc.priority, t0)
+			}
+			if len(ev.Data) > MaxLogDataBytes+1024 {
+				t.Errorf("data is %d bytes", len(ev.Data))
+			}
+		})
+	}
+}
+
+func TestResourceEvent(t *testing.T) {
+	ev, err := resourceEvent("up", &mcp.ResourceUpdatedNotificationParams{URI: "file:///a"}, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]any{"server": "up", "uri": "file:///a"}, decode(t, ev)); diff != "" || ev.Type != "mcp.up.resources.updated" {
+		t.Errorf("%s data mismatch (-want +got):\n%s", ev.Type, diff)
+	}
+	for _, p := range []*mcp.ResourceUpdatedNotificationParams{nil, {}, {URI: strings.Repeat("u", MaxURIBytes+1)}} {
+		if _, err := resourceEvent("up", p, t0); err == nil {
+			t.Errorf("resourceEvent(%+v) succeeded; want an error", p)
+		}
+	}
+}
+
+func TestNotificationEvents(t *testing.T) {
+	for _, tc := range []struct {
+		name, method, params string
+		types                []string
+		errs                 []string
+	}{
+		{name: "event", method: "events/event", params: `{"subscriptionId":"s","event":{"id":"1","type":"a.b"}}`, types: []string{"mcp.up.a.b"}},
+		{name: "event missing", method: "events/event", params: `{"subscriptionId":"s"}`, errs: []string{"have no event"}},
+		{name: "event null", method: "events/event", params: `{"event":null}`, errs: []string{"have no event"}},
+		{name: "params not an object", method: "events/event", params: `[1]`, errs: []string{"not an object with an event"}},
+		{
+			name: "batch", method: "events/batch", params: `{"events":[{"type":"a"},{"type":"log"},7,{"type":"b"}]}`,
+			types: []string{"mcp.up.a", "mcp.up.b"},
+			errs:  []string{"events[1]: the event's type \"log\" is one the adapter emits itself", "events[2]: the event is not an MCPE event object"},
+		},
+		{name: "batch not an array", method: "events/batch", params: `{"events":{}}`, errs: []string{"not an object with an events array"}},
+		{name: "expiry is not an event", method: "events/subscription_expired", params: `{"subscriptionId":"s"}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			events, errs := notificationEvents("up", tc.method, json.RawMessage(tc.params))
+			var types, msgs []string
+			for _, ev := range events {
+				types = append(types, ev.Type)
+			}
+			for _, err := range errs {
+				msgs = append(msgs, err.Error())
+			}
+			if diff := cmp.Diff(tc.types, types); diff != "" {
+				t.Errorf("types mismatch (-want +got):\n%s", diff)
+			}
+			if len(msgs) != len(tc.errs) {
+				t.Fatalf("errors %q; want %d containing %q", msgs, len(tc.errs), tc.errs)
+			}
+			for i, want := range tc.errs {
+				if !strings.Contains(msgs[i], want) {
+					t.Errorf("error %d = %q; want it to contain %q", i, msgs[i], want)
+				}
+			}
+		})
+	}
+}
+
+// Every type of every upstream passes the catalog contract: its example
+// is accepted by its schema.
+func TestCatalogContract(t *testing.T) {
+	a, err := New(Options{Publisher: newRecorder(), Upstreams: []Upstream{{Name: "github", Command: []string{"x"}}, {Name: "docs", URL: "https://x"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := adapters.CheckCatalog(a.Catalog()); err != nil {
+		t.Error(err)
 	}
 }

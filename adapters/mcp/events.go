@@ -8,7 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -51,11 +55,119 @@ type (
 		URI    string `json:"uri"`
 	}
 	logData struct {
-		Server string          `json:"server"`
-		Level  string          `json:"level"`
-		Logger string          `json:"logger,omitempty"`
-		Data   json.RawMessage `json:"data"`
+		Server    string          `json:"server"`
+		Level     string          `json:"level"`
+		Logger    string          `json:"logger,omitempty"`
+		Data      json.RawMessage `json:"data"`
+		Truncated bool            `json:"truncated,omitempty"`
 	}
+)
+
+// logEvent turns a notifications/message into an mcp.<name>.log event.
+func logEvent(name string, p *mcp.LoggingMessageParams, now time.Time) (subscriptions.Event, error) {
+	if p == nil {
+		return subscriptions.Event{}, errors.New("the log message has no params")
+	}
+	level := string(p.Level)
+	if !slices.Contains(logLevels, level) {
+		return subscriptions.Event{}, fmt.Errorf("the log level %q is not an MCP logging level (%s)", clip(level, 64), strings.Join(logLevels, ", "))
+	}
+	data, err := json.Marshal(p.Data)
+	if err != nil {
+		return subscriptions.Event{}, fmt.Errorf("the log message's data cannot be encoded: %w", err)
+	}
+	d := logData{Server: name, Level: level, Logger: clip(p.Logger, maxLoggerBytes), Data: data}
+	if len(data) > MaxLogDataBytes {
+		cut, _ := json.Marshal(clip(string(data), MaxLogDataBytes))
+		d.Data, d.Truncated = cut, true
+	}
+	return ownEvent(name, kindLog, d, logPriority(level), now)
+}
+
+// resourceEvent turns a notifications/resources/updated into an
+// mcp.<name>.resources.updated event.
+func resourceEvent(name string, p *mcp.ResourceUpdatedNotificationParams, now time.Time) (subscriptions.Event, error) {
+	switch {
+	case p == nil || p.URI == "":
+		return subscriptions.Event{}, errors.New("the resource update names no URI")
+	case len(p.URI) > MaxURIBytes:
+		return subscriptions.Event{}, fmt.Errorf("the updated resource's URI is %d bytes long; at most %d are accepted", len(p.URI), MaxURIBytes)
+	}
+	return ownEvent(name, kindResourcesUpdated, resourceData{Server: name, URI: p.URI}, subscriptions.PriorityNormal, now)
+}
+
+// notificationEvents turns an MCPE notification an upstream sent
+// (events/event, or events/batch with one event per entry) into the events
+// to publish. errs says why an event, or the whole notification, was
+// skipped; other events/* methods give neither.
+func notificationEvents(name, method string, params json.RawMessage) (events []subscriptions.Event, errs []error) {
+	var raws []json.RawMessage
+	switch method {
+	case subscriptions.MethodEvent:
+		var p struct {
+			Event json.RawMessage `json:"event"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, []error{fmt.Errorf("%s params are not an object with an event: %w", method, err)}
+		}
+		if len(p.Event) == 0 || isNull(p.Event) {
+			return nil, []error{fmt.Errorf("%s params have no event", method)}
+		}
+		raws = []json.RawMessage{p.Event}
+	case subscriptions.MethodBatch:
+		var p struct {
+			Events []json.RawMessage `json:"events"`
+		}
+		if err := json.Unmarshal(params, &p); err != nil {
+			return nil, []error{fmt.Errorf("%s params are not an object with an events array: %w", method, err)}
+		}
+		raws = p.Events
+	default:
+		return nil, nil
+	}
+	for i, raw := range raws {
+		ev, err := upstreamEvent(name, raw)
+		if err != nil {
+			if method == subscriptions.MethodBatch {
+				err = fmt.Errorf("events[%d]: %w", i, err)
+			}
+			errs = append(errs, err)
+			continue
+		}
+		events = append(events, ev)
+	}
+	return events, errs
+}
+
+func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// clip cuts s to at most max bytes on a rune boundary, ending a cut string
+// with "…".
+func clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const ellipsis = "…"
+	n := max - len(ellipsis)
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + ellipsis
+}
+
+// Bounds on what an upstream's notifications become.
+const (
+	// MaxEventDataBytes bounds the data of an event an upstream sends, as
+	// POST /v1/events bounds a body by default; a larger event is skipped.
+	MaxEventDataBytes = adapters.DefaultMaxBodyBytes
+	// MaxLogDataBytes bounds the data of a log message; a longer one is cut
+	// (data becomes the start of its JSON text, and truncated is true).
+	MaxLogDataBytes = 16 << 10
+	// MaxURIBytes bounds a resource URI; an update of a longer one is
+	// skipped.
+	MaxURIBytes = 4096
+	// maxLoggerBytes bounds the logger name of a log message.
+	maxLoggerBytes = 256
 )
 
 // upstreamTag is the tag of every event from upstream name.
@@ -114,16 +226,21 @@ func upstreamEvent(name string, raw json.RawMessage) (subscriptions.Event, error
 	if err := subscriptions.ValidateType(ev.Type); err != nil {
 		return subscriptions.Event{}, fmt.Errorf("prefixed with %q: %w", typePrefix(name), err)
 	}
-	if data := bytes.TrimSpace(in.Data); len(data) > 0 && data[0] != '{' {
+	switch data := bytes.TrimSpace(in.Data); {
+	case len(data) == 0 || isNull(data):
+		ev.Data = nil // {} once published
+	case data[0] != '{':
 		return subscriptions.Event{}, errors.New("the event's data is not a JSON object")
+	case len(data) > MaxEventDataBytes:
+		return subscriptions.Event{}, fmt.Errorf("the event's data is %d bytes; at most %d are accepted", len(data), MaxEventDataBytes)
 	}
 	id := in.ID
 	var tags []string
 	if m := in.Metadata; m != nil {
-		if m.Timestamp != "" {
-			if ts, err := time.Parse(time.RFC3339Nano, m.Timestamp); err == nil {
-				ev.Metadata.Timestamp = ts
-			}
+		// A timestamp that is not RFC 3339, or out of the years it can
+		// write, is left for the time of receipt.
+		if ts, err := time.Parse(time.RFC3339Nano, m.Timestamp); err == nil && ts.UTC().Year() >= 0 && ts.UTC().Year() <= 9999 {
+			ev.Metadata.Timestamp = ts
 		}
 		if m.Priority.Valid() {
 			ev.Metadata.Priority = m.Priority
@@ -205,7 +322,7 @@ func catalog(name string) []subscriptions.EventType {
 		{
 			Type:        p + kindLog,
 			Description: fmt.Sprintf("Upstream MCP server %q logged a message (notifications/message) at or above the configured level.", name),
-			DataSchema:  json.RawMessage(`{"type":"object","properties":{"server":{"type":"string"},"level":{"type":"string","enum":["debug","info","notice","warning","error","critical","alert","emergency"]},"logger":{"type":"string"},"data":{"description":"The logged message or object."}},"required":["server","level","data"]}`),
+			DataSchema:  json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"server":{"type":"string"},"level":{"type":"string","enum":["debug","info","notice","warning","error","critical","alert","emergency"]},"logger":{"type":"string"},"data":{"description":"The logged message or object."},"truncated":{"const":true,"description":"Present when data was longer than %d bytes: data is then the start of its JSON text."}},"required":["server","level","data"]}`, MaxLogDataBytes)),
 			Example:     json.RawMessage(fmt.Sprintf(`{"server":%q,"level":"error","logger":"database","data":{"error":"connection refused"}}`, name)),
 			Priority:    "from the level: emergency, alert, critical -> critical; error -> high; warning -> normal; others -> low",
 			Tags:        tags,

@@ -3,7 +3,10 @@ package mcp
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"maps"
 	"net"
 	"net/http"
@@ -35,7 +38,8 @@ type httpUpstream struct {
 	server *mcp.Server
 	srv    *httptest.Server
 	// header is the last X-Test header received.
-	header atomic.Value
+	header    atomic.Value
+	stateless bool
 
 	mu sync.Mutex
 	// subscribed are the URIs currently subscribed to.
@@ -63,10 +67,34 @@ func readDoc(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResource
 	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, Text: "hello"}}}, nil
 }
 
+// httpMode is how an upstream serves Streamable HTTP, and the protocol
+// version the adapter then speaks with it (asking for 2026-07-28, the
+// default for a URL).
+type httpMode struct {
+	name      string
+	stateless bool
+	version   string
+}
+
+// httpModes: a stateful server takes only the initialize handshake
+// (2025-11-25) and sends notifications on its standalone GET stream; a
+// stateless one keeps no session and sends list changes and resource
+// updates on subscriptions/listen streams (2026-07-28).
+var httpModes = []httpMode{
+	{name: "stateful", version: "2025-11-25"},
+	{name: "stateless", stateless: true, version: "2026-07-28"},
+}
+
 // newHTTPUpstream starts an upstream, on ln when it is not nil.
 func newHTTPUpstream(t *testing.T, ln net.Listener) *httpUpstream {
+	return newHTTPUpstreamMode(t, ln, httpModes[0])
+}
+
+// newHTTPUpstreamMode starts an upstream served as mode says, on ln when it
+// is not nil.
+func newHTTPUpstreamMode(t *testing.T, ln net.Listener, mode httpMode) *httpUpstream {
 	t.Helper()
-	up := &httpUpstream{subscribed: make(map[string]bool), unsubscribed: make(chan string, 16)}
+	up := &httpUpstream{subscribed: make(map[string]bool), unsubscribed: make(chan string, 16), stateless: mode.stateless}
 	up.server = mcp.NewServer(&mcp.Implementation{Name: "test-upstream", Version: "1.0.0"}, &mcp.ServerOptions{
 		SubscribeHandler: func(_ context.Context, req *mcp.SubscribeRequest) error {
 			up.mu.Lock()
@@ -87,7 +115,7 @@ func newHTTPUpstream(t *testing.T, ln net.Listener) *httpUpstream {
 		return &mcp.GetPromptResult{}, nil
 	})
 	mcp.AddTool(up.server, &mcp.Tool{Name: "echo"}, echo)
-	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.server }, nil)
+	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return up.server }, &mcp.StreamableHTTPOptions{Stateless: mode.stateless})
 	up.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		up.header.Store(r.Header.Get("X-Test"))
 		handler.ServeHTTP(w, r)
@@ -110,14 +138,15 @@ func (up *httpUpstream) kill() {
 	up.srv.Close()
 }
 
-// session returns the server's session with the adapter.
+// session returns the server's session with the adapter. A stateless
+// server has one per request in progress: the first is returned.
 func (up *httpUpstream) session(t *testing.T) *mcp.ServerSession {
 	t.Helper()
 	var found []*mcp.ServerSession
 	for ss := range up.server.Sessions() {
 		found = append(found, ss)
 	}
-	if len(found) != 1 {
+	if len(found) == 0 || (!up.stateless && len(found) != 1) {
 		t.Fatalf("the upstream has %d sessions; want the adapter's one", len(found))
 	}
 	return found[0]
@@ -148,7 +177,13 @@ func notify(t *testing.T, sink *mcpbridge.Sink, method string, params json.RawMe
 var ignoreServerAssigned = cmpopts.IgnoreFields(subscriptions.Event{}, "ID")
 
 func TestHTTPUpstream(t *testing.T) {
-	up := newHTTPUpstream(t, nil)
+	for _, mode := range httpModes {
+		t.Run(mode.name, func(t *testing.T) { testHTTPUpstream(t, mode) })
+	}
+}
+
+func testHTTPUpstream(t *testing.T, mode httpMode) {
+	up := newHTTPUpstreamMode(t, nil, mode)
 	fake := clock.NewFake(t0)
 	rec := newRecorder()
 	a, err := New(Options{
@@ -165,7 +200,7 @@ func TestHTTPUpstream(t *testing.T) {
 	start(t, a)
 
 	connected := rec.wait(t, "mcp.up.connected", 1)[0]
-	if diff := cmp.Diff(map[string]any{"server": "up", "protocolVersion": "2025-11-25", "serverName": "test-upstream", "serverVersion": "1.0.0"}, decode(t, connected)); diff != "" {
+	if diff := cmp.Diff(map[string]any{"server": "up", "protocolVersion": mode.version, "serverName": "test-upstream", "serverVersion": "1.0.0"}, decode(t, connected)); diff != "" {
 		t.Errorf("connected data mismatch (-want +got):\n%s", diff)
 	}
 	if st := state(t, a); st.Status != StatusConnected || st.Since != t0.Format(time.RFC3339) {
@@ -219,26 +254,29 @@ func TestHTTPUpstream(t *testing.T) {
 	}
 
 	// Logs at or above the requested level ("info"), with a priority
-	// from the level.
-	ss := up.session(t)
-	for _, p := range []*mcp.LoggingMessageParams{
-		{Level: "debug", Logger: "db", Data: "below the level: not sent"},
-		{Level: "error", Logger: "db", Data: map[string]any{"msg": "disk full"}},
-		{Level: "warning", Data: "slow query"},
-	} {
-		if err := ss.Log(ctx, p); err != nil {
-			t.Fatalf("Log: %v", err)
+	// from the level. A stateless server keeps no level, so it sends no
+	// log message outside a request.
+	if !mode.stateless {
+		ss := up.session(t)
+		for _, p := range []*mcp.LoggingMessageParams{
+			{Level: "debug", Logger: "db", Data: "below the level: not sent"},
+			{Level: "error", Logger: "db", Data: map[string]any{"msg": "disk full"}},
+			{Level: "warning", Data: "slow query"},
+		} {
+			if err := ss.Log(ctx, p); err != nil {
+				t.Fatalf("Log: %v", err)
+			}
 		}
-	}
-	logs := rec.wait(t, "mcp.up.log", 2)
-	if len(logs) != 2 {
-		t.Fatalf("got %d log events; want 2 (the debug message is below the level)", len(logs))
-	}
-	if diff := cmp.Diff(map[string]any{"server": "up", "level": "error", "logger": "db", "data": map[string]any{"msg": "disk full"}}, decode(t, logs[0])); diff != "" {
-		t.Errorf("log data mismatch (-want +got):\n%s", diff)
-	}
-	if logs[0].Metadata.Priority != subscriptions.PriorityHigh || logs[1].Metadata.Priority != subscriptions.PriorityNormal {
-		t.Errorf("log priorities = %s, %s; want high (error), normal (warning)", logs[0].Metadata.Priority, logs[1].Metadata.Priority)
+		logs := rec.wait(t, "mcp.up.log", 2)
+		if len(logs) != 2 {
+			t.Fatalf("got %d log events; want 2 (the debug message is below the level)", len(logs))
+		}
+		if diff := cmp.Diff(map[string]any{"server": "up", "level": "error", "logger": "db", "data": map[string]any{"msg": "disk full"}}, decode(t, logs[0])); diff != "" {
+			t.Errorf("log data mismatch (-want +got):\n%s", diff)
+		}
+		if logs[0].Metadata.Priority != subscriptions.PriorityHigh || logs[1].Metadata.Priority != subscriptions.PriorityNormal {
+			t.Errorf("log priorities = %s, %s; want high (error), normal (warning)", logs[0].Metadata.Priority, logs[1].Metadata.Priority)
+		}
 	}
 
 	// A batch: the valid events pass, the invalid ones are skipped.
@@ -283,11 +321,26 @@ func TestHTTPUpstream(t *testing.T) {
 	case <-time.After(waitLimit):
 		t.Fatalf("no resources/unsubscribe for %s within %v after it was removed", doc2URI, waitLimit)
 	}
+	// Unsubscribing (under 2026-07-28, ending that resource's
+	// subscriptions/listen stream) leaves the session up.
+	if err := up.server.ResourceUpdated(ctx, &mcp.ResourceUpdatedNotificationParams{URI: docURI}); err != nil {
+		t.Fatal(err)
+	}
+	rec.wait(t, "mcp.up.resources.updated", 3)
+	if st := state(t, a); st.Status != StatusConnected || len(rec.ofType("mcp.up.disconnected")) != 0 {
+		t.Errorf("after an unsubscribe: state %+v, %d disconnected events; want still connected", st, len(rec.ofType("mcp.up.disconnected")))
+	}
 	rec.noRejects(t)
 }
 
 func TestHTTPUpstreamResourceLimit(t *testing.T) {
-	up := newHTTPUpstream(t, nil)
+	for _, mode := range httpModes {
+		t.Run(mode.name, func(t *testing.T) { testHTTPUpstreamResourceLimit(t, mode) })
+	}
+}
+
+func testHTTPUpstreamResourceLimit(t *testing.T, mode httpMode) {
+	up := newHTTPUpstreamMode(t, nil, mode)
 	for i := range 4 {
 		up.server.AddResource(&mcp.Resource{URI: fmt.Sprintf("test://extra/%d", i), Name: "extra"}, readDoc)
 	}
@@ -320,7 +373,13 @@ func listenAgain(t *testing.T, addr string) net.Listener {
 }
 
 func TestHTTPUpstreamReconnects(t *testing.T) {
-	up := newHTTPUpstream(t, nil)
+	for _, mode := range httpModes {
+		t.Run(mode.name, func(t *testing.T) { testHTTPUpstreamReconnects(t, mode) })
+	}
+}
+
+func testHTTPUpstreamReconnects(t *testing.T, mode httpMode) {
+	up := newHTTPUpstreamMode(t, nil, mode)
 	addr := up.srv.Listener.Addr().String()
 	fake := clock.NewFake(t0)
 	rec := newRecorder()
@@ -361,7 +420,7 @@ func TestHTTPUpstreamReconnects(t *testing.T) {
 	}
 
 	// Restarted on the same address: the retry, once due, reconnects.
-	up2 := newHTTPUpstream(t, listenAgain(t, addr))
+	up2 := newHTTPUpstreamMode(t, listenAgain(t, addr), mode)
 	fake.AdvanceTo(due)
 	rec.wait(t, "mcp.up.connected", 2)
 	if st := state(t, a); st.Status != StatusConnected {
@@ -418,3 +477,80 @@ func TestHTTPUpstreamUnreachable(t *testing.T) {
 		t.Errorf("published %d disconnected events for an upstream that never connected", len(got))
 	}
 }
+
+// A stateless server asked for 2025-11-25 keeps no stream for
+// notifications outside requests: the session is up, but nothing can
+// arrive from it, and the adapter says so in its log.
+func TestHTTPUpstreamWithoutNotificationStream(t *testing.T) {
+	up := newHTTPUpstreamMode(t, nil, httpModes[1])
+	var logs syncBuffer
+	rec := newRecorder()
+	a, err := New(Options{
+		Upstreams: []Upstream{{Name: "up", URL: up.srv.URL, ProtocolVersion: "2025-11-25"}},
+		Publisher: rec,
+		Clock:     clock.NewFake(t0),
+		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, a)
+	ev := rec.wait(t, "mcp.up.connected", 1)[0]
+	if v := decode(t, ev)["protocolVersion"]; v != "2025-11-25" {
+		t.Errorf("protocolVersion %v; want the one asked for, 2025-11-25", v)
+	}
+	eventually(t, "a warning that no notification can arrive", func() bool {
+		return strings.Contains(logs.String(), "refused the stream that carries notifications outside requests")
+	})
+	if st := state(t, a); st.Status != StatusConnected {
+		t.Errorf("state %+v; want connected", st)
+	}
+}
+
+// A watched subscriptions/listen body passes what it reads through
+// unchanged, and reports its end once, unless its request was cancelled.
+func TestWatchedBody(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		cancelled bool
+		readErr   error
+		want      string // reported; empty for nothing
+	}{
+		{name: "server ended the stream", readErr: io.EOF, want: "the server ended it"},
+		{name: "connection broke", readErr: io.ErrUnexpectedEOF, want: "unexpected EOF"},
+		{name: "unsubscribed", cancelled: true, readErr: context.Canceled},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancelled {
+				cancel()
+			}
+			var reports []string
+			b := &watchedBody{
+				ReadCloser: io.NopCloser(io.MultiReader(strings.NewReader("data: x\n\n"), errReader{tc.readErr})),
+				ctx:        ctx,
+				ended:      func(err error) { reports = append(reports, err.Error()) },
+			}
+			got, err := io.ReadAll(b)
+			if string(got) != "data: x\n\n" {
+				t.Errorf("read %q", got)
+			}
+			if tc.readErr == io.EOF && err != nil || tc.readErr != io.EOF && !errors.Is(err, tc.readErr) {
+				t.Errorf("ReadAll error %v; want %v passed through", err, tc.readErr)
+			}
+			b.Read(make([]byte, 1)) // a second read at the end reports nothing more
+			var want []string
+			if tc.want != "" {
+				want = []string{tc.want}
+			}
+			if diff := cmp.Diff(want, reports); diff != "" {
+				t.Errorf("reports mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+type errReader struct{ err error }
+
+func (r errReader) Read([]byte) (int, error) { return 0, r.err }

@@ -63,7 +63,10 @@ func TestStdioUpstream(t *testing.T) {
 	start(t, a)
 
 	ev := rec.wait(t, "mcp.child.child.started", 1)[0]
-	rec.wait(t, "mcp.child.connected", 1)
+	// A command is asked for 2025-11-25 unless told otherwise.
+	if v := decode(t, rec.wait(t, "mcp.child.connected", 1)[0])["protocolVersion"]; v != "2025-11-25" {
+		t.Errorf("protocolVersion %v; want 2025-11-25", v)
+	}
 	if st := state(t, a); st.Status != StatusConnected {
 		t.Errorf("state = %+v; want connected", st)
 	}

@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"maps"
+	"mime"
 	"net/http"
 	"os"
 	"os/exec"
@@ -22,12 +24,15 @@ import (
 )
 
 const (
-	// protocolVersion is the version the sessions ask for. 2026-07-28 has no
-	// standalone stream over HTTP, so log messages and custom notifications
-	// that answer no request could not reach a listener like this one; it
-	// also keeps the SDK client from trying server/discover first, which
-	// leaves a throwaway session on a stateful HTTP server.
-	protocolVersion = "2025-11-25"
+	// protocolLegacy is the newest version with the initialize handshake:
+	// one long-lived session carries every notification (over HTTP, the
+	// standalone GET stream). A command is asked for it by default.
+	protocolLegacy = "2025-11-25"
+	// protocolListen is the first version in which list changes and
+	// resource updates flow over subscriptions/listen streams. A URL is
+	// offered it by default; a server that does not take it (every
+	// stateful Streamable HTTP server) falls back to protocolLegacy.
+	protocolListen = "2026-07-28"
 	// setupTimeout bounds connecting and the set-up that follows (log
 	// level, resource subscriptions).
 	setupTimeout = 30 * time.Second
@@ -129,13 +134,13 @@ func (u *upstream) run(ctx context.Context) {
 func (u *upstream) serve(ctx context.Context) (connected bool, upFor time.Duration, err error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
-	transport, stderr, err := u.transport()
+	s := &session{u: u, ctx: ctx, relist: make(chan struct{}, 1), broken: make(chan error, 1)}
+	transport, stderr, err := u.transport(s)
 	if err != nil {
 		return false, 0, err
 	}
-	s := &session{u: u, ctx: ctx, relist: make(chan struct{}, 1)}
 	client := mcp.NewClient(&mcp.Implementation{Name: "mcpe-server", Version: version()}, s.clientOptions())
-	cs, err := client.Connect(setupCtx, mcpbridge.ClientTransport(transport, s.custom), &mcp.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	cs, err := client.Connect(setupCtx, mcpbridge.ClientTransport(transport, s.custom), &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.protocolVersion()})
 	if err != nil {
 		return false, 0, stderr.explain(fmt.Errorf("connect: %w", err))
 	}
@@ -164,6 +169,11 @@ func (u *upstream) serve(ctx context.Context) (connected bool, upFor time.Durati
 	go func() { ended <- cs.Wait() }()
 	select {
 	case err = <-ended:
+	case err = <-s.broken:
+		// A subscriptions/listen stream broke: the session can no longer
+		// hear what it listened to, so it is started over.
+		cs.Close()
+		<-ended
 	case <-ctx.Done():
 		cs.Close()
 		err = <-ended
@@ -182,9 +192,9 @@ func (u *upstream) serve(ctx context.Context) (connected bool, upFor time.Durati
 	return true, upFor, stderr.explain(err)
 }
 
-// transport returns a new transport to the upstream, and for a command
-// what keeps its stderr.
-func (u *upstream) transport() (mcp.Transport, *stderrLog, error) {
+// transport returns a new transport to the upstream for session s, and for
+// a command what keeps its stderr.
+func (u *upstream) transport(s *session) (mcp.Transport, *stderrLog, error) {
 	if len(u.cfg.Command) > 0 {
 		cmd := exec.Command(u.cfg.Command[0], u.cfg.Command[1:]...)
 		if len(u.cfg.Env) > 0 {
@@ -199,7 +209,7 @@ func (u *upstream) transport() (mcp.Transport, *stderrLog, error) {
 		cmd.WaitDelay = stdioGrace
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioGrace}, stderr, nil
 	}
-	client := &http.Client{Transport: headerTransport{base: http.DefaultTransport, headers: u.cfg.Headers}}
+	client := &http.Client{Transport: &httpTransport{base: http.DefaultTransport, headers: u.cfg.Headers, s: s}}
 	// MaxRetries -1: a broken stream ends the session at once, and the
 	// adapter reconnects on its own clock and says so in States.
 	return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, MaxRetries: -1}, nil, nil
@@ -251,6 +261,9 @@ type session struct {
 	// subscribed are the URIs subscribed to; only setup and watchResources,
 	// one after the other, touch it.
 	subscribed map[string]bool
+	// broken receives why the session must be started over.
+	broken   chan error
+	warnOnce sync.Once
 }
 
 // clientOptions installs the handlers of the notifications the SDK knows.
@@ -276,59 +289,36 @@ func (s *session) clientOptions() *mcp.ClientOptions {
 			}
 		},
 		ResourceUpdatedHandler: func(_ context.Context, req *mcp.ResourceUpdatedNotificationRequest) {
-			if req.Params == nil {
-				return
-			}
-			s.u.emit(s.ctx, kindResourcesUpdated, resourceData{Server: name, URI: req.Params.URI}, subscriptions.PriorityNormal)
+			s.publish(resourceEvent(name, req.Params, s.u.a.opts.Clock.Now()))
 		},
 		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
-			if req.Params == nil {
-				return
-			}
-			data, err := json.Marshal(req.Params.Data)
-			if err != nil {
-				s.u.log.Warn("mcp upstream: log message data not encodable", "error", err)
-				return
-			}
-			level := string(req.Params.Level)
-			s.u.emit(s.ctx, kindLog, logData{Server: name, Level: level, Logger: req.Params.Logger, Data: data}, logPriority(level))
+			s.publish(logEvent(name, req.Params, s.u.a.opts.Clock.Now()))
 		},
 	}
+}
+
+// publish queues ev, or logs why the notification it came from is skipped.
+func (s *session) publish(ev subscriptions.Event, err error) {
+	if err != nil {
+		s.u.log.Warn("mcp upstream: notification skipped", "error", err)
+		return
+	}
+	s.u.enqueue(s.ctx, ev)
 }
 
 // custom receives the MCPE notifications mcpbridge takes out of the
 // stream.
 func (s *session) custom(method string, params json.RawMessage) {
-	switch method {
-	case subscriptions.MethodEvent:
-		var p subscriptions.EventParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			s.u.log.Warn("mcp upstream: events/event params not understood; skipped", "error", err)
-			return
-		}
-		s.republish(p.Event)
-	case subscriptions.MethodBatch:
-		var p subscriptions.BatchParams
-		if err := json.Unmarshal(params, &p); err != nil {
-			s.u.log.Warn("mcp upstream: events/batch params not understood; skipped", "error", err)
-			return
-		}
-		for _, raw := range p.Events {
-			s.republish(raw)
-		}
-	default:
+	events, errs := notificationEvents(s.u.cfg.Name, method, params)
+	for _, err := range errs {
+		s.u.log.Warn("mcp upstream: event skipped", "method", method, "error", err)
+	}
+	if events == nil && errs == nil {
 		s.u.log.Debug("mcp upstream: notification ignored", "method", method)
 	}
-}
-
-// republish queues an event the upstream sent, or logs why it cannot.
-func (s *session) republish(raw json.RawMessage) {
-	ev, err := upstreamEvent(s.u.cfg.Name, raw)
-	if err != nil {
-		s.u.log.Warn("mcp upstream: event skipped", "error", err)
-		return
+	for _, ev := range events {
+		s.u.enqueue(s.ctx, ev)
 	}
-	s.u.enqueue(s.ctx, ev)
 }
 
 // setup asks for the log level and subscribes to the resources, as far as
@@ -339,7 +329,10 @@ func (s *session) setup(ctx context.Context) {
 		return
 	}
 	caps := init.Capabilities
-	if caps.Logging != nil {
+	// Over HTTP under protocolListen every request is a session of its own
+	// (and the SDK sends logging/setLevel without the _meta that version
+	// needs), so no level can be kept for messages sent outside a request.
+	if caps.Logging != nil && !(s.u.cfg.URL != "" && init.ProtocolVersion >= protocolListen) {
 		level := mcp.LoggingLevel(s.u.a.opts.LogLevel)
 		if err := s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 			s.u.log.Warn("mcp upstream: logging/setLevel failed", "level", level, "error", err)
@@ -451,21 +444,85 @@ func (s *session) listResources(ctx context.Context, limit int) (uris []string, 
 	return uris, false, nil
 }
 
-// headerTransport adds headers to every request.
-type headerTransport struct {
+// httpTransport adds the configured headers to every request, and watches
+// the streams the session hears notifications on: a subscriptions/listen
+// stream that ends without being cancelled breaks the session (the SDK
+// would go on without it, deaf), and a standalone GET stream the server
+// refuses means it cannot send anything outside a request.
+type httpTransport struct {
 	base    http.RoundTripper
 	headers map[string]string
+	s       *session
 }
 
-func (t headerTransport) RoundTrip(req *http.Request) (*http.Response, error) {
-	if len(t.headers) == 0 {
-		return t.base.RoundTrip(req)
+// methodHeader names the JSON-RPC method of a request under protocolListen.
+const methodHeader = "Mcp-Method"
+
+func (t *httpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	if len(t.headers) > 0 {
+		req = req.Clone(req.Context())
+		for k, v := range t.headers {
+			req.Header.Set(k, v)
+		}
 	}
-	req = req.Clone(req.Context())
-	for k, v := range t.headers {
-		req.Header.Set(k, v)
+	resp, err := t.base.RoundTrip(req)
+	if err != nil {
+		return resp, err
 	}
-	return t.base.RoundTrip(req)
+	sse := false
+	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil && mt == "text/event-stream" {
+		sse = true
+	}
+	switch {
+	case req.Method == http.MethodGet && (resp.StatusCode != http.StatusOK || !sse):
+		t.s.noStandaloneStream(resp.StatusCode)
+	case req.Method == http.MethodPost && sse && req.Header.Get(methodHeader) == "subscriptions/listen":
+		resp.Body = &watchedBody{ReadCloser: resp.Body, ctx: req.Context(), ended: t.s.listenEnded}
+	}
+	return resp, nil
+}
+
+// watchedBody reports the end of a stream that its request did not cancel.
+type watchedBody struct {
+	io.ReadCloser
+	ctx   context.Context
+	ended func(error)
+	once  sync.Once
+}
+
+func (b *watchedBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil {
+		b.once.Do(func() {
+			if b.ctx.Err() != nil {
+				return // cancelled: an unsubscribe, or the session closing
+			}
+			why := err
+			if why == io.EOF {
+				why = errors.New("the server ended it")
+			}
+			b.ended(why)
+		})
+	}
+	return n, err
+}
+
+// listenEnded breaks the session: a subscriptions/listen stream ended.
+func (s *session) listenEnded(err error) {
+	select {
+	case s.broken <- fmt.Errorf("a subscriptions/listen stream ended: %w", err):
+	default:
+	}
+}
+
+// noStandaloneStream warns, once per session, that the server keeps no
+// stream for notifications outside requests.
+func (s *session) noStandaloneStream(status int) {
+	s.warnOnce.Do(func() {
+		s.u.log.Warn("mcp upstream: the server refused the stream that carries notifications outside requests, so no list change, resource update, log message or event can arrive from it; "+
+			"a stateless Streamable HTTP server needs protocol 2026-07-28, where they come over subscriptions/listen",
+			"http_status", status, "protocol_version", s.u.cfg.protocolVersion())
+	})
 }
 
 // maxStderrLine bounds one buffered line of a command's stderr.
