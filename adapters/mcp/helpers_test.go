@@ -200,15 +200,19 @@ func decode(t *testing.T, ev subscriptions.Event) map[string]any {
 
 // The child process modes of TestMain.
 const (
-	childEnv  = "MCP_ADAPTER_TEST_UPSTREAM"
-	childOK   = "stdio"
-	childFail = "fail"
+	childEnv        = "MCP_ADAPTER_TEST_UPSTREAM"
+	childOK         = "stdio"
+	childFail       = "fail"
+	childControlled = "controlled"
 )
 
 func TestMain(m *testing.M) {
 	switch os.Getenv(childEnv) {
 	case childOK:
 		runStdioUpstream()
+		return
+	case childControlled:
+		runControlledUpstream()
 		return
 	case childFail:
 		fmt.Fprintln(os.Stderr, "starting")
