@@ -1,0 +1,68 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// FuzzNotification feeds the dispatcher notifications as a server might
+// send them: whatever their params, none may panic, and an event reaches
+// the handlers at most once.
+func FuzzNotification(f *testing.F) {
+	f.Add(subscriptions.MethodEvent, `{"subscriptionId": "s", "cursor": "3", "event": {"id": "e", "type": "a.b", "data": {}}}`)
+	f.Add(subscriptions.MethodEvent, `{"subscriptionId": "s", "cursor": "x", "event": {"type": "a.b"}}`)
+	f.Add(subscriptions.MethodEvent, `{"event": null}`)
+	f.Add(subscriptions.MethodBatch, `{"subscriptionId": "s", "cursor": "4", "events": [{"id": "e"}, 5, null], "remaining": -1}`)
+	f.Add(subscriptions.MethodSubscriptionExpired, `{"subscriptionId": "s", "cursor": "99999999999999999999"}`)
+	f.Add("events/other", `[]`)
+	f.Add(subscriptions.MethodEvent, `nul`)
+	f.Fuzz(func(t *testing.T, method, params string) {
+		c, err := New(&Options{DedupSize: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		seen := map[string]int{}
+		_, err = c.OnEvent("*", func(_ context.Context, sub string, ev subscriptions.Event) { seen[sub+" "+ev.ID]++ })
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.OnBatch(func(context.Context, subscriptions.BatchParams) {})
+		c.OnExpired(func(context.Context, string) {})
+		for range 2 {
+			c.notification(method, json.RawMessage(params))
+		}
+		for k, n := range seen {
+			if n > 1 {
+				t.Errorf("event %q handled %d times", k, n)
+			}
+		}
+	})
+}
+
+// BenchmarkDeliverEvent measures the client's cost per event notification:
+// decoding, the dedup memory, and matching the handlers' patterns.
+func BenchmarkDeliverEvent(b *testing.B) {
+	c, err := New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for _, p := range []string{"github.issues.*", "github.{push,pull_request.*}", "deploy.failed", "*.failed", "*"} {
+		if _, err := c.OnEvent(p, func(context.Context, string, subscriptions.Event) {}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	params := make([]json.RawMessage, 1024)
+	for i := range params {
+		params[i] = json.RawMessage(fmt.Sprintf(`{"subscriptionId": "9c3e", "cursor": "%d", "event": {"id": "3b1f-%d", "type": "github.issues.opened", "data": {"title": "Bug report", "number": %d}, "metadata": {"timestamp": "2026-11-22T09:00:00Z", "priority": "high"}}}`, i+1, i, i))
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		c.notification(subscriptions.MethodEvent, params[i%len(params)])
+	}
+}
