@@ -554,3 +554,11 @@ func TestWatchedBody(t *testing.T) {
 type errReader struct{ err error }
 
 func (r errReader) Read([]byte) (int, error) { return 0, r.err }
+
+// The wait for a response's headers is bounded, since the streams are
+// opened with contexts that nothing else ends.
+func TestHTTPBaseBoundsHeaderWait(t *testing.T) {
+	if got := newHTTPBase().ResponseHeaderTimeout; got <= 0 || got > time.Minute {
+		t.Errorf("ResponseHeaderTimeout = %v; want a bound of at most a minute", got)
+	}
+}

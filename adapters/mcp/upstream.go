@@ -60,19 +60,36 @@ type upstream struct {
 	cfg   Upstream
 	log   *slog.Logger
 	queue chan subscriptions.Event
+	// httpBase carries the requests of a URL upstream; nil for a command.
+	httpBase *http.Transport
 
 	mu    sync.Mutex
 	state subscriptions.SourceState
 }
 
 func newUpstream(a *Adapter, cfg Upstream) *upstream {
-	return &upstream{
+	u := &upstream{
 		a:     a,
 		cfg:   cfg,
 		log:   a.opts.Logger.With("upstream", cfg.Name),
 		queue: make(chan subscriptions.Event, queueSize),
 		state: subscriptions.SourceState{Name: cfg.Name, Status: StatusConnecting},
 	}
+	if cfg.URL != "" {
+		u.httpBase = newHTTPBase()
+	}
+	return u
+}
+
+// newHTTPBase returns the HTTP transport of a URL upstream. Its streams
+// (subscriptions/listen, the standalone GET) are opened with contexts that
+// only an unsubscribe or the session's end cancel, so the wait for a
+// response's headers is bounded here: a server that accepts a request and
+// never answers cannot hold the adapter up.
+func newHTTPBase() *http.Transport {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.ResponseHeaderTimeout = callTimeout
+	return t
 }
 
 // State returns the upstream's state.
@@ -105,6 +122,11 @@ func (u *upstream) run(ctx context.Context) {
 	for {
 		u.setState(StatusConnecting, nil, time.Time{})
 		connected, upFor, err := u.serve(ctx)
+		if u.httpBase != nil {
+			// Connections to a server that went away are of no use to the
+			// next attempt.
+			u.httpBase.CloseIdleConnections()
+		}
 		if ctx.Err() != nil {
 			return
 		}
@@ -209,7 +231,7 @@ func (u *upstream) transport(s *session) (mcp.Transport, *stderrLog, error) {
 		cmd.WaitDelay = stdioGrace
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioGrace}, stderr, nil
 	}
-	client := &http.Client{Transport: &httpTransport{base: http.DefaultTransport, headers: u.cfg.Headers, s: s}}
+	client := &http.Client{Transport: &httpTransport{base: u.httpBase, headers: u.cfg.Headers, s: s}}
 	// MaxRetries -1: a broken stream ends the session at once, and the
 	// adapter reconnects on its own clock and says so in States.
 	return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, MaxRetries: -1}, nil, nil
