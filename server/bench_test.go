@@ -9,8 +9,10 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -317,8 +319,13 @@ func BenchmarkThroughMCP(b *testing.B) {
 // without MCP (service); each subscription is committed to a SQLite file
 // before the call returns. It reports the time per 10 000 calls, the CPU
 // time per call and the heap retained per subscription. Sessions have the
-// server's default queue size.
+// server's default queue size, and the collector runs at server.GCPercent
+// unless GOGC is set, as in the binary.
 func BenchmarkSubscribe(b *testing.B) {
+	// Measure with the collector target the binary runs with.
+	if os.Getenv("GOGC") == "" {
+		defer debug.SetGCPercent(debug.SetGCPercent(server.GCPercent))
+	}
 	for _, via := range []string{"tool", "tool-2025-11-25", "service"} {
 		b.Run(via, func(b *testing.B) {
 			e := newBenchEnvQueue(b, 0, benchPrincipal, 0)

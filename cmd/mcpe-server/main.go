@@ -14,9 +14,20 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/mcpe-server/mcpe-server/server"
 )
 
+// tuneGC sets the collector's target to server.GCPercent unless the
+// operator chose a GOGC.
+func tuneGC(getenv func(string) string) {
+	if getenv("GOGC") == "" {
+		debug.SetGCPercent(server.GCPercent)
+	}
+}
+
 func main() {
+	tuneGC(os.Getenv)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()

@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"syscall"
@@ -22,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
+	"github.com/mcpe-server/mcpe-server/server"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -868,5 +870,24 @@ func TestBufferedEventsSurviveSIGKILL(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestTuneGC(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+	for _, tc := range []struct {
+		gogc string
+		want int
+	}{{"", server.GCPercent}, {"100", 100}, {"off", 100}} {
+		debug.SetGCPercent(100)
+		tuneGC(func(name string) string {
+			if name == "GOGC" {
+				return tc.gogc
+			}
+			return ""
+		})
+		if got := debug.SetGCPercent(100); got != tc.want {
+			t.Errorf("GOGC=%q: GC percent %d, want %d", tc.gogc, got, tc.want)
+		}
 	}
 }
