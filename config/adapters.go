@@ -8,6 +8,9 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -42,6 +45,8 @@ type GitHubAdapter struct {
 type SlackAdapter struct {
 	// SigningSecret is the app's signing secret; required.
 	SigningSecret Secret `yaml:"signingSecret"`
+	// MaxBodyBytes bounds a request. Default 1 MiB.
+	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
 }
 
 // AlertmanagerAdapter configures the Alertmanager webhook receiver.
@@ -51,12 +56,24 @@ type AlertmanagerAdapter struct {
 	// SeverityPriorities map the severity label to priorities, replacing
 	// the built-in rule (critical, warning -> high, info -> low).
 	SeverityPriorities map[string]string `yaml:"severityPriorities"`
+	// MaxBodyBytes bounds a notification. Default 1 MiB.
+	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
 }
 
 // MCPAdapter configures the upstream MCP servers.
 type MCPAdapter struct {
 	Upstreams []MCPUpstream `yaml:"upstreams"`
+	// LogLevel is the least severe log message asked of upstreams (an MCP
+	// logging level). Default info.
+	LogLevel string `yaml:"logLevel"`
+	// MinBackoff is the first wait before reconnecting. Default 1s.
+	MinBackoff Duration `yaml:"minBackoff"`
+	// MaxBackoff caps the wait between reconnections. Default 5m.
+	MaxBackoff Duration `yaml:"maxBackoff"`
 }
+
+// mcpLogLevels are the MCP logging levels, least severe first.
+var mcpLogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
 
 // MCPUpstream is one upstream MCP server: a command (stdio) or a URL
 // (Streamable HTTP). ${NAME} in env and header values is read from the
@@ -68,6 +85,9 @@ type MCPUpstream struct {
 	Env     map[string]string `yaml:"env"`
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
+	// ProtocolVersion is the MCP version to ask for; empty chooses (see
+	// adapters/mcp).
+	ProtocolVersion string `yaml:"protocolVersion"`
 }
 
 func (a *Adapters) validate() error {
@@ -86,6 +106,9 @@ func (a *Adapters) validate() error {
 		if _, err := s.SigningSecret.Value("adapters.slack.signingSecret"); err != nil {
 			return err
 		}
+		if s.MaxBodyBytes < 0 {
+			return errors.New("adapters.slack.maxBodyBytes must be positive (or left out for 1048576)")
+		}
 	}
 	if m := a.Alertmanager; m != nil {
 		for i, t := range m.Tokens {
@@ -96,8 +119,17 @@ func (a *Adapters) validate() error {
 		if err := checkPriorities("adapters.alertmanager.severityPriorities", m.SeverityPriorities); err != nil {
 			return err
 		}
+		if m.MaxBodyBytes < 0 {
+			return errors.New("adapters.alertmanager.maxBodyBytes must be positive (or left out for 1048576)")
+		}
 	}
 	if m := a.MCP; m != nil {
+		if m.LogLevel != "" && !slices.Contains(mcpLogLevels, m.LogLevel) {
+			return fmt.Errorf("adapters.mcp.logLevel %q is not an MCP logging level; use one of %s", m.LogLevel, strings.Join(mcpLogLevels, ", "))
+		}
+		if m.MinBackoff < 0 || m.MaxBackoff < 0 || (m.MaxBackoff > 0 && m.MaxBackoff < m.MinBackoff) {
+			return fmt.Errorf("adapters.mcp: minBackoff (%v) and maxBackoff (%v) must be positive with maxBackoff at least minBackoff; leave them out for 1s and 5m", time.Duration(m.MinBackoff), time.Duration(m.MaxBackoff))
+		}
 		seen := map[string]bool{}
 		for i, u := range m.Upstreams {
 			field := fmt.Sprintf("adapters.mcp.upstreams[%d]", i)
@@ -119,6 +151,9 @@ func (a *Adapters) validate() error {
 					return fmt.Errorf("%s.url %q: give an http or https URL, e.g. \"https://mcp.example.com/mcp\"", field, u.URL)
 				}
 			}
+			if v := u.ProtocolVersion; v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) {
+				return fmt.Errorf("%s.protocolVersion %q: use one of %s, or leave it out to choose", field, v, strings.Join(mcp.SupportedProtocolVersions(), ", "))
+			}
 		}
 	}
 	return nil
@@ -134,9 +169,11 @@ func checkPriorities(field string, m map[string]string) error {
 	return nil
 }
 
-// Priorities returns m with its values as priorities; nil for an empty map.
+// Priorities returns m with its values as priorities. A nil m gives nil (the
+// adapter's built-in rule); an empty one gives an empty map (no rule: every
+// event is normal).
 func Priorities(m map[string]string) map[string]subscriptions.Priority {
-	if len(m) == 0 {
+	if m == nil {
 		return nil
 	}
 	out := make(map[string]subscriptions.Priority, len(m))

@@ -43,6 +43,22 @@ adapters:
 	}
 }
 
+func TestPriorities(t *testing.T) {
+	if p := Priorities(nil); p != nil {
+		t.Errorf("Priorities(nil) = %v; want nil (the adapter's built-in rule)", p)
+	}
+	if p := Priorities(map[string]string{}); p == nil || len(p) != 0 {
+		t.Errorf("Priorities({}) = %#v; want an empty map (no rule)", p)
+	}
+	c, err := Parse(strings.NewReader("adapters:\n  github:\n    secret: {token: x}\n    priorityLabels: {}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := Priorities(c.Adapters.GitHub.PriorityLabels); p == nil {
+		t.Error("priorityLabels: {} gave nil; want an empty map that replaces the built-in rule")
+	}
+}
+
 func TestParseAdapterErrors(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
 		{"adapters:\n  github: {}\n", "adapters.github.secret: give token"},
@@ -54,6 +70,11 @@ func TestParseAdapterErrors(t *testing.T) {
 		{"adapters:\n  mcp:\n    upstreams: [{name: a}]\n", "adapters.mcp.upstreams[0]: give command"},
 		{"adapters:\n  mcp:\n    upstreams: [{name: a, command: [x], url: 'https://x'}]\n", "not both"},
 		{"adapters:\n  mcp:\n    upstreams: [{name: a, url: 'ftp://x'}]\n", `adapters.mcp.upstreams[0].url "ftp://x"`},
+		{"adapters:\n  mcp:\n    upstreams: [{name: a, url: 'https://x', protocolVersion: '2024-01-01'}]\n", `adapters.mcp.upstreams[0].protocolVersion "2024-01-01": use one of`},
+		{"adapters:\n  mcp:\n    logLevel: verbose\n    upstreams: [{name: a, url: 'https://x'}]\n", `adapters.mcp.logLevel "verbose" is not an MCP logging level`},
+		{"adapters:\n  mcp:\n    minBackoff: 10m\n    maxBackoff: 1m\n    upstreams: [{name: a, url: 'https://x'}]\n", "maxBackoff at least minBackoff"},
+		{"adapters:\n  slack:\n    signingSecret: {token: s}\n    maxBodyBytes: -1\n", "adapters.slack.maxBodyBytes must be positive"},
+		{"adapters:\n  alertmanager:\n    maxBodyBytes: -1\n", "adapters.alertmanager.maxBodyBytes must be positive"},
 	} {
 		_, err := Parse(strings.NewReader(tt.yaml))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {

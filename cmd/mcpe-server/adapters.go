@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
+	"github.com/mcpe-server/mcpe-server/adapters/github"
 	mcpadapter "github.com/mcpe-server/mcpe-server/adapters/mcp"
+	"github.com/mcpe-server/mcpe-server/adapters/slack"
 	"github.com/mcpe-server/mcpe-server/bearer"
 	"github.com/mcpe-server/mcpe-server/catalog"
 	"github.com/mcpe-server/mcpe-server/config"
@@ -38,6 +41,55 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 		Configured:  httpServed,
 	}}
 
+	gh := catalog.Source{
+		Name:        "github",
+		Description: "GitHub repository and organization webhooks: github.<event>.<action> (github.issues.opened, github.pull_request.closed, github.workflow_run.completed, ...) or github.<event> (github.push), priority from labels and failed runs.",
+		Endpoint:    github.Endpoint,
+	}
+	if c := cfg.GitHub; c != nil {
+		secret, err := c.Secret.Value("adapters.github.secret")
+		if err != nil {
+			return nil, err
+		}
+		a, err := github.New(github.Options{
+			Publisher:      pub,
+			Secret:         []byte(secret),
+			PriorityLabels: config.Priorities(c.PriorityLabels),
+			MaxBodyBytes:   c.MaxBodyBytes,
+			Logger:         log.With("adapter", "github"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("adapters.github: %w", err)
+		}
+		s.signed[github.Endpoint] = a
+		gh.Configured, gh.Types = true, a.Catalog
+	}
+	list = append(list, gh)
+
+	sl := catalog.Source{
+		Name:        "slack",
+		Description: "Slack Events API: slack.<event.type> (slack.message, slack.app_mention, slack.reaction_added, ...), a message with a subtype as slack.message.<subtype>; high priority for mentions and direct messages.",
+		Endpoint:    slack.Endpoint,
+	}
+	if c := cfg.Slack; c != nil {
+		secret, err := c.SigningSecret.Value("adapters.slack.signingSecret")
+		if err != nil {
+			return nil, err
+		}
+		a, err := slack.New(slack.Options{
+			Publisher:     pub,
+			SigningSecret: []byte(secret),
+			MaxBodyBytes:  c.MaxBodyBytes,
+			Logger:        log.With("adapter", "slack"),
+		})
+		if err != nil {
+			return nil, fmt.Errorf("adapters.slack: %w", err)
+		}
+		s.signed[slack.Endpoint] = a
+		sl.Configured, sl.Types = true, a.Catalog
+	}
+	list = append(list, sl)
+
 	am := catalog.Source{
 		Name:        "alertmanager",
 		Description: "Prometheus Alertmanager notifications: one alert.<alertname>.<status> event per alert, priority from the severity label.",
@@ -56,12 +108,20 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 			Publisher:          pub,
 			Tokens:             bearer.NewSet(tokens),
 			SeverityPriorities: config.Priorities(c.SeverityPriorities),
+			MaxBodyBytes:       c.MaxBodyBytes,
 			Logger:             log.With("adapter", "alertmanager"),
 		})
 		if err != nil {
 			return nil, fmt.Errorf("adapters.alertmanager: %w", err)
 		}
-		s.webhooks[alertmanager.Endpoint] = a
+		// With tokens every request is authenticated, so the receiver may
+		// be reached through a tunnel or a proxy like the signed ones;
+		// without, it stays behind the loopback Host check.
+		if len(tokens) > 0 {
+			s.signed[alertmanager.Endpoint] = a
+		} else {
+			s.webhooks[alertmanager.Endpoint] = a
+		}
 		am.Configured, am.Types = true, a.Catalog
 	}
 	list = append(list, am)
@@ -74,14 +134,22 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 		ups := make([]mcpadapter.Upstream, 0, len(c.Upstreams))
 		for _, u := range c.Upstreams {
 			ups = append(ups, mcpadapter.Upstream{
-				Name:    u.Name,
-				Command: u.Command,
-				Env:     config.Expanded(u.Env),
-				URL:     u.URL,
-				Headers: config.Expanded(u.Headers),
+				Name:            u.Name,
+				Command:         u.Command,
+				Env:             config.Expanded(u.Env),
+				URL:             u.URL,
+				Headers:         config.Expanded(u.Headers),
+				ProtocolVersion: u.ProtocolVersion,
 			})
 		}
-		a, err := mcpadapter.New(mcpadapter.Options{Upstreams: ups, Publisher: pub, Logger: log.With("adapter", "mcp")})
+		a, err := mcpadapter.New(mcpadapter.Options{
+			Upstreams:  ups,
+			Publisher:  pub,
+			Logger:     log.With("adapter", "mcp"),
+			LogLevel:   c.LogLevel,
+			MinBackoff: time.Duration(c.MinBackoff),
+			MaxBackoff: time.Duration(c.MaxBackoff),
+		})
 		if err != nil {
 			return nil, fmt.Errorf("adapters.mcp: %w", err)
 		}

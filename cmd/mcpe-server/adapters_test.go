@@ -1,12 +1,18 @@
 package main
 
 import (
+	"bytes"
 	"net/http"
+	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/adapters/github"
+	"github.com/mcpe-server/mcpe-server/adapters/slack"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -110,5 +116,80 @@ adapters:
 			t.Fatalf("upstream state %+v; want retrying with the error", upstream)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// TestSignedAdaptersEndToEnd runs the binary with the GitHub and Slack
+// receivers: signed deliveries reach a subscriber, unsigned ones are
+// refused, and a delivery addressed to another host (a tunnel in front of a
+// loopback server) is taken, while /v1/events keeps refusing such requests.
+func TestSignedAdaptersEndToEnd(t *testing.T) {
+	cfg := writeConfig(t, `
+adapters:
+  github:
+    secret: {token: gh-secret}
+  slack:
+    signingSecret: {token: slack-secret}
+`)
+	c, base := startStdio(t, filepath.Join(t.TempDir(), "mcpe.db"), nil, "--config", cfg)
+	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"github.issues.*", "slack.app_mention"}}})
+
+	issue, err := os.ReadFile(filepath.Join("..", "..", "adapters", "github", "testdata", "issues.opened.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	postGitHub := func(signature string) (int, string) {
+		req, _ := http.NewRequest(http.MethodPost, base+github.Endpoint, bytes.NewReader(issue))
+		req.Host = "events.example.com" // through a tunnel
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-GitHub-Event", "issues")
+		req.Header.Set("X-GitHub-Delivery", "72d3162e-cc78-11e3-81ab-4c9367dc0958")
+		if signature != "" {
+			req.Header.Set(github.SignatureHeader, signature)
+		}
+		return do(t, req, "")
+	}
+	if code, body := postGitHub(""); code != http.StatusUnauthorized {
+		t.Fatalf("unsigned GitHub delivery: %d %s; want 401", code, body)
+	}
+	if code, body := postGitHub(github.Signature([]byte("wrong"), issue)); code != http.StatusUnauthorized {
+		t.Fatalf("GitHub delivery signed with another secret: %d %s; want 401", code, body)
+	}
+	if code, body := postGitHub(github.Signature([]byte("gh-secret"), issue)); code != http.StatusAccepted {
+		t.Fatalf("signed GitHub delivery: %d %s; want 202", code, body)
+	}
+	params, ev := c.NextEvent(t)
+	if params.SubscriptionID != sub.ID || ev.Type != "github.issues.opened" || !slices.Contains(ev.Metadata.Tags, "repo:octo-org/octo-repo") {
+		t.Fatalf("got %s %v for %s; want github.issues.opened tagged repo:octo-org/octo-repo for %s", ev.Type, ev.Metadata.Tags, params.SubscriptionID, sub.ID)
+	}
+
+	mention := []byte(`{"token": "x", "team_id": "T1", "api_app_id": "A1", "type": "event_callback",
+  "event_id": "Ev0001", "event_time": ` + strconv.FormatInt(time.Now().Unix(), 10) + `,
+  "event": {"type": "app_mention", "user": "U1", "text": "<@U0BOT> deploy failed?", "ts": "1.2", "channel": "C1", "event_ts": "1.2"}}`)
+	ts := strconv.FormatInt(time.Now().Unix(), 10)
+	req, _ := http.NewRequest(http.MethodPost, base+slack.Endpoint, bytes.NewReader(mention))
+	req.Host = "events.example.com"
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set(slack.HeaderTimestamp, ts)
+	req.Header.Set(slack.HeaderSignature, slack.Signature([]byte("slack-secret"), ts, mention))
+	if code, body := do(t, req, ""); code != http.StatusOK {
+		t.Fatalf("signed Slack event: %d %s; want 200", code, body)
+	}
+	if _, ev := c.NextEvent(t); ev.Type != "slack.app_mention" || ev.Metadata.Priority != subscriptions.PriorityHigh {
+		t.Fatalf("got %s (%s); want slack.app_mention (high)", ev.Type, ev.Metadata.Priority)
+	}
+
+	// The plain ingest endpoint keeps the loopback Host check.
+	req, _ = http.NewRequest(http.MethodPost, base+"/v1/events", strings.NewReader(`{"type": "x.y", "data": {}}`))
+	req.Host = "events.example.com"
+	req.Header.Set("Content-Type", "application/json")
+	if code, body := do(t, req, ""); code != http.StatusForbidden {
+		t.Fatalf("/v1/events addressed to another host: %d %s; want 403", code, body)
+	}
+
+	var cat subscriptions.Catalog
+	c.MustCall(t, "events_catalog", map[string]any{"pattern": "github.issues.*"}, &cat)
+	if len(cat.Types) == 0 || cat.Types[0].Source != "github" {
+		t.Fatalf("events_catalog(github.issues.*) types %+v; want GitHub's", cat.Types)
 	}
 }
