@@ -55,6 +55,26 @@ type Catalog struct {
 	// SeenRecently are the types posted to /v1/events lately, most recent
 	// first.
 	SeenRecently []SeenType `json:"seenRecently"`
+	// Note says what an overview leaves out.
+	Note string `json:"note,omitempty"`
+}
+
+// OverviewNote is the Note of a catalog made by Overview.
+const OverviewNote = "This overview leaves out each type's dataSchema and example; call events_catalog with a " +
+	"pattern, such as \"github.issues.*\", to see them for the types it matches."
+
+// Overview returns a copy of c without the data schemas and examples of its
+// types, which make up most of its size: what a model reads first, before
+// it asks for the types it is interested in.
+func (c *Catalog) Overview() *Catalog {
+	out := *c
+	out.Types = make([]CatalogType, len(c.Types))
+	for i, t := range c.Types {
+		t.DataSchema, t.Example = nil, nil
+		out.Types[i] = t
+	}
+	out.Note = OverviewNote
+	return &out
 }
 
 // CatalogSource is one source of events and whether it is set up.

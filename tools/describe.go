@@ -431,10 +431,11 @@ func (d describer) catalogTool() *mcp.Tool {
 		Title: "What you can subscribe to",
 		Description: "List the event types this server can deliver, so you can write filters that match real events: " +
 			"the sources (GitHub, Slack, Alertmanager, upstream MCP servers, plain HTTP posts) and whether the " +
-			"operator set each up, the types each emits with a description, the JSON Schema of their data and an " +
-			"example, how priority and tags are set, the state of upstream MCP servers, and the types recently " +
-			"posted to the server directly. Give pattern (same language as filter.eventTypes) to see only some " +
-			"types. The same catalog is the resource events://catalog.\n\nExample: " + examples[CatalogTool],
+			"operator set each up, the types each emits with a description, how priority and tags are set, the " +
+			"state of upstream MCP servers, and the types recently posted to the server directly. Without pattern " +
+			"you get that overview; give pattern (same language as filter.eventTypes) to see only the types it " +
+			"matches, each with the JSON Schema of its data and an example. The whole catalog, schemas included, is " +
+			"the resource events://catalog.\n\nExample: " + examples[CatalogTool],
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"pattern": {Type: "string", Description: "Keep only the types this pattern matches, e.g. \"github.*\" or \"alert.*\"."},
 		}, nil),

@@ -116,7 +116,11 @@ func Register(s *mcp.Server, opts Options) *Set {
 	})
 	if opts.Catalog != nil {
 		add(r, d.catalogTool(), func(ctx context.Context, _ string, in *subscriptions.CatalogRequest) (any, error) {
-			return opts.Catalog.Get(ctx, *in)
+			cat, err := opts.Catalog.Get(ctx, *in)
+			if err != nil || in.Pattern != "" {
+				return cat, err
+			}
+			return cat.Overview(), nil
 		})
 	}
 	return set

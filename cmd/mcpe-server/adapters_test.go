@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/adapters/github"
 	"github.com/mcpe-server/mcpe-server/adapters/slack"
@@ -187,9 +190,38 @@ adapters:
 		t.Fatalf("/v1/events addressed to another host: %d %s; want 403", code, body)
 	}
 
+	// Without a pattern the tool gives an overview without schemas and
+	// examples; a pattern gives them for the types it matches; the
+	// resource holds everything.
+	var overview subscriptions.Catalog
+	c.MustCall(t, "events_catalog", map[string]any{}, &overview)
+	if overview.Note == "" || len(overview.Types) < 20 {
+		t.Fatalf("overview: note %q, %d types; want a note and the GitHub and Slack types", overview.Note, len(overview.Types))
+	}
+	for _, ty := range overview.Types {
+		if ty.DataSchema != nil || ty.Example != nil {
+			t.Fatalf("overview type %s carries its schema or example", ty.Type)
+		}
+	}
 	var cat subscriptions.Catalog
 	c.MustCall(t, "events_catalog", map[string]any{"pattern": "github.issues.*"}, &cat)
-	if len(cat.Types) == 0 || cat.Types[0].Source != "github" {
-		t.Fatalf("events_catalog(github.issues.*) types %+v; want GitHub's", cat.Types)
+	if len(cat.Types) == 0 || cat.Note != "" {
+		t.Fatalf("events_catalog(github.issues.*): %d types, note %q; want GitHub's issue types and no note", len(cat.Types), cat.Note)
+	}
+	for _, ty := range cat.Types {
+		if ty.Source != "github" || len(ty.DataSchema) == 0 || len(ty.Example) == 0 {
+			t.Fatalf("events_catalog(github.issues.*) type %+v; want a GitHub type with its schema and example", ty)
+		}
+	}
+	res, err := c.Session.ReadResource(t.Context(), &mcp.ReadResourceParams{URI: "events://catalog"})
+	if err != nil || len(res.Contents) != 1 {
+		t.Fatalf("read events://catalog: %v %+v", err, res)
+	}
+	var full subscriptions.Catalog
+	if err := json.Unmarshal([]byte(res.Contents[0].Text), &full); err != nil {
+		t.Fatal(err)
+	}
+	if len(full.Types) != len(overview.Types) || full.Note != "" || len(full.Types[0].DataSchema) == 0 {
+		t.Fatalf("events://catalog: %d types (overview %d), note %q; want every type with its schema", len(full.Types), len(overview.Types), full.Note)
 	}
 }
