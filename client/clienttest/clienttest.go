@@ -2,8 +2,8 @@
 // and examples of MCPE clients: the SQLite store in memory, realtime, cron
 // and scheduled delivery, the events catalog, optionally the bash handler,
 // Streamable HTTP (MCP at /mcp, ingest at /v1/events) on a loopback port, and
-// in-memory MCP transports bound to a principal. It is wired like
-// cmd/mcpe-server.
+// in-memory MCP transports bound to a principal. It is the assembly
+// cmd/mcpe-server runs (internal/app), with an in-memory database.
 package clienttest
 
 import (
@@ -15,20 +15,12 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/bearer"
-	"github.com/mcpe-server/mcpe-server/catalog"
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/delivery/cron"
-	"github.com/mcpe-server/mcpe-server/delivery/realtime"
-	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
-	"github.com/mcpe-server/mcpe-server/handlers"
-	"github.com/mcpe-server/mcpe-server/handlers/bash"
-	"github.com/mcpe-server/mcpe-server/httpapi"
-	"github.com/mcpe-server/mcpe-server/ingest"
+	"github.com/mcpe-server/mcpe-server/config"
+	"github.com/mcpe-server/mcpe-server/internal/app"
 	"github.com/mcpe-server/mcpe-server/server"
 	"github.com/mcpe-server/mcpe-server/sessions"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -66,11 +58,10 @@ type Server struct {
 	Sessions *sessions.Registry
 	MCP      *server.Server
 
-	clock   clock.Clock
-	store   *sqlite.Store
-	runner  *handlers.Runner
-	http    *httptest.Server
-	catalog *catalog.Catalog
+	clock clock.Clock
+	store *sqlite.Store
+	app   *app.App
+	http  *httptest.Server
 }
 
 // Start starts a server.
@@ -79,11 +70,18 @@ func Start(ctx context.Context, opts *Options) (s *Server, err error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
+	}
+	cfg := &config.Config{Inbox: config.Inbox{MaxEntries: 100000}}
+	for token, principal := range o.Tokens {
+		cfg.Auth.Tokens = append(cfg.Auth.Tokens, config.PrincipalToken{Principal: principal, Secret: config.Secret{Token: token}})
+	}
+	if len(o.Commands) > 0 {
+		cfg.Handlers.Bash = &config.BashHandler{Commands: map[string]config.BashCommand{}, Sandbox: "off"}
+		for name, path := range o.Commands {
+			cfg.Handlers.Bash.Commands[name] = config.BashCommand{Path: path}
+		}
 	}
 	s = &Server{clock: o.Clock}
 	defer func() {
@@ -94,67 +92,23 @@ func Start(ctx context.Context, opts *Options) (s *Server, err error) {
 	if s.store, err = sqlite.Open(ctx, sqlite.Memory); err != nil {
 		return nil, err
 	}
-	hs := map[subscriptions.HandlerType]subscriptions.Handler{}
-	var commands []string
-	if len(o.Commands) > 0 {
-		allowed := make(map[string]bash.Command, len(o.Commands))
-		for name, path := range o.Commands {
-			allowed[name] = bash.Command{Path: path}
-		}
-		r, err := bash.New(&bash.Options{Commands: allowed, Sandbox: bash.SandboxOff, Logger: o.Logger})
-		if err != nil {
-			return nil, fmt.Errorf("bash handler: %w", err)
-		}
-		hs[subscriptions.HandlerBash] = r
-		commands = r.Commands()
-	}
-	if s.runner, err = handlers.New(handlers.Options{Jobs: s.store, Handlers: hs, Clock: o.Clock, Logger: o.Logger}); err != nil {
-		return nil, err
-	}
-	s.Sessions = sessions.New(&sessions.Options{QueueSize: o.QueueSize, Logger: o.Logger})
-	s.Service, err = subscriptions.NewService(subscriptions.ServiceOptions{
+	s.app, err = app.New(ctx, app.Options{
+		Config:    cfg,
 		Store:     s.store,
-		Deliverer: realtime.New(s.Sessions),
-		Presence:  s.Sessions,
-		Timings: map[subscriptions.Channel]subscriptions.Timing{
-			subscriptions.ChannelCron:      cron.New(nil),
-			subscriptions.ChannelScheduled: scheduled.Channel{},
-		},
-		Clock:           o.Clock,
-		Logger:          o.Logger,
-		Retention:       subscriptions.Retention{InboxMaxEntries: 100000},
-		PruneInterval:   24 * time.Hour,
-		EphemeralPrefix: server.SessionPrincipalPrefix,
-		Handlers:        hs,
-		JobsWritten:     s.runner.Wake,
+		HTTP:      true,
+		Clock:     o.Clock,
+		Logger:    o.Logger,
+		QueueSize: o.QueueSize,
 	})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.Service.Start(ctx); err != nil {
-		return nil, err
-	}
-	s.catalog = catalog.New(catalog.Options{Clock: o.Clock})
-	if s.MCP, err = server.New(server.Options{
-		Service:  s.Service,
-		Sessions: s.Sessions,
-		Logger:   o.Logger,
-		Commands: commands,
-		Catalog:  s.catalog,
-	}); err != nil {
-		return nil, err
-	}
-	if err := s.runner.Start(ctx); err != nil {
-		return nil, err
-	}
-	ing, err := ingest.NewHandler(ingest.Options{Publisher: s.catalog.Publisher(s.Service), Clock: o.Clock, Logger: o.Logger})
+	s.Service, s.Sessions, s.MCP = s.app.Service, s.app.Sessions, s.app.Server
+	handler, err := s.app.HTTPHandler()
 	if err != nil {
 		return nil, err
 	}
-	s.http = httptest.NewServer(httpapi.NewMux(httpapi.Options{
-		MCP:    s.MCP.HTTPHandler(server.HTTPOptions{Tokens: bearer.NewSet(o.Tokens)}),
-		Ingest: ing,
-	}))
+	s.http = httptest.NewServer(handler)
 	s.URL = s.http.URL
 	s.MCPEndpoint = s.URL + "/mcp"
 	return s, nil
@@ -177,7 +131,7 @@ func (s *Server) Publish(ctx context.Context, in subscriptions.EventInput) (stri
 	if err != nil {
 		return "", err
 	}
-	res, err := s.catalog.Publisher(s.Service).Publish(ctx, ev)
+	res, err := s.app.Catalog.Publisher(s.Service).Publish(ctx, ev)
 	if err != nil {
 		return "", err
 	}
@@ -215,11 +169,7 @@ func (s *Server) Post(ctx context.Context, in subscriptions.EventInput) (string,
 
 // CloseSessions ends every live MCP session from the server's side, as a
 // restart or a network failure would: clients see their session end.
-func (s *Server) CloseSessions() {
-	for ss := range s.MCP.MCP().Sessions() {
-		ss.Close()
-	}
-}
+func (s *Server) CloseSessions() { s.app.CloseSessions() }
 
 // CloseConnections drops every HTTP connection without ending the MCP
 // sessions, as a flaky network would.
@@ -228,23 +178,14 @@ func (s *Server) CloseConnections() { s.http.CloseClientConnections() }
 // Close stops the server, in the order cmd/mcpe-server does. It is safe to
 // call on a partly started Server.
 func (s *Server) Close() {
-	if s.MCP != nil {
-		s.CloseSessions()
+	if s.app != nil {
+		s.app.CloseSessions()
 	}
 	if s.http != nil {
 		s.http.Close()
 	}
-	if s.runner != nil {
-		s.runner.Stop()
-	}
-	if s.Sessions != nil {
-		s.Sessions.Close()
-	}
-	if s.MCP != nil {
-		s.MCP.Wait()
-	}
-	if s.Service != nil {
-		s.Service.Stop()
+	if s.app != nil {
+		s.app.Close()
 	}
 	if s.store != nil {
 		s.store.Close()

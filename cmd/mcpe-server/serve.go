@@ -11,17 +11,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/bearer"
 	"github.com/mcpe-server/mcpe-server/config"
-	"github.com/mcpe-server/mcpe-server/delivery/cron"
-	"github.com/mcpe-server/mcpe-server/delivery/realtime"
-	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
-	"github.com/mcpe-server/mcpe-server/handlers"
-	"github.com/mcpe-server/mcpe-server/httpapi"
-	"github.com/mcpe-server/mcpe-server/ingest"
-	"github.com/mcpe-server/mcpe-server/server"
-	"github.com/mcpe-server/mcpe-server/sessions"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/internal/app"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
 
@@ -87,91 +78,23 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	defer store.Close()
 	log.Info("database opened", "path", cfg.DB)
 
-	registry := sessions.New(&sessions.Options{Logger: log})
-	defer registry.Close()
-	late := &lateServer{}
-	hs, err := buildHandlers(&cfg.Handlers, late, log)
-	if err != nil {
-		return err
-	}
-	defer hs.close()
-	runner, err := handlers.New(handlers.Options{
-		Jobs:        store,
-		Handlers:    hs.byType,
-		Logger:      log,
-		Concurrency: cfg.Handlers.Concurrency,
+	a, err := app.New(ctx, app.Options{
+		Config:  cfg,
+		Store:   store,
+		HTTP:    serveHTTP != "",
+		Version: version(),
+		Logger:  log,
 	})
 	if err != nil {
 		return err
 	}
-	retention := subscriptions.Retention{
-		InboxMaxEntries: cfg.Inbox.MaxEntries,
-		InboxMaxAge:     time.Duration(cfg.Inbox.MaxAge),
-		DedupWindow:     time.Duration(cfg.Inbox.DedupWindow),
-		ExpiredMaxAge:   time.Duration(cfg.Inbox.ExpiredMaxAge),
-	}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
-		Store:     store,
-		Deliverer: realtime.New(registry),
-		Presence:  registry,
-		Timings: map[subscriptions.Channel]subscriptions.Timing{
-			subscriptions.ChannelCron:      cron.New(&cron.Options{MinEvery: time.Duration(cfg.Delivery.MinEvery)}),
-			subscriptions.ChannelScheduled: scheduled.Channel{},
-		},
-		PendingLimit:     cfg.Delivery.PendingDigests,
-		Logger:           log,
-		MaxSubscriptions: cfg.Subscriptions.MaxPerPrincipal,
-		Retention:        retention,
-		EphemeralPrefix:  server.SessionPrincipalPrefix,
-		Handlers:         hs.byType,
-		SecretGrace:      secretGrace(cfg),
-		JobsWritten:      runner.Wake,
-	})
-	if err != nil {
-		return err
-	}
-	if err := svc.Start(ctx); err != nil {
-		return err
-	}
-	defer svc.Stop()
-
-	src, err := buildSources(&cfg.Adapters, svc, serveHTTP != "", log)
-	if err != nil {
-		return err
-	}
-	if src.served() && serveHTTP == "" {
-		log.Warn("webhook adapters are configured but HTTP is not served, so nothing can reach them; start with --http ADDR or set http.addr")
-	}
-
-	srv, err := server.New(server.Options{
-		Service:  svc,
-		Sessions: registry,
-		Version:  version(),
-		Logger:   log,
-		Commands: hs.commands,
-		Catalog:  src.catalog,
-	})
-	if err != nil {
-		return err
-	}
-	late.set(srv)
-	// Handler runs start once the server can answer sampling requests.
-	if err := runner.Start(ctx); err != nil {
-		return err
-	}
-	defer runner.Stop()
-	if err := src.start(ctx); err != nil {
-		return err
-	}
-	defer src.stop()
-	defer srv.Wait()
-	defer closeSessions(srv)
+	defer a.Close()
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)
 	if serveHTTP != "" {
-		stopHTTP, err := startHTTP(ctx, serveHTTP, cfg, src, svc, srv, log, errc)
+		stopHTTP, err := startHTTP(ctx, serveHTTP, cfg, a, log, errc)
 		if err != nil {
 			return err
 		}
@@ -179,7 +102,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if serveStdio {
 		go func() {
-			err := srv.RunStdio(ctx)
+			err := a.Server.RunStdio(ctx)
 			log.Info("stdio client disconnected")
 			errc <- err
 		}()
@@ -198,42 +121,20 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 // startHTTP listens on addr and serves the HTTP endpoints. The returned
 // function stops the server.
-func startHTTP(ctx context.Context, addr string, cfg *config.Config, src *sources, svc *subscriptions.Service, srv *server.Server, log *slog.Logger, errc chan<- error) (func(), error) {
-	principalTokens, err := cfg.PrincipalTokens()
+func startHTTP(ctx context.Context, addr string, cfg *config.Config, a *app.App, log *slog.Logger, errc chan<- error) (func(), error) {
+	handler, err := a.HTTPHandler()
 	if err != nil {
 		return nil, err
 	}
-	ingestTokens, err := cfg.IngestTokens()
-	if err != nil {
-		return nil, err
-	}
-	ingestHandler, err := ingest.NewHandler(ingest.Options{
-		Publisher:    src.catalog.Publisher(svc),
-		MaxBodyBytes: cfg.Ingest.MaxBodyBytes,
-		Tokens:       bearer.NewSet(ingestTokens),
-		Logger:       log,
-	})
-	if err != nil {
-		return nil, err
-	}
-	handler := httpapi.NewMux(httpapi.Options{
-		MCP: srv.HTTPHandler(server.HTTPOptions{
-			Tokens:         bearer.NewSet(principalTokens),
-			SessionTimeout: time.Duration(cfg.HTTP.SessionTimeout),
-		}),
-		Ingest:         ingestHandler,
-		Adapters:       src.webhooks,
-		SignedAdapters: src.signed,
-	})
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	if !isLoopbackAddr(ln.Addr()) {
-		if len(principalTokens) == 0 {
+		if len(cfg.Auth.Tokens) == 0 {
 			log.Warn("HTTP is reachable from other machines and auth.tokens is empty: anyone who can connect can subscribe")
 		}
-		if len(ingestTokens) == 0 {
+		if len(cfg.Ingest.Tokens) == 0 {
 			log.Warn("HTTP is reachable from other machines and ingest.tokens is empty: anyone who can connect can publish events")
 		}
 	}
@@ -250,29 +151,13 @@ func startHTTP(ctx context.Context, addr string, cfg *config.Config, src *source
 	}()
 	log.Info("HTTP server listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "ingest", "http://"+ln.Addr().String()+"/v1/events")
 	return func() {
-		closeSessions(srv)
+		a.CloseSessions()
 		sctx, cancel := context.WithTimeout(context.Background(), shutdownGrace)
 		defer cancel()
 		if err := hs.Shutdown(sctx); err != nil {
 			hs.Close()
 		}
 	}, nil
-}
-
-// secretGrace is how long a rotated webhook secret keeps signing.
-func secretGrace(cfg *config.Config) time.Duration {
-	if w := cfg.Handlers.Webhook; w != nil {
-		return time.Duration(w.SecretGrace)
-	}
-	return 0
-}
-
-// closeSessions ends every MCP session, so that long-lived event streams
-// return and a shutdown does not wait on them.
-func closeSessions(srv *server.Server) {
-	for ss := range srv.MCP().Sessions() {
-		ss.Close()
-	}
 }
 
 func isLoopbackAddr(a net.Addr) bool {

@@ -1,4 +1,4 @@
-package main
+package app
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters/slack"
 	"github.com/mcpe-server/mcpe-server/bearer"
 	"github.com/mcpe-server/mcpe-server/catalog"
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/config"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -32,7 +33,7 @@ type sources struct {
 
 // buildSources builds the adapters of cfg. Each publishes through pub, the
 // same path as POST /v1/events; httpServed says whether that endpoint is.
-func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed bool, log *slog.Logger) (*sources, error) {
+func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed bool, clk clock.Clock, log *slog.Logger) (*sources, error) {
 	s := &sources{webhooks: map[string]http.Handler{}, signed: map[string]http.Handler{}}
 	list := []catalog.Source{{
 		Name:        "ingest",
@@ -56,6 +57,7 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 			Secret:         []byte(secret),
 			PriorityLabels: config.Priorities(c.PriorityLabels),
 			MaxBodyBytes:   c.MaxBodyBytes,
+			Clock:          clk,
 			Logger:         log.With("adapter", "github"),
 		})
 		if err != nil {
@@ -80,6 +82,7 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 			Publisher:     pub,
 			SigningSecret: []byte(secret),
 			MaxBodyBytes:  c.MaxBodyBytes,
+			Clock:         clk,
 			Logger:        log.With("adapter", "slack"),
 		})
 		if err != nil {
@@ -109,6 +112,7 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 			Tokens:             bearer.NewSet(tokens),
 			SeverityPriorities: config.Priorities(c.SeverityPriorities),
 			MaxBodyBytes:       c.MaxBodyBytes,
+			Clock:              clk,
 			Logger:             log.With("adapter", "alertmanager"),
 		})
 		if err != nil {
@@ -145,6 +149,7 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 		a, err := mcpadapter.New(mcpadapter.Options{
 			Upstreams:  ups,
 			Publisher:  pub,
+			Clock:      clk,
 			Logger:     log.With("adapter", "mcp"),
 			LogLevel:   c.LogLevel,
 			MinBackoff: time.Duration(c.MinBackoff),
@@ -158,7 +163,7 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 	}
 	list = append(list, up)
 
-	s.catalog = catalog.New(catalog.Options{Sources: list})
+	s.catalog = catalog.New(catalog.Options{Sources: list, Clock: clk})
 	return s, nil
 }
 

@@ -1,0 +1,255 @@
+// Package app assembles mcpe-server from its configuration: the handlers
+// and the runner, the subscriptions service with realtime, cron and
+// scheduled delivery, the event sources and their catalog, the MCP server,
+// and the HTTP endpoints. It is the one place that wires the concrete
+// implementations together; cmd/mcpe-server adds the process around it
+// (flags, the database file, listeners, signals) and client/clienttest runs
+// the same assembly in process for client tests and examples.
+package app
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/bearer"
+	"github.com/mcpe-server/mcpe-server/catalog"
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/config"
+	"github.com/mcpe-server/mcpe-server/delivery/cron"
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
+	"github.com/mcpe-server/mcpe-server/handlers"
+	"github.com/mcpe-server/mcpe-server/httpapi"
+	"github.com/mcpe-server/mcpe-server/ingest"
+	"github.com/mcpe-server/mcpe-server/server"
+	"github.com/mcpe-server/mcpe-server/sessions"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Options configure an App.
+type Options struct {
+	// Config is the operator's configuration, already checked (config.Load
+	// or config.Parse); nil means every default.
+	Config *config.Config
+	// Store keeps everything; required. The App does not close it.
+	Store subscriptions.Store
+	// HTTP says whether the HTTP endpoints will be served: the catalog then
+	// lists POST /v1/events as set up, and configured webhook adapters
+	// without it are warned about.
+	HTTP bool
+	// Version is the server's version in the initialize result; empty
+	// means "dev".
+	Version string
+	// Clock drives expiry, digests, retries, backoff and event stamps; nil
+	// is the wall clock.
+	Clock clock.Clock
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// QueueSize is each session's notification queue; zero means the
+	// sessions package's default.
+	QueueSize int
+}
+
+// App is a running mcpe-server without its listeners. Build it with New and
+// Close it when done.
+type App struct {
+	// Service, Sessions, Server and Catalog are the server's parts.
+	Service  *subscriptions.Service
+	Sessions *sessions.Registry
+	Server   *server.Server
+	Catalog  *catalog.Catalog
+
+	cfg      *config.Config
+	opts     Options
+	log      *slog.Logger
+	handlers *handlerSet
+	runner   *handlers.Runner
+	sources  *sources
+	closed   sync.Once
+}
+
+// New builds the server that opts describe and starts its background work:
+// expiry and digests, handler runs, and the connections to upstream MCP
+// servers. On error, what was started is stopped.
+func New(ctx context.Context, opts Options) (_ *App, err error) {
+	if opts.Store == nil {
+		return nil, errors.New("app: Options.Store is required")
+	}
+	cfg := opts.Config
+	if cfg == nil {
+		cfg = &config.Config{}
+	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	log := opts.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	a := &App{cfg: cfg, opts: opts, log: log}
+	defer func() {
+		if err != nil {
+			a.Close()
+		}
+	}()
+
+	a.Sessions = sessions.New(&sessions.Options{QueueSize: opts.QueueSize, Logger: log})
+	late := &lateServer{}
+	if a.handlers, err = buildHandlers(&cfg.Handlers, late, log); err != nil {
+		return nil, err
+	}
+	a.runner, err = handlers.New(handlers.Options{
+		Jobs:        opts.Store,
+		Handlers:    a.handlers.byType,
+		Clock:       opts.Clock,
+		Logger:      log,
+		Concurrency: cfg.Handlers.Concurrency,
+	})
+	if err != nil {
+		return nil, err
+	}
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+		Store:     opts.Store,
+		Deliverer: realtime.New(a.Sessions),
+		Presence:  a.Sessions,
+		Timings: map[subscriptions.Channel]subscriptions.Timing{
+			subscriptions.ChannelCron:      cron.New(&cron.Options{MinEvery: time.Duration(cfg.Delivery.MinEvery)}),
+			subscriptions.ChannelScheduled: scheduled.Channel{},
+		},
+		Clock:            opts.Clock,
+		PendingLimit:     cfg.Delivery.PendingDigests,
+		Logger:           log,
+		MaxSubscriptions: cfg.Subscriptions.MaxPerPrincipal,
+		Retention: subscriptions.Retention{
+			InboxMaxEntries: cfg.Inbox.MaxEntries,
+			InboxMaxAge:     time.Duration(cfg.Inbox.MaxAge),
+			DedupWindow:     time.Duration(cfg.Inbox.DedupWindow),
+			ExpiredMaxAge:   time.Duration(cfg.Inbox.ExpiredMaxAge),
+		},
+		EphemeralPrefix: server.SessionPrincipalPrefix,
+		Handlers:        a.handlers.byType,
+		SecretGrace:     secretGrace(cfg),
+		JobsWritten:     a.runner.Wake,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.Start(ctx); err != nil {
+		return nil, err
+	}
+	a.Service = svc
+
+	if a.sources, err = buildSources(&cfg.Adapters, svc, opts.HTTP, opts.Clock, log); err != nil {
+		return nil, err
+	}
+	a.Catalog = a.sources.catalog
+	if a.sources.served() && !opts.HTTP {
+		log.Warn("webhook adapters are configured but HTTP is not served, so nothing can reach them; start with --http ADDR or set http.addr")
+	}
+	srv, err := server.New(server.Options{
+		Service:  svc,
+		Sessions: a.Sessions,
+		Version:  opts.Version,
+		Logger:   log,
+		Commands: a.handlers.commands,
+		Catalog:  a.Catalog,
+	})
+	if err != nil {
+		return nil, err
+	}
+	a.Server = srv
+	late.set(srv)
+	// Handler runs start once the server can answer sampling requests.
+	if err := a.runner.Start(ctx); err != nil {
+		return nil, err
+	}
+	if err := a.sources.start(ctx); err != nil {
+		return nil, err
+	}
+	return a, nil
+}
+
+// HTTPHandler returns the HTTP endpoints: /mcp, /v1/events, the configured
+// adapters' receivers and /healthz.
+func (a *App) HTTPHandler() (http.Handler, error) {
+	principalTokens, err := a.cfg.PrincipalTokens()
+	if err != nil {
+		return nil, err
+	}
+	ingestTokens, err := a.cfg.IngestTokens()
+	if err != nil {
+		return nil, err
+	}
+	ingestHandler, err := ingest.NewHandler(ingest.Options{
+		Publisher:    a.Catalog.Publisher(a.Service),
+		MaxBodyBytes: a.cfg.Ingest.MaxBodyBytes,
+		Tokens:       bearer.NewSet(ingestTokens),
+		Clock:        a.opts.Clock,
+		Logger:       a.log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return httpapi.NewMux(httpapi.Options{
+		MCP: a.Server.HTTPHandler(server.HTTPOptions{
+			Tokens:         bearer.NewSet(principalTokens),
+			SessionTimeout: time.Duration(a.cfg.HTTP.SessionTimeout),
+		}),
+		Ingest:         ingestHandler,
+		Adapters:       a.sources.webhooks,
+		SignedAdapters: a.sources.signed,
+	}), nil
+}
+
+// CloseSessions ends every live MCP session from the server's side, so that
+// long-lived event streams return and a shutdown does not wait on them.
+func (a *App) CloseSessions() {
+	if a.Server == nil {
+		return
+	}
+	for ss := range a.Server.MCP().Sessions() {
+		ss.Close()
+	}
+}
+
+// Close ends the sessions and stops the background work, waiting for it.
+// It is safe on a partly built App and safe to call twice. The store stays
+// open.
+func (a *App) Close() {
+	a.closed.Do(a.close)
+}
+
+func (a *App) close() {
+	a.CloseSessions()
+	if a.Server != nil {
+		a.Server.Wait()
+	}
+	if a.sources != nil {
+		a.sources.stop()
+	}
+	if a.runner != nil {
+		a.runner.Stop()
+	}
+	if a.Service != nil {
+		a.Service.Stop()
+	}
+	if a.handlers != nil {
+		a.handlers.close()
+	}
+	if a.Sessions != nil {
+		a.Sessions.Close()
+	}
+}
+
+// secretGrace is how long a rotated webhook secret keeps signing.
+func secretGrace(cfg *config.Config) time.Duration {
+	if w := cfg.Handlers.Webhook; w != nil {
+		return time.Duration(w.SecretGrace)
+	}
+	return 0
+}
