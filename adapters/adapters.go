@@ -142,13 +142,34 @@ func Tag(s string) string {
 		return r
 	}, s))
 	if len(s) > subscriptions.MaxTagLength {
-		cut := subscriptions.MaxTagLength
-		for cut > 0 && !utf8.RuneStart(s[cut]) {
-			cut--
-		}
-		s = s[:cut]
+		s = s[:runeStart(s, subscriptions.MaxTagLength)]
 	}
 	return s
+}
+
+// Clip cuts s to at most max bytes on a rune boundary, ending a cut string
+// with "…". A max too small to hold "…" (3 bytes) cuts without it.
+func Clip(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	const ellipsis = "…"
+	if max < len(ellipsis) {
+		if max <= 0 {
+			return ""
+		}
+		return s[:runeStart(s, max)]
+	}
+	return s[:runeStart(s, max-len(ellipsis))] + ellipsis
+}
+
+// runeStart returns the largest n <= i at which a rune of s starts (0 at
+// the least); i must be less than len(s).
+func runeStart(s string, i int) int {
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return i
 }
 
 // Tags returns the valid, distinct tags among ts, in order, at most

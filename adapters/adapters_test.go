@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -48,6 +49,34 @@ func TestTags(t *testing.T) {
 	}
 	if n := len(Tags(many...)); n != subscriptions.MaxTags {
 		t.Errorf("%d tags kept, want %d", n, subscriptions.MaxTags)
+	}
+}
+
+func TestClip(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		max  int
+		want string
+	}{
+		{"short", 10, "short"},
+		{"exactly10!", 10, "exactly10!"},
+		{"a bit too long", 10, "a bit t…"},
+		{"ééééé", 8, "éé…"},
+		{"日本語テキスト", 9, "日本…"},
+		{"日本語", 3, "…"},
+		{"日本語", 4, "…"},
+		// Too small for "…": cut without it.
+		{"abcdef", 2, "ab"},
+		{"éé", 2, "é"},
+		{"日本", 2, ""},
+		{"abc", 0, ""},
+		{"abc", -1, ""},
+		{"", 0, ""},
+	} {
+		got := Clip(tt.in, tt.max)
+		if got != tt.want || len(got) > max(tt.max, 0) || !utf8.ValidString(got) {
+			t.Errorf("Clip(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
+		}
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -78,7 +77,7 @@ func (a *Adapter) convert(n *notification) []converted {
 		c := converted{index: i}
 		in, err := decodeAlert(raw)
 		// A bad alert may still name itself, which helps find it.
-		c.alertname = clip(in.Labels["alertname"], MaxLabelValueBytes)
+		c.alertname = adapters.Clip(in.Labels["alertname"], MaxLabelValueBytes)
 		if err == nil {
 			c.event, err = a.event(n, in, now)
 		}
@@ -97,7 +96,7 @@ func (a *Adapter) event(n *notification, in alertIn, now time.Time) (subscriptio
 	case "":
 		return subscriptions.Event{}, fmt.Errorf(`status is missing; an alert's status is %q or %q`, statusFiring, statusResolved)
 	default:
-		return subscriptions.Event{}, fmt.Errorf(`status %q is not an alert status; Alertmanager sends %q or %q`, clip(in.Status, 64), statusFiring, statusResolved)
+		return subscriptions.Event{}, fmt.Errorf(`status %q is not an alert status; Alertmanager sends %q or %q`, adapters.Clip(in.Status, 64), statusFiring, statusResolved)
 	}
 	startsAt, err := parseTime("startsAt", in.StartsAt)
 	if err != nil {
@@ -127,8 +126,8 @@ func (a *Adapter) event(n *notification, in alertIn, now time.Time) (subscriptio
 		Annotations:     annotations,
 		StartsAt:        formatTime(startsAt),
 		EndsAt:          formatTime(endsAt),
-		GeneratorURL:    clip(in.GeneratorURL, MaxURLBytes),
-		Fingerprint:     clip(fingerprint, maxFingerprintBytes),
+		GeneratorURL:    adapters.Clip(in.GeneratorURL, MaxURLBytes),
+		Fingerprint:     adapters.Clip(fingerprint, maxFingerprintBytes),
 		Receiver:        n.receiver,
 		ExternalURL:     n.externalURL,
 		GroupKey:        n.groupKey,
@@ -172,7 +171,7 @@ func parseTime(field, s string) (time.Time, error) {
 	}
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
-		return time.Time{}, fmt.Errorf(`%s %q is not an RFC 3339 time such as "2025-01-15T10:30:00Z"`, field, clip(s, 64))
+		return time.Time{}, fmt.Errorf(`%s %q is not an RFC 3339 time such as "2025-01-15T10:30:00Z"`, field, adapters.Clip(s, 64))
 	}
 	if t.IsZero() {
 		return t, nil
@@ -245,28 +244,14 @@ func bound(m map[string]string, max, maxValue int) (map[string]string, bool) {
 		if len(out) == max {
 			return out, true
 		}
-		short := clip(name, MaxNameBytes)
+		short := adapters.Clip(name, MaxNameBytes)
 		if _, dup := out[short]; dup {
 			cut = true
 			continue
 		}
-		value := clip(m[name], maxValue)
+		value := adapters.Clip(m[name], maxValue)
 		cut = cut || short != name || value != m[name]
 		out[short] = value
 	}
 	return out, cut
-}
-
-// clip cuts s to at most max bytes on a rune boundary, ending a cut string
-// with "…".
-func clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	const ellipsis = "…"
-	n := max - len(ellipsis)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + ellipsis
 }

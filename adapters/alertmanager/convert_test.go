@@ -265,21 +265,3 @@ func TestLimits(t *testing.T) {
 		t.Errorf("event is not valid: %v", err)
 	}
 }
-
-func TestClip(t *testing.T) {
-	for _, tt := range []struct {
-		in   string
-		max  int
-		want string
-	}{
-		{"short", 10, "short"},
-		{"exactly10!", 10, "exactly10!"},
-		{"a bit too long", 10, "a bit t…"},
-		{"ééééé", 8, "éé…"},
-		{"日本語テキスト", 9, "日本…"},
-	} {
-		if got := clip(tt.in, tt.max); got != tt.want || len(got) > tt.max {
-			t.Errorf("clip(%q, %d) = %q, want %q", tt.in, tt.max, got, tt.want)
-		}
-	}
-}

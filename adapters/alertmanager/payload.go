@@ -57,7 +57,7 @@ func decode(body []byte) (*notification, *requestError) {
 		return nil, badRequest(`version is %s; it must be the string %q`, describeJSON(raw), Version)
 	}
 	if version != Version {
-		return nil, badRequest(`version %q is not supported; this endpoint accepts Alertmanager webhook notifications of version %q, what Alertmanager's webhook_config sends`, clip(version, 64), Version)
+		return nil, badRequest(`version %q is not supported; this endpoint accepts Alertmanager webhook notifications of version %q, what Alertmanager's webhook_config sends`, adapters.Clip(version, 64), Version)
 	}
 	for _, f := range []struct {
 		name string
@@ -75,7 +75,7 @@ func decode(body []byte) (*notification, *requestError) {
 		if json.Unmarshal(raw, f.dst) != nil {
 			return nil, badRequest("%s is %s; it must be a string", f.name, describeJSON(raw))
 		}
-		*f.dst = clip(*f.dst, f.max)
+		*f.dst = adapters.Clip(*f.dst, f.max)
 	}
 	if raw, ok := fields["truncatedAlerts"]; ok && !isNull(raw) {
 		if json.Unmarshal(raw, &n.truncatedAlerts) != nil {

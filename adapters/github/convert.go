@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -741,7 +740,7 @@ func (c *conv) url(t text) string  { return c.str(t, MaxURLBytes) }
 func (c *conv) str(t text, max int) string {
 	if len(t) > max {
 		c.cut = true
-		return clip(string(t), max)
+		return adapters.Clip(string(t), max)
 	}
 	return string(t)
 }
@@ -782,18 +781,4 @@ func marshal(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// clip cuts s to at most max bytes on a rune boundary, ending a cut string
-// with "…".
-func clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	const ellipsis = "…"
-	n := max - len(ellipsis)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + ellipsis
 }

@@ -47,7 +47,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	delivery := strings.TrimSpace(r.Header.Get(DeliveryHeader))
 	event := strings.TrimSpace(r.Header.Get(EventHeader))
-	logger := a.log.With("delivery_id", clip(delivery, 64), "github_event", clip(event, 64), "remote_addr", r.RemoteAddr)
+	logger := a.log.With("delivery_id", adapters.Clip(delivery, 64), "github_event", adapters.Clip(event, 64), "remote_addr", r.RemoteAddr)
 	if err := checkSignature(a.secret, body, r.Header.Get(SignatureHeader)); err != nil {
 		logger.Warn("github delivery refused", "status", http.StatusUnauthorized, "error", err)
 		adapters.WriteError(w, http.StatusUnauthorized, adapters.CodeUnauthorized, err.Error())
@@ -136,7 +136,7 @@ func payloadOf(contentType string, body []byte) ([]byte, *requestError) {
 	case err == nil && mt == "application/x-www-form-urlencoded":
 		form, err := url.ParseQuery(string(body))
 		if err != nil {
-			return nil, badRequest("the body is not a valid form (application/x-www-form-urlencoded): " + clip(err.Error(), 200))
+			return nil, badRequest("the body is not a valid form (application/x-www-form-urlencoded): " + adapters.Clip(err.Error(), 200))
 		}
 		values, ok := form["payload"]
 		if !ok {
@@ -148,6 +148,6 @@ func payloadOf(contentType string, body []byte) ([]byte, *requestError) {
 		status: http.StatusUnsupportedMediaType,
 		code:   codeUnsupportedMedia,
 		message: fmt.Sprintf("the content type %q is not one GitHub sends; choose application/json (recommended) or application/x-www-form-urlencoded as the webhook's content type",
-			clip(contentType, 100)),
+			adapters.Clip(contentType, 100)),
 	}
 }

@@ -258,7 +258,7 @@ func TestLogEvent(t *testing.T) {
 		{
 			name:     "long data is cut",
 			params:   &mcp.LoggingMessageParams{Level: "warning", Data: long},
-			want:     map[string]any{"server": "up", "level": "warning", "data": clip(`"`+long+`"`, MaxLogDataBytes), "truncated": true},
+			want:     map[string]any{"server": "up", "level": "warning", "data": adapters.Clip(`"`+long+`"`, MaxLogDataBytes), "truncated": true},
 			priority: subscriptions.PriorityNormal,
 		},
 		{name: "unknown level", params: &mcp.LoggingMessageParams{Level: "loud", Data: "x"}, wantErr: `"loud" is not an MCP logging level`},

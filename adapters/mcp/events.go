@@ -10,7 +10,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -70,15 +69,15 @@ func logEvent(name string, p *mcp.LoggingMessageParams, now time.Time) (subscrip
 	}
 	level := string(p.Level)
 	if !slices.Contains(logLevels, level) {
-		return subscriptions.Event{}, fmt.Errorf("the log level %q is not an MCP logging level (%s)", clip(level, 64), strings.Join(logLevels, ", "))
+		return subscriptions.Event{}, fmt.Errorf("the log level %q is not an MCP logging level (%s)", adapters.Clip(level, 64), strings.Join(logLevels, ", "))
 	}
 	data, err := json.Marshal(p.Data)
 	if err != nil {
 		return subscriptions.Event{}, fmt.Errorf("the log message's data cannot be encoded: %w", err)
 	}
-	d := logData{Server: name, Level: level, Logger: clip(p.Logger, maxLoggerBytes), Data: data}
+	d := logData{Server: name, Level: level, Logger: adapters.Clip(p.Logger, maxLoggerBytes), Data: data}
 	if len(data) > MaxLogDataBytes {
-		cut, _ := json.Marshal(clip(string(data), MaxLogDataBytes))
+		cut, _ := json.Marshal(adapters.Clip(string(data), MaxLogDataBytes))
 		d.Data, d.Truncated = cut, true
 	}
 	return ownEvent(name, kindLog, d, logPriority(level), now)
@@ -140,20 +139,6 @@ func notificationEvents(name, method string, params json.RawMessage) (events []s
 }
 
 func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
-
-// clip cuts s to at most max bytes on a rune boundary, ending a cut string
-// with "…".
-func clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	const ellipsis = "…"
-	n := max - len(ellipsis)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + ellipsis
-}
 
 // Bounds on what an upstream's notifications become.
 const (

@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"maps"
 	"slices"
+
+	"github.com/mcpe-server/mcpe-server/adapters"
 )
 
 // copyLimits bound one attempt of boundedCopy: keys per object, items per
@@ -71,7 +73,7 @@ func (c *copier) value(raw json.RawMessage, depth int) {
 	case '"':
 		var s string
 		json.Unmarshal(raw, &s)
-		short := clip(s, c.lim.text)
+		short := adapters.Clip(s, c.lim.text)
 		c.cut = c.cut || len(short) != len(s)
 		writeString(c.buf, short)
 	default: // a number, true, false or null, as written
@@ -97,7 +99,7 @@ func (c *copier) object(o object, depth int) {
 			c.cut = true
 			continue
 		}
-		short := clip(k, maxNameBytes)
+		short := adapters.Clip(k, maxNameBytes)
 		if written[short] {
 			c.cut = true
 			continue

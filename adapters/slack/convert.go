@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
-	"unicode/utf8"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -296,7 +295,7 @@ func (d *Data) text(s string) string { return d.cut(s, MaxTextBytes) }
 
 // cut cuts s to max bytes, noting a cut in d.Truncated.
 func (d *Data) cut(s string, max int) string {
-	out := clip(s, max)
+	out := adapters.Clip(s, max)
 	if len(out) != len(s) {
 		d.Truncated = true
 	}
@@ -427,7 +426,7 @@ func (o object) rawString(key string) string {
 }
 
 // str returns field key when it is a string, cut to max bytes.
-func (o object) str(key string, max int) string { return clip(o.rawString(key), max) }
+func (o object) str(key string, max int) string { return adapters.Clip(o.rawString(key), max) }
 
 // id returns field key when it is a string, or the "id" of it when it is
 // an object (team_join and user_change send the user whole).
@@ -454,18 +453,4 @@ func marshal(v any) (json.RawMessage, error) {
 		return nil, err
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// clip cuts s to at most max bytes on a rune boundary, ending a cut string
-// with "…".
-func clip(s string, max int) string {
-	if len(s) <= max {
-		return s
-	}
-	const ellipsis = "…"
-	n := max - len(ellipsis)
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + ellipsis
 }

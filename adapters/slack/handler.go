@@ -128,5 +128,5 @@ func retryAttrs(h http.Header) []any {
 	if num == "" {
 		return nil
 	}
-	return []any{"retry_num", clip(num, 16), "retry_reason", clip(h.Get(HeaderRetryReason), 64)}
+	return []any{"retry_num", adapters.Clip(num, 16), "retry_reason", adapters.Clip(h.Get(HeaderRetryReason), 64)}
 }

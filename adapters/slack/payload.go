@@ -102,7 +102,7 @@ func decode(body []byte) (*request, *requestError) {
 	default:
 		return nil, badRequest("type %q is not an Events API request; this endpoint receives %s. "+
 			"Point only the app's Event Subscriptions Request URL here, not its Interactivity or Slash Commands URLs",
-			clip(req.kind, 64), outerTypesText)
+			adapters.Clip(req.kind, 64), outerTypesText)
 	}
 	if err != nil {
 		return nil, err
@@ -195,7 +195,7 @@ func optString(fields map[string]json.RawMessage, name string, max int) (string,
 	if json.Unmarshal(raw, &s) != nil {
 		return "", badRequest("%s is %s; it must be a string", name, describeJSON(raw))
 	}
-	return clip(s, max), nil
+	return adapters.Clip(s, max), nil
 }
 
 // maxUnixSeconds is 9999-12-31T23:59:59Z, the last second RFC 3339 can

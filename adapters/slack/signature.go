@@ -53,7 +53,7 @@ func (a *Adapter) checkHeaders(h http.Header, now time.Time) (signed, *requestEr
 	}
 	sent, ok := parseUnix(ts)
 	if !ok {
-		return signed{}, unauthorized("%s %q is not a time in Unix seconds such as \"1531420618\"", HeaderTimestamp, clip(ts, 32))
+		return signed{}, unauthorized("%s %q is not a time in Unix seconds such as \"1531420618\"", HeaderTimestamp, adapters.Clip(ts, 32))
 	}
 	// Whole seconds, so that a timestamp of any size compares without
 	// overflow.
@@ -69,11 +69,11 @@ func (a *Adapter) checkHeaders(h http.Header, now time.Time) (signed, *requestEr
 	}
 	version, digest, found := strings.Cut(sig, "=")
 	if !found || version != signatureVersion {
-		return signed{}, unauthorized("%s %q is not a %s signature; Slack sends \"v0=\" and 64 hex digits", HeaderSignature, clip(sig, 80), signatureVersion)
+		return signed{}, unauthorized("%s %q is not a %s signature; Slack sends \"v0=\" and 64 hex digits", HeaderSignature, adapters.Clip(sig, 80), signatureVersion)
 	}
 	sum, decodeErr := hex.DecodeString(digest)
 	if decodeErr != nil || len(sum) != sha256.Size {
-		return signed{}, unauthorized("%s %q is malformed; Slack sends \"v0=\" and 64 hex digits", HeaderSignature, clip(sig, 80))
+		return signed{}, unauthorized("%s %q is malformed; Slack sends \"v0=\" and 64 hex digits", HeaderSignature, adapters.Clip(sig, 80))
 	}
 	return signed{timestamp: ts, mac: sum}, nil
 }
