@@ -1,10 +1,8 @@
 package alertmanager
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"hash/fnv"
 	"maps"
@@ -134,7 +132,7 @@ func (a *Adapter) event(n *notification, in alertIn, now time.Time) (subscriptio
 		TruncatedAlerts: n.truncatedAlerts,
 		Truncated:       labelsCut || annotationsCut,
 	}
-	raw, err := marshal(data)
+	raw, err := adapters.EncodeJSON(data)
 	if err != nil {
 		return subscriptions.Event{}, fmt.Errorf("could not be encoded: %v", err)
 	}
@@ -187,18 +185,6 @@ func formatTime(t time.Time) string {
 		return ""
 	}
 	return t.UTC().Format(time.RFC3339Nano)
-}
-
-// marshal encodes v without escaping <, > and &, which URLs and
-// descriptions are full of.
-func marshal(v any) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // Fingerprint returns Alertmanager's fingerprint of an alert with labels:

@@ -43,7 +43,7 @@ func decode(body []byte) (*notification, *requestError) {
 		return nil, badRequest(`the body is empty; send an Alertmanager webhook notification: a JSON object with "version": %q and "alerts"`, Version)
 	}
 	if trimmed[0] != '{' {
-		return nil, badRequest(`the body must be a JSON object (an Alertmanager webhook notification with "version": %q and "alerts"), not %s`, Version, describeJSON(trimmed))
+		return nil, badRequest(`the body must be a JSON object (an Alertmanager webhook notification with "version": %q and "alerts"), not %s`, Version, adapters.DescribeJSON(trimmed))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
@@ -51,10 +51,10 @@ func decode(body []byte) (*notification, *requestError) {
 	}
 	var n notification
 	var version string
-	if raw, ok := fields["version"]; !ok || isNull(raw) {
+	if raw, ok := fields["version"]; !ok || adapters.IsNull(raw) {
 		return nil, badRequest(`version is missing; this endpoint accepts Alertmanager webhook notifications of version %q, what webhook_config sends`, Version)
 	} else if json.Unmarshal(raw, &version) != nil {
-		return nil, badRequest(`version is %s; it must be the string %q`, describeJSON(raw), Version)
+		return nil, badRequest(`version is %s; it must be the string %q`, adapters.DescribeJSON(raw), Version)
 	}
 	if version != Version {
 		return nil, badRequest(`version %q is not supported; this endpoint accepts Alertmanager webhook notifications of version %q, what Alertmanager's webhook_config sends`, adapters.Clip(version, 64), Version)
@@ -69,25 +69,25 @@ func decode(body []byte) (*notification, *requestError) {
 		{"groupKey", &n.groupKey, maxFieldBytes},
 	} {
 		raw, ok := fields[f.name]
-		if !ok || isNull(raw) {
+		if !ok || adapters.IsNull(raw) {
 			continue
 		}
 		if json.Unmarshal(raw, f.dst) != nil {
-			return nil, badRequest("%s is %s; it must be a string", f.name, describeJSON(raw))
+			return nil, badRequest("%s is %s; it must be a string", f.name, adapters.DescribeJSON(raw))
 		}
 		*f.dst = adapters.Clip(*f.dst, f.max)
 	}
-	if raw, ok := fields["truncatedAlerts"]; ok && !isNull(raw) {
+	if raw, ok := fields["truncatedAlerts"]; ok && !adapters.IsNull(raw) {
 		if json.Unmarshal(raw, &n.truncatedAlerts) != nil {
-			return nil, badRequest("truncatedAlerts is %s; it must be a whole number of at least 0", describeJSON(raw))
+			return nil, badRequest("truncatedAlerts is %s; it must be a whole number of at least 0", adapters.DescribeJSON(raw))
 		}
 	}
 	raw, ok := fields["alerts"]
-	if !ok || isNull(raw) {
+	if !ok || adapters.IsNull(raw) {
 		return nil, badRequest(`alerts is missing; a notification lists its alerts in "alerts": [{"status", "labels", "annotations", "startsAt", ...}]`)
 	}
 	if json.Unmarshal(raw, &n.alerts) != nil {
-		return nil, badRequest("alerts is %s; it must be an array of alert objects", describeJSON(raw))
+		return nil, badRequest("alerts is %s; it must be an array of alert objects", adapters.DescribeJSON(raw))
 	}
 	if len(n.alerts) > MaxAlerts {
 		return nil, &requestError{
@@ -118,7 +118,7 @@ func decodeAlert(raw json.RawMessage) (alertIn, error) {
 	var in alertIn
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return in, fmt.Errorf("is %s; an alert is an object with status, labels, annotations, startsAt, endsAt, generatorURL and fingerprint", describeJSON(trimmed))
+		return in, fmt.Errorf("is %s; an alert is an object with status, labels, annotations, startsAt, endsAt, generatorURL and fingerprint", adapters.DescribeJSON(trimmed))
 	}
 	if err := json.Unmarshal(trimmed, &in); err != nil {
 		var typeErr *json.UnmarshalTypeError
@@ -135,31 +135,4 @@ func wantType(field string) string {
 		return "an object of strings (Alertmanager's labels and annotations are strings)"
 	}
 	return "a string"
-}
-
-func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
-
-// describeJSON names the kind of a JSON value for error messages.
-func describeJSON(data []byte) string {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 {
-		return "empty"
-	}
-	if !json.Valid(data) {
-		return "invalid JSON"
-	}
-	switch data[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
 }

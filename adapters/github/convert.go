@@ -1,8 +1,6 @@
 package github
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -109,7 +107,7 @@ func (a *Adapter) event(event, delivery string, p *payload, body []byte, now tim
 	if err != nil {
 		return subscriptions.Event{}, err
 	}
-	raw, err := marshal(data)
+	raw, err := adapters.EncodeJSON(data)
 	if err != nil {
 		return subscriptions.Event{}, fmt.Errorf("the event's data could not be encoded: %v", err)
 	}
@@ -769,16 +767,4 @@ func parseTime(t text) (time.Time, bool) {
 		return time.Time{}, false
 	}
 	return parsed, true
-}
-
-// marshal encodes v without escaping <, > and &, which bodies and URLs are
-// full of.
-func marshal(v any) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

@@ -397,7 +397,7 @@ func decode(body []byte) (*payload, *requestError) {
 		if !json.Valid(trimmed) {
 			return nil, badRequest("the payload is not JSON; GitHub sends a JSON object describing the event (as the body with content type application/json, or in the payload field of a form)")
 		}
-		return nil, badRequest("the payload must be a JSON object describing the event, as GitHub sends, not " + describeJSON(trimmed))
+		return nil, badRequest("the payload must be a JSON object describing the event, as GitHub sends, not " + adapters.DescribeJSON(trimmed))
 	}
 	var p payload
 	if err := json.Unmarshal(trimmed, &p); err != nil {
@@ -415,25 +415,4 @@ func decodeSubjects(body []byte) map[string]obj[subject] {
 		return nil
 	}
 	return m
-}
-
-// describeJSON names the kind of a JSON value for error messages.
-func describeJSON(data []byte) string {
-	if !json.Valid(data) {
-		return "invalid JSON"
-	}
-	switch data[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
 }

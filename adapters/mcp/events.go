@@ -109,7 +109,7 @@ func notificationEvents(name, method string, params json.RawMessage) (events []s
 		if err := json.Unmarshal(params, &p); err != nil {
 			return nil, []error{fmt.Errorf("%s params are not an object with an event: %w", method, err)}
 		}
-		if len(p.Event) == 0 || isNull(p.Event) {
+		if len(p.Event) == 0 || adapters.IsNull(p.Event) {
 			return nil, []error{fmt.Errorf("%s params have no event", method)}
 		}
 		raws = []json.RawMessage{p.Event}
@@ -137,8 +137,6 @@ func notificationEvents(name, method string, params json.RawMessage) (events []s
 	}
 	return events, errs
 }
-
-func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
 
 // Bounds on what an upstream's notifications become.
 const (
@@ -212,7 +210,7 @@ func upstreamEvent(name string, raw json.RawMessage) (subscriptions.Event, error
 		return subscriptions.Event{}, fmt.Errorf("prefixed with %q: %w", typePrefix(name), err)
 	}
 	switch data := bytes.TrimSpace(in.Data); {
-	case len(data) == 0 || isNull(data):
+	case len(data) == 0 || adapters.IsNull(data):
 		ev.Data = nil // {} once published
 	case data[0] != '{':
 		return subscriptions.Event{}, errors.New("the event's data is not a JSON object")

@@ -151,7 +151,7 @@ func (a *Adapter) event(req *request, now time.Time) (subscriptions.Event, error
 		d.Event, cut = boundedCopy(ev)
 		d.Truncated = d.Truncated || cut
 	}
-	raw, err := marshal(d)
+	raw, err := adapters.EncodeJSON(d)
 	if err != nil {
 		return subscriptions.Event{}, fmt.Errorf("event could not be encoded: %v", err)
 	}
@@ -442,15 +442,3 @@ func (o object) id(key string) string {
 
 // obj returns field key when it is an object, else nil.
 func (o object) obj(key string) object { return decodeObject(o[key]) }
-
-// marshal encodes v without escaping <, > and &, which Slack's texts are
-// full of.
-func marshal(v any) (json.RawMessage, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}

@@ -70,7 +70,7 @@ func decode(body []byte) (*request, *requestError) {
 		return nil, badRequest("the body is empty; send an Events API request: a JSON object with \"type\": %s", outerTypesText)
 	}
 	if trimmed[0] != '{' {
-		return nil, badRequest("the body must be a JSON object (an Events API request with \"type\": %s), not %s", outerTypesText, describeJSON(trimmed))
+		return nil, badRequest("the body must be a JSON object (an Events API request with \"type\": %s), not %s", outerTypesText, adapters.DescribeJSON(trimmed))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
@@ -78,11 +78,11 @@ func decode(body []byte) (*request, *requestError) {
 	}
 	var req request
 	raw, ok := fields["type"]
-	if !ok || isNull(raw) {
+	if !ok || adapters.IsNull(raw) {
 		return nil, badRequest("type is missing; an Events API request has \"type\": %s", outerTypesText)
 	}
 	if json.Unmarshal(raw, &req.kind) != nil {
-		return nil, badRequest("type is %s; it must be the string %s", describeJSON(raw), outerTypesText)
+		return nil, badRequest("type is %s; it must be the string %s", adapters.DescribeJSON(raw), outerTypesText)
 	}
 
 	var err *requestError
@@ -113,12 +113,12 @@ func decode(body []byte) (*request, *requestError) {
 // challenge returns the challenge of a url_verification request.
 func challenge(fields map[string]json.RawMessage) (string, *requestError) {
 	raw, ok := fields["challenge"]
-	if !ok || isNull(raw) {
+	if !ok || adapters.IsNull(raw) {
 		return "", badRequest("challenge is missing; a url_verification request carries the challenge string to echo")
 	}
 	var c string
 	if json.Unmarshal(raw, &c) != nil {
-		return "", badRequest("challenge is %s; it must be a string", describeJSON(raw))
+		return "", badRequest("challenge is %s; it must be a string", adapters.DescribeJSON(raw))
 	}
 	switch {
 	case c == "":
@@ -148,11 +148,11 @@ func (req *request) callback(fields map[string]json.RawMessage) *requestError {
 	}
 
 	raw, ok := fields["event_id"]
-	if !ok || isNull(raw) {
+	if !ok || adapters.IsNull(raw) {
 		return badRequest("event_id is missing; every event_callback carries one, such as \"Ev08MFMKH6A\", and it is what makes Slack's retries count once")
 	}
 	if json.Unmarshal(raw, &req.eventID) != nil {
-		return badRequest("event_id is %s; it must be a string such as \"Ev08MFMKH6A\"", describeJSON(raw))
+		return badRequest("event_id is %s; it must be a string such as \"Ev08MFMKH6A\"", adapters.DescribeJSON(raw))
 	}
 	switch {
 	case strings.TrimSpace(req.eventID) == "":
@@ -163,20 +163,20 @@ func (req *request) callback(fields map[string]json.RawMessage) *requestError {
 	req.eventTime, _ = unixSeconds(fields["event_time"])
 
 	raw, ok = fields["event"]
-	if !ok || isNull(raw) {
+	if !ok || adapters.IsNull(raw) {
 		return badRequest("event is missing; an event_callback carries the event as an object, such as {\"type\": \"message\", ...}")
 	}
 	raw = bytes.TrimSpace(raw)
 	if raw[0] != '{' || json.Unmarshal(raw, &req.event) != nil {
-		return badRequest("event is %s; it must be an object, such as {\"type\": \"message\", ...}", describeJSON(raw))
+		return badRequest("event is %s; it must be an object, such as {\"type\": \"message\", ...}", adapters.DescribeJSON(raw))
 	}
 	t, ok := req.event["type"]
-	if !ok || isNull(t) {
+	if !ok || adapters.IsNull(t) {
 		return badRequest("event.type is missing; an event names its type, such as \"message\" or \"app_mention\"")
 	}
 	var typ string
 	if json.Unmarshal(t, &typ) != nil {
-		return badRequest("event.type is %s; it must be a string such as \"message\"", describeJSON(t))
+		return badRequest("event.type is %s; it must be a string such as \"message\"", adapters.DescribeJSON(t))
 	}
 	if strings.TrimSpace(typ) == "" {
 		return badRequest("event.type is empty; an event names its type, such as \"message\" or \"app_mention\"")
@@ -188,12 +188,12 @@ func (req *request) callback(fields map[string]json.RawMessage) *requestError {
 // missing or null, a refusal when it is not a string.
 func optString(fields map[string]json.RawMessage, name string, max int) (string, *requestError) {
 	raw, ok := fields[name]
-	if !ok || isNull(raw) {
+	if !ok || adapters.IsNull(raw) {
 		return "", nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
-		return "", badRequest("%s is %s; it must be a string", name, describeJSON(raw))
+		return "", badRequest("%s is %s; it must be a string", name, adapters.DescribeJSON(raw))
 	}
 	return adapters.Clip(s, max), nil
 }
@@ -217,31 +217,4 @@ func unixSeconds(raw json.RawMessage) (int64, bool) {
 		return 0, false
 	}
 	return v, true
-}
-
-func isNull(raw json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
-
-// describeJSON names the kind of a JSON value for error messages.
-func describeJSON(data []byte) string {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 {
-		return "empty"
-	}
-	if !json.Valid(data) {
-		return "invalid JSON"
-	}
-	switch data[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
 }
