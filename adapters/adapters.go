@@ -40,6 +40,7 @@ const (
 	CodeUnauthorized     = "unauthorized"
 	CodeInvalidPayload   = "invalid_payload"
 	CodeBodyTooLarge     = "body_too_large"
+	CodeUnsupportedMedia = "unsupported_media_type"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeInternal         = "internal"
 )

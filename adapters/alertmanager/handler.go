@@ -11,10 +11,6 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// codeUnsupportedMedia is the error code of a body that is not JSON, as on
-// POST /v1/events.
-const codeUnsupportedMedia = "unsupported_media_type"
-
 // Response is the body of a 202 answer.
 type Response struct {
 	adapters.Accepted
@@ -54,7 +50,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Requiring JSON also makes a browser preflight the request, so a web
 	// page cannot post alerts to a local server behind the user's back.
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		adapters.WriteError(w, http.StatusUnsupportedMediaType, codeUnsupportedMedia,
+		adapters.WriteError(w, http.StatusUnsupportedMediaType, adapters.CodeUnsupportedMedia,
 			"send the notification as JSON with \"Content-Type: application/json\", as Alertmanager's webhook_config does")
 		return
 	}

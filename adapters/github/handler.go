@@ -21,10 +21,6 @@ const (
 	DeliveryHeader = "X-GitHub-Delivery"
 )
 
-// codeUnsupportedMedia is the error code of a body of another content type,
-// as on POST /v1/events.
-const codeUnsupportedMedia = "unsupported_media_type"
-
 // PingResponse is the body of the 200 answer to GitHub's ping, which it
 // sends when the webhook is created and when "Redeliver" or "Test" is used
 // on it.
@@ -146,7 +142,7 @@ func payloadOf(contentType string, body []byte) ([]byte, *requestError) {
 	}
 	return nil, &requestError{
 		status: http.StatusUnsupportedMediaType,
-		code:   codeUnsupportedMedia,
+		code:   adapters.CodeUnsupportedMedia,
 		message: fmt.Sprintf("the content type %q is not one GitHub sends; choose application/json (recommended) or application/x-www-form-urlencoded as the webhook's content type",
 			adapters.Clip(contentType, 100)),
 	}

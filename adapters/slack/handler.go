@@ -12,10 +12,6 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// codeUnsupportedMedia is the error code of a body that is not JSON, as on
-// POST /v1/events.
-const codeUnsupportedMedia = "unsupported_media_type"
-
 // ServeHTTP receives one Events API request on POST /adapters/slack. The
 // signature is checked before anything else is read from the body.
 func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -47,7 +43,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		a.refuse(w, &requestError{
 			status: http.StatusUnsupportedMediaType,
-			code:   codeUnsupportedMedia,
+			code:   adapters.CodeUnsupportedMedia,
 			message: "this endpoint receives the Events API, which posts JSON with \"Content-Type: application/json\"; " +
 				"slash commands and interactive components post forms and need Request URLs of their own",
 		}, retry)

@@ -37,9 +37,9 @@ func TestRefusals(t *testing.T) {
 	}{
 		{name: "GET", method: http.MethodGet, body: valid, wantStatus: http.StatusMethodNotAllowed, wantCode: adapters.CodeMethodNotAllowed, wantMessage: "use POST"},
 		{name: "PUT", method: http.MethodPut, body: valid, wantStatus: http.StatusMethodNotAllowed, wantCode: adapters.CodeMethodNotAllowed, wantMessage: "use POST"},
-		{name: "no content type", contentType: "-", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: codeUnsupportedMedia, wantMessage: "application/json"},
-		{name: "form", contentType: "application/x-www-form-urlencoded", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: codeUnsupportedMedia, wantMessage: "slash commands"},
-		{name: "text/plain", contentType: "text/plain", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: codeUnsupportedMedia},
+		{name: "no content type", contentType: "-", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia, wantMessage: "application/json"},
+		{name: "form", contentType: "application/x-www-form-urlencoded", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia, wantMessage: "slash commands"},
+		{name: "text/plain", contentType: "text/plain", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia},
 		{name: "JSON with charset", contentType: "application/json; charset=utf-8", body: valid, wantStatus: http.StatusOK},
 		{name: "body over the limit", maxBody: 512, body: valid, wantStatus: http.StatusRequestEntityTooLarge, wantCode: adapters.CodeBodyTooLarge, wantMessage: "512 bytes"},
 		{name: "empty body", body: []byte{}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "empty"},
