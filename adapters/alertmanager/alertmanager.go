@@ -1,9 +1,7 @@
 package alertmanager
 
 import (
-	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -96,32 +94,21 @@ var _ adapters.Source = (*Adapter)(nil)
 
 // New checks opts and returns an Adapter.
 func New(opts Options) (*Adapter, error) {
-	if opts.Publisher == nil {
-		return nil, errors.New("alertmanager: Options.Publisher is required")
-	}
-	if opts.MaxBodyBytes < 0 {
-		return nil, fmt.Errorf("alertmanager: Options.MaxBodyBytes is %d; it must be positive, or zero for %d", opts.MaxBodyBytes, adapters.DefaultMaxBodyBytes)
-	}
-	if opts.MaxBodyBytes == 0 {
-		opts.MaxBodyBytes = adapters.DefaultMaxBodyBytes
+	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, MaxBodyBytes: opts.MaxBodyBytes, Clock: opts.Clock, Logger: opts.Logger}.Check("alertmanager")
+	if err != nil {
+		return nil, err
 	}
 	severities, err := severityPriorities(opts.SeverityPriorities)
 	if err != nil {
 		return nil, err
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	a := &Adapter{
-		pub:        opts.Publisher,
+		pub:        ro.Publisher,
 		tokens:     opts.Tokens,
 		severities: severities,
-		maxBody:    opts.MaxBodyBytes,
-		clock:      opts.Clock,
-		log:        opts.Logger,
+		maxBody:    ro.MaxBodyBytes,
+		clock:      ro.Clock,
+		log:        ro.Logger,
 	}
 	a.catalog = a.buildCatalog()
 	return a, nil

@@ -3,7 +3,6 @@ package github
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -142,35 +141,24 @@ var _ adapters.Source = (*Adapter)(nil)
 
 // New checks opts and returns an Adapter.
 func New(opts Options) (*Adapter, error) {
-	if opts.Publisher == nil {
-		return nil, errors.New("github: Options.Publisher is required")
+	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, MaxBodyBytes: opts.MaxBodyBytes, Clock: opts.Clock, Logger: opts.Logger}.Check("github")
+	if err != nil {
+		return nil, err
 	}
 	if len(opts.Secret) == 0 {
 		return nil, errors.New("github: Options.Secret is required: the secret entered in the webhook's settings on GitHub, which signs every delivery")
-	}
-	if opts.MaxBodyBytes < 0 {
-		return nil, fmt.Errorf("github: Options.MaxBodyBytes is %d; it must be positive, or zero for %d", opts.MaxBodyBytes, adapters.DefaultMaxBodyBytes)
-	}
-	if opts.MaxBodyBytes == 0 {
-		opts.MaxBodyBytes = adapters.DefaultMaxBodyBytes
 	}
 	labels, err := priorityLabels(opts.PriorityLabels)
 	if err != nil {
 		return nil, err
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	a := &Adapter{
-		pub:     opts.Publisher,
+		pub:     ro.Publisher,
 		secret:  slices.Clone(opts.Secret),
 		labels:  labels,
-		maxBody: opts.MaxBodyBytes,
-		clock:   opts.Clock,
-		log:     opts.Logger,
+		maxBody: ro.MaxBodyBytes,
+		clock:   ro.Clock,
+		log:     ro.Logger,
 	}
 	a.catalog = a.buildCatalog()
 	return a, nil

@@ -3,7 +3,6 @@ package slack
 import (
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"strings"
 	"time"
@@ -103,8 +102,9 @@ var _ adapters.Source = (*Adapter)(nil)
 
 // New checks opts and returns an Adapter.
 func New(opts Options) (*Adapter, error) {
-	if opts.Publisher == nil {
-		return nil, errors.New("slack: Options.Publisher is required")
+	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, MaxBodyBytes: opts.MaxBodyBytes, Clock: opts.Clock, Logger: opts.Logger}.Check("slack")
+	if err != nil {
+		return nil, err
 	}
 	if len(opts.SigningSecret) == 0 {
 		return nil, errors.New("slack: Options.SigningSecret is required; copy the Signing Secret from the app's Basic Information page at https://api.slack.com/apps")
@@ -118,25 +118,13 @@ func New(opts Options) (*Adapter, error) {
 	if opts.Tolerance == 0 {
 		opts.Tolerance = DefaultTolerance
 	}
-	if opts.MaxBodyBytes < 0 {
-		return nil, fmt.Errorf("slack: Options.MaxBodyBytes is %d; it must be positive, or zero for %d", opts.MaxBodyBytes, adapters.DefaultMaxBodyBytes)
-	}
-	if opts.MaxBodyBytes == 0 {
-		opts.MaxBodyBytes = adapters.DefaultMaxBodyBytes
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
 	a := &Adapter{
-		pub:       opts.Publisher,
+		pub:       ro.Publisher,
 		secret:    append([]byte(nil), opts.SigningSecret...),
 		tolerance: opts.Tolerance,
-		maxBody:   opts.MaxBodyBytes,
-		clock:     opts.Clock,
-		log:       opts.Logger,
+		maxBody:   ro.MaxBodyBytes,
+		clock:     ro.Clock,
+		log:       ro.Logger,
 	}
 	a.catalog = a.buildCatalog()
 	return a, nil
