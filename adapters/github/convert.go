@@ -683,20 +683,7 @@ func (c *conv) setLabels(kept []string, all list[obj[label]]) {
 
 // labelNames returns the names of at most MaxLabels labels; never nil.
 func (c *conv) labelNames(in list[obj[label]]) []string {
-	out := []string{}
-	for _, l := range in.items {
-		if len(out) == MaxLabels {
-			c.cut = true
-			break
-		}
-		if name := c.labelName(l); name != "" {
-			out = append(out, name)
-		}
-	}
-	if in.total > MaxLabels {
-		c.cut = true
-	}
-	return out
+	return names(c, in, MaxLabels, (*conv).labelName)
 }
 
 func (c *conv) labelName(l obj[label]) string {
@@ -708,20 +695,7 @@ func (c *conv) labelName(l obj[label]) string {
 
 // logins returns the logins of at most MaxUsers accounts; never nil.
 func (c *conv) logins(in list[obj[account]]) []string {
-	out := []string{}
-	for _, u := range in.items {
-		if len(out) == MaxUsers {
-			c.cut = true
-			break
-		}
-		if login := c.login(u); login != "" {
-			out = append(out, login)
-		}
-	}
-	if in.total > MaxUsers {
-		c.cut = true
-	}
-	return out
+	return names(c, in, MaxUsers, (*conv).login)
 }
 
 func (c *conv) login(u obj[account]) string {
@@ -729,6 +703,26 @@ func (c *conv) login(u obj[account]) string {
 		return ""
 	}
 	return c.name(u.v.Login)
+}
+
+// names returns the names that name reads of the items of in, leaving out
+// the empty ones, at most max of them; never nil. It notes a cut when in
+// had more.
+func names[T any](c *conv, in list[T], max int, name func(*conv, T) string) []string {
+	out := []string{}
+	for _, item := range in.items {
+		if len(out) == max {
+			c.cut = true
+			break
+		}
+		if n := name(c, item); n != "" {
+			out = append(out, n)
+		}
+	}
+	if in.total > max {
+		c.cut = true
+	}
+	return out
 }
 
 func (c *conv) name(t text) string { return c.str(t, MaxNameBytes) }
