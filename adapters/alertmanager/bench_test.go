@@ -5,12 +5,14 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 )
 
 // BenchmarkServeHTTP posts a group of three alerts.
 func BenchmarkServeHTTP(b *testing.B) {
 	a, _ := newTestAdapter(b, nil)
-	body := readFixture(b, "firing_group.json")
+	body := adaptertest.ReadFixture(b, "firing_group.json")
 	b.ReportAllocs()
 	for b.Loop() {
 		if w := post(a, body); w.Code != http.StatusAccepted {

@@ -1,16 +1,13 @@
 package alertmanager
 
 import (
-	"context"
 	"fmt"
 	"net/http"
-	"os"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -30,39 +27,12 @@ func allocBound(n int) uint64 {
 	return uint64(64*n) + MaxAlerts*16<<10 + 4<<20
 }
 
-// allocated returns the bytes allocated while f ran.
-func allocated(f func()) uint64 {
-	var before, after runtime.MemStats
-	runtime.ReadMemStats(&before)
-	f()
-	runtime.ReadMemStats(&after)
-	return after.TotalAlloc - before.TotalAlloc
-}
-
-// validatingPublisher accepts every valid event and stores nothing.
-type validatingPublisher struct{ clock clock.Clock }
-
-func (p validatingPublisher) Publish(_ context.Context, ev subscriptions.Event) (subscriptions.PublishResult, error) {
-	if err := ev.Normalize(p.clock.Now()); err != nil {
-		return subscriptions.PublishResult{}, err
-	}
-	return subscriptions.PublishResult{EventID: ev.ID}, nil
-}
-
 // FuzzNotification feeds arbitrary bodies to the parser and the handler:
 // nothing panics, a refusal has a reason, and what is accepted is a bounded
 // number of valid, bounded events.
 func FuzzNotification(f *testing.F) {
-	fixtures, _ := filepath.Glob(filepath.Join("testdata", "*.json"))
-	for _, path := range fixtures {
-		if strings.HasSuffix(path, ".golden.json") {
-			continue
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
+	for _, name := range adaptertest.Fixtures(f) {
+		f.Add(adaptertest.ReadFixture(f, name+".json"))
 	}
 	for _, s := range []string{
 		``, `{}`, `null`, `[]`, `{"version": "4"}`, `{"version": "4", "alerts": null}`,
@@ -76,7 +46,7 @@ func FuzzNotification(f *testing.F) {
 		f.Add(b)
 	}
 	clk := clock.NewFake(t0)
-	a, err := New(Options{Publisher: validatingPublisher{clock: clk}, Clock: clk})
+	a, err := New(Options{Publisher: adaptertest.ValidatingPublisher{Clock: clk}, Clock: clk})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -86,7 +56,7 @@ func FuzzNotification(f *testing.F) {
 			reqErr  *requestError
 			results []converted
 		)
-		if alloc := allocated(func() {
+		if alloc := adaptertest.Allocated(func() {
 			n, reqErr = decode(body)
 			if reqErr == nil {
 				results = a.convert(n)
@@ -174,12 +144,12 @@ func worstCases() [][]byte {
 // checks, and the bound is not so loose that it checks nothing.
 func TestParserAllocationBound(t *testing.T) {
 	clk := clock.NewFake(t0)
-	a, err := New(Options{Publisher: validatingPublisher{clock: clk}, Clock: clk})
+	a, err := New(Options{Publisher: adaptertest.ValidatingPublisher{Clock: clk}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i, body := range worstCases() {
-		alloc := allocated(func() {
+		alloc := adaptertest.Allocated(func() {
 			if n, reqErr := decode(body); reqErr == nil {
 				a.convert(n)
 			}

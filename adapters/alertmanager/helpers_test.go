@@ -1,72 +1,24 @@
 package alertmanager
 
 import (
-	"bytes"
-	"context"
-	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // t0 is the fake clock's time: after every time in the fixtures.
 var t0 = time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC)
 
-// fakePublisher validates events as the Service does, gives them
-// predictable IDs, and accepts a type and sourceEventId once.
-type fakePublisher struct {
-	clock clock.Clock
-	// fail, when set, can refuse an event before it is stored.
-	fail func(ev subscriptions.Event) error
-
-	mu     sync.Mutex
-	events []subscriptions.Event
-	seen   map[string]string
-}
-
-func (p *fakePublisher) Publish(_ context.Context, ev subscriptions.Event) (subscriptions.PublishResult, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.fail != nil {
-		if err := p.fail(ev); err != nil {
-			return subscriptions.PublishResult{}, err
-		}
-	}
-	ev.ID = fmt.Sprintf("00000000-0000-4000-8000-%012d", len(p.events)+1)
-	if err := ev.Normalize(p.clock.Now()); err != nil {
-		return subscriptions.PublishResult{}, err
-	}
-	key := ev.Type + "\x00" + ev.Metadata.SourceEventID
-	if id, ok := p.seen[key]; ok && ev.Metadata.SourceEventID != "" {
-		return subscriptions.PublishResult{EventID: id, Duplicate: true}, nil
-	}
-	if p.seen == nil {
-		p.seen = make(map[string]string)
-	}
-	p.seen[key] = ev.ID
-	p.events = append(p.events, ev)
-	return subscriptions.PublishResult{EventID: ev.ID}, nil
-}
-
-func (p *fakePublisher) published() []subscriptions.Event {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return append([]subscriptions.Event(nil), p.events...)
-}
-
 // newTestAdapter returns an adapter on a fake clock and publisher; edit
 // changes its options first.
-func newTestAdapter(t testing.TB, edit func(*Options)) (*Adapter, *fakePublisher) {
+func newTestAdapter(t testing.TB, edit func(*Options)) (*Adapter, *adaptertest.Publisher) {
 	t.Helper()
 	clk := clock.NewFake(t0)
-	pub := &fakePublisher{clock: clk}
+	pub := &adaptertest.Publisher{Clock: clk}
 	opts := Options{Publisher: pub, Clock: clk}
 	if edit != nil {
 		edit(&opts)
@@ -80,22 +32,6 @@ func newTestAdapter(t testing.TB, edit func(*Options)) (*Adapter, *fakePublisher
 
 // post sends body to h as Alertmanager does, with headers on top.
 func post(h http.Handler, body []byte, headers ...string) *httptest.ResponseRecorder {
-	r := httptest.NewRequest(http.MethodPost, Endpoint, bytes.NewReader(body))
-	r.Header.Set("Content-Type", "application/json")
-	r.Header.Set("User-Agent", "Alertmanager/0.28.1")
-	for i := 0; i+1 < len(headers); i += 2 {
-		r.Header.Set(headers[i], headers[i+1])
-	}
-	w := httptest.NewRecorder()
-	h.ServeHTTP(w, r)
-	return w
-}
-
-func readFixture(t testing.TB, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
+	headers = append([]string{"User-Agent", "Alertmanager/0.28.1"}, headers...)
+	return adaptertest.Serve(h, adaptertest.Request("", Endpoint, "", body, headers...))
 }

@@ -1,37 +1,23 @@
 package alertmanager
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/bearer"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// refusal decodes a JSON refusal.
-func refusal(t *testing.T, w *httptest.ResponseRecorder) adapters.ErrorBody {
-	t.Helper()
-	var body adapters.ErrorBody
-	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
-		t.Fatalf("answer %q is not a JSON refusal: %v", w.Body.String(), err)
-	}
-	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type = %q, want application/json", ct)
-	}
-	return body
-}
-
 func TestBearerToken(t *testing.T) {
-	body := readFixture(t, "resolved.json")
+	body := adaptertest.ReadFixture(t, "resolved.json")
 	tokens := bearer.NewSet(map[string]string{"s3cret-token": "alertmanager"})
 	tests := []struct {
 		name       string
@@ -52,9 +38,9 @@ func TestBearerToken(t *testing.T) {
 			if w.Code != tt.wantStatus {
 				t.Fatalf("status = %d, want %d; body %s", w.Code, tt.wantStatus, w.Body)
 			}
-			n := len(pub.published())
+			n := len(pub.Published())
 			if tt.wantStatus == http.StatusUnauthorized {
-				if got := refusal(t, w).Error.Code; got != adapters.CodeUnauthorized {
+				if got := adaptertest.Refusal(t, w).Error.Code; got != adapters.CodeUnauthorized {
 					t.Errorf("code = %q, want %q", got, adapters.CodeUnauthorized)
 				}
 				if w.Header().Get("WWW-Authenticate") == "" {
@@ -76,7 +62,7 @@ func TestNoTokensConfigured(t *testing.T) {
 	for _, tokens := range []*bearer.Set{nil, bearer.NewSet(nil)} {
 		a, _ := newTestAdapter(t, func(o *Options) { o.Tokens = tokens })
 		for _, h := range [][]string{nil, {"Authorization", "Bearer anything"}} {
-			if w := post(a, readFixture(t, "resolved.json"), h...); w.Code != http.StatusAccepted {
+			if w := post(a, adaptertest.ReadFixture(t, "resolved.json"), h...); w.Code != http.StatusAccepted {
 				t.Errorf("tokens %v, headers %q: status = %d, want 202; body %s", tokens, h, w.Code, w.Body)
 			}
 		}
@@ -84,7 +70,7 @@ func TestNoTokensConfigured(t *testing.T) {
 }
 
 func TestRefusals(t *testing.T) {
-	valid := readFixture(t, "resolved.json")
+	valid := adaptertest.ReadFixture(t, "resolved.json")
 	tooMany := func() []byte {
 		var b strings.Builder
 		b.WriteString(`{"version": "4", "alerts": [`)
@@ -132,34 +118,15 @@ func TestRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, pub := newTestAdapter(t, func(o *Options) { o.MaxBodyBytes = tt.maxBody })
-			method := tt.method
-			if method == "" {
-				method = http.MethodPost
-			}
-			r := httptest.NewRequest(method, Endpoint, bytes.NewReader(tt.body))
-			switch tt.contentType {
-			case "":
-				r.Header.Set("Content-Type", "application/json")
-			case "-":
-			default:
-				r.Header.Set("Content-Type", tt.contentType)
-			}
-			w := httptest.NewRecorder()
-			a.ServeHTTP(w, r)
+			w := adaptertest.Serve(a, adaptertest.Request(tt.method, Endpoint, tt.contentType, tt.body))
 			if w.Code != tt.wantStatus {
 				t.Fatalf("status = %d, want %d; body %s", w.Code, tt.wantStatus, w.Body)
 			}
 			if tt.wantStatus == http.StatusAccepted {
 				return
 			}
-			body := refusal(t, w)
-			if body.Error.Code != tt.wantCode || !strings.Contains(body.Error.Message, tt.wantMessage) {
-				t.Errorf("refusal = %+v; want code %q and a message containing %q", body.Error, tt.wantCode, tt.wantMessage)
-			}
-			if tt.wantStatus == http.StatusMethodNotAllowed && w.Header().Get("Allow") != http.MethodPost {
-				t.Errorf("Allow = %q, want POST", w.Header().Get("Allow"))
-			}
-			if n := len(pub.published()); n != 0 {
+			adaptertest.CheckRefusal(t, w, tt.wantCode, tt.wantMessage)
+			if n := len(pub.Published()); n != 0 {
 				t.Errorf("%d events published by a refused request", n)
 			}
 		})
@@ -171,19 +138,19 @@ func TestRefusals(t *testing.T) {
 func TestPublishFailureRetried(t *testing.T) {
 	a, pub := newTestAdapter(t, nil)
 	calls := 0
-	pub.fail = func(subscriptions.Event) error {
+	pub.Fail = func(subscriptions.Event) error {
 		calls++
 		if calls == 2 {
 			return errors.New("database is locked")
 		}
 		return nil
 	}
-	body := readFixture(t, "firing_group.json")
+	body := adaptertest.ReadFixture(t, "firing_group.json")
 	w := post(a, body)
 	if w.Code != http.StatusInternalServerError {
 		t.Fatalf("status = %d, want 500; body %s", w.Code, w.Body)
 	}
-	if e := refusal(t, w).Error; e.Code != adapters.CodeInternal || !strings.Contains(e.Message, "alerts[1] of 3") || strings.Contains(e.Message, "database") {
+	if e := adaptertest.Refusal(t, w).Error; e.Code != adapters.CodeInternal || !strings.Contains(e.Message, "alerts[1] of 3") || strings.Contains(e.Message, "database") {
 		t.Errorf("refusal = %+v; want code internal naming alerts[1] and not the internal error", e)
 	}
 	if calls != 2 {
@@ -201,7 +168,7 @@ func TestPublishFailureRetried(t *testing.T) {
 	if len(res.IDs) != 3 || res.Duplicates != 1 || len(res.Errors) != 0 {
 		t.Errorf("retry answer = %+v; want 3 ids, 1 duplicate, no errors", res)
 	}
-	if n := len(pub.published()); n != 3 {
+	if n := len(pub.Published()); n != 3 {
 		t.Errorf("%d events stored, want 3", n)
 	}
 }
@@ -210,13 +177,13 @@ func TestPublishFailureRetried(t *testing.T) {
 // IDs, not retried.
 func TestPublisherRefusesOneAlert(t *testing.T) {
 	a, pub := newTestAdapter(t, nil)
-	pub.fail = func(ev subscriptions.Event) error {
+	pub.Fail = func(ev subscriptions.Event) error {
 		if ev.Metadata.Priority == subscriptions.PriorityLow {
 			return &subscriptions.InvalidError{Field: "metadata.priority", Message: "low is not accepted here"}
 		}
 		return nil
 	}
-	w := post(a, readFixture(t, "firing_group.json"))
+	w := post(a, adaptertest.ReadFixture(t, "firing_group.json"))
 	if w.Code != http.StatusAccepted {
 		t.Fatalf("status = %d, want 202; body %s", w.Code, w.Body)
 	}
@@ -231,7 +198,7 @@ func TestPublisherRefusesOneAlert(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
-	pub := &fakePublisher{}
+	pub := &adaptertest.Publisher{}
 	tests := []struct {
 		name    string
 		opts    Options
@@ -247,15 +214,7 @@ func TestNew(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := New(tt.opts)
-			if tt.wantErr == "" {
-				if err != nil || a == nil {
-					t.Fatalf("New = %v, %v; want an adapter", a, err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("New error = %v, want one containing %q", err, tt.wantErr)
-			}
+			adaptertest.CheckNew(t, a, err, tt.wantErr)
 		})
 	}
 }
@@ -302,7 +261,7 @@ func TestSeverityPriorities(t *testing.T) {
 				if w := post(a, []byte(body)); w.Code != http.StatusAccepted {
 					t.Fatalf("severity %q: status %d; body %s", sev, w.Code, w.Body)
 				}
-				evs := pub.published()
+				evs := pub.Published()
 				got[sev] = evs[len(evs)-1].Metadata.Priority
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {

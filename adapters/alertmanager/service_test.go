@@ -1,76 +1,28 @@
 package alertmanager_test
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
 	"github.com/mcpe-server/mcpe-server/bearer"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
-	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
-
-// recorder is a Deliverer that keeps the types of the events it delivers.
-type recorder struct {
-	mu    sync.Mutex
-	types []string
-}
-
-func (r *recorder) Deliver(entries []subscriptions.InboxEntry) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, e := range entries {
-		if e.Kind != subscriptions.InboxEvent {
-			continue
-		}
-		var ev subscriptions.Event
-		if err := json.Unmarshal(e.Event, &ev); err != nil {
-			panic(err)
-		}
-		r.types = append(r.types, ev.Type+" "+string(ev.Metadata.Priority))
-	}
-}
-
-func (r *recorder) delivered() []string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return append([]string(nil), r.types...)
-}
 
 // Alertmanager repeats notifications (repeat_interval, retries, HA peers):
 // through the real Service and store, a repeated alert state is routed
 // once, and the alert resolving is routed as a new event.
 func TestRedeliveryRoutedOnce(t *testing.T) {
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "mcpe.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
 	clk := clock.NewFake(time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC))
-	rec := &recorder{}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: store, Deliverer: rec, Clock: clk})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop()
-	if _, err := svc.Subscribe(ctx, "alice", subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"alert.*"}}}); err != nil {
-		t.Fatal(err)
-	}
+	rec := &adaptertest.Subscriber{}
+	svc := adaptertest.NewService(t, clk, rec, "alice", subscriptions.Filter{EventTypes: []string{"alert.*"}})
 	a, err := alertmanager.New(alertmanager.Options{
 		Publisher: svc,
 		Tokens:    bearer.NewSet(map[string]string{"am-token": "alertmanager"}),
@@ -84,27 +36,14 @@ func TestRedeliveryRoutedOnce(t *testing.T) {
 
 	send := func(fixture string) alertmanager.Response {
 		t.Helper()
-		body, err := os.ReadFile(filepath.Join("testdata", fixture))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req, err := http.NewRequest(http.MethodPost, srv.URL+alertmanager.Endpoint, bytes.NewReader(body))
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Authorization", "Bearer am-token")
-		resp, err := srv.Client().Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
+		status, answer := adaptertest.Post(t, srv.Client(), srv.URL+alertmanager.Endpoint, adaptertest.ReadFixture(t, fixture),
+			"Authorization", "Bearer am-token")
 		var res alertmanager.Response
-		if err := json.NewDecoder(resp.Body).Decode(&res); err != nil {
+		if err := json.Unmarshal(answer, &res); err != nil {
 			t.Fatal(err)
 		}
-		if resp.StatusCode != http.StatusAccepted {
-			t.Fatalf("%s: status %d, answer %+v", fixture, resp.StatusCode, res)
+		if status != http.StatusAccepted {
+			t.Fatalf("%s: status %d, answer %+v", fixture, status, res)
 		}
 		return res
 	}
@@ -115,7 +54,7 @@ func TestRedeliveryRoutedOnce(t *testing.T) {
 		"alert.KubePodCrashLooping.firing high",
 		"alert.KubePodCrashLooping.firing low",
 	}
-	if diff := cmp.Diff(want, rec.delivered()); diff != "" {
+	if diff := cmp.Diff(want, rec.TypesAndPriorities()); diff != "" {
 		t.Fatalf("first notification: deliveries mismatch (-want +got):\n%s", diff)
 	}
 	if len(first.IDs) != 3 || first.Duplicates != 0 {
@@ -123,7 +62,7 @@ func TestRedeliveryRoutedOnce(t *testing.T) {
 	}
 
 	again := send("firing_group.json")
-	if diff := cmp.Diff(want, rec.delivered()); diff != "" {
+	if diff := cmp.Diff(want, rec.TypesAndPriorities()); diff != "" {
 		t.Errorf("after the repeat: deliveries mismatch (-want +got):\n%s", diff)
 	}
 	if again.Duplicates != 3 || !cmp.Equal(first.IDs, again.IDs) {
@@ -132,11 +71,11 @@ func TestRedeliveryRoutedOnce(t *testing.T) {
 
 	send("resolved.json")
 	want = append(want, "alert.KubePodCrashLooping.resolved critical")
-	if diff := cmp.Diff(want, rec.delivered()); diff != "" {
+	if diff := cmp.Diff(want, rec.TypesAndPriorities()); diff != "" {
 		t.Errorf("after resolved: deliveries mismatch (-want +got):\n%s", diff)
 	}
 	send("resolved.json")
-	if diff := cmp.Diff(want, rec.delivered()); diff != "" {
+	if diff := cmp.Diff(want, rec.TypesAndPriorities()); diff != "" {
 		t.Errorf("after resolved again: deliveries mismatch (-want +got):\n%s", diff)
 	}
 }

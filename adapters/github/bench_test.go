@@ -3,6 +3,8 @@ package github
 import (
 	"net/http"
 	"testing"
+
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 )
 
 // BenchmarkServeHTTP receives a signed pull_request delivery of about
@@ -22,7 +24,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 // BenchmarkConvertPush reads a push of 25 commits and makes its event.
 func BenchmarkConvertPush(b *testing.B) {
 	a, _ := newTestAdapter(b, nil)
-	body := readFixture(b, "push.many_commits.json")
+	body := adaptertest.ReadFixture(b, "push.many_commits.json")
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {

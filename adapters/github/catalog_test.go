@@ -6,45 +6,14 @@ import (
 	"reflect"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
-
-// resolved caches the resolved data schemas by their text.
-var resolved sync.Map
-
-// resolveSchema parses and resolves a data schema.
-func resolveSchema(t testing.TB, raw json.RawMessage) *jsonschema.Resolved {
-	t.Helper()
-	if rs, ok := resolved.Load(string(raw)); ok {
-		return rs.(*jsonschema.Resolved)
-	}
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		t.Fatalf("schema %s: %v", raw, err)
-	}
-	rs, err := s.Resolve(nil)
-	if err != nil {
-		t.Fatalf("resolve schema %s: %v", raw, err)
-	}
-	resolved.Store(string(raw), rs)
-	return rs
-}
-
-// validate checks data against a data schema.
-func validate(t testing.TB, schema, data json.RawMessage) error {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		t.Fatalf("data %s: %v", data, err)
-	}
-	return resolveSchema(t, schema).Validate(v)
-}
 
 // catalogEntry returns the first entry of cat whose type or pattern
 // matches typ, a placeholder such as <action> standing for one segment.
@@ -77,7 +46,7 @@ func checkAgainstCatalog(t testing.TB, cat []subscriptions.EventType, ev subscri
 	if !ok {
 		t.Fatalf("type %q has no catalog entry", ev.Type)
 	}
-	if err := validate(t, et.DataSchema, ev.Data); err != nil {
+	if err := adaptertest.Validate(t, et.DataSchema, ev.Data); err != nil {
 		t.Fatalf("the data of %s does not validate against the schema of %s: %v\ndata: %s", ev.Type, et.Type, err, ev.Data)
 	}
 }
@@ -111,7 +80,7 @@ func TestCatalog(t *testing.T) {
 			if et.Description == "" || et.Priority == "" || !strings.HasPrefix(et.Tags, commonTags) {
 				t.Errorf("description, priority or tags missing: %+v", et)
 			}
-			if err := validate(t, et.DataSchema, et.Example); err != nil {
+			if err := adaptertest.Validate(t, et.DataSchema, et.Example); err != nil {
 				t.Errorf("the example does not validate against the schema: %v\nexample: %s", err, et.Example)
 			}
 			// The example is what the adapter makes of an event of this

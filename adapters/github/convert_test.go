@@ -78,7 +78,7 @@ func TestLabelPriority(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			a, pub := newTestAdapter(t, func(o *Options) { o.PriorityLabels = tt.rule })
 			accepted(t, send(a, delivery{event: "issues", id: "d", body: issueWithLabels(tt.labels...)}))
-			if got := pub.published()[0].Metadata.Priority; got != tt.want {
+			if got := pub.Published()[0].Metadata.Priority; got != tt.want {
 				t.Errorf("priority = %q, want %q", got, tt.want)
 			}
 		})
@@ -109,7 +109,7 @@ func TestLabelPriorityAcrossKinds(t *testing.T) {
 	} {
 		a, pub := newTestAdapter(t, nil)
 		accepted(t, send(a, delivery{event: event, id: "d", body: []byte(body)}))
-		ev := pub.published()[0]
+		ev := pub.Published()[0]
 		if ev.Metadata.Priority != "critical" || !strings.Contains(strings.Join(ev.Metadata.Tags, " "), "label:P0") {
 			t.Errorf("%s: priority %q, tags %q; want critical and label:P0", event, ev.Metadata.Priority, ev.Metadata.Tags)
 		}
@@ -149,7 +149,7 @@ func TestFailurePriority(t *testing.T) {
 	for _, tt := range tests {
 		a, pub := newTestAdapter(t, nil)
 		accepted(t, send(a, delivery{event: tt.event, id: "d", body: []byte(tt.body)}))
-		if got := pub.published()[0].Metadata.Priority; got != tt.want {
+		if got := pub.Published()[0].Metadata.Priority; got != tt.want {
 			t.Errorf("%s %s: priority %q, want %q", tt.event, tt.body, got, tt.want)
 		}
 	}
@@ -179,7 +179,7 @@ func TestTimestamp(t *testing.T) {
 			}
 			body, _ := json.Marshal(map[string]any{"action": "edited", "issue": issue})
 			accepted(t, send(a, delivery{event: "issues", id: "d", body: body}))
-			if got := pub.published()[0].Metadata.Timestamp; !got.Equal(tt.want) {
+			if got := pub.Published()[0].Metadata.Timestamp; !got.Equal(tt.want) {
 				t.Errorf("timestamp = %v, want %v", got, tt.want)
 			}
 		})
@@ -193,7 +193,7 @@ func TestTags(t *testing.T) {
 		strings.TrimSuffix(strings.Repeat(`{"name": "bug"}, {"name": "x"}, `, 20), ", "), long)
 	a, pub := newTestAdapter(t, nil)
 	accepted(t, send(a, delivery{event: "issues", id: "d", body: []byte(body)}))
-	tags := pub.published()[0].Metadata.Tags
+	tags := pub.Published()[0].Metadata.Tags
 	want := []string{("repo:octo-org/" + long)[:subscriptions.MaxTagLength], "org:octo-org", "sender:octocat", "label:bug", "label:x"}
 	if diff := cmp.Diff(want, tags); diff != "" {
 		t.Errorf("tags mismatch (-want +got):\n%s", diff)
@@ -210,7 +210,7 @@ func TestTags(t *testing.T) {
 		a, pub := newTestAdapter(t, nil)
 		accepted(t, send(a, delivery{event: tt.event, id: "d", body: []byte(tt.body)}))
 		var got string
-		for _, tag := range pub.published()[0].Metadata.Tags {
+		for _, tag := range pub.Published()[0].Metadata.Tags {
 			if strings.HasPrefix(tag, "branch:") {
 				got = tag
 			}
@@ -235,7 +235,7 @@ func TestTruncation(t *testing.T) {
 	})
 	accepted(t, send(a, delivery{event: "issue_comment", id: "d", body: body}))
 	var data issueCommentEvent
-	if err := json.Unmarshal(pub.published()[0].Data, &data); err != nil {
+	if err := json.Unmarshal(pub.Published()[0].Data, &data); err != nil {
 		t.Fatal(err)
 	}
 	for _, f := range []struct {
@@ -255,8 +255,8 @@ func TestTruncation(t *testing.T) {
 	}
 	// Nothing cut: no truncated.
 	accepted(t, send(a, delivery{event: "issue_comment", id: "d2", body: []byte(`{"action": "created", "issue": {"number": 1, "title": "t"}, "comment": {"body": "ok"}}`)}))
-	if strings.Contains(string(pub.published()[1].Data), "truncated") {
-		t.Errorf("data %s has truncated", pub.published()[1].Data)
+	if strings.Contains(string(pub.Published()[1].Data), "truncated") {
+		t.Errorf("data %s has truncated", pub.Published()[1].Data)
 	}
 }
 
@@ -291,8 +291,8 @@ func TestPullRequestMerged(t *testing.T) {
 		accepted(t, send(a, delivery{event: "pull_request", id: fmt.Sprint(i), body: []byte(`{"action": "closed", "pull_request": ` + pr + `}`)}))
 	}
 	var open, merged pullRequestEvent
-	json.Unmarshal(pub.published()[0].Data, &open)
-	json.Unmarshal(pub.published()[1].Data, &merged)
+	json.Unmarshal(pub.Published()[0].Data, &open)
+	json.Unmarshal(pub.Published()[1].Data, &merged)
 	if open.PullRequest.Merged || open.PullRequest.MergeCommitSHA != "" {
 		t.Errorf("unmerged: %+v", open.PullRequest)
 	}

@@ -2,15 +2,14 @@ package github
 
 import (
 	"bytes"
-	"context"
 	"crypto/hmac"
 	"fmt"
 	"net/http"
 	"net/url"
-	"runtime"
 	"strings"
 	"testing"
 
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -23,24 +22,14 @@ const maxRawBytes = (MaxCommits+1)*(MaxLineBytes+3*MaxNameBytes+MaxURLBytes+64) 
 // JSON, and room for the keys.
 const maxDataBytes = 6*maxRawBytes + 8192
 
-// validatingPublisher accepts every valid event and stores nothing.
-type validatingPublisher struct{ clock clock.Clock }
-
-func (p validatingPublisher) Publish(_ context.Context, ev subscriptions.Event) (subscriptions.PublishResult, error) {
-	if err := ev.Normalize(p.clock.Now()); err != nil {
-		return subscriptions.PublishResult{}, err
-	}
-	return subscriptions.PublishResult{EventID: ev.ID}, nil
-}
-
 // FuzzPayload feeds arbitrary payloads, under arbitrary event names, to
 // the parser and the handler: nothing panics, a refusal has a reason, and
 // an accepted payload is one valid event of bounded size whose data
 // validates against its catalog schema.
 func FuzzPayload(f *testing.F) {
-	for _, name := range fixtureNames(f) {
+	for _, name := range adaptertest.Fixtures(f) {
 		event, _, _ := strings.Cut(name, ".")
-		f.Add(event, readFixture(f, name+".json"))
+		f.Add(event, adaptertest.ReadFixture(f, name+".json"))
 	}
 	for _, s := range []struct{ event, body string }{
 		{"issues", ``}, {"issues", `{}`}, {"issues", `null`}, {"push", `[]`}, {"push", `{"ref": ""}`},
@@ -54,7 +43,7 @@ func FuzzPayload(f *testing.F) {
 		f.Add(s.event, []byte(s.body))
 	}
 	clk := clock.NewFake(t0)
-	a, err := New(Options{Publisher: validatingPublisher{clock: clk}, Secret: testSecret, Clock: clk})
+	a, err := New(Options{Publisher: adaptertest.ValidatingPublisher{Clock: clk}, Secret: testSecret, Clock: clk})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -169,19 +158,24 @@ func TestAllocationBounded(t *testing.T) {
 	body := b.Bytes()
 
 	a, _ := newTestAdapter(t, nil)
-	var before, after runtime.MemStats
-	runtime.GC()
-	runtime.ReadMemStats(&before)
-	p, reqErr := decode(body)
+	var (
+		p      *payload
+		reqErr *requestError
+		ev     subscriptions.Event
+		err    error
+	)
+	got := adaptertest.Allocated(func() {
+		if p, reqErr = decode(body); reqErr == nil {
+			ev, err = a.event("issues", "d", p, body, t0)
+		}
+	})
 	if reqErr != nil {
 		t.Fatal(reqErr)
 	}
-	ev, err := a.event("issues", "d", p, body, t0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	runtime.ReadMemStats(&after)
-	if got, limit := after.TotalAlloc-before.TotalAlloc, uint64(16*len(body)); got > limit {
+	if limit := uint64(16 * len(body)); got > limit {
 		t.Errorf("reading a %d-byte payload allocated %d bytes; want at most %d", len(body), got, limit)
 	}
 	if len(ev.Data) > 64<<10 {

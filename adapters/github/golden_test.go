@@ -1,21 +1,15 @@
 package github
 
 import (
-	"bytes"
 	"encoding/json"
-	"flag"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
-
-var update = flag.Bool("update", false, "rewrite testdata/*.golden.json from the adapter's output")
 
 // golden is what posting a fixture did: the request's GitHub headers, the
 // answer and the events published.
@@ -35,24 +29,8 @@ func fixtureDelivery(t testing.TB, name string) delivery {
 	return delivery{
 		event: event,
 		id:    uuid.NewSHA1(uuid.NameSpaceURL, []byte("fixture:"+name)).String(),
-		body:  readFixture(t, name+".json"),
+		body:  adaptertest.ReadFixture(t, name+".json"),
 	}
-}
-
-// fixtureNames lists the fixtures of testdata.
-func fixtureNames(t testing.TB) []string {
-	t.Helper()
-	paths, err := filepath.Glob(filepath.Join("testdata", "*.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var names []string
-	for _, p := range paths {
-		if !strings.HasSuffix(p, ".golden.json") {
-			names = append(names, strings.TrimSuffix(filepath.Base(p), ".json"))
-		}
-	}
-	return names
 }
 
 // TestGolden posts every payload in testdata/*.json, signed, with the
@@ -61,34 +39,20 @@ func fixtureNames(t testing.TB) []string {
 // validate against its type's schema in the catalog. Run with -update to
 // rewrite the golden files.
 func TestGolden(t *testing.T) {
-	names := fixtureNames(t)
+	names := adaptertest.Fixtures(t)
 	for _, name := range names {
 		t.Run(name, func(t *testing.T) {
 			a, pub := newTestAdapter(t, nil)
 			d := fixtureDelivery(t, name)
 			w := send(a, d)
-			got := golden{Event: d.event, Delivery: d.id, Status: w.Code, Response: json.RawMessage(w.Body.Bytes()), Events: pub.published()}
+			got := golden{Event: d.event, Delivery: d.id, Status: w.Code, Response: json.RawMessage(w.Body.Bytes()), Events: pub.Published()}
 			if got.Events == nil {
 				got.Events = []subscriptions.Event{}
 			}
 			for _, ev := range got.Events {
 				checkAgainstCatalog(t, a.Catalog(), ev)
 			}
-			out := encodeGolden(t, got)
-			goldenPath := filepath.Join("testdata", name+".golden.json")
-			if *update {
-				if err := os.WriteFile(goldenPath, out, 0o644); err != nil {
-					t.Fatal(err)
-				}
-				return
-			}
-			want, err := os.ReadFile(goldenPath)
-			if err != nil {
-				t.Fatalf("%v; run go test -update to create it", err)
-			}
-			if diff := cmp.Diff(string(want), string(out)); diff != "" {
-				t.Errorf("%s mismatch (-want +got); run go test -update if the change is intended:\n%s", goldenPath, diff)
-			}
+			adaptertest.Golden(t, name, got)
 		})
 	}
 	// Every kind the adapter maps has a fixture, and so do ping and kinds
@@ -108,16 +72,4 @@ func TestGolden(t *testing.T) {
 			t.Errorf("no fixture for %q", event)
 		}
 	}
-}
-
-func encodeGolden(t *testing.T, g golden) []byte {
-	t.Helper()
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(g); err != nil {
-		t.Fatal(err)
-	}
-	return buf.Bytes()
 }

@@ -13,21 +13,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
-
-// refusal decodes a JSON refusal.
-func refusal(t *testing.T, w *httptest.ResponseRecorder) adapters.ErrorBody {
-	t.Helper()
-	var body adapters.ErrorBody
-	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
-		t.Fatalf("answer %q is not a JSON refusal: %v", w.Body.String(), err)
-	}
-	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type = %q, want application/json", ct)
-	}
-	return body
-}
 
 // accepted decodes a 202 answer.
 func accepted(t *testing.T, w *httptest.ResponseRecorder) adapters.Accepted {
@@ -43,7 +31,7 @@ func accepted(t *testing.T, w *httptest.ResponseRecorder) adapters.Accepted {
 }
 
 func TestRefusals(t *testing.T) {
-	valid := readFixture(t, "issues.opened.json")
+	valid := adaptertest.ReadFixture(t, "issues.opened.json")
 	const id = "72d3162e-cc78-11e3-81ab-4c9367dc0958"
 	tests := []struct {
 		name        string
@@ -85,19 +73,12 @@ func TestRefusals(t *testing.T) {
 			if tt.method != "" {
 				r.Method = tt.method
 			}
-			w := httptest.NewRecorder()
-			a.ServeHTTP(w, r)
+			w := adaptertest.Serve(a, r)
 			if w.Code != tt.wantStatus {
 				t.Fatalf("status = %d, want %d; body %s", w.Code, tt.wantStatus, w.Body)
 			}
-			body := refusal(t, w)
-			if body.Error.Code != tt.wantCode || !strings.Contains(body.Error.Message, tt.wantMessage) {
-				t.Errorf("refusal = %+v; want code %q and a message containing %q", body.Error, tt.wantCode, tt.wantMessage)
-			}
-			if tt.wantStatus == http.StatusMethodNotAllowed && w.Header().Get("Allow") != http.MethodPost {
-				t.Errorf("Allow = %q, want POST", w.Header().Get("Allow"))
-			}
-			if n := len(pub.published()); n != 0 {
+			adaptertest.CheckRefusal(t, w, tt.wantCode, tt.wantMessage)
+			if n := len(pub.Published()); n != 0 {
 				t.Errorf("%d events published by a refused request", n)
 			}
 		})
@@ -108,14 +89,14 @@ func TestRefusals(t *testing.T) {
 // the signature covers the form body as sent. The event is the same as
 // from the JSON body.
 func TestFormEncoded(t *testing.T) {
-	payload := readFixture(t, "issues.opened.json")
+	payload := adaptertest.ReadFixture(t, "issues.opened.json")
 	a, pub := newTestAdapter(t, nil)
 	accepted(t, send(a, delivery{event: "issues", id: "json-1", body: payload}))
 	for _, ct := range []string{"application/x-www-form-urlencoded", "application/x-www-form-urlencoded; charset=utf-8"} {
 		form := []byte("payload=" + url.QueryEscape(string(payload)))
 		accepted(t, send(a, delivery{event: "issues", id: "form-" + ct, body: form, contentType: ct}))
 	}
-	evs := pub.published()
+	evs := pub.Published()
 	if len(evs) != 3 {
 		t.Fatalf("%d events published, want 3", len(evs))
 	}
@@ -137,7 +118,7 @@ func TestFormEncoded(t *testing.T) {
 func TestPing(t *testing.T) {
 	a, pub := newTestAdapter(t, nil)
 	for _, d := range []delivery{
-		{event: "ping", id: "ping-1", body: readFixture(t, "ping.json")},
+		{event: "ping", id: "ping-1", body: adaptertest.ReadFixture(t, "ping.json")},
 		// GitHub sends a delivery ID with a ping, but none is needed.
 		{event: "ping", body: []byte(`{"zen": "Keep it logically awesome.", "hook_id": 7, "hook": {"events": ["*"]}}`)},
 		{event: "ping", id: "ping-3", contentType: "application/x-www-form-urlencoded", body: []byte("payload=" + url.QueryEscape(`{"zen": "Approachable is better than simple.", "hook_id": 8}`))},
@@ -151,7 +132,7 @@ func TestPing(t *testing.T) {
 			t.Errorf("answer %s: %v; want the zen and the hook ID", w.Body, err)
 		}
 	}
-	if n := len(pub.published()); n != 0 {
+	if n := len(pub.Published()); n != 0 {
 		t.Errorf("a ping published %d events", n)
 	}
 	// A ping is signed like any delivery.
@@ -172,7 +153,7 @@ func TestUnknownEventKind(t *testing.T) {
 	if len(res.IDs) != 1 {
 		t.Fatalf("answer %+v; want one ID", res)
 	}
-	ev := pub.published()[0]
+	ev := pub.Published()[0]
 	if ev.Type != "github.label.created" {
 		t.Errorf("type = %q, want github.label.created", ev.Type)
 	}
@@ -184,18 +165,18 @@ func TestUnknownEventKind(t *testing.T) {
 
 	// Without an action, and with no main object: github.<event>.
 	accepted(t, send(a, delivery{event: "meta", id: "meta-1", body: []byte(`{"hook_id": 1, "hook": {}, "sender": {"login": "octocat"}}`)}))
-	ev = pub.published()[1]
+	ev = pub.Published()[1]
 	if ev.Type != "github.meta" || string(ev.Data) != `{"event":"meta","sender":"octocat"}` {
 		t.Errorf("event %s %s; want github.meta with the event and sender", ev.Type, ev.Data)
 	}
 	// A kind without actions keeps its type whatever the payload says.
 	accepted(t, send(a, delivery{event: "push", id: "push-1", body: []byte(`{"ref": "refs/heads/main", "action": "odd"}`)}))
-	if ev := pub.published()[2]; ev.Type != "github.push" || !strings.Contains(string(ev.Data), `"action":"odd"`) {
+	if ev := pub.Published()[2]; ev.Type != "github.push" || !strings.Contains(string(ev.Data), `"action":"odd"`) {
 		t.Errorf("event %s %s; want github.push with the action in the data", ev.Type, ev.Data)
 	}
 	// An odd event name becomes one segment.
 	accepted(t, send(a, delivery{event: "Some Event/v2", id: "odd-1", body: []byte(`{"action": "re.run"}`)}))
-	if ev := pub.published()[3]; ev.Type != "github.Some_Event_v2.re_run" {
+	if ev := pub.Published()[3]; ev.Type != "github.Some_Event_v2.re_run" {
 		t.Errorf("type = %q, want github.Some_Event_v2.re_run", ev.Type)
 	}
 }
@@ -205,7 +186,7 @@ func TestUnknownEventKind(t *testing.T) {
 func TestPublishFailure(t *testing.T) {
 	a, pub := newTestAdapter(t, nil)
 	calls := 0
-	pub.fail = func(subscriptions.Event) error {
+	pub.Fail = func(subscriptions.Event) error {
 		calls++
 		if calls == 1 {
 			return errors.New("database is locked")
@@ -217,7 +198,7 @@ func TestPublishFailure(t *testing.T) {
 	if w.Code != http.StatusInternalServerError {
 		t.Fatalf("status = %d, want 500; body %s", w.Code, w.Body)
 	}
-	if e := refusal(t, w).Error; e.Code != adapters.CodeInternal || strings.Contains(e.Message, "database") || !strings.Contains(e.Message, "redeliver") {
+	if e := adaptertest.Refusal(t, w).Error; e.Code != adapters.CodeInternal || strings.Contains(e.Message, "database") || !strings.Contains(e.Message, "redeliver") {
 		t.Errorf("refusal = %+v; want code internal, advice to redeliver and not the internal error", e)
 	}
 	first := accepted(t, send(a, d))
@@ -225,7 +206,7 @@ func TestPublishFailure(t *testing.T) {
 	if first.Duplicates != 0 || again.Duplicates != 1 || !cmp.Equal(first.IDs, again.IDs) {
 		t.Errorf("answers %+v then %+v; want the redelivery accepted, then a duplicate of it", first, again)
 	}
-	if n := len(pub.published()); n != 1 {
+	if n := len(pub.Published()); n != 1 {
 		t.Errorf("%d events stored, want 1", n)
 	}
 }
@@ -233,20 +214,20 @@ func TestPublishFailure(t *testing.T) {
 // An event the Publisher refuses as invalid is a 400 that says why.
 func TestPublisherRefusesEvent(t *testing.T) {
 	a, pub := newTestAdapter(t, nil)
-	pub.fail = func(subscriptions.Event) error {
+	pub.Fail = func(subscriptions.Event) error {
 		return &subscriptions.InvalidError{Field: "type", Message: "github.* is not accepted here"}
 	}
 	w := send(a, fixtureDelivery(t, "push.branch"))
 	if w.Code != http.StatusBadRequest {
 		t.Fatalf("status = %d, want 400; body %s", w.Code, w.Body)
 	}
-	if e := refusal(t, w).Error; !strings.Contains(e.Message, "type: github.* is not accepted here") {
+	if e := adaptertest.Refusal(t, w).Error; !strings.Contains(e.Message, "type: github.* is not accepted here") {
 		t.Errorf("refusal = %+v; want the publisher's reason", e)
 	}
 }
 
 func TestNew(t *testing.T) {
-	pub := &fakePublisher{}
+	pub := &adaptertest.Publisher{}
 	tests := []struct {
 		name    string
 		opts    Options
@@ -265,15 +246,7 @@ func TestNew(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := New(tt.opts)
-			if tt.wantErr == "" {
-				if err != nil || a == nil {
-					t.Fatalf("New = %v, %v; want an adapter", a, err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("New error = %v, want one containing %q", err, tt.wantErr)
-			}
+			adaptertest.CheckNew(t, a, err, tt.wantErr)
 		})
 	}
 }
@@ -287,7 +260,7 @@ func TestSecretCopied(t *testing.T) {
 	if w := send(a, delivery{event: "push", id: "c1", body: body, signature: Signature([]byte("s3cret"), body)}); w.Code != http.StatusAccepted {
 		t.Errorf("status = %d, want 202; body %s", w.Code, w.Body)
 	}
-	if len(pub.published()) != 1 {
+	if len(pub.Published()) != 1 {
 		t.Error("nothing published")
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 )
 
 // GitHub's own test values, from "Validating webhook deliveries"
@@ -31,7 +32,7 @@ func TestSignatureDocVector(t *testing.T) {
 	if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "not JSON") {
 		t.Errorf("status = %d, body %s; want 400 for a payload that is not JSON", w.Code, w.Body)
 	}
-	if n := len(pub.published()); n != 0 {
+	if n := len(pub.Published()); n != 0 {
 		t.Errorf("%d events published", n)
 	}
 }
@@ -74,7 +75,7 @@ func TestParseSignature(t *testing.T) {
 // Every delivery without a valid signature is refused with 401 and
 // publishes nothing, whatever else is right with it.
 func TestSignatureRefusals(t *testing.T) {
-	body := readFixture(t, "issues.opened.json")
+	body := adaptertest.ReadFixture(t, "issues.opened.json")
 	tampered := bytes.Replace(body, []byte("Login fails"), []byte("Login works"), 1)
 	tests := []struct {
 		name      string
@@ -101,11 +102,11 @@ func TestSignatureRefusals(t *testing.T) {
 			if w.Code != http.StatusUnauthorized {
 				t.Fatalf("status = %d, want 401; body %s", w.Code, w.Body)
 			}
-			e := refusal(t, w).Error
+			e := adaptertest.Refusal(t, w).Error
 			if e.Code != adapters.CodeUnauthorized || !strings.Contains(e.Message, tt.wantMsg) {
 				t.Errorf("refusal = %+v; want code unauthorized and a message containing %q", e, tt.wantMsg)
 			}
-			if n := len(pub.published()); n != 0 {
+			if n := len(pub.Published()); n != 0 {
 				t.Errorf("%d events published without a valid signature", n)
 			}
 		})
@@ -125,7 +126,7 @@ func TestSignatureCheckedFirst(t *testing.T) {
 			t.Errorf("%+v: status = %d, want 401; body %s", d, w.Code, w.Body)
 		}
 	}
-	if n := len(pub.published()); n != 0 {
+	if n := len(pub.Published()); n != 0 {
 		t.Errorf("%d events published", n)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,10 +19,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpbridge"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
-	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
 
 // controlEnv names the loopback address a controlled stdio upstream dials
@@ -201,117 +200,37 @@ func (ch *child) do(t *testing.T, order string) {
 	}
 }
 
-// subscriber is the realtime Deliverer of a real subscriptions.Service:
-// what an agent subscribed to mcp.<name>.* receives.
-type subscriber struct {
-	mu      sync.Mutex
-	events  []subscriptions.Event
-	changed chan struct{}
-}
-
-func newSubscriber() *subscriber { return &subscriber{changed: make(chan struct{})} }
-
-func (s *subscriber) Deliver(entries []subscriptions.InboxEntry) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for _, e := range entries {
-		if e.Kind != subscriptions.InboxEvent {
-			continue
-		}
-		var ev subscriptions.Event
-		if err := json.Unmarshal(e.Event, &ev); err != nil {
-			panic(err)
-		}
-		s.events = append(s.events, ev)
-	}
-	close(s.changed)
-	s.changed = make(chan struct{})
-}
-
-// wait waits until n events of type typ were delivered and returns them.
-func (s *subscriber) wait(t *testing.T, typ string, n int) []subscriptions.Event {
-	t.Helper()
-	deadline := time.After(waitLimit)
-	for {
-		s.mu.Lock()
-		var got []subscriptions.Event
-		for _, ev := range s.events {
-			if ev.Type == typ {
-				got = append(got, ev)
-			}
-		}
-		ch := s.changed
-		s.mu.Unlock()
-		if len(got) >= n {
-			return got
-		}
-		select {
-		case <-ch:
-		case <-deadline:
-			t.Fatalf("waited %v for %d delivery(ies) of %s; delivered: %v", waitLimit, n, typ, s.types())
-		}
-	}
-}
-
-func (s *subscriber) types() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var out []string
-	for _, ev := range s.events {
-		out = append(out, ev.Type)
-	}
-	return out
-}
-
 // newService returns a started Service on a SQLite store, with sub
-// subscribed (as principal "agent") to pattern.
-func newService(t *testing.T, sub *subscriber, pattern string) *subscriptions.Service {
+// subscribed (as principal "agent") to pattern. It has a clock of its own:
+// the adapter's fake clock then holds only the retry timers.
+func newService(t *testing.T, sub *adaptertest.Subscriber, pattern string) *subscriptions.Service {
 	t.Helper()
-	ctx := context.Background()
-	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "mcpe.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
-	// A clock of its own: the adapter's fake clock then holds only the
-	// retry timers.
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: store, Deliverer: sub, Clock: clock.NewFake(t0)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(svc.Stop)
-	if _, err := svc.Subscribe(ctx, "agent", subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{pattern}}}); err != nil {
-		t.Fatal(err)
-	}
-	return svc
+	return adaptertest.NewService(t, clock.NewFake(t0), sub, "agent", subscriptions.Filter{EventTypes: []string{pattern}})
 }
 
 // checkFlow has the upstream change its tool list, update its resource,
 // log and send an event, and checks that each reaches the subscriber;
 // round counts the connections so far. withLog is false for an upstream
 // that cannot log outside a request.
-func checkFlow(t *testing.T, sub *subscriber, name string, round int, do func(string), withLog bool) {
+func checkFlow(t *testing.T, sub *adaptertest.Subscriber, name string, round int, do func(string), withLog bool) {
 	t.Helper()
 	p := "mcp." + name + "."
 	do("tool")
-	sub.wait(t, p+"tools.list_changed", round)
+	sub.Wait(t, p+"tools.list_changed", round)
 	do("resource")
-	if ev := sub.wait(t, p+"resources.updated", round)[round-1]; !strings.Contains(string(ev.Data), docURI) {
+	if ev := sub.Wait(t, p+"resources.updated", round)[round-1]; !strings.Contains(string(ev.Data), docURI) {
 		t.Errorf("resources.updated data %s lacks the URI %s", ev.Data, docURI)
 	}
 	if withLog {
 		do("log")
-		ev := sub.wait(t, p+"log", round)[round-1]
+		ev := sub.Wait(t, p+"log", round)[round-1]
 		var data logData
 		if err := json.Unmarshal(ev.Data, &data); err != nil || data.Level != "error" || data.Logger != "db" || ev.Metadata.Priority != subscriptions.PriorityHigh {
 			t.Errorf("log event %s (priority %s): want level error, logger db, priority high (%v)", ev.Data, ev.Metadata.Priority, err)
 		}
 	}
 	do("event")
-	ev := sub.wait(t, p+"build.finished", round)[round-1]
+	ev := sub.Wait(t, p+"build.finished", round)[round-1]
 	if ev.Metadata.Priority != subscriptions.PriorityHigh || !strings.HasPrefix(ev.Metadata.SourceEventID, name+":build-") {
 		t.Errorf("re-published event metadata %+v; want priority high, sourceEventId %s:build-...", ev.Metadata, name)
 	}
@@ -341,31 +260,20 @@ func waitRetrying(t *testing.T, a *Adapter, fake *clock.Fake) time.Time {
 func TestEndToEndStdio(t *testing.T) {
 	for _, version := range []string{"2025-11-25", "2026-07-28"} {
 		t.Run(version, func(t *testing.T) {
-			sub := newSubscriber()
+			sub := &adaptertest.Subscriber{}
 			svc := newService(t, sub, "mcp.child.*")
 			ctl := newControl(t)
 			fake := clock.NewFake(t0)
-			a, err := New(Options{
-				Upstreams: []Upstream{{
-					Name:    "child",
-					Command: []string{os.Args[0], "-test.run=^$"},
-					// GORACE: a race-enabled child would otherwise wait 1s before it exits.
-					Env:             map[string]string{childEnv: childControlled, controlEnv: ctl.ln.Addr().String(), "GORACE": "atexit_sleep_ms=0"},
-					ProtocolVersion: version,
-				}},
-				Publisher:  svc,
-				Clock:      fake,
-				Logger:     testLogger(t),
-				MinBackoff: time.Second,
-				MaxBackoff: time.Minute,
+			a := startAdapter(t, svc, fake, Upstream{
+				Name:    "child",
+				Command: []string{os.Args[0], "-test.run=^$"},
+				// GORACE: a race-enabled child would otherwise wait 1s before it exits.
+				Env:             map[string]string{childEnv: childControlled, controlEnv: ctl.ln.Addr().String(), "GORACE": "atexit_sleep_ms=0"},
+				ProtocolVersion: version,
 			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			start(t, a)
 
 			first := ctl.next(t)
-			ev := sub.wait(t, "mcp.child.connected", 1)[0]
+			ev := sub.Wait(t, "mcp.child.connected", 1)[0]
 			if !strings.Contains(string(ev.Data), `"protocolVersion":"`+version+`"`) {
 				t.Errorf("connected data %s; want protocolVersion %s", ev.Data, version)
 			}
@@ -375,14 +283,14 @@ func TestEndToEndStdio(t *testing.T) {
 				t.Fatal(err)
 			}
 			due := waitRetrying(t, a, fake)
-			sub.wait(t, "mcp.child.disconnected", 1)
+			sub.Wait(t, "mcp.child.disconnected", 1)
 
 			fake.AdvanceTo(due)
 			second := ctl.next(t)
 			if second.pid == first.pid {
 				t.Fatalf("the restarted upstream has the killed one's pid %d", first.pid)
 			}
-			sub.wait(t, "mcp.child.connected", 2)
+			sub.Wait(t, "mcp.child.connected", 2)
 			if st := state(t, a); st.Status != StatusConnected {
 				t.Errorf("state after the restart = %+v; want connected", st)
 			}
@@ -393,7 +301,7 @@ func TestEndToEndStdio(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if n := len(sub.types()); len(res.Items) != n {
+			if n := len(sub.Types()); len(res.Items) != n {
 				t.Errorf("events_poll returns %d items; %d were delivered", len(res.Items), n)
 			}
 		})
@@ -408,7 +316,7 @@ func TestEndToEndStdio(t *testing.T) {
 func TestEndToEndHTTP(t *testing.T) {
 	for _, mode := range httpModes {
 		t.Run(mode.name, func(t *testing.T) {
-			sub := newSubscriber()
+			sub := &adaptertest.Subscriber{}
 			svc := newService(t, sub, "mcp.web.*")
 			serve := func(ln net.Listener) (*controlled, *httptest.Server) {
 				c := newControlled()
@@ -429,19 +337,8 @@ func TestEndToEndHTTP(t *testing.T) {
 			}
 			first, srv := serve(nil)
 			fake := clock.NewFake(t0)
-			a, err := New(Options{
-				Upstreams:  []Upstream{{Name: "web", URL: srv.URL}},
-				Publisher:  svc,
-				Clock:      fake,
-				Logger:     testLogger(t),
-				MinBackoff: time.Second,
-				MaxBackoff: time.Minute,
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			start(t, a)
-			ev := sub.wait(t, "mcp.web.connected", 1)[0]
+			a := startAdapter(t, svc, fake, Upstream{Name: "web", URL: srv.URL})
+			ev := sub.Wait(t, "mcp.web.connected", 1)[0]
 			if !strings.Contains(string(ev.Data), `"protocolVersion":"`+mode.version+`"`) {
 				t.Errorf("connected data %s; want protocolVersion %s", ev.Data, mode.version)
 			}
@@ -459,11 +356,11 @@ func TestEndToEndHTTP(t *testing.T) {
 			srv.CloseClientConnections()
 			srv.Close()
 			due := waitRetrying(t, a, fake)
-			sub.wait(t, "mcp.web.disconnected", 1)
+			sub.Wait(t, "mcp.web.disconnected", 1)
 
 			second, _ := serve(listenAgain(t, addr))
 			fake.AdvanceTo(due)
-			sub.wait(t, "mcp.web.connected", 2)
+			sub.Wait(t, "mcp.web.connected", 2)
 			checkFlow(t, sub, "web", 2, do(second), !mode.stateless)
 		})
 	}

@@ -2,12 +2,12 @@ package mcp
 
 import (
 	"encoding/json"
-	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -73,11 +73,7 @@ func FuzzNotification(f *testing.F) {
 			events []subscriptions.Event
 			errs   []error
 		)
-		var before, after runtime.MemStats
-		runtime.ReadMemStats(&before)
-		events, errs = parse(method, params)
-		runtime.ReadMemStats(&after)
-		if alloc := after.TotalAlloc - before.TotalAlloc; alloc > allocBound(len(params)) {
+		if alloc := adaptertest.Allocated(func() { events, errs = parse(method, params) }); alloc > allocBound(len(params)) {
 			t.Fatalf("%s with %d bytes of params allocated %d bytes; the bound is %d", method, len(params), alloc, allocBound(len(params)))
 		}
 		for _, err := range errs {

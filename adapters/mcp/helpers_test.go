@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpbridge"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -220,4 +221,24 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	os.Exit(m.Run())
+}
+
+// startAdapter starts an adapter of upstreams that publishes to pub, on
+// fake, retrying after a second at first and a minute at most; it stops
+// when the test ends.
+func startAdapter(t *testing.T, pub subscriptions.Publisher, fake *clock.Fake, upstreams ...Upstream) *Adapter {
+	t.Helper()
+	a, err := New(Options{
+		Upstreams:  upstreams,
+		Publisher:  pub,
+		Clock:      fake,
+		Logger:     testLogger(t),
+		MinBackoff: time.Second,
+		MaxBackoff: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start(t, a)
+	return a
 }

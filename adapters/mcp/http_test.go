@@ -186,18 +186,7 @@ func testHTTPUpstream(t *testing.T, mode httpMode) {
 	up := newHTTPUpstreamMode(t, nil, mode)
 	fake := clock.NewFake(t0)
 	rec := newRecorder()
-	a, err := New(Options{
-		Upstreams:  []Upstream{{Name: "up", URL: up.srv.URL + "/mcp", Headers: map[string]string{"X-Test": "yes"}}},
-		Publisher:  rec,
-		Clock:      fake,
-		Logger:     testLogger(t),
-		MinBackoff: time.Second,
-		MaxBackoff: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, a)
+	a := startAdapter(t, rec, fake, Upstream{Name: "up", URL: up.srv.URL + "/mcp", Headers: map[string]string{"X-Test": "yes"}})
 
 	connected := rec.wait(t, "mcp.up.connected", 1)[0]
 	if diff := cmp.Diff(map[string]any{"server": "up", "protocolVersion": mode.version, "serverName": "test-upstream", "serverVersion": "1.0.0"}, decode(t, connected)); diff != "" {
@@ -383,18 +372,7 @@ func testHTTPUpstreamReconnects(t *testing.T, mode httpMode) {
 	addr := up.srv.Listener.Addr().String()
 	fake := clock.NewFake(t0)
 	rec := newRecorder()
-	a, err := New(Options{
-		Upstreams:  []Upstream{{Name: "up", URL: up.srv.URL}},
-		Publisher:  rec,
-		Clock:      fake,
-		Logger:     testLogger(t),
-		MinBackoff: time.Second,
-		MaxBackoff: time.Minute,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	start(t, a)
+	a := startAdapter(t, rec, fake, Upstream{Name: "up", URL: up.srv.URL})
 	rec.wait(t, "mcp.up.connected", 1)
 
 	up.kill()

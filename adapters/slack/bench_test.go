@@ -3,12 +3,14 @@ package slack
 import (
 	"net/http"
 	"testing"
+
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 )
 
 // BenchmarkServeHTTP verifies, parses and publishes a channel message.
 func BenchmarkServeHTTP(b *testing.B) {
 	a, _, _ := newTestAdapter(b, nil)
-	body := readFixture(b, "message_channel.json")
+	body := adaptertest.ReadFixture(b, "message_channel.json")
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
@@ -22,7 +24,7 @@ func BenchmarkServeHTTP(b *testing.B) {
 // carries a bounded copy of itself.
 func BenchmarkUnmappedEvent(b *testing.B) {
 	a, _, _ := newTestAdapter(b, nil)
-	body := readFixture(b, "team_join.json")
+	body := adaptertest.ReadFixture(b, "team_join.json")
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {

@@ -2,40 +2,13 @@ package slack
 
 import (
 	"encoding/json"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/google/jsonschema-go/jsonschema"
-
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
-
-// resolve compiles a catalog schema.
-func resolve(t *testing.T, raw json.RawMessage) *jsonschema.Resolved {
-	t.Helper()
-	var s jsonschema.Schema
-	if err := json.Unmarshal(raw, &s); err != nil {
-		t.Fatalf("schema %s: %v", raw, err)
-	}
-	rs, err := s.Resolve(nil)
-	if err != nil {
-		t.Fatalf("resolve schema %s: %v", raw, err)
-	}
-	return rs
-}
-
-// validate checks data against a resolved schema.
-func validate(t *testing.T, rs *jsonschema.Resolved, data json.RawMessage) error {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal(data, &v); err != nil {
-		t.Fatal(err)
-	}
-	return rs.Validate(v)
-}
 
 // entryFor returns the catalog type an event type belongs to: itself,
 // slack.message.<subtype> or slack.<event_type>.
@@ -73,8 +46,7 @@ func TestCatalog(t *testing.T) {
 			if et.Description == "" || strings.Contains(et.Description, "\n") || et.Priority == "" || et.Tags == "" {
 				t.Errorf("description (one line), priority or tags missing: %+v", et)
 			}
-			rs := resolve(t, et.DataSchema)
-			if err := validate(t, rs, et.Example); err != nil {
+			if err := adaptertest.Validate(t, et.DataSchema, et.Example); err != nil {
 				t.Errorf("the example does not validate against the schema: %v\nexample: %s", err, et.Example)
 			}
 			if got := entryFor(cat, concrete).Type; got != et.Type {
@@ -93,7 +65,7 @@ func TestCatalog(t *testing.T) {
 			json.Unmarshal(et.Example, &withExtra)
 			withExtra["color"] = "red"
 			extra, _ := json.Marshal(withExtra)
-			if validate(t, rs, extra) == nil {
+			if adaptertest.Validate(t, et.DataSchema, extra) == nil {
 				t.Error("the schema accepts a field Data does not have")
 			}
 		})
@@ -111,11 +83,8 @@ func TestGoldenEventsMatchCatalog(t *testing.T) {
 	a, _, _ := newTestAdapter(t, nil)
 	cat := a.Catalog()
 	used := map[string]bool{}
-	for _, name := range fixtures(t) {
-		raw, err := os.ReadFile(filepath.Join("testdata", name+".golden.json"))
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, name := range adaptertest.Fixtures(t) {
+		raw := adaptertest.ReadFixture(t, name+".golden.json")
 		var g golden
 		if err := json.Unmarshal(raw, &g); err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -123,7 +92,7 @@ func TestGoldenEventsMatchCatalog(t *testing.T) {
 		for _, ev := range g.Events {
 			et := entryFor(cat, ev.Type)
 			used[et.Type] = true
-			if err := validate(t, resolve(t, et.DataSchema), ev.Data); err != nil {
+			if err := adaptertest.Validate(t, et.DataSchema, ev.Data); err != nil {
 				t.Errorf("%s: the data of %s does not validate against the schema of %s: %v", name, ev.Type, et.Type, err)
 			}
 		}

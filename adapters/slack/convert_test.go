@@ -22,7 +22,7 @@ func publishOne(t *testing.T, body []byte) subscriptions.Event {
 	if w.Code != http.StatusOK {
 		t.Fatalf("status %d; body %s", w.Code, w.Body)
 	}
-	evs := pub.published()
+	evs := pub.Published()
 	if len(evs) != 1 {
 		t.Fatalf("%d events published, want 1", len(evs))
 	}

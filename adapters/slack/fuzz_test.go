@@ -2,16 +2,15 @@ package slack
 
 import (
 	"bytes"
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -24,22 +23,12 @@ const maxDataBytes = 6*(2*MaxTextBytes+
 	MaxFiles*(maxIDBytes+maxNameBytes)+
 	32*maxNameBytes) + MaxEventBytes + 4096
 
-// validatingPublisher accepts every valid event and stores nothing.
-type validatingPublisher struct{ clock clock.Clock }
-
-func (p validatingPublisher) Publish(_ context.Context, ev subscriptions.Event) (subscriptions.PublishResult, error) {
-	if err := ev.Normalize(p.clock.Now()); err != nil {
-		return subscriptions.PublishResult{}, err
-	}
-	return subscriptions.PublishResult{EventID: ev.ID}, nil
-}
-
 // FuzzRequest feeds arbitrary bodies, signed, to the parser and the
 // handler: nothing panics, a refusal has a reason, and what is accepted is
 // one valid, bounded event.
 func FuzzRequest(f *testing.F) {
-	for _, name := range fixtures(f) {
-		f.Add(readFixture(f, name+".json"))
+	for _, name := range adaptertest.Fixtures(f) {
+		f.Add(adaptertest.ReadFixture(f, name+".json"))
 	}
 	for _, s := range []string{
 		``, `{}`, `null`, `[]`, `{"type": "event_callback"}`, `{"type": "url_verification", "challenge": "\u0000"}`,
@@ -51,7 +40,7 @@ func FuzzRequest(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	clk := clock.NewFake(t0)
-	a, err := New(Options{Publisher: validatingPublisher{clock: clk}, SigningSecret: testSecret, Clock: clk})
+	a, err := New(Options{Publisher: adaptertest.ValidatingPublisher{Clock: clk}, SigningSecret: testSecret, Clock: clk})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -109,13 +98,13 @@ func FuzzSignature(f *testing.F) {
 	f.Add("", "", []byte(nil))
 	f.Add("-1", "v0=zz", []byte("x"))
 	clk := clock.NewFake(t0)
-	pub := &fakePublisher{clock: clk}
+	pub := &adaptertest.Publisher{Clock: clk}
 	a, err := New(Options{Publisher: pub, SigningSecret: testSecret, Clock: clk})
 	if err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, ts, sig string, body []byte) {
-		before := pub.callCount()
+		before := pub.Calls()
 		r := httptest.NewRequest(http.MethodPost, Endpoint, bytes.NewReader(body))
 		r.Header.Set("Content-Type", "application/json")
 		if ts != "" {
@@ -129,7 +118,7 @@ func FuzzSignature(f *testing.F) {
 		if want := genuine(ts, sig, body); (w.Code != http.StatusUnauthorized) != want {
 			t.Fatalf("ts %q sig %q body %q: status %d, want genuine=%v; %s", ts, sig, body, w.Code, want, w.Body)
 		}
-		if w.Code == http.StatusUnauthorized && pub.callCount() != before {
+		if w.Code == http.StatusUnauthorized && pub.Calls() != before {
 			t.Fatal("a refused request was published")
 		}
 	})
@@ -181,22 +170,18 @@ func TestAllocationBounded(t *testing.T) {
 				t.Fatalf("body is %d bytes, over the limit", len(body))
 			}
 			clk := clock.NewFake(t0)
-			a, err := New(Options{Publisher: validatingPublisher{clock: clk}, SigningSecret: testSecret, Clock: clk})
+			a, err := New(Options{Publisher: adaptertest.ValidatingPublisher{Clock: clk}, SigningSecret: testSecret, Clock: clk})
 			if err != nil {
 				t.Fatal(err)
 			}
-			var before, after runtime.MemStats
-			runtime.GC()
-			runtime.ReadMemStats(&before)
-			w := post(a, body)
-			runtime.ReadMemStats(&after)
+			var w *httptest.ResponseRecorder
+			got := adaptertest.Allocated(func() { w = post(a, body) })
 			if w.Code != http.StatusOK {
 				t.Fatalf("status %d: %.300s", w.Code, w.Body)
 			}
 			// A fixed allowance covers the JSON scanner's state, which
 			// grows with nesting (at most 10 000 levels) rather than size.
 			const factor, fixed = 32, 4 << 20
-			got := after.TotalAlloc - before.TotalAlloc
 			if got > factor*uint64(len(body))+fixed {
 				t.Errorf("one request of %d bytes allocated %d bytes; want at most %d times the body and %d bytes", len(body), got, factor, fixed)
 			}

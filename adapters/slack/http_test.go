@@ -6,8 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -24,7 +23,7 @@ func callback(event string) []byte {
 }
 
 func TestRefusals(t *testing.T) {
-	valid := readFixture(t, "message_channel.json")
+	valid := adaptertest.ReadFixture(t, "message_channel.json")
 	tests := []struct {
 		name        string
 		method      string
@@ -71,44 +70,21 @@ func TestRefusals(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, pub, _ := newTestAdapter(t, func(o *Options) { o.MaxBodyBytes = tt.maxBody })
-			method := tt.method
-			if method == "" {
-				method = http.MethodPost
-			}
-			ts := strconv.FormatInt(t0.Unix(), 10)
-			r := httptest.NewRequest(method, Endpoint, bytes.NewReader(tt.body))
-			r.Header.Set(HeaderTimestamp, ts)
-			r.Header.Set(HeaderSignature, Signature(testSecret, ts, tt.body))
-			switch tt.contentType {
-			case "":
-				r.Header.Set("Content-Type", "application/json")
-			case "-":
-			default:
-				r.Header.Set("Content-Type", tt.contentType)
-			}
-			w := httptest.NewRecorder()
-			a.ServeHTTP(w, r)
+			w := adaptertest.Serve(a, signedRequest(tt.method, t0, tt.contentType, tt.body))
 			if w.Code != tt.wantStatus {
 				t.Fatalf("status = %d, want %d; body %s", w.Code, tt.wantStatus, w.Body)
 			}
 			if tt.wantStatus == http.StatusOK {
 				return
 			}
-			body := refusal(t, w)
-			if body.Error.Code != tt.wantCode || !strings.Contains(body.Error.Message, tt.wantMessage) {
-				t.Errorf("refusal = %+v; want code %q and a message containing %q", body.Error, tt.wantCode, tt.wantMessage)
-			}
+			adaptertest.CheckRefusal(t, w, tt.wantCode, tt.wantMessage)
 			switch tt.wantStatus {
-			case http.StatusMethodNotAllowed:
-				if w.Header().Get("Allow") != http.MethodPost {
-					t.Errorf("Allow = %q, want POST", w.Header().Get("Allow"))
-				}
 			case http.StatusBadRequest, http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType:
 				if w.Header().Get(HeaderNoRetry) != "1" {
 					t.Errorf("%d without %s: 1; Slack would retry a request refused for good", w.Code, HeaderNoRetry)
 				}
 			}
-			if n := pub.callCount(); n != 0 {
+			if n := pub.Calls(); n != 0 {
 				t.Errorf("publisher called %d times for a refused request", n)
 			}
 		})
@@ -127,7 +103,7 @@ func TestURLVerification(t *testing.T) {
 			t.Errorf("%s = %q, want %q", h, got, want)
 		}
 	}
-	if n := pub.callCount(); n != 0 {
+	if n := pub.Calls(); n != 0 {
 		t.Errorf("publisher called %d times", n)
 	}
 
@@ -141,11 +117,11 @@ func TestURLVerification(t *testing.T) {
 func TestAppRateLimited(t *testing.T) {
 	var logs bytes.Buffer
 	a, pub, _ := newTestAdapter(t, func(o *Options) { o.Logger = slog.New(slog.NewTextHandler(&logs, nil)) })
-	w := post(a, readFixture(t, "app_rate_limited.json"))
+	w := post(a, adaptertest.ReadFixture(t, "app_rate_limited.json"))
 	if w.Code != http.StatusOK || strings.TrimSpace(w.Body.String()) != `{"ids":[]}` {
 		t.Fatalf("answer = %d %s, want 200 {\"ids\":[]}", w.Code, w.Body)
 	}
-	if n := pub.callCount(); n != 0 {
+	if n := pub.Calls(); n != 0 {
 		t.Errorf("publisher called %d times", n)
 	}
 	for _, want := range []string{"level=WARN", "rate limiting", "team_id=T0C0ACME01", "api_app_id=A0C5APP0001", "minute_rate_limited=2025-06-02T12:30:00Z"} {
@@ -163,7 +139,7 @@ func TestRetryAcceptedOnce(t *testing.T) {
 	a, pub, clk := newTestAdapter(t, func(o *Options) {
 		o.Logger = slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 	})
-	body := readFixture(t, "app_mention.json")
+	body := adaptertest.ReadFixture(t, "app_mention.json")
 	first := post(a, body)
 	if first.Code != http.StatusOK {
 		t.Fatalf("first: status %d; body %s", first.Code, first.Body)
@@ -184,7 +160,7 @@ func TestRetryAcceptedOnce(t *testing.T) {
 	if diff := cmp.Diff(want, res2); diff != "" || len(res1.IDs) != 1 || res1.Duplicates != 0 {
 		t.Errorf("first answer %+v; retry answer mismatch (-want +got):\n%s", res1, diff)
 	}
-	if n := len(pub.published()); n != 1 {
+	if n := len(pub.Published()); n != 1 {
 		t.Errorf("%d events stored, want 1", n)
 	}
 	lines := strings.Split(strings.TrimSpace(logs.String()), "\n")
@@ -200,18 +176,18 @@ func TestRetryAcceptedOnce(t *testing.T) {
 func TestPublishFailureRetried(t *testing.T) {
 	a, pub, clk := newTestAdapter(t, nil)
 	fail := true
-	pub.fail = func(subscriptions.Event) error {
+	pub.Fail = func(subscriptions.Event) error {
 		if fail {
 			return errors.New("database is locked")
 		}
 		return nil
 	}
-	body := readFixture(t, "message_im.json")
+	body := adaptertest.ReadFixture(t, "message_im.json")
 	w := post(a, body)
 	if w.Code != http.StatusInternalServerError {
 		t.Fatalf("status = %d, want 500; body %s", w.Code, w.Body)
 	}
-	if e := refusal(t, w).Error; e.Code != adapters.CodeInternal || !strings.Contains(e.Message, "Ev08X1DM0001") || strings.Contains(e.Message, "database") {
+	if e := adaptertest.Refusal(t, w).Error; e.Code != adapters.CodeInternal || !strings.Contains(e.Message, "Ev08X1DM0001") || strings.Contains(e.Message, "database") {
 		t.Errorf("refusal = %+v; want code internal naming the event and not the internal error", e)
 	}
 	if w.Header().Get(HeaderNoRetry) != "" {
@@ -222,7 +198,7 @@ func TestPublishFailureRetried(t *testing.T) {
 	if w := postAt(a, clk.Now(), body, HeaderRetryNum, "1", HeaderRetryReason, "http_error"); w.Code != http.StatusOK {
 		t.Fatalf("retry: status = %d, want 200; body %s", w.Code, w.Body)
 	}
-	if n := len(pub.published()); n != 1 {
+	if n := len(pub.Published()); n != 1 {
 		t.Errorf("%d events stored, want 1", n)
 	}
 }
@@ -230,20 +206,20 @@ func TestPublishFailureRetried(t *testing.T) {
 // An event the Publisher refuses as invalid is refused 400, for good.
 func TestPublisherRefusesEvent(t *testing.T) {
 	a, pub, _ := newTestAdapter(t, nil)
-	pub.fail = func(subscriptions.Event) error {
+	pub.Fail = func(subscriptions.Event) error {
 		return &subscriptions.InvalidError{Field: "type", Message: "slack events are not accepted here"}
 	}
-	w := post(a, readFixture(t, "message_channel.json"))
+	w := post(a, adaptertest.ReadFixture(t, "message_channel.json"))
 	if w.Code != http.StatusBadRequest || w.Header().Get(HeaderNoRetry) != "1" {
 		t.Fatalf("answer %d (%s %q); want 400 with %s: 1", w.Code, HeaderNoRetry, w.Header().Get(HeaderNoRetry), HeaderNoRetry)
 	}
-	if e := refusal(t, w).Error; !strings.Contains(e.Message, "type: slack events are not accepted here") || !strings.Contains(e.Message, "Ev08X1CHAN01") {
+	if e := adaptertest.Refusal(t, w).Error; !strings.Contains(e.Message, "type: slack events are not accepted here") || !strings.Contains(e.Message, "Ev08X1CHAN01") {
 		t.Errorf("refusal = %+v", e)
 	}
 }
 
 func TestNew(t *testing.T) {
-	pub := &fakePublisher{}
+	pub := &adaptertest.Publisher{}
 	tests := []struct {
 		name    string
 		opts    Options
@@ -260,17 +236,8 @@ func TestNew(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := New(tt.opts)
-			if tt.wantErr == "" {
-				if err != nil || a == nil {
-					t.Fatalf("New = %v, %v; want an adapter", a, err)
-				}
-				if a.tolerance != DefaultTolerance || a.maxBody != adapters.DefaultMaxBodyBytes {
-					t.Errorf("defaults: tolerance %v, max body %d", a.tolerance, a.maxBody)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Fatalf("New error = %v, want one containing %q", err, tt.wantErr)
+			if adaptertest.CheckNew(t, a, err, tt.wantErr) && (a.tolerance != DefaultTolerance || a.maxBody != adapters.DefaultMaxBodyBytes) {
+				t.Errorf("defaults: tolerance %v, max body %d", a.tolerance, a.maxBody)
 			}
 		})
 	}
@@ -281,7 +248,7 @@ func TestNewCopiesSecret(t *testing.T) {
 	secret := append([]byte(nil), testSecret...)
 	a, pub, _ := newTestAdapter(t, func(o *Options) { o.SigningSecret = secret })
 	secret[0] ^= 0xff
-	if w := post(a, readFixture(t, "message_channel.json")); w.Code != http.StatusOK || len(pub.published()) != 1 {
+	if w := post(a, adaptertest.ReadFixture(t, "message_channel.json")); w.Code != http.StatusOK || len(pub.Published()) != 1 {
 		t.Errorf("status = %d after the caller changed its slice; body %s", w.Code, w.Body)
 	}
 }

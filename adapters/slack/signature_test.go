@@ -2,7 +2,6 @@ package slack
 
 import (
 	"bytes"
-	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
 )
 
@@ -34,7 +34,7 @@ func TestSignatureDocumentedExample(t *testing.T) {
 	// signature passes, and the form (a slash command, not an Events API
 	// request) is then refused as such, never as unauthorized.
 	clk := clock.NewFake(time.Unix(1531420618, 0))
-	pub := &fakePublisher{clock: clk}
+	pub := &adaptertest.Publisher{Clock: clk}
 	a, err := New(Options{Publisher: pub, SigningSecret: []byte(docSecret), Clock: clk})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestSignatureDocumentedExample(t *testing.T) {
 			t.Errorf("%s: status = %d, want %d; body %s", tt.contentType, w.Code, tt.wantStatus, w.Body)
 		}
 	}
-	if n := pub.callCount(); n != 0 {
+	if n := pub.Calls(); n != 0 {
 		t.Errorf("publisher called %d times", n)
 	}
 }
@@ -71,7 +71,7 @@ func TestSignatureDocumentedExample(t *testing.T) {
 // Every request whose signature headers are missing, malformed, stale or
 // wrong is refused 401, before its body is parsed, with nothing published.
 func TestSignatureRefusals(t *testing.T) {
-	body := readFixture(t, "message_channel.json")
+	body := adaptertest.ReadFixture(t, "message_channel.json")
 	now := strconv.FormatInt(t0.Unix(), 10)
 	sig := Signature(testSecret, now, body)
 	at := func(d time.Duration) string { return strconv.FormatInt(t0.Add(d).Unix(), 10) }
@@ -138,7 +138,7 @@ func TestSignatureRefusals(t *testing.T) {
 			if w.Code != http.StatusUnauthorized {
 				t.Fatalf("status = %d, want 401; body %s", w.Code, w.Body)
 			}
-			e := refusal(t, w).Error
+			e := adaptertest.Refusal(t, w).Error
 			if e.Code != adapters.CodeUnauthorized || !strings.Contains(e.Message, tt.wantMessage) {
 				t.Errorf("refusal = %+v; want code unauthorized and a message containing %q", e, tt.wantMessage)
 			}
@@ -148,7 +148,7 @@ func TestSignatureRefusals(t *testing.T) {
 			if w.Header().Get(HeaderNoRetry) != "" {
 				t.Error("a 401 asks Slack not to retry; retries should pass once the secret or the clock is set right")
 			}
-			if n := pub.callCount(); n != 0 {
+			if n := pub.Calls(); n != 0 {
 				t.Errorf("publisher called %d times for an unauthenticated request", n)
 			}
 		})
@@ -158,7 +158,7 @@ func TestSignatureRefusals(t *testing.T) {
 // Timestamps within the tolerance, in either direction, are accepted;
 // hex in upper case is the same signature.
 func TestSignatureAccepted(t *testing.T) {
-	body := readFixture(t, "message_channel.json")
+	body := adaptertest.ReadFixture(t, "message_channel.json")
 	for _, tt := range []struct {
 		name      string
 		skew      time.Duration
@@ -184,8 +184,8 @@ func TestSignatureAccepted(t *testing.T) {
 			if w.Code != tt.want {
 				t.Fatalf("status = %d, want %d; body %s", w.Code, tt.want, w.Body)
 			}
-			if want := map[bool]int{true: 1, false: 0}[tt.want == http.StatusOK]; len(pub.published()) != want {
-				t.Errorf("%d events published, want %d", len(pub.published()), want)
+			if want := map[bool]int{true: 1, false: 0}[tt.want == http.StatusOK]; len(pub.Published()) != want {
+				t.Errorf("%d events published, want %d", len(pub.Published()), want)
 			}
 		})
 	}
@@ -220,17 +220,4 @@ func TestHeadersCheckedBeforeBody(t *testing.T) {
 			t.Errorf("headers %q: status = %d, want 401", h, w.Code)
 		}
 	}
-}
-
-// refusal decodes a JSON refusal.
-func refusal(t *testing.T, w *httptest.ResponseRecorder) adapters.ErrorBody {
-	t.Helper()
-	var body adapters.ErrorBody
-	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
-		t.Fatalf("answer %q is not a JSON refusal: %v", w.Body.String(), err)
-	}
-	if ct := w.Header().Get("Content-Type"); ct != "application/json" {
-		t.Errorf("Content-Type = %q, want application/json", ct)
-	}
-	return body
 }
