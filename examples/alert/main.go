@@ -38,17 +38,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/client"
@@ -56,22 +53,13 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "alert:", err)
-		os.Exit(1)
-	}
-}
+func main() { setup.Main("alert", run) }
 
 // recordAlert is the command a started server allows.
 const recordAlert = "record-alert"
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("alert", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	flags := setup.Register(fs)
+	fs, flags := setup.NewFlagSet("alert", stderr)
 	command := fs.String("command", recordAlert, "`name` of a command the server's operator allowed for the bash handler")
 	alerts := fs.String("alerts", filepath.Join(os.TempDir(), "mcpe-alerts.json"), "`file` that record-alert appends each alert to")
 	cmdArgs := fs.String("args", "", "space-separated `arguments` of -command (default for record-alert: -a FILE)")

@@ -24,13 +24,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/client"
@@ -38,19 +34,10 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "digest:", err)
-		os.Exit(1)
-	}
-}
+func main() { setup.Main("digest", run) }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("digest", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	flags := setup.Register(fs)
+	fs, flags := setup.NewFlagSet("digest", stderr)
 	expr := fs.String("cron", "0 9 * * *", "cron `expression` of the digest: five fields or a descriptor such as @daily")
 	zone := fs.String("zone", "America/New_York", "IANA time `zone` of the schedule")
 	types := fs.String("types", "github.issues.opened", "comma-separated event `types` or patterns to collect")

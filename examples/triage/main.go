@@ -21,13 +21,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/client"
@@ -35,14 +31,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
-		fmt.Fprintln(os.Stderr, "triage:", err)
-		os.Exit(1)
-	}
-}
+func main() { setup.Main("triage", run) }
 
 // issue is the part of a github.issues.* event's data this agent reads.
 type issue struct {
@@ -78,9 +67,7 @@ func (is issue) String() string {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	fs := flag.NewFlagSet("triage", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	flags := setup.Register(fs)
+	fs, flags := setup.NewFlagSet("triage", stderr)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}

@@ -14,8 +14,10 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -53,6 +55,26 @@ func Register(fs *flag.FlagSet) *Flags {
 	fs.StringVar(&f.Server, "server", DefaultServer, "`command` that starts mcpe-server over stdio when -url is empty")
 	fs.StringVar(&f.Listen, "listen", DefaultListen, "`address` where the started server takes events (POST /v1/events)")
 	return f
+}
+
+// NewFlagSet returns the flag set of the example called name, which
+// writes its usage and errors to stderr, with the flags of Register.
+func NewFlagSet(name string, stderr io.Writer) (*flag.FlagSet, *Flags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	return fs, Register(fs)
+}
+
+// Main is the main function of the example called name: it calls run with
+// the command line and the process's output until Ctrl-C or SIGTERM, and
+// when run fails, says why on standard error and exits with status 1.
+func Main(name string, run func(ctx context.Context, args []string, stdout, stderr io.Writer) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Args[1:], os.Stdout, os.Stderr); err != nil {
+		fmt.Fprintln(os.Stderr, name+":", err)
+		os.Exit(1)
+	}
 }
 
 // Options configure Connect.
