@@ -30,14 +30,11 @@ func alert(name, priority, summary string) subscriptions.EventInput {
 	return subscriptions.EventInput{Type: "alert." + name + ".firing", Data: data, Metadata: &subscriptions.MetadataInput{Priority: subscriptions.Priority(priority)}}
 }
 
+// startServer starts a server with the test's token and the commands
+// allowed.
 func startServer(t *testing.T, commands map[string]string) *clienttest.Server {
 	t.Helper()
-	s, err := clienttest.Start(context.Background(), &clienttest.Options{Tokens: map[string]string{token: "alice"}, Commands: commands})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
-	return s
+	return exampletest.StartServer(t, &clienttest.Options{Tokens: map[string]string{token: "alice"}, Commands: commands})
 }
 
 // TestAlert runs the example against an in-process server that allows

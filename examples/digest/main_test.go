@@ -28,11 +28,7 @@ var start = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 func TestDigest(t *testing.T) {
 	ctx := context.Background()
 	fake := clock.NewFake(start)
-	s, err := clienttest.Start(ctx, &clienttest.Options{Clock: fake, Tokens: map[string]string{token: "alice"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := exampletest.StartServer(t, &clienttest.Options{Clock: fake, Tokens: map[string]string{token: "alice"}})
 
 	p := exampletest.Start(t, run, "-url", s.MCPEndpoint, "-token", token, "-zone", "Europe/Paris", "-max", "2")
 	if got, want := p.Stderr.WaitFor(t, "subscribed"), "the first digest comes at 2026-03-02T09:00:00+01:00"; !strings.Contains(got, want) {
@@ -83,11 +79,7 @@ func TestDigest(t *testing.T) {
 }
 
 func TestDigestErrors(t *testing.T) {
-	s, err := clienttest.Start(context.Background(), &clienttest.Options{Tokens: map[string]string{token: "alice"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := exampletest.StartServer(t, &clienttest.Options{Tokens: map[string]string{token: "alice"}})
 	for _, tc := range []struct {
 		args []string
 		want string

@@ -32,11 +32,7 @@ func issueData(action string, number int, title string) json.RawMessage {
 // HTTP with a token, publishes issue events, and checks what it prints.
 func TestTriage(t *testing.T) {
 	ctx := context.Background()
-	s, err := clienttest.Start(ctx, &clienttest.Options{Tokens: map[string]string{token: "alice"}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := exampletest.StartServer(t, &clienttest.Options{Tokens: map[string]string{token: "alice"}})
 
 	p := exampletest.Start(t, run, "-url", s.MCPEndpoint, "-token", token)
 	p.Stderr.WaitFor(t, "subscribed to github.issues.*")
@@ -76,11 +72,7 @@ func TestTriage(t *testing.T) {
 // TestTriageWithoutToken checks that, with no token, the example says that
 // its subscription ends with the session, and stops when it does.
 func TestTriageWithoutToken(t *testing.T) {
-	s, err := clienttest.Start(context.Background(), nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(s.Close)
+	s := exampletest.StartServer(t, nil)
 	p := exampletest.Start(t, run, "-url", s.MCPEndpoint, "-token", "")
 	p.Stderr.WaitFor(t, "no -token")
 	p.Stderr.WaitFor(t, "subscribed to github.issues.*")

@@ -5,12 +5,13 @@ package exampletest
 import (
 	"bytes"
 	"context"
+	"io"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
-	"io"
+	"github.com/mcpe-server/mcpe-server/client/clienttest"
 )
 
 // Wait bounds every wait.
@@ -18,6 +19,18 @@ const Wait = 10 * time.Second
 
 // RunFunc is an example's main, minus the process: it runs until ctx ends.
 type RunFunc func(ctx context.Context, args []string, stdout, stderr io.Writer) error
+
+// StartServer starts an in-process server with opts (nil for the
+// defaults) and closes it when the test ends.
+func StartServer(t *testing.T, opts *clienttest.Options) *clienttest.Server {
+	t.Helper()
+	s, err := clienttest.Start(context.Background(), opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	return s
+}
 
 // Process is a running example.
 type Process struct {
