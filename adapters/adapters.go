@@ -67,6 +67,25 @@ func WriteJSON(w http.ResponseWriter, status int, v any) {
 	json.NewEncoder(w).Encode(v)
 }
 
+// RequestError refuses a whole request: the status and the JSON refusal
+// (code and message) to answer it with.
+type RequestError struct {
+	Status  int
+	Code    string
+	Message string
+}
+
+// BadRequest returns a 400 invalid_payload refusal whose message is
+// fmt.Sprintf(format, args...).
+func BadRequest(format string, args ...any) *RequestError {
+	return &RequestError{Status: http.StatusBadRequest, Code: CodeInvalidPayload, Message: fmt.Sprintf(format, args...)}
+}
+
+func (e *RequestError) Error() string { return e.Message }
+
+// Write writes the refusal to w.
+func (e *RequestError) Write(w http.ResponseWriter) { WriteError(w, e.Status, e.Code, e.Message) }
+
 // Accepted is the body of a 202 answer: the IDs of the events published
 // (for a duplicate, the ID given the first time) and how many were
 // duplicates.

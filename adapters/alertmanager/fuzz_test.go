@@ -53,7 +53,7 @@ func FuzzNotification(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var (
 			n       *notification
-			reqErr  *requestError
+			reqErr  *adapters.RequestError
 			results []converted
 		)
 		if alloc := adaptertest.Allocated(func() {
@@ -65,8 +65,8 @@ func FuzzNotification(f *testing.F) {
 			t.Fatalf("parsing %d bytes allocated %d bytes; the bound is %d", len(body), alloc, allocBound(len(body)))
 		}
 		if reqErr != nil {
-			if reqErr.message == "" || (reqErr.status != http.StatusBadRequest && reqErr.status != http.StatusRequestEntityTooLarge) {
-				t.Fatalf("refusal %d %q", reqErr.status, reqErr.message)
+			if reqErr.Message == "" || (reqErr.Status != http.StatusBadRequest && reqErr.Status != http.StatusRequestEntityTooLarge) {
+				t.Fatalf("refusal %d %q", reqErr.Status, reqErr.Message)
 			}
 		} else {
 			if len(n.alerts) > MaxAlerts {

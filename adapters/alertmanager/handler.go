@@ -60,8 +60,8 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	n, reqErr := decode(body)
 	if reqErr != nil {
-		a.log.Warn("alertmanager notification refused", "status", reqErr.status, "error", reqErr.message)
-		adapters.WriteError(w, reqErr.status, reqErr.code, reqErr.message)
+		a.log.Warn("alertmanager notification refused", "status", reqErr.Status, "error", reqErr.Message)
+		reqErr.Write(w)
 		return
 	}
 	if n.truncatedAlerts > 0 {

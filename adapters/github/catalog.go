@@ -402,7 +402,7 @@ func (a *Adapter) example(f family) json.RawMessage {
 	body := strings.NewReplacer("$REPO", exampleRepo, "$ORG", exampleOrg, "$SENDER", exampleSender).Replace(f.example)
 	p, reqErr := decode([]byte(body))
 	if reqErr != nil {
-		panic("github: the catalog example of " + f.typ + " is not a payload: " + reqErr.message)
+		panic("github: the catalog example of " + f.typ + " is not a payload: " + reqErr.Message)
 	}
 	ev, err := a.event(f.event, "example", p, []byte(body), time.Time{})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -51,8 +52,8 @@ func FuzzPayload(f *testing.F) {
 	f.Fuzz(func(t *testing.T, event string, body []byte) {
 		p, reqErr := decode(body)
 		if reqErr != nil {
-			if reqErr.message == "" || reqErr.status != http.StatusBadRequest {
-				t.Fatalf("refusal %d %q", reqErr.status, reqErr.message)
+			if reqErr.Message == "" || reqErr.Status != http.StatusBadRequest {
+				t.Fatalf("refusal %d %q", reqErr.Status, reqErr.Message)
 			}
 		} else if ev, err := a.event(event, "delivery-1", p, body, t0); err != nil {
 			if err.Error() == "" {
@@ -118,8 +119,8 @@ func FuzzForm(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body string) {
 		raw, reqErr := payloadOf("application/x-www-form-urlencoded", []byte(body))
 		if reqErr != nil {
-			if reqErr.status != http.StatusBadRequest || reqErr.message == "" {
-				t.Fatalf("refusal %d %q", reqErr.status, reqErr.message)
+			if reqErr.Status != http.StatusBadRequest || reqErr.Message == "" {
+				t.Fatalf("refusal %d %q", reqErr.Status, reqErr.Message)
 			}
 			return
 		}
@@ -160,7 +161,7 @@ func TestAllocationBounded(t *testing.T) {
 	a, _ := newTestAdapter(t, nil)
 	var (
 		p      *payload
-		reqErr *requestError
+		reqErr *adapters.RequestError
 		ev     subscriptions.Event
 		err    error
 	)

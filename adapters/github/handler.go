@@ -49,9 +49,9 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		adapters.WriteError(w, http.StatusUnauthorized, adapters.CodeUnauthorized, err.Error())
 		return
 	}
-	refuse := func(e *requestError) {
-		logger.Warn("github delivery refused", "status", e.status, "error", e.message)
-		adapters.WriteError(w, e.status, e.code, e.message)
+	refuse := func(e *adapters.RequestError) {
+		logger.Warn("github delivery refused", "status", e.Status, "error", e.Message)
+		e.Write(w)
 	}
 	raw, reqErr := payloadOf(r.Header.Get("Content-Type"), body)
 	if reqErr != nil {
@@ -124,7 +124,7 @@ func (a *Adapter) ping(w http.ResponseWriter, logger *slog.Logger, p *payload) {
 // payloadOf returns the JSON payload of a body of the given content type:
 // the body itself for application/json, its payload field for
 // application/x-www-form-urlencoded (GitHub's two content types).
-func payloadOf(contentType string, body []byte) ([]byte, *requestError) {
+func payloadOf(contentType string, body []byte) ([]byte, *adapters.RequestError) {
 	mt, _, err := mime.ParseMediaType(contentType)
 	switch {
 	case err == nil && mt == "application/json":
@@ -140,10 +140,10 @@ func payloadOf(contentType string, body []byte) ([]byte, *requestError) {
 		}
 		return []byte(values[0]), nil
 	}
-	return nil, &requestError{
-		status: http.StatusUnsupportedMediaType,
-		code:   adapters.CodeUnsupportedMedia,
-		message: fmt.Sprintf("the content type %q is not one GitHub sends; choose application/json (recommended) or application/x-www-form-urlencoded as the webhook's content type",
+	return nil, &adapters.RequestError{
+		Status: http.StatusUnsupportedMediaType,
+		Code:   adapters.CodeUnsupportedMedia,
+		Message: fmt.Sprintf("the content type %q is not one GitHub sends; choose application/json (recommended) or application/x-www-form-urlencoded as the webhook's content type",
 			adapters.Clip(contentType, 100)),
 	}
 }

@@ -373,22 +373,14 @@ type payload struct {
 	Hook   obj[hook] `json:"hook"`
 }
 
-// requestError refuses a delivery.
-type requestError struct {
-	status  int
-	code    string
-	message string
-}
-
-func (e *requestError) Error() string { return e.message }
-
-func badRequest(message string) *requestError {
-	return &requestError{status: http.StatusBadRequest, code: adapters.CodeInvalidPayload, message: message}
+// badRequest is adapters.BadRequest of a message built whole.
+func badRequest(message string) *adapters.RequestError {
+	return &adapters.RequestError{Status: http.StatusBadRequest, Code: adapters.CodeInvalidPayload, Message: message}
 }
 
 // decode reads a JSON payload. Only a body that is not one JSON object is
 // refused; fields of unexpected types read as absent.
-func decode(body []byte) (*payload, *requestError) {
+func decode(body []byte) (*payload, *adapters.RequestError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return nil, badRequest("the payload is empty; GitHub sends a JSON object describing the event")

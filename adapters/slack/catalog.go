@@ -211,7 +211,7 @@ func (a *Adapter) buildCatalog() []subscriptions.EventType {
 func (a *Adapter) example(e entry) json.RawMessage {
 	req, reqErr := decode(fmt.Appendf(nil, exampleEnvelope, e.example))
 	if reqErr != nil {
-		panic("slack: the catalog example of " + e.typ + " is not a valid request: " + reqErr.message)
+		panic("slack: the catalog example of " + e.typ + " is not a valid request: " + reqErr.Message)
 	}
 	ev, err := a.event(req, time.Unix(1718293845, 0))
 	if err != nil {

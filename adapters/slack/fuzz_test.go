@@ -47,8 +47,8 @@ func FuzzRequest(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		req, reqErr := decode(body)
 		if reqErr != nil {
-			if reqErr.message == "" || reqErr.status != http.StatusBadRequest {
-				t.Fatalf("refusal %d %q", reqErr.status, reqErr.message)
+			if reqErr.Message == "" || reqErr.Status != http.StatusBadRequest {
+				t.Fatalf("refusal %d %q", reqErr.Status, reqErr.Message)
 			}
 		} else if req.kind == typeEventCallback {
 			ev, err := a.event(req, t0)

@@ -41,10 +41,10 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		a.refuse(w, &requestError{
-			status: http.StatusUnsupportedMediaType,
-			code:   adapters.CodeUnsupportedMedia,
-			message: "this endpoint receives the Events API, which posts JSON with \"Content-Type: application/json\"; " +
+		a.refuse(w, &adapters.RequestError{
+			Status: http.StatusUnsupportedMediaType,
+			Code:   adapters.CodeUnsupportedMedia,
+			Message: "this endpoint receives the Events API, which posts JSON with \"Content-Type: application/json\"; " +
 				"slash commands and interactive components post forms and need Request URLs of their own",
 		}, retry)
 		return
@@ -87,7 +87,7 @@ func (a *Adapter) publish(w http.ResponseWriter, r *http.Request, req *request, 
 	if err != nil {
 		var invalid *subscriptions.InvalidError
 		if errors.As(err, &invalid) {
-			a.refuse(w, badRequest("event %s was refused: %v", req.eventID, err), retry)
+			a.refuse(w, adapters.BadRequest("event %s was refused: %v", req.eventID, err), retry)
 			return
 		}
 		// Answer 5xx so that Slack retries; a retry of an event that was
@@ -109,12 +109,12 @@ func (a *Adapter) publish(w http.ResponseWriter, r *http.Request, req *request, 
 // refuse logs and writes a refusal. A 4xx other than 401 also asks Slack
 // not to retry, since a retry would be refused the same way; after a 401
 // a retry may succeed once the secret or the clock is set right.
-func (a *Adapter) refuse(w http.ResponseWriter, e *requestError, retry []any) {
-	a.log.Warn("slack request refused", append([]any{"status", e.status, "error", e.message}, retry...)...)
-	if e.status != http.StatusUnauthorized && e.status < 500 {
+func (a *Adapter) refuse(w http.ResponseWriter, e *adapters.RequestError, retry []any) {
+	a.log.Warn("slack request refused", append([]any{"status", e.Status, "error", e.Message}, retry...)...)
+	if e.Status != http.StatusUnauthorized && e.Status < 500 {
 		w.Header().Set(HeaderNoRetry, "1")
 	}
-	adapters.WriteError(w, e.status, e.code, e.message)
+	e.Write(w)
 }
 
 // retryAttrs are the log attributes of a retry by Slack: its number and
