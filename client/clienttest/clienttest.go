@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -99,6 +100,9 @@ func Start(ctx context.Context, opts *Options) (s *Server, err error) {
 		Clock:     o.Clock,
 		Logger:    o.Logger,
 		QueueSize: o.QueueSize,
+		// A test that moves its fake clock by a day would otherwise prune
+		// once for every minute passed.
+		PruneInterval: 24 * time.Hour,
 	})
 	if err != nil {
 		return nil, err

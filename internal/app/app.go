@@ -53,6 +53,11 @@ type Options struct {
 	// QueueSize is each session's notification queue; zero means the
 	// sessions package's default.
 	QueueSize int
+	// PruneInterval is how often retention is applied; zero means the
+	// subscriptions package's default (a minute). A test that moves a fake
+	// clock by a day sets it longer, so as not to prune once per minute
+	// passed.
+	PruneInterval time.Duration
 }
 
 // App is a running mcpe-server without its listeners. Build it with New and
@@ -131,6 +136,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 			DedupWindow:     time.Duration(cfg.Inbox.DedupWindow),
 			ExpiredMaxAge:   time.Duration(cfg.Inbox.ExpiredMaxAge),
 		},
+		PruneInterval:   opts.PruneInterval,
 		EphemeralPrefix: server.SessionPrincipalPrefix,
 		Handlers:        a.handlers.byType,
 		SecretGrace:     secretGrace(cfg),
