@@ -3,34 +3,13 @@ package adapters
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// DescribeJSON names the kind of a JSON value for error messages: "an
-// object", "an array", "a string", "a number", "a boolean", "null", and
-// "empty" or "invalid JSON" for what is no value.
-func DescribeJSON(data []byte) string {
-	data = bytes.TrimSpace(data)
-	if len(data) == 0 {
-		return "empty"
-	}
-	if !json.Valid(data) {
-		return "invalid JSON"
-	}
-	switch data[0] {
-	case '{':
-		return "an object"
-	case '[':
-		return "an array"
-	case '"':
-		return "a string"
-	case 't', 'f':
-		return "a boolean"
-	case 'n':
-		return "null"
-	default:
-		return "a number"
-	}
-}
+// DescribeJSON names the kind of a JSON value for error messages; it is
+// subscriptions.DescribeJSON, which POST /v1/events uses too.
+func DescribeJSON(data []byte) string { return subscriptions.DescribeJSON(data) }
 
 // IsNull reports whether raw is the JSON null, white space around it
 // allowed.

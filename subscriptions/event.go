@@ -99,7 +99,7 @@ func (e *Event) Normalize(now time.Time) error {
 	case len(data) == 0:
 		e.Data = json.RawMessage("{}")
 	case data[0] != '{' || !json.Valid(data):
-		return invalid("data", "must be a JSON object, such as {\"number\": 42}, not %s", describeJSON(data))
+		return invalid("data", "must be a JSON object, such as {\"number\": 42}, not %s", DescribeJSON(data))
 	default:
 		var buf bytes.Buffer
 		if err := json.Compact(&buf, data); err != nil {
@@ -188,12 +188,20 @@ func validateTags(field string, tags []string) error {
 	return nil
 }
 
-// describeJSON names the kind of a JSON value for error messages.
-func describeJSON(data []byte) string {
+// DescribeJSON names the kind of a JSON value for error messages: "an
+// object", "an array", "a string", "a number", "a boolean", "null", and
+// "empty" or "invalid JSON" for what is no value.
+func DescribeJSON(data []byte) string {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 {
+		return "empty"
+	}
 	if !json.Valid(data) {
 		return "invalid JSON"
 	}
 	switch data[0] {
+	case '{':
+		return "an object"
 	case '[':
 		return "an array"
 	case '"':
