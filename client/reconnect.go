@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/mcpbridge"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/tools"
 )
@@ -215,22 +216,12 @@ func (c *Client) delivered() {
 // what was sent into the broken one. The Client then catches up, ahead of
 // what the new stream brings.
 func (c *Client) watchStream(t *mcp.StreamableClientTransport) *mcp.StreamableClientTransport {
-	cp := *t
-	hc := http.DefaultClient
-	if t.HTTPClient != nil {
-		hc = t.HTTPClient
-	}
-	client := *hc
-	base := client.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	client.Transport = &streamWatch{base: base, reopened: func() {
-		c.log.Warn("MCPE event stream reopened; catching up")
-		c.queue.push(item{catchUp: &catchUp{}})
-	}}
-	cp.HTTPClient = &client
-	return &cp
+	return mcpbridge.WrapHTTP(t, func(base http.RoundTripper) http.RoundTripper {
+		return &streamWatch{base: base, reopened: func() {
+			c.log.Warn("MCPE event stream reopened; catching up")
+			c.queue.push(item{catchUp: &catchUp{}})
+		}}
+	})
 }
 
 // streamWatch counts the event streams opened by GET.

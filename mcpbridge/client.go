@@ -20,21 +20,26 @@ type Handler func(method string, params json.RawMessage)
 // every MCPE notification (method prefix "events/") to h.
 func ClientTransport(t mcp.Transport, h Handler) mcp.Transport {
 	if st, ok := t.(*mcp.StreamableClientTransport); ok {
-		cp := *st
-		base := http.DefaultClient
-		if st.HTTPClient != nil {
-			base = st.HTTPClient
-		}
-		client := *base
-		rt := client.Transport
-		if rt == nil {
-			rt = http.DefaultTransport
-		}
-		client.Transport = &sseTap{base: rt, handler: h}
-		cp.HTTPClient = &client
-		return &cp
+		return WrapHTTP(st, func(rt http.RoundTripper) http.RoundTripper { return &sseTap{base: rt, handler: h} })
 	}
 	return &filterTransport{Transport: t, handler: h}
+}
+
+// WrapHTTP returns a copy of t whose HTTP requests go through wrap(base),
+// base being the round tripper t would have used; t is left as it was.
+func WrapHTTP(t *mcp.StreamableClientTransport, wrap func(base http.RoundTripper) http.RoundTripper) *mcp.StreamableClientTransport {
+	cp := *t
+	client := *http.DefaultClient
+	if t.HTTPClient != nil {
+		client = *t.HTTPClient
+	}
+	base := client.Transport
+	if base == nil {
+		base = http.DefaultTransport
+	}
+	client.Transport = wrap(base)
+	cp.HTTPClient = &client
+	return &cp
 }
 
 // filterTransport takes MCPE notifications out of Connection.Read.

@@ -466,3 +466,39 @@ func TestSSETapOtherResponses(t *testing.T) {
 		t.Errorf("handled %v; want nothing from non-SSE responses", got())
 	}
 }
+
+// roundTripperFunc is an http.RoundTripper made of a function.
+type roundTripperFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+func TestWrapHTTP(t *testing.T) {
+	// Without an HTTP client, the wrapper gets the default transport.
+	bare := &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:1/mcp"}
+	var got http.RoundTripper
+	w := WrapHTTP(bare, func(base http.RoundTripper) http.RoundTripper { got = base; return base })
+	if got != http.DefaultTransport || bare.HTTPClient != nil || w.Endpoint != bare.Endpoint {
+		t.Errorf("bare transport: base %v, original client %v, endpoint %q", got, bare.HTTPClient, w.Endpoint)
+	}
+
+	// With one, its transport is wrapped and the original is left alone.
+	own := roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("own") })
+	hc := &http.Client{Transport: own}
+	st := &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:1/mcp", HTTPClient: hc}
+	wrapped := roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("wrapped") })
+	w = WrapHTTP(st, func(base http.RoundTripper) http.RoundTripper {
+		if _, err := base.RoundTrip(nil); err == nil || err.Error() != "own" {
+			t.Errorf("base is not the client's transport (%v)", err)
+		}
+		return wrapped
+	})
+	if st.HTTPClient != hc || hc.Transport == nil {
+		t.Fatal("the original transport or its client was changed")
+	}
+	if _, err := hc.Transport.RoundTrip(nil); err.Error() != "own" {
+		t.Error("the original client's transport was replaced")
+	}
+	if _, err := w.HTTPClient.Transport.RoundTrip(nil); err == nil || err.Error() != "wrapped" {
+		t.Errorf("the copy's transport is not the wrapper (%v)", err)
+	}
+}
