@@ -150,6 +150,16 @@ func (a *Adapters) validate() error {
 				if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
 					return fmt.Errorf("%s.url %q: give an http or https URL, e.g. \"https://mcp.example.com/mcp\"", field, u.URL)
 				}
+				if len(u.Env) > 0 {
+					return fmt.Errorf("%s.env: env is for a command upstream; give a url upstream its settings with headers", field)
+				}
+			default:
+				if strings.TrimSpace(u.Command[0]) == "" {
+					return fmt.Errorf("%s.command: the program (first element) is empty", field)
+				}
+				if len(u.Headers) > 0 {
+					return fmt.Errorf("%s.headers: headers are for a url upstream; give a command its settings with env", field)
+				}
 			}
 			if v := u.ProtocolVersion; v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) {
 				return fmt.Errorf("%s.protocolVersion %q: use one of %s, or leave it out to choose", field, v, strings.Join(mcp.SupportedProtocolVersions(), ", "))
