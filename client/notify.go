@@ -4,13 +4,11 @@ import (
 	"encoding/json"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpe-server/mcpe-server/mcpbridge"
 )
 
 // This file is the one place where the client receives MCPE notifications.
 // The go-sdk (v1.8) drops notifications whose method it does not know before
-// any middleware sees them, so the transport is wrapped by mcpbridge, which
+// any middleware sees them, so the transport is wrapped by Tap (tap.go), which
 // takes events/* out of the stream and hands them over here; see
 // https://github.com/modelcontextprotocol/go-sdk/issues/745. When the SDK
 // gains a public API for custom notifications, wrap shrinks to a handler
@@ -23,7 +21,7 @@ func (c *Client) wrap(t mcp.Transport) mcp.Transport {
 	if st, ok := t.(*mcp.StreamableClientTransport); ok {
 		t = c.watchStream(st)
 	}
-	return mcpbridge.ClientTransport(t, c.received)
+	return Tap(t, c.received)
 }
 
 // received queues one notification for the dispatcher. It runs on the

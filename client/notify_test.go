@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/client"
-	"github.com/mcpe-server/mcpe-server/mcpbridge"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -29,7 +29,7 @@ func TestBridgeDeliversNotifications(t *testing.T) {
 		End string `json:"end"`
 	}
 	mcp.AddTool(server, &mcp.Tool{Name: "emit"}, func(ctx context.Context, req *mcp.CallToolRequest, args emitArgs) (*mcp.CallToolResult, struct{}, error) {
-		sink, err := mcpbridge.SessionSink(req.Session)
+		sink, err := mcpserver.SessionSink(req.Session)
 		if err != nil {
 			return nil, struct{}{}, err
 		}

@@ -12,7 +12,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/mcpbridge"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/tools"
 )
@@ -216,7 +215,7 @@ func (c *Client) delivered() {
 // what was sent into the broken one. The Client then catches up, ahead of
 // what the new stream brings.
 func (c *Client) watchStream(t *mcp.StreamableClientTransport) *mcp.StreamableClientTransport {
-	return mcpbridge.WrapHTTP(t, func(base http.RoundTripper) http.RoundTripper {
+	return wrapHTTP(t, func(base http.RoundTripper) http.RoundTripper {
 		return &streamWatch{base: base, reopened: func() {
 			c.log.Warn("MCPE event stream reopened; catching up")
 			c.queue.push(item{catchUp: &catchUp{}})

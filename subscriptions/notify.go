@@ -12,20 +12,6 @@ const (
 	MethodSubscriptionExpired = "events/subscription_expired"
 )
 
-// Notification is a message for a principal's live sessions.
-type Notification struct {
-	Method string
-	// Params are encoded as JSON; a json.RawMessage is sent as it is.
-	Params any
-}
-
-// Notifier sends notifications to every live session of a principal. Notify
-// must not block: an implementation queues, and drops what a slow session
-// cannot take (the inbox keeps it for events_poll).
-type Notifier interface {
-	Notify(principal string, n Notification)
-}
-
 // Presence tells whether a principal has a live session.
 type Presence interface {
 	Connected(principal string) bool

@@ -8,8 +8,8 @@ import (
 	"strings"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
-	"github.com/mcpe-server/mcpe-server/bearer"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -62,7 +62,7 @@ type Options struct {
 	// Tokens, when not empty, are the bearer tokens Alertmanager must send
 	// ("Authorization: Bearer <token>", http_config.authorization in its
 	// webhook_config). Nil or empty accepts requests without a token.
-	Tokens *bearer.Set
+	Tokens *httpapi.Tokens
 	// SeverityPriorities maps values of the severity label, compared
 	// without regard to case, to priorities. Nil means
 	// DefaultSeverityPriorities; a map given replaces it. A severity it
@@ -82,7 +82,7 @@ type Options struct {
 // use.
 type Adapter struct {
 	pub        subscriptions.Publisher
-	tokens     *bearer.Set
+	tokens     *httpapi.Tokens
 	severities map[string]subscriptions.Priority
 	maxBody    int64
 	clock      clock.Clock

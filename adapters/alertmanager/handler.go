@@ -7,7 +7,7 @@ import (
 	"net/http"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
-	"github.com/mcpe-server/mcpe-server/bearer"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -115,7 +115,7 @@ func (a *Adapter) authorized(w http.ResponseWriter, r *http.Request) bool {
 	if a.tokens.Len() == 0 {
 		return true
 	}
-	token, ok := bearer.FromRequest(r)
+	token, ok := httpapi.BearerToken(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server"`)
 		adapters.WriteError(w, http.StatusUnauthorized, adapters.CodeUnauthorized,

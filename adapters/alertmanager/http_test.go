@@ -12,13 +12,13 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/bearer"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 func TestBearerToken(t *testing.T) {
 	body := adaptertest.ReadFixture(t, "resolved.json")
-	tokens := bearer.NewSet(map[string]string{"s3cret-token": "alertmanager"})
+	tokens := httpapi.NewTokens(map[string]string{"s3cret-token": "alertmanager"})
 	tests := []struct {
 		name       string
 		header     []string
@@ -59,7 +59,7 @@ func TestBearerToken(t *testing.T) {
 // Without tokens configured, no token is asked for, and one sent is
 // ignored.
 func TestNoTokensConfigured(t *testing.T) {
-	for _, tokens := range []*bearer.Set{nil, bearer.NewSet(nil)} {
+	for _, tokens := range []*httpapi.Tokens{nil, httpapi.NewTokens(nil)} {
 		a, _ := newTestAdapter(t, func(o *Options) { o.Tokens = tokens })
 		for _, h := range [][]string{nil, {"Authorization", "Bearer anything"}} {
 			if w := post(a, adaptertest.ReadFixture(t, "resolved.json"), h...); w.Code != http.StatusAccepted {

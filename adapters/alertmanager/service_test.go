@@ -11,8 +11,8 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
-	"github.com/mcpe-server/mcpe-server/bearer"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -25,7 +25,7 @@ func TestRedeliveryRoutedOnce(t *testing.T) {
 	svc := adaptertest.NewService(t, clk, rec, "alice", subscriptions.Filter{EventTypes: []string{"alert.*"}})
 	a, err := alertmanager.New(alertmanager.Options{
 		Publisher: svc,
-		Tokens:    bearer.NewSet(map[string]string{"am-token": "alertmanager"}),
+		Tokens:    httpapi.NewTokens(map[string]string{"am-token": "alertmanager"}),
 		Clock:     clk,
 	})
 	if err != nil {

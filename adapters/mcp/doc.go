@@ -29,7 +29,7 @@
 // re-published with their data, timestamp, priority and tags, the tag
 // "upstream:<name>" added, and sourceEventId "<name>:<original id>", so that
 // an event the upstream sends again is accepted once. The go-sdk client drops
-// such custom notifications; mcpbridge.ClientTransport hands them over. An
+// such custom notifications; client.Tap hands them over. An
 // event whose prefixed type is not a valid type (too long, too many segments)
 // or is one of the types above, or whose data is not an object or is larger
 // than MaxEventDataBytes, is logged and skipped. A log message's data is cut

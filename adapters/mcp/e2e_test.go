@@ -21,7 +21,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/mcpbridge"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -87,7 +87,7 @@ func (c *controlled) do(order string) error {
 		}
 	case "event":
 		for ss := range c.server.Sessions() {
-			sink, err := mcpbridge.SessionSink(ss)
+			sink, err := mcpserver.SessionSink(ss)
 			if err != nil {
 				return err
 			}

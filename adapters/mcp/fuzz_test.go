@@ -13,7 +13,7 @@ import (
 
 // parse runs what the adapter does with one notification an upstream
 // sends: the SDK decodes the params of the notifications it knows (a log
-// message, a resource update), mcpbridge hands over events/* as they are.
+// message, a resource update), client.Tap hands over events/* as they are.
 func parse(method string, params []byte) ([]subscriptions.Event, []error) {
 	switch method {
 	case "notifications/message":

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/mcpbridge"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -164,7 +164,7 @@ func eventParams(t *testing.T, event string) json.RawMessage {
 // notifyUntilDelivered writes one notification with sink, retrying while
 // the session cannot take it yet: over Streamable HTTP the client opens its
 // standalone event stream shortly after it connects.
-func notifyUntilDelivered(t *testing.T, sink *mcpbridge.Sink, method string, params json.RawMessage) {
+func notifyUntilDelivered(t *testing.T, sink *mcpserver.Sink, method string, params json.RawMessage) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

@@ -23,7 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/mcpbridge"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -154,9 +154,9 @@ func (up *httpUpstream) session(t *testing.T) *mcp.ServerSession {
 
 // sink returns a Sink to the adapter's session, once it takes
 // notifications.
-func (up *httpUpstream) sink(t *testing.T) *mcpbridge.Sink {
+func (up *httpUpstream) sink(t *testing.T) *mcpserver.Sink {
 	t.Helper()
-	sink, err := mcpbridge.SessionSink(up.session(t))
+	sink, err := mcpserver.SessionSink(up.session(t))
 	if err != nil {
 		t.Fatalf("SessionSink: %v", err)
 	}
@@ -164,7 +164,7 @@ func (up *httpUpstream) sink(t *testing.T) *mcpbridge.Sink {
 }
 
 // notify sends a notification that the session is known to take.
-func notify(t *testing.T, sink *mcpbridge.Sink, method string, params json.RawMessage) {
+func notify(t *testing.T, sink *mcpserver.Sink, method string, params json.RawMessage) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

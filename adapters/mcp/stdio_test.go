@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/mcpbridge"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 )
 
 // runStdioUpstream is the test binary re-executed as a stdio MCP server: once
@@ -23,7 +23,7 @@ import (
 func runStdioUpstream() {
 	server := mcp.NewServer(&mcp.Implementation{Name: "stdio-upstream", Version: "0"}, &mcp.ServerOptions{
 		InitializedHandler: func(_ context.Context, req *mcp.InitializedRequest) {
-			sink, err := mcpbridge.SessionSink(req.Session)
+			sink, err := mcpserver.SessionSink(req.Session)
 			if err != nil {
 				fmt.Fprintln(os.Stderr, "sink:", err)
 				return

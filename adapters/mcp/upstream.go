@@ -19,7 +19,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/mcpbridge"
+	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -161,8 +161,8 @@ func (u *upstream) serve(ctx context.Context) (connected bool, upFor time.Durati
 	if err != nil {
 		return false, 0, err
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpe-server", Version: version()}, s.clientOptions())
-	cs, err := client.Connect(setupCtx, mcpbridge.ClientTransport(transport, s.custom), &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.protocolVersion()})
+	mc := mcp.NewClient(&mcp.Implementation{Name: "mcpe-server", Version: version()}, s.clientOptions())
+	cs, err := mc.Connect(setupCtx, client.Tap(transport, s.custom), &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.protocolVersion()})
 	if err != nil {
 		return false, 0, stderr.explain(fmt.Errorf("connect: %w", err))
 	}
@@ -231,10 +231,10 @@ func (u *upstream) transport(s *session) (mcp.Transport, *stderrLog, error) {
 		cmd.WaitDelay = stdioGrace
 		return &mcp.CommandTransport{Command: cmd, TerminateDuration: stdioGrace}, stderr, nil
 	}
-	client := &http.Client{Transport: &httpTransport{base: u.httpBase, headers: u.cfg.Headers, s: s}}
+	hc := &http.Client{Transport: &httpTransport{base: u.httpBase, headers: u.cfg.Headers, s: s}}
 	// MaxRetries -1: a broken stream ends the session at once, and the
 	// adapter reconnects on its own clock and says so in States.
-	return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: client, MaxRetries: -1}, nil, nil
+	return &mcp.StreamableClientTransport{Endpoint: u.cfg.URL, HTTPClient: hc, MaxRetries: -1}, nil, nil
 }
 
 // emit queues one of the adapter's own events.
@@ -328,7 +328,7 @@ func (s *session) publish(ev subscriptions.Event, err error) {
 	s.u.enqueue(s.ctx, ev)
 }
 
-// custom receives the MCPE notifications mcpbridge takes out of the
+// custom receives the MCPE notifications client.Tap takes out of the
 // stream.
 func (s *session) custom(method string, params json.RawMessage) {
 	events, errs := notificationEvents(s.u.cfg.Name, method, params)

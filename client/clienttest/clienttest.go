@@ -20,10 +20,10 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/config"
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/internal/app"
-	"github.com/mcpe-server/mcpe-server/server"
-	"github.com/mcpe-server/mcpe-server/sessions"
+	"github.com/mcpe-server/mcpe-server/internal/config"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -56,8 +56,8 @@ type Server struct {
 	// Service, Sessions and MCP are the server's parts, for tests that
 	// reach inside.
 	Service  *subscriptions.Service
-	Sessions *sessions.Registry
-	MCP      *server.Server
+	Sessions *realtime.Registry
+	MCP      *mcpserver.Server
 
 	clock clock.Clock
 	store *sqlite.Store

@@ -15,14 +15,14 @@ import (
 	"runtime/debug"
 	"syscall"
 
-	"github.com/mcpe-server/mcpe-server/server"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 )
 
-// tuneGC sets the collector's target to server.GCPercent unless the
+// tuneGC sets the collector's target to mcpserver.GCPercent unless the
 // operator chose a GOGC.
 func tuneGC(getenv func(string) string) {
 	if getenv("GOGC") == "" {
-		debug.SetGCPercent(server.GCPercent)
+		debug.SetGCPercent(mcpserver.GCPercent)
 	}
 }
 

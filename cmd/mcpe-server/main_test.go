@@ -23,7 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
-	"github.com/mcpe-server/mcpe-server/server"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -878,7 +878,7 @@ func TestTuneGC(t *testing.T) {
 	for _, tc := range []struct {
 		gogc string
 		want int
-	}{{"", server.GCPercent}, {"100", 100}, {"off", 100}} {
+	}{{"", mcpserver.GCPercent}, {"100", 100}, {"off", 100}} {
 		debug.SetGCPercent(100)
 		tuneGC(func(name string) string {
 			if name == "GOGC" {

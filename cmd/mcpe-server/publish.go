@@ -14,7 +14,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/ingest"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -96,13 +96,13 @@ func publish(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 		return fmt.Errorf("publish: read answer: %w", err)
 	}
 	if resp.StatusCode != http.StatusAccepted {
-		var e ingest.ErrorBody
+		var e httpapi.ErrorBody
 		if json.Unmarshal(respBody, &e) == nil && e.Error.Message != "" {
 			return fmt.Errorf("publish: server refused the event (%s, %s): %s", resp.Status, e.Error.Code, e.Error.Message)
 		}
 		return fmt.Errorf("publish: server answered %s: %s", resp.Status, strings.TrimSpace(string(respBody)))
 	}
-	var ok ingest.Response
+	var ok httpapi.IngestResponse
 	if err := json.Unmarshal(respBody, &ok); err != nil {
 		return fmt.Errorf("publish: unexpected answer: %s", respBody)
 	}
@@ -131,7 +131,7 @@ func readData(v string, stdin io.Reader) (json.RawMessage, error) {
 	case v == "":
 		return nil, nil
 	case v == "-":
-		b, err := io.ReadAll(io.LimitReader(stdin, ingest.DefaultMaxBodyBytes+1))
+		b, err := io.ReadAll(io.LimitReader(stdin, httpapi.DefaultMaxBodyBytes+1))
 		return b, err
 	case strings.HasPrefix(v, "@"):
 		b, err := os.ReadFile(v[1:])

@@ -11,8 +11,8 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/config"
 	"github.com/mcpe-server/mcpe-server/internal/app"
+	"github.com/mcpe-server/mcpe-server/internal/config"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
 

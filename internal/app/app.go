@@ -16,18 +16,15 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/bearer"
-	"github.com/mcpe-server/mcpe-server/catalog"
+	"github.com/mcpe-server/mcpe-server/adapters/catalog"
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/config"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/handlers"
-	"github.com/mcpe-server/mcpe-server/httpapi"
-	"github.com/mcpe-server/mcpe-server/ingest"
-	"github.com/mcpe-server/mcpe-server/server"
-	"github.com/mcpe-server/mcpe-server/sessions"
+	"github.com/mcpe-server/mcpe-server/internal/config"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -65,8 +62,8 @@ type Options struct {
 type App struct {
 	// Service, Sessions, Server and Catalog are the server's parts.
 	Service  *subscriptions.Service
-	Sessions *sessions.Registry
-	Server   *server.Server
+	Sessions *realtime.Registry
+	Server   *mcpserver.Server
 	Catalog  *catalog.Catalog
 
 	cfg      *config.Config
@@ -103,7 +100,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}()
 
-	a.Sessions = sessions.New(&sessions.Options{QueueSize: opts.QueueSize, Logger: log})
+	a.Sessions = realtime.NewRegistry(&realtime.Options{QueueSize: opts.QueueSize, Logger: log})
 	late := &lateServer{}
 	if a.handlers, err = buildHandlers(&cfg.Handlers, late, log); err != nil {
 		return nil, err
@@ -120,7 +117,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:     opts.Store,
-		Deliverer: realtime.New(a.Sessions),
+		Deliverer: realtime.NewChannel(a.Sessions),
 		Presence:  a.Sessions,
 		Timings: map[subscriptions.Channel]subscriptions.Timing{
 			subscriptions.ChannelCron:      cron.New(&cron.Options{MinEvery: time.Duration(cfg.Delivery.MinEvery)}),
@@ -137,7 +134,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 			ExpiredMaxAge:   time.Duration(cfg.Inbox.ExpiredMaxAge),
 		},
 		PruneInterval:   opts.PruneInterval,
-		EphemeralPrefix: server.SessionPrincipalPrefix,
+		EphemeralPrefix: mcpserver.SessionPrincipalPrefix,
 		Handlers:        a.handlers.byType,
 		SecretGrace:     secretGrace(cfg),
 		JobsWritten:     a.runner.Wake,
@@ -157,7 +154,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if a.sources.served() && !opts.HTTP {
 		log.Warn("webhook adapters are configured but HTTP is not served, so nothing can reach them; start with --http ADDR or set http.addr")
 	}
-	srv, err := server.New(server.Options{
+	srv, err := mcpserver.New(mcpserver.Options{
 		Service:  svc,
 		Sessions: a.Sessions,
 		Version:  opts.Version,
@@ -191,19 +188,19 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	ingestHandler, err := ingest.NewHandler(ingest.Options{
+	ingestHandler, err := httpapi.NewIngest(httpapi.IngestOptions{
 		Publisher:    a.Catalog.Publisher(a.Service),
 		MaxBodyBytes: a.cfg.Ingest.MaxBodyBytes,
-		Tokens:       bearer.NewSet(ingestTokens),
+		Tokens:       httpapi.NewTokens(ingestTokens),
 		Clock:        a.opts.Clock,
 		Logger:       a.log,
 	})
 	if err != nil {
 		return nil, err
 	}
-	return httpapi.NewMux(httpapi.Options{
-		MCP: a.Server.HTTPHandler(server.HTTPOptions{
-			Tokens:         bearer.NewSet(principalTokens),
+	return httpapi.NewMux(httpapi.MuxOptions{
+		MCP: a.Server.HTTPHandler(mcpserver.HTTPOptions{
+			Tokens:         httpapi.NewTokens(principalTokens),
 			SessionTimeout: time.Duration(a.cfg.HTTP.SessionTimeout),
 		}),
 		Ingest:         ingestHandler,

@@ -11,11 +11,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/config"
 	"github.com/mcpe-server/mcpe-server/handlers/agent"
 	"github.com/mcpe-server/mcpe-server/handlers/bash"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
-	"github.com/mcpe-server/mcpe-server/server"
+	"github.com/mcpe-server/mcpe-server/internal/config"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -123,16 +123,16 @@ func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*h
 // the server is built after the handlers, and set here once it is.
 type lateServer struct {
 	mu  sync.RWMutex
-	srv *server.Server
+	srv *mcpserver.Server
 }
 
-func (l *lateServer) set(s *server.Server) {
+func (l *lateServer) set(s *mcpserver.Server) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.srv = s
 }
 
-func (l *lateServer) get() *server.Server {
+func (l *lateServer) get() *mcpserver.Server {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	return l.srv

@@ -8,13 +8,13 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
+	"github.com/mcpe-server/mcpe-server/adapters/catalog"
 	"github.com/mcpe-server/mcpe-server/adapters/github"
 	mcpadapter "github.com/mcpe-server/mcpe-server/adapters/mcp"
 	"github.com/mcpe-server/mcpe-server/adapters/slack"
-	"github.com/mcpe-server/mcpe-server/bearer"
-	"github.com/mcpe-server/mcpe-server/catalog"
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/config"
+	"github.com/mcpe-server/mcpe-server/internal/config"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -109,7 +109,7 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 		}
 		a, err := alertmanager.New(alertmanager.Options{
 			Publisher:          pub,
-			Tokens:             bearer.NewSet(tokens),
+			Tokens:             httpapi.NewTokens(tokens),
 			SeverityPriorities: config.Priorities(c.SeverityPriorities),
 			MaxBodyBytes:       c.MaxBodyBytes,
 			Clock:              clk,

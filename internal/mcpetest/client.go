@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/mcpbridge"
+	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -83,13 +83,13 @@ func Connect(t testing.TB, t2 mcp.Transport, opts *mcp.ClientSessionOptions) *Cl
 func ConnectWith(t testing.TB, t2 mcp.Transport, clientOpts *mcp.ClientOptions, opts *mcp.ClientSessionOptions) *Client {
 	t.Helper()
 	c := &Client{arrived: make(chan struct{}, 1)}
-	transport := mcpbridge.ClientTransport(&recordInit{Transport: t2, c: c}, func(method string, params json.RawMessage) {
+	transport := client.Tap(&recordInit{Transport: t2, c: c}, func(method string, params json.RawMessage) {
 		c.push(Notification{Method: method, Params: params})
 	})
 	if _, ok := t2.(*mcp.StreamableClientTransport); ok {
 		// recordInit would hide the streamable connection's private
 		// interface and so its event stream; the bridge taps HTTP instead.
-		transport = mcpbridge.ClientTransport(t2, func(method string, params json.RawMessage) {
+		transport = client.Tap(t2, func(method string, params json.RawMessage) {
 			c.push(Notification{Method: method, Params: params})
 		})
 	}

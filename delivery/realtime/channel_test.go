@@ -12,7 +12,7 @@ import (
 
 type notified struct {
 	Principal    string
-	Notification subscriptions.Notification
+	Notification Notification
 }
 
 // recorder is a Notifier that remembers what it was given.
@@ -20,7 +20,7 @@ type recorder struct{ got []notified }
 
 // Notify records n with pre-encoded params decoded into their typed form,
 // so that tests compare values.
-func (r *recorder) Notify(principal string, n subscriptions.Notification) {
+func (r *recorder) Notify(principal string, n Notification) {
 	if raw, ok := n.Params.(json.RawMessage); ok {
 		var typed any
 		switch n.Method {
@@ -54,7 +54,7 @@ func TestDeliver(t *testing.T) {
 				{Seq: 7, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxEvent, Event: ev1, CreatedAt: at},
 			},
 			want: []notified{
-				{Principal: "alice", Notification: subscriptions.Notification{
+				{Principal: "alice", Notification: Notification{
 					Method: subscriptions.MethodEvent,
 					Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "7", Event: ev1},
 				}},
@@ -66,11 +66,11 @@ func TestDeliver(t *testing.T) {
 				{Seq: 9, Principal: "alice", SubscriptionIDs: []string{"sub-1", "sub-2"}, Kind: subscriptions.InboxEvent, Event: ev1},
 			},
 			want: []notified{
-				{Principal: "alice", Notification: subscriptions.Notification{
+				{Principal: "alice", Notification: Notification{
 					Method: subscriptions.MethodEvent,
 					Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "9", Event: ev1},
 				}},
-				{Principal: "alice", Notification: subscriptions.Notification{
+				{Principal: "alice", Notification: Notification{
 					Method: subscriptions.MethodEvent,
 					Params: subscriptions.EventParams{SubscriptionID: "sub-2", Cursor: "9", Event: ev1},
 				}},
@@ -86,19 +86,19 @@ func TestDeliver(t *testing.T) {
 				{Seq: 14, Principal: "carol", SubscriptionIDs: []string{"sub-4"}, Kind: subscriptions.InboxKind("future_kind"), Event: ev2},
 			},
 			want: []notified{
-				{Principal: "alice", Notification: subscriptions.Notification{
+				{Principal: "alice", Notification: Notification{
 					Method: subscriptions.MethodEvent,
 					Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "10", Event: ev1},
 				}},
-				{Principal: "bob", Notification: subscriptions.Notification{
+				{Principal: "bob", Notification: Notification{
 					Method: subscriptions.MethodEvent,
 					Params: subscriptions.EventParams{SubscriptionID: "sub-2", Cursor: "11", Event: ev1},
 				}},
-				{Principal: "alice", Notification: subscriptions.Notification{
+				{Principal: "alice", Notification: Notification{
 					Method: subscriptions.MethodSubscriptionExpired,
 					Params: subscriptions.ExpiredParams{SubscriptionID: "sub-3", Cursor: "12"},
 				}},
-				{Principal: "alice", Notification: subscriptions.Notification{
+				{Principal: "alice", Notification: Notification{
 					Method: subscriptions.MethodEvent,
 					Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "13", Event: ev2},
 				}},
@@ -111,7 +111,7 @@ func TestDeliver(t *testing.T) {
 					Events: []json.RawMessage{ev1, ev2}, Remaining: 3},
 			},
 			want: []notified{
-				{Principal: "alice", Notification: subscriptions.Notification{
+				{Principal: "alice", Notification: Notification{
 					Method: subscriptions.MethodBatch,
 					Params: subscriptions.BatchParams{SubscriptionID: "sub-9", Cursor: "5", Events: []json.RawMessage{ev1, ev2}, Remaining: 3},
 				}},
@@ -128,7 +128,7 @@ func TestDeliver(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var r recorder
-			New(&r).Deliver(tt.entries)
+			NewChannel(&r).Deliver(tt.entries)
 			if diff := cmp.Diff(tt.want, r.got); diff != "" {
 				t.Errorf("mismatch (-want +got):\n%s", diff)
 			}
@@ -139,7 +139,7 @@ func TestDeliver(t *testing.T) {
 // The params are what a client reads on the wire: check their JSON form.
 func TestDeliverWireForm(t *testing.T) {
 	var r recorder
-	New(&r).Deliver([]subscriptions.InboxEntry{{
+	NewChannel(&r).Deliver([]subscriptions.InboxEntry{{
 		Seq: 42, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxEvent,
 		Event: json.RawMessage(`{"id":"e1","type":"a.b","data":{"n":1}}`),
 	}})

@@ -1,4 +1,4 @@
-package mcpbridge
+package mcpserver
 
 import (
 	"context"
@@ -11,14 +11,16 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/client"
 )
 
 // waitLimit bounds every wait in these tests.
 const waitLimit = 10 * time.Second
 
 // upgradeHelp is the start of every failure of TestSessionSinkLayout.
-const upgradeHelp = "mcpbridge no longer works with the go-sdk in go.mod. It reaches an unexported field of " +
-	"mcp.ServerSession (see server.go) because the SDK has no public way to send custom notifications " +
+const upgradeHelp = "the notification bridge (bridge.go) no longer works with the go-sdk in go.mod. It reaches an unexported field of " +
+	"mcp.ServerSession (see bridge.go) because the SDK has no public way to send custom notifications " +
 	"(https://github.com/modelcontextprotocol/go-sdk/issues/745). If the SDK was just upgraded, update " +
 	"the bridge (or switch to the upstream API if it has landed) before shipping: without it no client " +
 	"receives events/event notifications"
@@ -29,8 +31,8 @@ type notification struct {
 	Params string
 }
 
-// collector returns a Handler that sends what it gets to the channel.
-func collector() (Handler, chan notification) {
+// collector returns a client.TapHandler that sends what it gets to the channel.
+func collector() (client.TapHandler, chan notification) {
 	ch := make(chan notification, 64)
 	return func(method string, params json.RawMessage) {
 		ch <- notification{Method: method, Params: string(params)}
@@ -39,7 +41,7 @@ func collector() (Handler, chan notification) {
 
 // connectInMemory connects a client with the bridge to server over the
 // in-memory transport and returns the server's session.
-func connectInMemory(t *testing.T, server *mcp.Server, h Handler, opts *mcp.ClientSessionOptions) (*mcp.ServerSession, *mcp.ClientSession) {
+func connectInMemory(t *testing.T, server *mcp.Server, h client.TapHandler, opts *mcp.ClientSessionOptions) (*mcp.ServerSession, *mcp.ClientSession) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -49,8 +51,8 @@ func connectInMemory(t *testing.T, server *mcp.Server, h Handler, opts *mcp.Clie
 		t.Fatalf("%s: server connect over in-memory transport: %v", upgradeHelp, err)
 	}
 	t.Cleanup(func() { ss.Close() })
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbridge-test-client", Version: "0"}, nil)
-	cs, err := client.Connect(ctx, ClientTransport(ct, h), opts)
+	mc := mcp.NewClient(&mcp.Implementation{Name: "bridge-test-client", Version: "0"}, nil)
+	cs, err := mc.Connect(ctx, client.Tap(ct, h), opts)
 	if err != nil {
 		t.Fatalf("%s: client connect over in-memory transport: %v", upgradeHelp, err)
 	}
@@ -61,16 +63,16 @@ func connectInMemory(t *testing.T, server *mcp.Server, h Handler, opts *mcp.Clie
 // connectHTTP serves server with the SDK's Streamable HTTP handler on a
 // loopback listener, connects a client with the bridge, and returns the
 // server's session.
-func connectHTTP(t *testing.T, server *mcp.Server, h Handler, opts *mcp.ClientSessionOptions) (*mcp.ServerSession, *mcp.ClientSession) {
+func connectHTTP(t *testing.T, server *mcp.Server, h client.TapHandler, opts *mcp.ClientSessionOptions) (*mcp.ServerSession, *mcp.ClientSession) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	handler := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, nil)
 	srv := httptest.NewServer(handler)
 	t.Cleanup(srv.Close)
-	client := mcp.NewClient(&mcp.Implementation{Name: "mcpbridge-test-client", Version: "0"}, nil)
-	transport := ClientTransport(&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: srv.Client()}, h)
-	cs, err := client.Connect(ctx, transport, opts)
+	mc := mcp.NewClient(&mcp.Implementation{Name: "bridge-test-client", Version: "0"}, nil)
+	transport := client.Tap(&mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: srv.Client()}, h)
+	cs, err := mc.Connect(ctx, transport, opts)
 	if err != nil {
 		t.Fatalf("%s: client connect over Streamable HTTP: %v", upgradeHelp, err)
 	}
@@ -120,12 +122,12 @@ func notifyUntilDelivered(t *testing.T, sink *Sink, method string, params json.R
 }
 
 func TestSessionSinkLayout(t *testing.T) {
-	if err := Check(); err != nil {
-		t.Fatalf("%s: Check() = %v", upgradeHelp, err)
+	if err := CheckBridge(); err != nil {
+		t.Fatalf("%s: CheckBridge() = %v", upgradeHelp, err)
 	}
 	transports := []struct {
 		name    string
-		connect func(*testing.T, *mcp.Server, Handler, *mcp.ClientSessionOptions) (*mcp.ServerSession, *mcp.ClientSession)
+		connect func(*testing.T, *mcp.Server, client.TapHandler, *mcp.ClientSessionOptions) (*mcp.ServerSession, *mcp.ClientSession)
 	}{
 		{name: "in-memory", connect: connectInMemory},
 		{name: "streamable HTTP", connect: connectHTTP},
@@ -140,7 +142,7 @@ func TestSessionSinkLayout(t *testing.T) {
 	for _, tr := range transports {
 		for _, v := range versions {
 			t.Run(tr.name+"/"+v.name, func(t *testing.T) {
-				server := mcp.NewServer(&mcp.Implementation{Name: "mcpbridge-test", Version: "0"}, nil)
+				server := mcp.NewServer(&mcp.Implementation{Name: "bridge-test", Version: "0"}, nil)
 				h, got := collector()
 				ss, cs := tr.connect(t, server, h, v.opts)
 				if res := cs.InitializeResult(); res != nil {

@@ -2,7 +2,7 @@
 // the MCPE events capability in the initialize result, one principal per
 // caller, and the attachment of every live session to the session registry so
 // that notifications reach it. It serves stdio and Streamable HTTP.
-package server
+package mcpserver
 
 import (
 	"context"
@@ -19,9 +19,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/bearer"
-	"github.com/mcpe-server/mcpe-server/mcpbridge"
-	"github.com/mcpe-server/mcpe-server/sessions"
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/tools"
 )
@@ -58,7 +57,7 @@ type Options struct {
 	// Service is required.
 	Service Service
 	// Sessions receives every live session; required.
-	Sessions *sessions.Registry
+	Sessions *realtime.Registry
 	// Name and Version identify the server in the initialize result.
 	Name, Version string
 	// Instructions are sent to clients in the initialize result; empty
@@ -131,7 +130,7 @@ func New(opts Options) (*Server, error) {
 	if opts.Service == nil || opts.Sessions == nil {
 		return nil, errors.New("server: Options.Service and Options.Sessions are required")
 	}
-	if err := mcpbridge.Check(); err != nil {
+	if err := CheckBridge(); err != nil {
 		return nil, err
 	}
 	if opts.Name == "" {
@@ -316,7 +315,7 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	s.wg.Add(1)
 	s.mu.Unlock()
 
-	sink, err := mcpbridge.SessionSink(ss)
+	sink, err := SessionSink(ss)
 	if err != nil {
 		s.log.Error("cannot send notifications to this session", "principal", principal, "error", err)
 		s.wg.Done()
@@ -350,7 +349,7 @@ type HTTPOptions struct {
 	// Tokens map bearer tokens to principals. When it holds any, every
 	// request needs a valid token (401 otherwise); when empty, each MCP
 	// session is its own principal.
-	Tokens *bearer.Set
+	Tokens *httpapi.Tokens
 	// SessionTimeout closes sessions idle for this long; zero never does.
 	SessionTimeout time.Duration
 }

@@ -1,4 +1,4 @@
-package sessions
+package realtime
 
 import (
 	"context"
@@ -27,8 +27,8 @@ type received struct {
 }
 
 // note returns the notification numbered n and how a sink receives it.
-func note(n int) (subscriptions.Notification, received) {
-	return subscriptions.Notification{Method: subscriptions.MethodEvent, Params: map[string]int{"n": n}},
+func note(n int) (Notification, received) {
+	return Notification{Method: subscriptions.MethodEvent, Params: map[string]int{"n": n}},
 		received{Method: subscriptions.MethodEvent, Params: fmt.Sprintf(`{"n":%d}`, n)}
 }
 
@@ -147,7 +147,7 @@ func (c *armedClock) AfterFunc(d time.Duration, f func()) clock.Timer {
 // newRegistry returns a registry closed when the test ends.
 func newRegistry(t *testing.T, opts *Options) *Registry {
 	t.Helper()
-	r := New(opts)
+	r := NewRegistry(opts)
 	t.Cleanup(r.Close)
 	return r
 }
@@ -199,13 +199,13 @@ func TestNotifyParams(t *testing.T) {
 	r := newRegistry(t, nil)
 	s := newChanSink()
 	r.Attach("alice", s)
-	r.Notify("alice", subscriptions.Notification{
+	r.Notify("alice", Notification{
 		Method: subscriptions.MethodSubscriptionExpired,
 		Params: subscriptions.ExpiredParams{SubscriptionID: "sub-1", Cursor: "9"},
 	})
 	// Params that cannot be encoded are dropped, not sent half-made.
-	r.Notify("alice", subscriptions.Notification{Method: subscriptions.MethodEvent, Params: func() {}})
-	r.Notify("alice", subscriptions.Notification{
+	r.Notify("alice", Notification{Method: subscriptions.MethodEvent, Params: func() {}})
+	r.Notify("alice", Notification{
 		Method: subscriptions.MethodEvent,
 		Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "10", Event: json.RawMessage(`{"id":"e"}`)},
 	})
@@ -476,7 +476,7 @@ func TestDetachDuringBackoff(t *testing.T) {
 }
 
 func TestClose(t *testing.T) {
-	r := New(nil)
+	r := NewRegistry(nil)
 	a, b := newChanSink(), newChanSink()
 	detachA := r.Attach("alice", a)
 	r.Attach("bob", b)
@@ -507,11 +507,11 @@ func TestClose(t *testing.T) {
 
 func TestOptionsDefaults(t *testing.T) {
 	for _, opts := range []*Options{nil, {}, {QueueSize: -1, WriteTimeout: -1, StreamWait: -1}} {
-		r := New(opts)
+		r := NewRegistry(opts)
 		got := r.opts
 		if got.QueueSize != DefaultQueueSize || got.WriteTimeout != DefaultWriteTimeout || got.StreamWait != DefaultStreamWait ||
 			got.Clock == nil || got.Logger == nil {
-			t.Errorf("New(%+v) options = %+v; want the defaults", opts, got)
+			t.Errorf("NewRegistry(%+v) options = %+v; want the defaults", opts, got)
 		}
 		r.Close()
 	}

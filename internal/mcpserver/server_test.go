@@ -1,4 +1,4 @@
-package server_test
+package mcpserver_test
 
 import (
 	"context"
@@ -19,8 +19,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
-	"github.com/mcpe-server/mcpe-server/server"
-	"github.com/mcpe-server/mcpe-server/sessions"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -33,8 +32,8 @@ type env struct {
 	clock *clock.Fake
 	store *sqlite.Store
 	svc   *subscriptions.Service
-	reg   *sessions.Registry
-	srv   *server.Server
+	reg   *realtime.Registry
+	srv   *mcpserver.Server
 }
 
 type envOptions struct {
@@ -56,10 +55,10 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := sessions.New(nil)
+	reg := realtime.NewRegistry(nil)
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:     store,
-		Deliverer: realtime.New(reg),
+		Deliverer: realtime.NewChannel(reg),
 		Presence:  reg,
 		Timings: map[subscriptions.Channel]subscriptions.Timing{
 			subscriptions.ChannelCron:      cron.New(nil),
@@ -67,7 +66,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		},
 		Clock:            o.clock,
 		MaxSubscriptions: o.max,
-		EphemeralPrefix:  server.SessionPrincipalPrefix,
+		EphemeralPrefix:  mcpserver.SessionPrincipalPrefix,
 		// Tests move the fake clock by hours and days; retention has its
 		// own tests.
 		PruneInterval: 24 * time.Hour,
@@ -78,7 +77,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Service: svc, Sessions: reg})
+	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,14 +521,14 @@ func TestRestartKeepsSubscriptionsAndInbox(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "mcpe.db")
 	clk := clock.NewFake(start)
 	e := newEnv(t, envOptions{dbPath: db, clock: clk})
-	c := e.connect(server.LocalPrincipal, nil)
+	c := e.connect(mcpserver.LocalPrincipal, nil)
 	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"ci.*"}}})
 	first := e.publish("ci.failed", `{"run": 1}`, subscriptions.Metadata{})
 	c.NextEvent(t)
 	e.close()
 
 	e2 := newEnv(t, envOptions{dbPath: db, clock: clk})
-	c2 := e2.connect(server.LocalPrincipal, nil)
+	c2 := e2.connect(mcpserver.LocalPrincipal, nil)
 	var list subscriptions.ListResult
 	c2.MustCall(t, "events_list", map[string]any{}, &list)
 	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != sub.ID || list.Subscriptions[0].DeliveredCount != 1 {
@@ -630,7 +629,7 @@ func TestBadToolInput(t *testing.T) {
 
 func TestHTTPSessionPrincipalForgottenWhenSessionEnds(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	hs := httptest.NewServer(e.srv.HTTPHandler(server.HTTPOptions{}))
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
 	t.Cleanup(hs.Close)
 	c := mcpetest.Connect(t, &mcp.StreamableClientTransport{Endpoint: hs.URL}, nil)
 	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"x"}}})

@@ -1,4 +1,18 @@
-package mcpbridge
+package mcpserver
+
+// This file sends MCPE's custom notifications (events/event, events/batch,
+// events/subscription_expired) over the go-sdk, which has no public API for
+// them in v1.8: sending a method outside its own table fails with
+// ErrNotHandled. See https://github.com/modelcontextprotocol/go-sdk/issues/745
+// (and the open PRs that add SendNotification); when that lands, this file
+// shrinks to a call of the upstream API.
+//
+// SessionSink reaches the session's mcp.Connection, the only step that uses
+// an unexported field, and writes JSON-RPC notifications to it with the
+// public Connection.Write. This works for every transport, Streamable HTTP
+// included, where a detached context routes the write to the standalone GET
+// stream. TestSessionSinkLayout fails loudly if an SDK upgrade moves the
+// field. This is the only use of unsafe in the module.
 
 import (
 	"context"
@@ -23,17 +37,17 @@ var layoutErr = checkLayout()
 func checkLayout() error {
 	f, ok := reflect.TypeFor[mcp.ServerSession]().FieldByName(connField)
 	if !ok {
-		return fmt.Errorf("mcpbridge: mcp.ServerSession has no field %q; this go-sdk version is not supported", connField)
+		return fmt.Errorf("mcpserver: mcp.ServerSession has no field %q; this go-sdk version is not supported", connField)
 	}
 	if f.Type != reflect.TypeFor[mcp.Connection]() {
-		return fmt.Errorf("mcpbridge: mcp.ServerSession.%s is a %v, not an mcp.Connection; this go-sdk version is not supported", connField, f.Type)
+		return fmt.Errorf("mcpserver: mcp.ServerSession.%s is a %v, not an mcp.Connection; this go-sdk version is not supported", connField, f.Type)
 	}
 	return nil
 }
 
-// Check reports whether the go-sdk in use has the layout SessionSink needs.
+// CheckBridge reports whether the go-sdk in use has the layout SessionSink needs.
 // A server calls it at start-up to fail early and clearly.
-func Check() error { return layoutErr }
+func CheckBridge() error { return layoutErr }
 
 // Sink writes custom notifications to one server session.
 type Sink struct {
@@ -46,12 +60,12 @@ func SessionSink(ss *mcp.ServerSession) (*Sink, error) {
 		return nil, layoutErr
 	}
 	if ss == nil {
-		return nil, errors.New("mcpbridge: nil session")
+		return nil, errors.New("mcpserver: nil session")
 	}
 	f := reflect.ValueOf(ss).Elem().FieldByName(connField)
 	conn := *(*mcp.Connection)(unsafe.Pointer(f.UnsafeAddr()))
 	if conn == nil {
-		return nil, errors.New("mcpbridge: session has no connection")
+		return nil, errors.New("mcpserver: session has no connection")
 	}
 	return &Sink{conn: conn}, nil
 }

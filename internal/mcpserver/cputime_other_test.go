@@ -1,6 +1,6 @@
 //go:build !unix
 
-package server_test
+package mcpserver_test
 
 import "time"
 

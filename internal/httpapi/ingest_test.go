@@ -1,4 +1,4 @@
-package ingest
+package httpapi
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
-	"github.com/mcpe-server/mcpe-server/bearer"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
@@ -74,7 +73,7 @@ type fixture struct {
 }
 
 // newFixture builds the handler from opts; Publisher and Clock are filled in.
-func newFixture(t testing.TB, opts Options) *fixture {
+func newFixture(t testing.TB, opts IngestOptions) *fixture {
 	t.Helper()
 	ctx := context.Background()
 	db, err := sqlite.Open(ctx, sqlite.Memory)
@@ -104,9 +103,9 @@ func newFixture(t testing.TB, opts Options) *fixture {
 	}
 	opts.Publisher = f.svc
 	opts.Clock = clk
-	h, err := NewHandler(opts)
+	h, err := NewIngest(opts)
 	if err != nil {
-		t.Fatalf("NewHandler: %v", err)
+		t.Fatalf("NewIngest: %v", err)
 	}
 	f.handler = h
 	return f
@@ -133,7 +132,7 @@ func (f *fixture) post(t testing.TB, body string, edit ...func(*http.Request)) a
 }
 
 // accepted decodes a 202 answer.
-func accepted(t *testing.T, a answer) Response {
+func accepted(t *testing.T, a answer) IngestResponse {
 	t.Helper()
 	if a.status != http.StatusAccepted {
 		t.Fatalf("status %d (%s); want 202", a.status, a.body)
@@ -141,7 +140,7 @@ func accepted(t *testing.T, a answer) Response {
 	if ct := a.header.Get("Content-Type"); ct != "application/json" {
 		t.Errorf("Content-Type = %q, want application/json", ct)
 	}
-	var res Response
+	var res IngestResponse
 	dec := json.NewDecoder(strings.NewReader(a.body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&res); err != nil {
@@ -244,7 +243,7 @@ func TestAccepted(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, Options{})
+			f := newFixture(t, IngestOptions{})
 			var edits []func(*http.Request)
 			if tt.edit != nil {
 				edits = append(edits, tt.edit)
@@ -271,15 +270,15 @@ func TestAccepted(t *testing.T) {
 }
 
 func TestClientIDKept(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, IngestOptions{})
 	const id = "7c9e6679-7425-40de-944b-e07fc1f90ae7"
 	res := accepted(t, f.post(t, `{"id": "`+id+`", "type": "a.b"}`))
-	if diff := cmp.Diff(Response{ID: id}, res); diff != "" {
+	if diff := cmp.Diff(IngestResponse{ID: id}, res); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
 	}
 	// The same ID again is the same event, whatever else it says.
 	res = accepted(t, f.post(t, `{"id": "`+id+`", "type": "c.d", "data": {"x": 1}}`))
-	if diff := cmp.Diff(Response{ID: id, Duplicate: true}, res); diff != "" {
+	if diff := cmp.Diff(IngestResponse{ID: id, Duplicate: true}, res); diff != "" {
 		t.Errorf("second post mismatch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{id}, f.routedIDs(t)); diff != "" {
@@ -288,13 +287,13 @@ func TestClientIDKept(t *testing.T) {
 }
 
 func TestDuplicateSourceEventID(t *testing.T) {
-	f := newFixture(t, Options{})
+	f := newFixture(t, IngestOptions{})
 	first := accepted(t, f.post(t, `{"type": "github.push", "data": {"n": 1}, "metadata": {"sourceEventId": "delivery-1"}}`))
 	if first.Duplicate {
 		t.Fatalf("first post answered duplicate")
 	}
 	again := accepted(t, f.post(t, `{"type": "github.push", "data": {"n": 2}, "metadata": {"sourceEventId": "delivery-1"}}`))
-	if diff := cmp.Diff(Response{ID: first.ID, Duplicate: true}, again); diff != "" {
+	if diff := cmp.Diff(IngestResponse{ID: first.ID, Duplicate: true}, again); diff != "" {
 		t.Errorf("same type and sourceEventId: mismatch (-want +got):\n%s", diff)
 	}
 	// The raw body says "duplicate": true, as documented.
@@ -317,7 +316,7 @@ func TestDuplicateSourceEventID(t *testing.T) {
 }
 
 func TestBearerTokens(t *testing.T) {
-	tokens := bearer.NewSet(map[string]string{"publish-secret": "ingest", "second-secret": "ingest"})
+	tokens := NewTokens(map[string]string{"publish-secret": "ingest", "second-secret": "ingest"})
 	tests := []struct {
 		name           string
 		authorization  string
@@ -357,7 +356,7 @@ func TestBearerTokens(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, Options{Tokens: tokens})
+			f := newFixture(t, IngestOptions{Tokens: tokens})
 			a := f.post(t, `{"type": "a.b"}`, func(r *http.Request) {
 				if tt.authorization != "" {
 					r.Header.Set("Authorization", tt.authorization)
@@ -528,7 +527,7 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFixture(t, Options{})
+			f := newFixture(t, IngestOptions{})
 			var edits []func(*http.Request)
 			if tt.edit != nil {
 				edits = append(edits, tt.edit)
@@ -541,7 +540,7 @@ func TestRefusals(t *testing.T) {
 func TestMethodNotAllowed(t *testing.T) {
 	for _, method := range []string{http.MethodGet, http.MethodPut, http.MethodDelete, http.MethodPatch} {
 		t.Run(method, func(t *testing.T) {
-			f := newFixture(t, Options{})
+			f := newFixture(t, IngestOptions{})
 			a := f.post(t, `{"type": "a.b"}`, func(r *http.Request) { r.Method = method })
 			checkRefusal(t, f, a, refusal{http.StatusMethodNotAllowed, CodeMethodNotAllowed, "use POST, not " + method})
 			if got := a.header.Get("Allow"); got != http.MethodPost {
@@ -559,7 +558,7 @@ func TestBodyLimit(t *testing.T) {
 		return `{"type": "a` + strings.Repeat("b", n-len(frame)) + `"}`
 	}
 	t.Run("at the limit", func(t *testing.T) {
-		f := newFixture(t, Options{MaxBodyBytes: limit})
+		f := newFixture(t, IngestOptions{MaxBodyBytes: limit})
 		b := body(limit)
 		if len(b) != limit {
 			t.Fatalf("test body is %d bytes, want %d", len(b), limit)
@@ -570,12 +569,12 @@ func TestBodyLimit(t *testing.T) {
 		}
 	})
 	t.Run("one byte over", func(t *testing.T) {
-		f := newFixture(t, Options{MaxBodyBytes: limit})
+		f := newFixture(t, IngestOptions{MaxBodyBytes: limit})
 		checkRefusal(t, f, f.post(t, body(limit+1)), refusal{http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 			"the body is larger than this server's limit of 64 bytes; send less data, or ask the operator to raise ingest.maxBodyBytes"})
 	})
 	t.Run("far over", func(t *testing.T) {
-		f := newFixture(t, Options{MaxBodyBytes: limit})
+		f := newFixture(t, IngestOptions{MaxBodyBytes: limit})
 		checkRefusal(t, f, f.post(t, body(10*limit)), refusal{http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "limit of 64 bytes"})
 	})
 }
@@ -608,7 +607,7 @@ func TestPublisherErrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := NewHandler(Options{Publisher: tt.publisher})
+			h, err := NewIngest(IngestOptions{Publisher: tt.publisher})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -639,21 +638,21 @@ func errorBody(code, message string) ErrorBody {
 func TestNewHandlerOptions(t *testing.T) {
 	tests := []struct {
 		name    string
-		opts    Options
+		opts    IngestOptions
 		wantErr string
 	}{
-		{name: "no publisher", opts: Options{}, wantErr: "Options.Publisher is required"},
-		{name: "negative body limit", opts: Options{Publisher: failingPublisher{}, MaxBodyBytes: -1}, wantErr: "Options.MaxBodyBytes is -1"},
+		{name: "no publisher", opts: IngestOptions{}, wantErr: "IngestOptions.Publisher is required"},
+		{name: "negative body limit", opts: IngestOptions{Publisher: failingPublisher{}, MaxBodyBytes: -1}, wantErr: "IngestOptions.MaxBodyBytes is -1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := NewHandler(tt.opts)
+			_, err := NewIngest(tt.opts)
 			if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-				t.Errorf("NewHandler: err = %v, want one containing %q", err, tt.wantErr)
+				t.Errorf("NewIngest: err = %v, want one containing %q", err, tt.wantErr)
 			}
 		})
 	}
-	h, err := NewHandler(Options{Publisher: failingPublisher{}})
+	h, err := NewIngest(IngestOptions{Publisher: failingPublisher{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,9 +1,3 @@
-// Package realtime turns inbox entries into MCPE notifications on the owner's
-// live sessions: events/event for each matching event as it is published (the
-// realtime channel), events/batch for a cron or scheduled digest, and
-// events/subscription_expired. Every entry has already been written to the
-// owner's inbox when it arrives here, so an owner with no live session (or a
-// session too slow to keep up) reads it later with events_poll.
 package realtime
 
 import (
@@ -13,15 +7,29 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
+// Notification is a message for a principal's live sessions.
+type Notification struct {
+	Method string
+	// Params are encoded as JSON; a json.RawMessage is sent as it is.
+	Params any
+}
+
+// Notifier sends notifications to every live session of a principal. Notify
+// must not block: an implementation queues, and drops what a slow session
+// cannot take (the inbox keeps it for events_poll). Registry implements it.
+type Notifier interface {
+	Notify(principal string, n Notification)
+}
+
 // Channel delivers inbox entries through a Notifier.
 type Channel struct {
-	notifier subscriptions.Notifier
+	notifier Notifier
 }
 
 var _ subscriptions.Deliverer = (*Channel)(nil)
 
-// New returns a channel that notifies through n.
-func New(n subscriptions.Notifier) *Channel { return &Channel{notifier: n} }
+// NewChannel returns a channel that notifies through n.
+func NewChannel(n Notifier) *Channel { return &Channel{notifier: n} }
 
 // Deliver sends, in inbox order, one notification per subscription of each
 // entry: MCPE notifies each subscription of its own events, so an event that
@@ -32,7 +40,7 @@ func (c *Channel) Deliver(entries []subscriptions.InboxEntry) {
 	for _, e := range entries {
 		cursor := subscriptions.FormatCursor(e.Seq)
 		for _, id := range e.SubscriptionIDs {
-			n := subscriptions.Notification{}
+			n := Notification{}
 			switch e.Kind {
 			case subscriptions.InboxEvent:
 				n.Method = subscriptions.MethodEvent

@@ -1,4 +1,4 @@
-package ingest
+package httpapi
 
 import (
 	"context"
@@ -63,9 +63,9 @@ func FuzzIngest(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	fx := newFixture(f, Options{})
+	fx := newFixture(f, IngestOptions{})
 	rec := &lastEvent{Publisher: fx.svc}
-	h, err := NewHandler(Options{Publisher: rec, MaxBodyBytes: 4096, Clock: clock.NewFake(now)})
+	h, err := NewIngest(IngestOptions{Publisher: rec, MaxBodyBytes: 4096, Clock: clock.NewFake(now)})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -81,7 +81,7 @@ func FuzzIngest(f *testing.F) {
 		}
 		switch {
 		case w.Code == http.StatusAccepted:
-			var res Response
+			var res IngestResponse
 			if err := json.Unmarshal(w.Body.Bytes(), &res); err != nil {
 				t.Fatalf("202 body %q: %v", w.Body, err)
 			}

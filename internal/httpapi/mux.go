@@ -1,6 +1,3 @@
-// Package httpapi puts the HTTP endpoints of mcpe-server on one mux:
-// /mcp (Streamable HTTP), /v1/events (ingest) and /healthz, behind the
-// protections every endpoint shares.
 package httpapi
 
 import (
@@ -11,8 +8,8 @@ import (
 	"strings"
 )
 
-// Options name the handlers to mount.
-type Options struct {
+// MuxOptions name the handlers to mount.
+type MuxOptions struct {
 	// MCP serves /mcp; required.
 	MCP http.Handler
 	// Ingest serves /v1/events; required.
@@ -31,7 +28,7 @@ type Options struct {
 }
 
 // NewMux returns the server's HTTP handler.
-func NewMux(opts Options) http.Handler {
+func NewMux(opts MuxOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", opts.MCP)
 	mux.Handle("/v1/events", opts.Ingest)

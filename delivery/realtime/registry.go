@@ -1,9 +1,4 @@
-// Package sessions keeps track of the live sessions of each principal and
-// sends them notifications. Each session has its own bounded queue and writer
-// goroutine, so a slow or vanished client never holds up routing or any other
-// session: when its queue is full the notification is dropped for that
-// session only, and the owner still finds it in the inbox through events_poll.
-package sessions
+package realtime
 
 import (
 	"context"
@@ -50,7 +45,7 @@ type Options struct {
 }
 
 // Registry maps principals to their live sessions. It implements
-// subscriptions.Notifier.
+// Notifier.
 type Registry struct {
 	opts Options
 	log  *slog.Logger
@@ -66,12 +61,12 @@ type Registry struct {
 }
 
 var (
-	_ subscriptions.Notifier = (*Registry)(nil)
+	_ Notifier               = (*Registry)(nil)
 	_ subscriptions.Presence = (*Registry)(nil)
 )
 
-// New returns an empty Registry.
-func New(opts *Options) *Registry {
+// NewRegistry returns an empty Registry.
+func NewRegistry(opts *Options) *Registry {
 	var o Options
 	if opts != nil {
 		o = *opts
@@ -164,7 +159,7 @@ func (r *Registry) Live(principal string) int {
 func (r *Registry) Connected(principal string) bool { return r.Live(principal) > 0 }
 
 // Notify queues n for every live session of principal. It never blocks.
-func (r *Registry) Notify(principal string, n subscriptions.Notification) {
+func (r *Registry) Notify(principal string, n Notification) {
 	r.mu.Lock()
 	set := r.byOwner[principal]
 	if len(set) == 0 {

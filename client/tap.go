@@ -1,4 +1,14 @@
-package mcpbridge
+package client
+
+// This file carries MCPE's custom notifications (events/event, events/batch,
+// events/subscription_expired) to a go-sdk client, which has no public API
+// for them in v1.8: its client drops unknown notifications before any
+// middleware sees them (https://github.com/modelcontextprotocol/go-sdk/issues/745,
+// and the open PRs that add SendNotification). Tap does it with public API
+// only: for Streamable HTTP it taps the SSE bodies at the http.RoundTripper
+// (wrapping the connection would disable the SDK's standalone stream), for
+// other transports it filters Connection.Read. When the SDK gains a public
+// API, Tap shrinks to a handler registration.
 
 import (
 	"bytes"
@@ -7,27 +17,36 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Handler receives one MCPE notification. It is called from the transport's
-// reading goroutine, in arrival order, and must not block for long.
-type Handler func(method string, params json.RawMessage)
+// TapHandler receives one MCPE notification. It is called from the
+// transport's reading goroutine, in arrival order, and must not block for
+// long.
+type TapHandler func(method string, params json.RawMessage)
 
-// ClientTransport returns a transport that behaves like t and also hands
-// every MCPE notification (method prefix "events/") to h.
-func ClientTransport(t mcp.Transport, h Handler) mcp.Transport {
+// methodPrefix is the prefix of the notifications Tap carries.
+const methodPrefix = "events/"
+
+// isEventsMethod reports whether method is one of the MCPE notifications.
+func isEventsMethod(method string) bool { return strings.HasPrefix(method, methodPrefix) }
+
+// Tap returns a transport that behaves like t and also hands every MCPE
+// notification (method prefix "events/") to h. Any go-sdk client can use it
+// to hear events; Client uses it for its own connections.
+func Tap(t mcp.Transport, h TapHandler) mcp.Transport {
 	if st, ok := t.(*mcp.StreamableClientTransport); ok {
-		return WrapHTTP(st, func(rt http.RoundTripper) http.RoundTripper { return &sseTap{base: rt, handler: h} })
+		return wrapHTTP(st, func(rt http.RoundTripper) http.RoundTripper { return &sseTap{base: rt, handler: h} })
 	}
 	return &filterTransport{Transport: t, handler: h}
 }
 
-// WrapHTTP returns a copy of t whose HTTP requests go through wrap(base),
+// wrapHTTP returns a copy of t whose HTTP requests go through wrap(base),
 // base being the round tripper t would have used; t is left as it was.
-func WrapHTTP(t *mcp.StreamableClientTransport, wrap func(base http.RoundTripper) http.RoundTripper) *mcp.StreamableClientTransport {
+func wrapHTTP(t *mcp.StreamableClientTransport, wrap func(base http.RoundTripper) http.RoundTripper) *mcp.StreamableClientTransport {
 	cp := *t
 	client := *http.DefaultClient
 	if t.HTTPClient != nil {
@@ -45,7 +64,7 @@ func WrapHTTP(t *mcp.StreamableClientTransport, wrap func(base http.RoundTripper
 // filterTransport takes MCPE notifications out of Connection.Read.
 type filterTransport struct {
 	mcp.Transport
-	handler Handler
+	handler TapHandler
 }
 
 func (t *filterTransport) Connect(ctx context.Context) (mcp.Connection, error) {
@@ -58,7 +77,7 @@ func (t *filterTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 
 type filterConn struct {
 	mcp.Connection
-	handler Handler
+	handler TapHandler
 }
 
 func (c *filterConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -80,7 +99,7 @@ func (c *filterConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 // unchanged; the SDK then ignores those notifications.
 type sseTap struct {
 	base    http.RoundTripper
-	handler Handler
+	handler TapHandler
 }
 
 func (t *sseTap) RoundTrip(req *http.Request) (*http.Response, error) {
@@ -101,7 +120,7 @@ const maxSSELine = 16 << 20
 // sseReader parses the event stream as the SDK reads it.
 type sseReader struct {
 	io.ReadCloser
-	handler Handler
+	handler TapHandler
 	maxLine int // zero means maxSSELine; tests set less
 	line    []byte
 	data    []byte
@@ -164,7 +183,7 @@ func (r *sseReader) endLine() {
 func (r *sseReader) dispatch() {
 	data, broken := r.data, r.broken
 	r.data, r.broken = r.data[:0], false
-	if broken || len(data) == 0 || !bytes.Contains(data, []byte(MethodPrefix)) {
+	if broken || len(data) == 0 || !bytes.Contains(data, []byte(methodPrefix)) {
 		return
 	}
 	var msg struct {

@@ -1,4 +1,4 @@
-package server_test
+package mcpserver_test
 
 import (
 	"bufio"
@@ -19,7 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/ingest"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -27,7 +27,7 @@ import (
 // ingestOf returns a function that posts an event body to e's /v1/events
 // handler, as an HTTP client would, and returns the accepted event's ID.
 func ingestOf(e *env) func(t *testing.T, body string) string {
-	h, err := ingest.NewHandler(ingest.Options{Publisher: e.svc, Clock: e.clock})
+	h, err := httpapi.NewIngest(httpapi.IngestOptions{Publisher: e.svc, Clock: e.clock})
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -40,7 +40,7 @@ func ingestOf(e *env) func(t *testing.T, body string) string {
 		if rec.Code != http.StatusAccepted {
 			t.Fatalf("POST /v1/events %s: %d %s", body, rec.Code, rec.Body)
 		}
-		var res ingest.Response
+		var res httpapi.IngestResponse
 		if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || res.ID == "" {
 			t.Fatalf("POST /v1/events answered %s (%v)", rec.Body, err)
 		}

@@ -1,4 +1,4 @@
-package server_test
+package mcpserver_test
 
 import (
 	"bufio"
@@ -25,11 +25,9 @@ import (
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
-	"github.com/mcpe-server/mcpe-server/ingest"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
-	"github.com/mcpe-server/mcpe-server/mcpbridge"
-	"github.com/mcpe-server/mcpe-server/server"
-	"github.com/mcpe-server/mcpe-server/sessions"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -43,8 +41,8 @@ const benchPrincipal = "bench"
 
 type benchEnv struct {
 	svc    *subscriptions.Service
-	reg    *sessions.Registry
-	srv    *server.Server
+	reg    *realtime.Registry
+	srv    *mcpserver.Server
 	ingest http.Handler
 	client *mcpetest.Client
 }
@@ -67,10 +65,10 @@ func newBenchEnvQueue(b *testing.B, subs int, principal string, queueSize int) *
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := sessions.New(&sessions.Options{QueueSize: queueSize})
+	reg := realtime.NewRegistry(&realtime.Options{QueueSize: queueSize})
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:            store,
-		Deliverer:        realtime.New(reg),
+		Deliverer:        realtime.NewChannel(reg),
 		Presence:         reg,
 		Clock:            clock.Real{},
 		MaxSubscriptions: max(subs, 1) + 1_000_000,
@@ -81,11 +79,11 @@ func newBenchEnvQueue(b *testing.B, subs int, principal string, queueSize int) *
 	if err := svc.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Service: svc, Sessions: reg})
+	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg})
 	if err != nil {
 		b.Fatal(err)
 	}
-	ih, err := ingest.NewHandler(ingest.Options{Publisher: svc})
+	ih, err := httpapi.NewIngest(httpapi.IngestOptions{Publisher: svc})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -136,7 +134,7 @@ func (e *benchEnv) post(b *testing.B, seq int, eventID string) {
 // returned. Notifications reach a session in order, so write k carries
 // notification k.
 type timedSink struct {
-	inner *mcpbridge.Sink
+	inner *mcpserver.Sink
 	mu    sync.Mutex
 	at    []time.Time
 	done  chan struct{}
@@ -175,7 +173,7 @@ func BenchmarkPublishToNotify(b *testing.B) {
 		}
 		b.Cleanup(func() { ss.Close() })
 		drained := rawClient(b, c2)
-		inner, err := mcpbridge.SessionSink(ss)
+		inner, err := mcpserver.SessionSink(ss)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -319,12 +317,12 @@ func BenchmarkThroughMCP(b *testing.B) {
 // without MCP (service); each subscription is committed to a SQLite file
 // before the call returns. It reports the time per 10 000 calls, the CPU
 // time per call and the heap retained per subscription. Sessions have the
-// server's default queue size, and the collector runs at server.GCPercent
+// server's default queue size, and the collector runs at mcpserver.GCPercent
 // unless GOGC is set, as in the binary.
 func BenchmarkSubscribe(b *testing.B) {
 	// Measure with the collector target the binary runs with.
 	if os.Getenv("GOGC") == "" {
-		defer debug.SetGCPercent(debug.SetGCPercent(server.GCPercent))
+		defer debug.SetGCPercent(debug.SetGCPercent(mcpserver.GCPercent))
 	}
 	for _, via := range []string{"tool", "tool-2025-11-25", "service"} {
 		b.Run(via, func(b *testing.B) {
@@ -448,10 +446,10 @@ func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clock.Fake, *time
 		b.Fatal(err)
 	}
 	clk := clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
-	reg := sessions.New(&sessions.Options{QueueSize: 1 << 16})
+	reg := realtime.NewRegistry(&realtime.Options{QueueSize: 1 << 16})
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:            store,
-		Deliverer:        realtime.New(reg),
+		Deliverer:        realtime.NewChannel(reg),
 		Presence:         reg,
 		Timings:          map[subscriptions.Channel]subscriptions.Timing{subscriptions.ChannelCron: cron.New(nil)},
 		Clock:            clk,
@@ -464,7 +462,7 @@ func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clock.Fake, *time
 	if err := svc.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := server.New(server.Options{Service: svc, Sessions: reg})
+	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -497,7 +495,7 @@ func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clock.Fake, *time
 		b.Fatal(err)
 	}
 	rawClient(b, c2)
-	inner, err := mcpbridge.SessionSink(ss)
+	inner, err := mcpserver.SessionSink(ss)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -1,7 +1,7 @@
-// Package bearer checks bearer tokens from the operator's configuration. The
-// MCP endpoint maps each token to a principal; the ingest endpoint only asks
-// whether a token is known.
-package bearer
+// Bearer tokens from the operator's configuration: the MCP endpoint maps each
+// token to a principal; the ingest endpoint only asks whether a token is known.
+
+package httpapi
 
 import (
 	"crypto/sha256"
@@ -10,9 +10,9 @@ import (
 	"strings"
 )
 
-// Set is a fixed set of tokens, each naming a principal. The zero value and
+// Tokens is a fixed set of bearer tokens, each naming a principal. The zero value and
 // nil hold no tokens.
-type Set struct {
+type Tokens struct {
 	entries []entry
 }
 
@@ -21,9 +21,9 @@ type entry struct {
 	principal string
 }
 
-// NewSet returns a Set from token -> principal.
-func NewSet(tokens map[string]string) *Set {
-	s := &Set{}
+// NewTokens returns the Tokens of token -> principal.
+func NewTokens(tokens map[string]string) *Tokens {
+	s := &Tokens{}
 	for token, principal := range tokens {
 		s.entries = append(s.entries, entry{hash: sha256.Sum256([]byte(token)), principal: principal})
 	}
@@ -31,7 +31,7 @@ func NewSet(tokens map[string]string) *Set {
 }
 
 // Len returns the number of tokens.
-func (s *Set) Len() int {
+func (s *Tokens) Len() int {
 	if s == nil {
 		return 0
 	}
@@ -41,7 +41,7 @@ func (s *Set) Len() int {
 // Lookup returns the principal of token. It compares the token's hash with
 // every entry in constant time, so timing reveals neither the token nor which
 // entry matched.
-func (s *Set) Lookup(token string) (principal string, ok bool) {
+func (s *Tokens) Lookup(token string) (principal string, ok bool) {
 	if s == nil || token == "" {
 		return "", false
 	}
@@ -54,8 +54,8 @@ func (s *Set) Lookup(token string) (principal string, ok bool) {
 	return principal, ok
 }
 
-// FromRequest returns the token of an "Authorization: Bearer <token>" header.
-func FromRequest(r *http.Request) (string, bool) {
+// BearerToken returns the token of an "Authorization: Bearer <token>" header.
+func BearerToken(r *http.Request) (string, bool) {
 	scheme, token, ok := strings.Cut(r.Header.Get("Authorization"), " ")
 	if !ok || !strings.EqualFold(scheme, "Bearer") {
 		return "", false

@@ -1,8 +1,9 @@
-// Package ingest is the plain HTTP way in for events: POST /v1/events with
-// {type, data, metadata?}. It validates the body, publishes through the same
-// Publisher as the adapters, and answers 202 {"id": ...}; every refusal is a
-// JSON error {"error": {"code", "message"}} and stores nothing.
-package ingest
+// POST /v1/events, the plain HTTP way in for events: {type, data, metadata?}.
+// The body is validated, published through the same Publisher as the
+// adapters, and answered 202 {"id": ...}; every refusal is a JSON error
+// {"error": {"code", "message"}} and stores nothing.
+
+package httpapi
 
 import (
 	"bytes"
@@ -15,12 +16,11 @@ import (
 	"net/http"
 	"strings"
 
-	"github.com/mcpe-server/mcpe-server/bearer"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// DefaultMaxBodyBytes is the body limit when Options.MaxBodyBytes is zero.
+// DefaultMaxBodyBytes is the body limit when IngestOptions.MaxBodyBytes is zero.
 const DefaultMaxBodyBytes = 1 << 20
 
 // Error codes of the JSON error body.
@@ -34,14 +34,14 @@ const (
 	CodeInternal         = "internal"
 )
 
-// Options configure the handler.
-type Options struct {
+// IngestOptions configure the handler.
+type IngestOptions struct {
 	// Publisher is required.
 	Publisher subscriptions.Publisher
 	// MaxBodyBytes bounds the request body; zero means DefaultMaxBodyBytes.
 	MaxBodyBytes int64
 	// Tokens, when not empty, are the bearer tokens a publisher must send.
-	Tokens *bearer.Set
+	Tokens *Tokens
 	// Clock stamps events that come without a timestamp; nil is the wall
 	// clock.
 	Clock clock.Clock
@@ -49,18 +49,18 @@ type Options struct {
 	Logger *slog.Logger
 }
 
-// Handler serves POST /v1/events.
-type Handler struct {
-	opts Options
+// Ingest serves POST /v1/events.
+type Ingest struct {
+	opts IngestOptions
 }
 
-// NewHandler returns the ingest handler.
-func NewHandler(opts Options) (*Handler, error) {
+// NewIngest returns the handler of POST /v1/events.
+func NewIngest(opts IngestOptions) (*Ingest, error) {
 	if opts.Publisher == nil {
-		return nil, errors.New("ingest: Options.Publisher is required")
+		return nil, errors.New("httpapi: IngestOptions.Publisher is required")
 	}
 	if opts.MaxBodyBytes < 0 {
-		return nil, fmt.Errorf("ingest: Options.MaxBodyBytes is %d; it must be positive, or zero for the default", opts.MaxBodyBytes)
+		return nil, fmt.Errorf("httpapi: IngestOptions.MaxBodyBytes is %d; it must be positive, or zero for the default", opts.MaxBodyBytes)
 	}
 	if opts.MaxBodyBytes == 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
@@ -71,11 +71,11 @@ func NewHandler(opts Options) (*Handler, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Handler{opts: opts}, nil
+	return &Ingest{opts: opts}, nil
 }
 
-// Response is the body of a 202 answer.
-type Response struct {
+// IngestResponse is the body of a 202 answer.
+type IngestResponse struct {
 	// ID is the event's ID; for a duplicate, the ID given the first time.
 	ID string `json:"id"`
 	// Duplicate is true when the event had been accepted before and was not
@@ -91,14 +91,14 @@ type ErrorBody struct {
 	} `json:"error"`
 }
 
-func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
 		return
 	}
 	if h.opts.Tokens.Len() > 0 {
-		token, ok := bearer.FromRequest(r)
+		token, ok := BearerToken(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server"`)
 			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "this endpoint needs an \"Authorization: Bearer <token>\" header with an ingest token from the server's configuration")
@@ -150,7 +150,7 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	h.opts.Logger.Debug("event accepted", "event_id", res.EventID, "type", ev.Type, "duplicate", res.Duplicate, "deliveries", len(res.Delivered))
-	writeJSON(w, http.StatusAccepted, Response{ID: res.EventID, Duplicate: res.Duplicate})
+	writeJSON(w, http.StatusAccepted, IngestResponse{ID: res.EventID, Duplicate: res.Duplicate})
 }
 
 // decode parses the body strictly: one JSON object with known fields only.

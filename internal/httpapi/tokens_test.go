@@ -1,4 +1,4 @@
-package bearer
+package httpapi
 
 import (
 	"net/http/httptest"
@@ -6,7 +6,7 @@ import (
 )
 
 func TestLookup(t *testing.T) {
-	set := NewSet(map[string]string{
+	set := NewTokens(map[string]string{
 		"alpha-token": "alice",
 		"beta-token":  "bob",
 		"gamma-token": "alice",
@@ -42,11 +42,11 @@ func TestLookup(t *testing.T) {
 func TestLookupEmptySets(t *testing.T) {
 	sets := []struct {
 		name string
-		set  *Set
+		set  *Tokens
 	}{
 		{name: "nil", set: nil},
-		{name: "zero value", set: &Set{}},
-		{name: "from an empty map", set: NewSet(nil)},
+		{name: "zero value", set: &Tokens{}},
+		{name: "from an empty map", set: NewTokens(nil)},
 	}
 	for _, s := range sets {
 		t.Run(s.name, func(t *testing.T) {
@@ -65,7 +65,7 @@ func TestLookupEmptySets(t *testing.T) {
 // An empty token in the configuration must not let a request without a
 // token through.
 func TestLookupEmptyTokenNeverMatches(t *testing.T) {
-	set := NewSet(map[string]string{"": "nobody"})
+	set := NewTokens(map[string]string{"": "nobody"})
 	if principal, ok := set.Lookup(""); ok {
 		t.Errorf("Lookup(\"\") = %q, true; want no match", principal)
 	}
@@ -102,9 +102,9 @@ func TestFromRequest(t *testing.T) {
 			for _, v := range tt.header {
 				r.Header.Add("Authorization", v)
 			}
-			token, ok := FromRequest(r)
+			token, ok := BearerToken(r)
 			if token != tt.wantToken || ok != tt.wantOK {
-				t.Errorf("FromRequest(Authorization: %q) = %q, %v; want %q, %v", tt.header, token, ok, tt.wantToken, tt.wantOK)
+				t.Errorf("BearerToken(Authorization: %q) = %q, %v; want %q, %v", tt.header, token, ok, tt.wantToken, tt.wantOK)
 			}
 		})
 	}

@@ -24,7 +24,7 @@ func stub(name string) http.Handler {
 
 func newServer(t *testing.T, health func() error) *httptest.Server {
 	t.Helper()
-	srv := httptest.NewServer(NewMux(Options{MCP: stub("mcp"), Ingest: stub("ingest"), Health: health}))
+	srv := httptest.NewServer(NewMux(MuxOptions{MCP: stub("mcp"), Ingest: stub("ingest"), Health: health}))
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -170,7 +170,7 @@ func TestLoopbackHost(t *testing.T) {
 // A listener on another interface serves any Host: the guard only protects
 // loopback listeners. The local address is set the way net/http sets it.
 func TestNonLoopbackListenerAnyHost(t *testing.T) {
-	h := NewMux(Options{MCP: stub("mcp"), Ingest: stub("ingest")})
+	h := NewMux(MuxOptions{MCP: stub("mcp"), Ingest: stub("ingest")})
 	for _, local := range []net.Addr{
 		&net.TCPAddr{IP: net.ParseIP("192.0.2.10"), Port: 8765},
 		nil, // no local address at all, as when the handler is called directly
@@ -247,7 +247,7 @@ func TestIsLoopback(t *testing.T) {
 // Host (a tunnel to a loopback server names itself there), the others are
 // guarded like every other route.
 func TestAdapterRoutes(t *testing.T) {
-	srv := httptest.NewServer(NewMux(Options{MCP: stub("mcp"), Ingest: stub("ingest"),
+	srv := httptest.NewServer(NewMux(MuxOptions{MCP: stub("mcp"), Ingest: stub("ingest"),
 		Adapters:       map[string]http.Handler{"/adapters/alertmanager": stub("alertmanager")},
 		SignedAdapters: map[string]http.Handler{"/adapters/github": stub("github")},
 	}))

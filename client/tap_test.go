@@ -1,4 +1,4 @@
-package mcpbridge
+package client
 
 import (
 	"bytes"
@@ -17,15 +17,15 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// raw is what a Handler was given, kept as given so that a buffer reused
+// raw is what a TapHandler was given, kept as given so that a buffer reused
 // by the reader would show up as changed params.
 type raw struct {
 	method string
 	params json.RawMessage
 }
 
-// recording returns a Handler and a function returning what it got.
-func recording() (Handler, func() []notification) {
+// recording returns a TapHandler and a function returning what it got.
+func recording() (TapHandler, func() []notification) {
 	var got []raw
 	h := func(method string, params json.RawMessage) { got = append(got, raw{method, params}) }
 	return h, func() []notification {
@@ -321,7 +321,7 @@ func mustID(t *testing.T, v any) jsonrpc.ID {
 	return id
 }
 
-func TestFilterTransport(t *testing.T) {
+func TestTapFilterTransport(t *testing.T) {
 	id1, id2 := mustID(t, float64(1)), mustID(t, "two")
 	end := errors.New("end of test input")
 	passed := []jsonrpc.Message{
@@ -341,7 +341,7 @@ func TestFilterTransport(t *testing.T) {
 		&jsonrpc.Request{Method: "events/batch", Params: json.RawMessage(`{"events":[]}`)},
 	}}
 	h, got := recording()
-	tr := ClientTransport(&fakeTransport{conn: conn}, h)
+	tr := Tap(&fakeTransport{conn: conn}, h)
 	c, err := tr.Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -395,7 +395,7 @@ func (rt roundTripper) RoundTrip(*http.Request) (*http.Response, error) {
 	return &resp, nil
 }
 
-func TestClientTransportStreamable(t *testing.T) {
+func TestTapStreamable(t *testing.T) {
 	h, got := recording()
 	base := roundTripper{resp: &http.Response{
 		StatusCode: http.StatusOK,
@@ -403,7 +403,7 @@ func TestClientTransportStreamable(t *testing.T) {
 		Body:       io.NopCloser(strings.NewReader(sseEvent(eventMsg))),
 	}}
 	orig := &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:1/mcp", HTTPClient: &http.Client{Transport: base}}
-	tr, ok := ClientTransport(orig, h).(*mcp.StreamableClientTransport)
+	tr, ok := Tap(orig, h).(*mcp.StreamableClientTransport)
 	if !ok {
 		t.Fatalf("ClientTransport of a *mcp.StreamableClientTransport is a %T, want the same type", tr)
 	}
@@ -437,7 +437,7 @@ func TestClientTransportStreamable(t *testing.T) {
 	}
 
 	// Without an HTTP client of its own, the copy taps the default one.
-	tr2 := ClientTransport(&mcp.StreamableClientTransport{Endpoint: orig.Endpoint}, h).(*mcp.StreamableClientTransport)
+	tr2 := Tap(&mcp.StreamableClientTransport{Endpoint: orig.Endpoint}, h).(*mcp.StreamableClientTransport)
 	if tap, ok := tr2.HTTPClient.Transport.(*sseTap); !ok || tap.base != http.DefaultTransport {
 		t.Errorf("HTTP transport is %T, want an sseTap over http.DefaultTransport", tr2.HTTPClient.Transport)
 	}
@@ -472,11 +472,11 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 
 func (f roundTripperFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
-func TestWrapHTTP(t *testing.T) {
+func TestTapWrapHTTP(t *testing.T) {
 	// Without an HTTP client, the wrapper gets the default transport.
 	bare := &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:1/mcp"}
 	var got http.RoundTripper
-	w := WrapHTTP(bare, func(base http.RoundTripper) http.RoundTripper { got = base; return base })
+	w := wrapHTTP(bare, func(base http.RoundTripper) http.RoundTripper { got = base; return base })
 	if got != http.DefaultTransport || bare.HTTPClient != nil || w.Endpoint != bare.Endpoint {
 		t.Errorf("bare transport: base %v, original client %v, endpoint %q", got, bare.HTTPClient, w.Endpoint)
 	}
@@ -486,7 +486,7 @@ func TestWrapHTTP(t *testing.T) {
 	hc := &http.Client{Transport: own}
 	st := &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:1/mcp", HTTPClient: hc}
 	wrapped := roundTripperFunc(func(*http.Request) (*http.Response, error) { return nil, errors.New("wrapped") })
-	w = WrapHTTP(st, func(base http.RoundTripper) http.RoundTripper {
+	w = wrapHTTP(st, func(base http.RoundTripper) http.RoundTripper {
 		if _, err := base.RoundTrip(nil); err == nil || err.Error() != "own" {
 			t.Errorf("base is not the client's transport (%v)", err)
 		}
@@ -501,4 +501,10 @@ func TestWrapHTTP(t *testing.T) {
 	if _, err := w.HTTPClient.Transport.RoundTrip(nil); err == nil || err.Error() != "wrapped" {
 		t.Errorf("the copy's transport is not the wrapper (%v)", err)
 	}
+}
+
+// notification is one MCPE notification as a TapHandler got it.
+type notification struct {
+	Method string
+	Params string
 }
