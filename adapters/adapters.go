@@ -19,8 +19,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Source is an adapter: a named source of events that says which event
@@ -29,7 +28,7 @@ type Source interface {
 	// Name is the source's name, such as "github".
 	Name() string
 	// Catalog lists the event types the source emits.
-	Catalog() []subscriptions.EventType
+	Catalog() []mcpe.EventType
 }
 
 // DefaultMaxBodyBytes bounds a webhook body when an adapter sets no limit.
@@ -150,7 +149,7 @@ func Segment(s string) string {
 	return out
 }
 
-// Tag cuts s to a valid tag (at most subscriptions.MaxTagLength bytes, no
+// Tag cuts s to a valid tag (at most mcpe.MaxTagLength bytes, no
 // control characters), or returns "" when nothing is left.
 func Tag(s string) string {
 	// Control characters go first, so that what they hid ("\x01 ") is
@@ -161,8 +160,8 @@ func Tag(s string) string {
 		}
 		return r
 	}, s))
-	if len(s) > subscriptions.MaxTagLength {
-		s = s[:runeStart(s, subscriptions.MaxTagLength)]
+	if len(s) > mcpe.MaxTagLength {
+		s = s[:runeStart(s, mcpe.MaxTagLength)]
 	}
 	return s
 }
@@ -193,7 +192,7 @@ func runeStart(s string, i int) int {
 }
 
 // Tags returns the valid, distinct tags among ts, in order, at most
-// subscriptions.MaxTags of them.
+// mcpe.MaxTags of them.
 func Tags(ts ...string) []string {
 	var out []string
 	seen := make(map[string]bool)
@@ -204,7 +203,7 @@ func Tags(ts ...string) []string {
 		}
 		seen[t] = true
 		out = append(out, t)
-		if len(out) == subscriptions.MaxTags {
+		if len(out) == mcpe.MaxTags {
 			break
 		}
 	}
@@ -221,7 +220,7 @@ var placeholder = regexp.MustCompile(`<[A-Za-z0-9_-]+>`)
 // non-empty line; its data schema is a JSON Schema (draft 2020-12 or 07) of
 // an object; and its example is an object that the schema accepts. The
 // error lists every problem, each under its type.
-func CheckCatalog(types []subscriptions.EventType) error {
+func CheckCatalog(types []mcpe.EventType) error {
 	if len(types) == 0 {
 		return errors.New("the catalog lists no event types")
 	}
@@ -236,7 +235,7 @@ func CheckCatalog(types []subscriptions.EventType) error {
 			fail("listed twice")
 		}
 		seen[et.Type] = true
-		if err := subscriptions.ValidateType(placeholder.ReplaceAllString(et.Type, "x")); err != nil {
+		if err := mcpe.ValidateType(placeholder.ReplaceAllString(et.Type, "x")); err != nil {
 			fail("not a valid type, even with its placeholders filled in: %v", err)
 		}
 		if desc := strings.TrimSpace(et.Description); desc == "" || strings.ContainsAny(desc, "\r\n") {

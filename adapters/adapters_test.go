@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
-
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -30,7 +30,7 @@ func TestSegment(t *testing.T) {
 		if got != want {
 			t.Errorf("Segment(%q) = %q, want %q", in, got, want)
 		}
-		if err := subscriptions.ValidateType("x." + got); err != nil {
+		if err := mcpe.ValidateType("x." + got); err != nil {
 			t.Errorf("Segment(%q) = %q is not a valid segment: %v", in, got, err)
 		}
 	}
@@ -39,7 +39,7 @@ func TestSegment(t *testing.T) {
 func TestTags(t *testing.T) {
 	long := strings.Repeat("é", 100) // 200 bytes
 	got := Tags("repo:a/b", "", " repo:a/b ", "bad\x00tag", long)
-	if len(got) != 3 || got[0] != "repo:a/b" || got[1] != "badtag" || len(got[2]) > subscriptions.MaxTagLength {
+	if len(got) != 3 || got[0] != "repo:a/b" || got[1] != "badtag" || len(got[2]) > mcpe.MaxTagLength {
 		t.Fatalf("Tags = %q", got)
 	}
 	if diff := cmp.Diff(strings.Repeat("é", 64), got[2]); diff != "" {
@@ -49,8 +49,8 @@ func TestTags(t *testing.T) {
 	for i := range many {
 		many[i] = strings.Repeat("t", i+1)
 	}
-	if n := len(Tags(many...)); n != subscriptions.MaxTags {
-		t.Errorf("%d tags kept, want %d", n, subscriptions.MaxTags)
+	if n := len(Tags(many...)); n != mcpe.MaxTags {
+		t.Errorf("%d tags kept, want %d", n, mcpe.MaxTags)
 	}
 }
 
@@ -93,7 +93,7 @@ func TestTagTrimsWhatControlCharactersHid(t *testing.T) {
 			t.Errorf("Tag(%q) = %q, want %q", in, got, want)
 		}
 		if got != "" {
-			if err := (&subscriptions.Event{Type: "x", Metadata: subscriptions.Metadata{Tags: []string{got}}}).Normalize(time.Now()); err != nil {
+			if err := subscriptions.NormalizeEvent(&mcpe.Event{Type: "x", Metadata: mcpe.Metadata{Tags: []string{got}}}, time.Now()); err != nil {
 				t.Errorf("Tag(%q) = %q is not a valid tag: %v", in, got, err)
 			}
 		}
@@ -119,37 +119,37 @@ func TestRequestError(t *testing.T) {
 
 func TestCheckCatalog(t *testing.T) {
 	const schema = `{"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}, "s": {"enum": ["a", "b"]}}}`
-	good := subscriptions.EventType{
+	good := mcpe.EventType{
 		Type:        "alert.<alertname>.firing",
 		Description: "An alert fires.",
 		DataSchema:  json.RawMessage(schema),
 		Example:     json.RawMessage(`{"n": 1, "s": "a"}`),
 	}
-	with := func(edit func(*subscriptions.EventType)) []subscriptions.EventType {
+	with := func(edit func(*mcpe.EventType)) []mcpe.EventType {
 		et := good
 		edit(&et)
-		return []subscriptions.EventType{et}
+		return []mcpe.EventType{et}
 	}
 	for _, tc := range []struct {
 		name  string
-		types []subscriptions.EventType
+		types []mcpe.EventType
 		want  string // in the error; empty for none
 	}{
-		{name: "good", types: []subscriptions.EventType{good}},
+		{name: "good", types: []mcpe.EventType{good}},
 		{name: "empty", want: "no event types"},
-		{name: "twice", types: []subscriptions.EventType{good, good}, want: "listed twice"},
-		{name: "bad type", types: with(func(et *subscriptions.EventType) { et.Type = "alert..firing" }), want: "not a valid type"},
-		{name: "bad placeholder", types: with(func(et *subscriptions.EventType) { et.Type = "alert.<alert name>" }), want: "not a valid type"},
-		{name: "no description", types: with(func(et *subscriptions.EventType) { et.Description = " " }), want: "one non-empty line"},
-		{name: "two lines", types: with(func(et *subscriptions.EventType) { et.Description = "a\nb" }), want: "one non-empty line"},
-		{name: "no schema", types: with(func(et *subscriptions.EventType) { et.DataSchema = nil }), want: "no data schema"},
-		{name: "schema not json", types: with(func(et *subscriptions.EventType) { et.DataSchema = json.RawMessage(`{`) }), want: "not a JSON Schema"},
-		{name: "schema of a string", types: with(func(et *subscriptions.EventType) { et.DataSchema = json.RawMessage(`{"type": "string"}`) }), want: `describes "string"`},
-		{name: "no example", types: with(func(et *subscriptions.EventType) { et.Example = nil }), want: "no example"},
-		{name: "array example", types: with(func(et *subscriptions.EventType) { et.Example = json.RawMessage(`[1]`) }), want: "not a JSON object"},
-		{name: "missing required", types: with(func(et *subscriptions.EventType) { et.Example = json.RawMessage(`{"s": "a"}`) }), want: "does not match the data schema"},
-		{name: "wrong type", types: with(func(et *subscriptions.EventType) { et.Example = json.RawMessage(`{"n": "one"}`) }), want: "does not match the data schema"},
-		{name: "not in enum", types: with(func(et *subscriptions.EventType) { et.Example = json.RawMessage(`{"n": 1, "s": "c"}`) }), want: "does not match the data schema"},
+		{name: "twice", types: []mcpe.EventType{good, good}, want: "listed twice"},
+		{name: "bad type", types: with(func(et *mcpe.EventType) { et.Type = "alert..firing" }), want: "not a valid type"},
+		{name: "bad placeholder", types: with(func(et *mcpe.EventType) { et.Type = "alert.<alert name>" }), want: "not a valid type"},
+		{name: "no description", types: with(func(et *mcpe.EventType) { et.Description = " " }), want: "one non-empty line"},
+		{name: "two lines", types: with(func(et *mcpe.EventType) { et.Description = "a\nb" }), want: "one non-empty line"},
+		{name: "no schema", types: with(func(et *mcpe.EventType) { et.DataSchema = nil }), want: "no data schema"},
+		{name: "schema not json", types: with(func(et *mcpe.EventType) { et.DataSchema = json.RawMessage(`{`) }), want: "not a JSON Schema"},
+		{name: "schema of a string", types: with(func(et *mcpe.EventType) { et.DataSchema = json.RawMessage(`{"type": "string"}`) }), want: `describes "string"`},
+		{name: "no example", types: with(func(et *mcpe.EventType) { et.Example = nil }), want: "no example"},
+		{name: "array example", types: with(func(et *mcpe.EventType) { et.Example = json.RawMessage(`[1]`) }), want: "not a JSON object"},
+		{name: "missing required", types: with(func(et *mcpe.EventType) { et.Example = json.RawMessage(`{"s": "a"}`) }), want: "does not match the data schema"},
+		{name: "wrong type", types: with(func(et *mcpe.EventType) { et.Example = json.RawMessage(`{"n": "one"}`) }), want: "does not match the data schema"},
+		{name: "not in enum", types: with(func(et *mcpe.EventType) { et.Example = json.RawMessage(`{"n": 1, "s": "c"}`) }), want: "does not match the data schema"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := CheckCatalog(tc.types)

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // DescribeJSON names the kind of a JSON value for error messages; it is
-// subscriptions.DescribeJSON, which POST /v1/events uses too.
-func DescribeJSON(data []byte) string { return subscriptions.DescribeJSON(data) }
+// mcpe.DescribeJSON, which POST /v1/events uses too.
+func DescribeJSON(data []byte) string { return mcpe.DescribeJSON(data) }
 
 // IsNull reports whether raw is the JSON null, white space around it
 // allowed.

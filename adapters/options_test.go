@@ -7,12 +7,13 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 type nopPublisher struct{}
 
-func (nopPublisher) Publish(context.Context, subscriptions.Event) (subscriptions.PublishResult, error) {
+func (nopPublisher) Publish(context.Context, mcpe.Event) (subscriptions.PublishResult, error) {
 	return subscriptions.PublishResult{}, nil
 }
 

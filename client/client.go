@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Defaults for Options.
@@ -90,7 +90,7 @@ func (o *Options) validate() error {
 		return fmt.Errorf("client: Options.DedupSize is %d; give a positive number, or zero for %d", o.DedupSize, DefaultDedupSize)
 	}
 	if o.Cursor != "" {
-		if _, err := subscriptions.ParseCursor(o.Cursor); err != nil {
+		if _, err := mcpe.ParseCursor(o.Cursor); err != nil {
 			return fmt.Errorf("client: Options.Cursor %q is not a cursor; pass one that Client.Cursor or events_poll returned", o.Cursor)
 		}
 	}
@@ -113,7 +113,7 @@ type Client struct {
 	started   bool // Connect was called
 	closed    bool
 	session   *mcp.ClientSession // nil while disconnected
-	caps      *subscriptions.Capability
+	caps      *mcpe.Capability
 	ended     error         // why the session ended, when it is not replaced
 	changed   chan struct{} // closed and replaced when the fields above change
 	cursor    int64         // the highest cursor seen
@@ -336,15 +336,15 @@ func (c *Client) Session() *mcp.ClientSession {
 // server puts it at capabilities.events and at
 // capabilities.experimental.events, and the go-sdk keeps the latter. ok is
 // false when the server advertises none, or while disconnected.
-func (c *Client) Capability() (caps subscriptions.Capability, ok bool) {
+func (c *Client) Capability() (caps mcpe.Capability, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.caps == nil {
-		return subscriptions.Capability{}, false
+		return mcpe.Capability{}, false
 	}
 	caps = *c.caps
-	caps.DeliveryChannels = append([]subscriptions.Channel(nil), caps.DeliveryChannels...)
-	caps.Handlers = append([]subscriptions.HandlerType(nil), caps.Handlers...)
+	caps.DeliveryChannels = append([]mcpe.Channel(nil), caps.DeliveryChannels...)
+	caps.Handlers = append([]mcpe.HandlerType(nil), caps.Handlers...)
 	return caps, true
 }
 
@@ -355,8 +355,8 @@ func (c *Client) SupportsEvents() bool {
 	return ok
 }
 
-func capabilityOf(cs *mcp.ClientSession) (subscriptions.Capability, bool) {
-	var caps subscriptions.Capability
+func capabilityOf(cs *mcp.ClientSession) (mcpe.Capability, bool) {
+	var caps mcpe.Capability
 	res := cs.InitializeResult()
 	if res == nil || res.Capabilities == nil {
 		return caps, false
@@ -381,7 +381,7 @@ func (c *Client) Cursor() string {
 	if !c.hasCursor {
 		return ""
 	}
-	return subscriptions.FormatCursor(c.cursor)
+	return mcpe.FormatCursor(c.cursor)
 }
 
 // advance records cursor if it is higher than the highest seen.
@@ -389,7 +389,7 @@ func (c *Client) advance(cursor string) {
 	if cursor == "" {
 		return
 	}
-	seq, err := subscriptions.ParseCursor(cursor)
+	seq, err := mcpe.ParseCursor(cursor)
 	if err != nil {
 		c.log.Warn("ignoring a cursor that is not one", "cursor", cursor)
 		return

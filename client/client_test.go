@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/mcpe-server/mcpe-server/client"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // TestRoundTrip makes every call of the Client against a real server, over
@@ -37,22 +37,22 @@ func TestRoundTrip(t *testing.T) {
 			t.Fatal("SupportsEvents() = false")
 		}
 		caps, _ := c.Capability()
-		wantCaps := subscriptions.Capability{
+		wantCaps := mcpe.Capability{
 			MaxSubscriptions: 100,
-			DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime, subscriptions.ChannelCron, subscriptions.ChannelScheduled},
-			Features:         subscriptions.Features{Pause: true, Wildcards: true, CronSchedule: true, ScheduledDelivery: true},
-			Handlers:         []subscriptions.HandlerType{},
+			DeliveryChannels: []mcpe.Channel{mcpe.ChannelRealtime, mcpe.ChannelCron, mcpe.ChannelScheduled},
+			Features:         mcpe.Features{Pause: true, Wildcards: true, CronSchedule: true, ScheduledDelivery: true},
+			Handlers:         []mcpe.HandlerType{},
 		}
 		if diff := cmp.Diff(wantCaps, caps, cmpopts.EquateEmpty()); diff != "" {
 			t.Errorf("Capability() mismatch (-want +got):\n%s", diff)
 		}
 
 		// Subscribe, and receive through the handlers whose pattern matches.
-		sub, err := c.Subscribe(ctx, subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"github.issues.*"}}})
+		sub, err := c.Subscribe(ctx, mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"github.issues.*"}}})
 		if err != nil {
 			t.Fatalf("Subscribe: %v", err)
 		}
-		if sub.Status != subscriptions.StatusActive || sub.ID == "" {
+		if sub.Status != mcpe.StatusActive || sub.ID == "" {
 			t.Fatalf("Subscribe returned %+v", sub)
 		}
 		opened := l.publish(t, "github.issues.opened", `{"title": "crash on start"}`)
@@ -65,12 +65,12 @@ func TestRoundTrip(t *testing.T) {
 
 		// List, by status.
 		for _, tc := range []struct {
-			status subscriptions.Status
+			status mcpe.Status
 			want   []string
 		}{
 			{"", []string{sub.ID}},
-			{subscriptions.StatusActive, []string{sub.ID}},
-			{subscriptions.StatusPaused, nil},
+			{mcpe.StatusActive, []string{sub.ID}},
+			{mcpe.StatusPaused, nil},
 		} {
 			subs, err := c.List(ctx, tc.status)
 			if err != nil {
@@ -83,22 +83,22 @@ func TestRoundTrip(t *testing.T) {
 
 		// Pause: nothing arrives; Resume: events arrive again.
 		paused, err := c.Pause(ctx, sub.ID)
-		if err != nil || paused.Status != subscriptions.StatusPaused {
+		if err != nil || paused.Status != mcpe.StatusPaused {
 			t.Fatalf("Pause = %+v, %v", paused, err)
 		}
 		l.publish(t, "github.issues.closed", `{}`)
 		rec.none(t, c)
 		resumed, err := c.Resume(ctx, sub.ID)
-		if err != nil || resumed.Status != subscriptions.StatusActive {
+		if err != nil || resumed.Status != mcpe.StatusActive {
 			t.Fatalf("Resume = %+v, %v", resumed, err)
 		}
 
 		// Update: a new filter and an expiry, then the expiry removed.
 		expires := l.now().Add(48 * time.Hour).UTC().Truncate(time.Second)
-		updated, err := c.Update(ctx, subscriptions.UpdateRequest{
+		updated, err := c.Update(ctx, mcpe.UpdateRequest{
 			SubscriptionID: sub.ID,
-			Filter:         &subscriptions.Filter{EventTypes: []string{"github.push"}},
-			ExpiresAt:      subscriptions.OptionalString{Set: true, Value: expires.Format(time.RFC3339)},
+			Filter:         &mcpe.Filter{EventTypes: []string{"github.push"}},
+			ExpiresAt:      mcpe.OptionalString{Set: true, Value: expires.Format(time.RFC3339)},
 		})
 		if err != nil {
 			t.Fatalf("Update: %v", err)
@@ -109,23 +109,23 @@ func TestRoundTrip(t *testing.T) {
 		if updated.ExpiresAt == nil || !updated.ExpiresAt.Equal(expires) {
 			t.Errorf("updated expiresAt = %v, want %v", updated.ExpiresAt, expires)
 		}
-		if updated, err = c.Update(ctx, subscriptions.UpdateRequest{SubscriptionID: sub.ID, ExpiresAt: subscriptions.OptionalString{Set: true}}); err != nil || updated.ExpiresAt != nil {
+		if updated, err = c.Update(ctx, mcpe.UpdateRequest{SubscriptionID: sub.ID, ExpiresAt: mcpe.OptionalString{Set: true}}); err != nil || updated.ExpiresAt != nil {
 			t.Fatalf("Update removing the expiry = %+v, %v", updated, err)
 		}
 		push := l.publish(t, "github.push", `{"ref": "main"}`)
 		rec.expect(t, received{Handler: "all", SubscriptionID: sub.ID, Type: "github.push", ID: push})
 
 		// Poll reads the inbox: the two events delivered, in order.
-		page, err := c.Poll(ctx, subscriptions.PollRequest{Cursor: "0", Limit: 10})
+		page, err := c.Poll(ctx, mcpe.PollRequest{Cursor: "0", Limit: 10})
 		if err != nil {
 			t.Fatalf("Poll: %v", err)
 		}
 		var polled []string
 		for _, it := range page.Items {
-			if it.Kind != subscriptions.InboxEvent || len(it.SubscriptionIDs) != 1 || it.SubscriptionIDs[0] != sub.ID {
+			if it.Kind != mcpe.InboxEvent || len(it.SubscriptionIDs) != 1 || it.SubscriptionIDs[0] != sub.ID {
 				t.Errorf("poll item %+v", it)
 			}
-			var ev subscriptions.Event
+			var ev mcpe.Event
 			if err := json.Unmarshal(it.Event, &ev); err != nil {
 				t.Fatal(err)
 			}
@@ -139,14 +139,14 @@ func TestRoundTrip(t *testing.T) {
 		}
 
 		// A digest: events wait for the schedule, then come as one batch.
-		digest := subscriptions.Delivery{
-			Channels:     []subscriptions.Channel{subscriptions.ChannelCron},
-			CronSchedule: &subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "America/New_York"},
+		digest := mcpe.Delivery{
+			Channels:     []mcpe.Channel{mcpe.ChannelCron},
+			CronSchedule: &mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "America/New_York"},
 		}
 		if l.fake == nil {
-			digest.CronSchedule = &subscriptions.CronSchedule{Expression: "@every 1s"}
+			digest.CronSchedule = &mcpe.CronSchedule{Expression: "@every 1s"}
 		}
-		daily, err := c.Subscribe(ctx, subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"deploy.*"}}, Delivery: &digest})
+		daily, err := c.Subscribe(ctx, mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"deploy.*"}}, Delivery: &digest})
 		if err != nil {
 			t.Fatalf("Subscribe to a digest: %v", err)
 		}
@@ -166,8 +166,8 @@ func TestRoundTrip(t *testing.T) {
 		if l.fake == nil {
 			ttl = 1500 * time.Millisecond
 		}
-		short, err := c.Subscribe(ctx, subscriptions.SubscribeRequest{
-			Filter:    subscriptions.Filter{EventTypes: []string{"never.*"}},
+		short, err := c.Subscribe(ctx, mcpe.SubscribeRequest{
+			Filter:    mcpe.Filter{EventTypes: []string{"never.*"}},
 			ExpiresAt: l.now().Add(ttl).UTC().Format(time.RFC3339Nano),
 		})
 		if err != nil {
@@ -198,14 +198,14 @@ func TestRoundTrip(t *testing.T) {
 		if err := c.Unsubscribe(ctx, sub.ID); !errors.As(err, &te) || te.Tool != "events_unsubscribe" || !strings.Contains(te.Message, "not found") {
 			t.Errorf("Unsubscribe twice = %v, want a ToolError saying not found", err)
 		}
-		if _, err := c.Subscribe(ctx, subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"github.{"}}}); !errors.As(err, &te) || !strings.Contains(te.Message, "eventTypes") {
+		if _, err := c.Subscribe(ctx, mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"github.{"}}}); !errors.As(err, &te) || !strings.Contains(te.Message, "eventTypes") {
 			t.Errorf("Subscribe with a bad pattern = %v, want a ToolError about eventTypes", err)
 		}
 		rec.none(t, c)
 	})
 }
 
-func ids(subs []*subscriptions.Subscription) []string {
+func ids(subs []*mcpe.Subscription) []string {
 	var out []string
 	for _, s := range subs {
 		out = append(out, s.ID)

@@ -7,16 +7,16 @@ import (
 	"slices"
 	"sync"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // EventHandler handles one event delivered to subscription subscriptionID.
-type EventHandler func(ctx context.Context, subscriptionID string, ev subscriptions.Event)
+type EventHandler func(ctx context.Context, subscriptionID string, ev mcpe.Event)
 
 // BatchHandler handles one digest of a cron or scheduled subscription.
 // batch.Events are the events' JSON, oldest first; decode each into a
-// subscriptions.Event.
-type BatchHandler func(ctx context.Context, batch subscriptions.BatchParams)
+// mcpe.Event.
+type BatchHandler func(ctx context.Context, batch mcpe.BatchParams)
 
 // ExpiredHandler learns that subscription subscriptionID expired.
 type ExpiredHandler func(ctx context.Context, subscriptionID string)
@@ -24,9 +24,9 @@ type ExpiredHandler func(ctx context.Context, subscriptionID string)
 // OnEvent calls h for every event whose type matches pattern, a pattern of
 // the subscription filter language ("github.issues.*", "*"). It returns a
 // function that removes the handler. The error is an
-// *subscriptions.InvalidError for a pattern that does not compile.
+// *mcpe.InvalidError for a pattern that does not compile.
 func (c *Client) OnEvent(pattern string, h EventHandler) (remove func(), err error) {
-	p, err := subscriptions.CompilePattern(pattern)
+	p, err := mcpe.ParsePattern("eventTypes", pattern)
 	if err != nil {
 		return nil, err
 	}
@@ -48,7 +48,7 @@ func (c *Client) OnExpired(h ExpiredHandler) (remove func()) {
 // registration is one handler; exactly one of event, batch and expired is
 // set.
 type registration struct {
-	pattern subscriptions.Pattern
+	pattern mcpe.Pattern
 	event   EventHandler
 	batch   BatchHandler
 	expired ExpiredHandler
@@ -167,18 +167,18 @@ func (c *Client) dispatch() {
 func (c *Client) notification(method string, params json.RawMessage) {
 	var err error
 	switch method {
-	case subscriptions.MethodEvent:
-		var p subscriptions.EventParams
+	case mcpe.MethodEvent:
+		var p mcpe.EventParams
 		if err = json.Unmarshal(params, &p); err == nil {
 			c.deliverEvent(p.SubscriptionID, p.Cursor, p.Event)
 		}
-	case subscriptions.MethodBatch:
-		var p subscriptions.BatchParams
+	case mcpe.MethodBatch:
+		var p mcpe.BatchParams
 		if err = json.Unmarshal(params, &p); err == nil {
 			c.deliverBatch(p)
 		}
-	case subscriptions.MethodSubscriptionExpired:
-		var p subscriptions.ExpiredParams
+	case mcpe.MethodSubscriptionExpired:
+		var p mcpe.ExpiredParams
 		if err = json.Unmarshal(params, &p); err == nil {
 			c.deliverExpired(p.SubscriptionID, p.Cursor)
 		}
@@ -192,14 +192,14 @@ func (c *Client) notification(method string, params json.RawMessage) {
 
 // pollItem delivers one inbox entry read by events_poll, once for each
 // subscription it is for, as the notifications of a live session would.
-func (c *Client) pollItem(it subscriptions.PollItem) {
+func (c *Client) pollItem(it mcpe.PollItem) {
 	for _, id := range it.SubscriptionIDs {
 		switch it.Kind {
-		case subscriptions.InboxEvent:
+		case mcpe.InboxEvent:
 			c.deliverEvent(id, it.Cursor, it.Event)
-		case subscriptions.InboxBatch:
-			c.deliverBatch(subscriptions.BatchParams{SubscriptionID: id, Cursor: it.Cursor, Events: it.Events, Remaining: it.Remaining})
-		case subscriptions.InboxExpired:
+		case mcpe.InboxBatch:
+			c.deliverBatch(mcpe.BatchParams{SubscriptionID: id, Cursor: it.Cursor, Events: it.Events, Remaining: it.Remaining})
+		case mcpe.InboxExpired:
 			c.deliverExpired(id, it.Cursor)
 		}
 	}
@@ -212,7 +212,7 @@ func (c *Client) pollItem(it subscriptions.PollItem) {
 
 func (c *Client) deliverEvent(subscriptionID, cursor string, raw json.RawMessage) {
 	c.advance(cursor)
-	var ev subscriptions.Event
+	var ev mcpe.Event
 	if err := json.Unmarshal(raw, &ev); err != nil {
 		c.log.Warn("dropping an event that does not decode", "subscription_id", subscriptionID, "cursor", cursor, "error", err)
 		return
@@ -232,7 +232,7 @@ func (c *Client) deliverEvent(subscriptionID, cursor string, raw json.RawMessage
 	}
 }
 
-func (c *Client) deliverBatch(p subscriptions.BatchParams) {
+func (c *Client) deliverBatch(p mcpe.BatchParams) {
 	c.advance(p.Cursor)
 	if p.Cursor != "" && !c.seen.add(fmt.Sprintf("batch %s %s", p.SubscriptionID, p.Cursor)) {
 		return

@@ -6,20 +6,20 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // FuzzNotification feeds the dispatcher notifications as a server might
 // send them: whatever their params, none may panic, and an event reaches
 // the handlers at most once.
 func FuzzNotification(f *testing.F) {
-	f.Add(subscriptions.MethodEvent, `{"subscriptionId": "s", "cursor": "3", "event": {"id": "e", "type": "a.b", "data": {}}}`)
-	f.Add(subscriptions.MethodEvent, `{"subscriptionId": "s", "cursor": "x", "event": {"type": "a.b"}}`)
-	f.Add(subscriptions.MethodEvent, `{"event": null}`)
-	f.Add(subscriptions.MethodBatch, `{"subscriptionId": "s", "cursor": "4", "events": [{"id": "e"}, 5, null], "remaining": -1}`)
-	f.Add(subscriptions.MethodSubscriptionExpired, `{"subscriptionId": "s", "cursor": "99999999999999999999"}`)
+	f.Add(mcpe.MethodEvent, `{"subscriptionId": "s", "cursor": "3", "event": {"id": "e", "type": "a.b", "data": {}}}`)
+	f.Add(mcpe.MethodEvent, `{"subscriptionId": "s", "cursor": "x", "event": {"type": "a.b"}}`)
+	f.Add(mcpe.MethodEvent, `{"event": null}`)
+	f.Add(mcpe.MethodBatch, `{"subscriptionId": "s", "cursor": "4", "events": [{"id": "e"}, 5, null], "remaining": -1}`)
+	f.Add(mcpe.MethodSubscriptionExpired, `{"subscriptionId": "s", "cursor": "99999999999999999999"}`)
 	f.Add("events/other", `[]`)
-	f.Add(subscriptions.MethodEvent, `nul`)
+	f.Add(mcpe.MethodEvent, `nul`)
 	f.Fuzz(func(t *testing.T, method, params string) {
 		c, err := New(&Options{DedupSize: 4})
 		if err != nil {
@@ -27,11 +27,11 @@ func FuzzNotification(f *testing.F) {
 		}
 		defer c.Close()
 		seen := map[string]int{}
-		_, err = c.OnEvent("*", func(_ context.Context, sub string, ev subscriptions.Event) { seen[sub+" "+ev.ID]++ })
+		_, err = c.OnEvent("*", func(_ context.Context, sub string, ev mcpe.Event) { seen[sub+" "+ev.ID]++ })
 		if err != nil {
 			t.Fatal(err)
 		}
-		c.OnBatch(func(context.Context, subscriptions.BatchParams) {})
+		c.OnBatch(func(context.Context, mcpe.BatchParams) {})
 		c.OnExpired(func(context.Context, string) {})
 		for range 2 {
 			c.notification(method, json.RawMessage(params))
@@ -53,7 +53,7 @@ func BenchmarkDeliverEvent(b *testing.B) {
 	}
 	defer c.Close()
 	for _, p := range []string{"github.issues.*", "github.{push,pull_request.*}", "deploy.failed", "*.failed", "*"} {
-		if _, err := c.OnEvent(p, func(context.Context, string, subscriptions.Event) {}); err != nil {
+		if _, err := c.OnEvent(p, func(context.Context, string, mcpe.Event) {}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -63,6 +63,6 @@ func BenchmarkDeliverEvent(b *testing.B) {
 	}
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
-		c.notification(subscriptions.MethodEvent, params[i%len(params)])
+		c.notification(mcpe.MethodEvent, params[i%len(params)])
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/client"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -33,7 +34,7 @@ func TestOnEventDispatchesByPattern(t *testing.T) {
 	got := map[string][]string{} // event type -> patterns whose handler ran, in order
 	c := connect(t, l, nil, func(c *client.Client) {
 		for _, p := range patterns {
-			if _, err := c.OnEvent(p, func(_ context.Context, _ string, ev subscriptions.Event) {
+			if _, err := c.OnEvent(p, func(_ context.Context, _ string, ev mcpe.Event) {
 				mu.Lock()
 				got[ev.Type] = append(got[ev.Type], p)
 				mu.Unlock()
@@ -43,7 +44,7 @@ func TestOnEventDispatchesByPattern(t *testing.T) {
 		}
 	})
 	ctx := ctxT(t)
-	if _, err := c.Subscribe(ctx, subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"*"}}}); err != nil {
+	if _, err := c.Subscribe(ctx, mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"*"}}}); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string][]string{
@@ -82,9 +83,9 @@ func TestOnEventPatternErrors(t *testing.T) {
 	}
 	defer c.Close()
 	for _, p := range []string{"", "github.{push", "github..push", "a b", "[z-a]"} {
-		_, err := c.OnEvent(p, func(context.Context, string, subscriptions.Event) {})
+		_, err := c.OnEvent(p, func(context.Context, string, mcpe.Event) {})
 		_, want := subscriptions.CompilePattern(p)
-		var inv *subscriptions.InvalidError
+		var inv *mcpe.InvalidError
 		if !errors.As(err, &inv) || want == nil || err.Error() != want.Error() {
 			t.Errorf("OnEvent(%q) = %v, want the error of CompilePattern: %v", p, err, want)
 		}
@@ -104,7 +105,7 @@ func TestHandlerRemoval(t *testing.T) {
 			t.Fatal(err)
 		}
 		var once sync.Once
-		if _, err := c.OnEvent("*", func(_ context.Context, _ string, ev subscriptions.Event) {
+		if _, err := c.OnEvent("*", func(_ context.Context, _ string, ev mcpe.Event) {
 			// Registered from a handler: runs from the next event on.
 			once.Do(func() {
 				if _, err := c.OnEvent("*", rec.event("late")); err != nil {
@@ -118,7 +119,7 @@ func TestHandlerRemoval(t *testing.T) {
 		c.OnBatch(rec.batch)()
 	})
 	ctx := ctxT(t)
-	sub, err := c.Subscribe(ctx, subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"a.*"}}})
+	sub, err := c.Subscribe(ctx, mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"a.*"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func TestHandlerRemoval(t *testing.T) {
 	two := l.publish(t, "a.two", `{}`)
 	rec.expect(t, received{Handler: "late", SubscriptionID: sub.ID, Type: "a.two", ID: two})
 	// The expiry and batch handlers were removed at once.
-	if _, err := c.Update(ctx, subscriptions.UpdateRequest{SubscriptionID: sub.ID, ExpiresAt: subscriptions.OptionalString{Set: true, Value: l.now().Add(time.Second).UTC().Format(time.RFC3339Nano)}}); err != nil {
+	if _, err := c.Update(ctx, mcpe.UpdateRequest{SubscriptionID: sub.ID, ExpiresAt: mcpe.OptionalString{Set: true, Value: l.now().Add(time.Second).UTC().Format(time.RFC3339Nano)}}); err != nil {
 		t.Fatal(err)
 	}
 	l.fake.Advance(2 * time.Second)

@@ -1,6 +1,6 @@
 // Package client is a Go client for MCPE servers (MCP Events): it wraps a
 // go-sdk client session, calls the events_* tools with the typed requests of
-// package subscriptions, and hands the events/event, events/batch and
+// package mcpe, and hands the events/event, events/batch and
 // events/subscription_expired notifications, which the go-sdk drops, to Go
 // handlers. It is the Go counterpart of the EventsClient of the MCPE
 // proposal: SupportsEvents (and Capability, the capability as a typed
@@ -23,9 +23,8 @@
 // # Handlers
 //
 // OnEvent registers a callback for the events whose type matches a pattern,
-// in the language of subscription filters, compiled by the server's own
-// code (subscriptions.CompilePattern: "github.*", "alert.{disk,cpu}.*",
-// "*"). Every handler is called from one goroutine, in delivery order,
+// in the language of subscription filters, read by the same parser the
+// server uses (mcpe.ParsePattern: "github.*", "alert.{disk,cpu}.*", "*"). Every handler is called from one goroutine, in delivery order,
 // never concurrently with another: a handler that takes long holds up the
 // ones after it, and may call the Client's methods (Subscribe, List, ...)
 // but must not call Close or CatchUp. An event that matches several handlers

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/client/clienttest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Subscribe to new GitHub issues and print each one. The server here runs
@@ -31,7 +31,7 @@ func Example() {
 	}
 	defer c.Close()
 	got := make(chan struct{})
-	c.OnEvent("github.issues.*", func(ctx context.Context, subscriptionID string, ev subscriptions.Event) {
+	c.OnEvent("github.issues.*", func(ctx context.Context, subscriptionID string, ev mcpe.Event) {
 		fmt.Printf("%s: %s\n", ev.Type, ev.Data)
 		close(got)
 	})
@@ -43,14 +43,14 @@ func Example() {
 		log.Fatal(err)
 	}
 	fmt.Println("events supported:", c.SupportsEvents())
-	if _, err := c.Subscribe(ctx, subscriptions.SubscribeRequest{
-		Filter: subscriptions.Filter{EventTypes: []string{"github.issues.*"}},
+	if _, err := c.Subscribe(ctx, mcpe.SubscribeRequest{
+		Filter: mcpe.Filter{EventTypes: []string{"github.issues.*"}},
 	}); err != nil {
 		log.Fatal(err)
 	}
 
 	// Someone opens an issue (POST /v1/events on a real server).
-	if _, err := srv.Publish(ctx, subscriptions.EventInput{Type: "github.issues.opened", Data: json.RawMessage(`{"title":"crash on start"}`)}); err != nil {
+	if _, err := srv.Publish(ctx, mcpe.EventInput{Type: "github.issues.opened", Data: json.RawMessage(`{"title":"crash on start"}`)}); err != nil {
 		log.Fatal(err)
 	}
 	select {
@@ -73,13 +73,13 @@ func ExampleCommand() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	c.OnEvent("deploy.failed", func(ctx context.Context, _ string, ev subscriptions.Event) {
+	c.OnEvent("deploy.failed", func(ctx context.Context, _ string, ev mcpe.Event) {
 		fmt.Printf("deploy failed: %s\n", ev.Data)
 	})
 	if err := c.Connect(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := c.Subscribe(ctx, subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"deploy.*"}}}); err != nil {
+	if _, err := c.Subscribe(ctx, mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"deploy.*"}}}); err != nil {
 		log.Fatal(err)
 	}
 	<-ctx.Done()
@@ -95,17 +95,17 @@ func ExampleStreamableHTTP() {
 		log.Fatal(err)
 	}
 	defer c.Close()
-	c.OnBatch(func(ctx context.Context, b subscriptions.BatchParams) {
+	c.OnBatch(func(ctx context.Context, b mcpe.BatchParams) {
 		fmt.Printf("digest: %d new issues\n", len(b.Events))
 	})
 	if err := c.Connect(ctx, nil); err != nil {
 		log.Fatal(err)
 	}
-	if _, err := c.Subscribe(ctx, subscriptions.SubscribeRequest{
-		Filter: subscriptions.Filter{EventTypes: []string{"github.issues.opened"}},
-		Delivery: &subscriptions.Delivery{
-			Channels:     []subscriptions.Channel{subscriptions.ChannelCron},
-			CronSchedule: &subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "Europe/Paris"},
+	if _, err := c.Subscribe(ctx, mcpe.SubscribeRequest{
+		Filter: mcpe.Filter{EventTypes: []string{"github.issues.opened"}},
+		Delivery: &mcpe.Delivery{
+			Channels:     []mcpe.Channel{mcpe.ChannelCron},
+			CronSchedule: &mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "Europe/Paris"},
 		},
 	}); err != nil {
 		log.Fatal(err)

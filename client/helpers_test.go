@@ -23,7 +23,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/client/clienttest"
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // wait bounds every wait of these tests.
@@ -133,7 +133,7 @@ func httpLink(t *testing.T, protocol string) link {
 func publisher(s *clienttest.Server) func(t *testing.T, typ, data string) string {
 	return func(t *testing.T, typ, data string) string {
 		t.Helper()
-		id, err := s.Publish(context.Background(), subscriptions.EventInput{Type: typ, Data: json.RawMessage(data)})
+		id, err := s.Publish(context.Background(), mcpe.EventInput{Type: typ, Data: json.RawMessage(data)})
 		if err != nil {
 			t.Fatalf("publish %s: %v", typ, err)
 		}
@@ -383,15 +383,15 @@ type recorder struct {
 func newRecorder() *recorder { return &recorder{ch: make(chan received, 10000)} }
 
 func (r *recorder) event(name string) client.EventHandler {
-	return func(_ context.Context, sub string, ev subscriptions.Event) {
+	return func(_ context.Context, sub string, ev mcpe.Event) {
 		r.ch <- received{Handler: name, SubscriptionID: sub, Type: ev.Type, ID: ev.ID}
 	}
 }
 
-func (r *recorder) batch(_ context.Context, b subscriptions.BatchParams) {
+func (r *recorder) batch(_ context.Context, b mcpe.BatchParams) {
 	got := received{Handler: "batch", SubscriptionID: b.SubscriptionID, Events: []string{}, Remaining: b.Remaining}
 	for _, raw := range b.Events {
-		var ev subscriptions.Event
+		var ev mcpe.Event
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			got.Events = append(got.Events, "undecodable: "+err.Error())
 			continue

@@ -12,7 +12,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // TestBridgeDeliversNotifications guards notify.go, the one place where the
@@ -34,12 +34,12 @@ func TestBridgeDeliversNotifications(t *testing.T) {
 			return nil, struct{}{}, err
 		}
 		for _, n := range []struct{ method, params string }{
-			{subscriptions.MethodEvent, `{"subscriptionId": "s1", "cursor": "7", "event": {"id": "e1", "type": "a.b", "data": {"n": 1}, "metadata": {"timestamp": "2026-03-02T13:00:00Z", "priority": "high"}}}`},
-			{subscriptions.MethodEvent, `{"subscriptionId": 5}`},
+			{mcpe.MethodEvent, `{"subscriptionId": "s1", "cursor": "7", "event": {"id": "e1", "type": "a.b", "data": {"n": 1}, "metadata": {"timestamp": "2026-03-02T13:00:00Z", "priority": "high"}}}`},
+			{mcpe.MethodEvent, `{"subscriptionId": 5}`},
 			{"events/unknown", `{}`},
-			{subscriptions.MethodBatch, `{"subscriptionId": "s2", "cursor": "8", "events": [{"id": "e2", "type": "c.d", "data": {}}, {"id": "e3", "type": "c.e", "data": {}}], "remaining": 4}`},
-			{subscriptions.MethodSubscriptionExpired, `{"subscriptionId": "s3", "cursor": "9"}`},
-			{subscriptions.MethodSubscriptionExpired, `{"subscriptionId": "` + args.End + `"}`},
+			{mcpe.MethodBatch, `{"subscriptionId": "s2", "cursor": "8", "events": [{"id": "e2", "type": "c.d", "data": {}}, {"id": "e3", "type": "c.e", "data": {}}], "remaining": 4}`},
+			{mcpe.MethodSubscriptionExpired, `{"subscriptionId": "s3", "cursor": "9"}`},
+			{mcpe.MethodSubscriptionExpired, `{"subscriptionId": "` + args.End + `"}`},
 		} {
 			if err := sink.Notify(ctx, n.method, json.RawMessage(n.params)); err != nil {
 				return nil, struct{}{}, err
@@ -69,8 +69,8 @@ func TestBridgeDeliversNotifications(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer c.Close()
-				var events []subscriptions.Event
-				if _, err := c.OnEvent("*", func(ctx context.Context, sub string, ev subscriptions.Event) {
+				var events []mcpe.Event
+				if _, err := c.OnEvent("*", func(ctx context.Context, sub string, ev mcpe.Event) {
 					events = append(events, ev)
 					rec.event("event")(ctx, sub, ev)
 				}); err != nil {
@@ -95,7 +95,7 @@ func TestBridgeDeliversNotifications(t *testing.T) {
 					received{Handler: "expired", SubscriptionID: "s3"},
 					received{Handler: "expired", SubscriptionID: "end1"},
 				)
-				if diff := cmp.Diff(`{"n":1}`, string(events[0].Data)); diff != "" || events[0].Metadata.Priority != subscriptions.PriorityHigh {
+				if diff := cmp.Diff(`{"n":1}`, string(events[0].Data)); diff != "" || events[0].Metadata.Priority != mcpe.PriorityHigh {
 					t.Errorf("event decoded as %+v", events[0])
 				}
 				if got := c.Cursor(); got != "9" {

@@ -12,8 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
-	"github.com/mcpe-server/mcpe-server/tools"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // pollTimeout bounds one events_poll of a catch-up.
@@ -175,12 +174,12 @@ func (c *Client) pollAll(cs *mcp.ClientSession, skip bool) error {
 	cursor := c.base
 	for {
 		ctx, cancel := context.WithTimeout(c.ctx, pollTimeout)
-		res, err := callTool[subscriptions.PollResult](ctx, cs, tools.Poll, subscriptions.PollRequest{Cursor: cursor, Limit: subscriptions.MaxPollLimit})
+		res, err := callTool[mcpe.PollResult](ctx, cs, mcpe.ToolPoll, mcpe.PollRequest{Cursor: cursor, Limit: mcpe.MaxPollLimit})
 		cancel()
 		if err != nil {
 			return err
 		}
-		if _, err := subscriptions.ParseCursor(res.NextCursor); err != nil {
+		if _, err := mcpe.ParseCursor(res.NextCursor); err != nil {
 			return errors.New("events_poll answered without a valid nextCursor")
 		}
 		for _, it := range res.Items {

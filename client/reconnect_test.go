@@ -15,7 +15,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/client/clienttest"
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // instantClock is a client clock whose timers fire at once; it records
@@ -105,13 +105,13 @@ func TestReconnectLosesNothing(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { c.Close() })
-			if _, err := c.OnEvent("stream.*", func(_ context.Context, _ string, ev subscriptions.Event) { got <- ev.ID }); err != nil {
+			if _, err := c.OnEvent("stream.*", func(_ context.Context, _ string, ev mcpe.Event) { got <- ev.ID }); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Connect(ctxT(t), nil); err != nil {
 				t.Fatal(err)
 			}
-			if _, err := c.Subscribe(ctxT(t), subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"stream.*"}}}); err != nil {
+			if _, err := c.Subscribe(ctxT(t), mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"stream.*"}}}); err != nil {
 				t.Fatal(err)
 			}
 			first := c.Session()
@@ -284,7 +284,7 @@ func TestResumeFromCursor(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	sub, err := first.Subscribe(ctxT(t), subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"job.*"}}})
+	sub, err := first.Subscribe(ctxT(t), mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"job.*"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,19 +337,19 @@ func TestCatchUpFindsDroppedNotifications(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	if _, err := c.OnEvent("*", func(_ context.Context, _ string, ev subscriptions.Event) { got <- ev.ID }); err != nil {
+	if _, err := c.OnEvent("*", func(_ context.Context, _ string, ev mcpe.Event) { got <- ev.ID }); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.Connect(ctxT(t), nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := c.Subscribe(ctxT(t), subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"*"}}}); err != nil {
+	if _, err := c.Subscribe(ctxT(t), mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"*"}}}); err != nil {
 		t.Fatal(err)
 	}
 	gate.close()
 	want := map[string]bool{}
 	for i := range 20 {
-		id, err := s.Publish(ctxT(t), subscriptions.EventInput{Type: fmt.Sprintf("burst.e%d", i)})
+		id, err := s.Publish(ctxT(t), mcpe.EventInput{Type: fmt.Sprintf("burst.e%d", i)})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -8,8 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
-	"github.com/mcpe-server/mcpe-server/tools"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // ToolError is a tool call the server refused. Message is the server's
@@ -22,36 +21,36 @@ type ToolError struct {
 func (e *ToolError) Error() string { return e.Tool + ": " + e.Message }
 
 // Subscribe creates a subscription (events_subscribe).
-func (c *Client) Subscribe(ctx context.Context, req subscriptions.SubscribeRequest) (*subscriptions.Subscription, error) {
-	return call[*subscriptions.Subscription](ctx, c, tools.Subscribe, req)
+func (c *Client) Subscribe(ctx context.Context, req mcpe.SubscribeRequest) (*mcpe.Subscription, error) {
+	return call[*mcpe.Subscription](ctx, c, mcpe.ToolSubscribe, req)
 }
 
 // Unsubscribe removes a subscription for good (events_unsubscribe).
 func (c *Client) Unsubscribe(ctx context.Context, subscriptionID string) error {
-	_, err := call[subscriptions.UnsubscribeResult](ctx, c, tools.Unsubscribe, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
+	_, err := call[mcpe.UnsubscribeResult](ctx, c, mcpe.ToolUnsubscribe, mcpe.SubscriptionRef{SubscriptionID: subscriptionID})
 	return err
 }
 
 // Update changes a subscription's filter, delivery, expiry or handler
 // (events_update); the fields left out are kept.
-func (c *Client) Update(ctx context.Context, req subscriptions.UpdateRequest) (*subscriptions.Subscription, error) {
-	return call[*subscriptions.Subscription](ctx, c, tools.Update, req)
+func (c *Client) Update(ctx context.Context, req mcpe.UpdateRequest) (*mcpe.Subscription, error) {
+	return call[*mcpe.Subscription](ctx, c, mcpe.ToolUpdate, req)
 }
 
 // Pause stops a subscription's deliveries until Resume (events_pause).
-func (c *Client) Pause(ctx context.Context, subscriptionID string) (*subscriptions.Subscription, error) {
-	return call[*subscriptions.Subscription](ctx, c, tools.Pause, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
+func (c *Client) Pause(ctx context.Context, subscriptionID string) (*mcpe.Subscription, error) {
+	return call[*mcpe.Subscription](ctx, c, mcpe.ToolPause, mcpe.SubscriptionRef{SubscriptionID: subscriptionID})
 }
 
 // Resume restarts a paused subscription (events_resume).
-func (c *Client) Resume(ctx context.Context, subscriptionID string) (*subscriptions.Subscription, error) {
-	return call[*subscriptions.Subscription](ctx, c, tools.Resume, subscriptions.SubscriptionRef{SubscriptionID: subscriptionID})
+func (c *Client) Resume(ctx context.Context, subscriptionID string) (*mcpe.Subscription, error) {
+	return call[*mcpe.Subscription](ctx, c, mcpe.ToolResume, mcpe.SubscriptionRef{SubscriptionID: subscriptionID})
 }
 
 // List returns the caller's subscriptions with the given status, or all of
 // them when status is empty (events_list).
-func (c *Client) List(ctx context.Context, status subscriptions.Status) ([]*subscriptions.Subscription, error) {
-	res, err := call[subscriptions.ListResult](ctx, c, tools.List, subscriptions.ListRequest{Status: status})
+func (c *Client) List(ctx context.Context, status mcpe.Status) ([]*mcpe.Subscription, error) {
+	res, err := call[mcpe.ListResult](ctx, c, mcpe.ToolList, mcpe.ListRequest{Status: status})
 	if err != nil {
 		return nil, err
 	}
@@ -60,14 +59,14 @@ func (c *Client) List(ctx context.Context, status subscriptions.Status) ([]*subs
 
 // Poll reads the caller's inbox (events_poll). It does not call the
 // handlers, and does not move the position Client catch-ups start from.
-func (c *Client) Poll(ctx context.Context, req subscriptions.PollRequest) (subscriptions.PollResult, error) {
-	return call[subscriptions.PollResult](ctx, c, tools.Poll, req)
+func (c *Client) Poll(ctx context.Context, req mcpe.PollRequest) (mcpe.PollResult, error) {
+	return call[mcpe.PollResult](ctx, c, mcpe.ToolPoll, req)
 }
 
 // Catalog returns the event types the server can deliver, keeping those
 // that match pattern; empty keeps all (events_catalog).
-func (c *Client) Catalog(ctx context.Context, pattern string) (*subscriptions.Catalog, error) {
-	return call[*subscriptions.Catalog](ctx, c, tools.CatalogTool, subscriptions.CatalogRequest{Pattern: pattern})
+func (c *Client) Catalog(ctx context.Context, pattern string) (*mcpe.Catalog, error) {
+	return call[*mcpe.Catalog](ctx, c, mcpe.ToolCatalog, mcpe.CatalogRequest{Pattern: pattern})
 }
 
 // call calls a tool on the live session, waiting for a reconnection in

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/handlers"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -81,7 +82,7 @@ func BenchmarkWebhookFanOut(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		kinds := map[subscriptions.HandlerType]subscriptions.Handler{subscriptions.HandlerWebhook: sender}
+		kinds := map[mcpe.HandlerType]subscriptions.Handler{mcpe.HandlerWebhook: sender}
 		svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: store, Deliverer: noDeliverer{}, Handlers: kinds})
 		if err != nil {
 			b.Fatal(err)
@@ -89,9 +90,9 @@ func BenchmarkWebhookFanOut(b *testing.B) {
 		if err := svc.Start(b.Context()); err != nil {
 			b.Fatal(err)
 		}
-		sub, err := svc.Subscribe(b.Context(), "alice", subscriptions.SubscribeRequest{
-			Filter:  subscriptions.Filter{EventTypes: []string{"*"}},
-			Handler: &subscriptions.HandlerSpec{Type: subscriptions.HandlerWebhook, URL: srv.URL},
+		sub, err := svc.Subscribe(b.Context(), "alice", mcpe.SubscribeRequest{
+			Filter:  mcpe.Filter{EventTypes: []string{"*"}},
+			Handler: &mcpe.HandlerSpec{Type: mcpe.HandlerWebhook, URL: srv.URL},
 		})
 		if err != nil {
 			b.Fatal(err)
@@ -100,7 +101,7 @@ func BenchmarkWebhookFanOut(b *testing.B) {
 		rcv.secret = sub.Handler.Secret
 		rcv.mu.Unlock()
 		for i := range events {
-			if _, err := svc.Publish(b.Context(), subscriptions.Event{Type: "deploy.finished", Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}); err != nil {
+			if _, err := svc.Publish(b.Context(), mcpe.Event{Type: "deploy.finished", Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, i))}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -123,7 +124,7 @@ func BenchmarkWebhookFanOut(b *testing.B) {
 		b.StopTimer()
 
 		// Every outcome is recorded: 10 000 successes, nothing left.
-		var st subscriptions.HandlerStatus
+		var st mcpe.HandlerStatus
 		for deadline := time.Now().Add(time.Minute); ; {
 			got, err := svc.Get(b.Context(), "alice", sub.ID)
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -28,7 +29,7 @@ func runSummary(t *testing.T, inv *subscriptions.Invocation) string {
 		}
 		return fmt.Sprint(ev.Data.N)
 	}
-	if inv.Kind == subscriptions.InboxBatch {
+	if inv.Kind == mcpe.InboxBatch {
 		var ns []string
 		for _, ev := range inv.Events {
 			ns = append(ns, n(ev))
@@ -47,7 +48,7 @@ func TestHandlersOnEveryChannel(t *testing.T) {
 	no := false
 	tests := []struct {
 		name     string
-		delivery *subscriptions.Delivery
+		delivery *mcpe.Delivery
 		fireAt   time.Time // zero for realtime
 		want     []string
 	}{
@@ -57,22 +58,22 @@ func TestHandlersOnEveryChannel(t *testing.T) {
 		},
 		{
 			name: "cron",
-			delivery: &subscriptions.Delivery{Channels: []subscriptions.Channel{subscriptions.ChannelCron},
-				CronSchedule: &subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC"}},
+			delivery: &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelCron},
+				CronSchedule: &mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC"}},
 			fireAt: start.Add(time.Hour),
 			want:   []string{"batch 1 2 (remaining 0)"},
 		},
 		{
 			name: "cron, not aggregated",
-			delivery: &subscriptions.Delivery{Channels: []subscriptions.Channel{subscriptions.ChannelCron},
-				CronSchedule: &subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC", AggregateEvents: &no}},
+			delivery: &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelCron},
+				CronSchedule: &mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC", AggregateEvents: &no}},
 			fireAt: start.Add(time.Hour),
 			want:   []string{"event 1", "event 2"},
 		},
 		{
 			name: "scheduled",
-			delivery: &subscriptions.Delivery{Channels: []subscriptions.Channel{subscriptions.ChannelScheduled},
-				ScheduledDelivery: &subscriptions.ScheduledDelivery{DeliverAt: "2026-03-02T10:00:00Z"}},
+			delivery: &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelScheduled},
+				ScheduledDelivery: &mcpe.ScheduledDelivery{DeliverAt: "2026-03-02T10:00:00Z"}},
 			fireAt: start.Add(2 * time.Hour),
 			want:   []string{"batch 1 2 (remaining 0)"},
 		},
@@ -82,19 +83,19 @@ func TestHandlersOnEveryChannel(t *testing.T) {
 			h := newFakeHandler(nil)
 			clk := clock.NewFake(start)
 			e := newEnvWith(t, filepath.Join(t.TempDir(), "db"), clk, envOptions{
-				kinds: map[subscriptions.HandlerType]subscriptions.Handler{subscriptions.HandlerBash: h},
+				kinds: map[mcpe.HandlerType]subscriptions.Handler{mcpe.HandlerBash: h},
 				timed: true,
 			})
-			sub, err := e.svc.Subscribe(t.Context(), "alice", subscriptions.SubscribeRequest{
-				Filter:   subscriptions.Filter{EventTypes: []string{"test.*"}},
+			sub, err := e.svc.Subscribe(t.Context(), "alice", mcpe.SubscribeRequest{
+				Filter:   mcpe.Filter{EventTypes: []string{"test.*"}},
 				Delivery: tt.delivery,
-				Handler:  &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: "notify"},
+				Handler:  &mcpe.HandlerSpec{Type: mcpe.HandlerBash, Command: "notify"},
 			})
 			if err != nil {
 				t.Fatal(err)
 			}
 			for n := 1; n <= 2; n++ {
-				if _, err := e.svc.Publish(t.Context(), subscriptions.Event{Type: "test.created", Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}); err != nil {
+				if _, err := e.svc.Publish(t.Context(), mcpe.Event{Type: "test.created", Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))}); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -115,7 +116,7 @@ func TestHandlersOnEveryChannel(t *testing.T) {
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("handler runs mismatch (-want +got):\n%s", diff)
 			}
-			st := e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Succeeded == int64(len(tt.want)) })
+			st := e.status(t, sub.ID, func(s mcpe.HandlerStatus) bool { return s.Succeeded == int64(len(tt.want)) })
 			if st.Failed != 0 || st.Pending != 0 {
 				t.Errorf("status %+v; want %d succeeded and nothing else", st, len(tt.want))
 			}

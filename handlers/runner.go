@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -45,7 +46,7 @@ type Options struct {
 	// Jobs is the store; required.
 	Jobs Jobs
 	// Handlers run each type of handler; a job whose type has none fails.
-	Handlers map[subscriptions.HandlerType]subscriptions.Handler
+	Handlers map[mcpe.HandlerType]subscriptions.Handler
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
 	// Logger defaults to discarding.

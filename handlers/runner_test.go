@@ -13,6 +13,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/handlers"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -30,7 +31,7 @@ func newFakeHandler(outcome func(*subscriptions.Invocation) subscriptions.Outcom
 	return &fakeHandler{outcome: outcome, ran: make(chan *subscriptions.Invocation, 100)}
 }
 
-func (h *fakeHandler) Check(context.Context, string, *subscriptions.HandlerSpec) error { return nil }
+func (h *fakeHandler) Check(context.Context, string, *mcpe.HandlerSpec) error { return nil }
 
 func (h *fakeHandler) Handle(ctx context.Context, inv *subscriptions.Invocation) subscriptions.Outcome {
 	if h.block != nil {
@@ -86,7 +87,7 @@ type env struct {
 // envOptions vary what newEnvWith builds.
 type envOptions struct {
 	// kinds are the handlers, by type.
-	kinds map[subscriptions.HandlerType]subscriptions.Handler
+	kinds map[mcpe.HandlerType]subscriptions.Handler
 	// timed offers the cron and scheduled channels besides realtime.
 	timed bool
 	// stopped leaves the runner unstarted: e.runner.Start starts it.
@@ -96,7 +97,7 @@ type envOptions struct {
 // newEnv runs h as the bash handler.
 func newEnv(t *testing.T, path string, clk *clock.Fake, h subscriptions.Handler) *env {
 	t.Helper()
-	return newEnvWith(t, path, clk, envOptions{kinds: map[subscriptions.HandlerType]subscriptions.Handler{subscriptions.HandlerBash: h}})
+	return newEnvWith(t, path, clk, envOptions{kinds: map[mcpe.HandlerType]subscriptions.Handler{mcpe.HandlerBash: h}})
 }
 
 func newEnvWith(t *testing.T, path string, clk *clock.Fake, o envOptions) *env {
@@ -115,9 +116,9 @@ func newEnvWith(t *testing.T, path string, clk *clock.Fake, o envOptions) *env {
 		PruneInterval: 24 * time.Hour,
 	}
 	if o.timed {
-		opts.Timings = map[subscriptions.Channel]subscriptions.Timing{
-			subscriptions.ChannelCron:      cron.New(nil),
-			subscriptions.ChannelScheduled: scheduled.Channel{},
+		opts.Timings = map[mcpe.Channel]subscriptions.Timing{
+			mcpe.ChannelCron:      cron.New(nil),
+			mcpe.ChannelScheduled: scheduled.Channel{},
 		}
 	}
 	svc, err := subscriptions.NewService(opts)
@@ -145,9 +146,9 @@ func (e *env) stop() {
 
 func (e *env) subscribe(t *testing.T) *subscriptions.Subscription {
 	t.Helper()
-	sub, err := e.svc.Subscribe(t.Context(), "alice", subscriptions.SubscribeRequest{
-		Filter:  subscriptions.Filter{EventTypes: []string{"test.*"}},
-		Handler: &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: "notify"},
+	sub, err := e.svc.Subscribe(t.Context(), "alice", mcpe.SubscribeRequest{
+		Filter:  mcpe.Filter{EventTypes: []string{"test.*"}},
+		Handler: &mcpe.HandlerSpec{Type: mcpe.HandlerBash, Command: "notify"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -157,14 +158,14 @@ func (e *env) subscribe(t *testing.T) *subscriptions.Subscription {
 
 func (e *env) publish(t *testing.T, sourceID string) {
 	t.Helper()
-	if _, err := e.svc.Publish(t.Context(), subscriptions.Event{Type: "test.created", Data: json.RawMessage(`{}`),
-		Metadata: subscriptions.Metadata{SourceEventID: sourceID}}); err != nil {
+	if _, err := e.svc.Publish(t.Context(), mcpe.Event{Type: "test.created", Data: json.RawMessage(`{}`),
+		Metadata: mcpe.Metadata{SourceEventID: sourceID}}); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // status waits until the subscription's handler status satisfies ok.
-func (e *env) status(t *testing.T, id string, ok func(subscriptions.HandlerStatus) bool) subscriptions.HandlerStatus {
+func (e *env) status(t *testing.T, id string, ok func(mcpe.HandlerStatus) bool) mcpe.HandlerStatus {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -194,13 +195,13 @@ func TestRunsEachDeliveryOnce(t *testing.T) {
 	seen := map[string]bool{}
 	for range 3 {
 		inv := h.wait(t)
-		if inv.SubscriptionID != sub.ID || inv.Attempt != 1 || inv.Kind != subscriptions.InboxEvent || seen[inv.JobID] {
+		if inv.SubscriptionID != sub.ID || inv.Attempt != 1 || inv.Kind != mcpe.InboxEvent || seen[inv.JobID] {
 			t.Errorf("unexpected invocation %+v", inv)
 		}
 		seen[inv.JobID] = true
 	}
 	h.none(t)
-	st := e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Succeeded == 3 })
+	st := e.status(t, sub.ID, func(s mcpe.HandlerStatus) bool { return s.Succeeded == 3 })
 	if st.Pending != 0 || st.LastOutput != "ok" || st.LastRunAt == nil {
 		t.Errorf("status %+v", st)
 	}
@@ -218,14 +219,14 @@ func TestRetryAfterDelayAndAcrossRestart(t *testing.T) {
 	if inv := failing.wait(t); inv.Attempt != 1 {
 		t.Fatalf("attempt %d, want 1", inv.Attempt)
 	}
-	e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.LastError != "" })
+	e.status(t, sub.ID, func(s mcpe.HandlerStatus) bool { return s.LastError != "" })
 	clk.Advance(29 * time.Second)
 	failing.none(t)
 	clk.Advance(time.Second)
 	if inv := failing.wait(t); inv.Attempt != 2 {
 		t.Fatalf("attempt %d, want 2", inv.Attempt)
 	}
-	e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool {
+	e.status(t, sub.ID, func(s mcpe.HandlerStatus) bool {
 		return s.LastRunAt != nil && s.LastRunAt.Equal(t0.Add(30*time.Second))
 	})
 
@@ -238,7 +239,7 @@ func TestRetryAfterDelayAndAcrossRestart(t *testing.T) {
 	if inv := ok.wait(t); inv.Attempt != 3 || inv.SubscriptionID != sub.ID {
 		t.Fatalf("after restart: %+v, want attempt 3 of %s", inv, sub.ID)
 	}
-	st := e2.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Succeeded == 1 })
+	st := e2.status(t, sub.ID, func(s mcpe.HandlerStatus) bool { return s.Succeeded == 1 })
 	if st.Failed != 0 || st.Pending != 0 {
 		t.Errorf("status %+v; retries are not failures", st)
 	}
@@ -252,7 +253,7 @@ func TestStopLeavesRunningJobDue(t *testing.T) {
 	e := newEnv(t, path, clk, hung)
 	sub := e.subscribe(t)
 	e.publish(t, "a")
-	e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Pending == 1 })
+	e.status(t, sub.ID, func(s mcpe.HandlerStatus) bool { return s.Pending == 1 })
 	e.stop()
 
 	ok := newFakeHandler(nil)
@@ -260,7 +261,7 @@ func TestStopLeavesRunningJobDue(t *testing.T) {
 	if inv := ok.wait(t); inv.Attempt != 1 {
 		t.Fatalf("the cut run was not run again: %+v", inv)
 	}
-	e2.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Succeeded == 1 && s.Pending == 0 })
+	e2.status(t, sub.ID, func(s mcpe.HandlerStatus) bool { return s.Succeeded == 1 && s.Pending == 0 })
 }
 
 func TestDisableAndPanic(t *testing.T) {
@@ -277,18 +278,18 @@ func TestDisableAndPanic(t *testing.T) {
 	sub := e.subscribe(t)
 	e.publish(t, "a")
 	h.none(t) // the panicking run sends nothing
-	e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Failed == 1 })
+	e.status(t, sub.ID, func(s mcpe.HandlerStatus) bool { return s.Failed == 1 })
 	e.publish(t, "b")
 	h.wait(t)
-	st := e.status(t, sub.ID, func(s subscriptions.HandlerStatus) bool { return s.Disabled != "" })
+	st := e.status(t, sub.ID, func(s mcpe.HandlerStatus) bool { return s.Disabled != "" })
 	if st.Disabled != "410 Gone" {
 		t.Errorf("disabled = %q", st.Disabled)
 	}
 	e.publish(t, "c")
 	h.none(t)
 	// events_update with a handler turns it back on.
-	if _, err := e.svc.Update(t.Context(), "alice", subscriptions.UpdateRequest{SubscriptionID: sub.ID,
-		Handler: subscriptions.OptionalHandler{Set: true, Value: &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: "notify"}}}); err != nil {
+	if _, err := e.svc.Update(t.Context(), "alice", mcpe.UpdateRequest{SubscriptionID: sub.ID,
+		Handler: mcpe.OptionalHandler{Set: true, Value: &mcpe.HandlerSpec{Type: mcpe.HandlerBash, Command: "notify"}}}); err != nil {
 		t.Fatal(err)
 	}
 	e.publish(t, "d")

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -132,15 +133,15 @@ func TestWebhookThroughRunner(t *testing.T) {
 		t.Cleanup(s.Close)
 		return s
 	}
-	kinds := func() map[subscriptions.HandlerType]subscriptions.Handler {
-		return map[subscriptions.HandlerType]subscriptions.Handler{subscriptions.HandlerWebhook: newSender()}
+	kinds := func() map[mcpe.HandlerType]subscriptions.Handler {
+		return map[mcpe.HandlerType]subscriptions.Handler{mcpe.HandlerWebhook: newSender()}
 	}
 	e := newEnvWith(t, path, clk, envOptions{kinds: kinds(), stopped: true})
 	subs := map[string]*subscriptions.Subscription{}
 	for _, p := range []string{"/retry", "/gone", "/bad"} {
-		sub, err := e.svc.Subscribe(t.Context(), "alice", subscriptions.SubscribeRequest{
-			Filter:  subscriptions.Filter{EventTypes: []string{"test.*"}},
-			Handler: &subscriptions.HandlerSpec{Type: subscriptions.HandlerWebhook, URL: rcv.URL + p},
+		sub, err := e.svc.Subscribe(t.Context(), "alice", mcpe.SubscribeRequest{
+			Filter:  mcpe.Filter{EventTypes: []string{"test.*"}},
+			Handler: &mcpe.HandlerSpec{Type: mcpe.HandlerWebhook, URL: rcv.URL + p},
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -152,7 +153,7 @@ func TestWebhookThroughRunner(t *testing.T) {
 
 	// Stored before the first attempt: pending, and nothing sent yet.
 	for p, sub := range subs {
-		if st := e.status(t, sub.ID, func(subscriptions.HandlerStatus) bool { return true }); st.Pending != 1 || st.LastRunAt != nil {
+		if st := e.status(t, sub.ID, func(mcpe.HandlerStatus) bool { return true }); st.Pending != 1 || st.LastRunAt != nil {
 			t.Errorf("%s before the runner starts: %+v; want one delivery pending, none attempted", p, st)
 		}
 	}
@@ -165,12 +166,12 @@ func TestWebhookThroughRunner(t *testing.T) {
 		t.Fatal(err)
 	}
 	rcv.waitCalls(t, clk, 3)
-	st := e.status(t, subs["/gone"].ID, func(s subscriptions.HandlerStatus) bool { return s.Disabled != "" })
+	st := e.status(t, subs["/gone"].ID, func(s mcpe.HandlerStatus) bool { return s.Disabled != "" })
 	if st.Failed != 1 || st.Pending != 0 || !strings.Contains(st.Disabled, "410 Gone") {
 		t.Errorf("/gone after a 410: %+v; want the handler off, 1 failed", st)
 	}
 	for _, p := range []string{"/retry", "/bad"} {
-		st := e.status(t, subs[p].ID, func(s subscriptions.HandlerStatus) bool { return s.LastRunAt != nil })
+		st := e.status(t, subs[p].ID, func(s mcpe.HandlerStatus) bool { return s.LastRunAt != nil })
 		if st.Pending != 1 || st.Failed != 0 || st.LastError == "" {
 			t.Errorf("%s after attempt 1: %+v; want a retry pending and the error shown", p, st)
 		}
@@ -181,11 +182,11 @@ func TestWebhookThroughRunner(t *testing.T) {
 	rcv.quiet(t, 3)
 	clk.Advance(time.Second)
 	rcv.waitCalls(t, clk, 5)
-	st = e.status(t, subs["/bad"].ID, func(s subscriptions.HandlerStatus) bool { return s.Failed == 1 })
+	st = e.status(t, subs["/bad"].ID, func(s mcpe.HandlerStatus) bool { return s.Failed == 1 })
 	if st.Pending != 0 || !strings.Contains(st.LastError, "gave up after 2 attempts") {
 		t.Errorf("/bad after a second 400: %+v; want it failed for good after 2 attempts", st)
 	}
-	e.status(t, subs["/retry"].ID, func(s subscriptions.HandlerStatus) bool {
+	e.status(t, subs["/retry"].ID, func(s mcpe.HandlerStatus) bool {
 		return s.LastRunAt != nil && s.LastRunAt.Equal(t0.Add(5*time.Second))
 	})
 
@@ -197,7 +198,7 @@ func TestWebhookThroughRunner(t *testing.T) {
 	rcv.quiet(t, 5)
 	clk.Advance(time.Second)
 	rcv.waitCalls(t, clk, 6)
-	st = e2.status(t, subs["/retry"].ID, func(s subscriptions.HandlerStatus) bool { return s.Succeeded == 1 })
+	st = e2.status(t, subs["/retry"].ID, func(s mcpe.HandlerStatus) bool { return s.Succeeded == 1 })
 	if st.Failed != 0 || st.Pending != 0 {
 		t.Errorf("/retry after attempt 3: %+v; want 1 succeeded, nothing failed or pending", st)
 	}

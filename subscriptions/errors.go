@@ -3,6 +3,8 @@ package subscriptions
 import (
 	"errors"
 	"fmt"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 var (
@@ -16,24 +18,9 @@ var (
 	ErrExpired = errors.New("subscription expired")
 )
 
-// InvalidError reports one bad input field. Its text is written for the model
-// or person that sent the input: what was wrong and what is accepted.
-type InvalidError struct {
-	// Field is the path of the field, such as "filter.priority[1]".
-	Field string
-	// Message says what is wrong and what would be accepted.
-	Message string
-}
-
-func (e *InvalidError) Error() string {
-	if e.Field == "" {
-		return e.Message
-	}
-	return e.Field + ": " + e.Message
-}
-
-func invalid(field, format string, args ...any) *InvalidError {
-	return &InvalidError{Field: field, Message: fmt.Sprintf(format, args...)}
+// invalid returns an *mcpe.InvalidError for field.
+func invalid(field, format string, args ...any) *mcpe.InvalidError {
+	return mcpe.Invalid(field, format, args...)
 }
 
 // NotFoundError names the subscription that could not be found.

@@ -12,6 +12,7 @@ import (
 	"github.com/gobwas/glob"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -300,9 +301,9 @@ func TestCompilePatternInvalid(t *testing.T) {
 		{"invalid UTF-8", "github.*\xff"},
 		{"double dot type", "github..push"},
 		{"trailing dot type", "github."},
-		{"too long pattern", strings.Repeat("a", subscriptions.MaxPatternLength) + "*"},
-		{"too long type", strings.Repeat("a", subscriptions.MaxPatternLength+1)},
-		{"too many segments", strings.Repeat("a.", subscriptions.MaxTypeSegments) + "a"},
+		{"too long pattern", strings.Repeat("a", mcpe.MaxPatternLength) + "*"},
+		{"too long type", strings.Repeat("a", mcpe.MaxPatternLength+1)},
+		{"too many segments", strings.Repeat("a.", mcpe.MaxTypeSegments) + "a"},
 		{"caret negation", "[^x]*"},
 		{"caret negation of a range", "v[^0-9].x"},
 		{"caret negation in alternatives", "{[^a],b}"},
@@ -321,7 +322,7 @@ func TestCompilePatternInvalid(t *testing.T) {
 }
 
 func TestCompilePatternErrorText(t *testing.T) {
-	help := " " + subscriptions.PatternHelp
+	help := " " + mcpe.PatternHelp
 	tests := []struct {
 		pattern string
 		want    string
@@ -374,14 +375,14 @@ func TestCompilePatternErrorText(t *testing.T) {
 }
 
 // event returns a normalized event for the filter tests.
-func event(t testing.TB, typ string, priority subscriptions.Priority, tags ...string) *subscriptions.Event {
+func event(t testing.TB, typ string, priority mcpe.Priority, tags ...string) *mcpe.Event {
 	t.Helper()
-	ev := &subscriptions.Event{
+	ev := &mcpe.Event{
 		ID:       testEventID,
 		Type:     typ,
-		Metadata: subscriptions.Metadata{Priority: priority, Tags: tags},
+		Metadata: mcpe.Metadata{Priority: priority, Tags: tags},
 	}
-	if err := ev.Normalize(testNow); err != nil {
+	if err := subscriptions.NormalizeEvent(ev, testNow); err != nil {
 		t.Fatalf("Normalize: %v", err)
 	}
 	return ev
@@ -391,17 +392,17 @@ func event(t testing.TB, typ string, priority subscriptions.Priority, tags ...st
 // part at a time and combined.
 func TestFilterMCPEExamples(t *testing.T) {
 	type check struct {
-		ev   *subscriptions.Event
+		ev   *mcpe.Event
 		want bool
 	}
 	tests := []struct {
 		name   string
-		filter subscriptions.Filter
+		filter mcpe.Filter
 		checks []check
 	}{
 		{
 			name:   "eventTypes exact match",
-			filter: subscriptions.Filter{EventTypes: []string{"github.push"}},
+			filter: mcpe.Filter{EventTypes: []string{"github.push"}},
 			checks: []check{
 				{event(t, "github.push", ""), true},
 				{event(t, "github.push.forced", ""), false},
@@ -410,7 +411,7 @@ func TestFilterMCPEExamples(t *testing.T) {
 		},
 		{
 			name:   "eventTypes wildcard github.*",
-			filter: subscriptions.Filter{EventTypes: []string{"github.*"}},
+			filter: mcpe.Filter{EventTypes: []string{"github.*"}},
 			checks: []check{
 				{event(t, "github.push", ""), true},
 				{event(t, "github.issue.opened", ""), true},
@@ -420,7 +421,7 @@ func TestFilterMCPEExamples(t *testing.T) {
 		},
 		{
 			name:   "eventTypes any entry matches",
-			filter: subscriptions.Filter{EventTypes: []string{"github.push", "slack.*"}},
+			filter: mcpe.Filter{EventTypes: []string{"github.push", "slack.*"}},
 			checks: []check{
 				{event(t, "github.push", ""), true},
 				{event(t, "slack.message", ""), true},
@@ -429,7 +430,7 @@ func TestFilterMCPEExamples(t *testing.T) {
 		},
 		{
 			name:   "tags any tag matches (OR)",
-			filter: subscriptions.Filter{Tags: []string{"ci", "deploy"}},
+			filter: mcpe.Filter{Tags: []string{"ci", "deploy"}},
 			checks: []check{
 				{event(t, "a", "", "ci"), true},
 				{event(t, "a", "", "deploy"), true},
@@ -442,7 +443,7 @@ func TestFilterMCPEExamples(t *testing.T) {
 		},
 		{
 			name:   "priority must be in list",
-			filter: subscriptions.Filter{Priority: []subscriptions.Priority{"high", "critical"}},
+			filter: mcpe.Filter{Priority: []mcpe.Priority{"high", "critical"}},
 			checks: []check{
 				{event(t, "a", "high"), true},
 				{event(t, "a", "critical"), true},
@@ -454,7 +455,7 @@ func TestFilterMCPEExamples(t *testing.T) {
 		},
 		{
 			name:   "priority normal matches the default",
-			filter: subscriptions.Filter{Priority: []subscriptions.Priority{"normal"}},
+			filter: mcpe.Filter{Priority: []mcpe.Priority{"normal"}},
 			checks: []check{
 				{event(t, "a", ""), true},
 				{event(t, "a", "high"), false},
@@ -462,10 +463,10 @@ func TestFilterMCPEExamples(t *testing.T) {
 		},
 		{
 			name: "combined example (AND)",
-			filter: subscriptions.Filter{
+			filter: mcpe.Filter{
 				EventTypes: []string{"github.push", "github.deployment.*", "slack.message"},
 				Tags:       []string{"ci", "deploy"},
-				Priority:   []subscriptions.Priority{"high", "critical"},
+				Priority:   []mcpe.Priority{"high", "critical"},
 			},
 			checks: []check{
 				{event(t, "github.push", "high", "ci"), true},
@@ -486,7 +487,7 @@ func TestFilterMCPEExamples(t *testing.T) {
 		},
 		{
 			name:   "everything",
-			filter: subscriptions.Filter{EventTypes: []string{"*"}},
+			filter: mcpe.Filter{EventTypes: []string{"*"}},
 			checks: []check{
 				{event(t, "a", "low"), true},
 				{event(t, "github.issue.opened", "critical", "x"), true},
@@ -495,7 +496,7 @@ func TestFilterMCPEExamples(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := tt.filter.Compile()
+			m, err := subscriptions.CompileFilter(tt.filter)
 			if err != nil {
 				t.Fatalf("Compile: %v", err)
 			}
@@ -510,13 +511,13 @@ func TestFilterMCPEExamples(t *testing.T) {
 }
 
 func TestFilterCompileFromJSON(t *testing.T) {
-	var f subscriptions.Filter
+	var f mcpe.Filter
 	body := `{"eventTypes": ["github.push", "github.deployment.*", "slack.message"],
 		"tags": ["ci", "deploy"], "priority": ["high", "critical"]}`
 	if err := json.Unmarshal([]byte(body), &f); err != nil {
 		t.Fatalf("unmarshal: %v", err)
 	}
-	m, err := f.Compile()
+	m, err := subscriptions.CompileFilter(f)
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -533,7 +534,7 @@ func TestFilterCompileFromJSON(t *testing.T) {
 }
 
 func TestFilterCompileDeduplicatesPatterns(t *testing.T) {
-	m, err := subscriptions.Filter{EventTypes: []string{"a.*", "b", "a.*", "b", "c"}}.Compile()
+	m, err := subscriptions.CompileFilter(mcpe.Filter{EventTypes: []string{"a.*", "b", "a.*", "b", "c"}})
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -547,7 +548,7 @@ func TestFilterCompileDeduplicatesPatterns(t *testing.T) {
 }
 
 func TestFilterCompileTagsOnlyMatchesAnyType(t *testing.T) {
-	m, err := subscriptions.Filter{Tags: []string{"ci"}}.Compile()
+	m, err := subscriptions.CompileFilter(mcpe.Filter{Tags: []string{"ci"}})
 	if err != nil {
 		t.Fatalf("Compile: %v", err)
 	}
@@ -564,79 +565,79 @@ func TestFilterCompileTagsOnlyMatchesAnyType(t *testing.T) {
 func TestFilterCompileInvalid(t *testing.T) {
 	tests := []struct {
 		name   string
-		filter subscriptions.Filter
+		filter mcpe.Filter
 		want   string // the whole error text
 	}{
 		{
 			name:   "empty filter",
-			filter: subscriptions.Filter{},
+			filter: mcpe.Filter{},
 			want:   `filter: is empty; give at least one of eventTypes, tags or priority. To receive every event, use {"eventTypes": ["*"]}`,
 		},
 		{
 			name:   "empty eventTypes",
-			filter: subscriptions.Filter{EventTypes: []string{}},
+			filter: mcpe.Filter{EventTypes: []string{}},
 			want:   `filter.eventTypes: is an empty list; give at least one type or pattern such as "github.*", or leave eventTypes out to match any type`,
 		},
 		{
 			name:   "empty tags",
-			filter: subscriptions.Filter{EventTypes: []string{"a"}, Tags: []string{}},
+			filter: mcpe.Filter{EventTypes: []string{"a"}, Tags: []string{}},
 			want:   `filter.tags: is an empty list; give at least one tag, or leave tags out to match events with any tags`,
 		},
 		{
 			name:   "empty priority",
-			filter: subscriptions.Filter{Tags: []string{"a"}, Priority: []subscriptions.Priority{}},
+			filter: mcpe.Filter{Tags: []string{"a"}, Priority: []mcpe.Priority{}},
 			want:   `filter.priority: is an empty list; give at least one of "low", "normal", "high" or "critical", or leave priority out to match every priority`,
 		},
 		{
 			name:   "unknown priority",
-			filter: subscriptions.Filter{Priority: []subscriptions.Priority{"urgent"}},
+			filter: mcpe.Filter{Priority: []mcpe.Priority{"urgent"}},
 			want:   `filter.priority[0]: "urgent" is not a priority; use "low", "normal", "high" or "critical"`,
 		},
 		{
 			name:   "second priority unknown",
-			filter: subscriptions.Filter{Priority: []subscriptions.Priority{"high", "High"}},
+			filter: mcpe.Filter{Priority: []mcpe.Priority{"high", "High"}},
 			want:   `filter.priority[1]: "High" is not a priority; use "low", "normal", "high" or "critical"`,
 		},
 		{
 			name:   "too many eventTypes",
-			filter: subscriptions.Filter{EventTypes: numberedTypes(subscriptions.MaxFilterPatterns + 1)},
+			filter: mcpe.Filter{EventTypes: numberedTypes(mcpe.MaxFilterPatterns + 1)},
 			want:   `filter.eventTypes: has 65 entries; at most 64 are accepted. Patterns such as "github.*" or "{a,b}.*" cover many types at once`,
 		},
 		{
 			name:   "bad pattern names its index",
-			filter: subscriptions.Filter{EventTypes: []string{"github.push", "github.{push"}},
+			filter: mcpe.Filter{EventTypes: []string{"github.push", "github.{push"}},
 			want: `filter.eventTypes[1]: "github.{push" is not a valid pattern (unclosed ` + "`{`" + ` at offset 12). ` +
-				subscriptions.PatternHelp,
+				mcpe.PatternHelp,
 		},
 		{
 			name:   "empty pattern",
-			filter: subscriptions.Filter{EventTypes: []string{"a", "b", ""}},
+			filter: mcpe.Filter{EventTypes: []string{"a", "b", ""}},
 			want:   `filter.eventTypes[2]: an entry is empty; give a type such as "github.push" or a pattern such as "github.*" ("*" matches everything)`,
 		},
 		{
 			name:   "empty tag",
-			filter: subscriptions.Filter{Tags: []string{"ci", ""}},
+			filter: mcpe.Filter{Tags: []string{"ci", ""}},
 			want:   `filter.tags[1]: is empty; a tag is a non-empty string such as "frontend"`,
 		},
 		{
 			name:   "too many tags",
-			filter: subscriptions.Filter{Tags: manyTags(subscriptions.MaxTags + 1)},
+			filter: mcpe.Filter{Tags: manyTags(mcpe.MaxTags + 1)},
 			want:   `filter.tags: has 33 tags; at most 32 are accepted`,
 		},
 		{
 			name:   "tag too long",
-			filter: subscriptions.Filter{Tags: []string{strings.Repeat("t", subscriptions.MaxTagLength+1)}},
+			filter: mcpe.Filter{Tags: []string{strings.Repeat("t", mcpe.MaxTagLength+1)}},
 			want:   `filter.tags[0]: is 129 characters long; at most 128 are accepted`,
 		},
 		{
 			name:   "tag with control character",
-			filter: subscriptions.Filter{Tags: []string{"a\nb"}},
+			filter: mcpe.Filter{Tags: []string{"a\nb"}},
 			want:   `filter.tags[0]: "a\nb" contains a control character`,
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			m, err := tt.filter.Compile()
+			m, err := subscriptions.CompileFilter(tt.filter)
 			if err == nil {
 				t.Fatalf("Compile = %v, want error %q", m, tt.want)
 			}
@@ -663,11 +664,11 @@ func TestFilterCompileInvalidFromJSON(t *testing.T) {
 		{`{"eventTypes": ["github.[push"]}`, "filter.eventTypes[0]"},
 	}
 	for _, tt := range tests {
-		var f subscriptions.Filter
+		var f mcpe.Filter
 		if err := json.Unmarshal([]byte(tt.body), &f); err != nil {
 			t.Fatalf("unmarshal %s: %v", tt.body, err)
 		}
-		_, err := f.Compile()
+		_, err := subscriptions.CompileFilter(f)
 		if err == nil {
 			t.Errorf("Compile(%s) = nil error, want one for %s", tt.body, tt.wantField)
 			continue
@@ -679,13 +680,13 @@ func TestFilterCompileInvalidFromJSON(t *testing.T) {
 }
 
 func TestFilterCompileLimitsInclusive(t *testing.T) {
-	f := subscriptions.Filter{
-		EventTypes: numberedTypes(subscriptions.MaxFilterPatterns),
-		Tags:       manyTags(subscriptions.MaxTags),
-		Priority:   subscriptions.Priorities,
+	f := mcpe.Filter{
+		EventTypes: numberedTypes(mcpe.MaxFilterPatterns),
+		Tags:       manyTags(mcpe.MaxTags),
+		Priority:   mcpe.Priorities,
 	}
-	f.EventTypes[0] = strings.Repeat("a", subscriptions.MaxPatternLength-1) + "*"
-	if _, err := f.Compile(); err != nil {
+	f.EventTypes[0] = strings.Repeat("a", mcpe.MaxPatternLength-1) + "*"
+	if _, err := subscriptions.CompileFilter(f); err != nil {
 		t.Errorf("Compile at the limits: %v", err)
 	}
 }
@@ -721,7 +722,7 @@ func FuzzCompileFilter(f *testing.F) {
 			}
 			return strings.Split(s, "\n")
 		}
-		var flt subscriptions.Filter
+		var flt mcpe.Filter
 		if parts&1 != 0 {
 			flt.EventTypes = list(types)
 		}
@@ -729,16 +730,16 @@ func FuzzCompileFilter(f *testing.F) {
 			flt.Tags = list(tags)
 		}
 		if parts&4 != 0 {
-			flt.Priority = []subscriptions.Priority{}
+			flt.Priority = []mcpe.Priority{}
 			for _, p := range list(priorities) {
-				flt.Priority = append(flt.Priority, subscriptions.Priority(p))
+				flt.Priority = append(flt.Priority, mcpe.Priority(p))
 			}
 		}
 
-		m, err := flt.Compile()
+		m, err := subscriptions.CompileFilter(flt)
 		valid := referenceValidFilter(flt)
 		if err != nil {
-			var ie *subscriptions.InvalidError
+			var ie *mcpe.InvalidError
 			if !errors.As(err, &ie) || !strings.HasPrefix(ie.Field, "filter") || ie.Message == "" {
 				t.Fatalf("Compile(%+v) = %#v, want an *InvalidError for a filter field", flt, err)
 			}
@@ -773,7 +774,7 @@ func FuzzCompileFilter(f *testing.F) {
 		if len(flt.Tags) > 0 {
 			tagSets = append(tagSets, []string{flt.Tags[len(flt.Tags)-1]})
 		}
-		entry, err := subscriptions.NewEntry(&subscriptions.Subscription{ID: "s", Filter: flt})
+		entry, err := subscriptions.NewEntry(&subscriptions.Subscription{Subscription: mcpe.Subscription{ID: "s", Filter: flt}})
 		if err != nil {
 			t.Fatalf("NewEntry: %v", err)
 		}
@@ -781,9 +782,9 @@ func FuzzCompileFilter(f *testing.F) {
 		x.Put(entry)
 
 		for _, typ := range candidates {
-			for _, prio := range append(slices.Clone(subscriptions.Priorities), "", "urgent") {
+			for _, prio := range append(slices.Clone(mcpe.Priorities), "", "urgent") {
 				for _, evTags := range tagSets {
-					ev := &subscriptions.Event{Type: typ, Metadata: subscriptions.Metadata{Priority: prio, Tags: evTags}}
+					ev := &mcpe.Event{Type: typ, Metadata: mcpe.Metadata{Priority: prio, Tags: evTags}}
 					want := (len(patterns) == 0 || slices.ContainsFunc(patterns, func(p subscriptions.Pattern) bool { return p.Match(typ) })) &&
 						(flt.Priority == nil || slices.Contains(flt.Priority, prio)) &&
 						(flt.Tags == nil || slices.ContainsFunc(evTags, func(tag string) bool { return slices.Contains(flt.Tags, tag) }))
@@ -815,7 +816,7 @@ func checkPattern(t *testing.T, p subscriptions.Pattern, candidates []string) {
 		if p.Prefix() != text {
 			t.Fatalf("exact pattern %q: Prefix = %q, want the whole text", text, p.Prefix())
 		}
-		if err := subscriptions.ValidateType(text); err != nil {
+		if err := mcpe.ValidateType(text); err != nil {
 			t.Fatalf("exact pattern %q is not a valid type: %v", text, err)
 		}
 	}
@@ -866,12 +867,12 @@ func simpleGlobRegexp(pattern string) *regexp.Regexp {
 }
 
 // referenceValidFilter states the validation rules of Filter.Compile plainly.
-func referenceValidFilter(f subscriptions.Filter) bool {
+func referenceValidFilter(f mcpe.Filter) bool {
 	if f.EventTypes == nil && f.Tags == nil && f.Priority == nil {
 		return false
 	}
 	if f.EventTypes != nil {
-		if len(f.EventTypes) == 0 || len(f.EventTypes) > subscriptions.MaxFilterPatterns {
+		if len(f.EventTypes) == 0 || len(f.EventTypes) > mcpe.MaxFilterPatterns {
 			return false
 		}
 		for _, text := range f.EventTypes {
@@ -881,11 +882,11 @@ func referenceValidFilter(f subscriptions.Filter) bool {
 		}
 	}
 	if f.Tags != nil {
-		if len(f.Tags) == 0 || len(f.Tags) > subscriptions.MaxTags {
+		if len(f.Tags) == 0 || len(f.Tags) > mcpe.MaxTags {
 			return false
 		}
 		for _, tag := range f.Tags {
-			if strings.TrimSpace(tag) == "" || len(tag) > subscriptions.MaxTagLength {
+			if strings.TrimSpace(tag) == "" || len(tag) > mcpe.MaxTagLength {
 				return false
 			}
 			if strings.ContainsFunc(tag, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
@@ -898,7 +899,7 @@ func referenceValidFilter(f subscriptions.Filter) bool {
 			return false
 		}
 		for _, p := range f.Priority {
-			if !slices.Contains(subscriptions.Priorities, p) {
+			if !slices.Contains(mcpe.Priorities, p) {
 				return false
 			}
 		}

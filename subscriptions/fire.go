@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"time"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // fireChunk is how many subscriptions one Store.Fire transaction serves when
@@ -19,7 +21,7 @@ const fireRetry = time.Minute
 type timedState struct {
 	id        string
 	principal string
-	delivery  Delivery
+	delivery  mcpe.Delivery
 	next      time.Time
 	lastFire  *time.Time
 }
@@ -29,7 +31,7 @@ type timedState struct {
 // holds s.mu and re-arms the fire timer.
 func (s *Service) scheduleLocked(sub *Subscription) {
 	delete(s.timed, sub.ID)
-	if sub.Status != StatusActive || sub.NextFireAt == nil || s.timings[sub.Delivery.Timed()] == nil {
+	if sub.Status != mcpe.StatusActive || sub.NextFireAt == nil || s.timings[sub.Delivery.Timed()] == nil {
 		return
 	}
 	s.timed[sub.ID] = &timedState{
@@ -65,7 +67,7 @@ func (s *Service) considerFireLocked(t time.Time) {
 
 // nextFire computes the first fire of delivery d after now, given the last
 // fire.
-func (s *Service) nextFire(d Delivery, now time.Time, lastFire *time.Time) *time.Time {
+func (s *Service) nextFire(d mcpe.Delivery, now time.Time, lastFire *time.Time) *time.Time {
 	timing := s.timings[d.Timed()]
 	if timing == nil {
 		return nil
@@ -193,11 +195,11 @@ func (s *Service) Redeliver(ctx context.Context, principal string) error {
 func (s *Service) view(sub *Subscription) *Subscription {
 	sub.NextDelivery = nil
 	timing := s.timings[sub.Delivery.Timed()]
-	if timing == nil || sub.NextFireAt == nil || sub.Status != StatusActive {
+	if timing == nil || sub.NextFireAt == nil || sub.Status != mcpe.StatusActive {
 		return sub
 	}
 	at := *sub.NextFireAt
-	sub.NextDelivery = &DeliveryTime{
+	sub.NextDelivery = &mcpe.DeliveryTime{
 		At:  at.In(timing.Zone(sub.Delivery)).Format(time.RFC3339),
 		UTC: at.UTC().Format(time.RFC3339),
 	}

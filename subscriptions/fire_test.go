@@ -15,6 +15,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -38,9 +39,9 @@ func timedOptions(p *presence) subscriptions.ServiceOptions {
 		Presence: p,
 		// These tests cross days of fake time; retention is tested elsewhere.
 		PruneInterval: 24 * time.Hour,
-		Timings: map[subscriptions.Channel]subscriptions.Timing{
-			subscriptions.ChannelCron:      cron.New(nil),
-			subscriptions.ChannelScheduled: scheduled.Channel{},
+		Timings: map[mcpe.Channel]subscriptions.Timing{
+			mcpe.ChannelCron:      cron.New(nil),
+			mcpe.ChannelScheduled: scheduled.Channel{},
 		},
 	}
 }
@@ -50,10 +51,10 @@ func newTimed(t *testing.T, path string, clk *clock.Fake) (*fixture, *presence) 
 	return newFixture(t, path, clk, timedOptions(p)), p
 }
 
-func cronReq(expr, zone string, types ...string) subscriptions.SubscribeRequest {
-	return subscriptions.SubscribeRequest{
-		Filter:   subscriptions.Filter{EventTypes: types},
-		Delivery: &subscriptions.Delivery{Channels: []subscriptions.Channel{"cron"}, CronSchedule: &subscriptions.CronSchedule{Expression: expr, Timezone: zone}},
+func cronReq(expr, zone string, types ...string) mcpe.SubscribeRequest {
+	return mcpe.SubscribeRequest{
+		Filter:   mcpe.Filter{EventTypes: types},
+		Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{"cron"}, CronSchedule: &mcpe.CronSchedule{Expression: expr, Timezone: zone}},
 	}
 }
 
@@ -64,7 +65,7 @@ func (r *recorder) batches() []string {
 	defer r.mu.Unlock()
 	var out []string
 	for _, e := range r.entries {
-		if e.Kind != subscriptions.InboxBatch {
+		if e.Kind != mcpe.InboxBatch {
 			continue
 		}
 		var ns []string
@@ -82,7 +83,7 @@ func (r *recorder) batches() []string {
 
 func (f *fixture) publishN(typ string, n int) {
 	f.t.Helper()
-	if _, err := f.svc.Publish(context.Background(), subscriptions.Event{Type: typ, Data: json.RawMessage(fmt.Sprintf(`{"n": %d}`, n))}); err != nil {
+	if _, err := f.svc.Publish(context.Background(), mcpe.Event{Type: typ, Data: json.RawMessage(fmt.Sprintf(`{"n": %d}`, n))}); err != nil {
 		f.t.Fatal(err)
 	}
 }
@@ -99,7 +100,7 @@ func (f *fixture) get(id string) *subscriptions.Subscription {
 func TestCronDigest(t *testing.T) {
 	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, newYork)))
 	sub := f.subscribe("alice", cronReq("0 9 * * *", "America/New_York", "gh.*"))
-	want := &subscriptions.DeliveryTime{At: "2026-03-02T09:00:00-05:00", UTC: "2026-03-02T14:00:00Z"}
+	want := &mcpe.DeliveryTime{At: "2026-03-02T09:00:00-05:00", UTC: "2026-03-02T14:00:00Z"}
 	if diff := cmp.Diff(want, sub.NextDelivery); diff != "" {
 		t.Errorf("nextDelivery mismatch (-want +got):\n%s", diff)
 	}
@@ -185,7 +186,7 @@ func TestCronWithoutAggregationCapAndOrder(t *testing.T) {
 		defer f.rec.mu.Unlock()
 		var out []string
 		for _, e := range f.rec.entries {
-			if e.Kind != subscriptions.InboxEvent {
+			if e.Kind != mcpe.InboxEvent {
 				continue
 			}
 			var v struct {
@@ -216,7 +217,7 @@ func TestCronWithoutAggregationCapAndOrder(t *testing.T) {
 func TestRealtimeAndCronTogether(t *testing.T) {
 	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
 	req := cronReq("@hourly", "", "x")
-	req.Delivery.Channels = []subscriptions.Channel{"realtime", "cron"}
+	req.Delivery.Channels = []mcpe.Channel{"realtime", "cron"}
 	sub := f.subscribe("alice", req)
 	f.publishN("x", 1)
 	if diff := cmp.Diff([]string{"alice " + sub.ID}, f.rec.delivered()); diff != "" {
@@ -267,7 +268,7 @@ func fires(t *testing.T, f *fixture, from, to time.Time) []string {
 	defer f.rec.mu.Unlock()
 	var at []string
 	for _, e := range f.rec.entries {
-		if e.Kind == subscriptions.InboxBatch {
+		if e.Kind == mcpe.InboxBatch {
 			at = append(at, e.CreatedAt.UTC().Format(time.RFC3339))
 		}
 	}
@@ -304,10 +305,10 @@ func TestDigestAcrossDaylightSaving(t *testing.T) {
 func TestScheduledDeliveryExpires(t *testing.T) {
 	start := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
 	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(start))
-	sub := f.subscribe("alice", subscriptions.SubscribeRequest{
-		Filter: subscriptions.Filter{EventTypes: []string{"x"}},
-		Delivery: &subscriptions.Delivery{Channels: []subscriptions.Channel{"scheduled"},
-			ScheduledDelivery: &subscriptions.ScheduledDelivery{DeliverAt: "2026-03-02T12:00:00", Timezone: "Europe/Paris"}},
+	sub := f.subscribe("alice", mcpe.SubscribeRequest{
+		Filter: mcpe.Filter{EventTypes: []string{"x"}},
+		Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{"scheduled"},
+			ScheduledDelivery: &mcpe.ScheduledDelivery{DeliverAt: "2026-03-02T12:00:00", Timezone: "Europe/Paris"}},
 	})
 	if sub.NextDelivery == nil || sub.NextDelivery.UTC != "2026-03-02T11:00:00Z" || sub.NextDelivery.At != "2026-03-02T12:00:00+01:00" {
 		t.Fatalf("nextDelivery = %+v", sub.NextDelivery)
@@ -321,7 +322,7 @@ func TestScheduledDeliveryExpires(t *testing.T) {
 	if diff := cmp.Diff([]string{"alice " + sub.ID}, f.rec.expired()); diff != "" {
 		t.Errorf("expiry notices mismatch (-want +got):\n%s", diff)
 	}
-	if got := f.get(sub.ID); got.Status != subscriptions.StatusExpired || got.NextDelivery != nil {
+	if got := f.get(sub.ID); got.Status != mcpe.StatusExpired || got.NextDelivery != nil {
 		t.Errorf("after delivery: %+v", got)
 	}
 	f.publishN("x", 3) // no longer matched
@@ -334,10 +335,10 @@ func TestScheduledDeliveryPassedWhileDown(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
 	start := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
 	f, _ := newTimed(t, path, clock.NewFake(start))
-	sub := f.subscribe("alice", subscriptions.SubscribeRequest{
-		Filter: subscriptions.Filter{EventTypes: []string{"x"}},
-		Delivery: &subscriptions.Delivery{Channels: []subscriptions.Channel{"scheduled"},
-			ScheduledDelivery: &subscriptions.ScheduledDelivery{DeliverAt: "2026-03-02T09:00:00Z"}},
+	sub := f.subscribe("alice", mcpe.SubscribeRequest{
+		Filter: mcpe.Filter{EventTypes: []string{"x"}},
+		Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{"scheduled"},
+			ScheduledDelivery: &mcpe.ScheduledDelivery{DeliverAt: "2026-03-02T09:00:00Z"}},
 	})
 	f.publishN("x", 7)
 	f.stop()
@@ -345,7 +346,7 @@ func TestScheduledDeliveryPassedWhileDown(t *testing.T) {
 	if diff := cmp.Diff([]string{sub.ID[:8] + ": 7 (remaining 0)"}, f2.rec.batches()); diff != "" {
 		t.Errorf("delivery at start-up mismatch (-want +got):\n%s", diff)
 	}
-	if got := f2.get(sub.ID).Status; got != subscriptions.StatusExpired {
+	if got := f2.get(sub.ID).Status; got != mcpe.StatusExpired {
 		t.Errorf("status = %s, want expired", got)
 	}
 }
@@ -383,9 +384,9 @@ func TestUpdatingTheScheduleKeepsTheBuffer(t *testing.T) {
 	f.publishN("x", 2)
 	d := *sub.Delivery.CronSchedule
 	d.Expression = "0 12 * * *"
-	got, err := f.svc.Update(context.Background(), "alice", subscriptions.UpdateRequest{
+	got, err := f.svc.Update(context.Background(), "alice", mcpe.UpdateRequest{
 		SubscriptionID: sub.ID,
-		Delivery:       &subscriptions.Delivery{Channels: []subscriptions.Channel{"cron"}, CronSchedule: &d},
+		Delivery:       &mcpe.Delivery{Channels: []mcpe.Channel{"cron"}, CronSchedule: &d},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -407,8 +408,8 @@ func TestLeavingCronDeliversWhatWaits(t *testing.T) {
 	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
 	sub := f.subscribe("alice", cronReq("0 9 * * *", "", "x"))
 	f.publishN("x", 1)
-	got, err := f.svc.Update(context.Background(), "alice", subscriptions.UpdateRequest{
-		SubscriptionID: sub.ID, Delivery: &subscriptions.Delivery{Channels: []subscriptions.Channel{"realtime"}},
+	got, err := f.svc.Update(context.Background(), "alice", mcpe.UpdateRequest{
+		SubscriptionID: sub.ID, Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{"realtime"}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -456,8 +457,8 @@ func TestOfflineOwnerGetsDigestsWhenBack(t *testing.T) {
 	if got := f.rec.batches(); len(got) != 0 {
 		t.Fatalf("digests sent to an owner with no live session: %v", got)
 	}
-	poll, err := f.svc.Poll(context.Background(), "alice", subscriptions.PollRequest{})
-	if err != nil || len(poll.Items) != 3 || poll.Items[0].Kind != subscriptions.InboxBatch {
+	poll, err := f.svc.Poll(context.Background(), "alice", mcpe.PollRequest{})
+	if err != nil || len(poll.Items) != 3 || poll.Items[0].Kind != mcpe.InboxBatch {
 		t.Fatalf("events_poll while away = %+v, %v; want the 3 digests", poll.Items, err)
 	}
 	away.away.Store(false)
@@ -501,32 +502,32 @@ func TestPendingDigestsAreBounded(t *testing.T) {
 func TestTimedDeliveryErrors(t *testing.T) {
 	start := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
 	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(start))
-	filter := subscriptions.Filter{EventTypes: []string{"x"}}
-	cs := &subscriptions.CronSchedule{Expression: "0 9 * * *"}
-	sd := &subscriptions.ScheduledDelivery{DeliverAt: "2026-03-02T09:00:00Z"}
+	filter := mcpe.Filter{EventTypes: []string{"x"}}
+	cs := &mcpe.CronSchedule{Expression: "0 9 * * *"}
+	sd := &mcpe.ScheduledDelivery{DeliverAt: "2026-03-02T09:00:00Z"}
 	for _, tc := range []struct {
 		name string
-		d    subscriptions.Delivery
+		d    mcpe.Delivery
 		want string
 	}{
-		{"cron without schedule", subscriptions.Delivery{Channels: []subscriptions.Channel{"cron"}},
+		{"cron without schedule", mcpe.Delivery{Channels: []mcpe.Channel{"cron"}},
 			`delivery.cronSchedule: is required with the "cron" channel`},
-		{"schedule without cron", subscriptions.Delivery{Channels: []subscriptions.Channel{"realtime"}, CronSchedule: cs},
+		{"schedule without cron", mcpe.Delivery{Channels: []mcpe.Channel{"realtime"}, CronSchedule: cs},
 			`delivery.cronSchedule: is given but delivery.channels does not include "cron"`},
-		{"cron and scheduled", subscriptions.Delivery{Channels: []subscriptions.Channel{"cron", "scheduled"}, CronSchedule: cs, ScheduledDelivery: sd},
+		{"cron and scheduled", mcpe.Delivery{Channels: []mcpe.Channel{"cron", "scheduled"}, CronSchedule: cs, ScheduledDelivery: sd},
 			`"cron" and "scheduled" cannot be combined in one subscription`},
-		{"scheduled without deliverAt object", subscriptions.Delivery{Channels: []subscriptions.Channel{"scheduled"}},
+		{"scheduled without deliverAt object", mcpe.Delivery{Channels: []mcpe.Channel{"scheduled"}},
 			`delivery.scheduledDelivery: is required with the "scheduled" channel`},
-		{"bad zone", subscriptions.Delivery{Channels: []subscriptions.Channel{"cron"}, CronSchedule: &subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "EST5"}},
+		{"bad zone", mcpe.Delivery{Channels: []mcpe.Channel{"cron"}, CronSchedule: &mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "EST5"}},
 			`delivery.cronSchedule.timezone: "EST5" is not an IANA time zone`},
-		{"every too short", subscriptions.Delivery{Channels: []subscriptions.Channel{"cron"}, CronSchedule: &subscriptions.CronSchedule{Expression: "@every 10s"}},
+		{"every too short", mcpe.Delivery{Channels: []mcpe.Channel{"cron"}, CronSchedule: &mcpe.CronSchedule{Expression: "@every 10s"}},
 			`delivery.cronSchedule.expression: "@every 10s" fires more often than this server allows; use an interval of at least 1m0s`},
-		{"deliverAt past", subscriptions.Delivery{Channels: []subscriptions.Channel{"scheduled"}, ScheduledDelivery: &subscriptions.ScheduledDelivery{DeliverAt: "2026-03-01T09:00:00Z"}},
+		{"deliverAt past", mcpe.Delivery{Channels: []mcpe.Channel{"scheduled"}, ScheduledDelivery: &mcpe.ScheduledDelivery{DeliverAt: "2026-03-01T09:00:00Z"}},
 			`delivery.scheduledDelivery.deliverAt: 2026-03-01T09:00:00Z is in the past`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			d := tc.d
-			_, err := f.svc.Subscribe(context.Background(), "alice", subscriptions.SubscribeRequest{Filter: filter, Delivery: &d})
+			_, err := f.svc.Subscribe(context.Background(), "alice", mcpe.SubscribeRequest{Filter: filter, Delivery: &d})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("error %v; want it to contain %q", err, tc.want)
 			}

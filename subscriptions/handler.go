@@ -5,92 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"fmt"
-	"slices"
-	"strings"
 	"time"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
-
-// HandlerType names a kind of handler, as in MCPE's "Event Handlers".
-type HandlerType string
-
-// The handler types of MCPE.
-const (
-	// HandlerBash runs a program the operator allowed.
-	HandlerBash HandlerType = "bash"
-	// HandlerWebhook POSTs each delivery, signed, to a URL.
-	HandlerWebhook HandlerType = "webhook"
-	// HandlerAgent asks an LLM to handle each delivery.
-	HandlerAgent HandlerType = "agent"
-)
-
-// The input modes of a bash handler.
-const (
-	InputStdin = "stdin"
-	InputEnv   = "env"
-	InputArgs  = "args"
-)
-
-// Bounds on handler fields.
-const (
-	MaxHandlerArgs     = 64
-	MaxHandlerArgBytes = 4096
-	MaxHandlerHeaders  = 32
-	MaxHandlerText     = 16 << 10
-	MaxHandlerTools    = 32
-	MaxHandlerTokens   = 64000
-	// MinHandlerTimeout is the shortest timeout a handler may ask for, in
-	// milliseconds: a smaller number was most likely meant as seconds.
-	MinHandlerTimeout = 100
-	// MaxStatusOutput bounds HandlerStatus.LastOutput, in bytes: a store
-	// keeps at most this much of a run's Outcome.Output, cut on a UTF-8
-	// boundary and marked as cut. An agent's whole answer fits.
-	MaxStatusOutput = 8 << 10
-)
-
-// HandlerSpec is a subscription's handler, as in MCPE: one object whose type
-// says which of the other fields apply. It runs for every delivery of the
-// subscription, besides the delivery to the owner: per event for realtime,
-// per digest for cron and scheduled.
-type HandlerSpec struct {
-	Type HandlerType `json:"type"`
-
-	// Command names a command the operator allowed (bash).
-	Command string `json:"command,omitempty"`
-	// Args are passed as argv, with $MCPE_* placeholders filled in (bash).
-	Args []string `json:"args,omitempty"`
-	// Input is how the program gets the event: "stdin" (the default),
-	// "env" or "args" (bash).
-	Input string `json:"input,omitempty"`
-	// Cwd and Env are MCPE fields this server refuses: a program runs in a
-	// fresh directory with the environment the operator set.
-	Cwd string            `json:"cwd,omitempty"`
-	Env map[string]string `json:"env,omitempty"`
-
-	// URL receives the deliveries (webhook).
-	URL string `json:"url,omitempty"`
-	// Headers are sent with each delivery; ${NAME} is filled from the
-	// operator's secrets (webhook).
-	Headers map[string]string `json:"headers,omitempty"`
-	// Secret is the signing secret in whsec_ form (webhook). It is shown
-	// once, in the answer of the call that created or rotated it.
-	Secret string `json:"secret,omitempty"`
-
-	// SystemPrompt, Model, Instructions, Tools and MaxTokens configure the
-	// LLM (agent).
-	SystemPrompt string   `json:"systemPrompt,omitempty"`
-	Model        string   `json:"model,omitempty"`
-	Instructions string   `json:"instructions,omitempty"`
-	Tools        []string `json:"tools,omitempty"`
-	MaxTokens    int      `json:"maxTokens,omitempty"`
-
-	// Timeout bounds one run, in milliseconds (bash, webhook); zero takes
-	// the operator's default.
-	Timeout int `json:"timeout,omitempty"`
-
-	// Secrets are the webhook's signing secrets; never shown.
-	Secrets *WebhookSecrets `json:"-"`
-}
 
 // WebhookSecrets are a webhook handler's signing secrets. After a rotation
 // the previous secret also signs until PreviousUntil.
@@ -119,153 +37,22 @@ func NewWebhookSecret() string {
 	return "whsec_" + base64.StdEncoding.EncodeToString(b)
 }
 
-// Clone returns a deep copy of h.
-func (h *HandlerSpec) Clone() *HandlerSpec {
-	if h == nil {
+// Clone returns a deep copy of w.
+func (w *WebhookSecrets) Clone() *WebhookSecrets {
+	if w == nil {
 		return nil
 	}
-	c := *h
-	c.Args = slices.Clone(h.Args)
-	c.Env = cloneMap(h.Env)
-	c.Tools = slices.Clone(h.Tools)
-	c.Headers = cloneMap(h.Headers)
-	if h.Secrets != nil {
-		s := *h.Secrets
-		s.PreviousUntil = clonePtr(h.Secrets.PreviousUntil)
-		c.Secrets = &s
-	}
+	c := *w
+	c.PreviousUntil = clonePtr(w.PreviousUntil)
 	return &c
-}
-
-// validate checks the shape of h: a known type, its required fields, and no
-// field of another type. What the operator allows is checked by the
-// handler's own Check.
-func (h *HandlerSpec) validate(types []HandlerType) error {
-	list := quoteHandlerTypes(types)
-	if len(types) == 0 {
-		return invalid("handler", "this server runs no handlers (the operator enabled none); leave handler out")
-	}
-	if !slices.Contains(types, h.Type) {
-		if h.Type == "" {
-			return invalid("handler.type", "is required; use one of %s", list)
-		}
-		return invalid("handler.type", "%q is not a handler type this server runs; use one of %s", h.Type, list)
-	}
-	type field struct {
-		name string
-		set  bool
-		of   HandlerType
-	}
-	fields := []field{
-		{"command", h.Command != "", HandlerBash},
-		{"args", h.Args != nil, HandlerBash},
-		{"input", h.Input != "", HandlerBash},
-		{"url", h.URL != "", HandlerWebhook},
-		{"headers", h.Headers != nil, HandlerWebhook},
-		{"secret", h.Secret != "", ""},
-		{"systemPrompt", h.SystemPrompt != "", HandlerAgent},
-		{"model", h.Model != "", HandlerAgent},
-		{"instructions", h.Instructions != "", HandlerAgent},
-		{"tools", h.Tools != nil, HandlerAgent},
-		{"maxTokens", h.MaxTokens != 0, HandlerAgent},
-	}
-	for _, f := range fields {
-		if !f.set || f.of == h.Type {
-			continue
-		}
-		if f.of == "" {
-			return invalid("handler."+f.name, "is chosen by the server and returned once; leave it out")
-		}
-		return invalid("handler."+f.name, "belongs to %q handlers, not %q; leave it out", f.of, h.Type)
-	}
-	if h.Cwd != "" {
-		return invalid("handler.cwd", "cannot be chosen: every run gets a fresh, empty working directory; leave it out")
-	}
-	if h.Env != nil {
-		return invalid("handler.env", "cannot be chosen: a program gets only the MCPE_* variables, PATH and what the operator configured; leave it out")
-	}
-	if h.Timeout != 0 {
-		if h.Type == HandlerAgent {
-			return invalid("handler.timeout", "does not apply to agent handlers, which the operator bounds; leave it out")
-		}
-		if h.Timeout < MinHandlerTimeout {
-			return invalid("handler.timeout", "is %d; it is in milliseconds and must be at least %d (e.g. 30000 for 30 seconds), or left out for the operator's default", h.Timeout, MinHandlerTimeout)
-		}
-	}
-	switch h.Type {
-	case HandlerBash:
-		if h.Command == "" {
-			return invalid("handler.command", "is required: the name of a command the operator allowed")
-		}
-		if len(h.Args) > MaxHandlerArgs {
-			return invalid("handler.args", "has %d entries; at most %d are accepted", len(h.Args), MaxHandlerArgs)
-		}
-		for i, a := range h.Args {
-			if len(a) > MaxHandlerArgBytes || strings.ContainsRune(a, 0) {
-				return invalid(fmt.Sprintf("handler.args[%d]", i), "must be at most %d bytes with no NUL character", MaxHandlerArgBytes)
-			}
-		}
-		switch h.Input {
-		case "", InputStdin, InputEnv, InputArgs:
-		default:
-			return invalid("handler.input", "%q is not an input mode; use \"stdin\" (the event JSON on standard input, the default), \"env\" (MCPE_* variables) or \"args\" (the event JSON as the last argument)", h.Input)
-		}
-	case HandlerWebhook:
-		if h.URL == "" {
-			return invalid("handler.url", "is required, e.g. \"https://hooks.example.com/mcpe\"")
-		}
-		if len(h.URL) > 2048 {
-			return invalid("handler.url", "is %d bytes long; at most 2048 are accepted", len(h.URL))
-		}
-		if len(h.Headers) > MaxHandlerHeaders {
-			return invalid("handler.headers", "has %d entries; at most %d are accepted", len(h.Headers), MaxHandlerHeaders)
-		}
-	case HandlerAgent:
-		for _, f := range []struct{ name, v string }{{"systemPrompt", h.SystemPrompt}, {"instructions", h.Instructions}, {"model", h.Model}} {
-			if len(f.v) > MaxHandlerText {
-				return invalid("handler."+f.name, "is %d bytes long; at most %d are accepted", len(f.v), MaxHandlerText)
-			}
-		}
-		if len(h.Tools) > MaxHandlerTools {
-			return invalid("handler.tools", "has %d entries; at most %d are accepted", len(h.Tools), MaxHandlerTools)
-		}
-		for i, t := range h.Tools {
-			if slices.Index(h.Tools, t) != i {
-				return invalid(fmt.Sprintf("handler.tools[%d]", i), "%q is listed twice", t)
-			}
-		}
-		if h.MaxTokens < 0 || h.MaxTokens > MaxHandlerTokens {
-			return invalid("handler.maxTokens", "is %d; give a number from 1 to %d, or leave it out for the operator's default", h.MaxTokens, MaxHandlerTokens)
-		}
-	}
-	return nil
-}
-
-func cloneMap(m map[string]string) map[string]string {
-	if m == nil {
-		return nil
-	}
-	c := make(map[string]string, len(m))
-	for k, v := range m {
-		c[k] = v
-	}
-	return c
-}
-
-func quoteHandlerTypes(ts []HandlerType) string {
-	q := make([]string, len(ts))
-	for i, t := range ts {
-		q[i] = fmt.Sprintf("%q", t)
-	}
-	return strings.Join(q, ", ")
 }
 
 // Handler runs one type of handler. Implementations live in handlers/*.
 type Handler interface {
 	// Check tells whether spec may run for principal, at subscribe and
-	// update time: an *InvalidError names the field and says what the
+	// update time: an *mcpe.InvalidError names the field and says what the
 	// operator allows.
-	Check(ctx context.Context, principal string, spec *HandlerSpec) error
+	Check(ctx context.Context, principal string, spec *mcpe.HandlerSpec) error
 	// Handle runs spec once for inv. It returns when the run is over or ctx
 	// is done, and never panics on bad input.
 	Handle(ctx context.Context, inv *Invocation) Outcome
@@ -277,12 +64,14 @@ type Invocation struct {
 	JobID          string
 	SubscriptionID string
 	Principal      string
-	Spec           *HandlerSpec
+	Spec           *mcpe.HandlerSpec
+	// Secrets sign a webhook handler's deliveries.
+	Secrets *WebhookSecrets
 	// Attempt counts the attempts, from 1.
 	Attempt int
 	// Kind is InboxEvent (Event is set) or InboxBatch (Events and
 	// Remaining are set).
-	Kind      InboxKind
+	Kind      mcpe.InboxKind
 	Event     json.RawMessage
 	Events    []json.RawMessage
 	Remaining int
@@ -293,10 +82,10 @@ type Invocation struct {
 // Payload is the JSON a handler hands on: the event for an event delivery,
 // or {"subscriptionId", "events", "remaining"} for a digest.
 func (inv *Invocation) Payload() json.RawMessage {
-	if inv.Kind != InboxBatch {
+	if inv.Kind != mcpe.InboxBatch {
 		return inv.Event
 	}
-	b, _ := json.Marshal(BatchParams{SubscriptionID: inv.SubscriptionID, Events: inv.Events, Remaining: inv.Remaining})
+	b, _ := json.Marshal(mcpe.BatchParams{SubscriptionID: inv.SubscriptionID, Events: inv.Events, Remaining: inv.Remaining})
 	return b
 }
 
@@ -316,24 +105,4 @@ type Outcome struct {
 	// Disable turns the handler off (a webhook receiver answered 410
 	// Gone) until events_update sets a handler again.
 	Disable bool
-}
-
-// HandlerStatus is what a subscription's handler has done, as events_list
-// shows it.
-type HandlerStatus struct {
-	// Succeeded and Failed count finished deliveries; Pending counts those
-	// waiting for a first attempt or a retry.
-	Succeeded int64 `json:"succeeded"`
-	Failed    int64 `json:"failed"`
-	Pending   int64 `json:"pending"`
-	// LastRunAt is when the latest attempt ended.
-	LastRunAt *time.Time `json:"lastRunAt,omitempty"`
-	// LastError is the error of the latest failed attempt.
-	LastError string `json:"lastError,omitempty"`
-	// LastOutput and LastToolCalls are those of the latest attempt; the
-	// output is cut at MaxStatusOutput bytes.
-	LastOutput    string   `json:"lastOutput,omitempty"`
-	LastToolCalls []string `json:"lastToolCalls,omitempty"`
-	// Disabled says why the handler stopped running, when it did.
-	Disabled string `json:"disabled,omitempty"`
 }

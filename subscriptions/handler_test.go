@@ -9,16 +9,17 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // checker is a Handler whose Check refuses the command "forbidden".
 type checker struct{ checked []string }
 
-func (c *checker) Check(_ context.Context, principal string, spec *subscriptions.HandlerSpec) error {
+func (c *checker) Check(_ context.Context, principal string, spec *mcpe.HandlerSpec) error {
 	c.checked = append(c.checked, principal+" "+string(spec.Type))
 	if spec.Command == "forbidden" {
-		return subscriptions.Invalid("handler.command", "%q is not allowed; allowed: \"notify\"", spec.Command)
+		return mcpe.Invalid("handler.command", "%q is not allowed; allowed: \"notify\"", spec.Command)
 	}
 	return nil
 }
@@ -27,9 +28,9 @@ func (c *checker) Handle(context.Context, *subscriptions.Invocation) subscriptio
 	return subscriptions.Outcome{}
 }
 
-func handlerFixture(t *testing.T, types ...subscriptions.HandlerType) (*fixture, *checker) {
+func handlerFixture(t *testing.T, types ...mcpe.HandlerType) (*fixture, *checker) {
 	c := &checker{}
-	hs := map[subscriptions.HandlerType]subscriptions.Handler{}
+	hs := map[mcpe.HandlerType]subscriptions.Handler{}
 	for _, ty := range types {
 		hs[ty] = c
 	}
@@ -38,28 +39,28 @@ func handlerFixture(t *testing.T, types ...subscriptions.HandlerType) (*fixture,
 }
 
 func TestHandlerValidation(t *testing.T) {
-	f, _ := handlerFixture(t, subscriptions.HandlerBash, subscriptions.HandlerWebhook)
-	filter := subscriptions.Filter{EventTypes: []string{"*"}}
+	f, _ := handlerFixture(t, mcpe.HandlerBash, mcpe.HandlerWebhook)
+	filter := mcpe.Filter{EventTypes: []string{"*"}}
 	for _, tt := range []struct {
-		spec subscriptions.HandlerSpec
+		spec mcpe.HandlerSpec
 		want string
 	}{
-		{subscriptions.HandlerSpec{}, `handler.type: is required; use one of "bash", "webhook"`},
-		{subscriptions.HandlerSpec{Type: "agent"}, `handler.type: "agent" is not a handler type this server runs; use one of "bash", "webhook"`},
-		{subscriptions.HandlerSpec{Type: "bash"}, `handler.command: is required`},
-		{subscriptions.HandlerSpec{Type: "bash", Command: "notify", URL: "https://x"}, `handler.url: belongs to "webhook" handlers, not "bash"`},
-		{subscriptions.HandlerSpec{Type: "bash", Command: "notify", Input: "file"}, `handler.input: "file" is not an input mode`},
-		{subscriptions.HandlerSpec{Type: "bash", Command: "notify", Cwd: "/"}, `handler.cwd: cannot be chosen`},
-		{subscriptions.HandlerSpec{Type: "bash", Command: "notify", Env: map[string]string{"LD_PRELOAD": "x"}}, `handler.env: cannot be chosen`},
-		{subscriptions.HandlerSpec{Type: "bash", Command: "notify", Timeout: 30}, `handler.timeout: is 30; it is in milliseconds`},
-		{subscriptions.HandlerSpec{Type: "bash", Command: "forbidden"}, `handler.command: "forbidden" is not allowed`},
-		{subscriptions.HandlerSpec{Type: "webhook"}, `handler.url: is required`},
-		{subscriptions.HandlerSpec{Type: "webhook", URL: "https://x", Secret: "whsec_mine"}, `handler.secret: is chosen by the server`},
-		{subscriptions.HandlerSpec{Type: "webhook", URL: "https://x", Tools: []string{"a"}}, `handler.tools: belongs to "agent" handlers`},
+		{mcpe.HandlerSpec{}, `handler.type: is required; use one of "bash", "webhook"`},
+		{mcpe.HandlerSpec{Type: "agent"}, `handler.type: "agent" is not a handler type this server runs; use one of "bash", "webhook"`},
+		{mcpe.HandlerSpec{Type: "bash"}, `handler.command: is required`},
+		{mcpe.HandlerSpec{Type: "bash", Command: "notify", URL: "https://x"}, `handler.url: belongs to "webhook" handlers, not "bash"`},
+		{mcpe.HandlerSpec{Type: "bash", Command: "notify", Input: "file"}, `handler.input: "file" is not an input mode`},
+		{mcpe.HandlerSpec{Type: "bash", Command: "notify", Cwd: "/"}, `handler.cwd: cannot be chosen`},
+		{mcpe.HandlerSpec{Type: "bash", Command: "notify", Env: map[string]string{"LD_PRELOAD": "x"}}, `handler.env: cannot be chosen`},
+		{mcpe.HandlerSpec{Type: "bash", Command: "notify", Timeout: 30}, `handler.timeout: is 30; it is in milliseconds`},
+		{mcpe.HandlerSpec{Type: "bash", Command: "forbidden"}, `handler.command: "forbidden" is not allowed`},
+		{mcpe.HandlerSpec{Type: "webhook"}, `handler.url: is required`},
+		{mcpe.HandlerSpec{Type: "webhook", URL: "https://x", Secret: "whsec_mine"}, `handler.secret: is chosen by the server`},
+		{mcpe.HandlerSpec{Type: "webhook", URL: "https://x", Tools: []string{"a"}}, `handler.tools: belongs to "agent" handlers`},
 	} {
 		spec := tt.spec
-		_, err := f.svc.Subscribe(context.Background(), "alice", subscriptions.SubscribeRequest{Filter: filter, Handler: &spec})
-		var inv *subscriptions.InvalidError
+		_, err := f.svc.Subscribe(context.Background(), "alice", mcpe.SubscribeRequest{Filter: filter, Handler: &spec})
+		var inv *mcpe.InvalidError
 		if !errors.As(err, &inv) || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Subscribe with %+v: error %v; want an InvalidError containing %q", tt.spec, err, tt.want)
 		}
@@ -70,19 +71,19 @@ func TestHandlerValidation(t *testing.T) {
 	}
 
 	none, _ := handlerFixture(t)
-	_, err := none.svc.Subscribe(context.Background(), "alice", subscriptions.SubscribeRequest{Filter: filter,
-		Handler: &subscriptions.HandlerSpec{Type: "bash", Command: "notify"}})
+	_, err := none.svc.Subscribe(context.Background(), "alice", mcpe.SubscribeRequest{Filter: filter,
+		Handler: &mcpe.HandlerSpec{Type: "bash", Command: "notify"}})
 	if err == nil || !strings.Contains(err.Error(), "this server runs no handlers") {
 		t.Errorf("a server with no handlers: %v", err)
 	}
 }
 
 func TestWebhookSecretShownOnceAndRotated(t *testing.T) {
-	f, _ := handlerFixture(t, subscriptions.HandlerWebhook, subscriptions.HandlerBash)
+	f, _ := handlerFixture(t, mcpe.HandlerWebhook, mcpe.HandlerBash)
 	ctx := context.Background()
-	sub, err := f.svc.Subscribe(ctx, "alice", subscriptions.SubscribeRequest{
-		Filter:  subscriptions.Filter{EventTypes: []string{"*"}},
-		Handler: &subscriptions.HandlerSpec{Type: "webhook", URL: "https://hooks.example.com/a"},
+	sub, err := f.svc.Subscribe(ctx, "alice", mcpe.SubscribeRequest{
+		Filter:  mcpe.Filter{EventTypes: []string{"*"}},
+		Handler: &mcpe.HandlerSpec{Type: "webhook", URL: "https://hooks.example.com/a"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -95,22 +96,22 @@ func TestWebhookSecretShownOnceAndRotated(t *testing.T) {
 	if got.Handler.Secret != "" || got.HandlerStatus == nil {
 		t.Errorf("events_list shows the secret (%q) or no status (%v)", got.Handler.Secret, got.HandlerStatus)
 	}
-	if got.Handler.Secrets.Current != first {
-		t.Errorf("stored secret %q, want the one returned", got.Handler.Secrets.Current)
+	if got.Secrets.Current != first {
+		t.Errorf("stored secret %q, want the one returned", got.Secrets.Current)
 	}
 
 	// Changing the URL keeps the secret, and shows none.
-	upd, err := f.svc.Update(ctx, "alice", subscriptions.UpdateRequest{SubscriptionID: sub.ID,
-		Handler: subscriptions.OptionalHandler{Set: true, Value: &subscriptions.HandlerSpec{Type: "webhook", URL: "https://hooks.example.com/b"}}})
+	upd, err := f.svc.Update(ctx, "alice", mcpe.UpdateRequest{SubscriptionID: sub.ID,
+		Handler: mcpe.OptionalHandler{Set: true, Value: &mcpe.HandlerSpec{Type: "webhook", URL: "https://hooks.example.com/b"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if upd.Handler.Secret != "" || upd.Handler.Secrets.Current != first || upd.Handler.URL != "https://hooks.example.com/b" {
-		t.Errorf("after a URL change: secret shown %q, current %q, url %q", upd.Handler.Secret, upd.Handler.Secrets.Current, upd.Handler.URL)
+	if upd.Handler.Secret != "" || upd.Secrets.Current != first || upd.Handler.URL != "https://hooks.example.com/b" {
+		t.Errorf("after a URL change: secret shown %q, current %q, url %q", upd.Handler.Secret, upd.Secrets.Current, upd.Handler.URL)
 	}
 
 	// Rotation: a new secret, shown once; the old one signs for the grace.
-	rot, err := f.svc.Update(ctx, "alice", subscriptions.UpdateRequest{SubscriptionID: sub.ID, RotateSecret: true})
+	rot, err := f.svc.Update(ctx, "alice", mcpe.UpdateRequest{SubscriptionID: sub.ID, RotateSecret: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -120,40 +121,40 @@ func TestWebhookSecretShownOnceAndRotated(t *testing.T) {
 	}
 	got, _ = f.svc.Get(ctx, "alice", sub.ID)
 	now := f.clock.Now()
-	if s := got.Handler.Secrets.Signing(now); len(s) != 2 || s[0] != second || s[1] != first {
+	if s := got.Secrets.Signing(now); len(s) != 2 || s[0] != second || s[1] != first {
 		t.Errorf("signing secrets during the grace period: %v", s)
 	}
-	if s := got.Handler.Secrets.Signing(now.Add(time.Hour)); len(s) != 1 || s[0] != second {
+	if s := got.Secrets.Signing(now.Add(time.Hour)); len(s) != 1 || s[0] != second {
 		t.Errorf("signing secrets after the grace period: %v", s)
 	}
 
 	// Switching to another type drops the secrets; rotateSecret then fails.
-	if _, err := f.svc.Update(ctx, "alice", subscriptions.UpdateRequest{SubscriptionID: sub.ID,
-		Handler: subscriptions.OptionalHandler{Set: true, Value: &subscriptions.HandlerSpec{Type: "bash", Command: "notify"}}}); err != nil {
+	if _, err := f.svc.Update(ctx, "alice", mcpe.UpdateRequest{SubscriptionID: sub.ID,
+		Handler: mcpe.OptionalHandler{Set: true, Value: &mcpe.HandlerSpec{Type: "bash", Command: "notify"}}}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := f.svc.Update(ctx, "alice", subscriptions.UpdateRequest{SubscriptionID: sub.ID, RotateSecret: true}); err == nil ||
+	if _, err := f.svc.Update(ctx, "alice", mcpe.UpdateRequest{SubscriptionID: sub.ID, RotateSecret: true}); err == nil ||
 		!strings.Contains(err.Error(), "applies to webhook handlers only") {
 		t.Errorf("rotateSecret on a bash handler: %v", err)
 	}
 	// Removing the handler.
-	rm, err := f.svc.Update(ctx, "alice", subscriptions.UpdateRequest{SubscriptionID: sub.ID, Handler: subscriptions.OptionalHandler{Set: true}})
+	rm, err := f.svc.Update(ctx, "alice", mcpe.UpdateRequest{SubscriptionID: sub.ID, Handler: mcpe.OptionalHandler{Set: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if rm.Handler != nil || rm.HandlerStatus != nil {
 		t.Errorf("handler not removed: %+v", rm.Handler)
 	}
-	if _, err := f.svc.Update(ctx, "alice", subscriptions.UpdateRequest{SubscriptionID: sub.ID, RotateSecret: true}); err == nil ||
+	if _, err := f.svc.Update(ctx, "alice", mcpe.UpdateRequest{SubscriptionID: sub.ID, RotateSecret: true}); err == nil ||
 		!strings.Contains(err.Error(), "has no handler") {
 		t.Errorf("rotateSecret without handler: %v", err)
 	}
 }
 
 func TestHandlerCapability(t *testing.T) {
-	f, _ := handlerFixture(t, subscriptions.HandlerAgent, subscriptions.HandlerBash)
+	f, _ := handlerFixture(t, mcpe.HandlerAgent, mcpe.HandlerBash)
 	got := f.svc.Capability().Handlers
-	if len(got) != 2 || got[0] != subscriptions.HandlerBash || got[1] != subscriptions.HandlerAgent {
+	if len(got) != 2 || got[0] != mcpe.HandlerBash || got[1] != mcpe.HandlerAgent {
 		t.Errorf("capability handlers = %v, want [bash agent]", got)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"sort"
 	"sync"
 	"sync/atomic"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // DefaultIndexCacheSize is how many event types Index remembers the matches
@@ -18,13 +20,13 @@ type Entry struct {
 	// Principal owns the subscription.
 	Principal string
 	// Delivery is how matching events reach the owner.
-	Delivery Delivery
+	Delivery mcpe.Delivery
 	matcher  *Matcher
 }
 
 // NewEntry compiles the filter of sub into an index entry.
 func NewEntry(sub *Subscription) (*Entry, error) {
-	m, err := sub.Filter.Compile()
+	m, err := CompileFilter(sub.Filter)
 	if err != nil {
 		return nil, err
 	}
@@ -146,24 +148,24 @@ func (x *Index) Put(e *Entry) {
 	}
 	for _, p := range patterns {
 		if p.Exact() {
-			l := x.exact[p.text]
+			l := x.exact[p.String()]
 			if l == nil {
 				l = &entryList{}
-				x.exact[p.text] = l
+				x.exact[p.String()] = l
 			}
 			l.add(e)
 			continue
 		}
-		byText := x.patterns[p.prefix]
+		byText := x.patterns[p.Prefix()]
 		if byText == nil {
 			byText = make(map[string]*patternBucket)
-			x.patterns[p.prefix] = byText
+			x.patterns[p.Prefix()] = byText
 		}
-		b := byText[p.text]
+		b := byText[p.String()]
 		if b == nil {
 			b = &patternBucket{pattern: p}
-			byText[p.text] = b
-			x.addPrefixLen(len(p.prefix))
+			byText[p.String()] = b
+			x.addPrefixLen(len(p.Prefix()))
 		}
 		b.add(e)
 	}
@@ -191,23 +193,23 @@ func (x *Index) removeLocked(id string) bool {
 	}
 	for _, p := range patterns {
 		if p.Exact() {
-			if l := x.exact[p.text]; l != nil {
+			if l := x.exact[p.String()]; l != nil {
 				if l.remove(e); len(l.entries) == 0 {
-					delete(x.exact, p.text)
+					delete(x.exact, p.String())
 				}
 			}
 			continue
 		}
-		byText := x.patterns[p.prefix]
-		b := byText[p.text]
+		byText := x.patterns[p.Prefix()]
+		b := byText[p.String()]
 		if b == nil {
 			continue
 		}
 		if b.remove(e); len(b.entries) == 0 {
-			delete(byText, p.text)
-			x.removePrefixLen(len(p.prefix))
+			delete(byText, p.String())
+			x.removePrefixLen(len(p.Prefix()))
 			if len(byText) == 0 {
-				delete(x.patterns, p.prefix)
+				delete(x.patterns, p.Prefix())
 			}
 		}
 	}
@@ -240,7 +242,7 @@ func (x *Index) resetCacheLocked() {
 
 // Match returns the entries whose whole filter matches ev. The returned slice
 // may be shared with later calls and must not be modified.
-func (x *Index) Match(ev *Event) []*Entry {
+func (x *Index) Match(ev *mcpe.Event) []*Entry {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
 	c := x.byTypeLocked(ev.Type)

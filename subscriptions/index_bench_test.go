@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -56,11 +57,13 @@ func routeWorkloadIndex(b *testing.B, s int, opts *subscriptions.IndexOptions) *
 			typ = fmt.Sprintf("svc%d.created", g)
 		}
 		e, err := subscriptions.NewEntry(&subscriptions.Subscription{
-			ID:        fmt.Sprintf("sub-%05d", i),
 			Principal: "bench",
-			Status:    subscriptions.StatusActive,
-			Filter:    subscriptions.Filter{EventTypes: []string{typ}},
-			Delivery:  subscriptions.Delivery{Channels: []subscriptions.Channel{subscriptions.ChannelRealtime}},
+			Subscription: mcpe.Subscription{
+				ID:       fmt.Sprintf("sub-%05d", i),
+				Status:   mcpe.StatusActive,
+				Filter:   mcpe.Filter{EventTypes: []string{typ}},
+				Delivery: mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelRealtime}},
+			},
 		})
 		if err != nil {
 			b.Fatalf("NewEntry: %v", err)
@@ -75,16 +78,16 @@ func routeWorkloadIndex(b *testing.B, s int, opts *subscriptions.IndexOptions) *
 
 // routeWorkloadEvents returns the events of the workload: event e has type
 // svc<e mod 100>.created, priority normal and data {"seq": e}.
-func routeWorkloadEvents(b *testing.B, n int) []*subscriptions.Event {
+func routeWorkloadEvents(b *testing.B, n int) []*mcpe.Event {
 	b.Helper()
-	events := make([]*subscriptions.Event, n)
+	events := make([]*mcpe.Event, n)
 	for e := range events {
-		ev := &subscriptions.Event{
+		ev := &mcpe.Event{
 			Type:     fmt.Sprintf("svc%d.created", e%100),
 			Data:     json.RawMessage(fmt.Sprintf(`{"seq": %d}`, e)),
-			Metadata: subscriptions.Metadata{Priority: subscriptions.PriorityNormal},
+			Metadata: mcpe.Metadata{Priority: mcpe.PriorityNormal},
 		}
-		if err := ev.Normalize(testNow); err != nil {
+		if err := subscriptions.NormalizeEvent(ev, testNow); err != nil {
 			b.Fatalf("Normalize: %v", err)
 		}
 		events[e] = ev

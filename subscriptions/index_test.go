@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // indexCacheOptions are the cache settings every index test runs with: the
@@ -22,14 +23,16 @@ var indexCacheOptions = []struct {
 	{"no cache", &IndexOptions{CacheSize: -1}},
 }
 
-func testEntry(t testing.TB, id string, f Filter) *Entry {
+func testEntry(t testing.TB, id string, f mcpe.Filter) *Entry {
 	t.Helper()
 	e, err := NewEntry(&Subscription{
-		ID:        id,
 		Principal: "alice",
-		Status:    StatusActive,
-		Filter:    f,
-		Delivery:  DefaultDelivery(),
+		Subscription: mcpe.Subscription{
+			ID:       id,
+			Status:   mcpe.StatusActive,
+			Filter:   f,
+			Delivery: mcpe.DefaultDelivery(),
+		},
 	})
 	if err != nil {
 		t.Fatalf("NewEntry(%q): %v", id, err)
@@ -37,15 +40,15 @@ func testEntry(t testing.TB, id string, f Filter) *Entry {
 	return e
 }
 
-func testEvent(typ string, priority Priority, tags ...string) *Event {
+func testEvent(typ string, priority mcpe.Priority, tags ...string) *mcpe.Event {
 	if priority == "" {
-		priority = PriorityNormal
+		priority = mcpe.PriorityNormal
 	}
-	return &Event{
+	return &mcpe.Event{
 		ID:       "6ba7b810-9dad-11d1-80b4-00c04fd430c8",
 		Type:     typ,
 		Data:     []byte(`{}`),
-		Metadata: Metadata{Timestamp: time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC), Priority: priority, Tags: tags},
+		Metadata: mcpe.Metadata{Timestamp: time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC), Priority: priority, Tags: tags},
 	}
 }
 
@@ -66,13 +69,13 @@ func entryIDs(t testing.TB, es []*Entry) []string {
 }
 
 // matchIDs routes ev through x and returns the sorted IDs of the result.
-func matchIDs(t testing.TB, x *Index, ev *Event) []string {
+func matchIDs(t testing.TB, x *Index, ev *mcpe.Event) []string {
 	t.Helper()
 	return entryIDs(t, x.Match(ev))
 }
 
 // bruteForceIDs checks ev against every matcher, the reference for Index.
-func bruteForceIDs(entries map[string]*Entry, ev *Event) []string {
+func bruteForceIDs(entries map[string]*Entry, ev *mcpe.Event) []string {
 	ids := []string{}
 	for id, e := range entries {
 		if e.matcher.Match(ev) {
@@ -84,35 +87,35 @@ func bruteForceIDs(entries map[string]*Entry, ev *Event) []string {
 }
 
 func TestIndexMatch(t *testing.T) {
-	filters := map[string]Filter{
+	filters := map[string]mcpe.Filter{
 		"exact":      {EventTypes: []string{"github.push"}},
 		"wild":       {EventTypes: []string{"github.*"}},
 		"issue":      {EventTypes: []string{"github.issue.*"}},
 		"all":        {EventTypes: []string{"*"}},
 		"suffix":     {EventTypes: []string{"*.opened"}},
 		"tags-only":  {Tags: []string{"ci"}},
-		"prio-only":  {Priority: []Priority{PriorityCritical}},
-		"wild-high":  {EventTypes: []string{"github.*"}, Priority: []Priority{PriorityHigh, PriorityCritical}},
+		"prio-only":  {Priority: []mcpe.Priority{mcpe.PriorityCritical}},
+		"wild-high":  {EventTypes: []string{"github.*"}, Priority: []mcpe.Priority{mcpe.PriorityHigh, mcpe.PriorityCritical}},
 		"exact-tags": {EventTypes: []string{"slack.message"}, Tags: []string{"deploy", "ci"}},
 		// Every pattern matches github.push: it must come back once.
 		"overlap": {EventTypes: []string{"github.push", "github.*", "*.push", "{github,gitlab}.push", "*"}},
 		"mcpe": {
 			EventTypes: []string{"github.push", "github.deployment.*", "slack.message"},
 			Tags:       []string{"ci", "deploy"},
-			Priority:   []Priority{PriorityHigh, PriorityCritical},
+			Priority:   []mcpe.Priority{mcpe.PriorityHigh, mcpe.PriorityCritical},
 		},
 	}
 	tests := []struct {
-		ev   *Event
+		ev   *mcpe.Event
 		want []string
 	}{
 		{testEvent("github.push", ""), []string{"all", "exact", "overlap", "wild"}},
-		{testEvent("github.push", PriorityHigh, "ci"), []string{"all", "exact", "mcpe", "overlap", "tags-only", "wild", "wild-high"}},
-		{testEvent("github.issue.opened", PriorityCritical), []string{"all", "issue", "overlap", "prio-only", "suffix", "wild", "wild-high"}},
-		{testEvent("github.deployment.created", PriorityHigh, "x", "deploy"), []string{"all", "mcpe", "overlap", "wild", "wild-high"}},
+		{testEvent("github.push", mcpe.PriorityHigh, "ci"), []string{"all", "exact", "mcpe", "overlap", "tags-only", "wild", "wild-high"}},
+		{testEvent("github.issue.opened", mcpe.PriorityCritical), []string{"all", "issue", "overlap", "prio-only", "suffix", "wild", "wild-high"}},
+		{testEvent("github.deployment.created", mcpe.PriorityHigh, "x", "deploy"), []string{"all", "mcpe", "overlap", "wild", "wild-high"}},
 		{testEvent("gitlab.push", ""), []string{"all", "overlap"}},
-		{testEvent("slack.message", PriorityLow, "deploy"), []string{"all", "exact-tags", "overlap"}},
-		{testEvent("slack.message", PriorityCritical, "ci"), []string{"all", "exact-tags", "mcpe", "overlap", "prio-only", "tags-only"}},
+		{testEvent("slack.message", mcpe.PriorityLow, "deploy"), []string{"all", "exact-tags", "overlap"}},
+		{testEvent("slack.message", mcpe.PriorityCritical, "ci"), []string{"all", "exact-tags", "mcpe", "overlap", "prio-only", "tags-only"}},
 		{testEvent("jira.opened", ""), []string{"all", "overlap", "suffix"}},
 		{testEvent("github", ""), []string{"all", "overlap"}},
 	}
@@ -159,10 +162,10 @@ func TestIndexReplaceAndRemove(t *testing.T) {
 	for _, c := range indexCacheOptions {
 		t.Run(c.name, func(t *testing.T) {
 			x := NewIndex(c.opts)
-			x.Put(testEntry(t, "a", Filter{EventTypes: []string{"github.push"}}))
-			x.Put(testEntry(t, "b", Filter{EventTypes: []string{"github.push"}}))
-			x.Put(testEntry(t, "c", Filter{EventTypes: []string{"github.*"}}))
-			x.Put(testEntry(t, "d", Filter{EventTypes: []string{"github.*"}}))
+			x.Put(testEntry(t, "a", mcpe.Filter{EventTypes: []string{"github.push"}}))
+			x.Put(testEntry(t, "b", mcpe.Filter{EventTypes: []string{"github.push"}}))
+			x.Put(testEntry(t, "c", mcpe.Filter{EventTypes: []string{"github.*"}}))
+			x.Put(testEntry(t, "d", mcpe.Filter{EventTypes: []string{"github.*"}}))
 
 			steps := []struct {
 				name      string
@@ -173,20 +176,20 @@ func TestIndexReplaceAndRemove(t *testing.T) {
 			}{
 				{"initial", func() {}, 4, []string{"a", "b", "c", "d"}, []string{"c", "d"}},
 				{"replace exact with pattern", func() {
-					x.Put(testEntry(t, "a", Filter{EventTypes: []string{"github.issue.*"}}))
+					x.Put(testEntry(t, "a", mcpe.Filter{EventTypes: []string{"github.issue.*"}}))
 				}, 4, []string{"b", "c", "d"}, []string{"a", "c", "d"}},
 				{"replace pattern with exact", func() {
-					x.Put(testEntry(t, "c", Filter{EventTypes: []string{"github.push"}}))
+					x.Put(testEntry(t, "c", mcpe.Filter{EventTypes: []string{"github.push"}}))
 				}, 4, []string{"b", "c", "d"}, []string{"a", "d"}},
 				{"replace with a tag filter", func() {
-					x.Put(testEntry(t, "d", Filter{EventTypes: []string{"github.*"}, Tags: []string{"ci"}}))
+					x.Put(testEntry(t, "d", mcpe.Filter{EventTypes: []string{"github.*"}, Tags: []string{"ci"}}))
 				}, 4, []string{"b", "c"}, []string{"a"}},
 				{"remove one of two sharing an exact type", func() { x.Remove("b") }, 3, []string{"c"}, []string{"a"}},
 				{"remove unknown", func() { x.Remove("nope") }, 3, []string{"c"}, []string{"a"}},
 				{"remove twice", func() { x.Remove("b") }, 3, []string{"c"}, []string{"a"}},
 				{"put the same entry again", func() {
-					x.Put(testEntry(t, "e", Filter{EventTypes: []string{"github.push", "*"}}))
-					x.Put(testEntry(t, "e", Filter{EventTypes: []string{"github.push", "*"}}))
+					x.Put(testEntry(t, "e", mcpe.Filter{EventTypes: []string{"github.push", "*"}}))
+					x.Put(testEntry(t, "e", mcpe.Filter{EventTypes: []string{"github.push", "*"}}))
 				}, 4, []string{"c", "e"}, []string{"a", "e"}},
 				{"remove all", func() {
 					for _, id := range []string{"a", "c", "d", "e"} {
@@ -218,32 +221,32 @@ func TestIndexReplaceAndRemove(t *testing.T) {
 // TestIndexCacheInvalidation checks that a result computed before a change is
 // never returned after it, whatever the change.
 func TestIndexCacheInvalidation(t *testing.T) {
-	ev := testEvent("svc.created", PriorityHigh, "ci")
+	ev := testEvent("svc.created", mcpe.PriorityHigh, "ci")
 	changes := []struct {
 		name   string
 		change func(t *testing.T, x *Index)
 		want   []string
 	}{
 		{"put exact", func(t *testing.T, x *Index) {
-			x.Put(testEntry(t, "exact", Filter{EventTypes: []string{"svc.created"}}))
+			x.Put(testEntry(t, "exact", mcpe.Filter{EventTypes: []string{"svc.created"}}))
 		}, []string{"base", "exact"}},
 		{"put pattern", func(t *testing.T, x *Index) {
-			x.Put(testEntry(t, "pattern", Filter{EventTypes: []string{"svc.*"}}))
+			x.Put(testEntry(t, "pattern", mcpe.Filter{EventTypes: []string{"svc.*"}}))
 		}, []string{"base", "pattern"}},
 		{"put tags only", func(t *testing.T, x *Index) {
-			x.Put(testEntry(t, "tags", Filter{Tags: []string{"ci"}}))
+			x.Put(testEntry(t, "tags", mcpe.Filter{Tags: []string{"ci"}}))
 		}, []string{"base", "tags"}},
 		{"put priority only", func(t *testing.T, x *Index) {
-			x.Put(testEntry(t, "prio", Filter{Priority: []Priority{PriorityHigh}}))
+			x.Put(testEntry(t, "prio", mcpe.Filter{Priority: []mcpe.Priority{mcpe.PriorityHigh}}))
 		}, []string{"base", "prio"}},
 		{"put non-matching", func(t *testing.T, x *Index) {
-			x.Put(testEntry(t, "other", Filter{EventTypes: []string{"svc.deleted"}}))
+			x.Put(testEntry(t, "other", mcpe.Filter{EventTypes: []string{"svc.deleted"}}))
 		}, []string{"base"}},
 		{"replace to stop matching", func(t *testing.T, x *Index) {
-			x.Put(testEntry(t, "base", Filter{EventTypes: []string{"svc.deleted"}}))
+			x.Put(testEntry(t, "base", mcpe.Filter{EventTypes: []string{"svc.deleted"}}))
 		}, []string{}},
 		{"replace with a rest part that fails", func(t *testing.T, x *Index) {
-			x.Put(testEntry(t, "base", Filter{EventTypes: []string{"svc.*"}, Priority: []Priority{PriorityLow}}))
+			x.Put(testEntry(t, "base", mcpe.Filter{EventTypes: []string{"svc.*"}, Priority: []mcpe.Priority{mcpe.PriorityLow}}))
 		}, []string{}},
 		{"remove", func(t *testing.T, x *Index) { x.Remove("base") }, []string{}},
 	}
@@ -251,8 +254,8 @@ func TestIndexCacheInvalidation(t *testing.T) {
 		for _, ch := range changes {
 			t.Run(c.name+"/"+ch.name, func(t *testing.T) {
 				x := NewIndex(c.opts)
-				x.Put(testEntry(t, "base", Filter{EventTypes: []string{"svc.*"}}))
-				x.Put(testEntry(t, "unrelated", Filter{EventTypes: []string{"other.*"}}))
+				x.Put(testEntry(t, "base", mcpe.Filter{EventTypes: []string{"svc.*"}}))
+				x.Put(testEntry(t, "unrelated", mcpe.Filter{EventTypes: []string{"other.*"}}))
 				// Fill the cache, including for the type the change is about.
 				for range 2 {
 					matchIDs(t, x, testEvent("other.created", ""))
@@ -279,18 +282,18 @@ func TestIndexResultIsASnapshot(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			x := NewIndex(c.opts)
 			for _, id := range []string{"a", "b", "c"} {
-				x.Put(testEntry(t, "exact-"+id, Filter{EventTypes: []string{"svc.created"}}))
-				x.Put(testEntry(t, "pattern-"+id, Filter{EventTypes: []string{"svc.*"}}))
+				x.Put(testEntry(t, "exact-"+id, mcpe.Filter{EventTypes: []string{"svc.created"}}))
+				x.Put(testEntry(t, "pattern-"+id, mcpe.Filter{EventTypes: []string{"svc.*"}}))
 			}
 			// One type matched only by exact entries, one only by patterns,
 			// one by both.
-			events := []*Event{testEvent("svc.created", ""), testEvent("svc.deleted", ""), testEvent("svc.created", PriorityHigh)}
+			events := []*mcpe.Event{testEvent("svc.created", ""), testEvent("svc.deleted", ""), testEvent("svc.created", mcpe.PriorityHigh)}
 			x.Remove("pattern-a")
 			x.Remove("pattern-b")
 			x.Remove("pattern-c")
-			x.Put(testEntry(t, "pattern-a", Filter{EventTypes: []string{"svc.d*"}}))
-			x.Put(testEntry(t, "pattern-b", Filter{EventTypes: []string{"svc.d*"}}))
-			x.Put(testEntry(t, "both", Filter{EventTypes: []string{"svc.created"}, Priority: []Priority{PriorityHigh}}))
+			x.Put(testEntry(t, "pattern-a", mcpe.Filter{EventTypes: []string{"svc.d*"}}))
+			x.Put(testEntry(t, "pattern-b", mcpe.Filter{EventTypes: []string{"svc.d*"}}))
+			x.Put(testEntry(t, "both", mcpe.Filter{EventTypes: []string{"svc.created"}, Priority: []mcpe.Priority{mcpe.PriorityHigh}}))
 			results := make([][]*Entry, len(events))
 			before := make([][]string, len(events))
 			for i, ev := range events {
@@ -299,8 +302,8 @@ func TestIndexResultIsASnapshot(t *testing.T) {
 			}
 			x.Remove("exact-a")
 			x.Remove("pattern-a")
-			x.Put(testEntry(t, "exact-d", Filter{EventTypes: []string{"svc.created"}}))
-			x.Put(testEntry(t, "pattern-c", Filter{EventTypes: []string{"svc.d*"}}))
+			x.Put(testEntry(t, "exact-d", mcpe.Filter{EventTypes: []string{"svc.created"}}))
+			x.Put(testEntry(t, "pattern-c", mcpe.Filter{EventTypes: []string{"svc.d*"}}))
 			for i, ev := range events {
 				if diff := cmp.Diff(before[i], entryIDs(t, results[i])); diff != "" {
 					t.Errorf("%s: earlier result changed (-want +got):\n%s", ev.Type, diff)
@@ -336,7 +339,7 @@ func TestIndexCacheBound(t *testing.T) {
 	entries := make(map[string]*Entry)
 	for i := range 4 {
 		id := fmt.Sprintf("s%d", i)
-		entries[id] = testEntry(t, id, Filter{EventTypes: []string{fmt.Sprintf("svc%d.*", i%2)}})
+		entries[id] = testEntry(t, id, mcpe.Filter{EventTypes: []string{fmt.Sprintf("svc%d.*", i%2)}})
 		x.Put(entries[id])
 	}
 	for round := range 3 {
@@ -365,7 +368,7 @@ func TestIndexCacheDefaultAndDisabled(t *testing.T) {
 		t.Errorf("NewIndex(&IndexOptions{}) cache size = %d, want %d", got, DefaultIndexCacheSize)
 	}
 	x := NewIndex(&IndexOptions{CacheSize: -1})
-	x.Put(testEntry(t, "a", Filter{EventTypes: []string{"svc.*"}}))
+	x.Put(testEntry(t, "a", mcpe.Filter{EventTypes: []string{"svc.*"}}))
 	for i := range 5 {
 		matchIDs(t, x, testEvent(fmt.Sprintf("svc.e%d", i), ""))
 	}
@@ -403,9 +406,9 @@ func randomSubset[T any](r *rand.Rand, from []T) []T {
 	return out
 }
 
-func randomFilter(r *rand.Rand) Filter {
+func randomFilter(r *rand.Rand) mcpe.Filter {
 	for {
-		var f Filter
+		var f mcpe.Filter
 		if r.IntN(5) > 0 {
 			for range 1 + r.IntN(3) {
 				if r.IntN(2) == 0 {
@@ -419,7 +422,7 @@ func randomFilter(r *rand.Rand) Filter {
 			f.Tags = randomSubset(r, propTags)
 		}
 		if r.IntN(4) == 0 {
-			f.Priority = randomSubset(r, Priorities)
+			f.Priority = randomSubset(r, mcpe.Priorities)
 		}
 		if f.EventTypes != nil || len(f.Tags) > 0 || len(f.Priority) > 0 {
 			// randomSubset returns nil, never an empty list.
@@ -428,8 +431,8 @@ func randomFilter(r *rand.Rand) Filter {
 	}
 }
 
-func randomEvent(r *rand.Rand) *Event {
-	return testEvent(randomType(r), Priorities[r.IntN(len(Priorities))], randomSubset(r, propTags)...)
+func randomEvent(r *rand.Rand) *mcpe.Event {
+	return testEvent(randomType(r), mcpe.Priorities[r.IntN(len(mcpe.Priorities))], randomSubset(r, propTags)...)
 }
 
 // TestIndexMatchesBruteForce routes random events through an index under
@@ -488,9 +491,9 @@ func TestIndexConcurrent(t *testing.T) {
 	for _, c := range indexCacheOptions {
 		t.Run(c.name, func(t *testing.T) {
 			x := NewIndex(c.opts)
-			x.Put(testEntry(t, "stable-exact", Filter{EventTypes: []string{"svc0.created"}}))
-			x.Put(testEntry(t, "stable-pattern", Filter{EventTypes: []string{"svc*.created", "svc0.*"}}))
-			x.Put(testEntry(t, "stable-tags", Filter{Tags: []string{"t1"}}))
+			x.Put(testEntry(t, "stable-exact", mcpe.Filter{EventTypes: []string{"svc0.created"}}))
+			x.Put(testEntry(t, "stable-pattern", mcpe.Filter{EventTypes: []string{"svc*.created", "svc0.*"}}))
+			x.Put(testEntry(t, "stable-tags", mcpe.Filter{Tags: []string{"t1"}}))
 
 			errs := make(chan error, readers+writers)
 			var wg sync.WaitGroup
@@ -503,7 +506,7 @@ func TestIndexConcurrent(t *testing.T) {
 							x.Remove(id)
 							continue
 						}
-						e, err := NewEntry(&Subscription{ID: id, Principal: "alice", Status: StatusActive, Filter: randomFilter(r)})
+						e, err := NewEntry(&Subscription{Principal: "alice", Subscription: mcpe.Subscription{ID: id, Status: mcpe.StatusActive, Filter: randomFilter(r)}})
 						if err != nil {
 							errs <- err
 							return
@@ -516,7 +519,7 @@ func TestIndexConcurrent(t *testing.T) {
 				wg.Go(func() {
 					for i := range readIterations {
 						// A few types, more than the smallest cache holds.
-						ev := testEvent(fmt.Sprintf("svc%d.created", (rd+i)%3), PriorityNormal, "t1")
+						ev := testEvent(fmt.Sprintf("svc%d.created", (rd+i)%3), mcpe.PriorityNormal, "t1")
 						got := x.Match(ev)
 						seen := make(map[string]bool, len(got))
 						for _, e := range got {

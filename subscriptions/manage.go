@@ -8,12 +8,13 @@ import (
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // prepareDelivery checks d against the channels offered and lets its
 // buffered channel, if any, check and complete its options.
-func (s *Service) prepareDelivery(d *Delivery, now time.Time) error {
-	if err := d.validate(s.channels); err != nil {
+func (s *Service) prepareDelivery(d *mcpe.Delivery, now time.Time) error {
+	if err := d.Validate(s.channels); err != nil {
 		return err
 	}
 	if c := d.Timed(); c != "" {
@@ -23,20 +24,19 @@ func (s *Service) prepareDelivery(d *Delivery, now time.Time) error {
 }
 
 // Subscribe creates a subscription for principal.
-func (s *Service) Subscribe(ctx context.Context, principal string, req SubscribeRequest) (*Subscription, error) {
+func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.SubscribeRequest) (*Subscription, error) {
 	now := s.clock.Now().UTC()
-	sub := &Subscription{
+	sub := &Subscription{Principal: principal, Subscription: mcpe.Subscription{
 		ID:        uuid.NewString(),
-		Principal: principal,
-		Status:    StatusActive,
+		Status:    mcpe.StatusActive,
 		Filter:    req.Filter,
 		CreatedAt: now,
 		UpdatedAt: now,
-	}
+	}}
 	if req.Delivery != nil {
 		sub.Delivery = *req.Delivery
 	} else {
-		sub.Delivery = DefaultDelivery()
+		sub.Delivery = mcpe.DefaultDelivery()
 	}
 	if err := s.prepareDelivery(&sub.Delivery, now); err != nil {
 		return nil, err
@@ -55,10 +55,10 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req Subscribe
 	var secret string
 	if req.Handler != nil {
 		h := req.Handler.Clone()
-		if secret, err = s.prepareHandler(ctx, principal, h, nil, false, now); err != nil {
+		if secret, sub.Secrets, err = s.prepareHandler(ctx, principal, h, nil, nil, false, now); err != nil {
 			return nil, err
 		}
-		sub.Handler, sub.HandlerStatus = h, &HandlerStatus{}
+		sub.Handler, sub.HandlerStatus = h, &mcpe.HandlerStatus{}
 	}
 	sub.NextFireAt = s.nextFire(sub.Delivery, now, nil)
 
@@ -87,36 +87,34 @@ func showSecret(sub *Subscription, secret string) *Subscription {
 	return sub
 }
 
-// prepareHandler checks h for principal and gives a webhook handler its
-// signing secrets: prev's when prev is a webhook too, or a new one. With
-// rotate, a new secret replaces prev's, which keeps signing for the grace
-// period. It returns a new secret, to show once.
-func (s *Service) prepareHandler(ctx context.Context, principal string, h, prev *HandlerSpec, rotate bool, now time.Time) (string, error) {
-	if err := h.validate(s.handlerTypes); err != nil {
-		return "", err
+// prepareHandler checks h for principal and returns the signing secrets of
+// a webhook handler: prevSecrets when the previous handler prev is a
+// webhook too, or a new one. With rotate, a new secret replaces the
+// previous one, which keeps signing for the grace period. It also returns a
+// new secret, to show once.
+func (s *Service) prepareHandler(ctx context.Context, principal string, h, prev *mcpe.HandlerSpec, prevSecrets *WebhookSecrets, rotate bool, now time.Time) (string, *WebhookSecrets, error) {
+	if err := h.Validate(s.handlerTypes); err != nil {
+		return "", nil, err
 	}
 	if err := s.opts.Handlers[h.Type].Check(ctx, principal, h); err != nil {
-		return "", err
+		return "", nil, err
 	}
-	h.Secret, h.Secrets = "", nil
-	if h.Type != HandlerWebhook {
+	h.Secret = ""
+	if h.Type != mcpe.HandlerWebhook {
 		if rotate {
-			return "", invalid("rotateSecret", "applies to webhook handlers only; this handler is %q", h.Type)
+			return "", nil, invalid("rotateSecret", "applies to webhook handlers only; this handler is %q", h.Type)
 		}
-		return "", nil
+		return "", nil, nil
 	}
 	secret := NewWebhookSecret()
 	switch {
-	case prev == nil || prev.Type != HandlerWebhook || prev.Secrets == nil:
-		h.Secrets = &WebhookSecrets{Current: secret}
+	case prev == nil || prev.Type != mcpe.HandlerWebhook || prevSecrets == nil:
+		return secret, &WebhookSecrets{Current: secret}, nil
 	case rotate:
 		until := now.Add(s.opts.SecretGrace)
-		h.Secrets = &WebhookSecrets{Current: secret, Previous: prev.Secrets.Current, PreviousUntil: &until}
-	default:
-		h.Secrets = prev.Clone().Secrets
-		secret = ""
+		return secret, &WebhookSecrets{Current: secret, Previous: prevSecrets.Current, PreviousUntil: &until}, nil
 	}
-	return secret, nil
+	return "", prevSecrets.Clone(), nil
 }
 
 // Unsubscribe deletes a subscription of principal and the events waiting in
@@ -148,7 +146,7 @@ func (s *Service) Get(ctx context.Context, principal, id string) (*Subscription,
 }
 
 // List returns principal's subscriptions, all or those with one status.
-func (s *Service) List(ctx context.Context, principal string, status Status) ([]*Subscription, error) {
+func (s *Service) List(ctx context.Context, principal string, status mcpe.Status) ([]*Subscription, error) {
 	if status != "" && !status.Valid() {
 		return nil, invalid("status", "%q is not a status; use \"active\", \"paused\" or \"expired\", or leave it out to list all", status)
 	}
@@ -170,7 +168,7 @@ func (s *Service) List(ctx context.Context, principal string, status Status) ([]
 // fire while paused, and keeps what it had collected.
 func (s *Service) Pause(ctx context.Context, principal, id string) (*Subscription, error) {
 	return s.change(ctx, principal, id, func(sub *Subscription) error {
-		sub.Status = StatusPaused
+		sub.Status = mcpe.StatusPaused
 		return nil
 	})
 }
@@ -180,7 +178,7 @@ func (s *Service) Pause(ctx context.Context, principal, id string) (*Subscriptio
 // paused fires at once.
 func (s *Service) Resume(ctx context.Context, principal, id string) (*Subscription, error) {
 	return s.change(ctx, principal, id, func(sub *Subscription) error {
-		sub.Status = StatusActive
+		sub.Status = mcpe.StatusActive
 		return nil
 	})
 }
@@ -189,7 +187,7 @@ func (s *Service) Resume(ctx context.Context, principal, id string) (*Subscripti
 // principal. A paused subscription stays paused. A new schedule keeps the
 // events already waiting; leaving the cron or scheduled channel delivers them
 // at once.
-func (s *Service) Update(ctx context.Context, principal string, req UpdateRequest) (*Subscription, error) {
+func (s *Service) Update(ctx context.Context, principal string, req mcpe.UpdateRequest) (*Subscription, error) {
 	if err := checkID(req.SubscriptionID); err != nil {
 		return nil, err
 	}
@@ -209,11 +207,11 @@ func (s *Service) Update(ctx context.Context, principal string, req UpdateReques
 		expiresAt = &t
 	}
 	if req.Filter != nil {
-		if _, err := req.Filter.Compile(); err != nil {
+		if _, err := CompileFilter(*req.Filter); err != nil {
 			return nil, err
 		}
 	}
-	var delivery Delivery
+	var delivery mcpe.Delivery
 	if req.Delivery != nil {
 		delivery = *req.Delivery
 		if err := s.prepareDelivery(&delivery, now); err != nil {
@@ -241,13 +239,14 @@ func (s *Service) Update(ctx context.Context, principal string, req UpdateReques
 			}
 			next = sub.Handler.Clone()
 		}
+		var secrets *WebhookSecrets
 		if next != nil {
 			var err error
-			if secret, err = s.prepareHandler(ctx, principal, next, sub.Handler, req.RotateSecret, now); err != nil {
+			if secret, secrets, err = s.prepareHandler(ctx, principal, next, sub.Handler, sub.Secrets, req.RotateSecret, now); err != nil {
 				return err
 			}
 		}
-		sub.Handler = next
+		sub.Handler, sub.Secrets = next, secrets
 		// Setting a handler turns it back on.
 		if sub.HandlerStatus != nil {
 			sub.HandlerStatus.Disabled = ""
@@ -273,7 +272,7 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 		return nil, notFound(err, id)
 	}
 	now := s.clock.Now().UTC()
-	if sub.Status == StatusExpired || sub.ExpiresAt != nil && !sub.ExpiresAt.After(now) {
+	if sub.Status == mcpe.StatusExpired || sub.ExpiresAt != nil && !sub.ExpiresAt.After(now) {
 		return nil, fmt.Errorf("%w: subscription %q expired; create a new one with events_subscribe", ErrExpired, id)
 	}
 	before := sub.Clone()
@@ -285,13 +284,13 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 	}
 	sub.UpdatedAt = now
 	var entry *Entry
-	if sub.Status == StatusActive {
+	if sub.Status == mcpe.StatusActive {
 		if entry, err = NewEntry(sub); err != nil {
 			return nil, err
 		}
 	}
 	deliveryChanged := !sameDelivery(before.Delivery, sub.Delivery)
-	if old := before.Delivery.Timed(); old != "" && old != sub.Delivery.Timed() && before.Status == StatusActive {
+	if old := before.Delivery.Timed(); old != "" && old != sub.Delivery.Timed() && before.Status == mcpe.StatusActive {
 		// Leaving a buffered channel: what waits goes out now.
 		state := &timedState{id: id, principal: principal, delivery: before.Delivery, next: now}
 		entries, err := s.fireLocked(ctx, []*timedState{state}, now)
@@ -301,14 +300,14 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 		defer s.deliverer.Deliver(entries)
 		sub.LastFireAt = &now
 	}
-	if deliveryChanged || before.Status != StatusActive && sub.Status == StatusActive {
+	if deliveryChanged || before.Status != mcpe.StatusActive && sub.Status == mcpe.StatusActive {
 		sub.NextFireAt = s.nextFire(sub.Delivery, now, sub.LastFireAt)
 	}
 	if err := s.store.UpdateSubscription(ctx, sub); err != nil {
 		return nil, notFound(err, id)
 	}
 	if !sameHandler(before, sub) {
-		if err := s.store.SetHandler(ctx, principal, id, sub.Handler); err != nil {
+		if err := s.store.SetHandler(ctx, principal, id, sub.Handler, sub.Secrets); err != nil {
 			return nil, notFound(err, id)
 		}
 	}
@@ -338,23 +337,16 @@ func sameSettings(a, b *Subscription) bool {
 // sameHandler reports whether a and b have the same handler, secrets and
 // on/off state.
 func sameHandler(a, b *Subscription) bool {
-	var ah, bh *WebhookSecrets
-	if a.Handler != nil {
-		ah = a.Handler.Secrets
-	}
-	if b.Handler != nil {
-		bh = b.Handler.Secrets
-	}
 	disabled := func(s *Subscription) string {
 		if s.HandlerStatus == nil {
 			return ""
 		}
 		return s.HandlerStatus.Disabled
 	}
-	return sameJSON(a.Handler, b.Handler) && sameJSON(ah, bh) && disabled(a) == disabled(b)
+	return sameJSON(a.Handler, b.Handler) && sameJSON(a.Secrets, b.Secrets) && disabled(a) == disabled(b)
 }
 
-func sameDelivery(a, b Delivery) bool { return sameJSON(a, b) }
+func sameDelivery(a, b mcpe.Delivery) bool { return sameJSON(a, b) }
 
 func sameJSON(a, b any) bool {
 	aj, _ := json.Marshal(a)

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Publish validates ev, stores it and delivers it to every matching active
@@ -11,9 +13,9 @@ import (
 // scheduled ones. It implements the ingest path shared by POST /v1/events and
 // the adapters. An event accepted before (same ID, or same type and
 // sourceEventId) is reported as a duplicate and not routed again.
-func (s *Service) Publish(ctx context.Context, ev Event) (PublishResult, error) {
+func (s *Service) Publish(ctx context.Context, ev mcpe.Event) (PublishResult, error) {
 	now := s.clock.Now()
-	if err := ev.Normalize(now); err != nil {
+	if err := NormalizeEvent(&ev, now); err != nil {
 		return PublishResult{}, err
 	}
 	raw, err := json.Marshal(&ev)
@@ -41,32 +43,32 @@ func (s *Service) Publish(ctx context.Context, ev Event) (PublishResult, error) 
 }
 
 // Poll returns what was delivered to principal after a cursor.
-func (s *Service) Poll(ctx context.Context, principal string, req PollRequest) (PollResult, error) {
+func (s *Service) Poll(ctx context.Context, principal string, req mcpe.PollRequest) (mcpe.PollResult, error) {
 	limit := req.Limit
 	switch {
 	case limit == 0:
-		limit = DefaultPollLimit
-	case limit < 0 || limit > MaxPollLimit:
-		return PollResult{}, invalid("limit", "is %d; give a number from 1 to %d, or leave it out for %d", limit, MaxPollLimit, DefaultPollLimit)
+		limit = mcpe.DefaultPollLimit
+	case limit < 0 || limit > mcpe.MaxPollLimit:
+		return mcpe.PollResult{}, invalid("limit", "is %d; give a number from 1 to %d, or leave it out for %d", limit, mcpe.MaxPollLimit, mcpe.DefaultPollLimit)
 	}
 	var after int64
 	var err error
 	if req.Cursor != "" {
-		if after, err = ParseCursor(req.Cursor); err != nil {
-			return PollResult{}, err
+		if after, err = mcpe.ParseCursor(req.Cursor); err != nil {
+			return mcpe.PollResult{}, err
 		}
 	} else if after, err = s.store.PollCursor(ctx, principal); err != nil {
-		return PollResult{}, err
+		return mcpe.PollResult{}, err
 	}
 	entries, more, err := s.store.ReadInbox(ctx, principal, after, limit)
 	if err != nil {
-		return PollResult{}, err
+		return mcpe.PollResult{}, err
 	}
-	res := PollResult{Items: make([]PollItem, 0, len(entries)), HasMore: more}
+	res := mcpe.PollResult{Items: make([]mcpe.PollItem, 0, len(entries)), HasMore: more}
 	next := after
 	for _, e := range entries {
-		res.Items = append(res.Items, PollItem{
-			Cursor:          FormatCursor(e.Seq),
+		res.Items = append(res.Items, mcpe.PollItem{
+			Cursor:          mcpe.FormatCursor(e.Seq),
 			Kind:            e.Kind,
 			SubscriptionIDs: e.SubscriptionIDs,
 			Event:           e.Event,
@@ -76,9 +78,9 @@ func (s *Service) Poll(ctx context.Context, principal string, req PollRequest) (
 		})
 		next = e.Seq
 	}
-	res.NextCursor = FormatCursor(next)
+	res.NextCursor = mcpe.FormatCursor(next)
 	if err := s.store.SetPollCursor(ctx, principal, next); err != nil {
-		return PollResult{}, err
+		return mcpe.PollResult{}, err
 	}
 	return res, nil
 }

@@ -11,13 +11,12 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Defaults for ServiceOptions.
 const (
 	DefaultMaxSubscriptions = 100
-	DefaultPollLimit        = 50
-	MaxPollLimit            = 500
 	DefaultPruneInterval    = time.Minute
 	DefaultPendingLimit     = 10
 	// DefaultSecretGrace is how long a rotated webhook secret keeps
@@ -47,7 +46,7 @@ type ServiceOptions struct {
 	Presence Presence
 	// Timings are the buffered channels offered besides realtime, by name
 	// (delivery/cron, delivery/scheduled). Nil offers realtime only.
-	Timings map[Channel]Timing
+	Timings map[mcpe.Channel]Timing
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
 	// Logger defaults to discarding.
@@ -66,7 +65,7 @@ type ServiceOptions struct {
 	PendingLimit int
 	// Handlers run subscriptions' handlers, by type (handlers/*). Nil
 	// offers none: a subscription with a handler is refused.
-	Handlers map[HandlerType]Handler
+	Handlers map[mcpe.HandlerType]Handler
 	// SecretGrace is how long a rotated webhook secret keeps signing
 	// besides the new one; zero means DefaultSecretGrace.
 	SecretGrace time.Duration
@@ -86,10 +85,10 @@ type Service struct {
 	store     Store
 	index     *Index
 	deliverer Deliverer
-	timings   map[Channel]Timing
-	channels  []Channel
+	timings   map[mcpe.Channel]Timing
+	channels  []mcpe.Channel
 	// handlerTypes are the handler types offered, in a fixed order.
-	handlerTypes []HandlerType
+	handlerTypes []mcpe.HandlerType
 	clock        clock.Clock
 	log          *slog.Logger
 	opts         ServiceOptions
@@ -125,8 +124,8 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		return nil, errors.New("subscriptions: ServiceOptions.Deliverer is required")
 	}
 	for c := range opts.Timings {
-		if c != ChannelCron && c != ChannelScheduled {
-			return nil, fmt.Errorf("subscriptions: ServiceOptions.Timings has %q; only %q and %q are buffered channels", c, ChannelCron, ChannelScheduled)
+		if c != mcpe.ChannelCron && c != mcpe.ChannelScheduled {
+			return nil, fmt.Errorf("subscriptions: ServiceOptions.Timings has %q; only %q and %q are buffered channels", c, mcpe.ChannelCron, mcpe.ChannelScheduled)
 		}
 	}
 	if opts.MaxSubscriptions < 0 {
@@ -154,8 +153,8 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		if h == nil {
 			return nil, fmt.Errorf("subscriptions: ServiceOptions.Handlers[%q] is nil", t)
 		}
-		if t != HandlerBash && t != HandlerWebhook && t != HandlerAgent {
-			return nil, fmt.Errorf("subscriptions: ServiceOptions.Handlers has %q; the handler types are %q, %q and %q", t, HandlerBash, HandlerWebhook, HandlerAgent)
+		if t != mcpe.HandlerBash && t != mcpe.HandlerWebhook && t != mcpe.HandlerAgent {
+			return nil, fmt.Errorf("subscriptions: ServiceOptions.Handlers has %q; the handler types are %q, %q and %q", t, mcpe.HandlerBash, mcpe.HandlerWebhook, mcpe.HandlerAgent)
 		}
 	}
 	r := &opts.Retention
@@ -176,18 +175,18 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		index:     NewIndex(nil),
 		deliverer: opts.Deliverer,
 		timings:   opts.Timings,
-		channels:  []Channel{ChannelRealtime},
+		channels:  []mcpe.Channel{mcpe.ChannelRealtime},
 		clock:     opts.Clock,
 		log:       opts.Logger,
 		opts:      opts,
 		timed:     make(map[string]*timedState),
 	}
-	for _, c := range []Channel{ChannelCron, ChannelScheduled} {
+	for _, c := range []mcpe.Channel{mcpe.ChannelCron, mcpe.ChannelScheduled} {
 		if opts.Timings[c] != nil {
 			s.channels = append(s.channels, c)
 		}
 	}
-	for _, t := range []HandlerType{HandlerBash, HandlerWebhook, HandlerAgent} {
+	for _, t := range []mcpe.HandlerType{mcpe.HandlerBash, mcpe.HandlerWebhook, mcpe.HandlerAgent} {
 		if opts.Handlers[t] != nil {
 			s.handlerTypes = append(s.handlerTypes, t)
 		}
@@ -195,36 +194,18 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	return s, nil
 }
 
-// Capability is the MCPE events capability a server advertises.
-type Capability struct {
-	MaxSubscriptions int       `json:"maxSubscriptions"`
-	DeliveryChannels []Channel `json:"deliveryChannels"`
-	Features         Features  `json:"features"`
-	// Handlers are the handler types this server runs (an extension of
-	// MCPE's capability).
-	Handlers []HandlerType `json:"handlers"`
-}
-
-// Features are the optional MCPE features a server supports.
-type Features struct {
-	Pause             bool `json:"pause"`
-	Wildcards         bool `json:"wildcards"`
-	CronSchedule      bool `json:"cronSchedule"`
-	ScheduledDelivery bool `json:"scheduledDelivery"`
-}
-
 // Capability describes what this service supports.
-func (s *Service) Capability() Capability {
-	return Capability{
+func (s *Service) Capability() mcpe.Capability {
+	return mcpe.Capability{
 		MaxSubscriptions: s.opts.MaxSubscriptions,
 		DeliveryChannels: slices.Clone(s.channels),
-		Features: Features{
+		Features: mcpe.Features{
 			Pause:             true,
 			Wildcards:         true,
-			CronSchedule:      s.timings[ChannelCron] != nil,
-			ScheduledDelivery: s.timings[ChannelScheduled] != nil,
+			CronSchedule:      s.timings[mcpe.ChannelCron] != nil,
+			ScheduledDelivery: s.timings[mcpe.ChannelScheduled] != nil,
 		},
-		Handlers: append([]HandlerType{}, s.handlerTypes...),
+		Handlers: append([]mcpe.HandlerType{}, s.handlerTypes...),
 	}
 }
 
@@ -254,7 +235,7 @@ func (s *Service) Start(ctx context.Context) error {
 			s.log.Info("deleted subscriptions of sessions that ended with the previous run", "count", n)
 		}
 	}
-	subs, err := s.store.ListSubscriptions(ctx, ListQuery{Status: StatusActive})
+	subs, err := s.store.ListSubscriptions(ctx, ListQuery{Status: mcpe.StatusActive})
 	if err != nil {
 		return fmt.Errorf("load subscriptions: %w", err)
 	}
@@ -364,7 +345,7 @@ func (s *Service) expireDue() {
 		s.log.Error("expire subscriptions", "error", err)
 	}
 	for _, e := range entries {
-		if e.Kind != InboxExpired {
+		if e.Kind != mcpe.InboxExpired {
 			continue
 		}
 		for _, id := range e.SubscriptionIDs {

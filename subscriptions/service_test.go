@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -32,12 +33,12 @@ func (r *recorder) Deliver(es []subscriptions.InboxEntry) {
 }
 
 // delivered lists "principal subscriptionID" for each event delivered.
-func (r *recorder) delivered() []string { return r.of(subscriptions.InboxEvent) }
+func (r *recorder) delivered() []string { return r.of(mcpe.InboxEvent) }
 
 // expired lists "principal subscriptionID" for each expiry notice.
-func (r *recorder) expired() []string { return r.of(subscriptions.InboxExpired) }
+func (r *recorder) expired() []string { return r.of(mcpe.InboxExpired) }
 
-func (r *recorder) of(kind subscriptions.InboxKind) []string {
+func (r *recorder) of(kind mcpe.InboxKind) []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var out []string
@@ -87,7 +88,7 @@ func (f *fixture) stop() {
 	f.store.Close()
 }
 
-func (f *fixture) subscribe(principal string, req subscriptions.SubscribeRequest) *subscriptions.Subscription {
+func (f *fixture) subscribe(principal string, req mcpe.SubscribeRequest) *subscriptions.Subscription {
 	f.t.Helper()
 	sub, err := f.svc.Subscribe(context.Background(), principal, req)
 	if err != nil {
@@ -98,15 +99,15 @@ func (f *fixture) subscribe(principal string, req subscriptions.SubscribeRequest
 
 func (f *fixture) publish(typ string) subscriptions.PublishResult {
 	f.t.Helper()
-	res, err := f.svc.Publish(context.Background(), subscriptions.Event{Type: typ, Data: json.RawMessage(`{}`)})
+	res, err := f.svc.Publish(context.Background(), mcpe.Event{Type: typ, Data: json.RawMessage(`{}`)})
 	if err != nil {
 		f.t.Fatal(err)
 	}
 	return res
 }
 
-func every(types ...string) subscriptions.SubscribeRequest {
-	return subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: types}}
+func every(types ...string) mcpe.SubscribeRequest {
+	return mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: types}}
 }
 
 func TestStartExpiresWhatPassedWhileDown(t *testing.T) {
@@ -123,7 +124,7 @@ func TestStartExpiresWhatPassedWhileDown(t *testing.T) {
 	clk2 := clock.NewFake(svcStart.Add(2 * time.Hour))
 	f2 := newFixture(t, path, clk2, subscriptions.ServiceOptions{})
 	got, err := f2.svc.Get(context.Background(), "alice", sub.ID)
-	if err != nil || got.Status != subscriptions.StatusExpired {
+	if err != nil || got.Status != mcpe.StatusExpired {
 		t.Fatalf("after start: %+v, %v; want it expired", got, err)
 	}
 	if diff := cmp.Diff([]string{"alice " + sub.ID}, f2.rec.expired()); diff != "" {
@@ -133,8 +134,8 @@ func TestStartExpiresWhatPassedWhileDown(t *testing.T) {
 	if diff := cmp.Diff([]string{"alice " + kept.ID}, f2.rec.delivered()); diff != "" {
 		t.Errorf("deliveries after start mismatch (-want +got):\n%s", diff)
 	}
-	poll, err := f2.svc.Poll(context.Background(), "alice", subscriptions.PollRequest{})
-	if err != nil || len(poll.Items) != 2 || poll.Items[0].Kind != subscriptions.InboxExpired {
+	poll, err := f2.svc.Poll(context.Background(), "alice", mcpe.PollRequest{})
+	if err != nil || len(poll.Items) != 2 || poll.Items[0].Kind != mcpe.InboxExpired {
 		t.Fatalf("inbox = %+v, %v; want the expiry notice then the event", poll.Items, err)
 	}
 }
@@ -209,7 +210,7 @@ func TestRetentionRunsOnItsTimer(t *testing.T) {
 func TestDuplicateIsNotDeliveredAgain(t *testing.T) {
 	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
 	f.subscribe("alice", every("x"))
-	ev := subscriptions.Event{Type: "x", Data: json.RawMessage(`{}`), Metadata: subscriptions.Metadata{SourceEventID: "s1"}}
+	ev := mcpe.Event{Type: "x", Data: json.RawMessage(`{}`), Metadata: mcpe.Metadata{SourceEventID: "s1"}}
 	first, err := f.svc.Publish(context.Background(), ev)
 	if err != nil {
 		t.Fatal(err)
@@ -232,8 +233,8 @@ func TestUpdateMovesTheExpiryTimer(t *testing.T) {
 	req.ExpiresAt = svcStart.Add(time.Hour).Format(time.RFC3339)
 	sub := f.subscribe("alice", req)
 	later := svcStart.Add(3 * time.Hour).Format(time.RFC3339)
-	if _, err := f.svc.Update(context.Background(), "alice", subscriptions.UpdateRequest{
-		SubscriptionID: sub.ID, ExpiresAt: subscriptions.OptionalString{Set: true, Value: later},
+	if _, err := f.svc.Update(context.Background(), "alice", mcpe.UpdateRequest{
+		SubscriptionID: sub.ID, ExpiresAt: mcpe.OptionalString{Set: true, Value: later},
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -274,7 +275,7 @@ func TestNewServiceOptionErrors(t *testing.T) {
 		{subscriptions.ServiceOptions{Deliverer: rec}, "ServiceOptions.Store is required"},
 		{subscriptions.ServiceOptions{Store: store}, "ServiceOptions.Deliverer is required"},
 		{subscriptions.ServiceOptions{Store: store, Deliverer: rec, MaxSubscriptions: -1}, "MaxSubscriptions is -1"},
-		{subscriptions.ServiceOptions{Store: store, Deliverer: rec, Timings: map[subscriptions.Channel]subscriptions.Timing{"realtime": nil}}, `Timings has "realtime"`},
+		{subscriptions.ServiceOptions{Store: store, Deliverer: rec, Timings: map[mcpe.Channel]subscriptions.Timing{"realtime": nil}}, `Timings has "realtime"`},
 	} {
 		if _, err := subscriptions.NewService(tc.opts); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("NewService: %v; want an error containing %q", err, tc.want)
@@ -289,7 +290,7 @@ type gatedStore struct {
 	entered, release chan struct{}
 }
 
-func (g *gatedStore) Publish(ctx context.Context, ev *subscriptions.Event, raw json.RawMessage, ts []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
+func (g *gatedStore) Publish(ctx context.Context, ev *mcpe.Event, raw json.RawMessage, ts []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
 	if g.armed.CompareAndSwap(true, false) {
 		close(g.entered)
 		<-g.release
@@ -328,7 +329,7 @@ func TestPauseWaitsForInFlightPublish(t *testing.T) {
 	gated.armed.Store(true)
 	published := make(chan error, 1)
 	go func() {
-		_, err := svc.Publish(context.Background(), subscriptions.Event{Type: "x", Data: json.RawMessage(`{}`)})
+		_, err := svc.Publish(context.Background(), mcpe.Event{Type: "x", Data: json.RawMessage(`{}`)})
 		published <- err
 	}()
 	<-gated.entered // matched, not yet stored
@@ -353,7 +354,7 @@ func TestPauseWaitsForInFlightPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := svc.Get(context.Background(), "alice", sub.ID)
-	if err != nil || got.DeliveredCount != 1 || got.Status != subscriptions.StatusPaused {
+	if err != nil || got.DeliveredCount != 1 || got.Status != mcpe.StatusPaused {
 		t.Fatalf("after both: %+v, %v; want paused with the one event delivered", got, err)
 	}
 }

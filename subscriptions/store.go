@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Store keeps subscriptions, accepted events and each principal's inbox.
@@ -47,7 +49,7 @@ type Store interface {
 	// subscriptions. An event whose ID, or whose type and sourceEventId, was
 	// accepted before is not stored again: the result then has Duplicate set
 	// and the first event's ID, and nothing is delivered.
-	Publish(ctx context.Context, ev *Event, raw json.RawMessage, targets []Target, now time.Time) (PublishResult, error)
+	Publish(ctx context.Context, ev *mcpe.Event, raw json.RawMessage, targets []Target, now time.Time) (PublishResult, error)
 
 	// Fire delivers what waits in the buffers of reqs' subscriptions, in one
 	// transaction: per request, the oldest waiting events (at most Max, or
@@ -90,10 +92,10 @@ type Store interface {
 	Prune(ctx context.Context, r Retention, now time.Time) (PruneStats, error)
 
 	// SetHandler replaces the handler of a subscription of principal (nil
-	// removes it) with its secrets, and turns it back on if it was off. A
-	// removed handler's pending runs go with it; those of a replaced one
-	// run with the new handler.
-	SetHandler(ctx context.Context, principal, id string, h *HandlerSpec) error
+	// removes it) and its signing secrets, and turns it back on if it was
+	// off. A removed handler's pending runs go with it; those of a replaced
+	// one run with the new handler.
+	SetHandler(ctx context.Context, principal, id string, h *mcpe.HandlerSpec, secrets *WebhookSecrets) error
 	// DueJobs returns up to limit handler runs due at now, oldest due
 	// first, leaving out the jobs named in skip (those running). Every
 	// delivery (inbox entry) of a subscription with a handler that is on
@@ -127,14 +129,14 @@ type ListQuery struct {
 	// Principal selects one owner; empty selects every owner.
 	Principal string
 	// Status selects one status; empty selects all.
-	Status Status
+	Status mcpe.Status
 }
 
 // Target is one delivery of a published event.
 type Target struct {
 	SubscriptionID string
 	Principal      string
-	Channel        Channel
+	Channel        mcpe.Channel
 }
 
 // PublishResult is what Publish did with an event.
@@ -150,20 +152,6 @@ type PublishResult struct {
 	Delivered []InboxEntry `json:"-"`
 }
 
-// InboxKind says what an inbox entry records.
-type InboxKind string
-
-// The kinds of inbox entries.
-const (
-	// InboxEvent records an event delivered to a subscription.
-	InboxEvent InboxKind = "event"
-	// InboxBatch records a digest delivered by a cron or scheduled
-	// subscription.
-	InboxBatch InboxKind = "batch"
-	// InboxExpired records that a subscription expired.
-	InboxExpired InboxKind = "subscription_expired"
-)
-
 // InboxEntry is one record of what was delivered to a principal: what
 // events_poll returns and what notifications carry. An event that matches
 // several of a principal's subscriptions is one entry listing them all.
@@ -173,7 +161,7 @@ type InboxEntry struct {
 	Principal string
 	// SubscriptionIDs are the subscriptions the entry is for, at least one.
 	SubscriptionIDs []string
-	Kind            InboxKind
+	Kind            mcpe.InboxKind
 	// Event is the event's JSON for InboxEvent entries.
 	Event json.RawMessage
 	// Events are the events of an InboxBatch entry, oldest first, and
@@ -237,5 +225,5 @@ type PruneStats struct {
 // the adapters publish through it, so validation, dedup and routing are the
 // same for every source.
 type Publisher interface {
-	Publish(ctx context.Context, ev Event) (PublishResult, error)
+	Publish(ctx context.Context, ev mcpe.Event) (PublishResult, error)
 }

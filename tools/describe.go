@@ -9,13 +9,14 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // describer builds the tools' schemas and descriptions from what the server
 // supports, so that they never advertise an option that does not work.
 type describer struct {
-	caps      subscriptions.Capability
+	caps      mcpe.Capability
 	retention subscriptions.Retention
 	// commands are the bash handler's allowed commands; tools the tools an
 	// agent handler may use.
@@ -24,11 +25,11 @@ type describer struct {
 	catalog bool
 }
 
-func newDescriber(caps subscriptions.Capability, r subscriptions.Retention, commands, tools []string) describer {
+func newDescriber(caps mcpe.Capability, r subscriptions.Retention, commands, tools []string) describer {
 	return describer{caps: caps, retention: r, commands: commands, tools: tools}
 }
 
-func (d describer) offers(t subscriptions.HandlerType) bool {
+func (d describer) offers(t mcpe.HandlerType) bool {
 	for _, h := range d.caps.Handlers {
 		if h == t {
 			return true
@@ -39,16 +40,16 @@ func (d describer) offers(t subscriptions.HandlerType) bool {
 
 // handlerSchema is the handler object: one shape per handler type offered.
 func (d describer) handlerSchema(nullable bool) *jsonschema.Schema {
-	typ := func(t subscriptions.HandlerType) *jsonschema.Schema {
+	typ := func(t mcpe.HandlerType) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "string", Const: ptr(any(string(t)))}
 	}
 	timeout := func() *jsonschema.Schema {
-		return &jsonschema.Schema{Type: "integer", Minimum: ptr(float64(subscriptions.MinHandlerTimeout)),
+		return &jsonschema.Schema{Type: "integer", Minimum: ptr(float64(mcpe.MinHandlerTimeout)),
 			Description: "Longest a run may take, in milliseconds (e.g. 30000); default and ceiling are the operator's."}
 	}
 	var shapes []*jsonschema.Schema
 	var text []string
-	if d.offers(subscriptions.HandlerBash) {
+	if d.offers(mcpe.HandlerBash) {
 		command := &jsonschema.Schema{Type: "string", Description: "Name of a command the operator allowed."}
 		if len(d.commands) > 0 {
 			command.Enum = make([]any, len(d.commands))
@@ -57,11 +58,11 @@ func (d describer) handlerSchema(nullable bool) *jsonschema.Schema {
 			}
 		}
 		s := object(map[string]*jsonschema.Schema{
-			"type":    typ(subscriptions.HandlerBash),
+			"type":    typ(mcpe.HandlerBash),
 			"command": command,
-			"args": {Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(subscriptions.MaxHandlerArgs),
+			"args": {Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(mcpe.MaxHandlerArgs),
 				Description: "Arguments, passed as they are (no shell): only $MCPE_SUBSCRIPTION_ID and $MCPE_DELIVERY (event or batch); for an event $MCPE_EVENT_ID, $MCPE_EVENT_TYPE, $MCPE_EVENT_PRIORITY, $MCPE_EVENT_TIMESTAMP, $MCPE_EVENT_TAGS, $MCPE_EVENT_DATA; for a digest $MCPE_EVENTS, $MCPE_EVENT_COUNT, $MCPE_REMAINING (also written ${NAME}) are replaced."},
-			"input": {Type: "string", Enum: []any{subscriptions.InputStdin, subscriptions.InputEnv, subscriptions.InputArgs}, Default: json.RawMessage(`"stdin"`),
+			"input": {Type: "string", Enum: []any{mcpe.InputStdin, mcpe.InputEnv, mcpe.InputArgs}, Default: json.RawMessage(`"stdin"`),
 				Description: "stdin: the event JSON on standard input. env: MCPE_* environment variables. args: the event JSON as the last argument."},
 			"timeout": timeout(),
 		}, []string{"type", "command", "args", "input", "timeout"}, "type", "command")
@@ -69,9 +70,9 @@ func (d describer) handlerSchema(nullable bool) *jsonschema.Schema {
 		shapes = append(shapes, s)
 		text = append(text, "\"bash\" runs a command the operator allowed (never a shell line) with the event")
 	}
-	if d.offers(subscriptions.HandlerWebhook) {
+	if d.offers(mcpe.HandlerWebhook) {
 		s := object(map[string]*jsonschema.Schema{
-			"type": typ(subscriptions.HandlerWebhook),
+			"type": typ(mcpe.HandlerWebhook),
 			"url":  {Type: "string", Format: "uri", Description: "Where each delivery is POSTed as JSON, e.g. \"https://hooks.example.com/mcpe\"."},
 			"headers": {Type: "object", AdditionalProperties: &jsonschema.Schema{Type: "string"},
 				Description: "Extra headers; ${NAME} is filled from the operator's secrets. The signature headers cannot be set."},
@@ -81,8 +82,8 @@ func (d describer) handlerSchema(nullable bool) *jsonschema.Schema {
 		shapes = append(shapes, s)
 		text = append(text, "\"webhook\" POSTs it, signed per Standard Webhooks with a secret returned once (handler.secret), retrying on failure")
 	}
-	if d.offers(subscriptions.HandlerAgent) {
-		tools := &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(subscriptions.MaxHandlerTools),
+	if d.offers(mcpe.HandlerAgent) {
+		tools := &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(mcpe.MaxHandlerTools),
 			Description: "Tools of this server the LLM may call."}
 		if len(d.tools) > 0 {
 			tools.Items.Enum = make([]any, len(d.tools))
@@ -91,12 +92,12 @@ func (d describer) handlerSchema(nullable bool) *jsonschema.Schema {
 			}
 		}
 		s := object(map[string]*jsonschema.Schema{
-			"type":         typ(subscriptions.HandlerAgent),
-			"systemPrompt": {Type: "string", MaxLength: ptr(subscriptions.MaxHandlerText), Description: "What the LLM is for, e.g. \"Summarize the alert and say whether it needs a human.\""},
-			"instructions": {Type: "string", MaxLength: ptr(subscriptions.MaxHandlerText), Description: "What to do with this kind of event."},
+			"type":         typ(mcpe.HandlerAgent),
+			"systemPrompt": {Type: "string", MaxLength: ptr(mcpe.MaxHandlerText), Description: "What the LLM is for, e.g. \"Summarize the alert and say whether it needs a human.\""},
+			"instructions": {Type: "string", MaxLength: ptr(mcpe.MaxHandlerText), Description: "What to do with this kind of event."},
 			"model":        {Type: "string", Description: "Preferred model, as a hint."},
 			"tools":        tools,
-			"maxTokens":    {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(subscriptions.MaxHandlerTokens)), Description: "Most tokens per answer."},
+			"maxTokens":    {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(mcpe.MaxHandlerTokens)), Description: "Most tokens per answer."},
 		}, []string{"type", "systemPrompt", "instructions", "model", "tools", "maxTokens"}, "type")
 		s.Title = "agent"
 		shapes = append(shapes, s)
@@ -114,15 +115,15 @@ func (d describer) handlerSchema(nullable bool) *jsonschema.Schema {
 // examples holds one valid argument object per tool; descriptions quote it and
 // argument errors point at it. A test checks each against its schema.
 var examples = map[string]string{
-	Subscribe:   `{"filter": {"eventTypes": ["github.issues.*"], "priority": ["high", "critical"]}}`,
-	digest:      `{"filter": {"eventTypes": ["github.issues.opened"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "0 9 * * *", "timezone": "America/New_York"}}}`,
-	Unsubscribe: `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
-	List:        `{"status": "active"}`,
-	Pause:       `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
-	Resume:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
-	Update:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "filter": {"eventTypes": ["github.issues.opened"]}, "expiresAt": null}`,
-	Poll:        `{"limit": 20}`,
-	CatalogTool: `{"pattern": "github.*"}`,
+	mcpe.ToolSubscribe:   `{"filter": {"eventTypes": ["github.issues.*"], "priority": ["high", "critical"]}}`,
+	digest:               `{"filter": {"eventTypes": ["github.issues.opened"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "0 9 * * *", "timezone": "America/New_York"}}}`,
+	mcpe.ToolUnsubscribe: `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
+	mcpe.ToolList:        `{"status": "active"}`,
+	mcpe.ToolPause:       `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
+	mcpe.ToolResume:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
+	mcpe.ToolUpdate:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "filter": {"eventTypes": ["github.issues.opened"]}, "expiresAt": null}`,
+	mcpe.ToolPoll:        `{"limit": 20}`,
+	mcpe.ToolCatalog:     `{"pattern": "github.*"}`,
 
 	webhookExample: `{"filter": {"eventTypes": ["deploy.*"]}, "handler": {"type": "webhook", "url": "https://hooks.example.com/mcpe"}}`,
 	agentExample:   `{"filter": {"eventTypes": ["slack.message"]}, "handler": {"type": "agent", "systemPrompt": "Summarize the message and say whether it needs action."}}`,
@@ -130,13 +131,13 @@ var examples = map[string]string{
 
 // The handler examples of events_subscribe.
 const (
-	webhookExample = Subscribe + " webhook"
-	agentExample   = Subscribe + " agent"
+	webhookExample = mcpe.ToolSubscribe + " webhook"
+	agentExample   = mcpe.ToolSubscribe + " agent"
 )
 
 // digest names the second example of events_subscribe, shown when the cron
 // channel is offered.
-const digest = Subscribe + " digest"
+const digest = mcpe.ToolSubscribe + " digest"
 
 func exampleOf(t *mcp.Tool) string { return examples[t.Name] }
 
@@ -162,8 +163,8 @@ func refSchema(what string) *jsonschema.Schema {
 }
 
 func (d describer) filterSchema() *jsonschema.Schema {
-	priorities := make([]any, len(subscriptions.Priorities))
-	for i, p := range subscriptions.Priorities {
+	priorities := make([]any, len(mcpe.Priorities))
+	for i, p := range mcpe.Priorities {
 		priorities[i] = string(p)
 	}
 	s := object(map[string]*jsonschema.Schema{
@@ -171,14 +172,14 @@ func (d describer) filterSchema() *jsonschema.Schema {
 			Type:        "array",
 			Items:       &jsonschema.Schema{Type: "string"},
 			MinItems:    ptr(1),
-			MaxItems:    ptr(subscriptions.MaxFilterPatterns),
-			Description: "Event types to receive; any entry may match. " + subscriptions.PatternHelp,
+			MaxItems:    ptr(mcpe.MaxFilterPatterns),
+			Description: "Event types to receive; any entry may match. " + mcpe.PatternHelp,
 		},
 		"tags": {
 			Type:        "array",
 			Items:       &jsonschema.Schema{Type: "string"},
 			MinItems:    ptr(1),
-			MaxItems:    ptr(subscriptions.MaxTags),
+			MaxItems:    ptr(mcpe.MaxTags),
 			Description: "Receive only events that carry at least one of these tags.",
 		},
 		"priority": {
@@ -271,7 +272,7 @@ func (d describer) withHandler(s *jsonschema.Schema, update bool) *jsonschema.Sc
 	}
 	s.Properties["handler"] = d.handlerSchema(update)
 	s.PropertyOrder = append(s.PropertyOrder, "handler")
-	if update && d.offers(subscriptions.HandlerWebhook) {
+	if update && d.offers(mcpe.HandlerWebhook) {
 		s.Properties["rotateSecret"] = &jsonschema.Schema{Type: "boolean",
 			Description: "true gives the webhook handler a new signing secret, returned once in handler.secret; the old one also signs for a grace period."}
 		s.PropertyOrder = append(s.PropertyOrder, "rotateSecret")
@@ -306,7 +307,7 @@ func (d describer) subscribeTool() *mcp.Tool {
 		description += "\n\nHandlers: handler makes the server act on each delivery without waking you: " +
 			d.handlerSchema(false).Description
 	}
-	description += "\n\nExample: " + examples[Subscribe]
+	description += "\n\nExample: " + examples[mcpe.ToolSubscribe]
 	if d.caps.Features.CronSchedule {
 		description += "\n\nDigest example: " + examples[digest]
 	}
@@ -314,7 +315,7 @@ func (d describer) subscribeTool() *mcp.Tool {
 		description += "\n\nHandler example: " + ex
 	}
 	return &mcp.Tool{
-		Name:        Subscribe,
+		Name:        mcpe.ToolSubscribe,
 		Title:       "Subscribe to events",
 		Description: description,
 		InputSchema: d.withHandler(object(map[string]*jsonschema.Schema{
@@ -328,11 +329,11 @@ func (d describer) subscribeTool() *mcp.Tool {
 
 func (d describer) unsubscribeTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:  Unsubscribe,
+		Name:  mcpe.ToolUnsubscribe,
 		Title: "Remove a subscription",
 		Description: "Remove one of your subscriptions for good: it receives nothing more and disappears from " +
 			"events_list. What it already delivered stays readable through events_poll. To stop for a while " +
-			"instead, use events_pause.\n\nExample: " + examples[Unsubscribe],
+			"instead, use events_pause.\n\nExample: " + examples[mcpe.ToolUnsubscribe],
 		InputSchema: refSchema("remove"),
 		Annotations: &mcp.ToolAnnotations{Title: "Remove a subscription", DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
 	}
@@ -340,13 +341,13 @@ func (d describer) unsubscribeTool() *mcp.Tool {
 
 func (d describer) listTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:  List,
+		Name:  mcpe.ToolList,
 		Title: "List your subscriptions",
 		Description: "List your subscriptions, oldest first, with their filter, delivery, status (active, " +
 			"paused or expired), expiry, and how many events each has delivered and when the last one was; " +
 			"for a subscription with a handler, handlerStatus says how many runs succeeded, failed or wait, " +
 			"and the latest output, error and tool calls. " +
-			"Give status to list only those with that status; leave it out to list all.\n\nExample: " + examples[List],
+			"Give status to list only those with that status; leave it out to list all.\n\nExample: " + examples[mcpe.ToolList],
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"status": {Type: "string", Enum: []any{"active", "paused", "expired"}, Description: "List only subscriptions with this status."},
 		}, nil),
@@ -356,13 +357,13 @@ func (d describer) listTool() *mcp.Tool {
 
 func (d describer) pauseTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:  Pause,
+		Name:  mcpe.ToolPause,
 		Title: "Pause a subscription",
 		Description: "Pause one of your subscriptions. While paused it receives nothing: events that arrive " +
 			"meanwhile are skipped for it, not queued, and are not delivered when you resume; a digest does " +
 			"not go out while paused and keeps what it had collected. Its filter, delivery, expiry and counts " +
 			"are kept; events_resume turns it back on. Pausing a paused subscription changes nothing." +
-			"\n\nExample: " + examples[Pause],
+			"\n\nExample: " + examples[mcpe.ToolPause],
 		InputSchema: refSchema("pause"),
 		Annotations: &mcp.ToolAnnotations{Title: "Pause a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
@@ -370,11 +371,11 @@ func (d describer) pauseTool() *mcp.Tool {
 
 func (d describer) resumeTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:  Resume,
+		Name:  mcpe.ToolResume,
 		Title: "Resume a subscription",
 		Description: "Resume a paused subscription: it receives matching events again from now on (events " +
 			"that arrived while it was paused are not replayed). Resuming an active subscription changes " +
-			"nothing; an expired one cannot be resumed (subscribe again instead).\n\nExample: " + examples[Resume],
+			"nothing; an expired one cannot be resumed (subscribe again instead).\n\nExample: " + examples[mcpe.ToolResume],
 		InputSchema: refSchema("resume"),
 		Annotations: &mcp.ToolAnnotations{Title: "Resume a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
@@ -382,14 +383,14 @@ func (d describer) resumeTool() *mcp.Tool {
 
 func (d describer) updateTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:  Update,
+		Name:  mcpe.ToolUpdate,
 		Title: "Change a subscription",
 		Description: "Change the filter, delivery or expiry of one of your subscriptions; what you leave out " +
 			"is kept. A new filter or delivery replaces the old one whole (same rules as events_subscribe); a new " +
 			"schedule keeps the events already waiting, and leaving the cron or scheduled channel delivers them at " +
 			"once. expiresAt sets a new end time, or null removes it. handler replaces the handler (and turns it " +
 			"back on after a webhook receiver answered 410 Gone), or null removes it. A paused subscription stays paused; an " +
-			"expired one cannot be changed.\n\nExample: " + examples[Update],
+			"expired one cannot be changed.\n\nExample: " + examples[mcpe.ToolUpdate],
 		InputSchema: d.withHandler(object(map[string]*jsonschema.Schema{
 			"subscriptionId": idSchema("change"),
 			"filter":         d.filterSchema(),
@@ -406,7 +407,7 @@ func (d describer) pollTool() *mcp.Tool {
 		keep = fmt.Sprintf(" The inbox keeps your latest %d items for up to %s.", r.InboxMaxEntries, humanDuration(r.InboxMaxAge))
 	}
 	return &mcp.Tool{
-		Name:  Poll,
+		Name:  mcpe.ToolPoll,
 		Title: "Read delivered events",
 		Description: fmt.Sprintf("Read what your subscriptions delivered, oldest first: events (kind \"event\", "+
 			"with the event's id, type, data and metadata, and the subscriptionIds it matched: an event that "+
@@ -415,11 +416,11 @@ func (d describer) pollTool() *mcp.Tool {
 			"calling it again returns only what is new. Pass nextCursor (or the cursor of a notification) to "+
 			"read from that point; the same cursor gives the same items. hasMore says whether to call again "+
 			"right away.%s Use this when your host does not show event notifications, or to catch up "+
-			"after being away.\n\nExample: %s", keep, examples[Poll]),
+			"after being away.\n\nExample: %s", keep, examples[mcpe.ToolPoll]),
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"cursor": {Type: "string", Description: "Continue after this cursor: a nextCursor from an earlier events_poll, or a notification's cursor. Leave it out to continue where the last call stopped."},
-			"limit": {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(subscriptions.MaxPollLimit)),
-				Description: fmt.Sprintf("Most items to return, 1 to %d; default %d.", subscriptions.MaxPollLimit, subscriptions.DefaultPollLimit)},
+			"limit": {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(mcpe.MaxPollLimit)),
+				Description: fmt.Sprintf("Most items to return, 1 to %d; default %d.", mcpe.MaxPollLimit, mcpe.DefaultPollLimit)},
 		}, []string{"cursor", "limit"}),
 		Annotations: &mcp.ToolAnnotations{Title: "Read delivered events", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}
@@ -427,7 +428,7 @@ func (d describer) pollTool() *mcp.Tool {
 
 func (d describer) catalogTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:  CatalogTool,
+		Name:  mcpe.ToolCatalog,
 		Title: "What you can subscribe to",
 		Description: "List the event types this server can deliver, so you can write filters that match real events: " +
 			"the sources (GitHub, Slack, Alertmanager, upstream MCP servers, plain HTTP posts) and whether the " +
@@ -435,7 +436,7 @@ func (d describer) catalogTool() *mcp.Tool {
 			"state of upstream MCP servers, and the types recently posted to the server directly. Without pattern " +
 			"you get that overview; give pattern (same language as filter.eventTypes) to see only the types it " +
 			"matches, each with the JSON Schema of its data and an example. The whole catalog, schemas included, is " +
-			"the resource events://catalog.\n\nExample: " + examples[CatalogTool],
+			"the resource events://catalog.\n\nExample: " + examples[mcpe.ToolCatalog],
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"pattern": {Type: "string", Description: "Keep only the types this pattern matches, e.g. \"github.*\" or \"alert.*\"."},
 		}, nil),
@@ -447,11 +448,11 @@ func (d describer) catalogTool() *mcp.Tool {
 // type offered.
 func (d describer) handlerExample() string {
 	switch {
-	case d.offers(subscriptions.HandlerBash) && len(d.commands) > 0:
+	case d.offers(mcpe.HandlerBash) && len(d.commands) > 0:
 		return fmt.Sprintf(`{"filter": {"eventTypes": ["alert.*"], "priority": ["critical"]}, "handler": {"type": "bash", "command": %q, "args": ["Critical alert", "$MCPE_EVENT_TYPE"], "input": "env"}}`, d.commands[0])
-	case d.offers(subscriptions.HandlerWebhook):
+	case d.offers(mcpe.HandlerWebhook):
 		return examples[webhookExample]
-	case d.offers(subscriptions.HandlerAgent):
+	case d.offers(mcpe.HandlerAgent):
 		return examples[agentExample]
 	}
 	return ""

@@ -12,30 +12,31 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-var testDescriber = newDescriber(subscriptions.Capability{
+var testDescriber = newDescriber(mcpe.Capability{
 	MaxSubscriptions: 100,
-	DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime, subscriptions.ChannelCron, subscriptions.ChannelScheduled},
-	Features:         subscriptions.Features{Pause: true, Wildcards: true, CronSchedule: true, ScheduledDelivery: true},
-	Handlers:         []subscriptions.HandlerType{subscriptions.HandlerBash, subscriptions.HandlerWebhook, subscriptions.HandlerAgent},
-}, subscriptions.DefaultRetention, []string{"notify"}, []string{List, Poll})
+	DeliveryChannels: []mcpe.Channel{mcpe.ChannelRealtime, mcpe.ChannelCron, mcpe.ChannelScheduled},
+	Features:         mcpe.Features{Pause: true, Wildcards: true, CronSchedule: true, ScheduledDelivery: true},
+	Handlers:         []mcpe.HandlerType{mcpe.HandlerBash, mcpe.HandlerWebhook, mcpe.HandlerAgent},
+}, subscriptions.DefaultRetention, []string{"notify"}, []string{mcpe.ToolList, mcpe.ToolPoll})
 
 // handlerOnly describes a server that runs handlers of type t alone.
-func handlerOnly(t subscriptions.HandlerType) describer {
-	return newDescriber(subscriptions.Capability{
+func handlerOnly(t mcpe.HandlerType) describer {
+	return newDescriber(mcpe.Capability{
 		MaxSubscriptions: 100,
-		DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime},
-		Handlers:         []subscriptions.HandlerType{t},
-	}, subscriptions.DefaultRetention, nil, []string{List})
+		DeliveryChannels: []mcpe.Channel{mcpe.ChannelRealtime},
+		Handlers:         []mcpe.HandlerType{t},
+	}, subscriptions.DefaultRetention, nil, []string{mcpe.ToolList})
 }
 
 // realtimeOnly describes a server that offers the realtime channel alone.
-var realtimeOnly = newDescriber(subscriptions.Capability{
+var realtimeOnly = newDescriber(mcpe.Capability{
 	MaxSubscriptions: 100,
-	DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime},
-	Features:         subscriptions.Features{Pause: true, Wildcards: true},
+	DeliveryChannels: []mcpe.Channel{mcpe.ChannelRealtime},
+	Features:         mcpe.Features{Pause: true, Wildcards: true},
 }, subscriptions.DefaultRetention, nil, nil)
 
 // toolCases pairs each tool with the argument type its handler decodes into.
@@ -43,14 +44,14 @@ var toolCases = []struct {
 	tool *mcp.Tool
 	in   func() any
 }{
-	{testDescriber.subscribeTool(), func() any { return new(subscriptions.SubscribeRequest) }},
-	{testDescriber.unsubscribeTool(), func() any { return new(subscriptions.SubscriptionRef) }},
-	{testDescriber.listTool(), func() any { return new(subscriptions.ListRequest) }},
-	{testDescriber.pauseTool(), func() any { return new(subscriptions.SubscriptionRef) }},
-	{testDescriber.resumeTool(), func() any { return new(subscriptions.SubscriptionRef) }},
-	{testDescriber.updateTool(), func() any { return new(subscriptions.UpdateRequest) }},
-	{testDescriber.pollTool(), func() any { return new(subscriptions.PollRequest) }},
-	{testDescriber.catalogTool(), func() any { return new(subscriptions.CatalogRequest) }},
+	{testDescriber.subscribeTool(), func() any { return new(mcpe.SubscribeRequest) }},
+	{testDescriber.unsubscribeTool(), func() any { return new(mcpe.SubscriptionRef) }},
+	{testDescriber.listTool(), func() any { return new(mcpe.ListRequest) }},
+	{testDescriber.pauseTool(), func() any { return new(mcpe.SubscriptionRef) }},
+	{testDescriber.resumeTool(), func() any { return new(mcpe.SubscriptionRef) }},
+	{testDescriber.updateTool(), func() any { return new(mcpe.UpdateRequest) }},
+	{testDescriber.pollTool(), func() any { return new(mcpe.PollRequest) }},
+	{testDescriber.catalogTool(), func() any { return new(mcpe.CatalogRequest) }},
 }
 
 // TestExamplesMatchSchemas checks that each tool's example is valid for its
@@ -62,8 +63,8 @@ func TestExamplesMatchSchemas(t *testing.T) {
 		tool *mcp.Tool
 	}{
 		{digest, testDescriber.subscribeTool()},
-		{webhookExample, handlerOnly(subscriptions.HandlerWebhook).subscribeTool()},
-		{agentExample, handlerOnly(subscriptions.HandlerAgent).subscribeTool()},
+		{webhookExample, handlerOnly(mcpe.HandlerWebhook).subscribeTool()},
+		{agentExample, handlerOnly(mcpe.HandlerAgent).subscribeTool()},
 	}
 	if len(toolCases)+len(extra) != len(examples) {
 		t.Fatalf("%d tools, %d examples", len(toolCases)+len(extra), len(examples))
@@ -78,13 +79,13 @@ func TestExamplesMatchSchemas(t *testing.T) {
 		cases = append(cases, namedCase{tc.tool.Name, tc.tool, tc.in})
 	}
 	for _, e := range extra {
-		cases = append(cases, namedCase{e.name, e.tool, func() any { return new(subscriptions.SubscribeRequest) }})
+		cases = append(cases, namedCase{e.name, e.tool, func() any { return new(mcpe.SubscribeRequest) }})
 	}
 	// The bash example names a configured command, so it is built, not
 	// stored.
 	examples["bash example"] = testDescriber.handlerExample()
 	defer delete(examples, "bash example")
-	cases = append(cases, namedCase{"bash example", testDescriber.subscribeTool(), func() any { return new(subscriptions.SubscribeRequest) }})
+	cases = append(cases, namedCase{"bash example", testDescriber.subscribeTool(), func() any { return new(mcpe.SubscribeRequest) }})
 	for _, tc := range cases {
 		name := tc.name
 		t.Run(name, func(t *testing.T) {
@@ -172,8 +173,8 @@ func TestSchemasOfferOnlyWhatWorks(t *testing.T) {
 
 func TestDecodeArgsErrors(t *testing.T) {
 	subscribe, update := testDescriber.subscribeTool(), testDescriber.updateTool()
-	newSubscribe := func() any { return new(subscriptions.SubscribeRequest) }
-	newUpdate := func() any { return new(subscriptions.UpdateRequest) }
+	newSubscribe := func() any { return new(mcpe.SubscribeRequest) }
+	newUpdate := func() any { return new(mcpe.UpdateRequest) }
 	for _, tc := range []struct {
 		tool *mcp.Tool
 		in   func() any
@@ -183,7 +184,7 @@ func TestDecodeArgsErrors(t *testing.T) {
 		{subscribe, newSubscribe, ``, ``},
 		{subscribe, newSubscribe, `null`, ``},
 		{subscribe, newSubscribe, `{"Filter": {"EventTypes": ["x"]}}`, ``}, // names match as encoding/json matches them
-		{subscribe, newSubscribe, `"x"`, `the arguments must be a JSON object, such as ` + examples[Subscribe]},
+		{subscribe, newSubscribe, `"x"`, `the arguments must be a JSON object, such as ` + examples[mcpe.ToolSubscribe]},
 		{subscribe, newSubscribe, `{"filter": {"eventTypes": [1]}}`, `each entry of filter.eventTypes must be a string, not a number`},
 		{subscribe, newSubscribe, `{"filter": {"eventTypes": "github.*"}}`, `filter.eventTypes must be an array of strings, not a string`},
 		{subscribe, newSubscribe, `{"filter": {"priority": [true]}}`, `each entry of filter.priority must be a string, not a boolean`},

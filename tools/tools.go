@@ -17,19 +17,20 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // Service is what the tools need from the subscriptions domain.
 type Service interface {
-	Subscribe(ctx context.Context, principal string, req subscriptions.SubscribeRequest) (*subscriptions.Subscription, error)
+	Subscribe(ctx context.Context, principal string, req mcpe.SubscribeRequest) (*subscriptions.Subscription, error)
 	Unsubscribe(ctx context.Context, principal, id string) error
-	List(ctx context.Context, principal string, status subscriptions.Status) ([]*subscriptions.Subscription, error)
+	List(ctx context.Context, principal string, status mcpe.Status) ([]*subscriptions.Subscription, error)
 	Pause(ctx context.Context, principal, id string) (*subscriptions.Subscription, error)
 	Resume(ctx context.Context, principal, id string) (*subscriptions.Subscription, error)
-	Update(ctx context.Context, principal string, req subscriptions.UpdateRequest) (*subscriptions.Subscription, error)
-	Poll(ctx context.Context, principal string, req subscriptions.PollRequest) (subscriptions.PollResult, error)
-	Capability() subscriptions.Capability
+	Update(ctx context.Context, principal string, req mcpe.UpdateRequest) (*subscriptions.Subscription, error)
+	Poll(ctx context.Context, principal string, req mcpe.PollRequest) (mcpe.PollResult, error)
+	Capability() mcpe.Capability
 	Retention() subscriptions.Retention
 }
 
@@ -53,20 +54,8 @@ type Options struct {
 
 // Catalog is what events_catalog reads.
 type Catalog interface {
-	Get(ctx context.Context, req subscriptions.CatalogRequest) (*subscriptions.Catalog, error)
+	Get(ctx context.Context, req mcpe.CatalogRequest) (*mcpe.Catalog, error)
 }
-
-// Names of the tools, in the order they are registered.
-const (
-	Subscribe   = "events_subscribe"
-	Unsubscribe = "events_unsubscribe"
-	List        = "events_list"
-	Pause       = "events_pause"
-	Resume      = "events_resume"
-	Update      = "events_update"
-	Poll        = "events_poll"
-	CatalogTool = "events_catalog"
-)
 
 // Register adds the tools to s and returns them.
 func Register(s *mcp.Server, opts Options) *Set {
@@ -79,43 +68,47 @@ func Register(s *mcp.Server, opts Options) *Set {
 	svc := opts.Service
 	names := Names
 	if opts.Catalog != nil {
-		names = append(slices.Clone(Names), CatalogTool)
+		names = append(slices.Clone(Names), mcpe.ToolCatalog)
 	}
 	d := newDescriber(svc.Capability(), svc.Retention(), opts.Commands, names)
 	d.catalog = opts.Catalog != nil
 	set := &Set{calls: make(map[string]func(context.Context, string, json.RawMessage) (*mcp.CallToolResult, error))}
 	r := registrar{set: set, server: s, principal: opts.Principal, log: opts.Logger}
 
-	add(r, d.subscribeTool(), func(ctx context.Context, p string, in *subscriptions.SubscribeRequest) (any, error) {
-		return svc.Subscribe(ctx, p, *in)
+	add(r, d.subscribeTool(), func(ctx context.Context, p string, in *mcpe.SubscribeRequest) (any, error) {
+		return view(svc.Subscribe(ctx, p, *in))
 	})
-	add(r, d.unsubscribeTool(), func(ctx context.Context, p string, in *subscriptions.SubscriptionRef) (any, error) {
+	add(r, d.unsubscribeTool(), func(ctx context.Context, p string, in *mcpe.SubscriptionRef) (any, error) {
 		if err := svc.Unsubscribe(ctx, p, in.SubscriptionID); err != nil {
 			return nil, err
 		}
-		return subscriptions.UnsubscribeResult{SubscriptionID: in.SubscriptionID, Unsubscribed: true}, nil
+		return mcpe.UnsubscribeResult{SubscriptionID: in.SubscriptionID, Unsubscribed: true}, nil
 	})
-	add(r, d.listTool(), func(ctx context.Context, p string, in *subscriptions.ListRequest) (any, error) {
+	add(r, d.listTool(), func(ctx context.Context, p string, in *mcpe.ListRequest) (any, error) {
 		subs, err := svc.List(ctx, p, in.Status)
 		if err != nil {
 			return nil, err
 		}
-		return subscriptions.ListResult{Subscriptions: subs}, nil
+		views := make([]*mcpe.Subscription, len(subs))
+		for i, sub := range subs {
+			views[i] = sub.View()
+		}
+		return mcpe.ListResult{Subscriptions: views}, nil
 	})
-	add(r, d.pauseTool(), func(ctx context.Context, p string, in *subscriptions.SubscriptionRef) (any, error) {
-		return svc.Pause(ctx, p, in.SubscriptionID)
+	add(r, d.pauseTool(), func(ctx context.Context, p string, in *mcpe.SubscriptionRef) (any, error) {
+		return view(svc.Pause(ctx, p, in.SubscriptionID))
 	})
-	add(r, d.resumeTool(), func(ctx context.Context, p string, in *subscriptions.SubscriptionRef) (any, error) {
-		return svc.Resume(ctx, p, in.SubscriptionID)
+	add(r, d.resumeTool(), func(ctx context.Context, p string, in *mcpe.SubscriptionRef) (any, error) {
+		return view(svc.Resume(ctx, p, in.SubscriptionID))
 	})
-	add(r, d.updateTool(), func(ctx context.Context, p string, in *subscriptions.UpdateRequest) (any, error) {
-		return svc.Update(ctx, p, *in)
+	add(r, d.updateTool(), func(ctx context.Context, p string, in *mcpe.UpdateRequest) (any, error) {
+		return view(svc.Update(ctx, p, *in))
 	})
-	add(r, d.pollTool(), func(ctx context.Context, p string, in *subscriptions.PollRequest) (any, error) {
+	add(r, d.pollTool(), func(ctx context.Context, p string, in *mcpe.PollRequest) (any, error) {
 		return svc.Poll(ctx, p, *in)
 	})
 	if opts.Catalog != nil {
-		add(r, d.catalogTool(), func(ctx context.Context, _ string, in *subscriptions.CatalogRequest) (any, error) {
+		add(r, d.catalogTool(), func(ctx context.Context, _ string, in *mcpe.CatalogRequest) (any, error) {
 			cat, err := opts.Catalog.Get(ctx, *in)
 			if err != nil || in.Pattern != "" {
 				return cat, err
@@ -128,7 +121,7 @@ func Register(s *mcp.Server, opts Options) *Set {
 
 // Names are the names of the tools Register always adds, in order;
 // events_catalog follows when a catalog is given.
-var Names = []string{Subscribe, Unsubscribe, List, Pause, Resume, Update, Poll}
+var Names = []string{mcpe.ToolSubscribe, mcpe.ToolUnsubscribe, mcpe.ToolList, mcpe.ToolPause, mcpe.ToolResume, mcpe.ToolUpdate, mcpe.ToolPoll}
 
 type registrar struct {
 	set       *Set
@@ -210,9 +203,17 @@ func errorResult(err error) *mcp.CallToolResult {
 // isCallerError reports whether err is about the caller's input or
 // subscriptions, and so safe and useful to show as is.
 func isCallerError(err error) bool {
-	var inv *subscriptions.InvalidError
+	var inv *mcpe.InvalidError
 	return errors.As(err, &inv) ||
 		errors.Is(err, subscriptions.ErrNotFound) ||
 		errors.Is(err, subscriptions.ErrLimitReached) ||
 		errors.Is(err, subscriptions.ErrExpired)
+}
+
+// view returns what the owner of sub sees of it.
+func view(sub *subscriptions.Subscription, err error) (any, error) {
+	if err != nil {
+		return nil, err
+	}
+	return sub.View(), nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -21,17 +22,17 @@ func TestPublisher(t *testing.T) {
 	ctx := context.Background()
 	p := &Publisher{Clock: clock.NewFake(t0)}
 	refuse := errors.New("refused")
-	p.Fail = func(ev subscriptions.Event) error {
+	p.Fail = func(ev mcpe.Event) error {
 		if ev.Type == "x.refused" {
 			return refuse
 		}
 		return nil
 	}
 	var got []subscriptions.PublishResult
-	for _, ev := range []subscriptions.Event{
-		{Type: "x.a", Metadata: subscriptions.Metadata{SourceEventID: "1"}},
-		{Type: "x.a", Metadata: subscriptions.Metadata{SourceEventID: "1"}}, // a repeat
-		{Type: "x.b", Metadata: subscriptions.Metadata{SourceEventID: "1"}}, // another type
+	for _, ev := range []mcpe.Event{
+		{Type: "x.a", Metadata: mcpe.Metadata{SourceEventID: "1"}},
+		{Type: "x.a", Metadata: mcpe.Metadata{SourceEventID: "1"}}, // a repeat
+		{Type: "x.b", Metadata: mcpe.Metadata{SourceEventID: "1"}}, // another type
 		{Type: "x.a"}, // no source ID: never a repeat
 		{Type: "x.a"},
 	} {
@@ -46,10 +47,10 @@ func TestPublisher(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("results mismatch (-want +got):\n%s", diff)
 	}
-	if _, err := p.Publish(ctx, subscriptions.Event{Type: "x.refused"}); err != refuse {
+	if _, err := p.Publish(ctx, mcpe.Event{Type: "x.refused"}); err != refuse {
 		t.Errorf("Fail's refusal: got %v", err)
 	}
-	if _, err := p.Publish(ctx, subscriptions.Event{Type: "not a type"}); err == nil {
+	if _, err := p.Publish(ctx, mcpe.Event{Type: "not a type"}); err == nil {
 		t.Error("an invalid event was accepted")
 	}
 	if n := len(p.Published()); n != 4 {
@@ -62,16 +63,16 @@ func TestPublisher(t *testing.T) {
 		t.Errorf("timestamp %v, want the clock's %v", ts, t0)
 	}
 	// Without a clock, the wall clock stamps.
-	if _, err := (&Publisher{}).Publish(ctx, subscriptions.Event{Type: "x.a"}); err != nil {
+	if _, err := (&Publisher{}).Publish(ctx, mcpe.Event{Type: "x.a"}); err != nil {
 		t.Error(err)
 	}
 }
 
 func TestSubscriber(t *testing.T) {
 	var s Subscriber
-	entry := func(typ string, p subscriptions.Priority) subscriptions.InboxEntry {
-		raw, _ := json.Marshal(subscriptions.Event{Type: typ, Metadata: subscriptions.Metadata{Priority: p}})
-		return subscriptions.InboxEntry{Kind: subscriptions.InboxEvent, Event: raw}
+	entry := func(typ string, p mcpe.Priority) subscriptions.InboxEntry {
+		raw, _ := json.Marshal(mcpe.Event{Type: typ, Metadata: mcpe.Metadata{Priority: p}})
+		return subscriptions.InboxEntry{Kind: mcpe.InboxEvent, Event: raw}
 	}
 	go s.Deliver([]subscriptions.InboxEntry{entry("x.a", "high"), {Kind: "other"}, entry("x.b", "low"), entry("x.a", "normal")})
 	if got := s.Wait(t, "x.a", 2); len(got) != 2 {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -19,17 +20,17 @@ type Publisher struct {
 	// clock.
 	Clock clock.Clock
 	// Fail, when set, can refuse an event before it is stored.
-	Fail func(ev subscriptions.Event) error
+	Fail func(ev mcpe.Event) error
 
 	mu     sync.Mutex
 	calls  int
-	events []subscriptions.Event
+	events []mcpe.Event
 	seen   map[string]string
 }
 
 // Publish stores ev unless Fail refuses it, it is invalid, or it repeats
 // one stored before.
-func (p *Publisher) Publish(_ context.Context, ev subscriptions.Event) (subscriptions.PublishResult, error) {
+func (p *Publisher) Publish(_ context.Context, ev mcpe.Event) (subscriptions.PublishResult, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.calls++
@@ -43,7 +44,7 @@ func (p *Publisher) Publish(_ context.Context, ev subscriptions.Event) (subscrip
 	if p.Clock != nil {
 		now = p.Clock
 	}
-	if err := ev.Normalize(now.Now()); err != nil {
+	if err := subscriptions.NormalizeEvent(&ev, now.Now()); err != nil {
 		return subscriptions.PublishResult{}, err
 	}
 	key := ev.Type + "\x00" + ev.Metadata.SourceEventID
@@ -59,10 +60,10 @@ func (p *Publisher) Publish(_ context.Context, ev subscriptions.Event) (subscrip
 }
 
 // Published returns the events stored so far, in order.
-func (p *Publisher) Published() []subscriptions.Event {
+func (p *Publisher) Published() []mcpe.Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return append([]subscriptions.Event(nil), p.events...)
+	return append([]mcpe.Event(nil), p.events...)
 }
 
 // Calls counts the calls of Publish, refused ones included.
@@ -80,8 +81,8 @@ type ValidatingPublisher struct {
 }
 
 // Publish answers whether ev is valid.
-func (p ValidatingPublisher) Publish(_ context.Context, ev subscriptions.Event) (subscriptions.PublishResult, error) {
-	if err := ev.Normalize(p.Clock.Now()); err != nil {
+func (p ValidatingPublisher) Publish(_ context.Context, ev mcpe.Event) (subscriptions.PublishResult, error) {
+	if err := subscriptions.NormalizeEvent(&ev, p.Clock.Now()); err != nil {
 		return subscriptions.PublishResult{}, err
 	}
 	return subscriptions.PublishResult{EventID: ev.ID}, nil

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -17,7 +18,7 @@ import (
 // a temporary directory, on clk, delivering to d, with principal subscribed
 // to each of filters. It is stopped, and its store closed, when the test
 // ends.
-func NewService(t testing.TB, clk clock.Clock, d subscriptions.Deliverer, principal string, filters ...subscriptions.Filter) *subscriptions.Service {
+func NewService(t testing.TB, clk clock.Clock, d subscriptions.Deliverer, principal string, filters ...mcpe.Filter) *subscriptions.Service {
 	t.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(t.TempDir(), "mcpe.db"))
@@ -34,7 +35,7 @@ func NewService(t testing.TB, clk clock.Clock, d subscriptions.Deliverer, princi
 	}
 	t.Cleanup(svc.Stop)
 	for _, f := range filters {
-		if _, err := svc.Subscribe(ctx, principal, subscriptions.SubscribeRequest{Filter: f}); err != nil {
+		if _, err := svc.Subscribe(ctx, principal, mcpe.SubscribeRequest{Filter: f}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -46,7 +47,7 @@ func NewService(t testing.TB, clk clock.Clock, d subscriptions.Deliverer, princi
 // The zero value is ready to use.
 type Subscriber struct {
 	mu      sync.Mutex
-	events  []subscriptions.Event
+	events  []mcpe.Event
 	changed chan struct{} // closed and replaced on every delivery
 }
 
@@ -55,10 +56,10 @@ func (s *Subscriber) Deliver(entries []subscriptions.InboxEntry) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, e := range entries {
-		if e.Kind != subscriptions.InboxEvent {
+		if e.Kind != mcpe.InboxEvent {
 			continue
 		}
-		var ev subscriptions.Event
+		var ev mcpe.Event
 		if err := json.Unmarshal(e.Event, &ev); err != nil {
 			panic(err)
 		}
@@ -71,10 +72,10 @@ func (s *Subscriber) Deliver(entries []subscriptions.InboxEntry) {
 }
 
 // Delivered returns the events delivered so far, in order.
-func (s *Subscriber) Delivered() []subscriptions.Event {
+func (s *Subscriber) Delivered() []mcpe.Event {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]subscriptions.Event(nil), s.events...)
+	return append([]mcpe.Event(nil), s.events...)
 }
 
 // Types returns the type of each event delivered so far.
@@ -98,12 +99,12 @@ func (s *Subscriber) TypesAndPriorities() []string {
 
 // Wait waits until n events of type typ were delivered and returns them
 // all, failing t after Wait.
-func (s *Subscriber) Wait(t testing.TB, typ string, n int) []subscriptions.Event {
+func (s *Subscriber) Wait(t testing.TB, typ string, n int) []mcpe.Event {
 	t.Helper()
 	deadline := time.After(Wait)
 	for {
 		s.mu.Lock()
-		var got []subscriptions.Event
+		var got []mcpe.Event
 		for _, ev := range s.events {
 			if ev.Type == typ {
 				got = append(got, ev)

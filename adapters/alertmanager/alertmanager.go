@@ -10,6 +10,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -47,11 +48,11 @@ const (
 
 // DefaultSeverityPriorities returns the priorities of the usual severity
 // labels: critical -> critical, warning -> high, info -> low.
-func DefaultSeverityPriorities() map[string]subscriptions.Priority {
-	return map[string]subscriptions.Priority{
-		"critical": subscriptions.PriorityCritical,
-		"warning":  subscriptions.PriorityHigh,
-		"info":     subscriptions.PriorityLow,
+func DefaultSeverityPriorities() map[string]mcpe.Priority {
+	return map[string]mcpe.Priority{
+		"critical": mcpe.PriorityCritical,
+		"warning":  mcpe.PriorityHigh,
+		"info":     mcpe.PriorityLow,
 	}
 }
 
@@ -67,7 +68,7 @@ type Options struct {
 	// without regard to case, to priorities. Nil means
 	// DefaultSeverityPriorities; a map given replaces it. A severity it
 	// does not list, or no severity label, gives normal.
-	SeverityPriorities map[string]subscriptions.Priority
+	SeverityPriorities map[string]mcpe.Priority
 	// MaxBodyBytes bounds a notification; zero means
 	// adapters.DefaultMaxBodyBytes.
 	MaxBodyBytes int64
@@ -83,11 +84,11 @@ type Options struct {
 type Adapter struct {
 	pub        subscriptions.Publisher
 	tokens     *httpapi.Tokens
-	severities map[string]subscriptions.Priority
+	severities map[string]mcpe.Priority
 	maxBody    int64
 	clock      clock.Clock
 	log        *slog.Logger
-	catalog    []subscriptions.EventType
+	catalog    []mcpe.EventType
 }
 
 var _ adapters.Source = (*Adapter)(nil)
@@ -115,11 +116,11 @@ func New(opts Options) (*Adapter, error) {
 }
 
 // severityPriorities checks m and returns it with lower-case keys.
-func severityPriorities(m map[string]subscriptions.Priority) (map[string]subscriptions.Priority, error) {
+func severityPriorities(m map[string]mcpe.Priority) (map[string]mcpe.Priority, error) {
 	if m == nil {
 		return DefaultSeverityPriorities(), nil
 	}
-	out := make(map[string]subscriptions.Priority, len(m))
+	out := make(map[string]mcpe.Priority, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p := m[k]
 		if !p.Valid() {
@@ -137,11 +138,11 @@ func severityPriorities(m map[string]subscriptions.Priority) (map[string]subscri
 func severityKey(s string) string { return strings.ToLower(strings.TrimSpace(s)) }
 
 // priority returns the priority of an alert with the given severity label.
-func (a *Adapter) priority(severity string) subscriptions.Priority {
+func (a *Adapter) priority(severity string) mcpe.Priority {
 	if p, ok := a.severities[severityKey(severity)]; ok {
 		return p
 	}
-	return subscriptions.PriorityNormal
+	return mcpe.PriorityNormal
 }
 
 // Name returns "alertmanager".

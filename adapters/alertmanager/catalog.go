@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // dataSchema is the JSON Schema of Data.
@@ -52,7 +52,7 @@ var exampleAlert = alertIn{
 
 // buildCatalog returns the adapter's event types, with examples made by
 // the adapter itself from exampleAlert.
-func (a *Adapter) buildCatalog() []subscriptions.EventType {
+func (a *Adapter) buildCatalog() []mcpe.EventType {
 	n := &notification{
 		receiver:    "mcpe",
 		externalURL: "http://alertmanager.example.com:9093",
@@ -63,9 +63,9 @@ func (a *Adapter) buildCatalog() []subscriptions.EventType {
 	resolved.Status = statusResolved
 	resolved.EndsAt = "2025-01-15T10:45:00Z"
 	tags := "every label as \"name:value\" (alertname, severity, instance, job, namespace and service first, then by name), at most " +
-		fmt.Sprint(subscriptions.MaxTags)
+		fmt.Sprint(mcpe.MaxTags)
 	priority := a.priorityText()
-	return []subscriptions.EventType{
+	return []mcpe.EventType{
 		{
 			Type: "alert.<alertname>.firing",
 			Description: "A Prometheus Alertmanager alert fires; <alertname> is its alertname label made into a type segment " +
@@ -108,4 +108,4 @@ func (a *Adapter) priorityText() string {
 
 // Catalog lists the event types the adapter emits: alert.<alertname>.firing
 // and alert.<alertname>.resolved.
-func (a *Adapter) Catalog() []subscriptions.EventType { return slices.Clone(a.catalog) }
+func (a *Adapter) Catalog() []mcpe.EventType { return slices.Clone(a.catalog) }

@@ -9,7 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 func TestCatalog(t *testing.T) {
@@ -25,7 +25,7 @@ func TestCatalog(t *testing.T) {
 	for _, et := range cat {
 		t.Run(et.Type, func(t *testing.T) {
 			// The pattern with a real alertname is a valid type.
-			if err := subscriptions.ValidateType(strings.Replace(et.Type, "<alertname>", "HighCPUUsage", 1)); err != nil {
+			if err := mcpe.ValidateType(strings.Replace(et.Type, "<alertname>", "HighCPUUsage", 1)); err != nil {
 				t.Error(err)
 			}
 			if et.Description == "" || et.Priority == "" || et.Tags == "" {
@@ -81,13 +81,13 @@ func TestCatalog(t *testing.T) {
 
 func TestCatalogPriorityFollowsOptions(t *testing.T) {
 	a, _ := newTestAdapter(t, func(o *Options) {
-		o.SeverityPriorities = map[string]subscriptions.Priority{"P1": subscriptions.PriorityCritical}
+		o.SeverityPriorities = map[string]mcpe.Priority{"P1": mcpe.PriorityCritical}
 	})
 	got := a.Catalog()[0].Priority
 	if !strings.Contains(got, "p1 -> critical") || strings.Contains(got, "warning") {
 		t.Errorf("priority = %q; want the configured rule only", got)
 	}
-	if !slices.ContainsFunc(a.Catalog(), func(et subscriptions.EventType) bool { return strings.Contains(et.Description, "HighCPU_Usage") }) {
+	if !slices.ContainsFunc(a.Catalog(), func(et mcpe.EventType) bool { return strings.Contains(et.Description, "HighCPU_Usage") }) {
 		t.Error("no description shows how an alertname becomes a segment")
 	}
 }
@@ -96,7 +96,7 @@ func TestCatalogPriorityFollowsOptions(t *testing.T) {
 // one-line descriptions, and examples that their JSON Schema accepts, with
 // the default rules and with configured ones.
 func TestCatalogContract(t *testing.T) {
-	for _, severities := range []map[string]subscriptions.Priority{nil, {"P1": subscriptions.PriorityCritical}, {}} {
+	for _, severities := range []map[string]mcpe.Priority{nil, {"P1": mcpe.PriorityCritical}, {}} {
 		a, _ := newTestAdapter(t, func(o *Options) { o.SeverityPriorities = severities })
 		if err := adapters.CheckCatalog(a.Catalog()); err != nil {
 			t.Errorf("severities %v: %v", severities, err)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // The two alert statuses, which end the event types.
@@ -63,7 +63,7 @@ type Data struct {
 type converted struct {
 	index     int
 	alertname string
-	event     subscriptions.Event
+	event     mcpe.Event
 	err       error
 }
 
@@ -87,22 +87,22 @@ func (a *Adapter) convert(n *notification) []converted {
 
 // event turns one alert into an event; the error, relative to the alert,
 // says why it cannot be one.
-func (a *Adapter) event(n *notification, in alertIn, now time.Time) (subscriptions.Event, error) {
+func (a *Adapter) event(n *notification, in alertIn, now time.Time) (mcpe.Event, error) {
 	status := strings.ToLower(strings.TrimSpace(in.Status))
 	switch status {
 	case statusFiring, statusResolved:
 	case "":
-		return subscriptions.Event{}, fmt.Errorf(`status is missing; an alert's status is %q or %q`, statusFiring, statusResolved)
+		return mcpe.Event{}, fmt.Errorf(`status is missing; an alert's status is %q or %q`, statusFiring, statusResolved)
 	default:
-		return subscriptions.Event{}, fmt.Errorf(`status %q is not an alert status; Alertmanager sends %q or %q`, adapters.Clip(in.Status, 64), statusFiring, statusResolved)
+		return mcpe.Event{}, fmt.Errorf(`status %q is not an alert status; Alertmanager sends %q or %q`, adapters.Clip(in.Status, 64), statusFiring, statusResolved)
 	}
 	startsAt, err := parseTime("startsAt", in.StartsAt)
 	if err != nil {
-		return subscriptions.Event{}, err
+		return mcpe.Event{}, err
 	}
 	endsAt, err := parseTime("endsAt", in.EndsAt)
 	if err != nil {
-		return subscriptions.Event{}, err
+		return mcpe.Event{}, err
 	}
 
 	fingerprint := strings.TrimSpace(in.Fingerprint)
@@ -134,7 +134,7 @@ func (a *Adapter) event(n *notification, in alertIn, now time.Time) (subscriptio
 	}
 	raw, err := adapters.EncodeJSON(data)
 	if err != nil {
-		return subscriptions.Event{}, fmt.Errorf("could not be encoded: %v", err)
+		return mcpe.Event{}, fmt.Errorf("could not be encoded: %v", err)
 	}
 
 	ts := startsAt
@@ -148,10 +148,10 @@ func (a *Adapter) event(n *notification, in alertIn, now time.Time) (subscriptio
 	for _, name := range labelOrder(labels) {
 		tags = append(tags, name+":"+labels[name])
 	}
-	return subscriptions.Event{
+	return mcpe.Event{
 		Type: "alert." + adapters.Segment(in.Labels["alertname"]) + "." + status,
 		Data: raw,
-		Metadata: subscriptions.Metadata{
+		Metadata: mcpe.Metadata{
 			SourceEventID: idPart + ":" + status + ":" + startsAt.UTC().Format(time.RFC3339Nano),
 			Timestamp:     ts.UTC(),
 			Priority:      a.priority(in.Labels["severity"]),

@@ -8,12 +8,12 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
-
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // convertOne turns one alert, given as JSON, into its event.
-func convertOne(t *testing.T, a *Adapter, alert string) (subscriptions.Event, error) {
+func convertOne(t *testing.T, a *Adapter, alert string) (mcpe.Event, error) {
 	t.Helper()
 	n, reqErr := decode([]byte(`{"version": "4", "receiver": "mcpe", "alerts": [` + alert + `]}`))
 	if reqErr != nil {
@@ -26,7 +26,7 @@ func convertOne(t *testing.T, a *Adapter, alert string) (subscriptions.Event, er
 	return c[0].event, c[0].err
 }
 
-func eventData(t *testing.T, ev subscriptions.Event) Data {
+func eventData(t *testing.T, ev mcpe.Event) Data {
 	t.Helper()
 	var d Data
 	if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -109,8 +109,8 @@ func TestSourceEventID(t *testing.T) {
 		t.Errorf("firing %q, resolved %q, fired again %q: want three distinct IDs", firing, resolved, refired)
 	}
 	long := id(`{"status": "firing", "labels": {"alertname": "A"}, "fingerprint": "` + strings.Repeat("f", 300) + `", "startsAt": "2025-06-02T08:00:00Z"}`)
-	if len(long) > subscriptions.MaxSourceIDLength || !strings.HasPrefix(long, "sha256-") {
-		t.Errorf("sourceEventId of a long fingerprint = %q (%d bytes); want a sha256- one within %d", long, len(long), subscriptions.MaxSourceIDLength)
+	if len(long) > mcpe.MaxSourceIDLength || !strings.HasPrefix(long, "sha256-") {
+		t.Errorf("sourceEventId of a long fingerprint = %q (%d bytes); want a sha256- one within %d", long, len(long), mcpe.MaxSourceIDLength)
 	}
 }
 
@@ -258,10 +258,10 @@ func TestLimits(t *testing.T) {
 			t.Errorf("label name of %d bytes kept", len(name))
 		}
 	}
-	if n := len(ev.Metadata.Tags); n != subscriptions.MaxTags {
-		t.Errorf("%d tags, want %d", n, subscriptions.MaxTags)
+	if n := len(ev.Metadata.Tags); n != mcpe.MaxTags {
+		t.Errorf("%d tags, want %d", n, mcpe.MaxTags)
 	}
-	if err := ev.Normalize(t0); err != nil {
+	if err := subscriptions.NormalizeEvent(&ev, t0); err != nil {
 		t.Errorf("event is not valid: %v", err)
 	}
 }

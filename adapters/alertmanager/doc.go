@@ -16,7 +16,7 @@
 //     is normal.
 //   - metadata.tags: every label as "name:value", alertname, severity,
 //     instance, job, namespace and service first and the others by name,
-//     at most subscriptions.MaxTags of them.
+//     at most mcpe.MaxTags of them.
 //   - metadata.sourceEventId: "<fingerprint>:<status>:<startsAt>" (startsAt
 //     in UTC, RFC 3339). Alertmanager repeats a notification (every
 //     repeat_interval, on a retry, from each member of an HA cluster) with

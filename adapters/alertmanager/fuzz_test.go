@@ -9,6 +9,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -94,7 +95,7 @@ func FuzzNotification(f *testing.F) {
 	})
 }
 
-func checkEvent(t *testing.T, ev subscriptions.Event) {
+func checkEvent(t *testing.T, ev mcpe.Event) {
 	t.Helper()
 	if len(ev.Data) > maxDataBytes {
 		t.Fatalf("data is %d bytes; the bound is %d", len(ev.Data), maxDataBytes)
@@ -105,7 +106,7 @@ func checkEvent(t *testing.T, ev subscriptions.Event) {
 	if ev.Metadata.SourceEventID == "" {
 		t.Fatal("no sourceEventId")
 	}
-	if err := ev.Normalize(t0); err != nil {
+	if err := subscriptions.NormalizeEvent(&ev, t0); err != nil {
 		t.Fatalf("invalid event %+v: %v", ev, err)
 	}
 }

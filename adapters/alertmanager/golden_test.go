@@ -5,15 +5,15 @@ import (
 	"testing"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // golden is what posting a fixture did: the answer and the events
 // published.
 type golden struct {
-	Status   int                   `json:"status"`
-	Response json.RawMessage       `json:"response"`
-	Events   []subscriptions.Event `json:"events"`
+	Status   int             `json:"status"`
+	Response json.RawMessage `json:"response"`
+	Events   []mcpe.Event    `json:"events"`
 }
 
 // TestGolden posts every notification in testdata/*.json and compares the
@@ -27,7 +27,7 @@ func TestGolden(t *testing.T) {
 			w := post(a, adaptertest.ReadFixture(t, name+".json"))
 			got := golden{Status: w.Code, Response: json.RawMessage(w.Body.Bytes()), Events: pub.Published()}
 			if got.Events == nil {
-				got.Events = []subscriptions.Event{}
+				got.Events = []mcpe.Event{}
 			}
 			adaptertest.Golden(t, name, got)
 		})

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Response is the body of a 202 answer.
@@ -82,7 +82,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				a.log.Debug("alert accepted", "event_id", pr.EventID, "type", c.event.Type, "duplicate", pr.Duplicate, "deliveries", len(pr.Delivered))
 				continue
 			}
-			var invalid *subscriptions.InvalidError
+			var invalid *mcpe.InvalidError
 			if !errors.As(err, &invalid) {
 				// Answer 5xx so that Alertmanager retries the whole
 				// notification: what was accepted so far is then a

@@ -13,7 +13,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 func TestBearerToken(t *testing.T) {
@@ -138,7 +138,7 @@ func TestRefusals(t *testing.T) {
 func TestPublishFailureRetried(t *testing.T) {
 	a, pub := newTestAdapter(t, nil)
 	calls := 0
-	pub.Fail = func(subscriptions.Event) error {
+	pub.Fail = func(mcpe.Event) error {
 		calls++
 		if calls == 2 {
 			return errors.New("database is locked")
@@ -177,9 +177,9 @@ func TestPublishFailureRetried(t *testing.T) {
 // IDs, not retried.
 func TestPublisherRefusesOneAlert(t *testing.T) {
 	a, pub := newTestAdapter(t, nil)
-	pub.Fail = func(ev subscriptions.Event) error {
-		if ev.Metadata.Priority == subscriptions.PriorityLow {
-			return &subscriptions.InvalidError{Field: "metadata.priority", Message: "low is not accepted here"}
+	pub.Fail = func(ev mcpe.Event) error {
+		if ev.Metadata.Priority == mcpe.PriorityLow {
+			return &mcpe.InvalidError{Field: "metadata.priority", Message: "low is not accepted here"}
 		}
 		return nil
 	}
@@ -206,9 +206,9 @@ func TestNew(t *testing.T) {
 	}{
 		{name: "no publisher", opts: Options{}, wantErr: "Options.Publisher is required"},
 		{name: "negative body limit", opts: Options{Publisher: pub, MaxBodyBytes: -1}, wantErr: "Options.MaxBodyBytes is -1"},
-		{name: "bad priority", opts: Options{Publisher: pub, SeverityPriorities: map[string]subscriptions.Priority{"page": "urgent"}}, wantErr: `Options.SeverityPriorities["page"] is "urgent"`},
-		{name: "conflicting case", opts: Options{Publisher: pub, SeverityPriorities: map[string]subscriptions.Priority{"Page": "high", "page": "critical"}}, wantErr: `severity "page" both`},
-		{name: "same priority in two cases", opts: Options{Publisher: pub, SeverityPriorities: map[string]subscriptions.Priority{"Page": "high", "page": "high"}}},
+		{name: "bad priority", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"page": "urgent"}}, wantErr: `Options.SeverityPriorities["page"] is "urgent"`},
+		{name: "conflicting case", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"Page": "high", "page": "critical"}}, wantErr: `severity "page" both`},
+		{name: "same priority in two cases", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"Page": "high", "page": "high"}}},
 		{name: "defaults", opts: Options{Publisher: pub}},
 	}
 	for _, tt := range tests {
@@ -229,33 +229,33 @@ func TestSeverityPriorities(t *testing.T) {
 	}
 	tests := []struct {
 		name       string
-		severities map[string]subscriptions.Priority
-		want       map[string]subscriptions.Priority // severity label ("-" for none) -> priority
+		severities map[string]mcpe.Priority
+		want       map[string]mcpe.Priority // severity label ("-" for none) -> priority
 	}{
 		{
 			name: "defaults",
-			want: map[string]subscriptions.Priority{
+			want: map[string]mcpe.Priority{
 				"critical": "critical", "CRITICAL": "critical", " Warning ": "high", "info": "low",
 				"page": "normal", "": "normal", "-": "normal", "error": "normal",
 			},
 		},
 		{
 			name:       "configured map replaces the defaults",
-			severities: map[string]subscriptions.Priority{"P1": "critical", "p2": "high", "Warning": "normal"},
-			want: map[string]subscriptions.Priority{
+			severities: map[string]mcpe.Priority{"P1": "critical", "p2": "high", "Warning": "normal"},
+			want: map[string]mcpe.Priority{
 				"p1": "critical", "P2": "high", "warning": "normal", "critical": "normal", "info": "normal", "-": "normal",
 			},
 		},
 		{
 			name:       "empty map: everything normal",
-			severities: map[string]subscriptions.Priority{},
-			want:       map[string]subscriptions.Priority{"critical": "normal", "-": "normal"},
+			severities: map[string]mcpe.Priority{},
+			want:       map[string]mcpe.Priority{"critical": "normal", "-": "normal"},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, pub := newTestAdapter(t, func(o *Options) { o.SeverityPriorities = tt.severities })
-			got := make(map[string]subscriptions.Priority)
+			got := make(map[string]mcpe.Priority)
 			for sev := range tt.want {
 				body := fmt.Sprintf(`{"version": "4", "alerts": [%s]}`, alert(sev))
 				if w := post(a, []byte(body)); w.Code != http.StatusAccepted {

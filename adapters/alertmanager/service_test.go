@@ -13,7 +13,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Alertmanager repeats notifications (repeat_interval, retries, HA peers):
@@ -22,7 +22,7 @@ import (
 func TestRedeliveryRoutedOnce(t *testing.T) {
 	clk := clock.NewFake(time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC))
 	rec := &adaptertest.Subscriber{}
-	svc := adaptertest.NewService(t, clk, rec, "alice", subscriptions.Filter{EventTypes: []string{"alert.*"}})
+	svc := adaptertest.NewService(t, clk, rec, "alice", mcpe.Filter{EventTypes: []string{"alert.*"}})
 	a, err := alertmanager.New(alertmanager.Options{
 		Publisher: svc,
 		Tokens:    httpapi.NewTokens(map[string]string{"am-token": "alertmanager"}),

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -31,9 +32,9 @@ type Source struct {
 	// Endpoint is where it receives webhooks, if it does.
 	Endpoint string
 	// Types lists what it emits; nil when it is not configured.
-	Types func() []subscriptions.EventType
+	Types func() []mcpe.EventType
 	// States reports its upstreams' states, for sources that connect out.
-	States func() []subscriptions.SourceState
+	States func() []mcpe.SourceState
 	// Configured is false for a known source the operator has not set up.
 	Configured bool
 }
@@ -56,7 +57,7 @@ type Catalog struct {
 	opts Options
 
 	mu   sync.Mutex
-	seen map[string]*subscriptions.SeenType
+	seen map[string]*mcpe.SeenType
 }
 
 // New returns a Catalog.
@@ -70,7 +71,7 @@ func New(opts Options) *Catalog {
 	if opts.SeenLimit <= 0 {
 		opts.SeenLimit = DefaultSeenLimit
 	}
-	return &Catalog{opts: opts, seen: make(map[string]*subscriptions.SeenType)}
+	return &Catalog{opts: opts, seen: make(map[string]*mcpe.SeenType)}
 }
 
 // Observe records that an event of type t was accepted on /v1/events.
@@ -86,13 +87,13 @@ func (c *Catalog) Observe(t string) {
 	if len(c.seen) >= c.opts.SeenLimit {
 		c.evictLocked(now)
 	}
-	c.seen[t] = &subscriptions.SeenType{Type: t, Count: 1, LastSeenAt: now}
+	c.seen[t] = &mcpe.SeenType{Type: t, Count: 1, LastSeenAt: now}
 }
 
 // evictLocked drops the types older than the window, or else the least
 // recently seen one.
 func (c *Catalog) evictLocked(now time.Time) {
-	var oldest *subscriptions.SeenType
+	var oldest *mcpe.SeenType
 	for t, s := range c.seen {
 		if now.Sub(s.LastSeenAt) > c.opts.SeenWindow {
 			delete(c.seen, t)
@@ -117,7 +118,7 @@ type observer struct {
 	c *Catalog
 }
 
-func (o observer) Publish(ctx context.Context, ev subscriptions.Event) (subscriptions.PublishResult, error) {
+func (o observer) Publish(ctx context.Context, ev mcpe.Event) (subscriptions.PublishResult, error) {
 	res, err := o.p.Publish(ctx, ev)
 	if err == nil && !res.Duplicate {
 		o.c.Observe(ev.Type)
@@ -129,7 +130,7 @@ func (o observer) Publish(ctx context.Context, ev subscriptions.Event) (subscrip
 // type with a placeholder segment, such as alert.<alertname>.firing, stands
 // for a family and is kept when the pattern could match one of its types
 // ("alert.HighCPU.*" keeps it, "alert.*.resolved" does not).
-func (c *Catalog) Get(_ context.Context, req subscriptions.CatalogRequest) (*subscriptions.Catalog, error) {
+func (c *Catalog) Get(_ context.Context, req mcpe.CatalogRequest) (*mcpe.Catalog, error) {
 	match := func(string) bool { return true }
 	matchFamily := match
 	if req.Pattern != "" {
@@ -141,9 +142,9 @@ func (c *Catalog) Get(_ context.Context, req subscriptions.CatalogRequest) (*sub
 		match = p.Match
 		matchFamily = func(t string) bool { return p.Match(t) || family(t) }
 	}
-	out := &subscriptions.Catalog{Sources: []subscriptions.CatalogSource{}, Types: []subscriptions.CatalogType{}, SeenRecently: []subscriptions.SeenType{}}
+	out := &mcpe.Catalog{Sources: []mcpe.CatalogSource{}, Types: []mcpe.CatalogType{}, SeenRecently: []mcpe.SeenType{}}
 	for _, s := range c.opts.Sources {
-		cs := subscriptions.CatalogSource{Name: s.Name, Configured: s.Configured, Endpoint: s.Endpoint, Description: s.Description}
+		cs := mcpe.CatalogSource{Name: s.Name, Configured: s.Configured, Endpoint: s.Endpoint, Description: s.Description}
 		if s.Configured && s.States != nil {
 			cs.Upstreams = s.States()
 		}
@@ -157,7 +158,7 @@ func (c *Catalog) Get(_ context.Context, req subscriptions.CatalogRequest) (*sub
 				keep = matchFamily
 			}
 			if keep(t.Type) {
-				out.Types = append(out.Types, subscriptions.CatalogType{Source: s.Name, EventType: t})
+				out.Types = append(out.Types, mcpe.CatalogType{Source: s.Name, EventType: t})
 			}
 		}
 	}
@@ -169,7 +170,7 @@ func (c *Catalog) Get(_ context.Context, req subscriptions.CatalogRequest) (*sub
 		}
 	}
 	c.mu.Unlock()
-	slices.SortFunc(out.SeenRecently, func(a, b subscriptions.SeenType) int {
+	slices.SortFunc(out.SeenRecently, func(a, b mcpe.SeenType) int {
 		if d := b.LastSeenAt.Compare(a.LastSeenAt); d != 0 {
 			return d
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
 	mcpadapter "github.com/mcpe-server/mcpe-server/adapters/mcp"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -68,7 +69,7 @@ func TestAdapterCatalogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, types := range map[string][]subscriptions.EventType{"alertmanager": am.Catalog(), "mcp": up.Catalog()} {
+	for name, types := range map[string][]mcpe.EventType{"alertmanager": am.Catalog(), "mcp": up.Catalog()} {
 		if err := adapters.CheckCatalog(types); err != nil {
 			t.Errorf("%s catalog: %v", name, err)
 		}
@@ -88,7 +89,7 @@ func TestAdapterCatalogs(t *testing.T) {
 		{"mcp.*.resources.updated", []string{"mcp.docs.resources.updated", "mcp.docs.<type>", "mcp.github.resources.updated", "mcp.github.<type>"}},
 		{"github.*", nil},
 	} {
-		got, err := c.Get(context.Background(), subscriptions.CatalogRequest{Pattern: tc.pattern})
+		got, err := c.Get(context.Background(), mcpe.CatalogRequest{Pattern: tc.pattern})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.pattern, err)
 		}
@@ -105,7 +106,7 @@ func TestAdapterCatalogs(t *testing.T) {
 	}
 	// The whole catalog is what events://catalog serves: it encodes, with
 	// the upstreams' states.
-	got, err := c.Get(context.Background(), subscriptions.CatalogRequest{})
+	got, err := c.Get(context.Background(), mcpe.CatalogRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -113,7 +114,7 @@ func TestAdapterCatalogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back subscriptions.Catalog
+	var back mcpe.Catalog
 	if err := json.Unmarshal(raw, &back); err != nil {
 		t.Fatal(err)
 	}

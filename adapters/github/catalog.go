@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // family is one entry of the catalog: an event kind, or the event kinds
@@ -375,8 +375,8 @@ const failureText = "high when the run or check concludes failure, timed_out or 
 
 // buildCatalog returns the adapter's event types, with examples made by
 // the adapter itself from the families' example payloads.
-func (a *Adapter) buildCatalog() []subscriptions.EventType {
-	out := make([]subscriptions.EventType, 0, len(families))
+func (a *Adapter) buildCatalog() []mcpe.EventType {
+	out := make([]mcpe.EventType, 0, len(families))
 	for _, f := range families {
 		priority := "normal"
 		switch {
@@ -385,7 +385,7 @@ func (a *Adapter) buildCatalog() []subscriptions.EventType {
 		case strings.HasPrefix(f.priority, "labels of "):
 			priority = a.priorityText(strings.TrimPrefix(f.priority, "labels of "))
 		}
-		out = append(out, subscriptions.EventType{
+		out = append(out, mcpe.EventType{
 			Type:        f.typ,
 			Description: f.description,
 			DataSchema:  dataSchema("Data of "+f.typ+".", f.props...),
@@ -414,4 +414,4 @@ func (a *Adapter) example(f family) json.RawMessage {
 // Catalog lists the event types the adapter emits: one entry per event
 // kind it maps (a pattern such as github.issues.<action> for a kind with
 // actions), and github.<event>.<action> and github.<event> for the others.
-func (a *Adapter) Catalog() []subscriptions.EventType { return slices.Clone(a.catalog) }
+func (a *Adapter) Catalog() []mcpe.EventType { return slices.Clone(a.catalog) }

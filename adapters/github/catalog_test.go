@@ -12,12 +12,12 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // catalogEntry returns the first entry of cat whose type or pattern
 // matches typ, a placeholder such as <action> standing for one segment.
-func catalogEntry(cat []subscriptions.EventType, typ string) (subscriptions.EventType, bool) {
+func catalogEntry(cat []mcpe.EventType, typ string) (mcpe.EventType, bool) {
 	segs := strings.Split(typ, ".")
 	for _, et := range cat {
 		pat := strings.Split(et.Type, ".")
@@ -35,12 +35,12 @@ func catalogEntry(cat []subscriptions.EventType, typ string) (subscriptions.Even
 			return et, true
 		}
 	}
-	return subscriptions.EventType{}, false
+	return mcpe.EventType{}, false
 }
 
 // checkAgainstCatalog checks that ev has a catalog entry and that its data
 // validates against the entry's schema.
-func checkAgainstCatalog(t testing.TB, cat []subscriptions.EventType, ev subscriptions.Event) {
+func checkAgainstCatalog(t testing.TB, cat []mcpe.EventType, ev mcpe.Event) {
 	t.Helper()
 	et, ok := catalogEntry(cat, ev.Type)
 	if !ok {
@@ -74,7 +74,7 @@ func TestCatalog(t *testing.T) {
 		f := families[i]
 		t.Run(et.Type, func(t *testing.T) {
 			concrete := strings.NewReplacer("<action>", "opened", "<event>", "discussion").Replace(et.Type)
-			if err := subscriptions.ValidateType(concrete); err != nil {
+			if err := mcpe.ValidateType(concrete); err != nil {
 				t.Error(err)
 			}
 			if et.Description == "" || et.Priority == "" || !strings.HasPrefix(et.Tags, commonTags) {
@@ -199,9 +199,9 @@ func jsonFields(typ reflect.Type) map[string]jsonField {
 
 func TestCatalogPriorityFollowsOptions(t *testing.T) {
 	a, _ := newTestAdapter(t, func(o *Options) {
-		o.PriorityLabels = map[string]subscriptions.Priority{"Sev-A": subscriptions.PriorityCritical, "nice to have": subscriptions.PriorityLow}
+		o.PriorityLabels = map[string]mcpe.Priority{"Sev-A": mcpe.PriorityCritical, "nice to have": mcpe.PriorityLow}
 	})
-	byType := make(map[string]subscriptions.EventType)
+	byType := make(map[string]mcpe.EventType)
 	for _, et := range a.Catalog() {
 		byType[et.Type] = et
 	}
@@ -215,7 +215,7 @@ func TestCatalogPriorityFollowsOptions(t *testing.T) {
 	if got := byType["github.push"].Priority; got != "normal" {
 		t.Errorf("push priority = %q; want normal", got)
 	}
-	none, _ := newTestAdapter(t, func(o *Options) { o.PriorityLabels = map[string]subscriptions.Priority{} })
+	none, _ := newTestAdapter(t, func(o *Options) { o.PriorityLabels = map[string]mcpe.Priority{} })
 	if got := none.Catalog()[0].Priority; got != "normal" {
 		t.Errorf("with no label rule, issues priority = %q; want normal", got)
 	}
@@ -227,15 +227,15 @@ func TestDocListsDefaultPriorityLabels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := make(map[string]subscriptions.Priority)
-	var current subscriptions.Priority
+	got := make(map[string]mcpe.Priority)
+	var current mcpe.Priority
 	for _, line := range strings.Split(string(doc), "\n") {
 		rest, ok := strings.CutPrefix(line, "//\t")
 		if !ok {
 			continue
 		}
-		if p, labels, ok := strings.Cut(rest, "  "); ok && subscriptions.Priority(p).Valid() {
-			current, rest = subscriptions.Priority(p), labels
+		if p, labels, ok := strings.Cut(rest, "  "); ok && mcpe.Priority(p).Valid() {
+			current, rest = mcpe.Priority(p), labels
 		}
 		for _, l := range strings.Split(rest, ",") {
 			if l = strings.TrimSpace(l); l != "" {

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // failedConclusions are the conclusions of a workflow run, workflow job,
@@ -93,23 +93,23 @@ func eventType(event, action string) string {
 // event turns a delivery into an event. event is X-GitHub-Event, delivery
 // X-GitHub-Delivery, body the JSON payload that p was decoded from. The
 // error says what is wrong with the payload.
-func (a *Adapter) event(event, delivery string, p *payload, body []byte, now time.Time) (subscriptions.Event, error) {
+func (a *Adapter) event(event, delivery string, p *payload, body []byte, now time.Time) (mcpe.Event, error) {
 	action := strings.TrimSpace(string(p.Action))
 	k, known := kinds[event]
 	switch {
 	case known && k.actions && action == "":
-		return subscriptions.Event{}, fmt.Errorf(`the payload of a %q event has no "action"; GitHub says in it what happened (such as "opened" or "completed")`, event)
+		return mcpe.Event{}, fmt.Errorf(`the payload of a %q event has no "action"; GitHub says in it what happened (such as "opened" or "completed")`, event)
 	case known && !k.actions:
 		action = ""
 	}
 	c := &conv{}
 	data, err := makeData(c, event, p, body)
 	if err != nil {
-		return subscriptions.Event{}, err
+		return mcpe.Event{}, err
 	}
 	raw, err := adapters.EncodeJSON(data)
 	if err != nil {
-		return subscriptions.Event{}, fmt.Errorf("the event's data could not be encoded: %v", err)
+		return mcpe.Event{}, fmt.Errorf("the event's data could not be encoded: %v", err)
 	}
 	ts := now
 	for _, t := range c.when {
@@ -134,10 +134,10 @@ func (a *Adapter) event(event, delivery string, p *payload, body []byte, now tim
 	for _, l := range c.labels {
 		tags = append(tags, "label:"+l)
 	}
-	return subscriptions.Event{
+	return mcpe.Event{
 		Type: eventType(event, action),
 		Data: raw,
-		Metadata: subscriptions.Metadata{
+		Metadata: mcpe.Metadata{
 			SourceEventID: delivery,
 			Timestamp:     ts.UTC(),
 			Priority:      a.eventPriority(c),
@@ -147,13 +147,13 @@ func (a *Adapter) event(event, delivery string, p *payload, body []byte, now tim
 }
 
 // eventPriority applies the label rule and the failure rule.
-func (a *Adapter) eventPriority(c *conv) subscriptions.Priority {
+func (a *Adapter) eventPriority(c *conv) mcpe.Priority {
 	p, ok := a.labelPriority(c.allLabels)
 	if !ok {
-		p = subscriptions.PriorityNormal
+		p = mcpe.PriorityNormal
 	}
-	if c.failed && rank(p) < rank(subscriptions.PriorityHigh) {
-		p = subscriptions.PriorityHigh
+	if c.failed && rank(p) < rank(mcpe.PriorityHigh) {
+		p = mcpe.PriorityHigh
 	}
 	return p
 }

@@ -9,8 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 func TestNormalizeLabel(t *testing.T) {
@@ -46,9 +45,9 @@ func issueWithLabels(labels ...string) []byte {
 func TestLabelPriority(t *testing.T) {
 	tests := []struct {
 		name   string
-		rule   map[string]subscriptions.Priority
+		rule   map[string]mcpe.Priority
 		labels []string
-		want   subscriptions.Priority
+		want   mcpe.Priority
 	}{
 		{name: "no labels", want: "normal"},
 		{name: "unrelated labels", labels: []string{"bug", "help wanted"}, want: "normal"},
@@ -69,10 +68,10 @@ func TestLabelPriority(t *testing.T) {
 		{name: "highest wins over order", labels: []string{"P0", "P3"}, want: "critical"},
 		{name: "a prefix is not a match", labels: []string{"P10", "criticality"}, want: "normal"},
 		{name: "the 100th label counts", labels: append(manyLabels(99), "P0"), want: "critical"},
-		{name: "configured rule replaces the default", rule: map[string]subscriptions.Priority{"Sev-A": "critical", "nice to have": "low"}, labels: []string{"P0", "sev a"}, want: "critical"},
-		{name: "configured rule: P0 no longer counts", rule: map[string]subscriptions.Priority{"Sev-A": "critical"}, labels: []string{"P0"}, want: "normal"},
-		{name: "configured rule can lower", rule: map[string]subscriptions.Priority{"nice-to-have": "low"}, labels: []string{"Nice to have"}, want: "low"},
-		{name: "empty rule: everything normal", rule: map[string]subscriptions.Priority{}, labels: []string{"P0", "critical"}, want: "normal"},
+		{name: "configured rule replaces the default", rule: map[string]mcpe.Priority{"Sev-A": "critical", "nice to have": "low"}, labels: []string{"P0", "sev a"}, want: "critical"},
+		{name: "configured rule: P0 no longer counts", rule: map[string]mcpe.Priority{"Sev-A": "critical"}, labels: []string{"P0"}, want: "normal"},
+		{name: "configured rule can lower", rule: map[string]mcpe.Priority{"nice-to-have": "low"}, labels: []string{"Nice to have"}, want: "low"},
+		{name: "empty rule: everything normal", rule: map[string]mcpe.Priority{}, labels: []string{"P0", "critical"}, want: "normal"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -121,7 +120,7 @@ func TestLabelPriorityAcrossKinds(t *testing.T) {
 func TestFailurePriority(t *testing.T) {
 	tests := []struct {
 		event, body string
-		want        subscriptions.Priority
+		want        mcpe.Priority
 	}{
 		{"workflow_run", `{"action": "completed", "workflow_run": {"conclusion": "failure"}}`, "high"},
 		{"workflow_run", `{"action": "completed", "workflow_run": {"conclusion": "timed_out"}}`, "high"},
@@ -194,7 +193,7 @@ func TestTags(t *testing.T) {
 	a, pub := newTestAdapter(t, nil)
 	accepted(t, send(a, delivery{event: "issues", id: "d", body: []byte(body)}))
 	tags := pub.Published()[0].Metadata.Tags
-	want := []string{("repo:octo-org/" + long)[:subscriptions.MaxTagLength], "org:octo-org", "sender:octocat", "label:bug", "label:x"}
+	want := []string{("repo:octo-org/" + long)[:mcpe.MaxTagLength], "org:octo-org", "sender:octocat", "label:bug", "label:x"}
 	if diff := cmp.Diff(want, tags); diff != "" {
 		t.Errorf("tags mismatch (-want +got):\n%s", diff)
 	}
@@ -274,7 +273,7 @@ func TestEventType(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("eventType(%q, %q) = %q, want %q", tt.event, tt.action, got, tt.want)
 		}
-		if err := subscriptions.ValidateType(got); err != nil {
+		if err := mcpe.ValidateType(got); err != nil {
 			t.Error(err)
 		}
 	}

@@ -41,7 +41,7 @@
 //     push's head commit timestamp, a fork's created_at, starred_at, a
 //     commit status's updated_at; the time of receipt when there is none
 //     or it is not a valid RFC 3339 time between the years 0001 and 9999.
-//   - metadata.tags, at most subscriptions.MaxTags: "repo:<owner/name>",
+//   - metadata.tags, at most mcpe.MaxTags: "repo:<owner/name>",
 //     "org:<login>" (an organization's repository or webhook),
 //     "sender:<login>", "branch:<name>" (a push to refs/heads/<name>, a
 //     branch created or deleted, the head branch of a workflow run, job or

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -66,7 +67,7 @@ func FuzzPayload(f *testing.F) {
 			if !strings.HasPrefix(ev.Type, "github.") || ev.Metadata.SourceEventID != "delivery-1" {
 				t.Fatalf("event %s %q", ev.Type, ev.Metadata.SourceEventID)
 			}
-			if err := ev.Normalize(t0); err != nil {
+			if err := subscriptions.NormalizeEvent(&ev, t0); err != nil {
 				t.Fatalf("invalid event %+v: %v", ev, err)
 			}
 			checkAgainstCatalog(t, cat, ev)
@@ -162,7 +163,7 @@ func TestAllocationBounded(t *testing.T) {
 	var (
 		p      *payload
 		reqErr *adapters.RequestError
-		ev     subscriptions.Event
+		ev     mcpe.Event
 		err    error
 	)
 	got := adaptertest.Allocated(func() {

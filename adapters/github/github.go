@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -55,18 +56,18 @@ const maxListItems = 100
 // names in their normalized form (see NormalizeLabel): "P0", "priority:
 // critical" and "Priority/Critical" all match the keys "p0" and "priority
 // critical".
-func DefaultPriorityLabels() map[string]subscriptions.Priority {
-	m := make(map[string]subscriptions.Priority)
-	for p, labels := range map[subscriptions.Priority][]string{
-		subscriptions.PriorityCritical: {
+func DefaultPriorityLabels() map[string]mcpe.Priority {
+	m := make(map[string]mcpe.Priority)
+	for p, labels := range map[mcpe.Priority][]string{
+		mcpe.PriorityCritical: {
 			"p0", "priority p0", "critical", "priority critical", "severity critical",
 			"sev0", "sev1", "blocker", "priority blocker", "priority critical urgent",
 		},
-		subscriptions.PriorityHigh: {
+		mcpe.PriorityHigh: {
 			"p1", "priority p1", "high", "priority high", "high priority", "severity high",
 			"urgent", "priority urgent", "sev2", "priority important soon",
 		},
-		subscriptions.PriorityLow: {
+		mcpe.PriorityLow: {
 			"p3", "p4", "priority p3", "priority p4", "low", "priority low", "low priority",
 			"severity low", "priority backlog", "priority awaiting more evidence",
 		},
@@ -112,7 +113,7 @@ type Options struct {
 	// and punctuation do not matter. Nil means DefaultPriorityLabels; a map
 	// given replaces it, and an empty map gives every labelled event normal
 	// priority. When several labels match, the highest priority wins.
-	PriorityLabels map[string]subscriptions.Priority
+	PriorityLabels map[string]mcpe.Priority
 	// MaxBodyBytes bounds a delivery; zero means
 	// adapters.DefaultMaxBodyBytes (1 MiB). GitHub sends at most 25 MB,
 	// and larger pushes and pull requests come close to 1 MiB only with
@@ -130,11 +131,11 @@ type Options struct {
 type Adapter struct {
 	pub     subscriptions.Publisher
 	secret  []byte
-	labels  map[string]subscriptions.Priority
+	labels  map[string]mcpe.Priority
 	maxBody int64
 	clock   clock.Clock
 	log     *slog.Logger
-	catalog []subscriptions.EventType
+	catalog []mcpe.EventType
 }
 
 var _ adapters.Source = (*Adapter)(nil)
@@ -165,11 +166,11 @@ func New(opts Options) (*Adapter, error) {
 }
 
 // priorityLabels checks m and returns it with normalized keys.
-func priorityLabels(m map[string]subscriptions.Priority) (map[string]subscriptions.Priority, error) {
+func priorityLabels(m map[string]mcpe.Priority) (map[string]mcpe.Priority, error) {
 	if m == nil {
 		return DefaultPriorityLabels(), nil
 	}
-	out := make(map[string]subscriptions.Priority, len(m))
+	out := make(map[string]mcpe.Priority, len(m))
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p := m[k]
 		if !p.Valid() {
@@ -189,8 +190,8 @@ func priorityLabels(m map[string]subscriptions.Priority) (map[string]subscriptio
 
 // labelPriority returns the highest priority the rule gives one of labels,
 // and whether any matched.
-func (a *Adapter) labelPriority(labels []string) (subscriptions.Priority, bool) {
-	best, found := subscriptions.PriorityLow, false
+func (a *Adapter) labelPriority(labels []string) (mcpe.Priority, bool) {
+	best, found := mcpe.PriorityLow, false
 	for _, l := range labels {
 		if p, ok := a.labels[NormalizeLabel(l)]; ok {
 			if !found || rank(p) > rank(best) {
@@ -203,7 +204,7 @@ func (a *Adapter) labelPriority(labels []string) (subscriptions.Priority, bool) 
 }
 
 // rank orders priorities, lowest first.
-func rank(p subscriptions.Priority) int { return slices.Index(subscriptions.Priorities, p) }
+func rank(p mcpe.Priority) int { return slices.Index(mcpe.Priorities, p) }
 
 // priorityText says how the labels of what (such as "the issue") set the
 // priority.
@@ -212,7 +213,7 @@ func (a *Adapter) priorityText(what string) string {
 		return "normal"
 	}
 	var parts []string
-	for _, p := range slices.Backward(subscriptions.Priorities) {
+	for _, p := range slices.Backward(mcpe.Priorities) {
 		var names []string
 		for _, l := range slices.Sorted(maps.Keys(a.labels)) {
 			if a.labels[l] == p {

@@ -8,17 +8,17 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // golden is what posting a fixture did: the request's GitHub headers, the
 // answer and the events published.
 type golden struct {
-	Event    string                `json:"event"`
-	Delivery string                `json:"delivery"`
-	Status   int                   `json:"status"`
-	Response json.RawMessage       `json:"response"`
-	Events   []subscriptions.Event `json:"events"`
+	Event    string          `json:"event"`
+	Delivery string          `json:"delivery"`
+	Status   int             `json:"status"`
+	Response json.RawMessage `json:"response"`
+	Events   []mcpe.Event    `json:"events"`
 }
 
 // fixtureDelivery returns the delivery of a fixture: testdata/<event>.json
@@ -47,7 +47,7 @@ func TestGolden(t *testing.T) {
 			w := send(a, d)
 			got := golden{Event: d.event, Delivery: d.id, Status: w.Code, Response: json.RawMessage(w.Body.Bytes()), Events: pub.Published()}
 			if got.Events == nil {
-				got.Events = []subscriptions.Event{}
+				got.Events = []mcpe.Event{}
 			}
 			for _, ev := range got.Events {
 				checkAgainstCatalog(t, a.Catalog(), ev)

@@ -10,7 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // The headers of a delivery besides the signature.
@@ -75,8 +75,8 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(badRequest("the request has no " + DeliveryHeader + " header; GitHub identifies each delivery by it, and a redelivery with the same ID is accepted once"))
 		return
 	}
-	if len(delivery) > subscriptions.MaxSourceIDLength {
-		refuse(badRequest(fmt.Sprintf("%s is %d bytes long; GitHub's delivery IDs are GUIDs, and at most %d bytes are accepted", DeliveryHeader, len(delivery), subscriptions.MaxSourceIDLength)))
+	if len(delivery) > mcpe.MaxSourceIDLength {
+		refuse(badRequest(fmt.Sprintf("%s is %d bytes long; GitHub's delivery IDs are GUIDs, and at most %d bytes are accepted", DeliveryHeader, len(delivery), mcpe.MaxSourceIDLength)))
 		return
 	}
 	ev, err := a.event(event, delivery, p, raw, a.clock.Now())
@@ -86,7 +86,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	res, err := a.pub.Publish(r.Context(), ev)
 	if err != nil {
-		var invalid *subscriptions.InvalidError
+		var invalid *mcpe.InvalidError
 		if errors.As(err, &invalid) {
 			refuse(badRequest("the event made of this delivery was refused: " + err.Error()))
 			return

@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // accepted decodes a 202 answer.
@@ -186,7 +186,7 @@ func TestUnknownEventKind(t *testing.T) {
 func TestPublishFailure(t *testing.T) {
 	a, pub := newTestAdapter(t, nil)
 	calls := 0
-	pub.Fail = func(subscriptions.Event) error {
+	pub.Fail = func(mcpe.Event) error {
 		calls++
 		if calls == 1 {
 			return errors.New("database is locked")
@@ -214,8 +214,8 @@ func TestPublishFailure(t *testing.T) {
 // An event the Publisher refuses as invalid is a 400 that says why.
 func TestPublisherRefusesEvent(t *testing.T) {
 	a, pub := newTestAdapter(t, nil)
-	pub.Fail = func(subscriptions.Event) error {
-		return &subscriptions.InvalidError{Field: "type", Message: "github.* is not accepted here"}
+	pub.Fail = func(mcpe.Event) error {
+		return &mcpe.InvalidError{Field: "type", Message: "github.* is not accepted here"}
 	}
 	w := send(a, fixtureDelivery(t, "push.branch"))
 	if w.Code != http.StatusBadRequest {
@@ -237,10 +237,10 @@ func TestNew(t *testing.T) {
 		{name: "no secret", opts: Options{Publisher: pub}, wantErr: "Options.Secret is required"},
 		{name: "empty secret", opts: Options{Publisher: pub, Secret: []byte{}}, wantErr: "Options.Secret is required"},
 		{name: "negative body limit", opts: Options{Publisher: pub, Secret: testSecret, MaxBodyBytes: -1}, wantErr: "Options.MaxBodyBytes is -1"},
-		{name: "bad priority", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]subscriptions.Priority{"P1": "urgent"}}, wantErr: `Options.PriorityLabels["P1"] is "urgent"`},
-		{name: "label without letters", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]subscriptions.Priority{"!!!": "high"}}, wantErr: `the label "!!!", which has no letter or digit`},
-		{name: "conflicting spellings", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]subscriptions.Priority{"Priority: High": "high", "priority/high": "critical"}}, wantErr: `label "priority high" both`},
-		{name: "same priority in two spellings", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]subscriptions.Priority{"Priority: High": "high", "priority/high": "high"}}},
+		{name: "bad priority", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"P1": "urgent"}}, wantErr: `Options.PriorityLabels["P1"] is "urgent"`},
+		{name: "label without letters", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"!!!": "high"}}, wantErr: `the label "!!!", which has no letter or digit`},
+		{name: "conflicting spellings", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"Priority: High": "high", "priority/high": "critical"}}, wantErr: `label "priority high" both`},
+		{name: "same priority in two spellings", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"Priority: High": "high", "priority/high": "high"}}},
 		{name: "defaults", opts: Options{Publisher: pub, Secret: testSecret}},
 	}
 	for _, tt := range tests {

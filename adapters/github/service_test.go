@@ -13,7 +13,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/adapters/github"
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // GitHub redelivers a delivery (from Recent Deliveries, or an app's retry)
@@ -23,7 +23,7 @@ import (
 func TestRedeliveryRoutedOnce(t *testing.T) {
 	clk := clock.NewFake(time.Date(2025, 6, 3, 8, 0, 0, 0, time.UTC))
 	rec := &adaptertest.Subscriber{}
-	svc := adaptertest.NewService(t, clk, rec, "alice", subscriptions.Filter{EventTypes: []string{"github.*"}})
+	svc := adaptertest.NewService(t, clk, rec, "alice", mcpe.Filter{EventTypes: []string{"github.*"}})
 	secret := []byte("webhook-secret")
 	a, err := github.New(github.Options{Publisher: svc, Secret: secret, Clock: clk})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -34,7 +35,7 @@ const (
 // MaxNameLength bounds an upstream's name.
 const MaxNameLength = 64
 
-// The values of subscriptions.SourceState.Status.
+// The values of mcpe.SourceState.Status.
 const (
 	StatusConnecting = "connecting"
 	StatusConnected  = "connected"
@@ -238,8 +239,8 @@ func New(opts Options) (*Adapter, error) {
 func (a *Adapter) Name() string { return SourceName }
 
 // Catalog lists the event types of every configured upstream.
-func (a *Adapter) Catalog() []subscriptions.EventType {
-	var out []subscriptions.EventType
+func (a *Adapter) Catalog() []mcpe.EventType {
+	var out []mcpe.EventType
 	for _, u := range a.upstreams {
 		out = append(out, catalog(u.cfg.Name)...)
 	}
@@ -247,8 +248,8 @@ func (a *Adapter) Catalog() []subscriptions.EventType {
 }
 
 // States reports how each upstream is doing, in configuration order.
-func (a *Adapter) States() []subscriptions.SourceState {
-	out := make([]subscriptions.SourceState, 0, len(a.upstreams))
+func (a *Adapter) States() []mcpe.SourceState {
+	out := make([]mcpe.SourceState, 0, len(a.upstreams))
 	for _, u := range a.upstreams {
 		out = append(out, u.State())
 	}

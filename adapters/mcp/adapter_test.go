@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -122,7 +123,7 @@ func TestCatalog(t *testing.T) {
 		if strings.HasSuffix(et.Type, "<type>") {
 			continue
 		}
-		if err := subscriptions.ValidateType(et.Type); err != nil {
+		if err := mcpe.ValidateType(et.Type); err != nil {
 			t.Errorf("catalog type: %v", err)
 		}
 	}
@@ -149,49 +150,49 @@ func TestUpstreamEvent(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
 		raw     string
-		want    subscriptions.Event
+		want    mcpe.Event
 		wantErr string
 	}{
 		{
 			name: "full",
 			raw:  `{"id":"e1","type":"a.b","data":{"x":1},"metadata":{"sourceEventId":"src","timestamp":"2026-01-15T09:00:00Z","priority":"critical","tags":["ci","ci"," "]}}`,
-			want: subscriptions.Event{Type: "mcp.up.a.b", Data: json.RawMessage(`{"x":1}`), Metadata: subscriptions.Metadata{
+			want: mcpe.Event{Type: "mcp.up.a.b", Data: json.RawMessage(`{"x":1}`), Metadata: mcpe.Metadata{
 				SourceEventID: "up:e1", Timestamp: ts, Priority: "critical", Tags: []string{"ci", "upstream:up"}}},
 		},
 		{
 			name: "no id: the upstream's sourceEventId",
 			raw:  `{"type":"a","metadata":{"sourceEventId":"src"}}`,
-			want: subscriptions.Event{Type: "mcp.up.a", Metadata: subscriptions.Metadata{SourceEventID: "up:src", Tags: []string{"upstream:up"}}},
+			want: mcpe.Event{Type: "mcp.up.a", Metadata: mcpe.Metadata{SourceEventID: "up:src", Tags: []string{"upstream:up"}}},
 		},
 		{
 			name: "neither id",
 			raw:  `{"type":"a","data":{}}`,
-			want: subscriptions.Event{Type: "mcp.up.a", Data: json.RawMessage(`{}`), Metadata: subscriptions.Metadata{Tags: []string{"upstream:up"}}},
+			want: mcpe.Event{Type: "mcp.up.a", Data: json.RawMessage(`{}`), Metadata: mcpe.Metadata{Tags: []string{"upstream:up"}}},
 		},
 		{
 			name: "bad priority and timestamp are left to the defaults",
 			raw:  `{"id":"e","type":"a","metadata":{"priority":"urgent","timestamp":"yesterday"}}`,
-			want: subscriptions.Event{Type: "mcp.up.a", Metadata: subscriptions.Metadata{SourceEventID: "up:e", Tags: []string{"upstream:up"}}},
+			want: mcpe.Event{Type: "mcp.up.a", Metadata: mcpe.Metadata{SourceEventID: "up:e", Tags: []string{"upstream:up"}}},
 		},
 		{
 			name: "too many tags: the upstream tag stays",
 			raw:  `{"id":"e","type":"a","metadata":{"tags":` + string(manyJSON) + `}}`,
-			want: subscriptions.Event{Type: "mcp.up.a", Metadata: subscriptions.Metadata{SourceEventID: "up:e", Tags: append(append([]string(nil), manyTags[:subscriptions.MaxTags-1]...), "upstream:up")}},
+			want: mcpe.Event{Type: "mcp.up.a", Metadata: mcpe.Metadata{SourceEventID: "up:e", Tags: append(append([]string(nil), manyTags[:mcpe.MaxTags-1]...), "upstream:up")}},
 		},
 		{
 			name: "long id is hashed",
 			raw:  `{"id":"` + longID + `","type":"a"}`,
-			want: subscriptions.Event{Type: "mcp.up.a", Metadata: subscriptions.Metadata{SourceEventID: "up:sha256:" + hex.EncodeToString(longSum[:]), Tags: []string{"upstream:up"}}},
+			want: mcpe.Event{Type: "mcp.up.a", Metadata: mcpe.Metadata{SourceEventID: "up:sha256:" + hex.EncodeToString(longSum[:]), Tags: []string{"upstream:up"}}},
 		},
 		{
 			name: "null data, timestamp out of range",
 			raw:  `{"id":"e","type":"a","data":null,"metadata":{"timestamp":"9999-12-31T23:59:59-23:59"}}`,
-			want: subscriptions.Event{Type: "mcp.up.a", Metadata: subscriptions.Metadata{SourceEventID: "up:e", Tags: []string{"upstream:up"}}},
+			want: mcpe.Event{Type: "mcp.up.a", Metadata: mcpe.Metadata{SourceEventID: "up:e", Tags: []string{"upstream:up"}}},
 		},
 		{
 			name: "tags that are only control characters and spaces are dropped",
 			raw:  `{"id":"e","type":"a","metadata":{"tags":["\u0001\u00a0","ok"]}}`,
-			want: subscriptions.Event{Type: "mcp.up.a", Metadata: subscriptions.Metadata{SourceEventID: "up:e", Tags: []string{"ok", "upstream:up"}}},
+			want: mcpe.Event{Type: "mcp.up.a", Metadata: mcpe.Metadata{SourceEventID: "up:e", Tags: []string{"ok", "upstream:up"}}},
 		},
 		{name: "data too large", raw: `{"id":"e","type":"a","data":{"x":"` + strings.Repeat("x", MaxEventDataBytes) + `"}}`, wantErr: "at most 1048576"},
 		{name: "type too long", raw: `{"id":"e","type":"` + strings.Repeat("x", 250) + `"}`, wantErr: "characters long"},
@@ -216,7 +217,7 @@ func TestUpstreamEvent(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("event mismatch (-want +got):\n%s", diff)
 			}
-			if err := got.Normalize(ts); err != nil {
+			if err := subscriptions.NormalizeEvent(&got, ts); err != nil {
 				t.Errorf("the event does not validate: %v", err)
 			}
 		})
@@ -224,7 +225,7 @@ func TestUpstreamEvent(t *testing.T) {
 }
 
 func TestLogPriority(t *testing.T) {
-	for level, want := range map[string]subscriptions.Priority{
+	for level, want := range map[string]mcpe.Priority{
 		"emergency": "critical", "alert": "critical", "critical": "critical",
 		"error": "high", "warning": "normal", "notice": "low", "info": "low", "debug": "low", "odd": "low",
 	} {
@@ -240,26 +241,26 @@ func TestLogEvent(t *testing.T) {
 		name     string
 		params   *mcp.LoggingMessageParams
 		want     map[string]any
-		priority subscriptions.Priority
+		priority mcpe.Priority
 		wantErr  string
 	}{
 		{
 			name:     "object data",
 			params:   &mcp.LoggingMessageParams{Level: "critical", Logger: "db", Data: map[string]any{"msg": "down"}},
 			want:     map[string]any{"server": "up", "level": "critical", "logger": "db", "data": map[string]any{"msg": "down"}},
-			priority: subscriptions.PriorityCritical,
+			priority: mcpe.PriorityCritical,
 		},
 		{
 			name:     "no data",
 			params:   &mcp.LoggingMessageParams{Level: "info"},
 			want:     map[string]any{"server": "up", "level": "info", "data": nil},
-			priority: subscriptions.PriorityLow,
+			priority: mcpe.PriorityLow,
 		},
 		{
 			name:     "long data is cut",
 			params:   &mcp.LoggingMessageParams{Level: "warning", Data: long},
 			want:     map[string]any{"server": "up", "level": "warning", "data": adapters.Clip(`"`+long+`"`, MaxLogDataBytes), "truncated": true},
-			priority: subscriptions.PriorityNormal,
+			priority: mcpe.PriorityNormal,
 		},
 		{name: "unknown level", params: &mcp.LoggingMessageParams{Level: "loud", Data: "x"}, wantErr: `"loud" is not an MCP logging level`},
 		{name: "no params", wantErr: "no params"},

@@ -22,6 +22,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -93,7 +94,7 @@ func (c *controlled) do(order string) error {
 			}
 			c.sent++
 			params := fmt.Sprintf(`{"subscriptionId":"s","event":{"id":"build-%d-%d-%d","type":"build.finished","data":{"pid":%d},"metadata":{"priority":"high"}}}`, os.Getpid(), c.id, c.sent, os.Getpid())
-			return sink.Notify(ctx, subscriptions.MethodEvent, json.RawMessage(params))
+			return sink.Notify(ctx, mcpe.MethodEvent, json.RawMessage(params))
 		}
 		return fmt.Errorf("no session to send the event on")
 	default:
@@ -205,7 +206,7 @@ func (ch *child) do(t *testing.T, order string) {
 // the adapter's fake clock then holds only the retry timers.
 func newService(t *testing.T, sub *adaptertest.Subscriber, pattern string) *subscriptions.Service {
 	t.Helper()
-	return adaptertest.NewService(t, clock.NewFake(t0), sub, "agent", subscriptions.Filter{EventTypes: []string{pattern}})
+	return adaptertest.NewService(t, clock.NewFake(t0), sub, "agent", mcpe.Filter{EventTypes: []string{pattern}})
 }
 
 // checkFlow has the upstream change its tool list, update its resource,
@@ -225,13 +226,13 @@ func checkFlow(t *testing.T, sub *adaptertest.Subscriber, name string, round int
 		do("log")
 		ev := sub.Wait(t, p+"log", round)[round-1]
 		var data logData
-		if err := json.Unmarshal(ev.Data, &data); err != nil || data.Level != "error" || data.Logger != "db" || ev.Metadata.Priority != subscriptions.PriorityHigh {
+		if err := json.Unmarshal(ev.Data, &data); err != nil || data.Level != "error" || data.Logger != "db" || ev.Metadata.Priority != mcpe.PriorityHigh {
 			t.Errorf("log event %s (priority %s): want level error, logger db, priority high (%v)", ev.Data, ev.Metadata.Priority, err)
 		}
 	}
 	do("event")
 	ev := sub.Wait(t, p+"build.finished", round)[round-1]
-	if ev.Metadata.Priority != subscriptions.PriorityHigh || !strings.HasPrefix(ev.Metadata.SourceEventID, name+":build-") {
+	if ev.Metadata.Priority != mcpe.PriorityHigh || !strings.HasPrefix(ev.Metadata.SourceEventID, name+":build-") {
 		t.Errorf("re-published event metadata %+v; want priority high, sourceEventId %s:build-...", ev.Metadata, name)
 	}
 }
@@ -297,7 +298,7 @@ func TestEndToEndStdio(t *testing.T) {
 			checkFlow(t, sub, "child", 2, func(o string) { second.do(t, o) }, true)
 
 			// The same deliveries wait in the agent's inbox for events_poll.
-			res, err := svc.Poll(context.Background(), "agent", subscriptions.PollRequest{Limit: subscriptions.MaxPollLimit})
+			res, err := svc.Poll(context.Background(), "agent", mcpe.PollRequest{Limit: mcpe.MaxPollLimit})
 			if err != nil {
 				t.Fatal(err)
 			}

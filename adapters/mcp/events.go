@@ -14,7 +14,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // The last segments of the types this adapter emits itself, after
@@ -63,17 +63,17 @@ type (
 )
 
 // logEvent turns a notifications/message into an mcp.<name>.log event.
-func logEvent(name string, p *mcp.LoggingMessageParams, now time.Time) (subscriptions.Event, error) {
+func logEvent(name string, p *mcp.LoggingMessageParams, now time.Time) (mcpe.Event, error) {
 	if p == nil {
-		return subscriptions.Event{}, errors.New("the log message has no params")
+		return mcpe.Event{}, errors.New("the log message has no params")
 	}
 	level := string(p.Level)
 	if !slices.Contains(logLevels, level) {
-		return subscriptions.Event{}, fmt.Errorf("the log level %q is not an MCP logging level (%s)", adapters.Clip(level, 64), strings.Join(logLevels, ", "))
+		return mcpe.Event{}, fmt.Errorf("the log level %q is not an MCP logging level (%s)", adapters.Clip(level, 64), strings.Join(logLevels, ", "))
 	}
 	data, err := json.Marshal(p.Data)
 	if err != nil {
-		return subscriptions.Event{}, fmt.Errorf("the log message's data cannot be encoded: %w", err)
+		return mcpe.Event{}, fmt.Errorf("the log message's data cannot be encoded: %w", err)
 	}
 	d := logData{Server: name, Level: level, Logger: adapters.Clip(p.Logger, maxLoggerBytes), Data: data}
 	if len(data) > MaxLogDataBytes {
@@ -85,24 +85,24 @@ func logEvent(name string, p *mcp.LoggingMessageParams, now time.Time) (subscrip
 
 // resourceEvent turns a notifications/resources/updated into an
 // mcp.<name>.resources.updated event.
-func resourceEvent(name string, p *mcp.ResourceUpdatedNotificationParams, now time.Time) (subscriptions.Event, error) {
+func resourceEvent(name string, p *mcp.ResourceUpdatedNotificationParams, now time.Time) (mcpe.Event, error) {
 	switch {
 	case p == nil || p.URI == "":
-		return subscriptions.Event{}, errors.New("the resource update names no URI")
+		return mcpe.Event{}, errors.New("the resource update names no URI")
 	case len(p.URI) > MaxURIBytes:
-		return subscriptions.Event{}, fmt.Errorf("the updated resource's URI is %d bytes long; at most %d are accepted", len(p.URI), MaxURIBytes)
+		return mcpe.Event{}, fmt.Errorf("the updated resource's URI is %d bytes long; at most %d are accepted", len(p.URI), MaxURIBytes)
 	}
-	return ownEvent(name, kindResourcesUpdated, resourceData{Server: name, URI: p.URI}, subscriptions.PriorityNormal, now)
+	return ownEvent(name, kindResourcesUpdated, resourceData{Server: name, URI: p.URI}, mcpe.PriorityNormal, now)
 }
 
 // notificationEvents turns an MCPE notification an upstream sent
 // (events/event, or events/batch with one event per entry) into the events
 // to publish. errs says why an event, or the whole notification, was
 // skipped; other events/* methods give neither.
-func notificationEvents(name, method string, params json.RawMessage) (events []subscriptions.Event, errs []error) {
+func notificationEvents(name, method string, params json.RawMessage) (events []mcpe.Event, errs []error) {
 	var raws []json.RawMessage
 	switch method {
-	case subscriptions.MethodEvent:
+	case mcpe.MethodEvent:
 		var p struct {
 			Event json.RawMessage `json:"event"`
 		}
@@ -113,7 +113,7 @@ func notificationEvents(name, method string, params json.RawMessage) (events []s
 			return nil, []error{fmt.Errorf("%s params have no event", method)}
 		}
 		raws = []json.RawMessage{p.Event}
-	case subscriptions.MethodBatch:
+	case mcpe.MethodBatch:
 		var p struct {
 			Events []json.RawMessage `json:"events"`
 		}
@@ -127,7 +127,7 @@ func notificationEvents(name, method string, params json.RawMessage) (events []s
 	for i, raw := range raws {
 		ev, err := upstreamEvent(name, raw)
 		if err != nil {
-			if method == subscriptions.MethodBatch {
+			if method == mcpe.MethodBatch {
 				err = fmt.Errorf("events[%d]: %w", i, err)
 			}
 			errs = append(errs, err)
@@ -157,15 +157,15 @@ const (
 func upstreamTag(name string) string { return "upstream:" + name }
 
 // ownEvent returns an event of the adapter's own: type mcp.<name>.<kind>.
-func ownEvent(name, kind string, data any, p subscriptions.Priority, now time.Time) (subscriptions.Event, error) {
+func ownEvent(name, kind string, data any, p mcpe.Priority, now time.Time) (mcpe.Event, error) {
 	raw, err := json.Marshal(data)
 	if err != nil {
-		return subscriptions.Event{}, fmt.Errorf("encode %s data: %w", kind, err)
+		return mcpe.Event{}, fmt.Errorf("encode %s data: %w", kind, err)
 	}
-	return subscriptions.Event{
+	return mcpe.Event{
 		Type: typePrefix(name) + kind,
 		Data: raw,
-		Metadata: subscriptions.Metadata{
+		Metadata: mcpe.Metadata{
 			Timestamp: now,
 			Priority:  p,
 			Tags:      []string{upstreamTag(name)},
@@ -177,16 +177,16 @@ func ownEvent(name, kind string, data any, p subscriptions.Priority, now time.Ti
 func typePrefix(name string) string { return SourceName + "." + name + "." }
 
 // logPriority maps an MCP logging level to a priority.
-func logPriority(level string) subscriptions.Priority {
+func logPriority(level string) mcpe.Priority {
 	switch level {
 	case "emergency", "alert", "critical":
-		return subscriptions.PriorityCritical
+		return mcpe.PriorityCritical
 	case "error":
-		return subscriptions.PriorityHigh
+		return mcpe.PriorityHigh
 	case "warning":
-		return subscriptions.PriorityNormal
+		return mcpe.PriorityNormal
 	}
-	return subscriptions.PriorityLow
+	return mcpe.PriorityLow
 }
 
 // upstreamEvent turns one event an upstream sent (the JSON of an MCPE
@@ -194,28 +194,28 @@ func logPriority(level string) subscriptions.Priority {
 // timestamp, priority and tags kept, the tag upstream:<name> added, and
 // sourceEventId <name>:<id>. The error says why the event cannot be
 // re-published.
-func upstreamEvent(name string, raw json.RawMessage) (subscriptions.Event, error) {
-	var in subscriptions.EventInput
+func upstreamEvent(name string, raw json.RawMessage) (mcpe.Event, error) {
+	var in mcpe.EventInput
 	if err := json.Unmarshal(raw, &in); err != nil {
-		return subscriptions.Event{}, fmt.Errorf("the event is not an MCPE event object: %w", err)
+		return mcpe.Event{}, fmt.Errorf("the event is not an MCPE event object: %w", err)
 	}
 	if in.Type == "" {
-		return subscriptions.Event{}, errors.New("the event has no type")
+		return mcpe.Event{}, errors.New("the event has no type")
 	}
 	if slices.Contains(ownKinds, in.Type) {
-		return subscriptions.Event{}, fmt.Errorf("the event's type %q is one the adapter emits itself (%s%s)", in.Type, typePrefix(name), in.Type)
+		return mcpe.Event{}, fmt.Errorf("the event's type %q is one the adapter emits itself (%s%s)", in.Type, typePrefix(name), in.Type)
 	}
-	ev := subscriptions.Event{Type: typePrefix(name) + in.Type, Data: in.Data}
-	if err := subscriptions.ValidateType(ev.Type); err != nil {
-		return subscriptions.Event{}, fmt.Errorf("prefixed with %q: %w", typePrefix(name), err)
+	ev := mcpe.Event{Type: typePrefix(name) + in.Type, Data: in.Data}
+	if err := mcpe.ValidateType(ev.Type); err != nil {
+		return mcpe.Event{}, fmt.Errorf("prefixed with %q: %w", typePrefix(name), err)
 	}
 	switch data := bytes.TrimSpace(in.Data); {
 	case len(data) == 0 || adapters.IsNull(data):
 		ev.Data = nil // {} once published
 	case data[0] != '{':
-		return subscriptions.Event{}, errors.New("the event's data is not a JSON object")
+		return mcpe.Event{}, errors.New("the event's data is not a JSON object")
 	case len(data) > MaxEventDataBytes:
-		return subscriptions.Event{}, fmt.Errorf("the event's data is %d bytes; at most %d are accepted", len(data), MaxEventDataBytes)
+		return mcpe.Event{}, fmt.Errorf("the event's data is %d bytes; at most %d are accepted", len(data), MaxEventDataBytes)
 	}
 	id := in.ID
 	var tags []string
@@ -233,13 +233,13 @@ func upstreamEvent(name string, raw json.RawMessage) (subscriptions.Event, error
 			id = m.SourceEventID
 		}
 	}
-	if len(tags) >= subscriptions.MaxTags {
-		tags = tags[:subscriptions.MaxTags-1]
+	if len(tags) >= mcpe.MaxTags {
+		tags = tags[:mcpe.MaxTags-1]
 	}
 	ev.Metadata.Tags = adapters.Tags(append(tags, upstreamTag(name))...)
 	if id != "" {
 		ev.Metadata.SourceEventID = name + ":" + id
-		if len(ev.Metadata.SourceEventID) > subscriptions.MaxSourceIDLength {
+		if len(ev.Metadata.SourceEventID) > mcpe.MaxSourceIDLength {
 			sum := sha256.Sum256([]byte(id))
 			ev.Metadata.SourceEventID = name + ":sha256:" + hex.EncodeToString(sum[:])
 		}
@@ -248,12 +248,12 @@ func upstreamEvent(name string, raw json.RawMessage) (subscriptions.Event, error
 }
 
 // catalog lists the event types of upstream name.
-func catalog(name string) []subscriptions.EventType {
+func catalog(name string) []mcpe.EventType {
 	p := typePrefix(name)
 	tags := fmt.Sprintf("%q", upstreamTag(name))
 	serverSchema := `{"type":"object","properties":{"server":{"type":"string","description":"The upstream's name."}},"required":["server"]}`
 	serverExample := fmt.Sprintf(`{"server":%q}`, name)
-	return []subscriptions.EventType{
+	return []mcpe.EventType{
 		{
 			Type:        p + kindConnected,
 			Description: fmt.Sprintf("The session with upstream MCP server %q is up: at start and after every reconnection. Its notifications flow from here on.", name),

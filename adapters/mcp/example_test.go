@@ -6,6 +6,7 @@ import (
 	"os"
 
 	"github.com/mcpe-server/mcpe-server/adapters/mcp"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -13,7 +14,7 @@ import (
 // passes.
 type publisher struct{}
 
-func (publisher) Publish(context.Context, subscriptions.Event) (subscriptions.PublishResult, error) {
+func (publisher) Publish(context.Context, mcpe.Event) (subscriptions.PublishResult, error) {
 	return subscriptions.PublishResult{}, nil
 }
 

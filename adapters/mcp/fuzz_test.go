@@ -8,13 +8,14 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // parse runs what the adapter does with one notification an upstream
 // sends: the SDK decodes the params of the notifications it knows (a log
 // message, a resource update), client.Tap hands over events/* as they are.
-func parse(method string, params []byte) ([]subscriptions.Event, []error) {
+func parse(method string, params []byte) ([]mcpe.Event, []error) {
 	switch method {
 	case "notifications/message":
 		var p mcp.LoggingMessageParams
@@ -25,7 +26,7 @@ func parse(method string, params []byte) ([]subscriptions.Event, []error) {
 		if err != nil {
 			return nil, []error{err}
 		}
-		return []subscriptions.Event{ev}, nil
+		return []mcpe.Event{ev}, nil
 	case "notifications/resources/updated":
 		var p mcp.ResourceUpdatedNotificationParams
 		if err := json.Unmarshal(params, &p); err != nil {
@@ -35,7 +36,7 @@ func parse(method string, params []byte) ([]subscriptions.Event, []error) {
 		if err != nil {
 			return nil, []error{err}
 		}
-		return []subscriptions.Event{ev}, nil
+		return []mcpe.Event{ev}, nil
 	}
 	return notificationEvents("up", method, params)
 }
@@ -70,7 +71,7 @@ func FuzzNotification(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, method string, params []byte) {
 		var (
-			events []subscriptions.Event
+			events []mcpe.Event
 			errs   []error
 		)
 		if alloc := adaptertest.Allocated(func() { events, errs = parse(method, params) }); alloc > allocBound(len(params)) {
@@ -94,7 +95,7 @@ func FuzzNotification(f *testing.F) {
 			if !containsTag(ev.Metadata.Tags, "upstream:up") {
 				t.Fatalf("%s tags %q lack upstream:up", ev.Type, ev.Metadata.Tags)
 			}
-			if err := ev.Normalize(t0); err != nil {
+			if err := subscriptions.NormalizeEvent(&ev, t0); err != nil {
 				t.Fatalf("%s is not a valid event: %v (%+v)", ev.Type, err, ev)
 			}
 		}

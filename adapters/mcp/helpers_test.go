@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -27,19 +28,19 @@ var t0 = time.Date(2026, 1, 15, 10, 30, 0, 0, time.UTC)
 // it refuses invalid events; those are kept apart.
 type recorder struct {
 	mu       sync.Mutex
-	events   []subscriptions.Event
+	events   []mcpe.Event
 	rejected []error
 	changed  chan struct{} // closed and replaced on every Publish
 }
 
 func newRecorder() *recorder { return &recorder{changed: make(chan struct{})} }
 
-func (r *recorder) Publish(_ context.Context, ev subscriptions.Event) (subscriptions.PublishResult, error) {
+func (r *recorder) Publish(_ context.Context, ev mcpe.Event) (subscriptions.PublishResult, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	defer func() { close(r.changed); r.changed = make(chan struct{}) }()
 	check := ev
-	if err := check.Normalize(t0); err != nil {
+	if err := subscriptions.NormalizeEvent(&check, t0); err != nil {
 		r.rejected = append(r.rejected, fmt.Errorf("%s: %w", ev.Type, err))
 		return subscriptions.PublishResult{}, err
 	}
@@ -48,10 +49,10 @@ func (r *recorder) Publish(_ context.Context, ev subscriptions.Event) (subscript
 }
 
 // ofType returns the events of type typ published so far.
-func (r *recorder) ofType(typ string) []subscriptions.Event {
+func (r *recorder) ofType(typ string) []mcpe.Event {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	var out []subscriptions.Event
+	var out []mcpe.Event
 	for _, ev := range r.events {
 		if ev.Type == typ {
 			out = append(out, ev)
@@ -62,7 +63,7 @@ func (r *recorder) ofType(typ string) []subscriptions.Event {
 
 // wait waits until n events of type typ have been published and returns
 // them all.
-func (r *recorder) wait(t *testing.T, typ string, n int) []subscriptions.Event {
+func (r *recorder) wait(t *testing.T, typ string, n int) []mcpe.Event {
 	t.Helper()
 	deadline := time.After(waitLimit)
 	for {
@@ -142,7 +143,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 }
 
 // state returns the adapter's only upstream state.
-func state(t *testing.T, a *Adapter) subscriptions.SourceState {
+func state(t *testing.T, a *Adapter) mcpe.SourceState {
 	t.Helper()
 	states := a.States()
 	if len(states) != 1 {
@@ -154,7 +155,7 @@ func state(t *testing.T, a *Adapter) subscriptions.SourceState {
 // eventParams returns the params of an events/event notification.
 func eventParams(t *testing.T, event string) json.RawMessage {
 	t.Helper()
-	raw, err := json.Marshal(subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "1", Event: json.RawMessage(event)})
+	raw, err := json.Marshal(mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "1", Event: json.RawMessage(event)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,7 +191,7 @@ func start(t *testing.T, a *Adapter) {
 }
 
 // decode decodes an event's data into a map.
-func decode(t *testing.T, ev subscriptions.Event) map[string]any {
+func decode(t *testing.T, ev mcpe.Event) map[string]any {
 	t.Helper()
 	var m map[string]any
 	if err := json.Unmarshal(ev.Data, &m); err != nil {

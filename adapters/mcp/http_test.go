@@ -24,7 +24,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 const (
@@ -174,7 +174,7 @@ func notify(t *testing.T, sink *mcpserver.Sink, method string, params json.RawMe
 }
 
 // ignoreServerAssigned leaves out what the publisher fills in.
-var ignoreServerAssigned = cmpopts.IgnoreFields(subscriptions.Event{}, "ID")
+var ignoreServerAssigned = cmpopts.IgnoreFields(mcpe.Event{}, "ID")
 
 func TestHTTPUpstream(t *testing.T) {
 	for _, mode := range httpModes {
@@ -204,13 +204,13 @@ func testHTTPUpstream(t *testing.T, mode httpMode) {
 	notifyUntilDelivered(t, sink, "events/event", eventParams(t,
 		`{"id":"e1","type":"build.finished","data":{"ok":true},"metadata":{"timestamp":"2026-01-15T09:00:00Z","priority":"high","tags":["ci"]}}`))
 	got := rec.wait(t, "mcp.up.build.finished", 1)[0]
-	want := subscriptions.Event{
+	want := mcpe.Event{
 		Type: "mcp.up.build.finished",
 		Data: json.RawMessage(`{"ok":true}`),
-		Metadata: subscriptions.Metadata{
+		Metadata: mcpe.Metadata{
 			SourceEventID: "up:e1",
 			Timestamp:     time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC),
-			Priority:      subscriptions.PriorityHigh,
+			Priority:      mcpe.PriorityHigh,
 			Tags:          []string{"ci", "upstream:up"},
 		},
 	}
@@ -263,13 +263,13 @@ func testHTTPUpstream(t *testing.T, mode httpMode) {
 		if diff := cmp.Diff(map[string]any{"server": "up", "level": "error", "logger": "db", "data": map[string]any{"msg": "disk full"}}, decode(t, logs[0])); diff != "" {
 			t.Errorf("log data mismatch (-want +got):\n%s", diff)
 		}
-		if logs[0].Metadata.Priority != subscriptions.PriorityHigh || logs[1].Metadata.Priority != subscriptions.PriorityNormal {
+		if logs[0].Metadata.Priority != mcpe.PriorityHigh || logs[1].Metadata.Priority != mcpe.PriorityNormal {
 			t.Errorf("log priorities = %s, %s; want high (error), normal (warning)", logs[0].Metadata.Priority, logs[1].Metadata.Priority)
 		}
 	}
 
 	// A batch: the valid events pass, the invalid ones are skipped.
-	batch, err := json.Marshal(subscriptions.BatchParams{SubscriptionID: "sub-1", Events: []json.RawMessage{
+	batch, err := json.Marshal(mcpe.BatchParams{SubscriptionID: "sub-1", Events: []json.RawMessage{
 		json.RawMessage(`{"id":"e2","type":"a.b","data":{"n":2}}`),
 		json.RawMessage(fmt.Sprintf(`{"id":"e3","type":%q,"data":{}}`, strings.Repeat("x", 300))),
 		json.RawMessage(`{"id":"e4","type":"connected","data":{}}`),
@@ -386,7 +386,7 @@ func testHTTPUpstreamReconnects(t *testing.T, mode httpMode) {
 	if data["error"] != st.LastError || data["nextAttempt"] != st.NextAttempt {
 		t.Errorf("disconnected data = %v; want the state's error and nextAttempt (%+v)", data, st)
 	}
-	if ev.Metadata.Priority != subscriptions.PriorityHigh {
+	if ev.Metadata.Priority != mcpe.PriorityHigh {
 		t.Errorf("disconnected priority = %s; want high", ev.Metadata.Priority)
 	}
 	due, ok := fake.NextDue()

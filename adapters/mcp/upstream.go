@@ -20,7 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/client"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 const (
@@ -59,12 +59,12 @@ type upstream struct {
 	a     *Adapter
 	cfg   Upstream
 	log   *slog.Logger
-	queue chan subscriptions.Event
+	queue chan mcpe.Event
 	// httpBase carries the requests of a URL upstream; nil for a command.
 	httpBase *http.Transport
 
 	mu    sync.Mutex
-	state subscriptions.SourceState
+	state mcpe.SourceState
 }
 
 func newUpstream(a *Adapter, cfg Upstream) *upstream {
@@ -72,8 +72,8 @@ func newUpstream(a *Adapter, cfg Upstream) *upstream {
 		a:     a,
 		cfg:   cfg,
 		log:   a.opts.Logger.With("upstream", cfg.Name),
-		queue: make(chan subscriptions.Event, queueSize),
-		state: subscriptions.SourceState{Name: cfg.Name, Status: StatusConnecting},
+		queue: make(chan mcpe.Event, queueSize),
+		state: mcpe.SourceState{Name: cfg.Name, Status: StatusConnecting},
 	}
 	if cfg.URL != "" {
 		u.httpBase = newHTTPBase()
@@ -93,7 +93,7 @@ func newHTTPBase() *http.Transport {
 }
 
 // State returns the upstream's state.
-func (u *upstream) State() subscriptions.SourceState {
+func (u *upstream) State() mcpe.SourceState {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	return u.state
@@ -139,7 +139,7 @@ func (u *upstream) run(ctx context.Context) {
 		due := make(chan struct{})
 		timer := clk.AfterFunc(delay, func() { close(due) })
 		if connected {
-			u.emit(ctx, kindDisconnected, disconnectedData{Server: u.cfg.Name, Error: err.Error(), NextAttempt: next.UTC().Format(time.RFC3339)}, subscriptions.PriorityHigh)
+			u.emit(ctx, kindDisconnected, disconnectedData{Server: u.cfg.Name, Error: err.Error(), NextAttempt: next.UTC().Format(time.RFC3339)}, mcpe.PriorityHigh)
 		}
 		select {
 		case <-due:
@@ -182,7 +182,7 @@ func (u *upstream) serve(ctx context.Context) (connected bool, upFor time.Durati
 		}
 	}
 	u.log.Info("mcp upstream connected", "protocol_version", data.ProtocolVersion, "server_name", data.ServerName)
-	u.emit(ctx, kindConnected, data, subscriptions.PriorityNormal)
+	u.emit(ctx, kindConnected, data, mcpe.PriorityNormal)
 
 	var wg sync.WaitGroup
 	watchCtx, stopWatch := context.WithCancel(ctx)
@@ -238,7 +238,7 @@ func (u *upstream) transport(s *session) (mcp.Transport, *stderrLog, error) {
 }
 
 // emit queues one of the adapter's own events.
-func (u *upstream) emit(ctx context.Context, kind string, data any, p subscriptions.Priority) {
+func (u *upstream) emit(ctx context.Context, kind string, data any, p mcpe.Priority) {
 	ev, err := ownEvent(u.cfg.Name, kind, data, p, u.a.opts.Clock.Now())
 	if err != nil {
 		u.log.Error("mcp upstream: cannot build event", "kind", kind, "error", err)
@@ -248,7 +248,7 @@ func (u *upstream) emit(ctx context.Context, kind string, data any, p subscripti
 }
 
 // enqueue queues ev for publishing, waiting while the queue is full.
-func (u *upstream) enqueue(ctx context.Context, ev subscriptions.Event) {
+func (u *upstream) enqueue(ctx context.Context, ev mcpe.Event) {
 	select {
 	case u.queue <- ev:
 	case <-ctx.Done():
@@ -298,13 +298,13 @@ func (s *session) clientOptions() *mcp.ClientOptions {
 		KeepAlive:                 keepAlive,
 		KeepAliveFailureThreshold: keepAliveFailures,
 		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			s.u.emit(s.ctx, kindToolsListChanged, serverData{Server: name}, subscriptions.PriorityNormal)
+			s.u.emit(s.ctx, kindToolsListChanged, serverData{Server: name}, mcpe.PriorityNormal)
 		},
 		PromptListChangedHandler: func(context.Context, *mcp.PromptListChangedRequest) {
-			s.u.emit(s.ctx, kindPromptsListChanged, serverData{Server: name}, subscriptions.PriorityNormal)
+			s.u.emit(s.ctx, kindPromptsListChanged, serverData{Server: name}, mcpe.PriorityNormal)
 		},
 		ResourceListChangedHandler: func(context.Context, *mcp.ResourceListChangedRequest) {
-			s.u.emit(s.ctx, kindResourcesListChanged, serverData{Server: name}, subscriptions.PriorityNormal)
+			s.u.emit(s.ctx, kindResourcesListChanged, serverData{Server: name}, mcpe.PriorityNormal)
 			select {
 			case s.relist <- struct{}{}:
 			default:
@@ -320,7 +320,7 @@ func (s *session) clientOptions() *mcp.ClientOptions {
 }
 
 // publish queues ev, or logs why the notification it came from is skipped.
-func (s *session) publish(ev subscriptions.Event, err error) {
+func (s *session) publish(ev mcpe.Event, err error) {
 	if err != nil {
 		s.u.log.Warn("mcp upstream: notification skipped", "error", err)
 		return

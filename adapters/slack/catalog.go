@@ -6,7 +6,7 @@ import (
 	"slices"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // entry describes one catalog type: its data schema's constraints and the
@@ -192,10 +192,10 @@ const exampleEnvelope = `{"token": "XXYYZZ", "team_id": "T0C0ACME01", "api_app_i
 
 // buildCatalog returns the adapter's event types, with examples made by
 // the adapter itself from the entries' inner events.
-func (a *Adapter) buildCatalog() []subscriptions.EventType {
-	out := make([]subscriptions.EventType, 0, len(entries))
+func (a *Adapter) buildCatalog() []mcpe.EventType {
+	out := make([]mcpe.EventType, 0, len(entries))
 	for _, e := range entries {
-		out = append(out, subscriptions.EventType{
+		out = append(out, mcpe.EventType{
 			Type:        e.typ,
 			Description: e.description,
 			DataSchema:  e.schema(),
@@ -320,4 +320,4 @@ func (e entry) schema() json.RawMessage {
 // Catalog lists the event types the adapter emits: slack.message and
 // slack.message.<subtype>, the mapped event types, and slack.<event_type>
 // for the others.
-func (a *Adapter) Catalog() []subscriptions.EventType { return slices.Clone(a.catalog) }
+func (a *Adapter) Catalog() []mcpe.EventType { return slices.Clone(a.catalog) }

@@ -7,16 +7,16 @@ import (
 	"testing"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // entryFor returns the catalog type an event type belongs to: itself,
 // slack.message.<subtype> or slack.<event_type>.
-func entryFor(cat []subscriptions.EventType, typ string) subscriptions.EventType {
-	find := func(name string) (subscriptions.EventType, bool) {
-		i := slices.IndexFunc(cat, func(et subscriptions.EventType) bool { return et.Type == name })
+func entryFor(cat []mcpe.EventType, typ string) mcpe.EventType {
+	find := func(name string) (mcpe.EventType, bool) {
+		i := slices.IndexFunc(cat, func(et mcpe.EventType) bool { return et.Type == name })
 		if i < 0 {
-			return subscriptions.EventType{}, false
+			return mcpe.EventType{}, false
 		}
 		return cat[i], true
 	}
@@ -40,7 +40,7 @@ func TestCatalog(t *testing.T) {
 	for _, et := range cat {
 		t.Run(et.Type, func(t *testing.T) {
 			concrete := strings.NewReplacer("<subtype>", "channel_join", "<event_type>", "team_join").Replace(et.Type)
-			if err := subscriptions.ValidateType(concrete); err != nil {
+			if err := mcpe.ValidateType(concrete); err != nil {
 				t.Error(err)
 			}
 			if et.Description == "" || strings.Contains(et.Description, "\n") || et.Priority == "" || et.Tags == "" {

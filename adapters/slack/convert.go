@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Data is the data of a slack.* event: what an agent needs to understand
@@ -138,7 +138,7 @@ func eventType(t, sub string) string {
 
 // event turns an event_callback into an event; now stamps it when its
 // event_time is unusable.
-func (a *Adapter) event(req *request, now time.Time) (subscriptions.Event, error) {
+func (a *Adapter) event(req *request, now time.Time) (mcpe.Event, error) {
 	ev := object(req.event)
 	d := Data{
 		TeamID:       req.teamID,
@@ -153,7 +153,7 @@ func (a *Adapter) event(req *request, now time.Time) (subscriptions.Event, error
 	}
 	raw, err := adapters.EncodeJSON(d)
 	if err != nil {
-		return subscriptions.Event{}, fmt.Errorf("event could not be encoded: %v", err)
+		return mcpe.Event{}, fmt.Errorf("event could not be encoded: %v", err)
 	}
 
 	ts := now
@@ -175,10 +175,10 @@ func (a *Adapter) event(req *request, now time.Time) (subscriptions.Event, error
 			tags = append(tags, t.name+":"+t.value)
 		}
 	}
-	return subscriptions.Event{
+	return mcpe.Event{
 		Type: eventType(d.Type, d.Subtype),
 		Data: raw,
-		Metadata: subscriptions.Metadata{
+		Metadata: mcpe.Metadata{
 			SourceEventID: req.eventID,
 			Timestamp:     ts.UTC(),
 			Priority:      priority(&d),
@@ -195,17 +195,17 @@ var humanMessageSubtypes = map[string]bool{"": true, "file_share": true}
 // person's direct message to it (a message without subtype, or with
 // file_share, in an im), and normal for everything else, including
 // whatever a bot posts.
-func priority(d *Data) subscriptions.Priority {
+func priority(d *Data) mcpe.Priority {
 	if d.BotID != "" {
-		return subscriptions.PriorityNormal
+		return mcpe.PriorityNormal
 	}
 	switch {
 	case d.Type == "app_mention":
-		return subscriptions.PriorityHigh
+		return mcpe.PriorityHigh
 	case d.Type == "message" && d.ChannelType == "im" && humanMessageSubtypes[d.Subtype]:
-		return subscriptions.PriorityHigh
+		return mcpe.PriorityHigh
 	}
-	return subscriptions.PriorityNormal
+	return mcpe.PriorityNormal
 }
 
 // read fills d from the inner event ev.

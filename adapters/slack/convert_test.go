@@ -9,13 +9,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // publishOne posts an event_callback with the inner event and returns the
 // event published.
-func publishOne(t *testing.T, body []byte) subscriptions.Event {
+func publishOne(t *testing.T, body []byte) mcpe.Event {
 	t.Helper()
 	a, pub, _ := newTestAdapter(t, nil)
 	w := post(a, body)
@@ -30,7 +29,7 @@ func publishOne(t *testing.T, body []byte) subscriptions.Event {
 }
 
 // dataOf decodes an event's data.
-func dataOf(t *testing.T, ev subscriptions.Event) Data {
+func dataOf(t *testing.T, ev mcpe.Event) Data {
 	t.Helper()
 	var d Data
 	if err := json.Unmarshal(ev.Data, &d); err != nil {
@@ -77,7 +76,7 @@ func TestPriority(t *testing.T) {
 	tests := []struct {
 		name  string
 		event string
-		want  subscriptions.Priority
+		want  mcpe.Priority
 	}{
 		{"mention", `{"type": "app_mention", "user": "U1", "channel": "C1", "text": "<@U0APP> hi"}`, "high"},
 		{"mention by a bot", `{"type": "app_mention", "bot_id": "B1", "channel": "C1", "text": "<@U0APP> hi"}`, "normal"},
@@ -199,7 +198,7 @@ func TestTags(t *testing.T) {
 		{
 			name: "control characters and long IDs",
 			body: callback(`{"type": "message", "user": "U1\u0000\n", "channel": "` + strings.Repeat("C", 300) + `"}`),
-			want: []string{"channel:" + strings.Repeat("C", subscriptions.MaxTagLength-len("channel:")), "user:U1", "team:T0C0ACME01"},
+			want: []string{"channel:" + strings.Repeat("C", mcpe.MaxTagLength-len("channel:")), "user:U1", "team:T0C0ACME01"},
 			check: func(t *testing.T, d Data) {
 				if len(d.Channel) > maxIDBytes {
 					t.Errorf("channel kept %d bytes; at most %d", len(d.Channel), maxIDBytes)

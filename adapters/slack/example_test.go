@@ -9,13 +9,14 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters/slack"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // printer is a Publisher that prints what it is given.
 type printer struct{}
 
-func (printer) Publish(_ context.Context, ev subscriptions.Event) (subscriptions.PublishResult, error) {
+func (printer) Publish(_ context.Context, ev mcpe.Event) (subscriptions.PublishResult, error) {
 	fmt.Println(ev.Type, ev.Metadata.Priority, ev.Metadata.SourceEventID, ev.Metadata.Timestamp.Format(time.RFC3339))
 	fmt.Println(" ", strings.Join(ev.Metadata.Tags, " "))
 	fmt.Println(" ", string(ev.Data))

@@ -12,6 +12,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -66,7 +67,7 @@ func FuzzRequest(f *testing.F) {
 	})
 }
 
-func checkEvent(t *testing.T, ev subscriptions.Event, eventID string) {
+func checkEvent(t *testing.T, ev mcpe.Event, eventID string) {
 	t.Helper()
 	if len(ev.Data) > maxDataBytes {
 		t.Fatalf("data is %d bytes; the bound is %d", len(ev.Data), maxDataBytes)
@@ -77,7 +78,7 @@ func checkEvent(t *testing.T, ev subscriptions.Event, eventID string) {
 	if ev.Metadata.SourceEventID != eventID {
 		t.Fatalf("sourceEventId %q, want %q", ev.Metadata.SourceEventID, eventID)
 	}
-	if err := ev.Normalize(t0); err != nil {
+	if err := subscriptions.NormalizeEvent(&ev, t0); err != nil {
 		t.Fatalf("invalid event %+v: %v", ev, err)
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // golden is what posting a fixture did: the answer and the events
@@ -15,10 +15,10 @@ type golden struct {
 	Status      int    `json:"status"`
 	ContentType string `json:"contentType"`
 	// Response is the answer when it is JSON; Text when it is not.
-	Response json.RawMessage       `json:"response,omitempty"`
-	Text     string                `json:"text,omitempty"`
-	NoRetry  bool                  `json:"noRetry,omitempty"`
-	Events   []subscriptions.Event `json:"events"`
+	Response json.RawMessage `json:"response,omitempty"`
+	Text     string          `json:"text,omitempty"`
+	NoRetry  bool            `json:"noRetry,omitempty"`
+	Events   []mcpe.Event    `json:"events"`
 }
 
 // TestGolden posts every request in testdata/*.json, signed, and compares
@@ -42,7 +42,7 @@ func TestGolden(t *testing.T) {
 				got.Text = w.Body.String()
 			}
 			if got.Events == nil {
-				got.Events = []subscriptions.Event{}
+				got.Events = []mcpe.Event{}
 			}
 			adaptertest.Golden(t, name, got)
 		})

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // ServeHTTP receives one Events API request on POST /adapters/slack. The
@@ -85,7 +85,7 @@ func (a *Adapter) publish(w http.ResponseWriter, r *http.Request, req *request, 
 	}
 	pr, err := a.pub.Publish(r.Context(), ev)
 	if err != nil {
-		var invalid *subscriptions.InvalidError
+		var invalid *mcpe.InvalidError
 		if errors.As(err, &invalid) {
 			a.refuse(w, adapters.BadRequest("event %s was refused: %v", req.eventID, err), retry)
 			return

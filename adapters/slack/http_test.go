@@ -14,7 +14,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // callback wraps an inner event in an event_callback.
@@ -176,7 +176,7 @@ func TestRetryAcceptedOnce(t *testing.T) {
 func TestPublishFailureRetried(t *testing.T) {
 	a, pub, clk := newTestAdapter(t, nil)
 	fail := true
-	pub.Fail = func(subscriptions.Event) error {
+	pub.Fail = func(mcpe.Event) error {
 		if fail {
 			return errors.New("database is locked")
 		}
@@ -206,8 +206,8 @@ func TestPublishFailureRetried(t *testing.T) {
 // An event the Publisher refuses as invalid is refused 400, for good.
 func TestPublisherRefusesEvent(t *testing.T) {
 	a, pub, _ := newTestAdapter(t, nil)
-	pub.Fail = func(subscriptions.Event) error {
-		return &subscriptions.InvalidError{Field: "type", Message: "slack events are not accepted here"}
+	pub.Fail = func(mcpe.Event) error {
+		return &mcpe.InvalidError{Field: "type", Message: "slack events are not accepted here"}
 	}
 	w := post(a, adaptertest.ReadFixture(t, "message_channel.json"))
 	if w.Code != http.StatusBadRequest || w.Header().Get(HeaderNoRetry) != "1" {

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // The outer types of Events API requests.
@@ -142,8 +142,8 @@ func (req *request) callback(fields map[string]json.RawMessage) *adapters.Reques
 	switch {
 	case strings.TrimSpace(req.eventID) == "":
 		return adapters.BadRequest("event_id is empty; every event_callback carries one, such as \"Ev08MFMKH6A\"")
-	case len(req.eventID) > subscriptions.MaxSourceIDLength:
-		return adapters.BadRequest("event_id is %d bytes long; at most %d are accepted", len(req.eventID), subscriptions.MaxSourceIDLength)
+	case len(req.eventID) > mcpe.MaxSourceIDLength:
+		return adapters.BadRequest("event_id is %d bytes long; at most %d are accepted", len(req.eventID), mcpe.MaxSourceIDLength)
 	}
 	req.eventTime, _ = unixSeconds(fields["event_time"])
 

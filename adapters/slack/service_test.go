@@ -14,7 +14,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/adapters/slack"
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Slack retries an event it got no 2xx for within 3 seconds, with the
@@ -25,8 +25,8 @@ func TestRetriesRoutedOnce(t *testing.T) {
 	clk := clock.NewFake(time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC))
 	rec := &adaptertest.Subscriber{}
 	svc := adaptertest.NewService(t, clk, rec, "alice",
-		subscriptions.Filter{EventTypes: []string{"slack.*"}},
-		subscriptions.Filter{Tags: []string{"channel:C0C1RP2RJ7W"}, Priority: []subscriptions.Priority{subscriptions.PriorityHigh}},
+		mcpe.Filter{EventTypes: []string{"slack.*"}},
+		mcpe.Filter{Tags: []string{"channel:C0C1RP2RJ7W"}, Priority: []mcpe.Priority{mcpe.PriorityHigh}},
 	)
 	secret := []byte("8f742231b10e8888abcd99yyyzzz85a5")
 	a, err := slack.New(slack.Options{Publisher: svc, SigningSecret: secret, Clock: clk})

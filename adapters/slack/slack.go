@@ -9,6 +9,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -95,7 +96,7 @@ type Adapter struct {
 	maxBody   int64
 	clock     clock.Clock
 	log       *slog.Logger
-	catalog   []subscriptions.EventType
+	catalog   []mcpe.EventType
 }
 
 var _ adapters.Source = (*Adapter)(nil)

@@ -24,6 +24,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/internal/app"
 	"github.com/mcpe-server/mcpe-server/internal/config"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -130,8 +131,8 @@ func (s *Server) Transport(ctx context.Context, principal string) (mcp.Transport
 }
 
 // Publish publishes an event, as POST /v1/events does, and returns its ID.
-func (s *Server) Publish(ctx context.Context, in subscriptions.EventInput) (string, error) {
-	ev, err := in.Event(s.clock.Now())
+func (s *Server) Publish(ctx context.Context, in mcpe.EventInput) (string, error) {
+	ev, err := subscriptions.EventFromInput(in, s.clock.Now())
 	if err != nil {
 		return "", err
 	}
@@ -143,7 +144,7 @@ func (s *Server) Publish(ctx context.Context, in subscriptions.EventInput) (stri
 }
 
 // Post sends an event to POST /v1/events over HTTP and returns its ID.
-func (s *Server) Post(ctx context.Context, in subscriptions.EventInput) (string, error) {
+func (s *Server) Post(ctx context.Context, in mcpe.EventInput) (string, error) {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return "", err

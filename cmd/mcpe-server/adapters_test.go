@@ -17,7 +17,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters/github"
 	"github.com/mcpe-server/mcpe-server/adapters/slack"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // alertNotification is an Alertmanager webhook (payload version 4) with
@@ -69,7 +69,7 @@ adapters:
 		t.Fatalf("with the token: %d %s; want 202", code, body)
 	}
 	params, ev := c.NextEvent(t)
-	if params.SubscriptionID != sub.ID || ev.Type != "alert.DiskFull.firing" || ev.Metadata.Priority != subscriptions.PriorityCritical {
+	if params.SubscriptionID != sub.ID || ev.Type != "alert.DiskFull.firing" || ev.Metadata.Priority != mcpe.PriorityCritical {
 		t.Fatalf("got %s (%s) for %s; want alert.DiskFull.firing (critical) for %s", ev.Type, ev.Metadata.Priority, params.SubscriptionID, sub.ID)
 	}
 
@@ -90,10 +90,10 @@ adapters:
 	// types posted to /v1/events and the upstream's state.
 	deadline := time.Now().Add(mcpetest.Wait)
 	for {
-		var cat subscriptions.Catalog
+		var cat mcpe.Catalog
 		c.MustCall(t, "events_catalog", map[string]any{}, &cat)
 		configured := map[string]bool{}
-		var upstream *subscriptions.SourceState
+		var upstream *mcpe.SourceState
 		for _, s := range cat.Sources {
 			configured[s.Name] = s.Configured
 			if s.Name == "mcp" && len(s.Upstreams) == 1 {
@@ -178,7 +178,7 @@ adapters:
 	if code, body := do(t, req, ""); code != http.StatusOK {
 		t.Fatalf("signed Slack event: %d %s; want 200", code, body)
 	}
-	if _, ev := c.NextEvent(t); ev.Type != "slack.app_mention" || ev.Metadata.Priority != subscriptions.PriorityHigh {
+	if _, ev := c.NextEvent(t); ev.Type != "slack.app_mention" || ev.Metadata.Priority != mcpe.PriorityHigh {
 		t.Fatalf("got %s (%s); want slack.app_mention (high)", ev.Type, ev.Metadata.Priority)
 	}
 
@@ -193,7 +193,7 @@ adapters:
 	// Without a pattern the tool gives an overview without schemas and
 	// examples; a pattern gives them for the types it matches; the
 	// resource holds everything.
-	var overview subscriptions.Catalog
+	var overview mcpe.Catalog
 	c.MustCall(t, "events_catalog", map[string]any{}, &overview)
 	if overview.Note == "" || len(overview.Types) < 20 {
 		t.Fatalf("overview: note %q, %d types; want a note and the GitHub and Slack types", overview.Note, len(overview.Types))
@@ -203,7 +203,7 @@ adapters:
 			t.Fatalf("overview type %s carries its schema or example", ty.Type)
 		}
 	}
-	var cat subscriptions.Catalog
+	var cat mcpe.Catalog
 	c.MustCall(t, "events_catalog", map[string]any{"pattern": "github.issues.*"}, &cat)
 	if len(cat.Types) == 0 || cat.Note != "" {
 		t.Fatalf("events_catalog(github.issues.*): %d types, note %q; want GitHub's issue types and no note", len(cat.Types), cat.Note)
@@ -217,7 +217,7 @@ adapters:
 	if err != nil || len(res.Contents) != 1 {
 		t.Fatalf("read events://catalog: %v %+v", err, res)
 	}
-	var full subscriptions.Catalog
+	var full mcpe.Catalog
 	if err := json.Unmarshal([]byte(res.Contents[0].Text), &full); err != nil {
 		t.Fatal(err)
 	}

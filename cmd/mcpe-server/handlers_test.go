@@ -22,6 +22,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -85,9 +86,9 @@ func (r *receiver) wait(t *testing.T) {
 }
 
 // listStatus returns the handler status of sub from events_list.
-func listStatus(t *testing.T, c *mcpetest.Client, id string) *subscriptions.HandlerStatus {
+func listStatus(t *testing.T, c *mcpetest.Client, id string) *mcpe.HandlerStatus {
 	t.Helper()
-	var res subscriptions.ListResult
+	var res mcpe.ListResult
 	c.MustCall(t, "events_list", map[string]any{}, &res)
 	for _, s := range res.Subscriptions {
 		if s.ID == id {
@@ -100,7 +101,7 @@ func listStatus(t *testing.T, c *mcpetest.Client, id string) *subscriptions.Hand
 
 // waitStatus polls events_list, for 10 s at most, until the handler status
 // of subscription id satisfies done, and returns the last status seen.
-func waitStatus(t *testing.T, c *mcpetest.Client, id string, done func(*subscriptions.HandlerStatus) bool) *subscriptions.HandlerStatus {
+func waitStatus(t *testing.T, c *mcpetest.Client, id string, done func(*mcpe.HandlerStatus) bool) *mcpe.HandlerStatus {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -116,7 +117,7 @@ func waitStatus(t *testing.T, c *mcpetest.Client, id string, done func(*subscrip
 }
 
 // ran reports whether a handler has finished a run.
-func ran(st *subscriptions.HandlerStatus) bool { return st.Succeeded+st.Failed > 0 }
+func ran(st *mcpe.HandlerStatus) bool { return st.Succeeded+st.Failed > 0 }
 
 func TestWebhookHandlerEndToEnd(t *testing.T) {
 	rcv := newReceiver(t)
@@ -165,7 +166,7 @@ handlers:
 		t.Errorf("receiver got %q, refused %q, auth %q", rcv.got, rcv.bad, rcv.auth)
 	}
 	rcv.mu.Unlock()
-	waitStatus(t, c, sub.ID, func(st *subscriptions.HandlerStatus) bool { return st.Succeeded == 1 })
+	waitStatus(t, c, sub.ID, func(st *mcpe.HandlerStatus) bool { return st.Succeeded == 1 })
 
 	// events_update rotates the secret: the new one is returned once, and
 	// both sign during the grace period.
@@ -185,16 +186,16 @@ handlers:
 	}
 	rcv.status = http.StatusGone
 	rcv.mu.Unlock()
-	waitStatus(t, c, sub.ID, func(st *subscriptions.HandlerStatus) bool { return st.Succeeded == 2 })
+	waitStatus(t, c, sub.ID, func(st *mcpe.HandlerStatus) bool { return st.Succeeded == 2 })
 
 	// A 410 turns the handler off; events_list says so, with the error.
 	post(t, base, "", `{"type": "deploy.failed", "data": {"service": "web"}}`)
 	rcv.wait(t)
-	st := waitStatus(t, c, sub.ID, func(st *subscriptions.HandlerStatus) bool { return st.Disabled != "" })
+	st := waitStatus(t, c, sub.ID, func(st *mcpe.HandlerStatus) bool { return st.Disabled != "" })
 	if st.Disabled == "" || st.Succeeded != 2 || st.Failed != 1 || st.Pending != 0 || !strings.Contains(st.LastError, "410 Gone") || st.LastRunAt == nil {
 		t.Fatalf("after a 410: %+v; want the handler off, 2 succeeded, 1 failed, the 410 as last error", st)
 	}
-	var listed subscriptions.ListResult
+	var listed mcpe.ListResult
 	c.MustCall(t, "events_list", map[string]any{}, &listed)
 	raw, _ := json.Marshal(listed)
 	for _, secret := range []string{sub.Handler.Secret, rotated.Handler.Secret, "whsec_"} {
@@ -328,7 +329,7 @@ handlers:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ev subscriptions.Event
+	var ev mcpe.Event
 	if err := json.Unmarshal(stdin, &ev); err != nil || ev.ID != accepted.ID || !strings.Contains(string(ev.Data), "$(touch /tmp/pwned)") {
 		t.Errorf("stdin %s (%v)", stdin, err)
 	}
@@ -341,7 +342,7 @@ handlers:
 		t.Fatalf("events_update returned the handler %+v", upd.Handler)
 	}
 	second := postID(t, base, `{"type": "alert.fired", "metadata": {"priority": "high"}}`)
-	waitStatus(t, c, sub.ID, func(st *subscriptions.HandlerStatus) bool { return st.Succeeded == 2 })
+	waitStatus(t, c, sub.ID, func(st *mcpe.HandlerStatus) bool { return st.Succeeded == 2 })
 	if args, err := os.ReadFile(filepath.Join(out, second+".args")); err != nil || string(args) != "changed\nhigh\n" {
 		t.Errorf("after events_update the program got argv %q (%v), want \"changed\", \"high\"", args, err)
 	}
@@ -355,7 +356,7 @@ handlers:
 		t.Fatalf("events_update with handler null returned %s with %+v, %+v", removed.ID, removed.Handler, removed.HandlerStatus)
 	}
 	third := postID(t, base, `{"type": "alert.fired"}`)
-	var listed subscriptions.ListResult
+	var listed mcpe.ListResult
 	c.MustCall(t, "events_list", map[string]any{}, &listed)
 	for _, s := range listed.Subscriptions {
 		if s.ID == sub.ID && (s.Handler != nil || s.HandlerStatus != nil) {

@@ -24,7 +24,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // binary is the mcpe-server built once for these tests.
@@ -195,7 +195,7 @@ func TestStdioEndToEnd(t *testing.T) {
 
 			var caps struct {
 				Capabilities struct {
-					Events *subscriptions.Capability `json:"events"`
+					Events *mcpe.Capability `json:"events"`
 				} `json:"capabilities"`
 			}
 			if err := json.Unmarshal(c.InitializeRaw(), &caps); err != nil || caps.Capabilities.Events == nil {
@@ -214,7 +214,7 @@ func TestStdioEndToEnd(t *testing.T) {
 			json.Unmarshal([]byte(body), &accepted)
 			params, ev := c.NextEvent(t)
 			if params.SubscriptionID != sub.ID || ev.ID != accepted.ID || ev.Type != "deploy.failed" ||
-				string(ev.Data) != `{"service":"api"}` || ev.Metadata.Priority != subscriptions.PriorityCritical {
+				string(ev.Data) != `{"service":"api"}` || ev.Metadata.Priority != mcpe.PriorityCritical {
 				t.Fatalf("got %+v %+v; want deploy.failed %s for %s", params, ev, accepted.ID, sub.ID)
 			}
 
@@ -239,12 +239,12 @@ func TestStdioRestartKeepsSubscriptionsAndInbox(t *testing.T) {
 	c.Session.Close() // the host quits: stdin closes and the server exits
 
 	c2, base2 := startStdio(t, db, nil)
-	var list subscriptions.ListResult
+	var list mcpe.ListResult
 	c2.MustCall(t, "events_list", map[string]any{}, &list)
 	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != sub.ID || list.Subscriptions[0].DeliveredCount != 1 {
 		t.Fatalf("after restart: %+v", list.Subscriptions)
 	}
-	var poll subscriptions.PollResult
+	var poll mcpe.PollResult
 	c2.MustCall(t, "events_poll", map[string]any{}, &poll)
 	if len(poll.Items) != 1 || !strings.Contains(string(poll.Items[0].Event), `"run":1`) {
 		t.Fatalf("inbox after restart: %+v", poll.Items)
@@ -306,7 +306,7 @@ ingest:
 	bob := httpClient(t, base, "bob-token")
 	sub := alice.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"alert.*"}, "priority": []string{"critical"}}})
 	bobSub := bob.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"*"}}})
-	var list subscriptions.ListResult
+	var list mcpe.ListResult
 	bob.MustCall(t, "events_list", map[string]any{}, &list)
 	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != bobSub.ID {
 		t.Fatalf("bob sees %+v", list.Subscriptions)
@@ -363,7 +363,7 @@ func TestHTTPSessionsWithoutTokensAreSeparatePrincipals(t *testing.T) {
 	a := httpClient(t, base, "")
 	b := httpClient(t, base, "")
 	a.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"x"}}})
-	var list subscriptions.ListResult
+	var list mcpe.ListResult
 	b.MustCall(t, "events_list", map[string]any{}, &list)
 	if len(list.Subscriptions) != 0 {
 		t.Fatalf("second session sees %+v", list.Subscriptions)
@@ -523,7 +523,7 @@ func scenario(t *testing.T, c *mcpetest.Client, base, ingestToken string) {
 		json.Unmarshal([]byte(body), &res)
 		return res.ID
 	}
-	next := func(want string) subscriptions.EventParams {
+	next := func(want string) mcpe.EventParams {
 		t.Helper()
 		p, ev := c.NextEvent(t)
 		if ev.ID != want {
@@ -550,7 +550,7 @@ func scenario(t *testing.T, c *mcpetest.Client, base, ingestToken string) {
 	last := publish("ci.failed", 6)
 	next(last)
 
-	var p1, p2 subscriptions.PollResult
+	var p1, p2 mcpe.PollResult
 	c.MustCall(t, "events_poll", map[string]any{"limit": 2}, &p1)
 	c.MustCall(t, "events_poll", map[string]any{"limit": 2}, &p2)
 	if len(p1.Items) != 2 || !p1.HasMore || len(p2.Items) != 1 || p2.HasMore || !strings.Contains(string(p2.Items[0].Event), last) {
@@ -563,11 +563,11 @@ func scenario(t *testing.T, c *mcpetest.Client, base, ingestToken string) {
 		"expiresAt": time.Now().Add(1500 * time.Millisecond).UTC().Format(time.RFC3339Nano),
 	})
 	n := c.Next(t)
-	var ep subscriptions.ExpiredParams
-	if err := json.Unmarshal(n.Params, &ep); err != nil || n.Method != subscriptions.MethodSubscriptionExpired || ep.SubscriptionID != expiring.ID {
+	var ep mcpe.ExpiredParams
+	if err := json.Unmarshal(n.Params, &ep); err != nil || n.Method != mcpe.MethodSubscriptionExpired || ep.SubscriptionID != expiring.ID {
 		t.Fatalf("got %v; want events/subscription_expired for %s", n, expiring.ID)
 	}
-	var list subscriptions.ListResult
+	var list mcpe.ListResult
 	c.MustCall(t, "events_list", map[string]any{"status": "expired"}, &list)
 	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != expiring.ID {
 		t.Fatalf("expired subscriptions: %+v", list.Subscriptions)
@@ -629,12 +629,12 @@ func checkIsolated(t *testing.T, base, ingestToken string, a, b *mcpetest.Client
 		if params.SubscriptionID != tc.sub || ev.ID != tc.event {
 			t.Errorf("%s principal received %s for %s; want %s for %s", tc.description, ev.ID, params.SubscriptionID, tc.event, tc.sub)
 		}
-		var list subscriptions.ListResult
+		var list mcpe.ListResult
 		tc.c.MustCall(t, "events_list", map[string]any{}, &list)
 		if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != tc.sub {
 			t.Errorf("%s principal lists %+v", tc.description, list.Subscriptions)
 		}
-		var poll subscriptions.PollResult
+		var poll mcpe.PollResult
 		tc.c.MustCall(t, "events_poll", map[string]any{}, &poll)
 		if len(poll.Items) != 1 || !strings.Contains(string(poll.Items[0].Event), tc.event) {
 			t.Errorf("%s principal's inbox: %+v", tc.description, poll.Items)
@@ -706,12 +706,12 @@ func TestHTTPRestartKeepsSubscriptionsAndInbox(t *testing.T) {
 
 	base2, _, _ := startHTTPServer(t, "--db", db, "--config", cfg)
 	c2 := httpClient(t, base2, "alice-token")
-	var list subscriptions.ListResult
+	var list mcpe.ListResult
 	c2.MustCall(t, "events_list", map[string]any{}, &list)
 	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != sub.ID || list.Subscriptions[0].DeliveredCount != 1 {
 		t.Fatalf("after restart: %+v", list.Subscriptions)
 	}
-	var poll subscriptions.PollResult
+	var poll mcpe.PollResult
 	c2.MustCall(t, "events_poll", map[string]any{"cursor": "0"}, &poll)
 	if len(poll.Items) != 1 || !strings.Contains(string(poll.Items[0].Event), `"run":1`) {
 		t.Fatalf("inbox after restart: %+v", poll.Items)
@@ -737,7 +737,7 @@ func TestInMemoryDatabase(t *testing.T) {
 	if params, ev := c.NextEvent(t); params.SubscriptionID != sub.ID || ev.Type != "mem.event" {
 		t.Fatalf("got %s for %s", ev.Type, params.SubscriptionID)
 	}
-	var poll subscriptions.PollResult
+	var poll mcpe.PollResult
 	c.MustCall(t, "events_poll", map[string]any{}, &poll)
 	if len(poll.Items) != 1 {
 		t.Fatalf("events_poll = %+v", poll.Items)
@@ -775,21 +775,21 @@ func fastCronConfig(t *testing.T) string {
 }
 
 // nextBatch waits for an events/batch and returns its params.
-func nextBatch(t *testing.T, c *mcpetest.Client) subscriptions.BatchParams {
+func nextBatch(t *testing.T, c *mcpetest.Client) mcpe.BatchParams {
 	t.Helper()
 	n := c.Next(t)
-	var p subscriptions.BatchParams
-	if err := json.Unmarshal(n.Params, &p); err != nil || n.Method != subscriptions.MethodBatch {
+	var p mcpe.BatchParams
+	if err := json.Unmarshal(n.Params, &p); err != nil || n.Method != mcpe.MethodBatch {
 		t.Fatalf("got %v (%v); want events/batch", n, err)
 	}
 	return p
 }
 
-func batchData(t *testing.T, p subscriptions.BatchParams) []string {
+func batchData(t *testing.T, p mcpe.BatchParams) []string {
 	t.Helper()
 	var out []string
 	for _, raw := range p.Events {
-		var ev subscriptions.Event
+		var ev mcpe.Event
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			t.Fatal(err)
 		}
@@ -865,7 +865,7 @@ func TestBufferedEventsSurviveSIGKILL(t *testing.T) {
 				t.Errorf("digest after SIGKILL mismatch (-want +got):\n%s", diff)
 			}
 			if tc.expires {
-				if n := c2.Next(t); n.Method != subscriptions.MethodSubscriptionExpired {
+				if n := c2.Next(t); n.Method != mcpe.MethodSubscriptionExpired {
 					t.Errorf("after the one-time delivery got %v; want events/subscription_expired (autoExpire)", n)
 				}
 			}

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -59,17 +60,17 @@ func publish(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	if err != nil {
 		return usageError{err}
 	}
-	in := subscriptions.EventInput{Type: *typ, Data: body}
+	in := mcpe.EventInput{Type: *typ, Data: body}
 	if *priority != "" || len(tags) > 0 || *sourceID != "" || *timestamp != "" {
-		in.Metadata = &subscriptions.MetadataInput{
+		in.Metadata = &mcpe.MetadataInput{
 			SourceEventID: *sourceID,
 			Timestamp:     *timestamp,
-			Priority:      subscriptions.Priority(*priority),
+			Priority:      mcpe.Priority(*priority),
 			Tags:          tags,
 		}
 	}
 	// Check locally with the server's own rules for a quicker, clearer error.
-	if _, err := in.Event(time.Now()); err != nil {
+	if _, err := subscriptions.EventFromInput(in, time.Now()); err != nil {
 		return usageError{fmt.Errorf("publish: %w", err)}
 	}
 	payload, err := json.Marshal(in)

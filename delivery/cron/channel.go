@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -50,7 +51,7 @@ const field = "delivery.cronSchedule"
 
 // Prepare checks d.CronSchedule and fills in the defaults: timezone UTC,
 // aggregateEvents true, maxEventsPerDelivery 100.
-func (c *Channel) Prepare(d *subscriptions.Delivery, now time.Time) error {
+func (c *Channel) Prepare(d *mcpe.Delivery, now time.Time) error {
 	cs := *d.CronSchedule
 	if cs.Timezone == "" {
 		cs.Timezone = "UTC"
@@ -60,7 +61,7 @@ func (c *Channel) Prepare(d *subscriptions.Delivery, now time.Time) error {
 		return err
 	}
 	if s.Next(now).IsZero() {
-		return subscriptions.Invalid(field+".expression", "%q never fires: no date in the next five years matches it; check the day-of-month and month fields", cs.Expression)
+		return mcpe.Invalid(field+".expression", "%q never fires: no date in the next five years matches it; check the day-of-month and month fields", cs.Expression)
 	}
 	if cs.AggregateEvents == nil {
 		t := true
@@ -70,14 +71,14 @@ func (c *Channel) Prepare(d *subscriptions.Delivery, now time.Time) error {
 	case n == 0:
 		cs.MaxEventsPerDelivery = DefaultMaxEventsPerDelivery
 	case n < 0 || n > MaxEventsPerDelivery:
-		return subscriptions.Invalid(field+".maxEventsPerDelivery", "is %d; give a number from 1 to %d, or leave it out for %d", n, MaxEventsPerDelivery, DefaultMaxEventsPerDelivery)
+		return mcpe.Invalid(field+".maxEventsPerDelivery", "is %d; give a number from 1 to %d, or leave it out for %d", n, MaxEventsPerDelivery, DefaultMaxEventsPerDelivery)
 	}
 	d.CronSchedule = &cs
 	return nil
 }
 
 // schedule parses cs, from the cache when it can.
-func (c *Channel) schedule(cs subscriptions.CronSchedule) (*Schedule, error) {
+func (c *Channel) schedule(cs mcpe.CronSchedule) (*Schedule, error) {
 	key := scheduleKey{cs.Expression, cs.Timezone}
 	c.mu.Lock()
 	s := c.cache[key]
@@ -91,7 +92,7 @@ func (c *Channel) schedule(cs subscriptions.CronSchedule) (*Schedule, error) {
 	}
 	s, err = Parse(cs.Expression, loc, c.minEvery)
 	if err != nil {
-		return nil, subscriptions.Invalid(field+".expression", "%s", err.Error())
+		return nil, mcpe.Invalid(field+".expression", "%s", err.Error())
 	}
 	c.mu.Lock()
 	if len(c.cache) >= maxCached {
@@ -103,7 +104,7 @@ func (c *Channel) schedule(cs subscriptions.CronSchedule) (*Schedule, error) {
 }
 
 // Next returns the first fire after after.
-func (c *Channel) Next(d subscriptions.Delivery, after time.Time, _ *time.Time) (time.Time, bool) {
+func (c *Channel) Next(d mcpe.Delivery, after time.Time, _ *time.Time) (time.Time, bool) {
 	s, err := c.schedule(*d.CronSchedule)
 	if err != nil {
 		return time.Time{}, false
@@ -113,7 +114,7 @@ func (c *Channel) Next(d subscriptions.Delivery, after time.Time, _ *time.Time) 
 }
 
 // Zone returns the schedule's zone.
-func (c *Channel) Zone(d subscriptions.Delivery) *time.Location {
+func (c *Channel) Zone(d mcpe.Delivery) *time.Location {
 	if s, err := c.schedule(*d.CronSchedule); err == nil {
 		return s.Location()
 	}
@@ -122,7 +123,7 @@ func (c *Channel) Zone(d subscriptions.Delivery) *time.Location {
 
 // Batching delivers at most maxEventsPerDelivery per fire; the rest lead the
 // next digest.
-func (c *Channel) Batching(d subscriptions.Delivery) (aggregate bool, max int, drain, expire bool) {
+func (c *Channel) Batching(d mcpe.Delivery) (aggregate bool, max int, drain, expire bool) {
 	cs := d.CronSchedule
 	return cs.AggregateEvents == nil || *cs.AggregateEvents, cs.MaxEventsPerDelivery, false, false
 }

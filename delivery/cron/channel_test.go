@@ -8,70 +8,69 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // now is the server's time in these tests, a Friday.
 var now = time.Date(2026, 1, 16, 10, 0, 0, 0, time.UTC)
 
-func cronDelivery(cs subscriptions.CronSchedule) subscriptions.Delivery {
-	return subscriptions.Delivery{Channels: []subscriptions.Channel{subscriptions.ChannelCron}, CronSchedule: &cs}
+func cronDelivery(cs mcpe.CronSchedule) mcpe.Delivery {
+	return mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelCron}, CronSchedule: &cs}
 }
 
 func TestPrepare(t *testing.T) {
 	tests := []struct {
 		name string
 		opts *Options
-		in   subscriptions.CronSchedule
-		want subscriptions.CronSchedule
+		in   mcpe.CronSchedule
+		want mcpe.CronSchedule
 	}{
 		{
 			name: "defaults",
-			in:   subscriptions.CronSchedule{Expression: "0 9 * * *"},
-			want: subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
+			in:   mcpe.CronSchedule{Expression: "0 9 * * *"},
+			want: mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
 		},
 		{
 			name: "given values kept",
-			in:   subscriptions.CronSchedule{Expression: "0 9 * * 1-5", Timezone: "America/New_York", AggregateEvents: new(false), MaxEventsPerDelivery: 5},
-			want: subscriptions.CronSchedule{Expression: "0 9 * * 1-5", Timezone: "America/New_York", AggregateEvents: new(false), MaxEventsPerDelivery: 5},
+			in:   mcpe.CronSchedule{Expression: "0 9 * * 1-5", Timezone: "America/New_York", AggregateEvents: new(false), MaxEventsPerDelivery: 5},
+			want: mcpe.CronSchedule{Expression: "0 9 * * 1-5", Timezone: "America/New_York", AggregateEvents: new(false), MaxEventsPerDelivery: 5},
 		},
 		{
 			name: "aggregateEvents true and the largest maxEventsPerDelivery",
-			in:   subscriptions.CronSchedule{Expression: "@daily", Timezone: "Europe/Paris", AggregateEvents: new(true), MaxEventsPerDelivery: 10000},
-			want: subscriptions.CronSchedule{Expression: "@daily", Timezone: "Europe/Paris", AggregateEvents: new(true), MaxEventsPerDelivery: 10000},
+			in:   mcpe.CronSchedule{Expression: "@daily", Timezone: "Europe/Paris", AggregateEvents: new(true), MaxEventsPerDelivery: 10000},
+			want: mcpe.CronSchedule{Expression: "@daily", Timezone: "Europe/Paris", AggregateEvents: new(true), MaxEventsPerDelivery: 10000},
 		},
 		{
 			name: "the smallest maxEventsPerDelivery",
-			in:   subscriptions.CronSchedule{Expression: "@hourly", Timezone: "UTC", MaxEventsPerDelivery: 1},
-			want: subscriptions.CronSchedule{Expression: "@hourly", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 1},
+			in:   mcpe.CronSchedule{Expression: "@hourly", Timezone: "UTC", MaxEventsPerDelivery: 1},
+			want: mcpe.CronSchedule{Expression: "@hourly", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 1},
 		},
 		{
 			name: "the expression is kept as written",
-			in:   subscriptions.CronSchedule{Expression: " 0 9 * * mon-fri "},
-			want: subscriptions.CronSchedule{Expression: " 0 9 * * mon-fri ", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
+			in:   mcpe.CronSchedule{Expression: " 0 9 * * mon-fri "},
+			want: mcpe.CronSchedule{Expression: " 0 9 * * mon-fri ", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
 		},
 		{
 			name: "@every at the default floor",
-			in:   subscriptions.CronSchedule{Expression: "@every 1m"},
-			want: subscriptions.CronSchedule{Expression: "@every 1m", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
+			in:   mcpe.CronSchedule{Expression: "@every 1m"},
+			want: mcpe.CronSchedule{Expression: "@every 1m", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
 		},
 		{
 			name: "a leap day fires within five years",
-			in:   subscriptions.CronSchedule{Expression: "0 0 29 2 *"},
-			want: subscriptions.CronSchedule{Expression: "0 0 29 2 *", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
+			in:   mcpe.CronSchedule{Expression: "0 0 29 2 *"},
+			want: mcpe.CronSchedule{Expression: "0 0 29 2 *", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
 		},
 		{
 			name: "MinEvery 1s accepts @every 1s",
 			opts: &Options{MinEvery: time.Second},
-			in:   subscriptions.CronSchedule{Expression: "@every 1s"},
-			want: subscriptions.CronSchedule{Expression: "@every 1s", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
+			in:   mcpe.CronSchedule{Expression: "@every 1s"},
+			want: mcpe.CronSchedule{Expression: "@every 1s", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
 		},
 		{
 			name: "a negative MinEvery means the default",
 			opts: &Options{MinEvery: -time.Hour},
-			in:   subscriptions.CronSchedule{Expression: "@every 1m"},
-			want: subscriptions.CronSchedule{Expression: "@every 1m", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
+			in:   mcpe.CronSchedule{Expression: "@every 1m"},
+			want: mcpe.CronSchedule{Expression: "@every 1m", Timezone: "UTC", AggregateEvents: new(true), MaxEventsPerDelivery: 100},
 		},
 	}
 	for _, tt := range tests {
@@ -96,74 +95,74 @@ func TestPrepareErrors(t *testing.T) {
 	tests := []struct {
 		name  string
 		opts  *Options
-		in    subscriptions.CronSchedule
+		in    mcpe.CronSchedule
 		field string
 		want  string
 	}{
 		{
-			name: "zone EST5", in: subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "EST5"},
+			name: "zone EST5", in: mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "EST5"},
 			field: "delivery.cronSchedule.timezone",
 			want:  `delivery.cronSchedule.timezone: "EST5" ` + zoneHint,
 		},
 		{
-			name: "zone Mars/Olympus", in: subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "Mars/Olympus"},
+			name: "zone Mars/Olympus", in: mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "Mars/Olympus"},
 			field: "delivery.cronSchedule.timezone",
 			want:  `delivery.cronSchedule.timezone: "Mars/Olympus" ` + zoneHint,
 		},
 		{
-			name: "zone Local", in: subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "Local"},
+			name: "zone Local", in: mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "Local"},
 			field: "delivery.cronSchedule.timezone",
 			want:  `delivery.cronSchedule.timezone: "Local" ` + zoneHint,
 		},
 		{
-			name: "the zone is checked before the expression", in: subscriptions.CronSchedule{Expression: "banana", Timezone: "Mars/Olympus"},
+			name: "the zone is checked before the expression", in: mcpe.CronSchedule{Expression: "banana", Timezone: "Mars/Olympus"},
 			field: "delivery.cronSchedule.timezone",
 			want:  `delivery.cronSchedule.timezone: "Mars/Olympus" ` + zoneHint,
 		},
 		{
-			name: "maxEventsPerDelivery -1", in: subscriptions.CronSchedule{Expression: "0 9 * * *", MaxEventsPerDelivery: -1},
+			name: "maxEventsPerDelivery -1", in: mcpe.CronSchedule{Expression: "0 9 * * *", MaxEventsPerDelivery: -1},
 			field: "delivery.cronSchedule.maxEventsPerDelivery",
 			want:  `delivery.cronSchedule.maxEventsPerDelivery: is -1; give a number from 1 to 10000, or leave it out for 100`,
 		},
 		{
-			name: "maxEventsPerDelivery 10001", in: subscriptions.CronSchedule{Expression: "0 9 * * *", MaxEventsPerDelivery: 10001},
+			name: "maxEventsPerDelivery 10001", in: mcpe.CronSchedule{Expression: "0 9 * * *", MaxEventsPerDelivery: 10001},
 			field: "delivery.cronSchedule.maxEventsPerDelivery",
 			want:  `delivery.cronSchedule.maxEventsPerDelivery: is 10001; give a number from 1 to 10000, or leave it out for 100`,
 		},
 		{
-			name: "never fires", in: subscriptions.CronSchedule{Expression: "0 0 30 2 *", Timezone: "Europe/Paris"},
+			name: "never fires", in: mcpe.CronSchedule{Expression: "0 0 30 2 *", Timezone: "Europe/Paris"},
 			field: "delivery.cronSchedule.expression",
 			want:  `delivery.cronSchedule.expression: "0 0 30 2 *" never fires: no date in the next five years matches it; check the day-of-month and month fields`,
 		},
 		{
-			name: "empty expression", in: subscriptions.CronSchedule{},
+			name: "empty expression", in: mcpe.CronSchedule{},
 			field: "delivery.cronSchedule.expression",
 			want:  `delivery.cronSchedule.expression: the expression is empty; use five fields (minute hour day-of-month month day-of-week) such as "0 9 * * *" for 09:00 every day, or a descriptor such as "@daily" or "@every 30m"`,
 		},
 		{
-			name: "not an expression", in: subscriptions.CronSchedule{Expression: "0 9 * *"},
+			name: "not an expression", in: mcpe.CronSchedule{Expression: "0 9 * *"},
 			field: "delivery.cronSchedule.expression",
 			want:  `delivery.cronSchedule.expression: "0 9 * *" is not a cron expression (expected exactly 5 fields, found 4: [0 9 * *])` + notCron,
 		},
 		{
-			name: "a zone inside the expression", in: subscriptions.CronSchedule{Expression: "CRON_TZ=Asia/Tokyo 0 9 * * *"},
+			name: "a zone inside the expression", in: mcpe.CronSchedule{Expression: "CRON_TZ=Asia/Tokyo 0 9 * * *"},
 			field: "delivery.cronSchedule.expression",
 			want:  `delivery.cronSchedule.expression: "CRON_TZ=Asia/Tokyo 0 9 * * *" names a time zone inside the expression; put the zone in cronSchedule.timezone instead, e.g. {"expression": "0 9 * * *", "timezone": "America/New_York"}`,
 		},
 		{
-			name: "@every below the default floor", in: subscriptions.CronSchedule{Expression: "@every 30s"},
+			name: "@every below the default floor", in: mcpe.CronSchedule{Expression: "@every 30s"},
 			field: "delivery.cronSchedule.expression",
 			want:  `delivery.cronSchedule.expression: "@every 30s" fires more often than this server allows; use an interval of at least 1m0s, e.g. "@every 1m0s"`,
 		},
 		{
 			name: "@every below a MinEvery of an hour", opts: &Options{MinEvery: time.Hour},
-			in:    subscriptions.CronSchedule{Expression: "@every 59m"},
+			in:    mcpe.CronSchedule{Expression: "@every 59m"},
 			field: "delivery.cronSchedule.expression",
 			want:  `delivery.cronSchedule.expression: "@every 59m" fires more often than this server allows; use an interval of at least 1h0m0s, e.g. "@every 1h0m0s"`,
 		},
 		{
 			name: "@every below a MinEvery of 1s", opts: &Options{MinEvery: time.Second},
-			in:    subscriptions.CronSchedule{Expression: "@every 500ms"},
+			in:    mcpe.CronSchedule{Expression: "@every 500ms"},
 			field: "delivery.cronSchedule.expression",
 			want:  `delivery.cronSchedule.expression: "@every 500ms" fires more often than this server allows; use an interval of at least 1s, e.g. "@every 1s"`,
 		},
@@ -173,7 +172,7 @@ func TestPrepareErrors(t *testing.T) {
 			d := cronDelivery(tt.in)
 			given := d.CronSchedule
 			err := New(tt.opts).Prepare(&d, now)
-			var ie *subscriptions.InvalidError
+			var ie *mcpe.InvalidError
 			if !errors.As(err, &ie) {
 				t.Fatalf("Prepare = %v (%T), want an *InvalidError", err, err)
 			}
@@ -195,34 +194,34 @@ func TestNext(t *testing.T) {
 	lastFire := time.Date(2026, 1, 15, 14, 0, 0, 0, time.UTC)
 	tests := []struct {
 		name     string
-		cs       subscriptions.CronSchedule
+		cs       mcpe.CronSchedule
 		lastFire *time.Time
 		want     time.Time
 		wantOK   bool
 	}{
 		{
 			name: "weekdays at 09:00 in New York, from a Friday morning",
-			cs:   subscriptions.CronSchedule{Expression: "0 9 * * 1-5", Timezone: "America/New_York"},
+			cs:   mcpe.CronSchedule{Expression: "0 9 * * 1-5", Timezone: "America/New_York"},
 			want: time.Date(2026, 1, 19, 14, 0, 0, 0, time.UTC), wantOK: true,
 		},
 		{
 			name: "the last fire does not matter",
-			cs:   subscriptions.CronSchedule{Expression: "0 9 * * 1-5", Timezone: "America/New_York"}, lastFire: &lastFire,
+			cs:   mcpe.CronSchedule{Expression: "0 9 * * 1-5", Timezone: "America/New_York"}, lastFire: &lastFire,
 			want: time.Date(2026, 1, 19, 14, 0, 0, 0, time.UTC), wantOK: true,
 		},
 		{
 			name: "no timezone is UTC",
-			cs:   subscriptions.CronSchedule{Expression: "0 9 * * *"},
+			cs:   mcpe.CronSchedule{Expression: "0 9 * * *"},
 			want: time.Date(2026, 1, 17, 9, 0, 0, 0, time.UTC), wantOK: true,
 		},
 		{
 			name: "@every counts from after",
-			cs:   subscriptions.CronSchedule{Expression: "@every 90m", Timezone: "UTC"},
+			cs:   mcpe.CronSchedule{Expression: "@every 90m", Timezone: "UTC"},
 			want: after.Add(90 * time.Minute), wantOK: true,
 		},
-		{name: "never fires", cs: subscriptions.CronSchedule{Expression: "0 0 30 2 *", Timezone: "UTC"}},
-		{name: "unknown zone", cs: subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "Mars/Olympus"}},
-		{name: "not an expression", cs: subscriptions.CronSchedule{Expression: "banana", Timezone: "UTC"}},
+		{name: "never fires", cs: mcpe.CronSchedule{Expression: "0 0 30 2 *", Timezone: "UTC"}},
+		{name: "unknown zone", cs: mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "Mars/Olympus"}},
+		{name: "not an expression", cs: mcpe.CronSchedule{Expression: "banana", Timezone: "UTC"}},
 	}
 	c := New(nil)
 	for _, tt := range tests {
@@ -237,15 +236,15 @@ func TestNext(t *testing.T) {
 
 func TestZone(t *testing.T) {
 	tests := []struct {
-		cs   subscriptions.CronSchedule
+		cs   mcpe.CronSchedule
 		want string
 	}{
-		{subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "Europe/Paris"}, "Europe/Paris"},
-		{subscriptions.CronSchedule{Expression: "@every 1h", Timezone: "Asia/Tokyo"}, "Asia/Tokyo"},
-		{subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC"}, "UTC"},
-		{subscriptions.CronSchedule{Expression: "0 9 * * *"}, "UTC"},
-		{subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "Mars/Olympus"}, "UTC"},
-		{subscriptions.CronSchedule{Expression: "banana", Timezone: "Europe/Paris"}, "UTC"},
+		{mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "Europe/Paris"}, "Europe/Paris"},
+		{mcpe.CronSchedule{Expression: "@every 1h", Timezone: "Asia/Tokyo"}, "Asia/Tokyo"},
+		{mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC"}, "UTC"},
+		{mcpe.CronSchedule{Expression: "0 9 * * *"}, "UTC"},
+		{mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "Mars/Olympus"}, "UTC"},
+		{mcpe.CronSchedule{Expression: "banana", Timezone: "Europe/Paris"}, "UTC"},
 	}
 	c := New(nil)
 	for _, tt := range tests {
@@ -262,12 +261,12 @@ func TestBatching(t *testing.T) {
 		Drain, Expire bool
 	}
 	tests := []struct {
-		cs   subscriptions.CronSchedule
+		cs   mcpe.CronSchedule
 		want batching
 	}{
-		{subscriptions.CronSchedule{Expression: "@daily", AggregateEvents: new(true), MaxEventsPerDelivery: 100}, batching{Aggregate: true, Max: 100}},
-		{subscriptions.CronSchedule{Expression: "@daily", AggregateEvents: new(false), MaxEventsPerDelivery: 7}, batching{Aggregate: false, Max: 7}},
-		{subscriptions.CronSchedule{Expression: "@daily", MaxEventsPerDelivery: 10000}, batching{Aggregate: true, Max: 10000}},
+		{mcpe.CronSchedule{Expression: "@daily", AggregateEvents: new(true), MaxEventsPerDelivery: 100}, batching{Aggregate: true, Max: 100}},
+		{mcpe.CronSchedule{Expression: "@daily", AggregateEvents: new(false), MaxEventsPerDelivery: 7}, batching{Aggregate: false, Max: 7}},
+		{mcpe.CronSchedule{Expression: "@daily", MaxEventsPerDelivery: 10000}, batching{Aggregate: true, Max: 10000}},
 	}
 	c := New(nil)
 	for _, tt := range tests {
@@ -307,7 +306,7 @@ func TestScheduleCacheConcurrent(t *testing.T) {
 		wg.Go(func() {
 			for i := range reads {
 				k := shared[(g*7+i)%len(shared)]
-				d := cronDelivery(subscriptions.CronSchedule{Expression: k.expression, Timezone: k.zone})
+				d := cronDelivery(mcpe.CronSchedule{Expression: k.expression, Timezone: k.zone})
 				if err := c.Prepare(&d, now); err != nil {
 					t.Errorf("Prepare(%+v): %v", k, err)
 					return
@@ -329,7 +328,7 @@ func TestScheduleCacheConcurrent(t *testing.T) {
 			for i := range adds {
 				minute, hour, day := i%60, i/60, g+1
 				expression := fmt.Sprintf("%d %d %d * *", minute, hour, day)
-				d := cronDelivery(subscriptions.CronSchedule{Expression: expression, Timezone: "Europe/Paris"})
+				d := cronDelivery(mcpe.CronSchedule{Expression: expression, Timezone: "Europe/Paris"})
 				if err := c.Prepare(&d, now); err != nil {
 					t.Errorf("Prepare(%q): %v", expression, err)
 					return

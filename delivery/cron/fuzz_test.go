@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // FuzzPrepare feeds arbitrary expressions and zones, as a model might write
@@ -26,10 +26,10 @@ func FuzzPrepare(f *testing.F) {
 	}
 	c := New(nil)
 	f.Fuzz(func(t *testing.T, expr, zone string) {
-		d := cronDelivery(subscriptions.CronSchedule{Expression: expr, Timezone: zone})
+		d := cronDelivery(mcpe.CronSchedule{Expression: expr, Timezone: zone})
 		err := c.Prepare(&d, now)
 		if err != nil {
-			var ie *subscriptions.InvalidError
+			var ie *mcpe.InvalidError
 			if !errors.As(err, &ie) || !strings.HasPrefix(ie.Field, field+".") || ie.Message == "" {
 				t.Fatalf("Prepare(%q, %q) = %#v; want an *InvalidError of a cronSchedule field", expr, zone, err)
 			}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strconv"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -38,19 +39,19 @@ func NewChannel(n Notifier) *Channel { return &Channel{notifier: n} }
 // per session.
 func (c *Channel) Deliver(entries []subscriptions.InboxEntry) {
 	for _, e := range entries {
-		cursor := subscriptions.FormatCursor(e.Seq)
+		cursor := mcpe.FormatCursor(e.Seq)
 		for _, id := range e.SubscriptionIDs {
 			n := Notification{}
 			switch e.Kind {
-			case subscriptions.InboxEvent:
-				n.Method = subscriptions.MethodEvent
+			case mcpe.InboxEvent:
+				n.Method = mcpe.MethodEvent
 				n.Params = eventParams(id, cursor, e.Event)
-			case subscriptions.InboxBatch:
-				n.Method = subscriptions.MethodBatch
+			case mcpe.InboxBatch:
+				n.Method = mcpe.MethodBatch
 				n.Params = batchParams(id, cursor, e.Events, e.Remaining)
-			case subscriptions.InboxExpired:
-				n.Method = subscriptions.MethodSubscriptionExpired
-				n.Params = subscriptions.ExpiredParams{SubscriptionID: id, Cursor: cursor}
+			case mcpe.InboxExpired:
+				n.Method = mcpe.MethodSubscriptionExpired
+				n.Params = mcpe.ExpiredParams{SubscriptionID: id, Cursor: cursor}
 			default:
 				continue
 			}
@@ -59,8 +60,8 @@ func (c *Channel) Deliver(entries []subscriptions.InboxEntry) {
 	}
 }
 
-// eventParams and batchParams write the JSON of subscriptions.EventParams and
-// subscriptions.BatchParams directly. The events are the compact JSON the
+// eventParams and batchParams write the JSON of mcpe.EventParams and
+// mcpe.BatchParams directly. The events are the compact JSON the
 // store keeps; json.Marshal would validate and compact every one again for
 // each subscription and session, the most of a digest's delivery time.
 func eventParams(id, cursor string, event json.RawMessage) json.RawMessage {

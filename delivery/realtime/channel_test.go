@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -24,12 +25,12 @@ func (r *recorder) Notify(principal string, n Notification) {
 	if raw, ok := n.Params.(json.RawMessage); ok {
 		var typed any
 		switch n.Method {
-		case subscriptions.MethodEvent:
-			var p subscriptions.EventParams
+		case mcpe.MethodEvent:
+			var p mcpe.EventParams
 			json.Unmarshal(raw, &p)
 			typed = p
-		case subscriptions.MethodBatch:
-			var p subscriptions.BatchParams
+		case mcpe.MethodBatch:
+			var p mcpe.BatchParams
 			json.Unmarshal(raw, &p)
 			typed = p
 		}
@@ -51,76 +52,76 @@ func TestDeliver(t *testing.T) {
 		{
 			name: "one event",
 			entries: []subscriptions.InboxEntry{
-				{Seq: 7, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxEvent, Event: ev1, CreatedAt: at},
+				{Seq: 7, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: mcpe.InboxEvent, Event: ev1, CreatedAt: at},
 			},
 			want: []notified{
 				{Principal: "alice", Notification: Notification{
-					Method: subscriptions.MethodEvent,
-					Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "7", Event: ev1},
+					Method: mcpe.MethodEvent,
+					Params: mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "7", Event: ev1},
 				}},
 			},
 		},
 		{
 			name: "one entry for several subscriptions: one notification each, same cursor",
 			entries: []subscriptions.InboxEntry{
-				{Seq: 9, Principal: "alice", SubscriptionIDs: []string{"sub-1", "sub-2"}, Kind: subscriptions.InboxEvent, Event: ev1},
+				{Seq: 9, Principal: "alice", SubscriptionIDs: []string{"sub-1", "sub-2"}, Kind: mcpe.InboxEvent, Event: ev1},
 			},
 			want: []notified{
 				{Principal: "alice", Notification: Notification{
-					Method: subscriptions.MethodEvent,
-					Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "9", Event: ev1},
+					Method: mcpe.MethodEvent,
+					Params: mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "9", Event: ev1},
 				}},
 				{Principal: "alice", Notification: Notification{
-					Method: subscriptions.MethodEvent,
-					Params: subscriptions.EventParams{SubscriptionID: "sub-2", Cursor: "9", Event: ev1},
+					Method: mcpe.MethodEvent,
+					Params: mcpe.EventParams{SubscriptionID: "sub-2", Cursor: "9", Event: ev1},
 				}},
 			},
 		},
 		{
 			name: "several principals and kinds in order, unknown kinds skipped",
 			entries: []subscriptions.InboxEntry{
-				{Seq: 10, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxEvent, Event: ev1},
-				{Seq: 11, Principal: "bob", SubscriptionIDs: []string{"sub-2"}, Kind: subscriptions.InboxEvent, Event: ev1},
-				{Seq: 12, Principal: "alice", SubscriptionIDs: []string{"sub-3"}, Kind: subscriptions.InboxExpired},
-				{Seq: 13, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxEvent, Event: ev2},
-				{Seq: 14, Principal: "carol", SubscriptionIDs: []string{"sub-4"}, Kind: subscriptions.InboxKind("future_kind"), Event: ev2},
+				{Seq: 10, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: mcpe.InboxEvent, Event: ev1},
+				{Seq: 11, Principal: "bob", SubscriptionIDs: []string{"sub-2"}, Kind: mcpe.InboxEvent, Event: ev1},
+				{Seq: 12, Principal: "alice", SubscriptionIDs: []string{"sub-3"}, Kind: mcpe.InboxExpired},
+				{Seq: 13, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: mcpe.InboxEvent, Event: ev2},
+				{Seq: 14, Principal: "carol", SubscriptionIDs: []string{"sub-4"}, Kind: mcpe.InboxKind("future_kind"), Event: ev2},
 			},
 			want: []notified{
 				{Principal: "alice", Notification: Notification{
-					Method: subscriptions.MethodEvent,
-					Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "10", Event: ev1},
+					Method: mcpe.MethodEvent,
+					Params: mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "10", Event: ev1},
 				}},
 				{Principal: "bob", Notification: Notification{
-					Method: subscriptions.MethodEvent,
-					Params: subscriptions.EventParams{SubscriptionID: "sub-2", Cursor: "11", Event: ev1},
+					Method: mcpe.MethodEvent,
+					Params: mcpe.EventParams{SubscriptionID: "sub-2", Cursor: "11", Event: ev1},
 				}},
 				{Principal: "alice", Notification: Notification{
-					Method: subscriptions.MethodSubscriptionExpired,
-					Params: subscriptions.ExpiredParams{SubscriptionID: "sub-3", Cursor: "12"},
+					Method: mcpe.MethodSubscriptionExpired,
+					Params: mcpe.ExpiredParams{SubscriptionID: "sub-3", Cursor: "12"},
 				}},
 				{Principal: "alice", Notification: Notification{
-					Method: subscriptions.MethodEvent,
-					Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "13", Event: ev2},
+					Method: mcpe.MethodEvent,
+					Params: mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "13", Event: ev2},
 				}},
 			},
 		},
 		{
 			name: "a digest",
 			entries: []subscriptions.InboxEntry{
-				{Seq: 5, Principal: "alice", SubscriptionIDs: []string{"sub-9"}, Kind: subscriptions.InboxBatch,
+				{Seq: 5, Principal: "alice", SubscriptionIDs: []string{"sub-9"}, Kind: mcpe.InboxBatch,
 					Events: []json.RawMessage{ev1, ev2}, Remaining: 3},
 			},
 			want: []notified{
 				{Principal: "alice", Notification: Notification{
-					Method: subscriptions.MethodBatch,
-					Params: subscriptions.BatchParams{SubscriptionID: "sub-9", Cursor: "5", Events: []json.RawMessage{ev1, ev2}, Remaining: 3},
+					Method: mcpe.MethodBatch,
+					Params: mcpe.BatchParams{SubscriptionID: "sub-9", Cursor: "5", Events: []json.RawMessage{ev1, ev2}, Remaining: 3},
 				}},
 			},
 		},
 		{
 			name: "only unknown kinds",
 			entries: []subscriptions.InboxEntry{
-				{Seq: 1, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxKind("future_kind")},
+				{Seq: 1, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: mcpe.InboxKind("future_kind")},
 			},
 			want: nil,
 		},
@@ -140,7 +141,7 @@ func TestDeliver(t *testing.T) {
 func TestDeliverWireForm(t *testing.T) {
 	var r recorder
 	NewChannel(&r).Deliver([]subscriptions.InboxEntry{{
-		Seq: 42, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: subscriptions.InboxEvent,
+		Seq: 42, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: mcpe.InboxEvent,
 		Event: json.RawMessage(`{"id":"e1","type":"a.b","data":{"n":1}}`),
 	}})
 	if len(r.got) != 1 {
@@ -174,12 +175,12 @@ func TestParamsEncodeLikeTheTypes(t *testing.T) {
 		got  json.RawMessage
 		want any
 	}{
-		{"event", eventParams("sub-1", "42", ev1), subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "42", Event: ev1}},
-		{"event, odd ID", eventParams(`a"b\c`, "7", ev1), subscriptions.EventParams{SubscriptionID: `a"b\c`, Cursor: "7", Event: ev1}},
-		{"event, no cursor", eventParams("s", "", ev2), subscriptions.EventParams{SubscriptionID: "s", Event: ev2}},
-		{"batch", batchParams("sub-2", "9", []json.RawMessage{ev1, ev2}, 3), subscriptions.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1, ev2}, Remaining: 3}},
-		{"batch, none remaining", batchParams("sub-2", "9", []json.RawMessage{ev1}, 0), subscriptions.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1}}},
-		{"batch, empty", batchParams("sub-2", "9", nil, 0), subscriptions.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{}}},
+		{"event", eventParams("sub-1", "42", ev1), mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "42", Event: ev1}},
+		{"event, odd ID", eventParams(`a"b\c`, "7", ev1), mcpe.EventParams{SubscriptionID: `a"b\c`, Cursor: "7", Event: ev1}},
+		{"event, no cursor", eventParams("s", "", ev2), mcpe.EventParams{SubscriptionID: "s", Event: ev2}},
+		{"batch", batchParams("sub-2", "9", []json.RawMessage{ev1, ev2}, 3), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1, ev2}, Remaining: 3}},
+		{"batch, none remaining", batchParams("sub-2", "9", []json.RawMessage{ev1}, 0), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1}}},
+		{"batch, empty", batchParams("sub-2", "9", nil, 0), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{}}},
 	} {
 		want, err := json.Marshal(tc.want)
 		if err != nil {

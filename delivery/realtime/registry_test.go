@@ -11,7 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // waitLimit bounds every wait for another goroutine. It is never reached
@@ -28,8 +28,8 @@ type received struct {
 
 // note returns the notification numbered n and how a sink receives it.
 func note(n int) (Notification, received) {
-	return Notification{Method: subscriptions.MethodEvent, Params: map[string]int{"n": n}},
-		received{Method: subscriptions.MethodEvent, Params: fmt.Sprintf(`{"n":%d}`, n)}
+	return Notification{Method: mcpe.MethodEvent, Params: map[string]int{"n": n}},
+		received{Method: mcpe.MethodEvent, Params: fmt.Sprintf(`{"n":%d}`, n)}
 }
 
 // recv returns the next value of ch, failing the test if none comes.
@@ -200,14 +200,14 @@ func TestNotifyParams(t *testing.T) {
 	s := newChanSink()
 	r.Attach("alice", s)
 	r.Notify("alice", Notification{
-		Method: subscriptions.MethodSubscriptionExpired,
-		Params: subscriptions.ExpiredParams{SubscriptionID: "sub-1", Cursor: "9"},
+		Method: mcpe.MethodSubscriptionExpired,
+		Params: mcpe.ExpiredParams{SubscriptionID: "sub-1", Cursor: "9"},
 	})
 	// Params that cannot be encoded are dropped, not sent half-made.
-	r.Notify("alice", Notification{Method: subscriptions.MethodEvent, Params: func() {}})
+	r.Notify("alice", Notification{Method: mcpe.MethodEvent, Params: func() {}})
 	r.Notify("alice", Notification{
-		Method: subscriptions.MethodEvent,
-		Params: subscriptions.EventParams{SubscriptionID: "sub-1", Cursor: "10", Event: json.RawMessage(`{"id":"e"}`)},
+		Method: mcpe.MethodEvent,
+		Params: mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "10", Event: json.RawMessage(`{"id":"e"}`)},
 	})
 	s.expect(t, "alice",
 		received{Method: "events/subscription_expired", Params: `{"subscriptionId":"sub-1","cursor":"9"}`},

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // FuzzPrepare feeds arbitrary deliverAt and timezone values to Prepare: it
@@ -25,10 +25,10 @@ func FuzzPrepare(f *testing.F) {
 		f.Add(seed.at, seed.zone)
 	}
 	f.Fuzz(func(t *testing.T, at, zone string) {
-		d := scheduledDelivery(subscriptions.ScheduledDelivery{DeliverAt: at, Timezone: zone})
+		d := scheduledDelivery(mcpe.ScheduledDelivery{DeliverAt: at, Timezone: zone})
 		err := Channel{}.Prepare(&d, now)
 		if err != nil {
-			var ie *subscriptions.InvalidError
+			var ie *mcpe.InvalidError
 			if !errors.As(err, &ie) || !strings.HasPrefix(ie.Field, field+".") || ie.Message == "" {
 				t.Fatalf("Prepare(%q, %q) = %#v; want an *InvalidError of a scheduledDelivery field", at, zone, err)
 			}

@@ -7,6 +7,7 @@ package scheduled
 import (
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -31,7 +32,7 @@ const localLayout = "2006-01-02T15:04:05.999999999"
 // Prepare checks d.ScheduledDelivery, requires deliverAt in the future, and
 // fills in the defaults (aggregateEvents and autoExpire true). deliverAt is
 // stored with its offset, so it no longer depends on timezone.
-func (Channel) Prepare(d *subscriptions.Delivery, now time.Time) error {
+func (Channel) Prepare(d *mcpe.Delivery, now time.Time) error {
 	sd := *d.ScheduledDelivery
 	loc, err := subscriptions.LoadZone(field+".timezone", sd.Timezone)
 	if err != nil {
@@ -42,9 +43,9 @@ func (Channel) Prepare(d *subscriptions.Delivery, now time.Time) error {
 		wall, lerr := time.Parse(localLayout, sd.DeliverAt)
 		switch {
 		case lerr != nil:
-			return subscriptions.Invalid(field+".deliverAt", "%q is not an RFC 3339 time; use e.g. %q", sd.DeliverAt, now.UTC().Add(4*time.Hour).Truncate(time.Minute).Format(time.RFC3339))
+			return mcpe.Invalid(field+".deliverAt", "%q is not an RFC 3339 time; use e.g. %q", sd.DeliverAt, now.UTC().Add(4*time.Hour).Truncate(time.Minute).Format(time.RFC3339))
 		case sd.Timezone == "":
-			return subscriptions.Invalid(field+".deliverAt", "%q has no UTC offset; add one (e.g. %q) or give scheduledDelivery.timezone", sd.DeliverAt, sd.DeliverAt+"Z")
+			return mcpe.Invalid(field+".deliverAt", "%q has no UTC offset; add one (e.g. %q) or give scheduledDelivery.timezone", sd.DeliverAt, sd.DeliverAt+"Z")
 		}
 		// Like a cron time: a local time skipped by a daylight-saving
 		// change means the first instant after the gap, one that occurs
@@ -52,11 +53,11 @@ func (Channel) Prepare(d *subscriptions.Delivery, now time.Time) error {
 		at = subscriptions.WallTime(wall, loc)
 	}
 	if !at.After(now) {
-		return subscriptions.Invalid(field+".deliverAt", "%s is in the past (the server's time is %s); give a later time",
+		return mcpe.Invalid(field+".deliverAt", "%s is in the past (the server's time is %s); give a later time",
 			at.UTC().Format(time.RFC3339), now.UTC().Format(time.RFC3339))
 	}
 	if len(sd.Description) > MaxDescription {
-		return subscriptions.Invalid(field+".description", "is %d characters long; at most %d are accepted", len(sd.Description), MaxDescription)
+		return mcpe.Invalid(field+".description", "is %d characters long; at most %d are accepted", len(sd.Description), MaxDescription)
 	}
 	sd.DeliverAt = at.Format(time.RFC3339Nano)
 	t := true
@@ -71,7 +72,7 @@ func (Channel) Prepare(d *subscriptions.Delivery, now time.Time) error {
 }
 
 // deliverAt reads a prepared deliverAt.
-func deliverAt(d subscriptions.Delivery) (time.Time, bool) {
+func deliverAt(d mcpe.Delivery) (time.Time, bool) {
 	at, err := time.Parse(time.RFC3339Nano, d.ScheduledDelivery.DeliverAt)
 	return at, err == nil
 }
@@ -79,7 +80,7 @@ func deliverAt(d subscriptions.Delivery) (time.Time, bool) {
 // Next returns deliverAt until the delivery has happened; after, none. A
 // deliverAt that passed while the server was down (or the subscription was
 // paused) is due at once.
-func (Channel) Next(d subscriptions.Delivery, _ time.Time, lastFire *time.Time) (time.Time, bool) {
+func (Channel) Next(d mcpe.Delivery, _ time.Time, lastFire *time.Time) (time.Time, bool) {
 	at, ok := deliverAt(d)
 	if !ok || lastFire != nil && !lastFire.Before(at) {
 		return time.Time{}, false
@@ -88,7 +89,7 @@ func (Channel) Next(d subscriptions.Delivery, _ time.Time, lastFire *time.Time) 
 }
 
 // Zone returns the zone of deliverAt: its timezone, else its offset.
-func (Channel) Zone(d subscriptions.Delivery) *time.Location {
+func (Channel) Zone(d mcpe.Delivery) *time.Location {
 	if loc, err := subscriptions.LoadZone("", d.ScheduledDelivery.Timezone); err == nil && d.ScheduledDelivery.Timezone != "" {
 		return loc
 	}
@@ -100,7 +101,7 @@ func (Channel) Zone(d subscriptions.Delivery) *time.Location {
 
 // Batching delivers everything waiting, in batches of BatchSize, and expires
 // the subscription after with autoExpire.
-func (Channel) Batching(d subscriptions.Delivery) (aggregate bool, max int, drain, expire bool) {
+func (Channel) Batching(d mcpe.Delivery) (aggregate bool, max int, drain, expire bool) {
 	sd := d.ScheduledDelivery
 	return sd.AggregateEvents == nil || *sd.AggregateEvents, BatchSize, true, sd.AutoExpire == nil || *sd.AutoExpire
 }

@@ -50,7 +50,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/examples/internal/setup"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 func main() { setup.Main("alert", run) }
@@ -70,7 +70,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if *every < 10*time.Millisecond {
 		return fmt.Errorf("-status-every %v is too short; give at least 10ms", *every)
 	}
-	handler := &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: *command, Input: subscriptions.InputStdin}
+	handler := &mcpe.HandlerSpec{Type: mcpe.HandlerBash, Command: *command, Input: mcpe.InputStdin}
 	switch {
 	case *cmdArgs != "":
 		handler.Args = strings.Fields(*cmdArgs)
@@ -97,7 +97,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Stderr:       stderr,
 		ServerConfig: serverConfig,
 		Register: func(c *client.Client) error {
-			_, err := c.OnEvent("alert.*", func(_ context.Context, _ string, ev subscriptions.Event) {
+			_, err := c.OnEvent("alert.*", func(_ context.Context, _ string, ev mcpe.Event) {
 				fmt.Fprintf(stdout, "%s %s\n", strings.ToUpper(string(ev.Metadata.Priority)), describe(ev))
 			})
 			return err
@@ -107,14 +107,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer conn.Close()
-	if caps, _ := conn.Capability(); !slices.Contains(caps.Handlers, subscriptions.HandlerBash) {
+	if caps, _ := conn.Capability(); !slices.Contains(caps.Handlers, mcpe.HandlerBash) {
 		return errors.New("the server does not run bash handlers; its operator turns them on with handlers.bash in its configuration")
 	}
 
-	sub, err := conn.Subscribe(ctx, subscriptions.SubscribeRequest{
-		Filter: subscriptions.Filter{
+	sub, err := conn.Subscribe(ctx, mcpe.SubscribeRequest{
+		Filter: mcpe.Filter{
 			EventTypes: []string{"alert.*"},
-			Priority:   []subscriptions.Priority{subscriptions.PriorityCritical},
+			Priority:   []mcpe.Priority{mcpe.PriorityCritical},
 		},
 		Handler: handler,
 	})
@@ -137,7 +137,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	ticker := time.NewTicker(*every)
 	defer ticker.Stop()
-	var last subscriptions.HandlerStatus
+	var last mcpe.HandlerStatus
 	for {
 		select {
 		case <-ctx.Done():
@@ -169,21 +169,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 }
 
 // handlerStatus reads what the subscription's handler has done.
-func handlerStatus(ctx context.Context, c *client.Client, id string) (subscriptions.HandlerStatus, error) {
+func handlerStatus(ctx context.Context, c *client.Client, id string) (mcpe.HandlerStatus, error) {
 	subs, err := c.List(ctx, "")
 	if err != nil {
-		return subscriptions.HandlerStatus{}, err
+		return mcpe.HandlerStatus{}, err
 	}
 	for _, s := range subs {
 		if s.ID == id && s.HandlerStatus != nil {
 			return *s.HandlerStatus, nil
 		}
 	}
-	return subscriptions.HandlerStatus{}, fmt.Errorf("subscription %s is gone", id)
+	return mcpe.HandlerStatus{}, fmt.Errorf("subscription %s is gone", id)
 }
 
 // describe is one line about an alert: its type, summary and labels.
-func describe(ev subscriptions.Event) string {
+func describe(ev mcpe.Event) string {
 	var d struct {
 		Labels      map[string]string `json:"labels"`
 		Annotations map[string]string `json:"annotations"`

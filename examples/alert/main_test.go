@@ -15,19 +15,19 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/client/clienttest"
 	"github.com/mcpe-server/mcpe-server/examples/internal/exampletest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 const token = "alert-token"
 
-func alert(name, priority, summary string) subscriptions.EventInput {
+func alert(name, priority, summary string) mcpe.EventInput {
 	data, _ := json.Marshal(map[string]any{
 		"alertname":   name,
 		"status":      "firing",
 		"labels":      map[string]string{"alertname": name, "instance": "db-1"},
 		"annotations": map[string]string{"summary": summary},
 	})
-	return subscriptions.EventInput{Type: "alert." + name + ".firing", Data: data, Metadata: &subscriptions.MetadataInput{Priority: subscriptions.Priority(priority)}}
+	return mcpe.EventInput{Type: "alert." + name + ".firing", Data: data, Metadata: &mcpe.MetadataInput{Priority: mcpe.Priority(priority)}}
 }
 
 // startServer starts a server with the test's token and the commands
@@ -51,10 +51,10 @@ func TestAlert(t *testing.T) {
 	p.Stderr.WaitFor(t, "subscribed to critical alert.* events")
 
 	ctx := context.Background()
-	for _, in := range []subscriptions.EventInput{
+	for _, in := range []mcpe.EventInput{
 		alert("DiskFull", "critical", "Disk /var is 97% full on db-1"),
 		alert("HighCPU", "high", "CPU above 90%"),
-		{Type: "deploy.failed", Metadata: &subscriptions.MetadataInput{Priority: subscriptions.PriorityCritical}},
+		{Type: "deploy.failed", Metadata: &mcpe.MetadataInput{Priority: mcpe.PriorityCritical}},
 		alert("DbDown", "critical", "Postgres is down"),
 	} {
 		if _, err := s.Post(ctx, in); err != nil {
@@ -90,7 +90,7 @@ func TestAlert(t *testing.T) {
 	defer f.Close()
 	var types []string
 	for d := json.NewDecoder(f); ; {
-		var ev subscriptions.Event
+		var ev mcpe.Event
 		if err := d.Decode(&ev); err == io.EOF {
 			break
 		} else if err != nil {

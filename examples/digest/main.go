@@ -31,7 +31,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/examples/internal/setup"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 func main() { setup.Main("digest", run) }
@@ -56,7 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		Name:   "digest",
 		Stderr: stderr,
 		Register: func(c *client.Client) error {
-			c.OnBatch(func(_ context.Context, b subscriptions.BatchParams) { printDigest(stdout, b) })
+			c.OnBatch(func(_ context.Context, b mcpe.BatchParams) { printDigest(stdout, b) })
 			return nil
 		},
 	})
@@ -65,11 +65,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer conn.Close()
 
-	sub, err := conn.Subscribe(ctx, subscriptions.SubscribeRequest{
-		Filter: subscriptions.Filter{EventTypes: strings.Split(*types, ",")},
-		Delivery: &subscriptions.Delivery{
-			Channels: []subscriptions.Channel{subscriptions.ChannelCron},
-			CronSchedule: &subscriptions.CronSchedule{
+	sub, err := conn.Subscribe(ctx, mcpe.SubscribeRequest{
+		Filter: mcpe.Filter{EventTypes: strings.Split(*types, ",")},
+		Delivery: &mcpe.Delivery{
+			Channels: []mcpe.Channel{mcpe.ChannelCron},
+			CronSchedule: &mcpe.CronSchedule{
 				Expression:           *expr,
 				Timezone:             *zone,
 				MaxEventsPerDelivery: *maxEvents,
@@ -93,21 +93,21 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stderr, "subscribed to %s (%s); the first digest comes at %s\n", *types, sub.ID, next)
 	// An example type that the first entry of -types matches.
 	example := strings.NewReplacer("*", "example", "?", "x").Replace(strings.Split(*types, ",")[0])
-	if subscriptions.ValidateType(example) == nil {
+	if mcpe.ValidateType(example) == nil {
 		fmt.Fprintf(stderr, "publish an event with:\n  %s\n", conn.Curl(example, `{"issue": {"number": 1347, "title": "Login fails with SSO enabled"}}`, ""))
 	}
 	return conn.Wait(ctx)
 }
 
 // printDigest prints one digest: a heading, then one line per event.
-func printDigest(w io.Writer, b subscriptions.BatchParams) {
+func printDigest(w io.Writer, b mcpe.BatchParams) {
 	fmt.Fprintf(w, "digest: %s", count(len(b.Events), "event"))
 	if b.Remaining > 0 {
 		fmt.Fprintf(w, ", %d more in the next one", b.Remaining)
 	}
 	fmt.Fprintln(w)
 	for _, raw := range b.Events {
-		var ev subscriptions.Event
+		var ev mcpe.Event
 		if err := json.Unmarshal(raw, &ev); err != nil {
 			fmt.Fprintf(w, "  (an event that does not decode: %v)\n", err)
 			continue

@@ -14,7 +14,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/client/clienttest"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/examples/internal/exampletest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 const token = "digest-token"
@@ -35,16 +35,16 @@ func TestDigest(t *testing.T) {
 		t.Errorf("subscribed line %q does not say %q", got, want)
 	}
 	for i, title := range []string{"Login fails", "Typo in README", "Crash on start"} {
-		in := subscriptions.EventInput{
+		in := mcpe.EventInput{
 			Type:     "github.issues.opened",
 			Data:     json.RawMessage(fmt.Sprintf(`{"issue": {"number": %d, "title": %q}}`, i+1, title)),
-			Metadata: &subscriptions.MetadataInput{Timestamp: start.Add(time.Duration(i) * time.Minute).Format(time.RFC3339)},
+			Metadata: &mcpe.MetadataInput{Timestamp: start.Add(time.Duration(i) * time.Minute).Format(time.RFC3339)},
 		}
 		if _, err := s.Post(ctx, in); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, err := s.Post(ctx, subscriptions.EventInput{Type: "github.push"}); err != nil {
+	if _, err := s.Post(ctx, mcpe.EventInput{Type: "github.push"}); err != nil {
 		t.Fatal(err)
 	}
 	fake.Advance(59 * time.Minute)

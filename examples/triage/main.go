@@ -28,7 +28,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/examples/internal/setup"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 func main() { setup.Main("triage", run) }
@@ -74,7 +74,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	// Each handler gets the events whose type matches its pattern.
 	show := func(verb string) client.EventHandler {
-		return func(_ context.Context, _ string, ev subscriptions.Event) {
+		return func(_ context.Context, _ string, ev mcpe.Event) {
 			var is issue
 			if err := json.Unmarshal(ev.Data, &is); err != nil || is.Issue.Number == 0 {
 				fmt.Fprintf(stdout, "%s issue (unexpected data): %s\n", verb, ev.Data)
@@ -90,7 +90,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			if _, err := c.OnEvent("github.issues.opened", show("new")); err != nil {
 				return err
 			}
-			_, err := c.OnEvent("github.issues.{closed,reopened}", func(ctx context.Context, id string, ev subscriptions.Event) {
+			_, err := c.OnEvent("github.issues.{closed,reopened}", func(ctx context.Context, id string, ev mcpe.Event) {
 				show(strings.TrimPrefix(ev.Type, "github.issues."))(ctx, id, ev)
 			})
 			return err
@@ -101,8 +101,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	defer conn.Close()
 
-	sub, err := conn.Subscribe(ctx, subscriptions.SubscribeRequest{
-		Filter: subscriptions.Filter{EventTypes: []string{"github.issues.*"}},
+	sub, err := conn.Subscribe(ctx, mcpe.SubscribeRequest{
+		Filter: mcpe.Filter{EventTypes: []string{"github.issues.*"}},
 	})
 	if err != nil {
 		return err

@@ -17,7 +17,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/client/clienttest"
 	"github.com/mcpe-server/mcpe-server/examples/internal/exampletest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 const token = "triage-token"
@@ -36,7 +36,7 @@ func TestTriage(t *testing.T) {
 
 	p := exampletest.Start(t, run, "-url", s.MCPEndpoint, "-token", token)
 	p.Stderr.WaitFor(t, "subscribed to github.issues.*")
-	for _, ev := range []subscriptions.EventInput{
+	for _, ev := range []mcpe.EventInput{
 		{Type: "github.issues.opened", Data: issueData("opened", 1347, "Login fails with SSO enabled")},
 		{Type: "github.issues.labeled", Data: issueData("labeled", 1347, "Login fails with SSO enabled")},
 		{Type: "github.push", Data: json.RawMessage(`{}`)},

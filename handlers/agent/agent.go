@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -50,12 +51,12 @@ func New(opts *Options) (*Agent, error) {
 // every entry of its tools names a tool of this server, and there is a way
 // to reach an LLM now: a live session of principal whose client can sample
 // (with tools, when spec names tools), or the operator's endpoint.
-func (a *Agent) Check(_ context.Context, principal string, spec *subscriptions.HandlerSpec) error {
+func (a *Agent) Check(_ context.Context, principal string, spec *mcpe.HandlerSpec) error {
 	if spec == nil {
-		return subscriptions.Invalid("handler", "is required")
+		return mcpe.Invalid("handler", "is required")
 	}
-	if spec.Type != subscriptions.HandlerAgent {
-		return subscriptions.Invalid("handler.type", "is %q, but this handler runs only \"agent\" handlers", spec.Type)
+	if spec.Type != mcpe.HandlerAgent {
+		return mcpe.Invalid("handler.type", "is %q, but this handler runs only \"agent\" handlers", spec.Type)
 	}
 	names := a.toolNames()
 	for i, t := range spec.Tools {
@@ -64,19 +65,19 @@ func (a *Agent) Check(_ context.Context, principal string, spec *subscriptions.H
 		}
 		field := fmt.Sprintf("handler.tools[%d]", i)
 		if len(names) == 0 {
-			return subscriptions.Invalid(field, "%q is not a tool of this server; this server lets agent handlers call no tools, so leave tools out", t)
+			return mcpe.Invalid(field, "%q is not a tool of this server; this server lets agent handlers call no tools, so leave tools out", t)
 		}
-		return subscriptions.Invalid(field, "%q is not a tool of this server; the tools an agent handler may call are: %s", t, quoteList(names))
+		return mcpe.Invalid(field, "%q is not a tool of this server; the tools an agent handler may call are: %s", t, quoteList(names))
 	}
 	r := a.route(principal, len(spec.Tools) > 0)
 	switch {
 	case r.ok():
 		return nil
 	case len(spec.Tools) > 0 && r.plainSampling:
-		return subscriptions.Invalid("handler.tools",
+		return mcpe.Invalid("handler.tools",
 			"cannot be used: your connected MCP clients support sampling but not sampling with tools (the sampling.tools capability), and the operator configured no LLM endpoint; leave tools out, connect a client that supports sampling with tools, or ask the operator to configure an endpoint")
 	default:
-		return subscriptions.Invalid("handler",
+		return mcpe.Invalid("handler",
 			"an agent handler needs an LLM, and there is none: none of your connected MCP clients supports sampling (the sampling capability, on protocol version 2025-11-25 or earlier), and the operator configured no LLM endpoint; connect a client that supports MCP sampling and subscribe again, or ask the operator to configure an endpoint")
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -19,76 +20,76 @@ func TestCheck(t *testing.T) {
 	plain := connect(t, &sampler{answer: textAnswer("x")}, false, "2025-11-25")
 	withTools := connect(t, &sampler{answer: textAnswer("x")}, true, "2025-11-25")
 	endpoint := &Endpoint{URL: "https://llm.example/v1/chat/completions", Model: "m"}
-	agent := subscriptions.HandlerAgent
+	agent := mcpe.HandlerAgent
 	tests := []struct {
 		name     string
 		opts     *Options
-		spec     *subscriptions.HandlerSpec
+		spec     *mcpe.HandlerSpec
 		wantErr  string // the field, ": ", then the start of the message
 		contains string
 	}{
 		{
 			name:     "unknown tool",
 			opts:     &Options{Tools: newFakeTools("events_list", "events_get"), Endpoint: endpoint},
-			spec:     &subscriptions.HandlerSpec{Type: agent, Tools: []string{"events_list", "rm_rf"}},
+			spec:     &mcpe.HandlerSpec{Type: agent, Tools: []string{"events_list", "rm_rf"}},
 			wantErr:  `handler.tools[1]: "rm_rf" is not a tool of this server`,
 			contains: `"events_list", "events_get"`,
 		},
 		{
 			name:    "tools when the server has none",
 			opts:    &Options{Endpoint: endpoint},
-			spec:    &subscriptions.HandlerSpec{Type: agent, Tools: []string{"events_list"}},
+			spec:    &mcpe.HandlerSpec{Type: agent, Tools: []string{"events_list"}},
 			wantErr: `handler.tools[0]: "events_list" is not a tool of this server; this server lets agent handlers call no tools`,
 		},
 		{
 			name:     "no session, no endpoint",
 			opts:     &Options{},
-			spec:     &subscriptions.HandlerSpec{Type: agent},
+			spec:     &mcpe.HandlerSpec{Type: agent},
 			wantErr:  "handler: an agent handler needs an LLM",
 			contains: "connect a client that supports MCP sampling and subscribe again, or ask the operator to configure an endpoint",
 		},
 		{
 			name:    "nil options",
-			spec:    &subscriptions.HandlerSpec{Type: agent},
+			spec:    &mcpe.HandlerSpec{Type: agent},
 			wantErr: "handler: an agent handler needs an LLM",
 		},
 		{
 			name: "endpoint, no session",
 			opts: &Options{Endpoint: endpoint, Tools: newFakeTools("events_list")},
-			spec: &subscriptions.HandlerSpec{Type: agent, Tools: []string{"events_list"}},
+			spec: &mcpe.HandlerSpec{Type: agent, Tools: []string{"events_list"}},
 		},
 		{
 			name: "sampling session",
 			opts: &Options{Sessions: sessionsOf(plain)},
-			spec: &subscriptions.HandlerSpec{Type: agent},
+			spec: &mcpe.HandlerSpec{Type: agent},
 		},
 		{
 			name:     "tools, session without sampling.tools, no endpoint",
 			opts:     &Options{Sessions: sessionsOf(plain), Tools: newFakeTools("events_list")},
-			spec:     &subscriptions.HandlerSpec{Type: agent, Tools: []string{"events_list"}},
+			spec:     &mcpe.HandlerSpec{Type: agent, Tools: []string{"events_list"}},
 			wantErr:  "handler.tools: cannot be used",
 			contains: "sampling.tools",
 		},
 		{
 			name: "tools, one of the sessions has sampling.tools",
 			opts: &Options{Sessions: sessionsOf(plain, withTools), Tools: newFakeTools("events_list")},
-			spec: &subscriptions.HandlerSpec{Type: agent, Tools: []string{"events_list"}},
+			spec: &mcpe.HandlerSpec{Type: agent, Tools: []string{"events_list"}},
 		},
 		{
 			name: "tools, session without sampling.tools, endpoint",
 			opts: &Options{Sessions: sessionsOf(plain), Tools: newFakeTools("events_list"), Endpoint: endpoint},
-			spec: &subscriptions.HandlerSpec{Type: agent, Tools: []string{"events_list"}},
+			spec: &mcpe.HandlerSpec{Type: agent, Tools: []string{"events_list"}},
 		},
 		{
 			name:    "another principal's sessions do not count",
 			opts:    &Options{Sessions: func(p string) []*mcp.ServerSession { return sessionsOf(plain)("bob") }},
-			spec:    &subscriptions.HandlerSpec{Type: agent},
+			spec:    &mcpe.HandlerSpec{Type: agent},
 			wantErr: "handler: an agent handler needs an LLM",
 		},
 		{
 			name:    "not an agent handler",
 			opts:    &Options{Endpoint: endpoint},
-			spec:    &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash},
+			spec:    &mcpe.HandlerSpec{Type: mcpe.HandlerBash},
 			wantErr: `handler.type: is "bash"`,
 		},
 		{
@@ -107,7 +108,7 @@ func TestCheck(t *testing.T) {
 				}
 				return
 			}
-			var inv *subscriptions.InvalidError
+			var inv *mcpe.InvalidError
 			if !errors.As(err, &inv) {
 				t.Fatalf("Check = %v (%T); want an *InvalidError", err, err)
 			}
@@ -123,28 +124,28 @@ func TestOffline(t *testing.T) {
 	tests := []struct {
 		name    string
 		opts    *Options
-		spec    *subscriptions.HandlerSpec
+		spec    *mcpe.HandlerSpec
 		want    []time.Duration // RetryIn of attempts 1, 2, ...
 		wantWhy string
 	}{
 		{
 			name:    "default schedule",
 			opts:    &Options{},
-			spec:    &subscriptions.HandlerSpec{Type: subscriptions.HandlerAgent},
+			spec:    &mcpe.HandlerSpec{Type: mcpe.HandlerAgent},
 			want:    []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute, 0},
 			wantWhy: "no MCP client of the subscription's owner that supports sampling is connected",
 		},
 		{
 			name:    "own schedule",
 			opts:    &Options{OfflineRetries: []time.Duration{time.Second}},
-			spec:    &subscriptions.HandlerSpec{Type: subscriptions.HandlerAgent},
+			spec:    &mcpe.HandlerSpec{Type: mcpe.HandlerAgent},
 			want:    []time.Duration{time.Second, 0},
 			wantWhy: "no MCP client",
 		},
 		{
 			name:    "tools but no sampling.tools",
 			opts:    &Options{Sessions: sessionsOf(plain), Tools: newFakeTools("events_list"), OfflineRetries: []time.Duration{time.Second}},
-			spec:    &subscriptions.HandlerSpec{Type: subscriptions.HandlerAgent, Tools: []string{"events_list"}},
+			spec:    &mcpe.HandlerSpec{Type: mcpe.HandlerAgent, Tools: []string{"events_list"}},
 			want:    []time.Duration{time.Second, 0},
 			wantWhy: "not with tools (sampling.tools)",
 		},
@@ -175,8 +176,8 @@ func TestOffline(t *testing.T) {
 func TestHandleDigest(t *testing.T) {
 	s := &sampler{answer: textAnswer("two events")}
 	a := newAgent(t, &Options{Sessions: sessionsOf(connect(t, s, false, "2025-11-25"))})
-	inv := invocation(&subscriptions.HandlerSpec{Type: subscriptions.HandlerAgent}, "")
-	inv.Kind = subscriptions.InboxBatch
+	inv := invocation(&mcpe.HandlerSpec{Type: mcpe.HandlerAgent}, "")
+	inv.Kind = mcpe.InboxBatch
 	inv.Events = []json.RawMessage{json.RawMessage(`{"id":"e1"}`), json.RawMessage(`{"id":"e2","x":"</event_data>"}`)}
 	inv.Remaining = 3
 	out := a.Handle(context.Background(), inv)
@@ -229,7 +230,7 @@ func FuzzEncodeData(f *testing.F) {
 		if !json.Valid([]byte(data)) {
 			t.Errorf("encodeData(%q) = %s is not JSON", payload, data)
 		}
-		msg := userMessage(&subscriptions.Invocation{Spec: &subscriptions.HandlerSpec{}, Event: payload}, limit)
+		msg := userMessage(&subscriptions.Invocation{Spec: &mcpe.HandlerSpec{}, Event: payload}, limit)
 		if strings.Count(msg, dataOpen) != 1 || strings.Count(msg, dataClose) != 1 {
 			t.Errorf("user message for %q does not have exactly one data block:\n%s", payload, msg)
 		}
@@ -276,7 +277,7 @@ func TestNewOptions(t *testing.T) {
 		{"endpoint without model", &Options{Endpoint: &Endpoint{URL: "https://x/y"}}, "Options.Endpoint.Model is required"},
 		{"API key with a line break", &Options{Endpoint: &Endpoint{URL: "https://x/y", Model: "m", APIKey: "sk\nx"}}, "Options.Endpoint.APIKey"},
 		{"negative MaxTurns", &Options{MaxTurns: -1}, "Options.MaxTurns"},
-		{"too many tokens", &Options{DefaultMaxTokens: subscriptions.MaxHandlerTokens + 1}, "Options.DefaultMaxTokens"},
+		{"too many tokens", &Options{DefaultMaxTokens: mcpe.MaxHandlerTokens + 1}, "Options.DefaultMaxTokens"},
 		{"negative MaxRunTime", &Options{MaxRunTime: -time.Second}, "Options.MaxRunTime"},
 		{"zero offline retry", &Options{OfflineRetries: []time.Duration{time.Minute, 0}}, "Options.OfflineRetries[1]"},
 		{"negative retry", &Options{RetrySchedule: []time.Duration{-1}}, "Options.RetrySchedule[0]"},

@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -73,8 +74,8 @@ func TestEndpointPlainAnswer(t *testing.T) {
 	llm := &fakeLLM{answer: respond(200, answerHello)}
 	url := llm.start(t)
 	a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, APIKey: "sk-test", Model: "op-model"}})
-	spec := &subscriptions.HandlerSpec{
-		Type:         subscriptions.HandlerAgent,
+	spec := &mcpe.HandlerSpec{
+		Type:         mcpe.HandlerAgent,
 		SystemPrompt: "Be brief.",
 		Instructions: "Say hello.",
 		Model:        "the-subscribers-choice",
@@ -134,7 +135,7 @@ func TestEndpointToolCalls(t *testing.T) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 1000)}}}, nil
 	}
 	a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, Model: "op-model"}, Tools: tools, MaxToolResultBytes: 100})
-	spec := &subscriptions.HandlerSpec{Type: subscriptions.HandlerAgent, Tools: []string{"events_list"}}
+	spec := &mcpe.HandlerSpec{Type: mcpe.HandlerAgent, Tools: []string{"events_list"}}
 	out := a.Handle(context.Background(), invocation(spec, `{"id":"evt_1"}`))
 
 	want := subscriptions.Outcome{Output: "All quiet.", ToolCalls: []string{"events_list"}}
@@ -209,7 +210,7 @@ func TestEndpointFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			url := (&fakeLLM{answer: tt.answer}).start(t)
 			a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, Model: "m"}})
-			inv := invocation(&subscriptions.HandlerSpec{Type: subscriptions.HandlerAgent}, `{}`)
+			inv := invocation(&mcpe.HandlerSpec{Type: mcpe.HandlerAgent}, `{}`)
 			inv.Attempt = tt.attempt
 			out := a.Handle(context.Background(), inv)
 			if tt.wantErr == "" && out.Err != nil || !strings.Contains(errText(out.Err), tt.wantErr) {
@@ -227,7 +228,7 @@ func TestEndpointUnreachable(t *testing.T) {
 	url := srv.URL
 	srv.Close() // nothing listens there any more
 	a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, Model: "m"}})
-	out := a.Handle(context.Background(), invocation(&subscriptions.HandlerSpec{Type: subscriptions.HandlerAgent}, `{}`))
+	out := a.Handle(context.Background(), invocation(&mcpe.HandlerSpec{Type: mcpe.HandlerAgent}, `{}`))
 	if !strings.Contains(errText(out.Err), "could not be reached") || out.RetryIn != DefaultRetrySchedule[0] {
 		t.Errorf("outcome = %+v; want an unreachable error retried after %v", out, DefaultRetrySchedule[0])
 	}
@@ -245,7 +246,7 @@ func TestEndpointNoRetryAfterToolCall(t *testing.T) {
 	}}
 	url := llm.start(t)
 	a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, Model: "m"}, Tools: newFakeTools("events_list")})
-	out := a.Handle(context.Background(), invocation(&subscriptions.HandlerSpec{Type: subscriptions.HandlerAgent, Tools: []string{"events_list"}}, `{}`))
+	out := a.Handle(context.Background(), invocation(&mcpe.HandlerSpec{Type: mcpe.HandlerAgent, Tools: []string{"events_list"}}, `{}`))
 	if !strings.Contains(errText(out.Err), "503") || out.RetryIn != 0 || len(out.ToolCalls) != 1 {
 		t.Errorf("outcome = %+v; want the 503, no retry, one tool call", out)
 	}
@@ -257,7 +258,7 @@ func TestEndpointRunTime(t *testing.T) {
 	url := llm.start(t)
 	defer close(release)
 	a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, Model: "m"}, MaxRunTime: 50 * time.Millisecond})
-	out := a.Handle(context.Background(), invocation(&subscriptions.HandlerSpec{Type: subscriptions.HandlerAgent}, `{}`))
+	out := a.Handle(context.Background(), invocation(&mcpe.HandlerSpec{Type: mcpe.HandlerAgent}, `{}`))
 	if !strings.Contains(errText(out.Err), "did not finish within 50ms") || out.RetryIn != DefaultRetrySchedule[0] {
 		t.Errorf("outcome = %+v; want a timeout retried after %v", out, DefaultRetrySchedule[0])
 	}
@@ -268,7 +269,7 @@ func TestEndpointStopped(t *testing.T) {
 	a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, Model: "m"}})
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	out := a.Handle(ctx, invocation(&subscriptions.HandlerSpec{Type: subscriptions.HandlerAgent}, `{}`))
+	out := a.Handle(ctx, invocation(&mcpe.HandlerSpec{Type: mcpe.HandlerAgent}, `{}`))
 	if !strings.Contains(errText(out.Err), "stopped") || out.RetryIn != 0 {
 		t.Errorf("outcome = %+v; want a stopped run without a retry", out)
 	}

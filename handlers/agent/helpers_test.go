@@ -10,6 +10,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -158,14 +159,14 @@ func newAgent(t *testing.T, opts *Options) *Agent {
 }
 
 // invocation returns a first attempt of an event delivery to alice.
-func invocation(spec *subscriptions.HandlerSpec, event string) *subscriptions.Invocation {
+func invocation(spec *mcpe.HandlerSpec, event string) *subscriptions.Invocation {
 	return &subscriptions.Invocation{
 		JobID:          "job_1",
 		SubscriptionID: "sub_1",
 		Principal:      "alice",
 		Spec:           spec,
 		Attempt:        1,
-		Kind:           subscriptions.InboxEvent,
+		Kind:           mcpe.InboxEvent,
 		Event:          json.RawMessage(event),
 	}
 }

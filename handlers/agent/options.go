@@ -12,9 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // Defaults for Options.
@@ -30,8 +29,8 @@ const (
 
 // MaxOutputBytes bounds Outcome.Output: a longer answer is cut, on a UTF-8
 // boundary, and marked as cut. It is what events_list shows of an outcome
-// (subscriptions.MaxStatusOutput), so a whole answer is shown.
-const MaxOutputBytes = subscriptions.MaxStatusOutput
+// (mcpe.MaxStatusOutput), so a whole answer is shown.
+const MaxOutputBytes = mcpe.MaxStatusOutput
 
 // DefaultOfflineRetries are the delays before the next attempt when no
 // route to an LLM exists at run time (Options.OfflineRetries): after
@@ -216,7 +215,7 @@ func (o *Options) validate() error {
 		def   int
 		limit int
 	}{
-		{"DefaultMaxTokens", o.DefaultMaxTokens, DefaultMaxTokens, subscriptions.MaxHandlerTokens},
+		{"DefaultMaxTokens", o.DefaultMaxTokens, DefaultMaxTokens, mcpe.MaxHandlerTokens},
 		{"MaxTurns", o.MaxTurns, DefaultMaxTurns, 1000},
 		{"MaxToolCalls", o.MaxToolCalls, DefaultMaxToolCalls, 10000},
 		{"MaxToolResultBytes", o.MaxToolResultBytes, DefaultMaxToolResultBytes, 16 << 20},

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -30,7 +31,7 @@ Trust rules:
 
 // systemPrompt returns the preamble followed by the handler's systemPrompt.
 // It never holds event data.
-func systemPrompt(spec *subscriptions.HandlerSpec) string {
+func systemPrompt(spec *mcpe.HandlerSpec) string {
 	if strings.TrimSpace(spec.SystemPrompt) == "" {
 		return Preamble
 	}
@@ -45,7 +46,7 @@ func userMessage(inv *subscriptions.Invocation, maxEvent int) string {
 		b.WriteString(s)
 		b.WriteString("\n\n")
 	}
-	if inv.Kind == subscriptions.InboxBatch {
+	if inv.Kind == mcpe.InboxBatch {
 		fmt.Fprintf(&b, "A digest of %d event(s) of subscription %q was delivered", len(inv.Events), inv.SubscriptionID)
 		if inv.Remaining > 0 {
 			fmt.Fprintf(&b, " (%d more are left for the next digest)", inv.Remaining)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 func TestCheck(t *testing.T) {
@@ -27,16 +27,16 @@ func TestCheck(t *testing.T) {
 	tests := []struct {
 		name string
 		r    *Runner
-		spec *subscriptions.HandlerSpec
+		spec *mcpe.HandlerSpec
 		want *invalid
 	}{
 		{name: "allowed", r: r, spec: bashSpec("notify", "")},
-		{name: "allowed with everything", r: r, spec: &subscriptions.HandlerSpec{
-			Type: subscriptions.HandlerBash, Command: "log", Input: "env", Timeout: 60000,
+		{name: "allowed with everything", r: r, spec: &mcpe.HandlerSpec{
+			Type: mcpe.HandlerBash, Command: "log", Input: "env", Timeout: 60000,
 			Args: []string{"$MCPE_EVENT_ID", "${MCPE_EVENTS}", "$HOME", "$(id)"},
 		}},
 		{name: "nil", r: r, want: &invalid{"handler", "is required"}},
-		{name: "wrong type", r: r, spec: &subscriptions.HandlerSpec{Type: subscriptions.HandlerWebhook, URL: "https://x"},
+		{name: "wrong type", r: r, spec: &mcpe.HandlerSpec{Type: mcpe.HandlerWebhook, URL: "https://x"},
 			want: &invalid{"handler.type", `"webhook" is not "bash"; this handler runs only bash handlers`}},
 		{name: "unknown command", r: r, spec: bashSpec("rm", ""),
 			want: &invalid{"handler.command", `"rm" is not a command the operator allowed; use one of "log", "notify" (a name, not a path or a shell line)`}},
@@ -50,9 +50,9 @@ func TestCheck(t *testing.T) {
 			want: &invalid{"handler.command", `"notify" is not allowed: the operator allowed no commands on this server, so bash handlers cannot run here; use another handler type or leave handler out`}},
 		{name: "bad input", r: r, spec: bashSpec("notify", "file"),
 			want: &invalid{"handler.input", `"file" is not an input mode; use "stdin" (the event JSON on standard input, the default), "env" (MCPE_* variables) or "args" (the event JSON as the last argument)`}},
-		{name: "timeout over max", r: r, spec: &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: "notify", Timeout: 60001},
+		{name: "timeout over max", r: r, spec: &mcpe.HandlerSpec{Type: mcpe.HandlerBash, Command: "notify", Timeout: 60001},
 			want: &invalid{"handler.timeout", "is 60001 ms; the operator allows at most 60000 (1m0s); give a smaller number of milliseconds, or leave it out for the default 10s"}},
-		{name: "negative timeout", r: r, spec: &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: "notify", Timeout: -1},
+		{name: "negative timeout", r: r, spec: &mcpe.HandlerSpec{Type: mcpe.HandlerBash, Command: "notify", Timeout: -1},
 			want: &invalid{"handler.timeout", "is -1 ms; the operator allows at most 60000 (1m0s); give a smaller number of milliseconds, or leave it out for the default 10s"}},
 		{name: "unknown placeholder", r: r, spec: bashSpec("notify", "", "ok", "--id=${MCPE_EVENT_NAME}"),
 			want: &invalid{"handler.args[1]", "uses $MCPE_EVENT_NAME, which is not a variable; the placeholders are $MCPE_SUBSCRIPTION_ID, $MCPE_DELIVERY, $MCPE_EVENT_ID, $MCPE_EVENT_TYPE, $MCPE_EVENT_PRIORITY, $MCPE_EVENT_TIMESTAMP, $MCPE_EVENT_TAGS, $MCPE_EVENT_DATA, $MCPE_EVENTS, $MCPE_EVENT_COUNT, $MCPE_REMAINING, written $NAME or ${NAME}"}},
@@ -62,7 +62,7 @@ func TestCheck(t *testing.T) {
 			err := tt.r.Check(context.Background(), "alice", tt.spec)
 			var got *invalid
 			if err != nil {
-				var ie *subscriptions.InvalidError
+				var ie *mcpe.InvalidError
 				if !errors.As(err, &ie) {
 					t.Fatalf("Check() = %v (%T), want an *InvalidError", err, err)
 				}

@@ -7,6 +7,7 @@ import (
 	"log"
 
 	"github.com/mcpe-server/mcpe-server/handlers/bash"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -21,10 +22,10 @@ func ExampleRunner() {
 		log.Fatal(err)
 	}
 	ctx := context.Background()
-	spec := &subscriptions.HandlerSpec{
-		Type:    subscriptions.HandlerBash,
+	spec := &mcpe.HandlerSpec{
+		Type:    mcpe.HandlerBash,
 		Command: "echo",
-		Input:   subscriptions.InputEnv,
+		Input:   mcpe.InputEnv,
 		Args:    []string{"new", "${MCPE_EVENT_TYPE}:", "$MCPE_EVENT_DATA", "$(rm -rf /)"},
 	}
 	if err := r.Check(ctx, "alice", spec); err != nil {
@@ -33,13 +34,13 @@ func ExampleRunner() {
 	out := r.Handle(ctx, &subscriptions.Invocation{
 		SubscriptionID: "sub-1",
 		Spec:           spec,
-		Kind:           subscriptions.InboxEvent,
+		Kind:           mcpe.InboxEvent,
 		Event:          json.RawMessage(`{"id":"0b6f2a4e-2f4c-4d59-9a0e-6a4b0f7f3c11","type":"github.issue.opened","data":{"number":42},"metadata":{"timestamp":"2025-01-15T10:30:00Z","priority":"normal"}}`),
 	})
 	fmt.Print(out.Output)
 	fmt.Println(out.Err)
 
-	fmt.Println(r.Check(ctx, "alice", &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: "rm"}))
+	fmt.Println(r.Check(ctx, "alice", &mcpe.HandlerSpec{Type: mcpe.HandlerBash, Command: "rm"}))
 	// Output:
 	// new github.issue.opened: {"number":42} $(rm -rf /)
 	// <nil>

@@ -16,6 +16,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -146,13 +147,13 @@ func event(t testing.TB, data any) json.RawMessage {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := subscriptions.Event{
+	ev := mcpe.Event{
 		ID:   testEventID,
 		Type: "github.issue.opened",
 		Data: d,
-		Metadata: subscriptions.Metadata{
+		Metadata: mcpe.Metadata{
 			Timestamp: time.Date(2025, 1, 15, 10, 30, 0, 0, time.UTC),
-			Priority:  subscriptions.PriorityHigh,
+			Priority:  mcpe.PriorityHigh,
 			Tags:      []string{"frontend", "urgent"},
 		},
 	}
@@ -164,24 +165,24 @@ func event(t testing.TB, data any) json.RawMessage {
 }
 
 // eventInv returns an event delivery of ev to spec.
-func eventInv(spec *subscriptions.HandlerSpec, ev json.RawMessage) *subscriptions.Invocation {
+func eventInv(spec *mcpe.HandlerSpec, ev json.RawMessage) *subscriptions.Invocation {
 	return &subscriptions.Invocation{
 		JobID: "job-1", SubscriptionID: "sub-1", Spec: spec, Attempt: 1,
-		Kind: subscriptions.InboxEvent, Event: ev,
+		Kind: mcpe.InboxEvent, Event: ev,
 	}
 }
 
 // batchInv returns a batch delivery of events to spec.
-func batchInv(spec *subscriptions.HandlerSpec, remaining int, events ...json.RawMessage) *subscriptions.Invocation {
+func batchInv(spec *mcpe.HandlerSpec, remaining int, events ...json.RawMessage) *subscriptions.Invocation {
 	return &subscriptions.Invocation{
 		JobID: "job-2", SubscriptionID: "sub-1", Spec: spec, Attempt: 1,
-		Kind: subscriptions.InboxBatch, Events: events, Remaining: remaining,
+		Kind: mcpe.InboxBatch, Events: events, Remaining: remaining,
 	}
 }
 
 // bashSpec returns a bash handler spec.
-func bashSpec(command, input string, args ...string) *subscriptions.HandlerSpec {
-	return &subscriptions.HandlerSpec{Type: subscriptions.HandlerBash, Command: command, Input: input, Args: args}
+func bashSpec(command, input string, args ...string) *mcpe.HandlerSpec {
+	return &mcpe.HandlerSpec{Type: mcpe.HandlerBash, Command: command, Input: input, Args: args}
 }
 
 // runEcho runs the echo helper for inv and returns its report.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -535,7 +536,7 @@ func TestBadInvocation(t *testing.T) {
 		{"no event", eventInv(spec, nil), "the delivery has no event"},
 		{"bad event in batch", batchInv(spec, 0, json.RawMessage(`{"a":`)), "the batch holds an event that is not valid JSON"},
 		{"no spec", eventInv(nil, event(t, map[string]any{})), "the invocation has no bash handler"},
-		{"webhook spec", eventInv(&subscriptions.HandlerSpec{Type: subscriptions.HandlerWebhook}, event(t, map[string]any{})), "the invocation has no bash handler"},
+		{"webhook spec", eventInv(&mcpe.HandlerSpec{Type: mcpe.HandlerWebhook}, event(t, map[string]any{})), "the invocation has no bash handler"},
 		{"command no longer allowed", eventInv(bashSpec("gone", ""), event(t, map[string]any{})), `command "gone" is not allowed by the operator (any more); the allowed commands are "sh"`},
 		{"bad input", eventInv(bashSpec("sh", "file"), event(t, map[string]any{})), `input "file" is not an input mode`},
 	}

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -65,35 +66,35 @@ func (r *Runner) Commands() []string {
 // Check tells whether spec may run: a bash handler naming an allowed
 // command, with a timeout the operator allows and no unknown MCPE_*
 // placeholder in its arguments.
-func (r *Runner) Check(_ context.Context, _ string, spec *subscriptions.HandlerSpec) error {
+func (r *Runner) Check(_ context.Context, _ string, spec *mcpe.HandlerSpec) error {
 	if spec == nil {
-		return subscriptions.Invalid("handler", "is required")
+		return mcpe.Invalid("handler", "is required")
 	}
-	if spec.Type != subscriptions.HandlerBash {
-		return subscriptions.Invalid("handler.type", "%q is not %q; this handler runs only bash handlers", spec.Type, subscriptions.HandlerBash)
+	if spec.Type != mcpe.HandlerBash {
+		return mcpe.Invalid("handler.type", "%q is not %q; this handler runs only bash handlers", spec.Type, mcpe.HandlerBash)
 	}
 	if _, ok := r.opts.Commands[spec.Command]; !ok {
 		if len(r.opts.Commands) == 0 {
-			return subscriptions.Invalid("handler.command", "%q is not allowed: the operator allowed no commands on this server, so bash handlers cannot run here; use another handler type or leave handler out", spec.Command)
+			return mcpe.Invalid("handler.command", "%q is not allowed: the operator allowed no commands on this server, so bash handlers cannot run here; use another handler type or leave handler out", spec.Command)
 		}
 		if spec.Command == "" {
-			return subscriptions.Invalid("handler.command", "is required: the name of a command the operator allowed, one of %s", r.allowed())
+			return mcpe.Invalid("handler.command", "is required: the name of a command the operator allowed, one of %s", r.allowed())
 		}
-		return subscriptions.Invalid("handler.command", "%q is not a command the operator allowed; use one of %s (a name, not a path or a shell line)", spec.Command, r.allowed())
+		return mcpe.Invalid("handler.command", "%q is not a command the operator allowed; use one of %s (a name, not a path or a shell line)", spec.Command, r.allowed())
 	}
 	switch spec.Input {
-	case "", subscriptions.InputStdin, subscriptions.InputEnv, subscriptions.InputArgs:
+	case "", mcpe.InputStdin, mcpe.InputEnv, mcpe.InputArgs:
 	default:
-		return subscriptions.Invalid("handler.input", "%q is not an input mode; use \"stdin\" (the event JSON on standard input, the default), \"env\" (MCPE_* variables) or \"args\" (the event JSON as the last argument)", spec.Input)
+		return mcpe.Invalid("handler.input", "%q is not an input mode; use \"stdin\" (the event JSON on standard input, the default), \"env\" (MCPE_* variables) or \"args\" (the event JSON as the last argument)", spec.Input)
 	}
 	maxMS := r.opts.MaxTimeout.Milliseconds()
 	if spec.Timeout < 0 || int64(spec.Timeout) > maxMS {
-		return subscriptions.Invalid("handler.timeout", "is %d ms; the operator allows at most %d (%v); give a smaller number of milliseconds, or leave it out for the default %v",
+		return mcpe.Invalid("handler.timeout", "is %d ms; the operator allows at most %d (%v); give a smaller number of milliseconds, or leave it out for the default %v",
 			spec.Timeout, maxMS, r.opts.MaxTimeout, r.opts.DefaultTimeout)
 	}
 	for i, a := range spec.Args {
 		if name := unknownPlaceholder(a); name != "" {
-			return subscriptions.Invalid(fmt.Sprintf("handler.args[%d]", i), "uses $%s, which is not a variable; the placeholders are %s, written $NAME or ${NAME}", name, "$"+strings.Join(varNames, ", $"))
+			return mcpe.Invalid(fmt.Sprintf("handler.args[%d]", i), "uses $%s, which is not a variable; the placeholders are %s, written $NAME or ${NAME}", name, "$"+strings.Join(varNames, ", $"))
 		}
 	}
 	return nil
@@ -131,7 +132,7 @@ func (r *Runner) Handle(ctx context.Context, inv *subscriptions.Invocation) subs
 
 func (r *Runner) handle(ctx context.Context, inv *subscriptions.Invocation) (string, error) {
 	spec := inv.Spec
-	if spec == nil || spec.Type != subscriptions.HandlerBash {
+	if spec == nil || spec.Type != mcpe.HandlerBash {
 		return "", errors.New("the invocation has no bash handler")
 	}
 	c, ok := r.opts.Commands[spec.Command]
@@ -149,12 +150,12 @@ func (r *Runner) handle(ctx context.Context, inv *subscriptions.Invocation) (str
 	var stdin []byte
 	input := spec.Input
 	switch input {
-	case "", subscriptions.InputStdin:
-		input = subscriptions.InputStdin
+	case "", mcpe.InputStdin:
+		input = mcpe.InputStdin
 		stdin = inv.Payload()
-	case subscriptions.InputArgs:
+	case mcpe.InputArgs:
 		argv = append(argv, string(inv.Payload()))
-	case subscriptions.InputEnv:
+	case mcpe.InputEnv:
 	default:
 		return "", fmt.Errorf("input %q is not an input mode; use \"stdin\", \"env\" or \"args\"", spec.Input)
 	}
@@ -164,7 +165,7 @@ func (r *Runner) handle(ctx context.Context, inv *subscriptions.Invocation) (str
 	}
 	// The working directory's path is not known yet: check with a
 	// placeholder as long as the longest it may be.
-	if err := checkSizes(argv, environ(&c, vars, input == subscriptions.InputEnv, filepath.Join(r.opts.WorkRoot, workDirPrefix+"0123456789"))); err != nil {
+	if err := checkSizes(argv, environ(&c, vars, input == mcpe.InputEnv, filepath.Join(r.opts.WorkRoot, workDirPrefix+"0123456789"))); err != nil {
 		return "", err
 	}
 
@@ -182,8 +183,8 @@ func (r *Runner) handle(ctx context.Context, inv *subscriptions.Invocation) (str
 			r.opts.Logger.Warn("bash handler: cannot remove a working directory", "dir", wd, "error", err)
 		}
 	}()
-	env := environ(&c, vars, input == subscriptions.InputEnv, wd)
-	return r.run(ctx, &c, argv, env, stdin, input == subscriptions.InputStdin, wd, timeout)
+	env := environ(&c, vars, input == mcpe.InputEnv, wd)
+	return r.run(ctx, &c, argv, env, stdin, input == mcpe.InputStdin, wd, timeout)
 }
 
 // acquire takes a slot to run a program, waiting for one while ctx allows.

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -67,8 +68,8 @@ func variables(inv *subscriptions.Invocation) (map[string]string, error) {
 		vars[name] = ""
 	}
 	vars[varSubscriptionID] = inv.SubscriptionID
-	if inv.Kind == subscriptions.InboxBatch {
-		vars[varDelivery] = string(subscriptions.InboxBatch)
+	if inv.Kind == mcpe.InboxBatch {
+		vars[varDelivery] = string(mcpe.InboxBatch)
 		events := inv.Events
 		if events == nil {
 			events = []json.RawMessage{}
@@ -82,10 +83,10 @@ func variables(inv *subscriptions.Invocation) (map[string]string, error) {
 		vars[varRemaining] = strconv.Itoa(inv.Remaining)
 		return vars, nil
 	}
-	if inv.Kind != subscriptions.InboxEvent && inv.Kind != "" {
-		return nil, fmt.Errorf("the delivery is of kind %q; expected %q or %q", inv.Kind, subscriptions.InboxEvent, subscriptions.InboxBatch)
+	if inv.Kind != mcpe.InboxEvent && inv.Kind != "" {
+		return nil, fmt.Errorf("the delivery is of kind %q; expected %q or %q", inv.Kind, mcpe.InboxEvent, mcpe.InboxBatch)
 	}
-	vars[varDelivery] = string(subscriptions.InboxEvent)
+	vars[varDelivery] = string(mcpe.InboxEvent)
 	raw := bytes.TrimSpace(inv.Event)
 	if len(raw) == 0 {
 		return nil, errors.New("the delivery has no event")

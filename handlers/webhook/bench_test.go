@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -42,11 +43,11 @@ func BenchmarkFanOut(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer s.Close()
-	spec := &subscriptions.HandlerSpec{
-		Type:    subscriptions.HandlerWebhook,
-		URL:     srv.URL + "/hook",
-		Secrets: &subscriptions.WebhookSecrets{Current: secret},
+	spec := &mcpe.HandlerSpec{
+		Type: mcpe.HandlerWebhook,
+		URL:  srv.URL + "/hook",
 	}
+	secrets := &subscriptions.WebhookSecrets{Current: secret}
 	event := json.RawMessage(`{"id":"evt_1","type":"deploy.done","source":"ci","time":"2026-03-04T05:06:07Z","data":{"service":"api","version":"1.2.3","ok":true}}`)
 
 	var failed atomic.Int64
@@ -64,7 +65,7 @@ func BenchmarkFanOut(b *testing.B) {
 					}
 					o := s.Handle(b.Context(), &subscriptions.Invocation{
 						JobID: strconv.Itoa(i) + "_" + strconv.FormatInt(n, 10), SubscriptionID: "sub_1",
-						Spec: spec, Attempt: 1, Kind: subscriptions.InboxEvent, Event: event,
+						Spec: spec, Secrets: secrets, Attempt: 1, Kind: mcpe.InboxEvent, Event: event,
 					})
 					if o.Err != nil {
 						failed.Add(1)

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // reservedHeaders cannot be set by a subscription: the server writes them,
@@ -41,30 +41,30 @@ const (
 
 // Check tells whether spec may run: its URL, timeout and headers. A host
 // name is checked when it is dialled; a literal address now.
-func (s *Sender) Check(_ context.Context, _ string, spec *subscriptions.HandlerSpec) error {
+func (s *Sender) Check(_ context.Context, _ string, spec *mcpe.HandlerSpec) error {
 	_, err := s.check(spec)
 	return err
 }
 
 // check validates spec and returns its parsed URL.
-func (s *Sender) check(spec *subscriptions.HandlerSpec) (*url.URL, error) {
+func (s *Sender) check(spec *mcpe.HandlerSpec) (*url.URL, error) {
 	if spec == nil {
-		return nil, subscriptions.Invalid("handler", "is required")
+		return nil, mcpe.Invalid("handler", "is required")
 	}
 	u, err := s.checkURL(spec.URL)
 	if err != nil {
 		return nil, err
 	}
 	if spec.Timeout < 0 {
-		return nil, subscriptions.Invalid("handler.timeout", "is %d; give milliseconds from %d to %d, or leave it out for the default %v",
-			spec.Timeout, subscriptions.MinHandlerTimeout, s.opts.MaxTimeout.Milliseconds(), s.opts.DefaultTimeout)
+		return nil, mcpe.Invalid("handler.timeout", "is %d; give milliseconds from %d to %d, or leave it out for the default %v",
+			spec.Timeout, mcpe.MinHandlerTimeout, s.opts.MaxTimeout.Milliseconds(), s.opts.DefaultTimeout)
 	}
 	if maxMS := s.opts.MaxTimeout.Milliseconds(); int64(spec.Timeout) > maxMS {
-		return nil, subscriptions.Invalid("handler.timeout", "is %d ms; the operator allows at most %d (%v); give a smaller number, or leave it out for the default %v",
+		return nil, mcpe.Invalid("handler.timeout", "is %d ms; the operator allows at most %d (%v); give a smaller number, or leave it out for the default %v",
 			spec.Timeout, maxMS, s.opts.MaxTimeout, s.opts.DefaultTimeout)
 	}
-	if len(spec.Headers) > subscriptions.MaxHandlerHeaders {
-		return nil, subscriptions.Invalid("handler.headers", "has %d entries; at most %d are accepted", len(spec.Headers), subscriptions.MaxHandlerHeaders)
+	if len(spec.Headers) > mcpe.MaxHandlerHeaders {
+		return nil, mcpe.Invalid("handler.headers", "has %d entries; at most %d are accepted", len(spec.Headers), mcpe.MaxHandlerHeaders)
 	}
 	seen := make(map[string]string, len(spec.Headers))
 	for _, name := range slices.Sorted(maps.Keys(spec.Headers)) {
@@ -73,7 +73,7 @@ func (s *Sender) check(spec *subscriptions.HandlerSpec) (*url.URL, error) {
 		}
 		lower := strings.ToLower(name)
 		if other, ok := seen[lower]; ok {
-			return nil, subscriptions.Invalid("handler.headers", "names %q and %q are the same header (names are case-insensitive); keep one", other, name)
+			return nil, mcpe.Invalid("handler.headers", "names %q and %q are the same header (names are case-insensitive); keep one", other, name)
 		}
 		seen[lower] = name
 	}
@@ -83,52 +83,52 @@ func (s *Sender) check(spec *subscriptions.HandlerSpec) (*url.URL, error) {
 func (s *Sender) checkURL(raw string) (*url.URL, error) {
 	const field = "handler.url"
 	if raw == "" {
-		return nil, subscriptions.Invalid(field, "is required, e.g. \"https://hooks.example.com/mcpe\"")
+		return nil, mcpe.Invalid(field, "is required, e.g. \"https://hooks.example.com/mcpe\"")
 	}
 	if len(raw) > 2048 {
-		return nil, subscriptions.Invalid(field, "is %d bytes long; at most 2048 are accepted", len(raw))
+		return nil, mcpe.Invalid(field, "is %d bytes long; at most 2048 are accepted", len(raw))
 	}
 	u, err := url.Parse(raw)
 	if err != nil {
-		return nil, subscriptions.Invalid(field, "%q is not a valid URL; give an absolute https URL such as \"https://hooks.example.com/mcpe\"", raw)
+		return nil, mcpe.Invalid(field, "%q is not a valid URL; give an absolute https URL such as \"https://hooks.example.com/mcpe\"", raw)
 	}
 	if !u.IsAbs() {
-		return nil, subscriptions.Invalid(field, "%q is not an absolute URL; give one with scheme and host, such as \"https://hooks.example.com/mcpe\"", raw)
+		return nil, mcpe.Invalid(field, "%q is not an absolute URL; give one with scheme and host, such as \"https://hooks.example.com/mcpe\"", raw)
 	}
 	switch u.Scheme {
 	case "https":
 	case "http":
 		if !s.opts.AllowHTTP {
-			return nil, subscriptions.Invalid(field, "uses http; https is required (the operator can allow http with handlers.webhook.allowHTTP)")
+			return nil, mcpe.Invalid(field, "uses http; https is required (the operator can allow http with handlers.webhook.allowHTTP)")
 		}
 	default:
 		if s.opts.AllowHTTP {
-			return nil, subscriptions.Invalid(field, "uses the scheme %q; use https or http", u.Scheme)
+			return nil, mcpe.Invalid(field, "uses the scheme %q; use https or http", u.Scheme)
 		}
-		return nil, subscriptions.Invalid(field, "uses the scheme %q; https is required", u.Scheme)
+		return nil, mcpe.Invalid(field, "uses the scheme %q; https is required", u.Scheme)
 	}
 	if u.Opaque != "" {
-		return nil, subscriptions.Invalid(field, "%q has no host; write it as %s://host/path", raw, u.Scheme)
+		return nil, mcpe.Invalid(field, "%q has no host; write it as %s://host/path", raw, u.Scheme)
 	}
 	if u.User != nil {
-		return nil, subscriptions.Invalid(field, "contains user information (user:password@); leave it out, and send credentials in a header, e.g. \"Authorization\": \"Bearer ${TOKEN}\" with a secret the operator configured")
+		return nil, mcpe.Invalid(field, "contains user information (user:password@); leave it out, and send credentials in a header, e.g. \"Authorization\": \"Bearer ${TOKEN}\" with a secret the operator configured")
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
-		return nil, subscriptions.Invalid(field, "contains a fragment (#...), which is never sent; leave it out")
+		return nil, mcpe.Invalid(field, "contains a fragment (#...), which is never sent; leave it out")
 	}
 	host := u.Hostname()
 	if host == "" {
-		return nil, subscriptions.Invalid(field, "%q has no host; give e.g. \"https://hooks.example.com/mcpe\"", raw)
+		return nil, mcpe.Invalid(field, "%q has no host; give e.g. \"https://hooks.example.com/mcpe\"", raw)
 	}
 	if p := u.Port(); p != "" {
 		if n, ok := parsePort(p); !ok || n == 0 {
-			return nil, subscriptions.Invalid(field, "has the port %q; give a port from 1 to 65535, or none", p)
+			return nil, mcpe.Invalid(field, "has the port %q; give a port from 1 to 65535, or none", p)
 		}
 	}
 	if a, err := netip.ParseAddr(host); err == nil {
 		if err := s.checkAddr("", a); err != nil {
 			ae, _ := isRefused(err)
-			return nil, subscriptions.Invalid(field, "host %s is %s, which webhooks may not reach; use a public address, or ask the operator to allowlist it in handlers.webhook.allowNetworks", ae.Addr, ae.Range)
+			return nil, mcpe.Invalid(field, "host %s is %s, which webhooks may not reach; use a public address, or ask the operator to allowlist it in handlers.webhook.allowNetworks", ae.Addr, ae.Range)
 		}
 	}
 	return u, nil
@@ -150,24 +150,24 @@ func parsePort(p string) (int, bool) {
 
 func (s *Sender) checkHeader(name, value string) error {
 	if !validHeaderName(name) || len(name) > maxHeaderName {
-		return subscriptions.Invalid("handler.headers", "%q is not a valid header name; use up to %d letters, digits and -, e.g. \"Authorization\" or \"X-Api-Key\"", name, maxHeaderName)
+		return mcpe.Invalid("handler.headers", "%q is not a valid header name; use up to %d letters, digits and -, e.g. \"Authorization\" or \"X-Api-Key\"", name, maxHeaderName)
 	}
 	field := "handler.headers." + name
 	lower := strings.ToLower(name)
 	if strings.HasPrefix(lower, "webhook-") {
-		return subscriptions.Invalid(field, "cannot be set: webhook-* headers are the Standard Webhooks headers the server signs and sends itself; leave it out")
+		return mcpe.Invalid(field, "cannot be set: webhook-* headers are the Standard Webhooks headers the server signs and sends itself; leave it out")
 	}
 	if reservedHeaders[lower] {
-		return subscriptions.Invalid(field, "cannot be set: the server sets %s itself; leave it out", name)
+		return mcpe.Invalid(field, "cannot be set: the server sets %s itself; leave it out", name)
 	}
 	if len(value) > maxHeaderValue {
-		return subscriptions.Invalid(field, "is %d bytes long; at most %d are accepted", len(value), maxHeaderValue)
+		return mcpe.Invalid(field, "is %d bytes long; at most %d are accepted", len(value), maxHeaderValue)
 	}
 	if !validHeaderValue(value) {
-		return subscriptions.Invalid(field, "contains a line break or another control character; give a single-line value")
+		return mcpe.Invalid(field, "contains a line break or another control character; give a single-line value")
 	}
 	if _, err := expand(value, s.opts.Secrets); err != nil {
-		return subscriptions.Invalid(field, "%s", err.msg(s.opts.Secrets))
+		return mcpe.Invalid(field, "%s", err.msg(s.opts.Secrets))
 	}
 	return nil
 }
@@ -261,7 +261,7 @@ func validHeaderValue(v string) bool {
 }
 
 // timeout returns the timeout of a delivery of spec.
-func (s *Sender) timeout(spec *subscriptions.HandlerSpec) time.Duration {
+func (s *Sender) timeout(spec *mcpe.HandlerSpec) time.Duration {
 	if spec.Timeout > 0 {
 		return time.Duration(spec.Timeout) * time.Millisecond
 	}

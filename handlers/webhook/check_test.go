@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // checkResult is what a test compares of a Check error.
@@ -22,7 +22,7 @@ func checkOf(err error) *checkResult {
 	if err == nil {
 		return nil
 	}
-	var ie *subscriptions.InvalidError
+	var ie *mcpe.InvalidError
 	if !errors.As(err, &ie) {
 		return &checkResult{Field: "<not an InvalidError>", Says: []string{err.Error()}}
 	}
@@ -109,7 +109,7 @@ func TestCheck(t *testing.T) {
 		{"same name twice", s, spec{URL: ok, Headers: map[string]string{"X-A": "1", "x-a": "2"}}, &checkResult{"handler.headers", []string{"same header"}}},
 		{"too many", s, spec{URL: ok, Headers: func() map[string]string {
 			m := map[string]string{}
-			for i := range subscriptions.MaxHandlerHeaders + 1 {
+			for i := range mcpe.MaxHandlerHeaders + 1 {
 				m["X-"+strings.Repeat("a", i+1)] = "1"
 			}
 			return m
@@ -132,7 +132,7 @@ func TestCheck(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			sp := tt.spec
-			sp.Type = subscriptions.HandlerWebhook
+			sp.Type = mcpe.HandlerWebhook
 			got := checkOf(tt.sender.Check(t.Context(), "alice", &sp))
 			if diff := cmp.Diff(tt.want, keepSaid(tt.want, got)); diff != "" {
 				t.Errorf("Check mismatch (-want +got):\n%s", diff)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -123,7 +124,7 @@ func TestHandleRotation(t *testing.T) {
 	current, previous := subscriptions.NewWebhookSecret(), subscriptions.NewWebhookSecret()
 	until := t0.Add(time.Hour)
 	inv := invocation(rc.URL, 1)
-	inv.Spec.Secrets = &subscriptions.WebhookSecrets{Current: current, Previous: previous, PreviousUntil: &until}
+	inv.Secrets = &subscriptions.WebhookSecrets{Current: current, Previous: previous, PreviousUntil: &until}
 
 	for _, n := range []int{2, 1} { // in the grace period, then after it
 		if o := s.Handle(t.Context(), inv); o.Err != nil {
@@ -150,7 +151,7 @@ func TestHandleBatch(t *testing.T) {
 	rc := newReceiver(t, false, nil)
 	s := newSender(t, httpOptions(clock.NewFake(t0)))
 	inv := invocation(rc.URL, 1)
-	inv.Kind = subscriptions.InboxBatch
+	inv.Kind = mcpe.InboxBatch
 	inv.Event = nil
 	inv.Events = []json.RawMessage{json.RawMessage(`{"n":1}`), json.RawMessage(`{"n":2}`)}
 	inv.Remaining = 3
@@ -224,15 +225,15 @@ func TestHandleBadInput(t *testing.T) {
 		{"nil spec", s, mod(func(inv *subscriptions.Invocation) { inv.Spec = nil }), "no handler"},
 		{"no payload", s, mod(func(inv *subscriptions.Invocation) { inv.Event = nil }), "no payload"},
 		{"bad batch", s, mod(func(inv *subscriptions.Invocation) {
-			inv.Kind = subscriptions.InboxBatch
+			inv.Kind = mcpe.InboxBatch
 			inv.Events = []json.RawMessage{json.RawMessage(`{`)}
 		}), "no payload"},
-		{"no secrets", s, mod(func(inv *subscriptions.Invocation) { inv.Spec.Secrets = nil }), "no signing secret"},
-		{"empty secret", s, mod(func(inv *subscriptions.Invocation) { inv.Spec.Secrets.Current = "" }), "no signing secret"},
-		{"bad secret", s, mod(func(inv *subscriptions.Invocation) { inv.Spec.Secrets.Current = "hunter2" }), "whsec_"},
+		{"no secrets", s, mod(func(inv *subscriptions.Invocation) { inv.Secrets = nil }), "no signing secret"},
+		{"empty secret", s, mod(func(inv *subscriptions.Invocation) { inv.Secrets.Current = "" }), "no signing secret"},
+		{"bad secret", s, mod(func(inv *subscriptions.Invocation) { inv.Secrets.Current = "hunter2" }), "whsec_"},
 		{"bad previous secret", s, mod(func(inv *subscriptions.Invocation) {
 			until := t0.Add(time.Hour)
-			inv.Spec.Secrets.Previous, inv.Spec.Secrets.PreviousUntil = "x", &until
+			inv.Secrets.Previous, inv.Secrets.PreviousUntil = "x", &until
 		}), "previous signing secret"},
 		{"http not allowed", strict, invocation(rc.URL, 1), "https is required"},
 		{"unknown secret in header", s, mod(func(inv *subscriptions.Invocation) {

@@ -15,10 +15,11 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-type spec = subscriptions.HandlerSpec
+type spec = mcpe.HandlerSpec
 
 // t0 is the fake clock's start.
 var t0 = time.Date(2026, 3, 4, 5, 6, 7, 0, time.UTC)
@@ -133,13 +134,13 @@ func invocation(url string, attempt int) *subscriptions.Invocation {
 		SubscriptionID: "sub_1",
 		Principal:      "alice",
 		Attempt:        attempt,
-		Kind:           subscriptions.InboxEvent,
+		Kind:           mcpe.InboxEvent,
 		Event:          json.RawMessage(`{"type":"deploy.done","data":{"n":1}}`),
-		Spec: &subscriptions.HandlerSpec{
-			Type:    subscriptions.HandlerWebhook,
-			URL:     url,
-			Secrets: &subscriptions.WebhookSecrets{Current: testSecret},
+		Spec: &mcpe.HandlerSpec{
+			Type: mcpe.HandlerWebhook,
+			URL:  url,
 		},
+		Secrets: &subscriptions.WebhookSecrets{Current: testSecret},
 	}
 }
 

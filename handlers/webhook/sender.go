@@ -100,7 +100,7 @@ func (s *Sender) Handle(ctx context.Context, inv *subscriptions.Invocation) subs
 	}
 	now := s.opts.Clock.Now()
 	msgID := messageID(inv)
-	secrets := spec.Secrets.Signing(now)
+	secrets := inv.Secrets.Signing(now)
 	if len(secrets) == 0 || secrets[0] == "" {
 		return subscriptions.Outcome{Err: errors.New("the handler has no signing secret; set the handler again with events_update")}
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/internal/config"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -119,9 +120,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Store:     opts.Store,
 		Deliverer: realtime.NewChannel(a.Sessions),
 		Presence:  a.Sessions,
-		Timings: map[subscriptions.Channel]subscriptions.Timing{
-			subscriptions.ChannelCron:      cron.New(&cron.Options{MinEvery: time.Duration(cfg.Delivery.MinEvery)}),
-			subscriptions.ChannelScheduled: scheduled.Channel{},
+		Timings: map[mcpe.Channel]subscriptions.Timing{
+			mcpe.ChannelCron:      cron.New(&cron.Options{MinEvery: time.Duration(cfg.Delivery.MinEvery)}),
+			mcpe.ChannelScheduled: scheduled.Channel{},
 		},
 		Clock:            opts.Clock,
 		PendingLimit:     cfg.Delivery.PendingDigests,

@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/mcpe-server/mcpe-server/internal/config"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
 
@@ -40,7 +40,7 @@ func TestNewAndClose(t *testing.T) {
 	if err != nil || h == nil {
 		t.Fatalf("HTTPHandler() = %v, %v", h, err)
 	}
-	cat, err := a.Catalog.Get(context.Background(), subscriptions.CatalogRequest{})
+	cat, err := a.Catalog.Get(context.Background(), mcpe.CatalogRequest{})
 	if err != nil {
 		t.Fatal(err)
 	}

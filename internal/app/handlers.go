@@ -16,12 +16,13 @@ import (
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/config"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // handlerSet is the handlers the configuration turns on.
 type handlerSet struct {
-	byType map[subscriptions.HandlerType]subscriptions.Handler
+	byType map[mcpe.HandlerType]subscriptions.Handler
 	// commands are the bash handler's allowed command names.
 	commands []string
 	closers  []func()
@@ -36,7 +37,7 @@ func (h *handlerSet) close() {
 // buildHandlers makes the handlers cfg turns on. late supplies what the
 // agent handler needs from the MCP server, which is built after them.
 func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*handlerSet, error) {
-	set := &handlerSet{byType: make(map[subscriptions.HandlerType]subscriptions.Handler)}
+	set := &handlerSet{byType: make(map[mcpe.HandlerType]subscriptions.Handler)}
 	if b := cfg.Bash; b != nil && len(b.Commands) > 0 {
 		commands := make(map[string]bash.Command, len(b.Commands))
 		for name, c := range b.Commands {
@@ -53,7 +54,7 @@ func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*h
 		if err != nil {
 			return nil, fmt.Errorf("handlers.bash: %w", err)
 		}
-		set.byType[subscriptions.HandlerBash] = runner
+		set.byType[mcpe.HandlerBash] = runner
 		set.commands = runner.Commands()
 		if runner.Sandboxed() {
 			log.Info("bash handler on", "commands", set.commands, "sandbox", "bubblewrap")
@@ -86,7 +87,7 @@ func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*h
 		if err != nil {
 			return nil, err
 		}
-		set.byType[subscriptions.HandlerWebhook] = sender
+		set.byType[mcpe.HandlerWebhook] = sender
 		set.closers = append(set.closers, sender.Close)
 		log.Info("webhook handler on", "allow_http", w.AllowHTTP, "allow_networks", w.AllowNetworks)
 	}
@@ -113,7 +114,7 @@ func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*h
 		if err != nil {
 			return nil, err
 		}
-		set.byType[subscriptions.HandlerAgent] = ag
+		set.byType[mcpe.HandlerAgent] = ag
 		log.Info("agent handler on", "endpoint", a.Endpoint != nil)
 	}
 	return set, nil

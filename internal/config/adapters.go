@@ -10,9 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // Adapters configures the event sources besides POST /v1/events. Each is
@@ -172,7 +171,7 @@ func (a *Adapters) validate() error {
 // checkPriorities checks that every value of m is a priority.
 func checkPriorities(field string, m map[string]string) error {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if !subscriptions.Priority(strings.ToLower(m[k])).Valid() {
+		if !mcpe.Priority(strings.ToLower(m[k])).Valid() {
 			return fmt.Errorf("%s.%s: %q is not a priority; use low, normal, high or critical", field, k, m[k])
 		}
 	}
@@ -182,13 +181,13 @@ func checkPriorities(field string, m map[string]string) error {
 // Priorities returns m with its values as priorities. A nil m gives nil (the
 // adapter's built-in rule); an empty one gives an empty map (no rule: every
 // event is normal).
-func Priorities(m map[string]string) map[string]subscriptions.Priority {
+func Priorities(m map[string]string) map[string]mcpe.Priority {
 	if m == nil {
 		return nil
 	}
-	out := make(map[string]subscriptions.Priority, len(m))
+	out := make(map[string]mcpe.Priority, len(m))
 	for k, v := range m {
-		out[k] = subscriptions.Priority(strings.ToLower(v))
+		out[k] = mcpe.Priority(strings.ToLower(v))
 	}
 	return out
 }

@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 func TestParseAdapters(t *testing.T) {
@@ -32,7 +32,7 @@ adapters:
 		t.Fatal(err)
 	}
 	a := c.Adapters
-	if p := Priorities(a.GitHub.PriorityLabels); p["P0"] != subscriptions.PriorityCritical || p["bug"] != subscriptions.PriorityHigh {
+	if p := Priorities(a.GitHub.PriorityLabels); p["P0"] != mcpe.PriorityCritical || p["bug"] != mcpe.PriorityHigh {
 		t.Errorf("github priorities %v", p)
 	}
 	if h := Expanded(a.MCP.Upstreams[1].Headers); h["Authorization"] != "Bearer docs-token" {

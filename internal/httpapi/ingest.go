@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -133,14 +134,14 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
 		return
 	}
-	ev, err := in.Event(h.opts.Clock.Now())
+	ev, err := subscriptions.EventFromInput(in, h.opts.Clock.Now())
 	if err != nil {
 		writeError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
 		return
 	}
 	res, err := h.opts.Publisher.Publish(r.Context(), ev)
 	if err != nil {
-		var inv *subscriptions.InvalidError
+		var inv *mcpe.InvalidError
 		if errors.As(err, &inv) {
 			writeError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
 			return
@@ -154,8 +155,8 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // decode parses the body strictly: one JSON object with known fields only.
-func decode(body []byte) (subscriptions.EventInput, error) {
-	var in subscriptions.EventInput
+func decode(body []byte) (mcpe.EventInput, error) {
+	var in mcpe.EventInput
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return in, errors.New(`the body is empty; send {"type": "...", "data": {...}}`)

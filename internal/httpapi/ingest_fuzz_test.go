@@ -13,6 +13,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -20,17 +21,17 @@ import (
 type lastEvent struct {
 	subscriptions.Publisher
 	mu sync.Mutex
-	ev *subscriptions.Event
+	ev *mcpe.Event
 }
 
-func (p *lastEvent) Publish(ctx context.Context, ev subscriptions.Event) (subscriptions.PublishResult, error) {
+func (p *lastEvent) Publish(ctx context.Context, ev mcpe.Event) (subscriptions.PublishResult, error) {
 	p.mu.Lock()
 	p.ev = &ev
 	p.mu.Unlock()
 	return p.Publisher.Publish(ctx, ev)
 }
 
-func (p *lastEvent) take() *subscriptions.Event {
+func (p *lastEvent) take() *mcpe.Event {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	ev := p.ev
@@ -94,7 +95,7 @@ func FuzzIngest(f *testing.F) {
 			// The event published is already normalized: normalizing it
 			// again succeeds and changes nothing.
 			again := *published
-			if err := again.Normalize(now); err != nil {
+			if err := subscriptions.NormalizeEvent(&again, now); err != nil {
 				t.Fatalf("accepted event %+v does not validate: %v", *published, err)
 			}
 			if diff := cmp.Diff(*published, again); diff != "" {

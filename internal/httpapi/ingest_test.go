@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -46,7 +47,7 @@ type countingStore struct {
 	stored int
 }
 
-func (s *countingStore) Publish(ctx context.Context, ev *subscriptions.Event, raw json.RawMessage, targets []subscriptions.Target, at time.Time) (subscriptions.PublishResult, error) {
+func (s *countingStore) Publish(ctx context.Context, ev *mcpe.Event, raw json.RawMessage, targets []subscriptions.Target, at time.Time) (subscriptions.PublishResult, error) {
 	res, err := s.Store.Publish(ctx, ev, raw, targets, at)
 	if err == nil && !res.Duplicate {
 		s.mu.Lock()
@@ -95,8 +96,8 @@ func newFixture(t testing.TB, opts IngestOptions) *fixture {
 		t.Fatalf("start service: %v", err)
 	}
 	t.Cleanup(f.svc.Stop)
-	f.sub, err = f.svc.Subscribe(ctx, "alice", subscriptions.SubscribeRequest{
-		Filter: subscriptions.Filter{EventTypes: []string{"*"}},
+	f.sub, err = f.svc.Subscribe(ctx, "alice", mcpe.SubscribeRequest{
+		Filter: mcpe.Filter{EventTypes: []string{"*"}},
 	})
 	if err != nil {
 		t.Fatalf("subscribe: %v", err)
@@ -152,7 +153,7 @@ func accepted(t *testing.T, a answer) IngestResponse {
 // inbox returns the events in alice's inbox, oldest first.
 func (f *fixture) inbox(t *testing.T) []map[string]any {
 	t.Helper()
-	res, err := f.svc.Poll(context.Background(), "alice", subscriptions.PollRequest{Cursor: "0", Limit: subscriptions.MaxPollLimit})
+	res, err := f.svc.Poll(context.Background(), "alice", mcpe.PollRequest{Cursor: "0", Limit: mcpe.MaxPollLimit})
 	if err != nil {
 		t.Fatalf("poll: %v", err)
 	}
@@ -522,7 +523,7 @@ func TestRefusals(t *testing.T) {
 			want: refusal{http.StatusBadRequest, CodeInvalidEvent, `id: "42" is not a UUID; leave id out and the server assigns one`}},
 		{name: "empty tag", body: `{"type": "a.b", "metadata": {"tags": ["ok", " "]}}`,
 			want: refusal{http.StatusBadRequest, CodeInvalidEvent, `metadata.tags[1]: is empty`}},
-		{name: "source id too long", body: `{"type": "a.b", "metadata": {"sourceEventId": "` + strings.Repeat("s", subscriptions.MaxSourceIDLength+1) + `"}}`,
+		{name: "source id too long", body: `{"type": "a.b", "metadata": {"sourceEventId": "` + strings.Repeat("s", mcpe.MaxSourceIDLength+1) + `"}}`,
 			want: refusal{http.StatusBadRequest, CodeInvalidEvent, `metadata.sourceEventId: is 257 characters long; at most 256 are accepted`}},
 	}
 	for _, tt := range tests {
@@ -582,15 +583,15 @@ func TestBodyLimit(t *testing.T) {
 // failingPublisher fails every event the way a broken store would.
 type failingPublisher struct{}
 
-func (failingPublisher) Publish(context.Context, subscriptions.Event) (subscriptions.PublishResult, error) {
+func (failingPublisher) Publish(context.Context, mcpe.Event) (subscriptions.PublishResult, error) {
 	return subscriptions.PublishResult{}, context.DeadlineExceeded
 }
 
 // invalidPublisher refuses every event the way the service refuses one.
 type invalidPublisher struct{}
 
-func (invalidPublisher) Publish(context.Context, subscriptions.Event) (subscriptions.PublishResult, error) {
-	return subscriptions.PublishResult{}, &subscriptions.InvalidError{Field: "type", Message: "is not accepted here"}
+func (invalidPublisher) Publish(context.Context, mcpe.Event) (subscriptions.PublishResult, error) {
+	return subscriptions.PublishResult{}, &mcpe.InvalidError{Field: "type", Message: "is not accepted here"}
 }
 
 func TestPublisherErrors(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/client"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -191,17 +192,17 @@ func (c *Client) Next(t testing.TB) Notification {
 }
 
 // NextEvent returns the next notification, which must be events/event.
-func (c *Client) NextEvent(t testing.TB) (subscriptions.EventParams, subscriptions.Event) {
+func (c *Client) NextEvent(t testing.TB) (mcpe.EventParams, mcpe.Event) {
 	t.Helper()
 	n := c.Next(t)
-	if n.Method != subscriptions.MethodEvent {
-		t.Fatalf("got %s %s; want %s", n.Method, n.Params, subscriptions.MethodEvent)
+	if n.Method != mcpe.MethodEvent {
+		t.Fatalf("got %s %s; want %s", n.Method, n.Params, mcpe.MethodEvent)
 	}
-	var p subscriptions.EventParams
+	var p mcpe.EventParams
 	if err := json.Unmarshal(n.Params, &p); err != nil {
 		t.Fatalf("decode %s params %s: %v", n.Method, n.Params, err)
 	}
-	var ev subscriptions.Event
+	var ev mcpe.Event
 	if err := json.Unmarshal(p.Event, &ev); err != nil {
 		t.Fatalf("decode event %s: %v", p.Event, err)
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -88,7 +89,7 @@ func newBenchEnvQueue(b *testing.B, subs int, principal string, queueSize int) *
 		b.Fatal(err)
 	}
 	for i := range subs {
-		if _, err := svc.Subscribe(ctx, benchPrincipal, subscriptions.SubscribeRequest{Filter: workloadFilter(i)}); err != nil {
+		if _, err := svc.Subscribe(ctx, benchPrincipal, mcpe.SubscribeRequest{Filter: workloadFilter(i)}); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -110,12 +111,12 @@ func newBenchEnvQueue(b *testing.B, subs int, principal string, queueSize int) *
 	return &benchEnv{svc: svc, reg: reg, srv: srv, ingest: ih, client: c}
 }
 
-func workloadFilter(i int) subscriptions.Filter {
+func workloadFilter(i int) mcpe.Filter {
 	g := i % 100
 	if (i/100)%2 == 0 {
-		return subscriptions.Filter{EventTypes: []string{fmt.Sprintf("svc%d.*", g)}}
+		return mcpe.Filter{EventTypes: []string{fmt.Sprintf("svc%d.*", g)}}
 	}
-	return subscriptions.Filter{EventTypes: []string{fmt.Sprintf("svc%d.created", g)}}
+	return mcpe.Filter{EventTypes: []string{fmt.Sprintf("svc%d.created", g)}}
 }
 
 // post publishes event e through the ingest handler, as an HTTP client would.
@@ -291,7 +292,7 @@ func BenchmarkThroughMCP(b *testing.B) {
 	ctx := context.Background()
 	b.ResetTimer()
 	for i := range b.N {
-		_, err := e.svc.Publish(ctx, subscriptions.Event{
+		_, err := e.svc.Publish(ctx, mcpe.Event{
 			Type: fmt.Sprintf("svc%d.created", i%100),
 			Data: json.RawMessage(fmt.Sprintf(`{"seq": %d}`, i)),
 		})
@@ -345,7 +346,7 @@ func BenchmarkSubscribe(b *testing.B) {
 					client.MustCall(b, "events_subscribe", map[string]any{"filter": workloadFilter(i)}, nil)
 					continue
 				}
-				if _, err := e.svc.Subscribe(context.Background(), benchPrincipal, subscriptions.SubscribeRequest{Filter: workloadFilter(i)}); err != nil {
+				if _, err := e.svc.Subscribe(context.Background(), benchPrincipal, mcpe.SubscribeRequest{Filter: workloadFilter(i)}); err != nil {
 					b.Fatal(err)
 				}
 			}
@@ -451,7 +452,7 @@ func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clock.Fake, *time
 		Store:            store,
 		Deliverer:        realtime.NewChannel(reg),
 		Presence:         reg,
-		Timings:          map[subscriptions.Channel]subscriptions.Timing{subscriptions.ChannelCron: cron.New(nil)},
+		Timings:          map[mcpe.Channel]subscriptions.Timing{mcpe.ChannelCron: cron.New(nil)},
 		Clock:            clk,
 		MaxSubscriptions: subs + 1,
 		PruneInterval:    24 * time.Hour,
@@ -475,17 +476,17 @@ func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clock.Fake, *time
 		svc.Stop()
 		store.Close()
 	})
-	delivery := &subscriptions.Delivery{Channels: []subscriptions.Channel{subscriptions.ChannelCron},
-		CronSchedule: &subscriptions.CronSchedule{Expression: "0 9 * * *", MaxEventsPerDelivery: 10000}}
+	delivery := &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelCron},
+		CronSchedule: &mcpe.CronSchedule{Expression: "0 9 * * *", MaxEventsPerDelivery: 10000}}
 	for range subs {
-		if _, err := svc.Subscribe(ctx, benchPrincipal, subscriptions.SubscribeRequest{
-			Filter: subscriptions.Filter{EventTypes: []string{"digest.*"}}, Delivery: delivery,
+		if _, err := svc.Subscribe(ctx, benchPrincipal, mcpe.SubscribeRequest{
+			Filter: mcpe.Filter{EventTypes: []string{"digest.*"}}, Delivery: delivery,
 		}); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for i := range events {
-		if _, err := svc.Publish(ctx, subscriptions.Event{Type: "digest.item", Data: json.RawMessage(fmt.Sprintf(`{"seq": %d, "title": "an event of a realistic size, with a title and a url", "url": "https://example.com/items/%d"}`, i, i))}); err != nil {
+		if _, err := svc.Publish(ctx, mcpe.Event{Type: "digest.item", Data: json.RawMessage(fmt.Sprintf(`{"seq": %d, "title": "an event of a realistic size, with a title and a url", "url": "https://example.com/items/%d"}`, i, i))}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -21,7 +21,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // ingestOf returns a function that posts an event body to e's /v1/events
@@ -66,7 +66,7 @@ func TestScenarioInMemory(t *testing.T) {
 
 			sub := alice.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"github.*"}}})
 			bobSub := bob.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"bob.*"}}})
-			next := func(c *mcpetest.Client, wantSub, wantID string) subscriptions.EventParams {
+			next := func(c *mcpetest.Client, wantSub, wantID string) mcpe.EventParams {
 				t.Helper()
 				params, ev := c.NextEvent(t)
 				if params.SubscriptionID != wantSub || ev.ID != wantID {
@@ -79,9 +79,9 @@ func TestScenarioInMemory(t *testing.T) {
 			first := post(t, `{"type": "github.issue.opened", "data": {"title": "Bug", "n": 2}, `+
 				`"metadata": {"sourceEventId": "gh-1", "priority": "high", "tags": ["bug"]}}`)
 			params, ev := alice.NextEvent(t)
-			want := subscriptions.Event{
+			want := mcpe.Event{
 				ID: first, Type: "github.issue.opened", Data: json.RawMessage(`{"title":"Bug","n":2}`),
-				Metadata: subscriptions.Metadata{SourceEventID: "gh-1", Timestamp: start, Priority: subscriptions.PriorityHigh, Tags: []string{"bug"}},
+				Metadata: mcpe.Metadata{SourceEventID: "gh-1", Timestamp: start, Priority: mcpe.PriorityHigh, Tags: []string{"bug"}},
 			}
 			if diff := cmp.Diff(want, ev); diff != "" {
 				t.Errorf("event mismatch (-want +got):\n%s", diff)
@@ -104,12 +104,12 @@ func TestScenarioInMemory(t *testing.T) {
 			// Bob received none of it, and sees none of alice's.
 			bobEvent := post(t, `{"type": "bob.note", "data": {}}`)
 			next(bob, bobSub.ID, bobEvent)
-			var bobList subscriptions.ListResult
+			var bobList mcpe.ListResult
 			bob.MustCall(t, "events_list", map[string]any{}, &bobList)
 			if len(bobList.Subscriptions) != 1 || bobList.Subscriptions[0].ID != bobSub.ID {
 				t.Fatalf("bob lists %+v", bobList.Subscriptions)
 			}
-			var bobPoll subscriptions.PollResult
+			var bobPoll mcpe.PollResult
 			bob.MustCall(t, "events_poll", map[string]any{}, &bobPoll)
 			if len(bobPoll.Items) != 1 || !strings.Contains(string(bobPoll.Items[0].Event), bobEvent) {
 				t.Fatalf("bob's inbox: %+v", bobPoll.Items)
@@ -120,7 +120,7 @@ func TestScenarioInMemory(t *testing.T) {
 				}
 			}
 
-			var p1, p2 subscriptions.PollResult
+			var p1, p2 mcpe.PollResult
 			alice.MustCall(t, "events_poll", map[string]any{"limit": 2}, &p1)
 			alice.MustCall(t, "events_poll", map[string]any{"limit": 2}, &p2)
 			if len(p1.Items) != 2 || !p1.HasMore || len(p2.Items) != 1 || p2.HasMore || !strings.Contains(string(p2.Items[0].Event), last) {
@@ -133,8 +133,8 @@ func TestScenarioInMemory(t *testing.T) {
 			})
 			clk.Advance(time.Hour)
 			n := alice.Next(t)
-			var ep subscriptions.ExpiredParams
-			if err := json.Unmarshal(n.Params, &ep); err != nil || n.Method != subscriptions.MethodSubscriptionExpired || ep.SubscriptionID != expiring.ID {
+			var ep mcpe.ExpiredParams
+			if err := json.Unmarshal(n.Params, &ep); err != nil || n.Method != mcpe.MethodSubscriptionExpired || ep.SubscriptionID != expiring.ID {
 				t.Fatalf("got %v; want events/subscription_expired for %s", n, expiring.ID)
 			}
 			if pending := bob.Pending(); len(pending) != 0 {
@@ -145,7 +145,7 @@ func TestScenarioInMemory(t *testing.T) {
 			e.close()
 			e2 := newEnv(t, envOptions{dbPath: db, clock: clk})
 			alice2 := e2.connect("alice", p.opts)
-			var list subscriptions.ListResult
+			var list mcpe.ListResult
 			alice2.MustCall(t, "events_list", map[string]any{}, &list)
 			var got []string
 			for _, s := range list.Subscriptions {
@@ -159,7 +159,7 @@ func TestScenarioInMemory(t *testing.T) {
 			if diff := cmp.Diff(wantList, got); diff != "" {
 				t.Errorf("subscriptions after restart mismatch (-want +got):\n%s", diff)
 			}
-			var again subscriptions.PollResult
+			var again mcpe.PollResult
 			alice2.MustCall(t, "events_poll", map[string]any{"cursor": "0", "limit": 10}, &again)
 			if len(again.Items) != 4 { // three events and the expiry notice
 				t.Errorf("inbox after restart: %+v", again.Items)
@@ -212,7 +212,7 @@ func TestStalledClientDoesNotBlockRouting(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	if _, err := e.svc.Subscribe(ctx, "stalled", subscriptions.SubscribeRequest{Filter: subscriptions.Filter{EventTypes: []string{"load.*"}}}); err != nil {
+	if _, err := e.svc.Subscribe(ctx, "stalled", mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"load.*"}}}); err != nil {
 		t.Fatal(err)
 	}
 	alice := e.connect("alice", nil)
@@ -221,7 +221,7 @@ func TestStalledClientDoesNotBlockRouting(t *testing.T) {
 	const events = 1100 // more than a session's default queue of 1024
 	ids := make([]string, events)
 	for i := range ids {
-		ids[i] = e.publish("load.tick", fmt.Sprintf(`{"n": %d}`, i), subscriptions.Metadata{})
+		ids[i] = e.publish("load.tick", fmt.Sprintf(`{"n": %d}`, i), mcpe.Metadata{})
 	}
 	for i, id := range ids {
 		params, ev := alice.NextEvent(t)
@@ -232,14 +232,14 @@ func TestStalledClientDoesNotBlockRouting(t *testing.T) {
 	if st := e.reg.Stats(); st.Dropped == 0 {
 		t.Errorf("stats %+v: the stalled session's queue never filled", st)
 	}
-	res, err := e.svc.Poll(ctx, "stalled", subscriptions.PollRequest{Cursor: "0", Limit: subscriptions.MaxPollLimit})
+	res, err := e.svc.Poll(ctx, "stalled", mcpe.PollRequest{Cursor: "0", Limit: mcpe.MaxPollLimit})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(res.Items) != subscriptions.MaxPollLimit || !res.HasMore {
+	if len(res.Items) != mcpe.MaxPollLimit || !res.HasMore {
 		t.Errorf("the stalled owner's inbox holds %d items (hasMore %t); want all %d events kept", len(res.Items), res.HasMore, events)
 	}
-	if !slices.ContainsFunc(res.Items, func(it subscriptions.PollItem) bool { return strings.Contains(string(it.Event), ids[0]) }) {
+	if !slices.ContainsFunc(res.Items, func(it mcpe.PollItem) bool { return strings.Contains(string(it.Event), ids[0]) }) {
 		t.Errorf("the first event is not in the stalled owner's inbox")
 	}
 }

@@ -21,7 +21,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
-	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/tools"
 )
 
@@ -93,7 +93,7 @@ func (s *Server) addCatalogResource(c tools.Catalog) {
 		Description: "The event types this server can deliver, their sources, data schemas and examples (the same as the events_catalog tool).",
 		MIMEType:    "application/json",
 	}, func(ctx context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-		cat, err := c.Get(ctx, subscriptions.CatalogRequest{})
+		cat, err := c.Get(ctx, mcpe.CatalogRequest{})
 		if err != nil {
 			return nil, err
 		}
@@ -110,7 +110,7 @@ type Server struct {
 	opts  Options
 	log   *slog.Logger
 	mcp   *mcp.Server
-	caps  subscriptions.Capability
+	caps  mcpe.Capability
 	tools *tools.Set
 
 	mu       sync.Mutex
@@ -378,7 +378,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 // look for it, to an initialize result.
 type initializeResult struct {
 	*mcp.InitializeResult
-	events subscriptions.Capability
+	events mcpe.Capability
 }
 
 func (r *initializeResult) MarshalJSON() ([]byte, error) {
@@ -388,14 +388,14 @@ func (r *initializeResult) MarshalJSON() ([]byte, error) {
 // discoverResult does the same for server/discover (protocol 2026-07-28).
 type discoverResult struct {
 	*mcp.DiscoverResult
-	events subscriptions.Capability
+	events mcpe.Capability
 }
 
 func (r *discoverResult) MarshalJSON() ([]byte, error) {
 	return withEventsCapability(r.DiscoverResult, r.events)
 }
 
-func withEventsCapability(result any, events subscriptions.Capability) ([]byte, error) {
+func withEventsCapability(result any, events mcpe.Capability) ([]byte, error) {
 	b, err := json.Marshal(result)
 	if err != nil {
 		return nil, err

@@ -20,6 +20,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -60,9 +61,9 @@ func newEnv(t *testing.T, o envOptions) *env {
 		Store:     store,
 		Deliverer: realtime.NewChannel(reg),
 		Presence:  reg,
-		Timings: map[subscriptions.Channel]subscriptions.Timing{
-			subscriptions.ChannelCron:      cron.New(nil),
-			subscriptions.ChannelScheduled: scheduled.Channel{},
+		Timings: map[mcpe.Channel]subscriptions.Timing{
+			mcpe.ChannelCron:      cron.New(nil),
+			mcpe.ChannelScheduled: scheduled.Channel{},
 		},
 		Clock:            o.clock,
 		MaxSubscriptions: o.max,
@@ -108,9 +109,9 @@ func (e *env) connect(principal string, opts *mcp.ClientSessionOptions) *mcpetes
 }
 
 // publish publishes an event through the Go API and returns its ID.
-func (e *env) publish(typ, data string, md subscriptions.Metadata) string {
+func (e *env) publish(typ, data string, md mcpe.Metadata) string {
 	e.t.Helper()
-	res, err := e.svc.Publish(context.Background(), subscriptions.Event{Type: typ, Data: json.RawMessage(data), Metadata: md})
+	res, err := e.svc.Publish(context.Background(), mcpe.Event{Type: typ, Data: json.RawMessage(data), Metadata: md})
 	if err != nil {
 		e.t.Fatalf("publish %s: %v", typ, err)
 	}
@@ -131,17 +132,17 @@ func TestCapabilityAdvertised(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			e := newEnv(t, envOptions{max: 7})
 			c := e.connect("alice", p.opts)
-			want := subscriptions.Capability{
+			want := mcpe.Capability{
 				MaxSubscriptions: 7,
-				DeliveryChannels: []subscriptions.Channel{subscriptions.ChannelRealtime, subscriptions.ChannelCron, subscriptions.ChannelScheduled},
-				Features:         subscriptions.Features{Pause: true, Wildcards: true, CronSchedule: true, ScheduledDelivery: true},
-				Handlers:         []subscriptions.HandlerType{},
+				DeliveryChannels: []mcpe.Channel{mcpe.ChannelRealtime, mcpe.ChannelCron, mcpe.ChannelScheduled},
+				Features:         mcpe.Features{Pause: true, Wildcards: true, CronSchedule: true, ScheduledDelivery: true},
+				Handlers:         []mcpe.HandlerType{},
 			}
 			var raw struct {
 				Capabilities struct {
-					Events       *subscriptions.Capability `json:"events"`
+					Events       *mcpe.Capability `json:"events"`
 					Experimental struct {
-						Events *subscriptions.Capability `json:"events"`
+						Events *mcpe.Capability `json:"events"`
 					} `json:"experimental"`
 					Tools *struct{} `json:"tools"`
 				} `json:"capabilities"`
@@ -192,12 +193,12 @@ func TestRealtimeDelivery(t *testing.T) {
 			e := newEnv(t, envOptions{})
 			c := e.connect("alice", p.opts)
 			sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"github.*"}}})
-			if sub.Status != subscriptions.StatusActive || sub.ID == "" {
+			if sub.Status != mcpe.StatusActive || sub.ID == "" {
 				t.Fatalf("subscribe returned %+v", sub)
 			}
 
 			id := e.publish("github.issue.opened", `{"title": "Bug report", "number": 123}`,
-				subscriptions.Metadata{SourceEventID: "gh-evt-456", Tags: []string{"bug", "frontend"}, Priority: subscriptions.PriorityHigh})
+				mcpe.Metadata{SourceEventID: "gh-evt-456", Tags: []string{"bug", "frontend"}, Priority: mcpe.PriorityHigh})
 			params, ev := c.NextEvent(t)
 			if params.SubscriptionID != sub.ID {
 				t.Errorf("subscriptionId = %q, want %q", params.SubscriptionID, sub.ID)
@@ -205,12 +206,12 @@ func TestRealtimeDelivery(t *testing.T) {
 			if params.Cursor == "" {
 				t.Errorf("params have no cursor: %+v", params)
 			}
-			want := subscriptions.Event{
+			want := mcpe.Event{
 				ID:   id,
 				Type: "github.issue.opened",
 				Data: json.RawMessage(`{"title":"Bug report","number":123}`),
-				Metadata: subscriptions.Metadata{
-					SourceEventID: "gh-evt-456", Timestamp: start, Priority: subscriptions.PriorityHigh, Tags: []string{"bug", "frontend"},
+				Metadata: mcpe.Metadata{
+					SourceEventID: "gh-evt-456", Timestamp: start, Priority: mcpe.PriorityHigh, Tags: []string{"bug", "frontend"},
 				},
 			}
 			if diff := cmp.Diff(want, ev); diff != "" {
@@ -219,14 +220,14 @@ func TestRealtimeDelivery(t *testing.T) {
 
 			// A non-matching event is not delivered: the next one to arrive
 			// is the matching one published after it.
-			e.publish("slack.message", `{}`, subscriptions.Metadata{})
-			e.publish("github", `{}`, subscriptions.Metadata{})
-			e.publish("github.push", `{"ref": "main"}`, subscriptions.Metadata{})
+			e.publish("slack.message", `{}`, mcpe.Metadata{})
+			e.publish("github", `{}`, mcpe.Metadata{})
+			e.publish("github.push", `{"ref": "main"}`, mcpe.Metadata{})
 			_, ev = c.NextEvent(t)
 			if ev.Type != "github.push" {
 				t.Errorf("got %s; want only github.push after two non-matching events", ev.Type)
 			}
-			if ev.Metadata.Priority != subscriptions.PriorityNormal {
+			if ev.Metadata.Priority != mcpe.PriorityNormal {
 				t.Errorf("priority = %q, want the default normal", ev.Metadata.Priority)
 			}
 		})
@@ -242,10 +243,10 @@ func TestFilterByTagsAndPriority(t *testing.T) {
 		"tags":       []string{"ci", "deploy"},
 		"priority":   []string{"high", "critical"},
 	}})
-	e.publish("github.push", `{}`, subscriptions.Metadata{Tags: []string{"ci"}, Priority: subscriptions.PriorityNormal})       // priority
-	e.publish("github.push", `{}`, subscriptions.Metadata{Tags: []string{"docs"}, Priority: subscriptions.PriorityHigh})       // tags
-	e.publish("github.issue.opened", `{}`, subscriptions.Metadata{Tags: []string{"ci"}, Priority: subscriptions.PriorityHigh}) // type
-	want := e.publish("github.deployment.failed", `{}`, subscriptions.Metadata{Tags: []string{"x", "deploy"}, Priority: subscriptions.PriorityCritical})
+	e.publish("github.push", `{}`, mcpe.Metadata{Tags: []string{"ci"}, Priority: mcpe.PriorityNormal})       // priority
+	e.publish("github.push", `{}`, mcpe.Metadata{Tags: []string{"docs"}, Priority: mcpe.PriorityHigh})       // tags
+	e.publish("github.issue.opened", `{}`, mcpe.Metadata{Tags: []string{"ci"}, Priority: mcpe.PriorityHigh}) // type
+	want := e.publish("github.deployment.failed", `{}`, mcpe.Metadata{Tags: []string{"x", "deploy"}, Priority: mcpe.PriorityCritical})
 	if _, ev := c.NextEvent(t); ev.ID != want {
 		t.Errorf("got event %s %s; want only the deployment event", ev.Type, ev.ID)
 	}
@@ -259,31 +260,31 @@ func TestPauseResume(t *testing.T) {
 
 	var paused subscriptions.Subscription
 	c.MustCall(t, "events_pause", ref, &paused)
-	if paused.Status != subscriptions.StatusPaused {
+	if paused.Status != mcpe.StatusPaused {
 		t.Fatalf("status after pause = %q", paused.Status)
 	}
 	c.MustCall(t, "events_pause", ref, &paused) // pausing again changes nothing
-	if paused.Status != subscriptions.StatusPaused {
+	if paused.Status != mcpe.StatusPaused {
 		t.Fatalf("status after second pause = %q", paused.Status)
 	}
-	var list subscriptions.ListResult
+	var list mcpe.ListResult
 	c.MustCall(t, "events_list", map[string]any{"status": "paused"}, &list)
 	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != sub.ID {
 		t.Fatalf("events_list paused = %+v", list.Subscriptions)
 	}
 
-	e.publish("deploy.failed", `{"n": 1}`, subscriptions.Metadata{})
+	e.publish("deploy.failed", `{"n": 1}`, mcpe.Metadata{})
 
 	var resumed subscriptions.Subscription
 	c.MustCall(t, "events_resume", ref, &resumed)
-	if resumed.Status != subscriptions.StatusActive {
+	if resumed.Status != mcpe.StatusActive {
 		t.Fatalf("status after resume = %q", resumed.Status)
 	}
-	want := e.publish("deploy.failed", `{"n": 2}`, subscriptions.Metadata{})
+	want := e.publish("deploy.failed", `{"n": 2}`, mcpe.Metadata{})
 	if _, ev := c.NextEvent(t); ev.ID != want {
 		t.Fatalf("first event after resume is %s; the one published while paused must never arrive", ev.Data)
 	}
-	var poll subscriptions.PollResult
+	var poll mcpe.PollResult
 	c.MustCall(t, "events_poll", map[string]any{}, &poll)
 	if len(poll.Items) != 1 || !strings.Contains(string(poll.Items[0].Event), `"n":2`) {
 		t.Fatalf("events_poll = %+v; want only the event published after resume", poll.Items)
@@ -313,21 +314,21 @@ func TestExpiry(t *testing.T) {
 	}
 	e.clock.Advance(time.Second) // the timer fires at expiresAt, not on the next event
 	n := c.Next(t)
-	if n.Method != subscriptions.MethodSubscriptionExpired {
-		t.Fatalf("got %v; want %s", n, subscriptions.MethodSubscriptionExpired)
+	if n.Method != mcpe.MethodSubscriptionExpired {
+		t.Fatalf("got %v; want %s", n, mcpe.MethodSubscriptionExpired)
 	}
-	var p subscriptions.ExpiredParams
+	var p mcpe.ExpiredParams
 	if err := json.Unmarshal(n.Params, &p); err != nil || p.SubscriptionID != sub.ID {
 		t.Fatalf("params %s: want subscriptionId %s (err %v)", n.Params, sub.ID, err)
 	}
 
-	var list subscriptions.ListResult
+	var list mcpe.ListResult
 	c.MustCall(t, "events_list", map[string]any{"status": "expired"}, &list)
 	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != sub.ID {
 		t.Fatalf("expired list = %+v", list.Subscriptions)
 	}
 	// The expired subscription receives nothing more; it cannot be changed.
-	e.publish("sentinel", `{}`, subscriptions.Metadata{})
+	e.publish("sentinel", `{}`, mcpe.Metadata{})
 	if params, _ := c.NextEvent(t); params.SubscriptionID != other.ID {
 		t.Fatalf("event went to %s; the expired subscription must receive nothing", params.SubscriptionID)
 	}
@@ -361,8 +362,8 @@ func TestUpdate(t *testing.T) {
 	if !got.UpdatedAt.Equal(start.Add(time.Minute)) || !got.CreatedAt.Equal(start) {
 		t.Errorf("createdAt %v, updatedAt %v", got.CreatedAt, got.UpdatedAt)
 	}
-	e.publish("a.x", `{}`, subscriptions.Metadata{})
-	want := e.publish("b.x", `{}`, subscriptions.Metadata{})
+	e.publish("a.x", `{}`, mcpe.Metadata{})
+	want := e.publish("b.x", `{}`, mcpe.Metadata{})
 	if _, ev := c.NextEvent(t); ev.ID != want {
 		t.Fatalf("got %s; want b.x under the new filter", ev.Type)
 	}
@@ -375,7 +376,7 @@ func TestUpdate(t *testing.T) {
 	// A paused subscription stays paused through an update.
 	c.MustCall(t, "events_pause", map[string]any{"subscriptionId": sub.ID}, nil)
 	c.MustCall(t, "events_update", map[string]any{"subscriptionId": sub.ID, "filter": map[string]any{"eventTypes": []string{"c.*"}}}, &got)
-	if got.Status != subscriptions.StatusPaused {
+	if got.Status != mcpe.StatusPaused {
 		t.Errorf("status after updating a paused subscription = %q", got.Status)
 	}
 }
@@ -386,23 +387,23 @@ func TestPollPaging(t *testing.T) {
 	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"n.*"}}})
 	var ids []string
 	for i := range 5 {
-		ids = append(ids, e.publish(fmt.Sprintf("n.e%d", i), `{}`, subscriptions.Metadata{}))
+		ids = append(ids, e.publish(fmt.Sprintf("n.e%d", i), `{}`, mcpe.Metadata{}))
 	}
-	eventIDs := func(r subscriptions.PollResult) []string {
+	eventIDs := func(r mcpe.PollResult) []string {
 		var out []string
 		for _, it := range r.Items {
-			var ev subscriptions.Event
+			var ev mcpe.Event
 			if err := json.Unmarshal(it.Event, &ev); err != nil {
 				t.Fatal(err)
 			}
-			if len(it.SubscriptionIDs) != 1 || it.SubscriptionIDs[0] != sub.ID || it.Kind != subscriptions.InboxEvent {
+			if len(it.SubscriptionIDs) != 1 || it.SubscriptionIDs[0] != sub.ID || it.Kind != mcpe.InboxEvent {
 				t.Errorf("item %+v", it)
 			}
 			out = append(out, ev.ID)
 		}
 		return out
 	}
-	var p1, p2, again, p3, empty subscriptions.PollResult
+	var p1, p2, again, p3, empty mcpe.PollResult
 	c.MustCall(t, "events_poll", map[string]any{"limit": 2}, &p1)
 	c.MustCall(t, "events_poll", map[string]any{"limit": 2}, &p2)
 	c.MustCall(t, "events_poll", map[string]any{"limit": 2, "cursor": p1.NextCursor}, &again)
@@ -410,7 +411,7 @@ func TestPollPaging(t *testing.T) {
 	c.MustCall(t, "events_poll", map[string]any{}, &empty)
 	for _, tc := range []struct {
 		name string
-		got  subscriptions.PollResult
+		got  mcpe.PollResult
 		ids  []string
 		more bool
 	}{
@@ -442,7 +443,7 @@ func TestPrincipalsAreIsolated(t *testing.T) {
 	sub := alice.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"secret.*"}}})
 	bobSub := bob.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"public.*"}}})
 
-	var list subscriptions.ListResult
+	var list mcpe.ListResult
 	bob.MustCall(t, "events_list", map[string]any{}, &list)
 	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != bobSub.ID {
 		t.Fatalf("bob sees %+v", list.Subscriptions)
@@ -467,22 +468,22 @@ func TestPrincipalsAreIsolated(t *testing.T) {
 			t.Errorf("%s: foreign subscription says %q, unknown one says %q; want the same \"not found\"", tc.tool, gotForeign, gotMissing)
 		}
 	}
-	e.publish("secret.plan", `{}`, subscriptions.Metadata{})
-	e.publish("public.note", `{}`, subscriptions.Metadata{})
+	e.publish("secret.plan", `{}`, mcpe.Metadata{})
+	e.publish("public.note", `{}`, mcpe.Metadata{})
 	if params, ev := bob.NextEvent(t); params.SubscriptionID != bobSub.ID || ev.Type != "public.note" {
 		t.Fatalf("bob received %s for %s", ev.Type, params.SubscriptionID)
 	}
 	if _, ev := alice.NextEvent(t); ev.Type != "secret.plan" {
 		t.Fatalf("alice received %s", ev.Type)
 	}
-	var poll subscriptions.PollResult
+	var poll mcpe.PollResult
 	bob.MustCall(t, "events_poll", map[string]any{}, &poll)
 	if len(poll.Items) != 1 || !slices.Equal(poll.Items[0].SubscriptionIDs, []string{bobSub.ID}) {
 		t.Fatalf("bob's poll = %+v", poll.Items)
 	}
 	// Alice's subscription is untouched by bob's attempts.
 	alice.MustCall(t, "events_list", map[string]any{}, &list)
-	if len(list.Subscriptions) != 1 || list.Subscriptions[0].Status != subscriptions.StatusActive {
+	if len(list.Subscriptions) != 1 || list.Subscriptions[0].Status != mcpe.StatusActive {
 		t.Fatalf("alice's subscriptions = %+v", list.Subscriptions)
 	}
 }
@@ -493,7 +494,7 @@ func TestSessionsOfOnePrincipalAllReceive(t *testing.T) {
 	a2 := e.connect("alice", &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	a1.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"x"}}})
 	a2.MustCall(t, "events_list", map[string]any{}, nil) // a2 has spoken, so it is attached
-	e.publish("x", `{}`, subscriptions.Metadata{})
+	e.publish("x", `{}`, mcpe.Metadata{})
 	for i, c := range []*mcpetest.Client{a1, a2} {
 		if _, ev := c.NextEvent(t); ev.Type != "x" {
 			t.Errorf("session %d got %s", i, ev.Type)
@@ -523,23 +524,23 @@ func TestRestartKeepsSubscriptionsAndInbox(t *testing.T) {
 	e := newEnv(t, envOptions{dbPath: db, clock: clk})
 	c := e.connect(mcpserver.LocalPrincipal, nil)
 	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"ci.*"}}})
-	first := e.publish("ci.failed", `{"run": 1}`, subscriptions.Metadata{})
+	first := e.publish("ci.failed", `{"run": 1}`, mcpe.Metadata{})
 	c.NextEvent(t)
 	e.close()
 
 	e2 := newEnv(t, envOptions{dbPath: db, clock: clk})
 	c2 := e2.connect(mcpserver.LocalPrincipal, nil)
-	var list subscriptions.ListResult
+	var list mcpe.ListResult
 	c2.MustCall(t, "events_list", map[string]any{}, &list)
 	if len(list.Subscriptions) != 1 || list.Subscriptions[0].ID != sub.ID || list.Subscriptions[0].DeliveredCount != 1 {
 		t.Fatalf("after restart: %+v", list.Subscriptions)
 	}
-	var poll subscriptions.PollResult
+	var poll mcpe.PollResult
 	c2.MustCall(t, "events_poll", map[string]any{}, &poll)
 	if len(poll.Items) != 1 || !strings.Contains(string(poll.Items[0].Event), first) {
 		t.Fatalf("inbox after restart: %+v", poll.Items)
 	}
-	second := e2.publish("ci.failed", `{"run": 2}`, subscriptions.Metadata{})
+	second := e2.publish("ci.failed", `{"run": 2}`, mcpe.Metadata{})
 	if _, ev := c2.NextEvent(t); ev.ID != second {
 		t.Fatalf("after restart got %s", ev.ID)
 	}
@@ -665,17 +666,17 @@ func TestDigestOverMCP(t *testing.T) {
 			})
 			// The clock starts at 10:00 in Paris; the first fire is strictly
 			// after it, the next day.
-			want := &subscriptions.DeliveryTime{At: "2026-03-02T10:00:00+01:00", UTC: "2026-03-02T09:00:00Z"}
+			want := &mcpe.DeliveryTime{At: "2026-03-02T10:00:00+01:00", UTC: "2026-03-02T09:00:00Z"}
 			if diff := cmp.Diff(want, sub.NextDelivery); diff != "" {
 				t.Fatalf("nextDelivery mismatch (-want +got):\n%s", diff)
 			}
 			var ids []string
 			for i := range 3 {
-				ids = append(ids, e.publish("github.issues.opened", fmt.Sprintf(`{"number": %d}`, i), subscriptions.Metadata{}))
+				ids = append(ids, e.publish("github.issues.opened", fmt.Sprintf(`{"number": %d}`, i), mcpe.Metadata{}))
 			}
 			e.clock.AdvanceTo(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
 			n := c.Next(t)
-			if n.Method != subscriptions.MethodBatch {
+			if n.Method != mcpe.MethodBatch {
 				t.Fatalf("got %v; want events/batch", n)
 			}
 			var params struct {
@@ -689,7 +690,7 @@ func TestDigestOverMCP(t *testing.T) {
 			}
 			var got []string
 			for _, raw := range params.Events {
-				var ev subscriptions.Event
+				var ev mcpe.Event
 				json.Unmarshal(raw, &ev)
 				got = append(got, ev.ID)
 			}
@@ -699,9 +700,9 @@ func TestDigestOverMCP(t *testing.T) {
 			if diff := cmp.Diff(ids[:2], got); diff != "" {
 				t.Errorf("digest events mismatch (-want +got):\n%s", diff)
 			}
-			var poll subscriptions.PollResult
+			var poll mcpe.PollResult
 			c.MustCall(t, "events_poll", map[string]any{}, &poll)
-			if len(poll.Items) != 1 || poll.Items[0].Kind != subscriptions.InboxBatch || len(poll.Items[0].Events) != 2 || poll.Items[0].Remaining != 1 {
+			if len(poll.Items) != 1 || poll.Items[0].Kind != mcpe.InboxBatch || len(poll.Items[0].Events) != 2 || poll.Items[0].Remaining != 1 {
 				t.Errorf("events_poll = %+v", poll.Items)
 			}
 
@@ -710,14 +711,14 @@ func TestDigestOverMCP(t *testing.T) {
 			var updated subscriptions.Subscription
 			c.MustCall(t, "events_update", map[string]any{"subscriptionId": sub.ID, "delivery": map[string]any{"channels": []string{"cron"},
 				"cronSchedule": map[string]any{"expression": "30 20 * * *", "timezone": "Asia/Tokyo"}}}, &updated)
-			want = &subscriptions.DeliveryTime{At: "2026-03-02T20:30:00+09:00", UTC: "2026-03-02T11:30:00Z"}
+			want = &mcpe.DeliveryTime{At: "2026-03-02T20:30:00+09:00", UTC: "2026-03-02T11:30:00Z"}
 			if diff := cmp.Diff(want, updated.NextDelivery); diff != "" {
 				t.Errorf("events_update nextDelivery mismatch (-want +got):\n%s", diff)
 			}
 			if updated.BufferedEvents != 1 {
 				t.Errorf("events_update: bufferedEvents = %d; the event left over must still wait", updated.BufferedEvents)
 			}
-			var list subscriptions.ListResult
+			var list mcpe.ListResult
 			c.MustCall(t, "events_list", map[string]any{}, &list)
 			if len(list.Subscriptions) != 1 {
 				t.Fatalf("events_list = %+v", list.Subscriptions)
@@ -727,7 +728,7 @@ func TestDigestOverMCP(t *testing.T) {
 			}
 			var paused subscriptions.Subscription
 			c.MustCall(t, "events_pause", map[string]any{"subscriptionId": sub.ID}, &paused)
-			list = subscriptions.ListResult{} // decoding into the old one would keep its nextDelivery
+			list = mcpe.ListResult{} // decoding into the old one would keep its nextDelivery
 			c.MustCall(t, "events_list", map[string]any{}, &list)
 			if paused.NextDelivery != nil || list.Subscriptions[0].NextDelivery != nil {
 				t.Errorf("paused digest shows nextDelivery %+v / %+v (status %s); it does not fire while paused", paused.NextDelivery, list.Subscriptions[0].NextDelivery, list.Subscriptions[0].Status)
@@ -743,7 +744,7 @@ func TestDigestWaitsForOfflineOwner(t *testing.T) {
 		"filter":   map[string]any{"eventTypes": []string{"x"}},
 		"delivery": map[string]any{"channels": []string{"cron"}, "cronSchedule": map[string]any{"expression": "@hourly"}},
 	})
-	e.publish("x", `{}`, subscriptions.Metadata{})
+	e.publish("x", `{}`, mcpe.Metadata{})
 	c.Session.Close() // the laptop is closed
 	deadline := time.Now().Add(mcpetest.Wait)
 	for e.reg.Connected("alice") {
@@ -757,8 +758,8 @@ func TestDigestWaitsForOfflineOwner(t *testing.T) {
 	c2 := e.connect("alice", nil)
 	c2.MustCall(t, "events_list", map[string]any{}, nil) // attaches: the digest follows
 	n := c2.Next(t)
-	var params subscriptions.BatchParams
-	if err := json.Unmarshal(n.Params, &params); err != nil || n.Method != subscriptions.MethodBatch || params.SubscriptionID != sub.ID || len(params.Events) != 1 {
+	var params mcpe.BatchParams
+	if err := json.Unmarshal(n.Params, &params); err != nil || n.Method != mcpe.MethodBatch || params.SubscriptionID != sub.ID || len(params.Events) != 1 {
 		t.Fatalf("on reconnect got %v (%v); want the digest for %s", n, err, sub.ID)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -26,23 +27,25 @@ func BenchmarkPublish(b *testing.B) {
 			targets := make([]subscriptions.Target, 0, n)
 			for i := range n {
 				sub := &subscriptions.Subscription{
-					ID:        fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
 					Principal: fmt.Sprintf("principal-%d", i%10),
-					Status:    subscriptions.StatusActive,
-					Filter:    subscriptions.Filter{EventTypes: []string{"bench.*"}},
-					Delivery:  subscriptions.DefaultDelivery(),
-					CreatedAt: t0,
-					UpdatedAt: t0,
+					Subscription: mcpe.Subscription{
+						ID:        fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
+						Status:    mcpe.StatusActive,
+						Filter:    mcpe.Filter{EventTypes: []string{"bench.*"}},
+						Delivery:  mcpe.DefaultDelivery(),
+						CreatedAt: t0,
+						UpdatedAt: t0,
+					},
 				}
 				if err := s.CreateSubscription(b.Context(), sub, n); err != nil {
 					b.Fatal(err)
 				}
-				targets = append(targets, subscriptions.Target{SubscriptionID: sub.ID, Principal: sub.Principal, Channel: subscriptions.ChannelRealtime})
+				targets = append(targets, subscriptions.Target{SubscriptionID: sub.ID, Principal: sub.Principal, Channel: mcpe.ChannelRealtime})
 			}
-			ev := &subscriptions.Event{
+			ev := &mcpe.Event{
 				Type:     "bench.created",
 				Data:     json.RawMessage(`{"number":42}`),
-				Metadata: subscriptions.Metadata{Timestamp: t0, Priority: subscriptions.PriorityNormal},
+				Metadata: mcpe.Metadata{Timestamp: t0, Priority: mcpe.PriorityNormal},
 			}
 			raw, err := json.Marshal(ev)
 			if err != nil {
@@ -83,7 +86,7 @@ func BenchmarkFire(b *testing.B) {
 		if err := s.CreateSubscription(b.Context(), sub, 1); err != nil {
 			b.Fatal(err)
 		}
-		targets := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: sub.Principal, Channel: subscriptions.ChannelCron}}
+		targets := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: sub.Principal, Channel: mcpe.ChannelCron}}
 		pub := newPublisher(b, s)
 		var fired time.Duration
 		b.ReportAllocs()
@@ -120,7 +123,7 @@ func BenchmarkFire(b *testing.B) {
 			if err := s.CreateSubscription(b.Context(), sub, subs); err != nil {
 				b.Fatal(err)
 			}
-			targets[i] = subscriptions.Target{SubscriptionID: sub.ID, Principal: sub.Principal, Channel: subscriptions.ChannelCron}
+			targets[i] = subscriptions.Target{SubscriptionID: sub.ID, Principal: sub.Principal, Channel: mcpe.ChannelCron}
 		}
 		pub := newPublisher(b, s)
 		var (
@@ -182,17 +185,19 @@ func openBench(b *testing.B) *sqlite.Store {
 // cronSubscription returns an active cron subscription, number i.
 func cronSubscription(i int, principal string) *subscriptions.Subscription {
 	return &subscriptions.Subscription{
-		ID:        fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
-		Principal: principal,
-		Status:    subscriptions.StatusActive,
-		Filter:    subscriptions.Filter{EventTypes: []string{"bench.*"}},
-		Delivery: subscriptions.Delivery{
-			Channels:     []subscriptions.Channel{subscriptions.ChannelCron},
-			CronSchedule: &subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC"},
-		},
-		CreatedAt:  t0,
-		UpdatedAt:  t0,
+		Principal:  principal,
 		NextFireAt: new(t0.Add(24 * time.Hour)),
+		Subscription: mcpe.Subscription{
+			ID:     fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
+			Status: mcpe.StatusActive,
+			Filter: mcpe.Filter{EventTypes: []string{"bench.*"}},
+			Delivery: mcpe.Delivery{
+				Channels:     []mcpe.Channel{mcpe.ChannelCron},
+				CronSchedule: &mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC"},
+			},
+			CreatedAt: t0,
+			UpdatedAt: t0,
+		},
 	}
 }
 
@@ -211,11 +216,11 @@ func newPublisher(b *testing.B, s *sqlite.Store) *publisher {
 func (p *publisher) publish(targets []subscriptions.Target) {
 	p.n++
 	p.now = t0.Add(time.Duration(p.n) * time.Millisecond)
-	ev := &subscriptions.Event{
+	ev := &mcpe.Event{
 		ID:       fmt.Sprintf("00000000-0000-4000-9000-%012d", p.n),
 		Type:     "bench.created",
 		Data:     json.RawMessage(fmt.Sprintf(`{"number":%d,"title":"a benchmark event of typical size"}`, p.n)),
-		Metadata: subscriptions.Metadata{Timestamp: p.now, Priority: subscriptions.PriorityNormal, Tags: []string{"bench"}},
+		Metadata: mcpe.Metadata{Timestamp: p.now, Priority: mcpe.PriorityNormal, Tags: []string{"bench"}},
 	}
 	raw, err := json.Marshal(ev)
 	if err != nil {

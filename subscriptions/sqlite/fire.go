@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -258,18 +259,18 @@ func (f *fireStmts) fire(ctx context.Context, tx *sql.Tx, reqs []subscriptions.F
 			for start := 0; start < len(w.events); start += size {
 				end := min(start+size, len(w.events))
 				batch := w.events[start:end:end]
-				e := subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, Kind: subscriptions.InboxBatch,
+				e := subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, Kind: mcpe.InboxBatch,
 					Events: batch, Remaining: res.Remaining + len(w.events) - end, CreatedAt: now}
 				add(res, e, nil, mustJSON(w.ids[start:end]), r.Pending)
 			}
 		} else {
 			for j, ev := range w.events {
-				e := subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, Kind: subscriptions.InboxEvent, Event: ev, CreatedAt: now}
+				e := subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, Kind: mcpe.InboxEvent, Event: ev, CreatedAt: now}
 				add(res, e, w.ids[j], nil, r.Pending)
 			}
 		}
 		if r.Expire {
-			add(res, subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, Kind: subscriptions.InboxExpired, CreatedAt: now}, nil, nil, r.Pending)
+			add(res, subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, Kind: mcpe.InboxExpired, CreatedAt: now}, nil, nil, r.Pending)
 			expire = append(expire, r.SubscriptionID)
 		}
 	}

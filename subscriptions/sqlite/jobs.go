@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -18,21 +19,21 @@ type storedHandler struct {
 	lastRun                 sql.NullInt64
 	lastError, lastOutput   sql.NullString
 	lastTools               sql.NullString
-	status                  subscriptions.HandlerStatus
+	status                  mcpe.HandlerStatus
 }
 
-// decode sets sub's handler and status from h.
+// decode sets sub's handler, secrets and status from h.
 func (h *storedHandler) decode(sub *subscriptions.Subscription) error {
 	if !h.spec.Valid {
 		return nil
 	}
-	var spec subscriptions.HandlerSpec
+	var spec mcpe.HandlerSpec
 	if err := json.Unmarshal([]byte(h.spec.String), &spec); err != nil {
 		return fmt.Errorf("subscription %s: decode handler: %w", sub.ID, err)
 	}
 	if h.secrets.Valid {
-		spec.Secrets = new(subscriptions.WebhookSecrets)
-		if err := json.Unmarshal([]byte(h.secrets.String), spec.Secrets); err != nil {
+		sub.Secrets = new(subscriptions.WebhookSecrets)
+		if err := json.Unmarshal([]byte(h.secrets.String), sub.Secrets); err != nil {
 			return fmt.Errorf("subscription %s: decode handler secrets: %w", sub.ID, err)
 		}
 	}
@@ -48,8 +49,9 @@ func (h *storedHandler) decode(sub *subscriptions.Subscription) error {
 	return nil
 }
 
-// encodeHandler returns the handler and secrets columns of h.
-func encodeHandler(h *subscriptions.HandlerSpec) (spec, secrets sql.NullString, err error) {
+// encodeHandler returns the handler and secrets columns of h and its
+// signing secrets.
+func encodeHandler(h *mcpe.HandlerSpec, ws *subscriptions.WebhookSecrets) (spec, secrets sql.NullString, err error) {
 	if h == nil {
 		return spec, secrets, nil
 	}
@@ -60,8 +62,8 @@ func encodeHandler(h *subscriptions.HandlerSpec) (spec, secrets sql.NullString, 
 		return spec, secrets, err
 	}
 	spec = sql.NullString{String: string(b), Valid: true}
-	if h.Secrets != nil {
-		b, err := json.Marshal(h.Secrets)
+	if ws != nil {
+		b, err := json.Marshal(ws)
 		if err != nil {
 			return spec, secrets, err
 		}
@@ -71,8 +73,8 @@ func encodeHandler(h *subscriptions.HandlerSpec) (spec, secrets sql.NullString, 
 }
 
 // SetHandler implements subscriptions.Store.
-func (s *Store) SetHandler(ctx context.Context, principal, id string, h *subscriptions.HandlerSpec) error {
-	spec, secrets, err := encodeHandler(h)
+func (s *Store) SetHandler(ctx context.Context, principal, id string, h *mcpe.HandlerSpec, ws *subscriptions.WebhookSecrets) error {
+	spec, secrets, err := encodeHandler(h, ws)
 	if err != nil {
 		return err
 	}
@@ -158,8 +160,8 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, skip []st
 			rows.Close()
 			return nil, err
 		}
-		inv.Spec, inv.Attempt, inv.CreatedAt = sub.Handler, int(attempts)+1, fromNanos(created)
-		inv.Kind, inv.Remaining = subscriptions.InboxKind(kind.String), int(remaining.Int64)
+		inv.Spec, inv.Secrets, inv.Attempt, inv.CreatedAt = sub.Handler, sub.Secrets, int(attempts)+1, fromNanos(created)
+		inv.Kind, inv.Remaining = mcpe.InboxKind(kind.String), int(remaining.Int64)
 		var want []string
 		if eventID.Valid {
 			want = []string{eventID.String}
@@ -190,7 +192,7 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, skip []st
 			if b == nil {
 				continue // removed by retention
 			}
-			if inv.Kind == subscriptions.InboxBatch {
+			if inv.Kind == mcpe.InboxBatch {
 				inv.Events = append(inv.Events, b)
 			} else {
 				inv.Event = b
@@ -307,7 +309,7 @@ func (s *Store) FinishJobs(ctx context.Context, done []subscriptions.JobDone) er
 }
 
 // maxStoredOutput bounds the output kept of a handler's latest run.
-const maxStoredOutput = subscriptions.MaxStatusOutput
+const maxStoredOutput = mcpe.MaxStatusOutput
 
 // truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
 func truncate(s string, n int) string {

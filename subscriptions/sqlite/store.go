@@ -24,6 +24,7 @@ import (
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -296,13 +297,13 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	if err != nil {
 		return err
 	}
-	handler, secrets, err := encodeHandler(sub.Handler)
+	handler, secrets, err := encodeHandler(sub.Handler, sub.Secrets)
 	if err != nil {
 		return err
 	}
 	// Prune dates expired subscriptions by expired_at.
 	var expiredAt sql.NullInt64
-	if sub.Status == subscriptions.StatusExpired {
+	if sub.Status == mcpe.StatusExpired {
 		expiredAt = nullNanos(&sub.UpdatedAt)
 	}
 	st, err := s.prepared(ctx,
@@ -395,7 +396,7 @@ func scanSubscription(row scanner) (*subscriptions.Subscription, error) {
 		return nil, err
 	}
 	sub.NextFireAt, sub.LastFireAt = timePtr(nextFire), timePtr(lastFire)
-	sub.Status = subscriptions.Status(status)
+	sub.Status = mcpe.Status(status)
 	if err := json.Unmarshal([]byte(filter), &sub.Filter); err != nil {
 		return nil, fmt.Errorf("subscription %s: decode filter: %w", sub.ID, err)
 	}
@@ -575,7 +576,7 @@ func (s *Store) NextExpiry(ctx context.Context) (time.Time, bool, error) {
 // because the counts are derived from the inbox. Targets are taken as given: the index matched only
 // active subscriptions, and a subscription paused a moment after the match
 // is treated as paused a moment after the event.
-func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.RawMessage, targets []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
+func (s *Store) Publish(ctx context.Context, ev *mcpe.Event, raw json.RawMessage, targets []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
 	res := subscriptions.PublishResult{EventID: ev.ID}
 	now = now.UTC()
 	entries := groupByPrincipal(targets)
@@ -590,7 +591,7 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 	var buffered []string
 	seen := make(map[string]bool)
 	for _, t := range targets {
-		if (t.Channel == subscriptions.ChannelCron || t.Channel == subscriptions.ChannelScheduled) && !seen[t.SubscriptionID] {
+		if (t.Channel == mcpe.ChannelCron || t.Channel == mcpe.ChannelScheduled) && !seen[t.SubscriptionID] {
 			seen[t.SubscriptionID] = true
 			buffered = append(buffered, t.SubscriptionID)
 		}
@@ -649,7 +650,7 @@ func (s *Store) Publish(ctx context.Context, ev *subscriptions.Event, raw json.R
 		return res, err
 	}
 	for i := range entries {
-		entries[i].Kind, entries[i].Event, entries[i].CreatedAt = subscriptions.InboxEvent, raw, now
+		entries[i].Kind, entries[i].Event, entries[i].CreatedAt = mcpe.InboxEvent, raw, now
 	}
 	slices.SortFunc(entries, func(a, b subscriptions.InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
 	res.Delivered = entries
@@ -663,7 +664,7 @@ func groupByPrincipal(targets []subscriptions.Target) []subscriptions.InboxEntry
 	byPrincipal := make(map[string]int)
 	listed := make(map[string]bool)
 	for _, t := range targets {
-		if t.Channel != subscriptions.ChannelRealtime || listed[t.SubscriptionID] {
+		if t.Channel != mcpe.ChannelRealtime || listed[t.SubscriptionID] {
 			continue
 		}
 		listed[t.SubscriptionID] = true
@@ -739,7 +740,7 @@ func (s *Store) readEntries(ctx context.Context, rows *sql.Rows, capacity int) (
 			if err := json.Unmarshal([]byte(ids), &e.SubscriptionIDs); err != nil {
 				return fmt.Errorf("inbox entry %d: decode subscription IDs: %w", e.Seq, err)
 			}
-			e.Kind = subscriptions.InboxKind(kind)
+			e.Kind = mcpe.InboxKind(kind)
 			if event.Valid {
 				e.Event = json.RawMessage(event.String)
 			}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 	"github.com/mcpe-server/mcpe-server/subscriptions/storetest"
@@ -62,29 +63,31 @@ func TestReopenKeepsData(t *testing.T) {
 	s := open(t, path)
 	ctx := t.Context()
 	sub := &subscriptions.Subscription{
-		ID:        "00000000-0000-4000-8000-000000000001",
 		Principal: "alice",
-		Status:    subscriptions.StatusActive,
-		Filter:    subscriptions.Filter{EventTypes: []string{"test.*"}, Tags: []string{"a"}},
-		Delivery:  subscriptions.DefaultDelivery(),
-		CreatedAt: t0,
-		UpdatedAt: t0,
-		ExpiresAt: new(t0.Add(24 * time.Hour)),
+		Subscription: mcpe.Subscription{
+			ID:        "00000000-0000-4000-8000-000000000001",
+			Status:    mcpe.StatusActive,
+			Filter:    mcpe.Filter{EventTypes: []string{"test.*"}, Tags: []string{"a"}},
+			Delivery:  mcpe.DefaultDelivery(),
+			CreatedAt: t0,
+			UpdatedAt: t0,
+			ExpiresAt: new(t0.Add(24 * time.Hour)),
+		},
 	}
 	if err := s.CreateSubscription(ctx, sub.Clone(), 10); err != nil {
 		t.Fatalf("CreateSubscription: %v", err)
 	}
-	ev := &subscriptions.Event{
+	ev := &mcpe.Event{
 		ID:       "00000000-0000-4000-9000-000000000001",
 		Type:     "test.created",
 		Data:     json.RawMessage(`{"n":1}`),
-		Metadata: subscriptions.Metadata{SourceEventID: "src-1", Timestamp: t0, Priority: subscriptions.PriorityNormal},
+		Metadata: mcpe.Metadata{SourceEventID: "src-1", Timestamp: t0, Priority: mcpe.PriorityNormal},
 	}
 	raw, err := json.Marshal(ev)
 	if err != nil {
 		t.Fatal(err)
 	}
-	targets := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: subscriptions.ChannelRealtime}}
+	targets := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}
 	res, err := s.Publish(ctx, ev, raw, targets, t0.Add(time.Hour))
 	if err != nil {
 		t.Fatalf("Publish: %v", err)
@@ -160,9 +163,15 @@ func TestMigrationsIdempotent(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	s := open(t, path)
 	sub := &subscriptions.Subscription{
-		ID: "00000000-0000-4000-8000-000000000001", Principal: "alice", Status: subscriptions.StatusActive,
-		Filter: subscriptions.Filter{EventTypes: []string{"*"}}, Delivery: subscriptions.DefaultDelivery(),
-		CreatedAt: t0, UpdatedAt: t0,
+		Principal: "alice",
+		Subscription: mcpe.Subscription{
+			ID:        "00000000-0000-4000-8000-000000000001",
+			Status:    mcpe.StatusActive,
+			Filter:    mcpe.Filter{EventTypes: []string{"*"}},
+			Delivery:  mcpe.DefaultDelivery(),
+			CreatedAt: t0,
+			UpdatedAt: t0,
+		},
 	}
 	if err := s.CreateSubscription(t.Context(), sub.Clone(), 10); err != nil {
 		t.Fatalf("CreateSubscription: %v", err)
@@ -266,8 +275,17 @@ func TestCloseFoldsTheWAL(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sub := &subscriptions.Subscription{ID: "00000000-0000-4000-8000-000000000001", Principal: "alice", Status: subscriptions.StatusActive,
-		Filter: subscriptions.Filter{EventTypes: []string{"*"}}, Delivery: subscriptions.DefaultDelivery(), CreatedAt: t0, UpdatedAt: t0}
+	sub := &subscriptions.Subscription{
+		Principal: "alice",
+		Subscription: mcpe.Subscription{
+			ID:        "00000000-0000-4000-8000-000000000001",
+			Status:    mcpe.StatusActive,
+			Filter:    mcpe.Filter{EventTypes: []string{"*"}},
+			Delivery:  mcpe.DefaultDelivery(),
+			CreatedAt: t0,
+			UpdatedAt: t0,
+		},
+	}
 	if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -21,9 +22,9 @@ import (
 // after t0.
 func cronSub(n int, principal string) *subscriptions.Subscription {
 	sub := newSub(n, principal)
-	sub.Delivery = subscriptions.Delivery{
-		Channels:     []subscriptions.Channel{subscriptions.ChannelCron},
-		CronSchedule: &subscriptions.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC"},
+	sub.Delivery = mcpe.Delivery{
+		Channels:     []mcpe.Channel{mcpe.ChannelCron},
+		CronSchedule: &mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "UTC"},
 	}
 	sub.NextFireAt = new(at(24 * time.Hour))
 	return sub
@@ -33,9 +34,9 @@ func cronSub(n int, principal string) *subscriptions.Subscription {
 // fire two days after t0.
 func scheduledSub(n int, principal string) *subscriptions.Subscription {
 	sub := newSub(n, principal)
-	sub.Delivery = subscriptions.Delivery{
-		Channels:          []subscriptions.Channel{subscriptions.ChannelScheduled},
-		ScheduledDelivery: &subscriptions.ScheduledDelivery{DeliverAt: "2025-01-17T10:30:00Z"},
+	sub.Delivery = mcpe.Delivery{
+		Channels:          []mcpe.Channel{mcpe.ChannelScheduled},
+		ScheduledDelivery: &mcpe.ScheduledDelivery{DeliverAt: "2025-01-17T10:30:00Z"},
 	}
 	sub.NextFireAt = new(at(48 * time.Hour))
 	return sub
@@ -56,7 +57,7 @@ func routes(subs ...*subscriptions.Subscription) []subscriptions.Target {
 // bufferedEvent returns event n and a JSON form of it that re-encoding would
 // change (indented, with characters json.Marshal escapes): a store must hand
 // it back byte for byte, inside a batch too.
-func bufferedEvent(n int) (*subscriptions.Event, json.RawMessage) {
+func bufferedEvent(n int) (*mcpe.Event, json.RawMessage) {
 	ev, _ := newEvent(n, "test.created", "")
 	raw := fmt.Sprintf("{\n  \"id\": %q,\n  \"type\": \"test.created\",\n  \"data\": {\"n\": %d, \"html\": \"<b>&amp;</b>\"}\n}", ev.ID, n)
 	return ev, json.RawMessage(raw)
@@ -102,7 +103,7 @@ func batchEntry(seq int64, sub *subscriptions.Subscription, now time.Time, remai
 		Seq:             seq,
 		Principal:       sub.Principal,
 		SubscriptionIDs: []string{sub.ID},
-		Kind:            subscriptions.InboxBatch,
+		Kind:            mcpe.InboxBatch,
 		Events:          events,
 		Remaining:       remaining,
 		CreatedAt:       now,
@@ -148,7 +149,7 @@ func pendingEntries(t *testing.T, s subscriptions.Store, principal string, limit
 
 // timing is the part of a subscription that buffering and firing change.
 type timing struct {
-	Status             subscriptions.Status
+	Status             mcpe.Status
 	Buffered           int64
 	NextFire, LastFire *time.Time
 	Delivered          int64
@@ -216,7 +217,7 @@ func testPublishBuffersTimed(t *testing.T, open Opener) {
 	cron, sched := cronSub(1, "alice"), scheduledSub(2, "bob")
 	realtime := newSub(3, "alice")
 	both := cronSub(4, "alice")
-	both.Delivery.Channels = []subscriptions.Channel{subscriptions.ChannelRealtime, subscriptions.ChannelCron}
+	both.Delivery.Channels = []mcpe.Channel{mcpe.ChannelRealtime, mcpe.ChannelCron}
 	untouched := cronSub(5, "alice")
 	create(t, s, cron, sched, realtime, both, untouched)
 
@@ -384,7 +385,7 @@ func testFireDelivers(t *testing.T, open Opener) {
 			raws := fill(t, s, 1, tt.buffered, t0, sub, other)
 
 			var fireEntries []subscriptions.InboxEntry
-			want := timing{Status: subscriptions.StatusActive, NextFire: sub.NextFireAt}
+			want := timing{Status: mcpe.StatusActive, NextFire: sub.NextFireAt}
 			for i, f := range tt.fires {
 				if i == 1 {
 					raws = append(raws, fill(t, s, tt.buffered+1, tt.later, at(90*time.Minute), sub, other)...)
@@ -450,7 +451,7 @@ func testFireExpire(t *testing.T, open Opener) {
 			}
 			diff(t, "Fire", want, got, ignoreSeq)
 			diff(t, "inbox", got.Entries, inbox(t, s, "alice"))
-			wantTiming := timing{Status: subscriptions.StatusExpired, LastFire: &now, Delivered: eventsIn(tt.want)}
+			wantTiming := timing{Status: mcpe.StatusExpired, LastFire: &now, Delivered: eventsIn(tt.want)}
 			if len(tt.want) > 0 {
 				wantTiming.LastDelivered = &now
 			}
@@ -545,10 +546,10 @@ func testFireSkipped(t *testing.T, open Opener) {
 			}
 		}},
 		{name: "paused", prepare: func(t *testing.T, s subscriptions.Store, sub *subscriptions.Subscription) {
-			update(t, s, withStatus(sub.Clone(), subscriptions.StatusPaused))
+			update(t, s, withStatus(sub.Clone(), mcpe.StatusPaused))
 		}, resume: true},
 		{name: "expired", prepare: func(t *testing.T, s subscriptions.Store, sub *subscriptions.Subscription) {
-			update(t, s, withStatus(sub.Clone(), subscriptions.StatusExpired))
+			update(t, s, withStatus(sub.Clone(), mcpe.StatusExpired))
 		}},
 		{name: "another principal's", principal: "bob"},
 	}
@@ -599,7 +600,7 @@ func testFireManyRequests(t *testing.T, open Opener) {
 	carols := cronSub(5, "carol")
 	create(t, s, alices, alices2, bobs, bobsPaused, carols)
 	raws := fill(t, s, 1, 3, t0, alices, alices2, bobs, bobsPaused, carols)
-	update(t, s, withStatus(bobsPaused.Clone(), subscriptions.StatusPaused))
+	update(t, s, withStatus(bobsPaused.Clone(), mcpe.StatusPaused))
 
 	now, next := at(time.Hour), new(at(25*time.Hour))
 	reqs := []subscriptions.FireRequest{
@@ -635,11 +636,11 @@ func testFireManyRequests(t *testing.T, open Opener) {
 		sub  *subscriptions.Subscription
 		want timing
 	}{
-		{alices, timing{subscriptions.StatusActive, 1, next, &now, 2, &now}},
-		{alices2, timing{subscriptions.StatusActive, 0, next, &now, 3, &now}},
-		{bobs, timing{subscriptions.StatusExpired, 0, nil, &now, 3, &now}},
-		{bobsPaused, timing{subscriptions.StatusPaused, 3, bobsPaused.NextFireAt, nil, 0, nil}},
-		{carols, timing{subscriptions.StatusActive, 0, next, &now, 3, &now}},
+		{alices, timing{mcpe.StatusActive, 1, next, &now, 2, &now}},
+		{alices2, timing{mcpe.StatusActive, 0, next, &now, 3, &now}},
+		{bobs, timing{mcpe.StatusExpired, 0, nil, &now, 3, &now}},
+		{bobsPaused, timing{mcpe.StatusPaused, 3, bobsPaused.NextFireAt, nil, 0, nil}},
+		{carols, timing{mcpe.StatusActive, 0, next, &now, 3, &now}},
 	} {
 		diff(t, "subscription "+tc.sub.ID, tc.want, timingOf(t, s, tc.sub))
 	}
@@ -746,7 +747,7 @@ func testBuffersDeleted(t *testing.T, open Opener) {
 			}
 		}},
 		{"Prune of the expired subscription", func(t *testing.T, s subscriptions.Store, sub *subscriptions.Subscription) {
-			expired := withStatus(sub.Clone(), subscriptions.StatusExpired)
+			expired := withStatus(sub.Clone(), mcpe.StatusExpired)
 			expired.UpdatedAt = at(2 * time.Hour)
 			update(t, s, expired)
 			r := keepAll
@@ -797,7 +798,7 @@ func testExpireFlushesBuffer(t *testing.T, open Opener) {
 	create(t, s, big, paused, empty, later)
 	raws := fill(t, s, 1, 2, t0, big, paused, later)
 	raws = append(raws, fill(t, s, 3, 2498, t0, big)...)
-	update(t, s, withStatus(paused.Clone(), subscriptions.StatusPaused))
+	update(t, s, withStatus(paused.Clone(), mcpe.StatusPaused))
 
 	got := expire(t, s, now)
 	checkSeqsIncrease(t, "ExpireSubscriptions", got)
@@ -818,10 +819,10 @@ func testExpireFlushesBuffer(t *testing.T, open Opener) {
 		sub  *subscriptions.Subscription
 		want timing
 	}{
-		{big, timing{Status: subscriptions.StatusExpired, Delivered: 2500, LastDelivered: &now}},
-		{paused, timing{Status: subscriptions.StatusExpired, Delivered: 2, LastDelivered: &now}},
-		{empty, timing{Status: subscriptions.StatusExpired}},
-		{later, timing{Status: subscriptions.StatusActive, Buffered: 2, NextFire: later.NextFireAt}},
+		{big, timing{Status: mcpe.StatusExpired, Delivered: 2500, LastDelivered: &now}},
+		{paused, timing{Status: mcpe.StatusExpired, Delivered: 2, LastDelivered: &now}},
+		{empty, timing{Status: mcpe.StatusExpired}},
+		{later, timing{Status: mcpe.StatusActive, Buffered: 2, NextFire: later.NextFireAt}},
 	} {
 		diff(t, "subscription "+tc.sub.ID, tc.want, timingOf(t, s, tc.sub), ignoreLastFire)
 	}

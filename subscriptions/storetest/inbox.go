@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -76,10 +77,10 @@ func testExpireSubscriptions(t *testing.T, open Opener) {
 	now := at(time.Hour)
 	due := withExpiry(newSub(1, "alice"), at(time.Hour-time.Minute))
 	dueNow := withExpiry(newSub(2, "bob"), now)
-	duePaused := withExpiry(withStatus(newSub(3, "alice"), subscriptions.StatusPaused), at(30*time.Minute))
+	duePaused := withExpiry(withStatus(newSub(3, "alice"), mcpe.StatusPaused), at(30*time.Minute))
 	later := withExpiry(newSub(4, "alice"), now.Add(time.Millisecond))
 	never := newSub(5, "alice")
-	already := withExpiry(withStatus(newSub(6, "alice"), subscriptions.StatusExpired), t0)
+	already := withExpiry(withStatus(newSub(6, "alice"), mcpe.StatusExpired), t0)
 	create(t, s, due, dueNow, duePaused, later, never, already)
 
 	got := expire(t, s, now)
@@ -105,14 +106,14 @@ func testExpireSubscriptions(t *testing.T, open Opener) {
 
 	for _, tc := range []struct {
 		sub  *subscriptions.Subscription
-		want subscriptions.Status
+		want mcpe.Status
 	}{
-		{due, subscriptions.StatusExpired},
-		{dueNow, subscriptions.StatusExpired},
-		{duePaused, subscriptions.StatusExpired},
-		{later, subscriptions.StatusActive},
-		{never, subscriptions.StatusActive},
-		{already, subscriptions.StatusExpired},
+		{due, mcpe.StatusExpired},
+		{dueNow, mcpe.StatusExpired},
+		{duePaused, mcpe.StatusExpired},
+		{later, mcpe.StatusActive},
+		{never, mcpe.StatusActive},
+		{already, mcpe.StatusExpired},
 	} {
 		if got := get(t, s, tc.sub.Principal, tc.sub.ID).Status; got != tc.want {
 			t.Errorf("status of %s = %q, want %q", tc.sub.ID, got, tc.want)
@@ -138,16 +139,16 @@ func testNextExpiry(t *testing.T, open Opener) {
 		{name: "no expiresAt", subs: []*subscriptions.Subscription{newSub(1, "alice")}},
 		{name: "earliest of active and paused", subs: []*subscriptions.Subscription{
 			withExpiry(newSub(1, "alice"), at(3*time.Hour)),
-			withExpiry(withStatus(newSub(2, "bob"), subscriptions.StatusPaused), at(2*time.Hour)),
+			withExpiry(withStatus(newSub(2, "bob"), mcpe.StatusPaused), at(2*time.Hour)),
 			newSub(3, "alice"),
 			withExpiry(newSub(4, "carol"), at(4*time.Hour)),
 		}, want: at(2 * time.Hour), wantOK: true},
 		{name: "expired ignored", subs: []*subscriptions.Subscription{
-			withExpiry(withStatus(newSub(1, "alice"), subscriptions.StatusExpired), at(time.Hour)),
+			withExpiry(withStatus(newSub(1, "alice"), mcpe.StatusExpired), at(time.Hour)),
 			withExpiry(newSub(2, "alice"), at(4*time.Hour)),
 		}, want: at(4 * time.Hour), wantOK: true},
 		{name: "only expired", subs: []*subscriptions.Subscription{
-			withExpiry(withStatus(newSub(1, "alice"), subscriptions.StatusExpired), at(time.Hour)),
+			withExpiry(withStatus(newSub(1, "alice"), mcpe.StatusExpired), at(time.Hour)),
 		}},
 		{name: "deleted ignored", subs: []*subscriptions.Subscription{
 			withExpiry(newSub(1, "alice"), at(4*time.Hour)),

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -19,12 +20,12 @@ import (
 
 // withHandler gives sub a webhook handler with a signing secret.
 func withHandler(sub *subscriptions.Subscription) *subscriptions.Subscription {
-	sub.Handler = &subscriptions.HandlerSpec{
-		Type:    subscriptions.HandlerWebhook,
-		URL:     "https://hooks.example.com/" + sub.ID,
-		Secrets: &subscriptions.WebhookSecrets{Current: "whsec_" + sub.ID},
+	sub.Handler = &mcpe.HandlerSpec{
+		Type: mcpe.HandlerWebhook,
+		URL:  "https://hooks.example.com/" + sub.ID,
 	}
-	sub.HandlerStatus = &subscriptions.HandlerStatus{}
+	sub.Secrets = &subscriptions.WebhookSecrets{Current: "whsec_" + sub.ID}
+	sub.HandlerStatus = &mcpe.HandlerStatus{}
 	return sub
 }
 
@@ -44,7 +45,7 @@ func finish(t *testing.T, s subscriptions.Store, done ...subscriptions.JobDone) 
 	}
 }
 
-func handlerStatus(t *testing.T, s subscriptions.Store, sub *subscriptions.Subscription) subscriptions.HandlerStatus {
+func handlerStatus(t *testing.T, s subscriptions.Store, sub *subscriptions.Subscription) mcpe.HandlerStatus {
 	t.Helper()
 	got := get(t, s, sub.Principal, sub.ID)
 	if got.HandlerStatus == nil {
@@ -76,8 +77,8 @@ func testJobsFromDeliveries(t *testing.T, open Opener) {
 	}
 	got := dueJobs(t, s, at(time.Hour), 10)
 	want := []*subscriptions.Invocation{
-		{SubscriptionID: hooked.ID, Principal: "alice", Spec: hooked.Handler, Attempt: 1, Kind: subscriptions.InboxEvent, Event: raw, CreatedAt: at(time.Second)},
-		{SubscriptionID: digest.ID, Principal: "bob", Spec: digest.Handler, Attempt: 1, Kind: subscriptions.InboxBatch,
+		{SubscriptionID: hooked.ID, Principal: "alice", Spec: hooked.Handler, Secrets: hooked.Secrets, Attempt: 1, Kind: mcpe.InboxEvent, Event: raw, CreatedAt: at(time.Second)},
+		{SubscriptionID: digest.ID, Principal: "bob", Spec: digest.Handler, Secrets: digest.Secrets, Attempt: 1, Kind: mcpe.InboxBatch,
 			Events: []json.RawMessage{raw, raws[0]}, Remaining: 2, CreatedAt: at(time.Hour)},
 	}
 	if diff := cmp.Diff(want, got, ignoreJobID, sameJSON, equateEmpty); diff != "" {
@@ -120,7 +121,7 @@ func testFinishJobs(t *testing.T, open Opener) {
 		done(2, subscriptions.Outcome{Err: errors.New("400 Bad Request")}, at(2*time.Minute)),
 	)
 	st := handlerStatus(t, s, sub)
-	want := subscriptions.HandlerStatus{Succeeded: 1, Failed: 1, Pending: 2, LastRunAt: new(at(2 * time.Minute)), LastError: "400 Bad Request"}
+	want := mcpe.HandlerStatus{Succeeded: 1, Failed: 1, Pending: 2, LastRunAt: new(at(2 * time.Minute)), LastError: "400 Bad Request"}
 	if diff := cmp.Diff(want, st, equateEmpty); diff != "" {
 		t.Errorf("status mismatch (-want +got):\n%s", diff)
 	}
@@ -150,7 +151,7 @@ func testFinishJobs(t *testing.T, open Opener) {
 		t.Errorf("after 410: status %+v; want disabled \"410 Gone\", failed 2, nothing pending", st)
 	}
 	// Setting the handler again turns it on.
-	if err := s.SetHandler(t.Context(), "alice", sub.ID, sub.Handler); err != nil {
+	if err := s.SetHandler(t.Context(), "alice", sub.ID, sub.Handler, sub.Secrets); err != nil {
 		t.Fatal(err)
 	}
 	ev, raw = newEvent(10, "test.created", "")
@@ -169,8 +170,8 @@ func testFinishJobs(t *testing.T, open Opener) {
 
 	// The latest output is kept up to MaxStatusOutput bytes, whole when it
 	// fits, else cut on a character boundary and marked.
-	fits := strings.Repeat("a", subscriptions.MaxStatusOutput)
-	long := strings.Repeat("é", subscriptions.MaxStatusOutput) // 2 bytes each
+	fits := strings.Repeat("a", mcpe.MaxStatusOutput)
+	long := strings.Repeat("é", mcpe.MaxStatusOutput) // 2 bytes each
 	for i, out := range []string{fits, long} {
 		for _, j := range dueJobs(t, s, at(5*time.Hour), 10) { // those left above
 			finish(t, s, subscriptions.JobDone{JobID: j.JobID, SubscriptionID: sub.ID, At: at(5 * time.Hour)})
@@ -188,10 +189,10 @@ func testFinishJobs(t *testing.T, open Opener) {
 			t.Errorf("an output of %d bytes was not kept whole: %d bytes kept", len(fits), len(got))
 		case out == long:
 			kept := strings.TrimRightFunc(got, func(r rune) bool { return r != 'é' })
-			if !utf8.ValidString(got) || !strings.HasPrefix(long, kept) || len(kept) < subscriptions.MaxStatusOutput-1 ||
-				len(kept) > subscriptions.MaxStatusOutput || kept == got {
+			if !utf8.ValidString(got) || !strings.HasPrefix(long, kept) || len(kept) < mcpe.MaxStatusOutput-1 ||
+				len(kept) > mcpe.MaxStatusOutput || kept == got {
 				t.Errorf("an output of %d bytes was kept as %d bytes (%d of the output, marked: %v); want at most %d of it, cut on a character, marked",
-					len(long), len(got), len(kept), kept != got, subscriptions.MaxStatusOutput)
+					len(long), len(got), len(kept), kept != got, mcpe.MaxStatusOutput)
 			}
 		}
 	}
@@ -203,18 +204,18 @@ func testFinishJobs(t *testing.T, open Opener) {
 func testJobsGoWithTheirHandler(t *testing.T, open Opener) {
 	s := open(t)
 	a, b := withHandler(newSub(1, "alice")), withHandler(newSub(2, "alice"))
-	a.Handler.Secrets.Previous = "whsec_old"
-	a.Handler.Secrets.PreviousUntil = new(at(24 * time.Hour))
+	a.Secrets.Previous = "whsec_old"
+	a.Secrets.PreviousUntil = new(at(24 * time.Hour))
 	create(t, s, a, b)
-	if got := get(t, s, "alice", a.ID); !cmp.Equal(a.Handler, got.Handler) {
-		t.Errorf("handler round trip mismatch (-want +got):\n%s", cmp.Diff(a.Handler, got.Handler))
+	if got := get(t, s, "alice", a.ID); !cmp.Equal(a.Handler, got.Handler) || !cmp.Equal(a.Secrets, got.Secrets) {
+		t.Errorf("handler round trip mismatch (-want +got):\n%s%s", cmp.Diff(a.Handler, got.Handler), cmp.Diff(a.Secrets, got.Secrets))
 	}
 	ev, raw := newEvent(1, "test.created", "")
 	publish(t, s, ev, raw, targets(a, b), at(time.Second))
-	if err := s.SetHandler(t.Context(), "alice", a.ID, nil); err != nil {
+	if err := s.SetHandler(t.Context(), "alice", a.ID, nil, nil); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.SetHandler(t.Context(), "bob", b.ID, nil); !errors.Is(err, subscriptions.ErrNotFound) {
+	if err := s.SetHandler(t.Context(), "bob", b.ID, nil, nil); !errors.Is(err, subscriptions.ErrNotFound) {
 		t.Errorf("SetHandler of another principal's subscription: %v, want ErrNotFound", err)
 	}
 	if got := get(t, s, "alice", a.ID); got.Handler != nil || got.HandlerStatus != nil {

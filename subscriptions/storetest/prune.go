@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -155,10 +156,10 @@ func testPrune(t *testing.T, open Opener) {
 		recent := withExpiry(newSub(2, "alice"), at(2*time.Hour))
 		updated := newSub(3, "bob")
 		oldActive := newSub(4, "alice")
-		oldPaused := withStatus(newSub(5, "bob"), subscriptions.StatusPaused)
+		oldPaused := withStatus(newSub(5, "bob"), mcpe.StatusPaused)
 		create(t, s, old, recent, updated, oldActive, oldPaused)
 		// Expired through UpdateSubscription rather than ExpireSubscriptions.
-		updated.Status = subscriptions.StatusExpired
+		updated.Status = mcpe.StatusExpired
 		updated.UpdatedAt = t0
 		updated.ExpiresAt = new(t0)
 		update(t, s, updated)

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -35,8 +36,8 @@ func testPublishRoutesToActive(t *testing.T, open Opener) {
 	ts = append(ts,
 		// A subscription targeted twice is listed once; a target of
 		// another channel does not go to the inbox.
-		subscriptions.Target{SubscriptionID: first.ID, Principal: "alice", Channel: subscriptions.ChannelRealtime},
-		subscriptions.Target{SubscriptionID: cronOnly.ID, Principal: "alice", Channel: subscriptions.ChannelCron},
+		subscriptions.Target{SubscriptionID: first.ID, Principal: "alice", Channel: mcpe.ChannelRealtime},
+		subscriptions.Target{SubscriptionID: cronOnly.ID, Principal: "alice", Channel: mcpe.ChannelCron},
 	)
 	ev, raw := newEvent(1, "test.created", "src-1")
 	now := at(2 * time.Hour)
@@ -65,7 +66,7 @@ func testPublishRoutesToActive(t *testing.T, open Opener) {
 
 	// No realtime target: the event is stored, nothing is delivered.
 	ev, raw = newEvent(2, "test.created", "")
-	res = publish(t, s, ev, raw, []subscriptions.Target{{SubscriptionID: cronOnly.ID, Principal: "alice", Channel: subscriptions.ChannelCron}}, now)
+	res = publish(t, s, ev, raw, []subscriptions.Target{{SubscriptionID: cronOnly.ID, Principal: "alice", Channel: mcpe.ChannelCron}}, now)
 	diff(t, "Delivered without realtime targets", []subscriptions.InboxEntry(nil), res.Delivered)
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -101,18 +102,20 @@ func eventID(n int) string { return fmt.Sprintf("00000000-0000-4000-9000-%012d",
 func newSub(n int, principal string) *subscriptions.Subscription {
 	created := at(time.Duration(n) * time.Minute)
 	return &subscriptions.Subscription{
-		ID:        subID(n),
 		Principal: principal,
-		Status:    subscriptions.StatusActive,
-		Filter:    subscriptions.Filter{EventTypes: []string{"test.*"}},
-		Delivery:  subscriptions.DefaultDelivery(),
-		CreatedAt: created,
-		UpdatedAt: created,
+		Subscription: mcpe.Subscription{
+			ID:        subID(n),
+			Status:    mcpe.StatusActive,
+			Filter:    mcpe.Filter{EventTypes: []string{"test.*"}},
+			Delivery:  mcpe.DefaultDelivery(),
+			CreatedAt: created,
+			UpdatedAt: created,
+		},
 	}
 }
 
 // withStatus sets sub's status and returns sub.
-func withStatus(sub *subscriptions.Subscription, st subscriptions.Status) *subscriptions.Subscription {
+func withStatus(sub *subscriptions.Subscription, st mcpe.Status) *subscriptions.Subscription {
 	sub.Status = st
 	return sub
 }
@@ -124,15 +127,15 @@ func withExpiry(sub *subscriptions.Subscription, t time.Time) *subscriptions.Sub
 }
 
 // newEvent returns event n and its JSON form.
-func newEvent(n int, typ, sourceEventID string) (*subscriptions.Event, json.RawMessage) {
-	ev := &subscriptions.Event{
+func newEvent(n int, typ, sourceEventID string) (*mcpe.Event, json.RawMessage) {
+	ev := &mcpe.Event{
 		ID:   eventID(n),
 		Type: typ,
 		Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, n)),
-		Metadata: subscriptions.Metadata{
+		Metadata: mcpe.Metadata{
 			SourceEventID: sourceEventID,
 			Timestamp:     t0,
-			Priority:      subscriptions.PriorityNormal,
+			Priority:      mcpe.PriorityNormal,
 			Tags:          []string{"test"},
 		},
 	}
@@ -147,7 +150,7 @@ func newEvent(n int, typ, sourceEventID string) (*subscriptions.Event, json.RawM
 func targets(subs ...*subscriptions.Subscription) []subscriptions.Target {
 	ts := make([]subscriptions.Target, 0, len(subs))
 	for _, sub := range subs {
-		ts = append(ts, subscriptions.Target{SubscriptionID: sub.ID, Principal: sub.Principal, Channel: subscriptions.ChannelRealtime})
+		ts = append(ts, subscriptions.Target{SubscriptionID: sub.ID, Principal: sub.Principal, Channel: mcpe.ChannelRealtime})
 	}
 	return ts
 }
@@ -158,7 +161,7 @@ func entry(seq int64, raw json.RawMessage, now time.Time, subs ...*subscriptions
 	e := subscriptions.InboxEntry{
 		Seq:       seq,
 		Principal: subs[0].Principal,
-		Kind:      subscriptions.InboxEvent,
+		Kind:      mcpe.InboxEvent,
 		Event:     raw,
 		CreatedAt: now,
 	}
@@ -174,7 +177,7 @@ func expiredEntry(seq int64, sub *subscriptions.Subscription, now time.Time) sub
 		Seq:             seq,
 		Principal:       sub.Principal,
 		SubscriptionIDs: []string{sub.ID},
-		Kind:            subscriptions.InboxExpired,
+		Kind:            mcpe.InboxExpired,
 		CreatedAt:       now,
 	}
 }
@@ -235,7 +238,7 @@ func list(t *testing.T, s subscriptions.Store, q subscriptions.ListQuery) []*sub
 	return subs
 }
 
-func publish(t *testing.T, s subscriptions.Store, ev *subscriptions.Event, raw json.RawMessage, ts []subscriptions.Target, now time.Time) subscriptions.PublishResult {
+func publish(t *testing.T, s subscriptions.Store, ev *mcpe.Event, raw json.RawMessage, ts []subscriptions.Target, now time.Time) subscriptions.PublishResult {
 	t.Helper()
 	res, err := s.Publish(t.Context(), ev, raw, ts, now)
 	if err != nil {

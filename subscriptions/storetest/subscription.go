@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -17,37 +18,49 @@ func testSubscriptionRoundTrip(t *testing.T, open Opener) {
 	}{
 		{"minimal", newSub(1, "alice")},
 		{"everything set", &subscriptions.Subscription{
-			ID:        subID(2),
 			Principal: "alice",
-			Status:    subscriptions.StatusActive,
-			Filter: subscriptions.Filter{
-				EventTypes: []string{"github.issue.*", "test.created"},
-				Tags:       []string{"frontend", "urgent"},
-				Priority:   []subscriptions.Priority{subscriptions.PriorityHigh, subscriptions.PriorityCritical},
+			Subscription: mcpe.Subscription{
+				ID:     subID(2),
+				Status: mcpe.StatusActive,
+				Filter: mcpe.Filter{
+					EventTypes: []string{"github.issue.*", "test.created"},
+					Tags:       []string{"frontend", "urgent"},
+					Priority:   []mcpe.Priority{mcpe.PriorityHigh, mcpe.PriorityCritical},
+				},
+				Delivery: mcpe.Delivery{Channels: []mcpe.Channel{
+					mcpe.ChannelCron, mcpe.ChannelRealtime, mcpe.ChannelScheduled,
+				}},
+				CreatedAt:       at(time.Minute + 123*time.Millisecond),
+				UpdatedAt:       at(time.Hour + 456*time.Millisecond),
+				ExpiresAt:       new(at(72*time.Hour + 789*time.Millisecond)),
+				DeliveredCount:  42,
+				LastDeliveredAt: new(at(90*time.Minute + 1*time.Millisecond)),
 			},
-			Delivery: subscriptions.Delivery{Channels: []subscriptions.Channel{
-				subscriptions.ChannelCron, subscriptions.ChannelRealtime, subscriptions.ChannelScheduled,
-			}},
-			CreatedAt:       at(time.Minute + 123*time.Millisecond),
-			UpdatedAt:       at(time.Hour + 456*time.Millisecond),
-			ExpiresAt:       new(at(72*time.Hour + 789*time.Millisecond)),
-			DeliveredCount:  42,
-			LastDeliveredAt: new(at(90*time.Minute + 1*time.Millisecond)),
 		}},
 		{"tags only", &subscriptions.Subscription{
-			ID: subID(3), Principal: "alice", Status: subscriptions.StatusActive,
-			Filter:    subscriptions.Filter{Tags: []string{"deploy"}},
-			Delivery:  subscriptions.DefaultDelivery(),
-			CreatedAt: t0, UpdatedAt: t0,
+			Principal: "alice",
+			Subscription: mcpe.Subscription{
+				ID:        subID(3),
+				Status:    mcpe.StatusActive,
+				Filter:    mcpe.Filter{Tags: []string{"deploy"}},
+				Delivery:  mcpe.DefaultDelivery(),
+				CreatedAt: t0,
+				UpdatedAt: t0,
+			},
 		}},
 		{"priority only", &subscriptions.Subscription{
-			ID: subID(4), Principal: "alice", Status: subscriptions.StatusActive,
-			Filter:    subscriptions.Filter{Priority: []subscriptions.Priority{subscriptions.PriorityLow}},
-			Delivery:  subscriptions.DefaultDelivery(),
-			CreatedAt: t0, UpdatedAt: t0,
+			Principal: "alice",
+			Subscription: mcpe.Subscription{
+				ID:        subID(4),
+				Status:    mcpe.StatusActive,
+				Filter:    mcpe.Filter{Priority: []mcpe.Priority{mcpe.PriorityLow}},
+				Delivery:  mcpe.DefaultDelivery(),
+				CreatedAt: t0,
+				UpdatedAt: t0,
+			},
 		}},
-		{"paused", withStatus(newSub(5, "alice"), subscriptions.StatusPaused)},
-		{"expired", withExpiry(withStatus(newSub(6, "alice"), subscriptions.StatusExpired), t0)},
+		{"paused", withStatus(newSub(5, "alice"), mcpe.StatusPaused)},
+		{"expired", withExpiry(withStatus(newSub(6, "alice"), mcpe.StatusExpired), t0)},
 		{"expiry without deliveries", withExpiry(newSub(7, "alice"), at(24*time.Hour))},
 	}
 	for _, tt := range tests {
@@ -81,12 +94,12 @@ func testCreateLimit(t *testing.T, open Opener) {
 		{"under the limit", []*subscriptions.Subscription{newSub(1, "alice")}, false},
 		{"active at the limit", []*subscriptions.Subscription{newSub(1, "alice"), newSub(2, "alice")}, true},
 		{"paused count", []*subscriptions.Subscription{
-			withStatus(newSub(1, "alice"), subscriptions.StatusPaused),
-			withStatus(newSub(2, "alice"), subscriptions.StatusPaused),
+			withStatus(newSub(1, "alice"), mcpe.StatusPaused),
+			withStatus(newSub(2, "alice"), mcpe.StatusPaused),
 		}, true},
 		{"expired do not count", []*subscriptions.Subscription{
-			withStatus(newSub(1, "alice"), subscriptions.StatusExpired),
-			withStatus(newSub(2, "alice"), subscriptions.StatusExpired),
+			withStatus(newSub(1, "alice"), mcpe.StatusExpired),
+			withStatus(newSub(2, "alice"), mcpe.StatusExpired),
 			newSub(3, "alice"),
 		}, false},
 		{"other principals do not count", []*subscriptions.Subscription{
@@ -160,23 +173,23 @@ func checkLimitError(t *testing.T, err error, max int) {
 func testUpdateSubscription(t *testing.T, open Opener) {
 	tests := []struct {
 		name  string
-		start subscriptions.Status
+		start mcpe.Status
 		edit  func(*subscriptions.Subscription)
 	}{
-		{"pause", subscriptions.StatusActive, func(s *subscriptions.Subscription) { s.Status = subscriptions.StatusPaused }},
-		{"resume", subscriptions.StatusPaused, func(s *subscriptions.Subscription) { s.Status = subscriptions.StatusActive }},
-		{"expire", subscriptions.StatusActive, func(s *subscriptions.Subscription) { s.Status = subscriptions.StatusExpired }},
-		{"filter", subscriptions.StatusActive, func(s *subscriptions.Subscription) {
-			s.Filter = subscriptions.Filter{
+		{"pause", mcpe.StatusActive, func(s *subscriptions.Subscription) { s.Status = mcpe.StatusPaused }},
+		{"resume", mcpe.StatusPaused, func(s *subscriptions.Subscription) { s.Status = mcpe.StatusActive }},
+		{"expire", mcpe.StatusActive, func(s *subscriptions.Subscription) { s.Status = mcpe.StatusExpired }},
+		{"filter", mcpe.StatusActive, func(s *subscriptions.Subscription) {
+			s.Filter = mcpe.Filter{
 				Tags:     []string{"backend"},
-				Priority: []subscriptions.Priority{subscriptions.PriorityHigh, subscriptions.PriorityCritical},
+				Priority: []mcpe.Priority{mcpe.PriorityHigh, mcpe.PriorityCritical},
 			}
 		}},
-		{"delivery", subscriptions.StatusActive, func(s *subscriptions.Subscription) {
-			s.Delivery = subscriptions.Delivery{Channels: []subscriptions.Channel{subscriptions.ChannelScheduled, subscriptions.ChannelRealtime}}
+		{"delivery", mcpe.StatusActive, func(s *subscriptions.Subscription) {
+			s.Delivery = mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelScheduled, mcpe.ChannelRealtime}}
 		}},
-		{"move expiresAt", subscriptions.StatusActive, func(s *subscriptions.Subscription) { s.ExpiresAt = new(at(48 * time.Hour)) }},
-		{"clear expiresAt", subscriptions.StatusActive, func(s *subscriptions.Subscription) { s.ExpiresAt = nil }},
+		{"move expiresAt", mcpe.StatusActive, func(s *subscriptions.Subscription) { s.ExpiresAt = new(at(48 * time.Hour)) }},
+		{"clear expiresAt", mcpe.StatusActive, func(s *subscriptions.Subscription) { s.ExpiresAt = nil }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -237,12 +250,12 @@ func testDeleteSubscription(t *testing.T, open Opener) {
 func testListSubscriptions(t *testing.T, open Opener) {
 	s := open(t)
 	subs := map[int]*subscriptions.Subscription{
-		1: withStatus(newSub(1, "alice"), subscriptions.StatusPaused),
+		1: withStatus(newSub(1, "alice"), mcpe.StatusPaused),
 		2: newSub(2, "alice"),
 		3: newSub(3, "alice"),
 		4: newSub(4, "bob"),
-		5: withStatus(newSub(5, "alice"), subscriptions.StatusExpired),
-		6: withStatus(newSub(6, "bob"), subscriptions.StatusPaused),
+		5: withStatus(newSub(5, "alice"), mcpe.StatusExpired),
+		6: withStatus(newSub(6, "bob"), mcpe.StatusPaused),
 	}
 	// Neither the order of insertion nor that of the IDs is the order of
 	// age.
@@ -259,11 +272,11 @@ func testListSubscriptions(t *testing.T, open Opener) {
 		{"one principal", subscriptions.ListQuery{Principal: "alice"}, []int{1, 2, 3, 5}},
 		{"other principal", subscriptions.ListQuery{Principal: "bob"}, []int{4, 6}},
 		{"unknown principal", subscriptions.ListQuery{Principal: "carol"}, nil},
-		{"active", subscriptions.ListQuery{Status: subscriptions.StatusActive}, []int{2, 3, 4}},
-		{"paused", subscriptions.ListQuery{Status: subscriptions.StatusPaused}, []int{1, 6}},
-		{"expired", subscriptions.ListQuery{Status: subscriptions.StatusExpired}, []int{5}},
-		{"principal and status", subscriptions.ListQuery{Principal: "alice", Status: subscriptions.StatusActive}, []int{2, 3}},
-		{"principal without that status", subscriptions.ListQuery{Principal: "bob", Status: subscriptions.StatusExpired}, nil},
+		{"active", subscriptions.ListQuery{Status: mcpe.StatusActive}, []int{2, 3, 4}},
+		{"paused", subscriptions.ListQuery{Status: mcpe.StatusPaused}, []int{1, 6}},
+		{"expired", subscriptions.ListQuery{Status: mcpe.StatusExpired}, []int{5}},
+		{"principal and status", subscriptions.ListQuery{Principal: "alice", Status: mcpe.StatusActive}, []int{2, 3}},
+		{"principal without that status", subscriptions.ListQuery{Principal: "bob", Status: mcpe.StatusExpired}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -290,7 +303,7 @@ func testPrincipalIsolation(t *testing.T, open Opener) {
 	_, err := s.GetSubscription(t.Context(), "bob", alices.ID)
 	checkNotFound(t, "GetSubscription by another principal", err)
 
-	stolen := withStatus(want.Clone(), subscriptions.StatusPaused)
+	stolen := withStatus(want.Clone(), mcpe.StatusPaused)
 	stolen.Principal = "bob"
 	stolen.UpdatedAt = at(2 * time.Hour)
 	checkNotFound(t, "UpdateSubscription by another principal", s.UpdateSubscription(t.Context(), stolen))

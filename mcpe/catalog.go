@@ -1,4 +1,4 @@
-package subscriptions
+package mcpe
 
 import (
 	"encoding/json"
