@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/handlers"
@@ -78,10 +79,11 @@ func (noDeliverer) Deliver([]subscriptions.InboxEntry) {}
 
 // env is a service and a runner on one SQLite file and a fake clock.
 type env struct {
-	store  *sqlite.Store
-	svc    *subscriptions.Service
-	runner *handlers.Runner
-	clk    *clock.Fake
+	store      *sqlite.Store
+	svc        *subscriptions.Service
+	schedulers delivery.Schedulers
+	runner     *handlers.Runner
+	clk        *clock.Fake
 }
 
 // envOptions vary what newEnvWith builds.
@@ -128,18 +130,23 @@ func newEnvWith(t *testing.T, path string, clk *clock.Fake, o envOptions) *env {
 	if err := svc.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
+	schedulers, err := delivery.StartAll(t.Context(), svc, svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if !o.stopped {
 		if err := runner.Start(t.Context()); err != nil {
 			t.Fatal(err)
 		}
 	}
-	e := &env{store: store, svc: svc, runner: runner, clk: clk}
+	e := &env{store: store, svc: svc, schedulers: schedulers, runner: runner, clk: clk}
 	t.Cleanup(e.stop)
 	return e
 }
 
 func (e *env) stop() {
 	e.runner.Stop()
+	e.schedulers.Stop()
 	e.svc.Stop()
 	e.store.Close()
 }

@@ -2,67 +2,129 @@ package subscriptions
 
 import (
 	"context"
-	"slices"
+	"sync"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
-// fireChunk is how many subscriptions one Store.Fire transaction serves when
-// many fire at once.
-const fireChunk = 256
+// This file is what a fire of a cron or scheduled subscription does: take
+// what waits in its buffer, record the delivery in its owner's inbox, compute
+// its next fire, and expire it after its last one. When to fire is decided
+// outside the domain, by the schedulers of package delivery: they ask
+// NextFire when to wake, call FireDue then, and hear of every change to the
+// schedule through WatchSchedule.
 
-// fireRetry is how long a fire that the store refused waits before trying
-// again.
-const fireRetry = time.Minute
+// FireChunk is how many subscriptions one FireDue serves, in one Store.Fire
+// transaction, when many fire at once.
+const FireChunk = 256
 
-// timedState is the fire schedule of one active cron or scheduled
-// subscription.
-type timedState struct {
-	id        string
-	principal string
-	delivery  mcpe.Delivery
-	next      time.Time
-	lastFire  *time.Time
+// scheduleWatchers calls the functions registered for a buffered channel
+// when its schedule may have changed.
+type scheduleWatchers struct {
+	mu sync.Mutex
+	fs map[mcpe.Channel][]func()
 }
 
-// scheduleLocked puts an active subscription with a next fire into the
-// schedule, replacing its old state; anything else leaves it. The caller
-// holds s.mu and re-arms the fire timer.
-func (s *Service) scheduleLocked(sub *Subscription) {
-	delete(s.timed, sub.ID)
-	if sub.Status != mcpe.StatusActive || sub.NextFireAt == nil || s.timings[sub.Delivery.Timed()] == nil {
-		return
+func (w *scheduleWatchers) add(c mcpe.Channel, f func()) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.fs == nil {
+		w.fs = make(map[mcpe.Channel][]func())
 	}
-	s.timed[sub.ID] = &timedState{
-		id:        sub.ID,
-		principal: sub.Principal,
-		delivery:  sub.Delivery,
-		next:      *sub.NextFireAt,
-		lastFire:  clonePtr(sub.LastFireAt),
-	}
+	w.fs[c] = append(w.fs[c], f)
 }
 
-// armFireLocked sets the fire timer to the earliest scheduled fire, looking
-// at every scheduled subscription. The caller holds s.mu.
-func (s *Service) armFireLocked() {
-	var first time.Time
-	for _, t := range s.timed {
-		if first.IsZero() || t.next.Before(first) {
-			first = t.next
+// changed tells the watchers of the channels of deliveries ds.
+func (w *scheduleWatchers) changed(ds ...mcpe.Delivery) {
+	var fs []func()
+	w.mu.Lock()
+	seen := map[mcpe.Channel]bool{}
+	for _, d := range ds {
+		if c := d.Timed(); c != "" && !seen[c] {
+			seen[c] = true
+			fs = append(fs, w.fs[c]...)
 		}
 	}
-	s.fireAt = first
-	s.rearm(&s.fireTimer, first, s.fireDue)
+	w.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
 }
 
-// considerFireLocked moves the fire timer earlier when a subscription just
-// scheduled fires at t, without looking at the others. The caller holds s.mu.
-func (s *Service) considerFireLocked(t time.Time) {
-	if s.fireAt.IsZero() || t.Before(s.fireAt) {
-		s.fireAt = t
-		s.rearm(&s.fireTimer, t, s.fireDue)
+// WatchSchedule registers changed to be called after the schedule of
+// buffered channel c may have changed: a subscription of c was created,
+// updated, paused, resumed or removed. It is called synchronously, before
+// the change returns to its caller, and must not call back into the Service
+// except for NextFire.
+func (s *Service) WatchSchedule(c mcpe.Channel, changed func()) { s.watchers.add(c, changed) }
+
+// NextFire returns when the earliest active subscription of buffered
+// channel c fires next; ok is false when none is scheduled.
+func (s *Service) NextFire(ctx context.Context, c mcpe.Channel) (t time.Time, ok bool, err error) {
+	return s.store.NextFire(ctx, c)
+}
+
+// FireDue fires the active subscriptions of buffered channel c whose next
+// fire is at or before now, at most FireChunk of them, earliest first, in
+// one store transaction, and delivers the result. more is true when others
+// may still be due. A fire that falls while the server is down runs once
+// when it is next called: the next fire is computed from now.
+func (s *Service) FireDue(ctx context.Context, c mcpe.Channel, now time.Time) (more bool, err error) {
+	if s.timings[c] == nil {
+		return false, nil
 	}
+	s.mu.Lock()
+	due, err := s.store.DueFires(ctx, c, now, FireChunk)
+	var entries []InboxEntry
+	if err == nil && len(due) > 0 {
+		entries, err = s.fireLocked(ctx, due, now)
+	}
+	s.mu.Unlock()
+	s.deliverer.Deliver(entries)
+	if len(entries) > 0 {
+		s.jobsWritten()
+	}
+	return err == nil && len(due) == FireChunk, err
+}
+
+// fireLocked fires the given subscriptions at now. It returns the entries
+// to deliver now: those of owners with no live session wait, marked
+// pending, for Redeliver. The caller holds s.mu.
+func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) ([]InboxEntry, error) {
+	reqs := make([]FireRequest, len(due))
+	for i, d := range due {
+		aggregate, max, drain, expire := s.timings[d.Delivery.Timed()].Batching(d.Delivery)
+		next := s.nextFire(d.Delivery, now, &now)
+		reqs[i] = FireRequest{
+			SubscriptionID: d.SubscriptionID,
+			Principal:      d.Principal,
+			Max:            max,
+			Aggregate:      aggregate,
+			Drain:          drain,
+			Next:           next,
+			Expire:         next == nil && expire,
+			Pending:        s.opts.Presence != nil && !s.opts.Presence.Connected(d.Principal),
+		}
+	}
+	results, err := s.store.Fire(ctx, reqs, now)
+	if err != nil {
+		return nil, err
+	}
+	var deliver []InboxEntry
+	for i, res := range results {
+		req := reqs[i]
+		if req.Expire && !res.Skipped {
+			s.index.Remove(req.SubscriptionID)
+			s.log.Info("subscription delivered and expired", "subscription_id", req.SubscriptionID)
+		}
+		if !req.Pending {
+			deliver = append(deliver, res.Entries...)
+		} else if len(res.Entries) > 0 {
+			s.log.Debug("owner offline: digest kept for its next connection", "subscription_id", req.SubscriptionID, "principal", req.Principal)
+		}
+	}
+	return deliver, nil
 }
 
 // nextFire computes the first fire of delivery d after now, given the last
@@ -77,105 +139,6 @@ func (s *Service) nextFire(d mcpe.Delivery, now time.Time, lastFire *time.Time) 
 		return nil
 	}
 	return &next
-}
-
-// fireDue fires every scheduled subscription whose time has come, a chunk of
-// them per store transaction, delivers the results and re-arms the timer.
-// A fire that falls while the server is down runs once when it starts: the
-// next fire is computed from the time it ran.
-func (s *Service) fireDue() {
-	ctx := s.bg()
-	for {
-		s.mu.Lock()
-		now := s.clock.Now()
-		var due []*timedState
-		for _, t := range s.timed {
-			if !t.next.After(now) {
-				due = append(due, t)
-			}
-		}
-		if len(due) == 0 {
-			s.armFireLocked()
-			s.mu.Unlock()
-			return
-		}
-		slices.SortFunc(due, func(a, b *timedState) int {
-			if c := a.next.Compare(b.next); c != 0 {
-				return c
-			}
-			return compareStrings(a.id, b.id)
-		})
-		due = due[:min(len(due), fireChunk)]
-		entries, err := s.fireLocked(ctx, due, now)
-		if err != nil {
-			s.log.Error("fire digests; retrying later", "subscriptions", len(due), "error", err)
-			for _, t := range due {
-				t.next = now.Add(fireRetry)
-			}
-		}
-		s.armFireLocked()
-		s.mu.Unlock()
-		s.deliverer.Deliver(entries)
-		s.jobsWritten()
-		if err != nil {
-			return
-		}
-	}
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-// fireLocked fires the given subscriptions at now and updates the schedule.
-// It returns the entries to deliver now: those of owners with no live
-// session wait, marked pending, for Redeliver. The caller holds s.mu.
-func (s *Service) fireLocked(ctx context.Context, due []*timedState, now time.Time) ([]InboxEntry, error) {
-	reqs := make([]FireRequest, len(due))
-	for i, t := range due {
-		aggregate, max, drain, expire := s.timings[t.delivery.Timed()].Batching(t.delivery)
-		next := s.nextFire(t.delivery, now, &now)
-		reqs[i] = FireRequest{
-			SubscriptionID: t.id,
-			Principal:      t.principal,
-			Max:            max,
-			Aggregate:      aggregate,
-			Drain:          drain,
-			Next:           next,
-			Expire:         next == nil && expire,
-			Pending:        s.opts.Presence != nil && !s.opts.Presence.Connected(t.principal),
-		}
-	}
-	results, err := s.store.Fire(ctx, reqs, now)
-	if err != nil {
-		return nil, err
-	}
-	var deliver []InboxEntry
-	for i, res := range results {
-		req, t := reqs[i], due[i]
-		switch {
-		case res.Skipped || req.Next == nil:
-			delete(s.timed, t.id)
-		default:
-			t.next, t.lastFire = *req.Next, &now
-		}
-		if req.Expire && !res.Skipped {
-			s.index.Remove(t.id)
-			s.log.Info("subscription delivered and expired", "subscription_id", t.id)
-		}
-		if !req.Pending {
-			deliver = append(deliver, res.Entries...)
-		} else if len(res.Entries) > 0 {
-			s.log.Debug("owner offline: digest kept for its next connection", "subscription_id", t.id, "principal", t.principal)
-		}
-	}
-	return deliver, nil
 }
 
 // Redeliver sends principal the most recent digests that fired while it had

@@ -69,8 +69,7 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.Subs
 	}
 	s.index.Put(e)
 	if sub.NextFireAt != nil {
-		s.scheduleLocked(sub)
-		s.considerFireLocked(*sub.NextFireAt)
+		s.watchers.changed(sub.Delivery)
 	}
 	if sub.ExpiresAt != nil {
 		s.armExpiry()
@@ -129,7 +128,6 @@ func (s *Service) Unsubscribe(ctx context.Context, principal, id string) error {
 		return notFound(err, id)
 	}
 	s.index.Remove(id)
-	delete(s.timed, id)
 	return nil
 }
 
@@ -292,8 +290,8 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 	deliveryChanged := !sameDelivery(before.Delivery, sub.Delivery)
 	if old := before.Delivery.Timed(); old != "" && old != sub.Delivery.Timed() && before.Status == mcpe.StatusActive {
 		// Leaving a buffered channel: what waits goes out now.
-		state := &timedState{id: id, principal: principal, delivery: before.Delivery, next: now}
-		entries, err := s.fireLocked(ctx, []*timedState{state}, now)
+		flush := DueFire{SubscriptionID: id, Principal: principal, Delivery: before.Delivery}
+		entries, err := s.fireLocked(ctx, []DueFire{flush}, now)
 		if err != nil {
 			return nil, err
 		}
@@ -316,8 +314,7 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 	} else {
 		s.index.Remove(id)
 	}
-	s.scheduleLocked(sub)
-	s.armFireLocked()
+	s.watchers.changed(before.Delivery, sub.Delivery)
 	if !timePtrEqual(before.ExpiresAt, sub.ExpiresAt) {
 		s.armExpiry()
 	}
@@ -382,8 +379,6 @@ func (s *Service) ForgetPrincipal(ctx context.Context, principal string) error {
 	}
 	for _, sub := range subs {
 		s.index.Remove(sub.ID)
-		delete(s.timed, sub.ID)
 	}
-	s.armFireLocked()
 	return nil
 }

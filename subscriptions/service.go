@@ -78,8 +78,9 @@ type ServiceOptions struct {
 	EphemeralPrefix string
 }
 
-// Service manages subscriptions, routes published events and fires the
-// digests of cron and scheduled subscriptions. It is safe for concurrent use.
+// Service manages subscriptions, routes published events, and records the
+// fires of cron and scheduled subscriptions when their schedulers call
+// FireDue. It is safe for concurrent use.
 // Start it before use and Stop it when done.
 type Service struct {
 	store     Store
@@ -99,16 +100,13 @@ type Service struct {
 	// pause can never be stored for the paused subscription after the pause
 	// returned.
 	mu sync.RWMutex
-	// timed holds the fire state of active cron and scheduled
-	// subscriptions, by ID; fireAt is when the fire timer is set for.
-	timed  map[string]*timedState
-	fireAt time.Time
+	// watchers hear of changes to the schedules of buffered channels.
+	watchers scheduleWatchers
 
 	life        sync.Mutex // guards the fields below
 	started     bool
 	stopped     bool
 	expiryTimer clock.Timer
-	fireTimer   clock.Timer
 	pruneTimer  clock.Timer
 	wg          sync.WaitGroup
 	ctx         context.Context
@@ -179,7 +177,6 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		clock:     opts.Clock,
 		log:       opts.Logger,
 		opts:      opts,
-		timed:     make(map[string]*timedState),
 	}
 	for _, c := range []mcpe.Channel{mcpe.ChannelCron, mcpe.ChannelScheduled} {
 		if opts.Timings[c] != nil {
@@ -212,10 +209,11 @@ func (s *Service) Capability() mcpe.Capability {
 // Retention returns the retention limits in force.
 func (s *Service) Retention() Retention { return s.opts.Retention }
 
-// Start loads the active subscriptions into the index and the fire schedule,
-// expires those that passed their time while the server was down, fires once
-// each digest whose time passed meanwhile (not once per missed fire),
-// applies retention, and starts the expiry, fire and retention timers.
+// Start loads the active subscriptions into the index, expires those that
+// passed their time while the server was down, applies retention, and
+// starts the expiry and retention timers. The digests of cron and scheduled
+// subscriptions are fired by the schedulers of package delivery, started
+// after it.
 func (s *Service) Start(ctx context.Context) error {
 	s.life.Lock()
 	if s.started {
@@ -243,17 +241,15 @@ func (s *Service) Start(ctx context.Context) error {
 	for _, sub := range subs {
 		e, err := NewEntry(sub)
 		if err != nil {
-			s.log.Error("stored subscription has a filter this version rejects; it receives nothing until updated",
+			s.log.Error("stored subscription has a filter this version rejects; it receives no new events until updated",
 				"subscription_id", sub.ID, "error", err)
 			continue
 		}
 		s.index.Put(e)
-		s.scheduleLocked(sub)
 	}
 	s.mu.Unlock()
-	s.log.Info("subscriptions loaded", "active", s.index.Len(), "timed", len(s.timed))
+	s.log.Info("subscriptions loaded", "active", s.index.Len())
 	s.expireDue()
-	s.fireDue()
 	s.prune()
 	return nil
 }
@@ -263,7 +259,7 @@ func (s *Service) Start(ctx context.Context) error {
 func (s *Service) Stop() {
 	s.life.Lock()
 	s.stopped = true
-	for _, t := range []clock.Timer{s.expiryTimer, s.fireTimer, s.pruneTimer} {
+	for _, t := range []clock.Timer{s.expiryTimer, s.pruneTimer} {
 		if t != nil {
 			t.Stop()
 		}
@@ -350,11 +346,9 @@ func (s *Service) expireDue() {
 		}
 		for _, id := range e.SubscriptionIDs {
 			s.index.Remove(id)
-			delete(s.timed, id)
 			s.log.Info("subscription expired", "subscription_id", id)
 		}
 	}
-	s.armFireLocked()
 	s.mu.Unlock()
 	s.deliverer.Deliver(entries)
 	if len(entries) > 0 {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
@@ -54,11 +55,12 @@ func (r *recorder) of(kind mcpe.InboxKind) []string {
 }
 
 type fixture struct {
-	t     *testing.T
-	store *sqlite.Store
-	clock *clock.Fake
-	rec   *recorder
-	svc   *subscriptions.Service
+	t          *testing.T
+	store      *sqlite.Store
+	clock      *clock.Fake
+	rec        *recorder
+	svc        *subscriptions.Service
+	schedulers delivery.Schedulers
 }
 
 func newFixture(t *testing.T, path string, clk *clock.Fake, opts subscriptions.ServiceOptions) *fixture {
@@ -78,12 +80,17 @@ func newFixture(t *testing.T, path string, clk *clock.Fake, opts subscriptions.S
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	f := &fixture{t: t, store: store, clock: clk, rec: rec, svc: svc}
+	schedulers, err := delivery.StartAll(context.Background(), svc, svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, store: store, clock: clk, rec: rec, svc: svc, schedulers: schedulers}
 	t.Cleanup(f.stop)
 	return f
 }
 
 func (f *fixture) stop() {
+	f.schedulers.Stop()
 	f.svc.Stop()
 	f.store.Close()
 }

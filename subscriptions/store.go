@@ -63,6 +63,13 @@ type Store interface {
 	// is not active or belongs to another principal is skipped. The results
 	// match reqs one for one, in order.
 	Fire(ctx context.Context, reqs []FireRequest, now time.Time) ([]FireResult, error)
+	// DueFires returns the active subscriptions of buffered channel c whose
+	// next fire is at or before now, earliest first (then by ID), at most
+	// limit.
+	DueFires(ctx context.Context, c mcpe.Channel, now time.Time, limit int) ([]DueFire, error)
+	// NextFire returns the earliest next fire of an active subscription of
+	// buffered channel c; ok is false when there is none.
+	NextFire(ctx context.Context, c mcpe.Channel) (t time.Time, ok bool, err error)
 	// PendingEntries returns up to limit of principal's most recent entries
 	// marked pending by Fire, oldest first.
 	PendingEntries(ctx context.Context, principal string, limit int) ([]InboxEntry, error)
@@ -169,6 +176,13 @@ type InboxEntry struct {
 	Events    []json.RawMessage
 	Remaining int
 	CreatedAt time.Time
+}
+
+// DueFire is a subscription whose fire is due, as Store.DueFires returns it.
+type DueFire struct {
+	SubscriptionID string
+	Principal      string
+	Delivery       mcpe.Delivery
 }
 
 // FireRequest asks Store.Fire to deliver one subscription's buffer.

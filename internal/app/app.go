@@ -18,6 +18,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters/catalog"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
@@ -72,8 +73,10 @@ type App struct {
 	log      *slog.Logger
 	handlers *handlerSet
 	runner   *handlers.Runner
-	sources  *sources
-	closed   sync.Once
+	// schedulers fire the digests of cron and scheduled subscriptions.
+	schedulers delivery.Schedulers
+	sources    *sources
+	closed     sync.Once
 }
 
 // New builds the server that opts describe and starts its background work:
@@ -147,6 +150,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.Service = svc
+	if a.schedulers, err = delivery.StartAll(ctx, svc, svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: opts.Clock, Logger: log}); err != nil {
+		return nil, err
+	}
 
 	if a.sources, err = buildSources(&cfg.Adapters, svc, opts.HTTP, opts.Clock, log); err != nil {
 		return nil, err
@@ -239,6 +245,7 @@ func (a *App) close() {
 	if a.runner != nil {
 		a.runner.Stop()
 	}
+	a.schedulers.Stop()
 	if a.Service != nil {
 		a.Service.Stop()
 	}

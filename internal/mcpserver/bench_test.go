@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
@@ -463,6 +464,10 @@ func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clock.Fake, *time
 	if err := svc.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
+	schedulers, err := delivery.StartAll(ctx, svc, svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: clk})
+	if err != nil {
+		b.Fatal(err)
+	}
 	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg})
 	if err != nil {
 		b.Fatal(err)
@@ -473,14 +478,15 @@ func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clock.Fake, *time
 		}
 		reg.Close()
 		srv.Wait()
+		schedulers.Stop()
 		svc.Stop()
 		store.Close()
 	})
-	delivery := &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelCron},
+	cronDelivery := &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelCron},
 		CronSchedule: &mcpe.CronSchedule{Expression: "0 9 * * *", MaxEventsPerDelivery: 10000}}
 	for range subs {
 		if _, err := svc.Subscribe(ctx, benchPrincipal, mcpe.SubscribeRequest{
-			Filter: mcpe.Filter{EventTypes: []string{"digest.*"}}, Delivery: delivery,
+			Filter: mcpe.Filter{EventTypes: []string{"digest.*"}}, Delivery: cronDelivery,
 		}); err != nil {
 			b.Fatal(err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
@@ -29,12 +30,13 @@ var start = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 
 // env is one server over a SQLite file, with a fake clock.
 type env struct {
-	t     *testing.T
-	clock *clock.Fake
-	store *sqlite.Store
-	svc   *subscriptions.Service
-	reg   *realtime.Registry
-	srv   *mcpserver.Server
+	t          *testing.T
+	clock      *clock.Fake
+	store      *sqlite.Store
+	svc        *subscriptions.Service
+	schedulers delivery.Schedulers
+	reg        *realtime.Registry
+	srv        *mcpserver.Server
 }
 
 type envOptions struct {
@@ -78,11 +80,15 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	schedulers, err := delivery.StartAll(ctx, svc, svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: o.clock})
+	if err != nil {
+		t.Fatal(err)
+	}
 	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, clock: o.clock, store: store, svc: svc, reg: reg, srv: srv}
+	e := &env{t: t, clock: o.clock, store: store, svc: svc, schedulers: schedulers, reg: reg, srv: srv}
 	t.Cleanup(e.close)
 	return e
 }
@@ -94,6 +100,7 @@ func (e *env) close() {
 	}
 	e.reg.Close()
 	e.srv.Wait()
+	e.schedulers.Stop()
 	e.svc.Stop()
 	e.store.Close()
 }

@@ -310,8 +310,8 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 		`SELECT coalesce((SELECT live_subscriptions FROM principals WHERE principal = ?), 0)`,
 		`INSERT INTO subscriptions
 			(id, principal, status, filter, delivery, created_at, updated_at, expires_at, expired_at,
-			 delivered_base, last_delivered_base, next_fire_at, last_fire_at, handler, handler_secrets)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
+			 delivered_base, last_delivered_base, next_fire_at, last_fire_at, handler, handler_secrets, timed)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`)
 	if err != nil {
 		return err
 	}
@@ -327,7 +327,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 			sub.ID, sub.Principal, string(sub.Status), filter, delivery,
 			nanos(sub.CreatedAt), nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt), expiredAt,
 			sub.DeliveredCount, nullNanos(sub.LastDeliveredAt), nullNanos(sub.NextFireAt), nullNanos(sub.LastFireAt),
-			handler, secrets)
+			handler, secrets, timed(sub.Delivery))
 		return err
 	})
 }
@@ -435,7 +435,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub *subscriptions.Subsc
 		SET status = ?1, filter = ?2, delivery = ?3, updated_at = ?4, expires_at = ?5,
 			expired_at = CASE WHEN ?1 <> 'expired' THEN NULL
 				WHEN status = 'expired' THEN coalesce(expired_at, ?4) ELSE ?4 END,
-			next_fire_at = ?8
+			next_fire_at = ?8, timed = ?9
 		WHERE id = ?6 AND principal = ?7`)
 	if err != nil {
 		return err
@@ -443,7 +443,7 @@ func (s *Store) UpdateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		res, err := tx.StmtContext(ctx, st[0]).ExecContext(ctx,
 			string(sub.Status), filter, delivery, nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt),
-			sub.ID, sub.Principal, nullNanos(sub.NextFireAt))
+			sub.ID, sub.Principal, nullNanos(sub.NextFireAt), timed(sub.Delivery))
 		return expectRow(res, err)
 	})
 }

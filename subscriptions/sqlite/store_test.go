@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -297,5 +298,47 @@ func TestCloseFoldsTheWAL(t *testing.T) {
 	}
 	if err := s.Close(); err != nil {
 		t.Errorf("second Close: %v", err)
+	}
+}
+
+// TestMigrationFillsTheFireSchedule opens a database made by the first
+// migration alone, with a cron and a realtime subscription in it, and checks
+// that the second one records which channel fires each.
+func TestMigrationFillsTheFireSchedule(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "v1.db")
+	db, err := sql.Open("sqlite", "file:"+path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, err := os.ReadFile(filepath.Join("migrations", "0001_init.sql"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC)
+	for _, q := range []string{
+		string(first),
+		`PRAGMA user_version = 1`,
+		fmt.Sprintf(`INSERT INTO subscriptions (id, principal, status, filter, delivery, created_at, updated_at, next_fire_at)
+			VALUES ('c', 'alice', 'active', '{"eventTypes":["x"]}',
+				'{"channels":["realtime","cron"],"cronSchedule":{"expression":"0 9 * * *"}}', 0, 0, %d),
+			('r', 'alice', 'active', '{"eventTypes":["x"]}', '{"channels":["realtime"]}', 0, 0, NULL)`, next.UnixNano()),
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%.40s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s, err := sqlite.Open(t.Context(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	due, err := s.DueFires(t.Context(), mcpe.ChannelCron, next, 10)
+	if err != nil || len(due) != 1 || due[0].SubscriptionID != "c" {
+		t.Fatalf("DueFires after the migration = %+v, %v; want subscription c", due, err)
+	}
+	if at, ok, err := s.NextFire(t.Context(), mcpe.ChannelCron); err != nil || !ok || !at.Equal(next) {
+		t.Errorf("NextFire = %v, %t, %v; want %v", at, ok, err, next)
 	}
 }

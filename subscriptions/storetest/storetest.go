@@ -69,6 +69,7 @@ func Run(t *testing.T, open Opener) {
 		{"FireSkipped", testFireSkipped},
 		{"FireManyRequests", testFireManyRequests},
 		{"FireCounts", testFireCounts},
+		{"DueFires", testDueFires},
 		{"PruneKeepsBuffered", testPruneKeepsBuffered},
 		{"BuffersDeleted", testBuffersDeleted},
 		{"ExpireFlushesBuffer", testExpireFlushesBuffer},
