@@ -85,215 +85,308 @@ func (s *Store) Fire(ctx context.Context, reqs []subscriptions.FireRequest, now 
 // and their last and next fire are recorded; without, every request is (the
 // caller has just expired them).
 func (f *fireStmts) fire(ctx context.Context, tx *sql.Tx, reqs []subscriptions.FireRequest, now time.Time, claim bool) ([]subscriptions.FireResult, error) {
-	now = now.UTC()
-	results := make([]subscriptions.FireResult, len(reqs))
-	served := make(map[string]bool, len(reqs))
-	for i, r := range reqs {
-		results[i].SubscriptionID = r.SubscriptionID
-		served[r.SubscriptionID] = !claim
-	}
+	ft := &fireTx{fireStmts: f, ctx: ctx, tx: tx, now: now.UTC(), reqs: reqs, took: make(map[string]*waiting, len(reqs))}
 	if len(reqs) == 0 {
-		return results, nil
+		return ft.results(), nil
 	}
+	steps := []func() error{ft.take, ft.drop, ft.write}
 	if claim {
-		type next struct {
-			ID        string `json:"id"`
-			Principal string `json:"principal"`
-			Next      *int64 `json:"next"`
-		}
-		list := make([]next, len(reqs))
-		for i, r := range reqs {
-			list[i] = next{ID: r.SubscriptionID, Principal: r.Principal}
-			if r.Next != nil {
-				n := nanos(*r.Next)
-				list[i].Next = &n
-			}
-		}
-		ids, err := queryStrings(ctx, tx.StmtContext(ctx, f.claim), nanos(now), mustJSON(list))
-		if err != nil {
-			return nil, fmt.Errorf("claim subscriptions: %w", err)
-		}
-		for _, id := range ids {
-			served[id] = true
+		steps = append([]func() error{ft.claim}, steps...)
+	} else {
+		for _, r := range reqs {
+			ft.took[r.SubscriptionID] = &waiting{}
 		}
 	}
-
-	// Take what waits: count each buffer, read whole the buffers that go
-	// whole (one query for all), and the oldest of the others one by one.
-	type waiting struct {
-		ids    []string
-		events []json.RawMessage
-		taken  int
-		total  int
-		last   int64 // the seq of the last event taken
-	}
-	took := make(map[string]*waiting, len(reqs))
-	var servedIDs []string
-	for _, r := range reqs {
-		if served[r.SubscriptionID] {
-			servedIDs = append(servedIDs, r.SubscriptionID)
-			took[r.SubscriptionID] = &waiting{}
-		}
-	}
-	if len(servedIDs) > 0 {
-		rows, err := tx.StmtContext(ctx, f.count).QueryContext(ctx, mustJSON(servedIDs))
-		if err != nil {
-			return nil, fmt.Errorf("count buffers: %w", err)
-		}
-		for rows.Next() {
-			var id string
-			var n int
-			if err := rows.Scan(&id, &n); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			took[id].total = n
-		}
-		if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+	for _, step := range steps {
+		if err := step(); err != nil {
 			return nil, err
 		}
 	}
-	var whole []string
-	var some []subscriptions.FireRequest
-	for _, r := range reqs {
-		w := took[r.SubscriptionID]
+	return ft.results(), nil
+}
+
+// fireTx is one fire in progress.
+type fireTx struct {
+	*fireStmts
+	ctx  context.Context
+	tx   *sql.Tx
+	now  time.Time
+	reqs []subscriptions.FireRequest
+	// took is what each served subscription takes from its buffer; a
+	// request whose subscription is not served has none.
+	took map[string]*waiting
+	// whole and some are the served requests that take their whole buffer,
+	// and those that take only its oldest Max events.
+	whole []string
+	some  []subscriptions.FireRequest
+	// bodies are the taken events' bodies, by ID.
+	bodies map[string]json.RawMessage
+	// entries are the inbox entries written, by request.
+	entries [][]subscriptions.InboxEntry
+}
+
+// waiting is what one subscription takes from its buffer.
+type waiting struct {
+	ids    []string
+	events []json.RawMessage
+	taken  int
+	total  int
+	last   int64 // the seq of the last event taken
+}
+
+// claim records the fire of the active subscriptions among the requests,
+// with their next fire, and serves those.
+func (ft *fireTx) claim() error {
+	type next struct {
+		ID        string `json:"id"`
+		Principal string `json:"principal"`
+		Next      *int64 `json:"next"`
+	}
+	list := make([]next, len(ft.reqs))
+	for i, r := range ft.reqs {
+		list[i] = next{ID: r.SubscriptionID, Principal: r.Principal}
+		if r.Next != nil {
+			n := nanos(*r.Next)
+			list[i].Next = &n
+		}
+	}
+	ids, err := queryStrings(ft.ctx, ft.tx.StmtContext(ft.ctx, ft.fireStmts.claim), nanos(ft.now), mustJSON(list))
+	if err != nil {
+		return fmt.Errorf("claim subscriptions: %w", err)
+	}
+	for _, id := range ids {
+		ft.took[id] = &waiting{}
+	}
+	return nil
+}
+
+// take counts each served buffer, reads whole the buffers that go whole
+// (one query for all) and the oldest events of the others one by one, and
+// reads the body of each event once.
+func (ft *fireTx) take() error {
+	if err := ft.count(); err != nil {
+		return err
+	}
+	for _, r := range ft.reqs {
+		w := ft.took[r.SubscriptionID]
 		switch {
 		case w == nil || w.total == 0:
 		case r.Drain || r.Max <= 0 || w.total <= r.Max:
-			whole = append(whole, r.SubscriptionID)
+			ft.whole = append(ft.whole, r.SubscriptionID)
 		default:
-			some = append(some, r)
+			ft.some = append(ft.some, r)
 		}
 	}
-	bodies := make(map[string]json.RawMessage)
-	read := func(rows *sql.Rows, err error) error {
-		if err != nil {
-			return fmt.Errorf("read buffers: %w", err)
-		}
-		for rows.Next() {
-			var sub, eventID string
-			var seq int64
-			if err := rows.Scan(&sub, &seq, &eventID); err != nil {
-				rows.Close()
-				return err
-			}
-			w := took[sub]
-			w.taken++
-			w.ids = append(w.ids, eventID)
-			w.last = seq
-			bodies[eventID] = nil
-		}
-		return errors.Join(rows.Err(), rows.Close())
-	}
-	if len(whole) > 0 {
-		if err := read(tx.StmtContext(ctx, f.takeAll).QueryContext(ctx, mustJSON(whole))); err != nil {
-			return nil, err
+	ft.bodies = make(map[string]json.RawMessage)
+	if len(ft.whole) > 0 {
+		if err := ft.read(ft.tx.StmtContext(ft.ctx, ft.takeAll).QueryContext(ft.ctx, mustJSON(ft.whole))); err != nil {
+			return err
 		}
 	}
-	for _, r := range some {
-		if err := read(tx.StmtContext(ctx, f.takeSome).QueryContext(ctx, r.SubscriptionID, r.Max)); err != nil {
-			return nil, err
+	for _, r := range ft.some {
+		if err := ft.read(ft.tx.StmtContext(ft.ctx, ft.takeSome).QueryContext(ft.ctx, r.SubscriptionID, r.Max)); err != nil {
+			return err
 		}
 	}
-	if len(bodies) > 0 {
-		// Each body is read once, however many buffers held the event.
-		if err := f.s.eventBodies(ctx, &f.s.wstmts, tx, bodies); err != nil {
-			return nil, err
-		}
-		// An event retention removed is skipped.
-		for _, w := range took {
-			kept := w.ids[:0]
-			for _, id := range w.ids {
-				if b := bodies[id]; b != nil {
-					kept = append(kept, id)
-					w.events = append(w.events, b)
-				}
-			}
-			w.ids = kept
-		}
+	if len(ft.bodies) == 0 {
+		return nil
 	}
-	if len(whole) > 0 {
-		if _, err := tx.StmtContext(ctx, f.dropAll).ExecContext(ctx, mustJSON(whole)); err != nil {
-			return nil, fmt.Errorf("drop taken events: %w", err)
-		}
+	if err := ft.s.eventBodies(ft.ctx, &ft.s.wstmts, ft.tx, ft.bodies); err != nil {
+		return err
 	}
-	for _, r := range some {
-		if w := took[r.SubscriptionID]; w.taken > 0 {
-			if _, err := tx.StmtContext(ctx, f.dropSome).ExecContext(ctx, r.SubscriptionID, w.last); err != nil {
-				return nil, fmt.Errorf("drop taken events: %w", err)
+	// An event retention removed is skipped.
+	for _, w := range ft.took {
+		kept := w.ids[:0]
+		for _, id := range w.ids {
+			if b := ft.bodies[id]; b != nil {
+				kept = append(kept, id)
+				w.events = append(w.events, b)
 			}
 		}
+		w.ids = kept
 	}
+	return nil
+}
 
-	// Write the entries, numbering them here: the transaction holds the
-	// write lock, so the sequence cannot move under it.
+// count reads how many events wait for each served subscription.
+func (ft *fireTx) count() error {
+	var served []string
+	for _, r := range ft.reqs {
+		if ft.took[r.SubscriptionID] != nil {
+			served = append(served, r.SubscriptionID)
+		}
+	}
+	if len(served) == 0 {
+		return nil
+	}
+	rows, err := ft.tx.StmtContext(ft.ctx, ft.fireStmts.count).QueryContext(ft.ctx, mustJSON(served))
+	if err != nil {
+		return fmt.Errorf("count buffers: %w", err)
+	}
+	for rows.Next() {
+		var id string
+		var n int
+		if err := rows.Scan(&id, &n); err != nil {
+			rows.Close()
+			return err
+		}
+		ft.took[id].total = n
+	}
+	return errors.Join(rows.Err(), rows.Close())
+}
+
+// read records buffer rows (subscription, seq, event) as taken, and their
+// events in bodies.
+func (ft *fireTx) read(rows *sql.Rows, err error) error {
+	if err != nil {
+		return fmt.Errorf("read buffers: %w", err)
+	}
+	for rows.Next() {
+		var sub, eventID string
+		var seq int64
+		if err := rows.Scan(&sub, &seq, &eventID); err != nil {
+			rows.Close()
+			return err
+		}
+		w := ft.took[sub]
+		w.taken++
+		w.ids = append(w.ids, eventID)
+		w.last = seq
+		ft.bodies[eventID] = nil
+	}
+	return errors.Join(rows.Err(), rows.Close())
+}
+
+// drop deletes what was taken from the buffers: nothing else writes while
+// the transaction holds the write lock, so what was read is exactly what
+// these ranges hold.
+func (ft *fireTx) drop() error {
+	if len(ft.whole) > 0 {
+		if _, err := ft.tx.StmtContext(ft.ctx, ft.dropAll).ExecContext(ft.ctx, mustJSON(ft.whole)); err != nil {
+			return fmt.Errorf("drop taken events: %w", err)
+		}
+	}
+	for _, r := range ft.some {
+		if w := ft.took[r.SubscriptionID]; w.taken > 0 {
+			if _, err := ft.tx.StmtContext(ft.ctx, ft.dropSome).ExecContext(ft.ctx, r.SubscriptionID, w.last); err != nil {
+				return fmt.Errorf("drop taken events: %w", err)
+			}
+		}
+	}
+	return nil
+}
+
+// write records the deliveries in the inbox, numbering the entries here
+// (the transaction holds the write lock, so the sequence cannot move under
+// it), and expires the subscriptions whose last fire this is.
+func (ft *fireTx) write() error {
 	var seq int64
-	if err := tx.StmtContext(ctx, f.lastSeq).QueryRowContext(ctx).Scan(&seq); err != nil {
-		return nil, err
+	if err := ft.tx.StmtContext(ft.ctx, ft.lastSeq).QueryRowContext(ft.ctx).Scan(&seq); err != nil {
+		return err
 	}
 	var rows [][]any
 	var expire []string
-	add := func(res *subscriptions.FireResult, e subscriptions.InboxEntry, eventID, body any, pending bool) {
-		seq++
-		e.Seq = seq
-		res.Entries = append(res.Entries, e)
-		rows = append(rows, []any{seq, e.Principal, mustJSON(e.SubscriptionIDs), string(e.Kind), eventID, body, e.Remaining, pending, nanos(now)})
-	}
-	for i, r := range reqs {
-		res := &results[i]
-		if !served[r.SubscriptionID] {
-			res.Skipped = true
+	ft.entries = make([][]subscriptions.InboxEntry, len(ft.reqs))
+	for i, r := range ft.reqs {
+		w := ft.took[r.SubscriptionID]
+		if w == nil {
 			continue
 		}
-		w := took[r.SubscriptionID]
-		if w == nil {
-			w = &waiting{}
-		}
-		res.Remaining = w.total - w.taken
-		ids := []string{r.SubscriptionID}
-		size := r.Max
-		if size <= 0 {
-			size = max(len(w.events), 1)
-		}
-		if r.Aggregate {
-			for start := 0; start < len(w.events); start += size {
-				end := min(start+size, len(w.events))
-				batch := w.events[start:end:end]
-				e := subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, Kind: mcpe.InboxBatch,
-					Events: batch, Remaining: res.Remaining + len(w.events) - end, CreatedAt: now}
-				add(res, e, nil, mustJSON(w.ids[start:end]), r.Pending)
-			}
-		} else {
-			for j, ev := range w.events {
-				e := subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, Kind: mcpe.InboxEvent, Event: ev, CreatedAt: now}
-				add(res, e, w.ids[j], nil, r.Pending)
-			}
+		for _, e := range ft.deliveries(r, w) {
+			seq++
+			e.Seq = seq
+			ft.entries[i] = append(ft.entries[i], e.InboxEntry)
+			rows = append(rows, []any{seq, e.Principal, mustJSON(e.SubscriptionIDs), string(e.Kind), e.eventID, e.eventIDs, e.Remaining, r.Pending, nanos(ft.now)})
 		}
 		if r.Expire {
-			add(res, subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, Kind: mcpe.InboxExpired, CreatedAt: now}, nil, nil, r.Pending)
 			expire = append(expire, r.SubscriptionID)
 		}
 	}
+	if err := ft.insert(rows); err != nil {
+		return err
+	}
+	if len(expire) > 0 {
+		if _, err := ft.tx.StmtContext(ft.ctx, ft.expire).ExecContext(ft.ctx, nanos(ft.now), mustJSON(expire)); err != nil {
+			return fmt.Errorf("expire subscriptions: %w", err)
+		}
+	}
+	return nil
+}
+
+// delivery is an inbox entry with the columns that name its events.
+type delivery struct {
+	subscriptions.InboxEntry
+	eventID, eventIDs any
+}
+
+// deliveries are the inbox entries of one served request, in order: its
+// batches (Aggregate) or its single events, then its expiry notice.
+func (ft *fireTx) deliveries(r subscriptions.FireRequest, w *waiting) []delivery {
+	ids := []string{r.SubscriptionID}
+	base := subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, CreatedAt: ft.now}
+	remaining := w.total - w.taken
+	size := r.Max
+	if size <= 0 {
+		size = max(len(w.events), 1)
+	}
+	var out []delivery
+	if r.Aggregate {
+		for start := 0; start < len(w.events); start += size {
+			end := min(start+size, len(w.events))
+			e := base
+			e.Kind, e.Events, e.Remaining = mcpe.InboxBatch, w.events[start:end:end], remaining+len(w.events)-end
+			out = append(out, delivery{InboxEntry: e, eventIDs: mustJSON(w.ids[start:end])})
+		}
+	} else {
+		for j, ev := range w.events {
+			e := base
+			e.Kind, e.Event = mcpe.InboxEvent, ev
+			out = append(out, delivery{InboxEntry: e, eventID: w.ids[j]})
+		}
+	}
+	if r.Expire {
+		e := base
+		e.Kind = mcpe.InboxExpired
+		out = append(out, delivery{InboxEntry: e})
+	}
+	return out
+}
+
+// insert writes inbox rows, maxFireRows per statement.
+func (ft *fireTx) insert(rows [][]any) error {
 	for start := 0; start < len(rows); start += maxFireRows {
 		chunk := rows[start:min(start+maxFireRows, len(rows))]
-		st, err := f.s.wstmts.get(ctx, insertEntries(len(chunk)))
+		st, err := ft.s.wstmts.get(ft.ctx, insertEntries(len(chunk)))
 		if err != nil {
-			return nil, err
+			return err
 		}
 		args := make([]any, 0, len(chunk)*9)
 		for _, r := range chunk {
 			args = append(args, r...)
 		}
-		if _, err := tx.StmtContext(ctx, st).ExecContext(ctx, args...); err != nil {
-			return nil, fmt.Errorf("write inbox entries: %w", err)
+		if _, err := ft.tx.StmtContext(ft.ctx, st).ExecContext(ft.ctx, args...); err != nil {
+			return fmt.Errorf("write inbox entries: %w", err)
 		}
 	}
-	if len(expire) > 0 {
-		if _, err := tx.StmtContext(ctx, f.expire).ExecContext(ctx, nanos(now), mustJSON(expire)); err != nil {
-			return nil, fmt.Errorf("expire subscriptions: %w", err)
+	return nil
+}
+
+// results are the results of the requests, in order.
+func (ft *fireTx) results() []subscriptions.FireResult {
+	out := make([]subscriptions.FireResult, len(ft.reqs))
+	for i, r := range ft.reqs {
+		out[i].SubscriptionID = r.SubscriptionID
+		w := ft.took[r.SubscriptionID]
+		if w == nil {
+			out[i].Skipped = true
+			continue
+		}
+		out[i].Remaining = w.total - w.taken
+		if ft.entries != nil {
+			out[i].Entries = ft.entries[i]
 		}
 	}
-	return results, nil
+	return out
 }
 
 // maxFireRows is the most inbox entries one INSERT of a fire writes.
@@ -303,85 +396,4 @@ const maxFireRows = 32
 func insertEntries(n int) string {
 	values := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?, ?), `, n), ", ")
 	return `INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, event_ids, remaining, pending, created_at) VALUES ` + values
-}
-
-func queryStrings(ctx context.Context, st *sql.Stmt, args ...any) ([]string, error) {
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, errors.Join(rows.Err(), rows.Close())
-}
-
-// mustJSON encodes values this package builds itself, which always encode.
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("sqlite: encode %T: %v", v, err))
-	}
-	return string(b)
-}
-
-// timed is the timed column of a subscription with delivery d: its
-// buffered channel, or NULL.
-func timed(d mcpe.Delivery) sql.NullString {
-	c := d.Timed()
-	return sql.NullString{String: string(c), Valid: c != ""}
-}
-
-// DueFires implements subscriptions.Store.
-func (s *Store) DueFires(ctx context.Context, c mcpe.Channel, now time.Time, limit int) ([]subscriptions.DueFire, error) {
-	if limit <= 0 {
-		return nil, fmt.Errorf("sqlite: DueFires limit is %d; it must be positive", limit)
-	}
-	st, err := s.rstmts.get(ctx, `SELECT id, principal, delivery FROM subscriptions
-		WHERE timed = ? AND status = 'active' AND next_fire_at IS NOT NULL AND next_fire_at <= ?
-		ORDER BY next_fire_at, id LIMIT ?`)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := st.QueryContext(ctx, string(c), nanos(now), limit)
-	if err != nil {
-		return nil, fmt.Errorf("read due fires: %w", err)
-	}
-	defer rows.Close()
-	var out []subscriptions.DueFire
-	for rows.Next() {
-		var d subscriptions.DueFire
-		var delivery string
-		if err := rows.Scan(&d.SubscriptionID, &d.Principal, &delivery); err != nil {
-			return nil, err
-		}
-		if err := json.Unmarshal([]byte(delivery), &d.Delivery); err != nil {
-			return nil, fmt.Errorf("subscription %s: decode delivery: %w", d.SubscriptionID, err)
-		}
-		out = append(out, d)
-	}
-	return out, rows.Err()
-}
-
-// NextFire implements subscriptions.Store.
-func (s *Store) NextFire(ctx context.Context, c mcpe.Channel) (time.Time, bool, error) {
-	st, err := s.rstmts.get(ctx, `SELECT min(next_fire_at) FROM subscriptions
-		WHERE timed = ? AND status = 'active' AND next_fire_at IS NOT NULL`)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	var next sql.NullInt64
-	if err := st.QueryRowContext(ctx, string(c)).Scan(&next); err != nil {
-		return time.Time{}, false, fmt.Errorf("read next fire: %w", err)
-	}
-	if !next.Valid {
-		return time.Time{}, false, nil
-	}
-	return fromNanos(next.Int64), true, nil
 }

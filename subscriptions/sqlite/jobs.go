@@ -129,68 +129,93 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, skip []st
 	if err != nil {
 		return nil, fmt.Errorf("read due handler jobs: %w", err)
 	}
-	var (
-		out    []*subscriptions.Invocation
-		ids    = make(map[*subscriptions.Invocation][]string)
-		bodies = make(map[string]json.RawMessage)
-		lost   []string
-	)
-	for rows.Next() {
-		var (
-			id, attempts, created int64
-			inv                   subscriptions.Invocation
-			h                     storedHandler
-			kind, eventID, evIDs  sql.NullString
-			remaining             sql.NullInt64
-		)
-		if err := rows.Scan(&id, &inv.SubscriptionID, &attempts, &created, &inv.Principal, &h.spec, &h.secrets,
-			&kind, &eventID, &evIDs, &remaining); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		inv.JobID = strconv.FormatInt(id, 10)
-		if !kind.Valid {
-			// Its delivery is gone; nothing is left to hand on.
-			lost = append(lost, inv.JobID)
-			continue
-		}
-		var sub subscriptions.Subscription
-		sub.ID = inv.SubscriptionID
-		if err := h.decode(&sub); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		inv.Spec, inv.Secrets, inv.Attempt, inv.CreatedAt = sub.Handler, sub.Secrets, int(attempts)+1, fromNanos(created)
-		inv.Kind, inv.Remaining = mcpe.InboxKind(kind.String), int(remaining.Int64)
-		var want []string
-		if eventID.Valid {
-			want = []string{eventID.String}
-		} else if evIDs.Valid {
-			if err := json.Unmarshal([]byte(evIDs.String), &want); err != nil {
-				rows.Close()
-				return nil, fmt.Errorf("handler job %d: decode event IDs: %w", id, err)
+	jobs := &dueJobs{events: make(map[*subscriptions.Invocation][]string), bodies: make(map[string]json.RawMessage)}
+	err = func() error {
+		defer rows.Close()
+		for rows.Next() {
+			if err := jobs.scan(rows); err != nil {
+				return err
 			}
 		}
-		for _, e := range want {
-			bodies[e] = nil
-		}
-		j := &inv
-		ids[j] = want
-		out = append(out, j)
-	}
-	if err := errors.Join(rows.Err(), rows.Close()); err != nil {
+		return rows.Err()
+	}()
+	if err != nil {
 		return nil, err
 	}
-	if len(bodies) > 0 {
-		if err := s.eventBodies(ctx, &s.rstmts, nil, bodies); err != nil {
+	if len(jobs.bodies) > 0 {
+		if err := s.eventBodies(ctx, &s.rstmts, nil, jobs.bodies); err != nil {
 			return nil, err
 		}
 	}
-	for _, inv := range out {
-		for _, e := range ids[inv] {
-			b := bodies[e]
+	jobs.fill()
+	if len(jobs.lost) > 0 {
+		if err := s.FinishJobs(ctx, lostJobs(jobs.lost, now)); err != nil {
+			return nil, err
+		}
+	}
+	return jobs.out, nil
+}
+
+// dueJobs gathers the runs DueJobs returns.
+type dueJobs struct {
+	out []*subscriptions.Invocation
+	// events are the IDs of each run's events, and bodies their bodies.
+	events map[*subscriptions.Invocation][]string
+	bodies map[string]json.RawMessage
+	// lost are the jobs whose delivery is gone.
+	lost []string
+}
+
+// scan reads one row of dueJobsQuery.
+func (j *dueJobs) scan(rows *sql.Rows) error {
+	var (
+		id, attempts, created int64
+		inv                   subscriptions.Invocation
+		h                     storedHandler
+		kind, eventID, evIDs  sql.NullString
+		remaining             sql.NullInt64
+	)
+	if err := rows.Scan(&id, &inv.SubscriptionID, &attempts, &created, &inv.Principal, &h.spec, &h.secrets,
+		&kind, &eventID, &evIDs, &remaining); err != nil {
+		return err
+	}
+	inv.JobID = strconv.FormatInt(id, 10)
+	if !kind.Valid {
+		// Its delivery is gone; nothing is left to hand on.
+		j.lost = append(j.lost, inv.JobID)
+		return nil
+	}
+	var sub subscriptions.Subscription
+	sub.ID = inv.SubscriptionID
+	if err := h.decode(&sub); err != nil {
+		return err
+	}
+	inv.Spec, inv.Secrets, inv.Attempt, inv.CreatedAt = sub.Handler, sub.Secrets, int(attempts)+1, fromNanos(created)
+	inv.Kind, inv.Remaining = mcpe.InboxKind(kind.String), int(remaining.Int64)
+	var want []string
+	if eventID.Valid {
+		want = []string{eventID.String}
+	} else if evIDs.Valid {
+		if err := json.Unmarshal([]byte(evIDs.String), &want); err != nil {
+			return fmt.Errorf("handler job %d: decode event IDs: %w", id, err)
+		}
+	}
+	for _, e := range want {
+		j.bodies[e] = nil
+	}
+	j.events[&inv] = want
+	j.out = append(j.out, &inv)
+	return nil
+}
+
+// fill gives each run the bodies of its events, leaving out those
+// retention removed.
+func (j *dueJobs) fill() {
+	for _, inv := range j.out {
+		for _, e := range j.events[inv] {
+			b := j.bodies[e]
 			if b == nil {
-				continue // removed by retention
+				continue
 			}
 			if inv.Kind == mcpe.InboxBatch {
 				inv.Events = append(inv.Events, b)
@@ -199,12 +224,6 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, skip []st
 			}
 		}
 	}
-	if len(lost) > 0 {
-		if err := s.FinishJobs(ctx, lostJobs(lost, now)); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
 }
 
 func lostJobs(ids []string, now time.Time) []subscriptions.JobDone {
@@ -232,80 +251,108 @@ func (s *Store) FinishJobs(ctx context.Context, done []subscriptions.JobDone) er
 	if err != nil {
 		return err
 	}
-	end, retry, record, disable, dropAll := st[0], st[1], st[2], st[3], st[4]
-	// Each subscription's counts and latest run are written once per
-	// batch.
-	type tally struct {
-		ok, failed    int
-		at            int64
-		lastErr       sql.NullString
-		output, tools sql.NullString
-	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		tallies := make(map[string]*tally)
-		var order []string
+		f := &finish{ctx: ctx, tx: tx, end: st[0], retry: st[1], record: st[2], disable: st[3], dropAll: st[4],
+			tallies: make(map[string]*tally)}
 		for _, d := range done {
-			id, err := strconv.ParseInt(d.JobID, 10, 64)
-			if err != nil {
-				continue
-			}
-			o := d.Outcome
-			retrying := o.Err != nil && o.RetryIn > 0 && !o.Disable
-			var sub string
-			if retrying {
-				err = tx.StmtContext(ctx, retry).QueryRowContext(ctx, nanos(d.At.Add(o.RetryIn)), id).Scan(&sub)
-			} else {
-				err = tx.StmtContext(ctx, end).QueryRowContext(ctx, id).Scan(&sub)
-			}
-			if errors.Is(err, sql.ErrNoRows) {
-				continue // its subscription or handler went meanwhile
-			}
-			if err != nil {
-				return err
-			}
-			t := tallies[sub]
-			if t == nil {
-				t = &tally{}
-				tallies[sub] = t
-				order = append(order, sub)
-			}
-			switch {
-			case o.Err == nil:
-				t.ok++
-			case !retrying:
-				t.failed++
-			}
-			if o.Err != nil {
-				t.lastErr = sql.NullString{String: o.Err.Error(), Valid: true}
-			}
-			t.at = max(t.at, nanos(d.At))
-			t.output = sql.NullString{String: truncate(o.Output, maxStoredOutput), Valid: true}
-			t.tools = sql.NullString{}
-			if len(o.ToolCalls) > 0 {
-				t.tools = sql.NullString{String: mustJSON(o.ToolCalls), Valid: true}
-			}
-			if o.Disable {
-				reason := "turned off"
-				if o.Err != nil {
-					reason = o.Err.Error()
-				}
-				if _, err := tx.StmtContext(ctx, disable).ExecContext(ctx, sub, reason); err != nil {
-					return err
-				}
-				if _, err := tx.StmtContext(ctx, dropAll).ExecContext(ctx, sub); err != nil {
-					return err
-				}
-			}
-		}
-		for _, sub := range order {
-			t := tallies[sub]
-			if _, err := tx.StmtContext(ctx, record).ExecContext(ctx, sub, t.ok, t.failed, t.at,
-				t.lastErr, t.output.String, t.tools); err != nil {
+			if err := f.one(d); err != nil {
 				return err
 			}
 		}
-		return nil
+		return f.recordTallies()
 	})
+}
+
+// finish records the outcomes of handler runs in one transaction.
+type finish struct {
+	ctx                                  context.Context
+	tx                                   *sql.Tx
+	end, retry, record, disable, dropAll *sql.Stmt
+	// Each subscription's counts and latest run are written once per
+	// batch, in the order first seen.
+	tallies map[string]*tally
+	order   []string
+}
+
+// tally is what the runs of one subscription in a batch did.
+type tally struct {
+	ok, failed    int
+	at            int64
+	lastErr       sql.NullString
+	output, tools sql.NullString
+}
+
+// one ends or reschedules the job of d and counts its outcome.
+func (f *finish) one(d subscriptions.JobDone) error {
+	id, err := strconv.ParseInt(d.JobID, 10, 64)
+	if err != nil {
+		return nil
+	}
+	o := d.Outcome
+	retrying := o.Err != nil && o.RetryIn > 0 && !o.Disable
+	var sub string
+	if retrying {
+		err = f.tx.StmtContext(f.ctx, f.retry).QueryRowContext(f.ctx, nanos(d.At.Add(o.RetryIn)), id).Scan(&sub)
+	} else {
+		err = f.tx.StmtContext(f.ctx, f.end).QueryRowContext(f.ctx, id).Scan(&sub)
+	}
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil // its subscription or handler went meanwhile
+	}
+	if err != nil {
+		return err
+	}
+	f.count(sub, d, retrying)
+	if !o.Disable {
+		return nil
+	}
+	reason := "turned off"
+	if o.Err != nil {
+		reason = o.Err.Error()
+	}
+	if _, err := f.tx.StmtContext(f.ctx, f.disable).ExecContext(f.ctx, sub, reason); err != nil {
+		return err
+	}
+	_, err = f.tx.StmtContext(f.ctx, f.dropAll).ExecContext(f.ctx, sub)
+	return err
+}
+
+// count adds the outcome of d to the tally of subscription sub.
+func (f *finish) count(sub string, d subscriptions.JobDone, retrying bool) {
+	t := f.tallies[sub]
+	if t == nil {
+		t = &tally{}
+		f.tallies[sub] = t
+		f.order = append(f.order, sub)
+	}
+	o := d.Outcome
+	switch {
+	case o.Err == nil:
+		t.ok++
+	case !retrying:
+		t.failed++
+	}
+	if o.Err != nil {
+		t.lastErr = sql.NullString{String: o.Err.Error(), Valid: true}
+	}
+	t.at = max(t.at, nanos(d.At))
+	t.output = sql.NullString{String: truncate(o.Output, maxStoredOutput), Valid: true}
+	t.tools = sql.NullString{}
+	if len(o.ToolCalls) > 0 {
+		t.tools = sql.NullString{String: mustJSON(o.ToolCalls), Valid: true}
+	}
+}
+
+// recordTallies writes each subscription's counts and latest run.
+func (f *finish) recordTallies() error {
+	for _, sub := range f.order {
+		t := f.tallies[sub]
+		if _, err := f.tx.StmtContext(f.ctx, f.record).ExecContext(f.ctx, sub, t.ok, t.failed, t.at,
+			t.lastErr, t.output.String, t.tools); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // maxStoredOutput bounds the output kept of a handler's latest run.
