@@ -4,6 +4,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -126,4 +127,15 @@ func (c *Channel) Zone(d mcpe.Delivery) *time.Location {
 func (c *Channel) Batching(d mcpe.Delivery) (aggregate bool, max int, drain, expire bool) {
 	cs := d.CronSchedule
 	return cs.AggregateEvents == nil || *cs.AggregateEvents, cs.MaxEventsPerDelivery, false, false
+}
+
+// NewScheduler returns the firing loop of the cron channel: it fires each
+// cron subscription's digest when its schedule says, through f (the
+// subscriptions service). Start it after the service and stop it before.
+func NewScheduler(f delivery.Firer, opts *delivery.SchedulerOptions) *delivery.Scheduler {
+	s, err := delivery.NewScheduler(mcpe.ChannelCron, f, opts)
+	if err != nil {
+		panic(err) // only a nil f, a programming error
+	}
+	return s
 }

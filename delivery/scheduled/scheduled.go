@@ -7,6 +7,7 @@ package scheduled
 import (
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -104,4 +105,16 @@ func (Channel) Zone(d mcpe.Delivery) *time.Location {
 func (Channel) Batching(d mcpe.Delivery) (aggregate bool, max int, drain, expire bool) {
 	sd := d.ScheduledDelivery
 	return sd.AggregateEvents == nil || *sd.AggregateEvents, BatchSize, true, sd.AutoExpire == nil || *sd.AutoExpire
+}
+
+// NewScheduler returns the firing loop of the scheduled channel: it
+// delivers each scheduled subscription's batch at its deliverAt, through f
+// (the subscriptions service). Start it after the service and stop it
+// before.
+func NewScheduler(f delivery.Firer, opts *delivery.SchedulerOptions) *delivery.Scheduler {
+	s, err := delivery.NewScheduler(mcpe.ChannelScheduled, f, opts)
+	if err != nil {
+		panic(err) // only a nil f, a programming error
+	}
+	return s
 }

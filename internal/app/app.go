@@ -150,8 +150,12 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.Service = svc
-	if a.schedulers, err = delivery.StartAll(ctx, svc, svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: opts.Clock, Logger: log}); err != nil {
-		return nil, err
+	schedOpts := &delivery.SchedulerOptions{Clock: opts.Clock, Logger: log}
+	for _, sch := range []*delivery.Scheduler{cron.NewScheduler(svc, schedOpts), scheduled.NewScheduler(svc, schedOpts)} {
+		if err := sch.Start(ctx); err != nil {
+			return nil, err
+		}
+		a.schedulers = append(a.schedulers, sch)
 	}
 
 	if a.sources, err = buildSources(&cfg.Adapters, svc, opts.HTTP, opts.Clock, log); err != nil {
