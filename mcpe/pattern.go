@@ -23,6 +23,16 @@ const PatternHelp = "An eventTypes entry is an exact type such as \"github.push\
 // an exact type.
 const patternMeta = `*?[]{}\`
 
+// Bounds on what one pattern may cost to match. A {...} group multiplies
+// the alternatives of what surrounds it ("{a,b}.{c,d}" is four), and each
+// wildcard can keep a match attempt alive across the whole type; together
+// they bound the work of matching one type, which a server does for every
+// new type an event brings.
+const (
+	MaxPatternAlternatives = 64
+	MaxPatternWildcards    = 16
+)
+
 // Pattern is a parsed eventTypes entry. The language is the one of
 // github.com/gobwas/glob with no separators, which the server matches with;
 // this parser is the reference for what is accepted and how a mistake is
@@ -36,6 +46,10 @@ type Pattern struct {
 	exact  bool
 	// alternatives is true when the pattern has a {...} group.
 	alternatives bool
+	// cost is what matching the pattern costs, in the units of Cost.
+	cost int
+	// suffix is the literal text every matching type ends with.
+	suffix string
 	// re is the matcher, compiled on first use; nil for an exact pattern.
 	re *lazyRegexp
 }
@@ -74,19 +88,45 @@ func ParsePattern(field, text string) (Pattern, error) {
 			return Pattern{}, Invalid(field, "%q contains %q, which no event type contains; types use letters, digits, '_', '-' and '.'", text, r)
 		}
 	}
-	expr, caret, err := translate(text)
-	if caret {
+	tr, err := translate(text)
+	if tr.caret {
 		return Pattern{}, Invalid(field, "%q writes a negated set as [^...]; here it is [!...] (\"[!0-9]\" matches one character that is not a digit), and [^...] would match a literal '^', which no event type contains", text)
 	}
 	if err != nil {
 		return Pattern{}, Invalid(field, "%q is not a valid pattern (%v). %s", text, err, PatternHelp)
 	}
+	if tr.alternatives > MaxPatternAlternatives {
+		return Pattern{}, Invalid(field, "%q has %s alternatives once its {...} groups are expanded; at most %d are accepted. Use fewer or smaller groups, or give several eventTypes entries", text, countText(tr.alternatives), MaxPatternAlternatives)
+	}
+	if tr.wildcards > MaxPatternWildcards {
+		return Pattern{}, Invalid(field, "%q has %d wildcards (*, ? and [...]); at most %d are accepted", text, tr.wildcards, MaxPatternWildcards)
+	}
 	return Pattern{
 		text:         text,
 		prefix:       text[:meta],
 		alternatives: strings.Contains(text, "{"),
-		re:           &lazyRegexp{expr: expr},
+		cost:         (1 + tr.wildcards) * tr.alternatives,
+		suffix:       literalSuffix(text),
+		re:           &lazyRegexp{expr: tr.expr},
 	}, nil
+}
+
+// countText writes n, or "more than a million" when it saturated.
+func countText(n int) string {
+	if n >= saturated {
+		return "more than a million"
+	}
+	return fmt.Sprint(n)
+}
+
+// literalSuffix returns the literal text after the last meta character of
+// a pattern, when no escape makes reading it ambiguous.
+func literalSuffix(text string) string {
+	i := strings.LastIndexAny(text, patternMeta)
+	if i < 0 || text[i] == '\\' || strings.Contains(text, "\\") {
+		return ""
+	}
+	return text[i+1:]
 }
 
 // String returns the pattern as written.
@@ -101,11 +141,24 @@ func (p Pattern) Prefix() string { return p.prefix }
 // Alternatives reports whether the pattern has a {...} group.
 func (p Pattern) Alternatives() bool { return p.alternatives }
 
+// Cost is what matching the pattern against one type costs: zero for an
+// exact type, which is a look-up; otherwise (1 + its wildcards) times its
+// alternatives once {...} groups are expanded. A server bounds the sum over
+// each principal's patterns.
+func (p Pattern) Cost() int { return p.cost }
+
+// Suffix returns the literal text every matching type ends with ("" when
+// there is none to rely on).
+func (p Pattern) Suffix() string { return p.suffix }
+
 // Match reports whether eventType matches the pattern, in time linear in
 // the length of eventType.
 func (p Pattern) Match(eventType string) bool {
 	if p.exact || p.re == nil {
 		return p.text == eventType
+	}
+	if !strings.HasSuffix(eventType, p.suffix) {
+		return false
 	}
 	re, err := p.re.get()
 	return err == nil && re.MatchString(eventType)
@@ -120,46 +173,72 @@ type syntaxError struct {
 
 func (e *syntaxError) Error() string { return fmt.Sprintf("%s at offset %d", e.reason, e.offset) }
 
-// translate reads text with the glob grammar and returns the equivalent
-// anchored regular expression. caret reports a set opened with '^', the
-// regular-expression way of negating it, which the grammar reads as a
-// literal '^'.
-func translate(text string) (expr string, caret bool, err error) {
+// translation is a pattern read with the glob grammar.
+type translation struct {
+	// expr is the equivalent anchored regular expression.
+	expr string
+	// caret reports a set opened with '^', the regular-expression way of
+	// negating it, which the grammar reads as a literal '^'.
+	caret bool
+	// wildcards counts *, ** , ? and [...]; alternatives counts the
+	// alternatives once {...} groups are expanded (at most saturated).
+	wildcards, alternatives int
+}
+
+// saturated caps the counting of alternatives.
+const saturated = 1 << 20
+
+// group counts the alternatives of a {...} group being read: those of the
+// alternatives already closed, and the product so far of the open one.
+type group struct{ sum, product int }
+
+// translate reads text with the glob grammar.
+func translate(text string) (translation, error) {
+	var tr translation
 	var b strings.Builder
 	b.WriteString(`^(?s:`)
 	lex := &lexer{data: text}
-	depth := 0
+	stack := []group{{product: 1}} // the top level is a group of one
+	top := func() *group { return &stack[len(stack)-1] }
 	for {
 		tok := lex.next()
 		switch tok.typ {
 		case tokEOF:
-			if depth > 0 {
-				return "", caret, &syntaxError{"unclosed `{`", lex.pos}
+			if len(stack) > 1 {
+				return tr, &syntaxError{"unclosed `{`", lex.pos}
 			}
 			b.WriteString(`)$`)
-			return b.String(), caret, nil
+			tr.expr, tr.alternatives = b.String(), stack[0].product
+			return tr, nil
 		case tokError:
-			return "", caret, &syntaxError{tok.data, lex.pos}
+			return tr, &syntaxError{tok.data, lex.pos}
 		case tokText:
 			b.WriteString(regexp.QuoteMeta(tok.data))
 		case tokAny, tokSuper:
+			tr.wildcards++
 			b.WriteString(`.*`)
 		case tokSingle:
+			tr.wildcards++
 			b.WriteString(`.`)
 		case tokTermsOpen:
-			depth++
+			stack = append(stack, group{product: 1})
 			b.WriteString(`(?:`)
 		case tokSeparator:
+			g := top()
+			g.sum, g.product = min(g.sum+g.product, saturated), 1
 			b.WriteString(`|`)
 		case tokTermsClose:
-			depth--
+			g := stack[len(stack)-1]
+			stack = stack[:len(stack)-1]
+			top().product = min(top().product*min(g.sum+g.product, saturated), saturated)
 			b.WriteString(`)`)
 		case tokRangeOpen:
+			tr.wildcards++
 			class, neg, err := readClass(lex)
 			if err != nil {
-				return "", caret, err
+				return tr, err
 			}
-			caret = caret || neg
+			tr.caret = tr.caret || neg
 			b.WriteString(class)
 		}
 	}

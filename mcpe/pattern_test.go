@@ -57,3 +57,50 @@ func TestParsePatternRefusals(t *testing.T) {
 		}
 	}
 }
+
+func TestParsePatternCost(t *testing.T) {
+	tests := []struct {
+		pattern string
+		cost    int
+	}{
+		{"github.push", 0},
+		{"github.*", 2},
+		{"a?c", 2},
+		{"{push,pull_request.*}", 4},
+		{"{a,b}.{c,d}", 4},
+		{"{a,{b,c}}.*", 6},
+		{"{,a}{b,}", 4},
+		{strings.Repeat("{a,b}", 6), 64},
+	}
+	for _, tt := range tests {
+		p, err := mcpe.ParsePattern("eventTypes", tt.pattern)
+		if err != nil {
+			t.Fatalf("ParsePattern(%q): %v", tt.pattern, err)
+		}
+		if p.Cost() != tt.cost {
+			t.Errorf("ParsePattern(%q).Cost() = %d, want %d", tt.pattern, p.Cost(), tt.cost)
+		}
+	}
+}
+
+// TestParsePatternBounds checks the bounds on one pattern's matching cost:
+// the patterns that made each new event type cost seconds are refused.
+func TestParsePatternBounds(t *testing.T) {
+	tests := []struct{ pattern, want string }{
+		{strings.Repeat("{*,*}", 49) + "Zb", "has more than a million alternatives once its {...} groups are expanded; at most 64 are accepted"},
+		{strings.Repeat("{a,b}", 7), "has 128 alternatives once its {...} groups are expanded; at most 64 are accepted"},
+		{strings.Repeat("*a", 17), "has 17 wildcards (*, ? and [...]); at most 16 are accepted"},
+		{strings.Repeat("[ab]", 17), "has 17 wildcards"},
+	}
+	for _, tt := range tests {
+		_, err := mcpe.ParsePattern("eventTypes", tt.pattern)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("ParsePattern(%.30q…) = %v, want an error containing %q", tt.pattern, err, tt.want)
+		}
+	}
+	for _, ok := range []string{strings.Repeat("{a,b}", 6), strings.Repeat("*a", 16)} {
+		if _, err := mcpe.ParsePattern("eventTypes", ok); err != nil {
+			t.Errorf("ParsePattern(%q) at the bounds: %v", ok, err)
+		}
+	}
+}

@@ -3,15 +3,23 @@ package subscriptions
 import (
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"sync/atomic"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
-// DefaultIndexCacheSize is how many event types Index remembers the matches
-// of when IndexOptions.CacheSize is zero.
-const DefaultIndexCacheSize = 4096
+// Defaults of IndexOptions.
+const (
+	// DefaultIndexCacheSize is how many event types Index remembers the
+	// matches of.
+	DefaultIndexCacheSize = 4096
+	// DefaultIndexCacheEntries bounds the subscriptions listed in all the
+	// remembered results together, so that the cache's memory is bounded
+	// whatever the number of subscriptions each type matches.
+	DefaultIndexCacheEntries = 1 << 20
+)
 
 // Entry is a subscription as the index sees it.
 type Entry struct {
@@ -22,6 +30,8 @@ type Entry struct {
 	// Delivery is how matching events reach the owner.
 	Delivery mcpe.Delivery
 	matcher  *Matcher
+	// cost is the sum of its patterns' costs (mcpe.Pattern.Cost).
+	cost int
 }
 
 // NewEntry compiles the filter of sub into an index entry.
@@ -30,29 +40,49 @@ func NewEntry(sub *Subscription) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Entry{ID: sub.ID, Principal: sub.Principal, Delivery: sub.Delivery, matcher: m}, nil
+	e := &Entry{ID: sub.ID, Principal: sub.Principal, Delivery: sub.Delivery, matcher: m}
+	for _, p := range m.patterns {
+		e.cost += p.Cost()
+	}
+	return e, nil
 }
+
+// Cost is what matching the entry's patterns against one event type costs
+// (the sum of mcpe.Pattern.Cost).
+func (e *Entry) Cost() int { return e.cost }
 
 // Index finds the subscriptions an event matches. Exact types are looked up in
 // a map; patterns are bucketed by their literal prefix, so an event is tested
 // only against the patterns whose prefix it starts with, and each distinct
 // pattern once however many subscriptions share it. On top sits a bounded
-// cache from event type to result, as in the NATS sublist: a hit costs two map
-// look-ups whatever the number of subscriptions. Index is safe for concurrent
-// use.
+// cache from event type to result, as in the NATS sublist: a hit costs a map
+// look-up whatever the number of subscriptions.
+//
+// Matching a type the cache does not hold reads the buckets under a read
+// lock but runs the patterns after releasing it: the entry lists are never
+// changed in place, so a writer (Put, Remove) waits only for those reads,
+// never for pattern matching. A change drops from the cache only the types
+// it can affect. Index is safe for concurrent use.
 type Index struct {
 	mu       sync.RWMutex
 	entries  map[string]*Entry
 	exact    map[string]*entryList
 	patterns map[string]map[string]*patternBucket // prefix -> pattern text -> bucket
 	prefixes []prefixLen                          // distinct prefix lengths, ascending
+	// costs are the summed entry costs of each principal.
+	costs map[string]int
+	// gen counts changes; a result computed before a change is not cached.
+	gen atomic.Uint64
 
-	cacheSize int
-	cache     atomic.Pointer[typeCache]
+	cache *typeCache // nil when disabled
+	// beforeMatch, when set (by tests), runs after the candidates of a type
+	// are read and before its patterns run.
+	beforeMatch func()
 }
 
 // entryList holds the entries of one exact type or one pattern, with counts
-// that let a lookup combine lists without visiting each entry.
+// that let a lookup combine lists without visiting each entry. entries is
+// replaced, never changed in place, so a reader may keep it.
 type entryList struct {
 	entries []*Entry
 	// restricted counts entries with a tag or priority part.
@@ -63,15 +93,13 @@ type entryList struct {
 }
 
 func (l *entryList) add(e *Entry) {
-	l.entries = append(l.entries, e)
+	l.entries = append(slices.Clip(l.entries), e)
 	l.count(e, 1)
 }
 
 func (l *entryList) remove(e *Entry) {
 	if i := slices.Index(l.entries, e); i >= 0 {
-		// Cached results are copies, never views of a list, so editing in
-		// place is safe.
-		l.entries = slices.Delete(l.entries, i, i+1)
+		l.entries = slices.Delete(slices.Clone(l.entries), i, i+1)
 		l.count(e, -1)
 	}
 }
@@ -95,11 +123,6 @@ type prefixLen struct {
 	refs int // patterns with a prefix of that length
 }
 
-type typeCache struct {
-	m sync.Map // event type -> *cached
-	n atomic.Int64
-}
-
 type cached struct {
 	entries []*Entry
 	// typeOnly is true when no entry has a tag or priority part, so the
@@ -112,20 +135,32 @@ type IndexOptions struct {
 	// CacheSize bounds the result cache, in event types. Zero means
 	// DefaultIndexCacheSize; negative disables the cache.
 	CacheSize int
+	// CacheEntries bounds the subscriptions listed in all cached results
+	// together. Zero means DefaultIndexCacheEntries.
+	CacheEntries int
 }
 
 // NewIndex returns an empty index. opts may be nil.
 func NewIndex(opts *IndexOptions) *Index {
+	var o IndexOptions
+	if opts != nil {
+		o = *opts
+	}
+	if o.CacheSize == 0 {
+		o.CacheSize = DefaultIndexCacheSize
+	}
+	if o.CacheEntries <= 0 {
+		o.CacheEntries = DefaultIndexCacheEntries
+	}
 	x := &Index{
-		entries:   make(map[string]*Entry),
-		exact:     make(map[string]*entryList),
-		patterns:  make(map[string]map[string]*patternBucket),
-		cacheSize: DefaultIndexCacheSize,
+		entries:  make(map[string]*Entry),
+		exact:    make(map[string]*entryList),
+		patterns: make(map[string]map[string]*patternBucket),
+		costs:    make(map[string]int),
 	}
-	if opts != nil && opts.CacheSize != 0 {
-		x.cacheSize = opts.CacheSize
+	if o.CacheSize > 0 {
+		x.cache = newTypeCache(o.CacheSize, o.CacheEntries)
 	}
-	x.cache.Store(&typeCache{})
 	return x
 }
 
@@ -136,17 +171,51 @@ func (x *Index) Len() int {
 	return len(x.entries)
 }
 
+// PrincipalCost returns the summed Cost of principal's entries.
+func (x *Index) PrincipalCost(principal string) int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.costs[principal]
+}
+
+// Generation counts the changes made to the index so far.
+func (x *Index) Generation() uint64 { return x.gen.Load() }
+
+// Recheck brings a result of Match for ev up to date with the changes made
+// since: it leaves out the entries removed, and replaces those changed by
+// their new version when it still matches. Entries added since are not
+// looked for.
+func (x *Index) Recheck(matched []*Entry, ev *mcpe.Event) []*Entry {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	out := make([]*Entry, 0, len(matched))
+	for _, e := range matched {
+		switch cur := x.entries[e.ID]; {
+		case cur == e:
+			out = append(out, e)
+		case cur != nil && cur.matcher.Match(ev):
+			out = append(out, cur)
+		}
+	}
+	return out
+}
+
+// Get returns the entry with the given ID, or nil.
+func (x *Index) Get(id string) *Entry {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	return x.entries[id]
+}
+
 // Put adds e, replacing any entry with the same ID.
 func (x *Index) Put(e *Entry) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	x.gen.Add(1)
 	x.removeLocked(e.ID)
 	x.entries[e.ID] = e
-	patterns := e.matcher.patterns
-	if len(patterns) == 0 {
-		patterns = []Pattern{matchAll}
-	}
-	for _, p := range patterns {
+	x.costs[e.Principal] += e.cost
+	for _, p := range e.patterns() {
 		if p.Exact() {
 			l := x.exact[p.String()]
 			if l == nil {
@@ -169,29 +238,27 @@ func (x *Index) Put(e *Entry) {
 		}
 		b.add(e)
 	}
-	x.resetCacheLocked()
+	x.forgetLocked(e)
 }
 
 // Remove deletes the entry with the given ID, if present.
 func (x *Index) Remove(id string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.removeLocked(id) {
-		x.resetCacheLocked()
-	}
+	x.gen.Add(1)
+	x.removeLocked(id)
 }
 
-func (x *Index) removeLocked(id string) bool {
+func (x *Index) removeLocked(id string) {
 	e, ok := x.entries[id]
 	if !ok {
-		return false
+		return
 	}
 	delete(x.entries, id)
-	patterns := e.matcher.patterns
-	if len(patterns) == 0 {
-		patterns = []Pattern{matchAll}
+	if x.costs[e.Principal] -= e.cost; x.costs[e.Principal] == 0 {
+		delete(x.costs, e.Principal)
 	}
-	for _, p := range patterns {
+	for _, p := range e.patterns() {
 		if p.Exact() {
 			if l := x.exact[p.String()]; l != nil {
 				if l.remove(e); len(l.entries) == 0 {
@@ -213,7 +280,24 @@ func (x *Index) removeLocked(id string) bool {
 			}
 		}
 	}
-	return true
+	x.forgetLocked(e)
+}
+
+// patterns returns the entry's patterns; a filter without eventTypes
+// matches any type.
+func (e *Entry) patterns() []Pattern {
+	if len(e.matcher.patterns) == 0 {
+		return []Pattern{matchAll}
+	}
+	return e.matcher.patterns
+}
+
+// forgetLocked drops from the cache the types e's patterns match: the only
+// results its addition or removal changes.
+func (x *Index) forgetLocked(e *Entry) {
+	if x.cache != nil {
+		x.cache.forget(e.patterns())
+	}
 }
 
 func (x *Index) addPrefixLen(n int) {
@@ -234,18 +318,10 @@ func (x *Index) removePrefixLen(n int) {
 	}
 }
 
-func (x *Index) resetCacheLocked() {
-	if x.cache.Load().n.Load() > 0 {
-		x.cache.Store(&typeCache{})
-	}
-}
-
 // Match returns the entries whose whole filter matches ev. The returned slice
 // may be shared with later calls and must not be modified.
 func (x *Index) Match(ev *mcpe.Event) []*Entry {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	c := x.byTypeLocked(ev.Type)
+	c := x.byType(ev.Type)
 	if c.typeOnly {
 		return c.entries
 	}
@@ -258,47 +334,58 @@ func (x *Index) Match(ev *mcpe.Event) []*Entry {
 	return out
 }
 
-// byTypeLocked returns the entries whose eventTypes match t, from the cache
-// when it can. Callers hold at least the read lock, which keeps writers from
-// replacing the cache while a result computed from the old state is stored.
-func (x *Index) byTypeLocked(t string) *cached {
-	tc := x.cache.Load()
-	if x.cacheSize > 0 {
-		if v, ok := tc.m.Load(t); ok {
-			return v.(*cached)
+// byType returns the entries whose eventTypes match t, from the cache when
+// it can.
+func (x *Index) byType(t string) *cached {
+	if x.cache != nil {
+		if c := x.cache.get(t); c != nil {
+			return c
 		}
 	}
-	c := x.computeLocked(t)
-	if x.cacheSize > 0 {
-		if tc.n.Add(1) > int64(x.cacheSize) {
-			// Full: start a new generation rather than track recency. The
-			// cache refills with the types that are actually hot.
-			fresh := &typeCache{}
-			if x.cache.CompareAndSwap(tc, fresh) {
-				tc = fresh
-				tc.n.Add(1)
-			}
-		}
-		tc.m.Store(t, c)
+	gen, exact, candidates := x.candidates(t)
+	if x.beforeMatch != nil {
+		x.beforeMatch()
+	}
+	c := compute(t, exact, candidates)
+	if x.cache != nil {
+		x.cache.put(t, c, func() bool { return x.gen.Load() == gen })
 	}
 	return c
 }
 
-func (x *Index) computeLocked(t string) *cached {
-	// Gather the matching lists first, then copy their entries in one go.
-	var lists [8]*entryList
-	matched := lists[:0]
+// candidates reads, under the read lock, the entries of exact type t and
+// the pattern buckets whose prefix t starts with, and the generation they
+// belong to.
+func (x *Index) candidates(t string) (gen uint64, exact *entryList, buckets []patternBucket) {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	gen = x.gen.Load()
 	if l := x.exact[t]; l != nil {
-		matched = append(matched, l)
+		cp := *l
+		exact = &cp
 	}
 	for _, pl := range x.prefixes {
 		if pl.n > len(t) {
 			break
 		}
 		for _, b := range x.patterns[t[:pl.n]] {
-			if b.pattern.Match(t) {
-				matched = append(matched, &b.entryList)
-			}
+			buckets = append(buckets, *b)
+		}
+	}
+	return gen, exact, buckets
+}
+
+// compute matches t against the candidate buckets, outside any lock, and
+// joins the lists that match.
+func compute(t string, exact *entryList, buckets []patternBucket) *cached {
+	var lists [8]*entryList
+	matched := lists[:0]
+	if exact != nil {
+		matched = append(matched, exact)
+	}
+	for i := range buckets {
+		if buckets[i].pattern.Match(t) {
+			matched = append(matched, &buckets[i].entryList)
 		}
 	}
 	c := &cached{typeOnly: true}
@@ -332,6 +419,105 @@ func (x *Index) computeLocked(t string) *cached {
 	}
 	c.entries = out
 	return c
+}
+
+// typeCache remembers results by event type, within a bound on the number
+// of types and one on the entries they list together. Types are also kept
+// sorted, so that a pattern finds the cached types it may match by their
+// common prefix.
+type typeCache struct {
+	maxTypes, maxEntries int
+
+	mu      sync.RWMutex
+	m       map[string]*cached
+	sorted  []string // the keys of m
+	entries int      // listed by the results in m
+}
+
+func newTypeCache(maxTypes, maxEntries int) *typeCache {
+	return &typeCache{maxTypes: maxTypes, maxEntries: maxEntries, m: make(map[string]*cached)}
+}
+
+func (c *typeCache) get(t string) *cached {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return c.m[t]
+}
+
+// put remembers r for t if current still reports true once the lock is
+// held: a change since r was computed makes it stale. When full, the cache
+// starts over rather than track recency; it refills with the types that
+// are actually hot.
+func (c *typeCache) put(t string, r *cached, current func() bool) {
+	if len(r.entries) > c.maxEntries {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !current() {
+		return
+	}
+	if _, ok := c.m[t]; ok {
+		return
+	}
+	if len(c.m) >= c.maxTypes || c.entries+len(r.entries) > c.maxEntries {
+		clear(c.m)
+		c.sorted, c.entries = c.sorted[:0], 0
+	}
+	c.m[t] = r
+	c.entries += len(r.entries)
+	i, _ := slices.BinarySearch(c.sorted, t)
+	c.sorted = slices.Insert(c.sorted, i, t)
+}
+
+// forgetWork bounds the pattern matching one change may do to find the
+// cached types it affects (types to test times pattern cost); past it the
+// whole cache is dropped, which costs less.
+const forgetWork = 4096
+
+// forget drops the cached types that any of patterns matches.
+func (c *typeCache) forget(patterns []Pattern) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, p := range patterns {
+		if p.Exact() {
+			c.dropLocked(p.String())
+			continue
+		}
+		start, _ := slices.BinarySearch(c.sorted, p.Prefix())
+		end := start + sort.Search(len(c.sorted)-start, func(i int) bool { return !strings.HasPrefix(c.sorted[start+i], p.Prefix()) })
+		if (end-start)*(1+p.Cost()) > forgetWork {
+			clear(c.m)
+			c.sorted, c.entries = c.sorted[:0], 0
+			return
+		}
+		for i := start; i < len(c.sorted) && strings.HasPrefix(c.sorted[i], p.Prefix()); {
+			if t := c.sorted[i]; p.Match(t) {
+				c.dropLocked(t)
+				continue // sorted[i] is now the next type
+			}
+			i++
+		}
+	}
+}
+
+func (c *typeCache) dropLocked(t string) {
+	r, ok := c.m[t]
+	if !ok {
+		return
+	}
+	delete(c.m, t)
+	c.entries -= len(r.entries)
+	if i, found := slices.BinarySearch(c.sorted, t); found {
+		c.sorted = slices.Delete(c.sorted, i, i+1)
+	}
+}
+
+// len returns how many types are cached.
+func (c *typeCache) len() int {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	return len(c.m)
 }
 
 // matchAll stands for a filter without eventTypes: it matches any type.

@@ -3,6 +3,8 @@ package subscriptions_test
 import (
 	"encoding/json"
 	"fmt"
+	"math/rand/v2"
+	"strings"
 	"testing"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -93,4 +95,82 @@ func routeWorkloadEvents(b *testing.B, n int) []*mcpe.Event {
 		events[e] = ev
 	}
 	return events
+}
+
+// adversarialFilters fills one principal's pattern budget
+// (DefaultMaxPatternCost) with the costliest patterns the bounds of
+// mcpe.ParsePattern let through, distinct (the index matches each distinct
+// pattern once) but over the same letters, so that none is ruled out early
+// by a prefix or suffix, in subscriptions of at most 64 patterns.
+func adversarialFilters(shape string, principal int) []mcpe.Filter {
+	pattern := func(i int) string {
+		var b strings.Builder
+		switch shape {
+		case "alternatives": // 64 alternatives, 12 wildcards: cost 832
+			for bit := range 6 {
+				if i>>bit&1 == 0 {
+					b.WriteString("{*a,*b}")
+				} else {
+					b.WriteString("{*b,*a}")
+				}
+			}
+			b.WriteString("Zb")
+		case "wildcards": // 16 wildcards, no alternatives: cost 17
+			for bit := range 15 {
+				b.WriteString("*" + string("ab"[i>>bit&1]))
+			}
+			b.WriteString("*Zb")
+		}
+		return b.String()
+	}
+	p, err := mcpe.ParsePattern("eventTypes", pattern(0))
+	if err != nil {
+		panic(err)
+	}
+	var filters []mcpe.Filter
+	n := subscriptions.DefaultMaxPatternCost / p.Cost()
+	for i := range n {
+		if i%mcpe.MaxFilterPatterns == 0 {
+			filters = append(filters, mcpe.Filter{})
+		}
+		f := &filters[len(filters)-1]
+		// Each principal's own patterns, so that nothing is shared.
+		f.EventTypes = append(f.EventTypes, pattern(principal*n+i))
+	}
+	return filters
+}
+
+// BenchmarkRouteAdversarial measures what routing one new event type costs
+// when principals have filled their pattern budget with the patterns that
+// cost most to match, against types of the longest length over the same
+// letters. The cache cannot help: every event has a new type.
+func BenchmarkRouteAdversarial(b *testing.B) {
+	for _, shape := range []string{"alternatives", "wildcards"} {
+		for _, principals := range []int{1, 10} {
+			b.Run(fmt.Sprintf("%s/principals=%d", shape, principals), func(b *testing.B) {
+				x := subscriptions.NewIndex(nil)
+				id := 0
+				for p := range principals {
+					for _, f := range adversarialFilters(shape, p) {
+						id++
+						sub := &subscriptions.Subscription{Principal: fmt.Sprint("mallory", p), Subscription: mcpe.Subscription{
+							ID: fmt.Sprint(id), Status: mcpe.StatusActive, Filter: f, Delivery: mcpe.DefaultDelivery()}}
+						e, err := subscriptions.NewEntry(sub)
+						if err != nil {
+							b.Fatal(err)
+						}
+						x.Put(e)
+					}
+				}
+				r := rand.New(rand.NewPCG(1, 2))
+				letters := make([]byte, mcpe.MaxTypeLength-2)
+				for b.Loop() {
+					for i := range letters {
+						letters[i] = "ab"[r.IntN(2)]
+					}
+					x.Match(&mcpe.Event{Type: string(letters) + "Zb", Metadata: mcpe.Metadata{Priority: mcpe.PriorityNormal}})
+				}
+			})
+		}
+	}
 }

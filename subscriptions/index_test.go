@@ -323,14 +323,12 @@ func TestIndexResultIsASnapshot(t *testing.T) {
 	}
 }
 
-// cacheLen counts the event types in the current cache generation.
+// cacheLen counts the event types in the cache.
 func cacheLen(x *Index) int {
-	n := 0
-	x.cache.Load().m.Range(func(any, any) bool {
-		n++
-		return true
-	})
-	return n
+	if x.cache == nil {
+		return 0
+	}
+	return x.cache.len()
 }
 
 func TestIndexCacheBound(t *testing.T) {
@@ -355,16 +353,16 @@ func TestIndexCacheBound(t *testing.T) {
 	}
 	// A type seen last is served from the cache.
 	ev := testEvent("svc1.e9", "")
-	if _, ok := x.cache.Load().m.Load(ev.Type); !ok {
+	if x.cache.get(ev.Type) == nil {
 		t.Errorf("type %q just matched is not in the cache", ev.Type)
 	}
 }
 
 func TestIndexCacheDefaultAndDisabled(t *testing.T) {
-	if got := NewIndex(nil).cacheSize; got != DefaultIndexCacheSize {
+	if got := NewIndex(nil).cache.maxTypes; got != DefaultIndexCacheSize {
 		t.Errorf("NewIndex(nil) cache size = %d, want %d", got, DefaultIndexCacheSize)
 	}
-	if got := NewIndex(&IndexOptions{}).cacheSize; got != DefaultIndexCacheSize {
+	if got := NewIndex(&IndexOptions{}).cache.maxTypes; got != DefaultIndexCacheSize {
 		t.Errorf("NewIndex(&IndexOptions{}) cache size = %d, want %d", got, DefaultIndexCacheSize)
 	}
 	x := NewIndex(&IndexOptions{CacheSize: -1})
@@ -552,5 +550,96 @@ func TestIndexConcurrent(t *testing.T) {
 				t.Error(err)
 			}
 		})
+	}
+}
+
+// waitLimit bounds a wait for another goroutine; it is reached only when
+// the code under test hangs.
+const waitLimit = 10 * time.Second
+
+// TestIndexWritersDoNotWaitForMatching checks that Put and Remove go ahead
+// while a new type's patterns are being matched: matching runs outside the
+// lock writers take.
+func TestIndexWritersDoNotWaitForMatching(t *testing.T) {
+	x := NewIndex(nil)
+	x.Put(testEntry(t, "a", mcpe.Filter{EventTypes: []string{"svc.*"}}))
+	matching, release := make(chan struct{}), make(chan struct{})
+	x.beforeMatch = func() {
+		close(matching)
+		<-release
+	}
+	done := make(chan []string)
+	go func() { done <- entryIDs(t, x.Match(testEvent("svc.created", ""))) }()
+	<-matching
+	wrote := make(chan struct{})
+	go func() {
+		x.Put(testEntry(t, "b", mcpe.Filter{EventTypes: []string{"svc.*"}}))
+		x.Remove("a")
+		close(wrote)
+	}()
+	select {
+	case <-wrote:
+	case <-time.After(waitLimit):
+		t.Fatal("Put and Remove waited for a match in progress")
+	}
+	close(release)
+	// The match in progress answers for the index as it was when it began,
+	// and its stale result is not cached.
+	if diff := cmp.Diff([]string{"a"}, <-done); diff != "" {
+		t.Errorf("match in progress mismatch (-want +got):\n%s", diff)
+	}
+	x.beforeMatch = nil
+	if diff := cmp.Diff([]string{"b"}, matchIDs(t, x, testEvent("svc.created", ""))); diff != "" {
+		t.Errorf("match after the writes mismatch (-want +got):\n%s", diff)
+	}
+}
+
+// TestIndexChangeKeepsUnrelatedCachedTypes checks that a change drops from
+// the cache only the types it can affect.
+func TestIndexChangeKeepsUnrelatedCachedTypes(t *testing.T) {
+	x := NewIndex(nil)
+	x.Put(testEntry(t, "a", mcpe.Filter{EventTypes: []string{"svc.*"}}))
+	x.Put(testEntry(t, "b", mcpe.Filter{EventTypes: []string{"other.*"}}))
+	for _, typ := range []string{"svc.created", "svc.deleted", "other.created", "other.x.y"} {
+		matchIDs(t, x, testEvent(typ, ""))
+	}
+	x.Put(testEntry(t, "c", mcpe.Filter{EventTypes: []string{"svc.c*", "exact.type"}}))
+	var cachedTypes []string
+	for _, typ := range []string{"svc.created", "svc.deleted", "other.created", "other.x.y"} {
+		if x.cache.get(typ) != nil {
+			cachedTypes = append(cachedTypes, typ)
+		}
+	}
+	if diff := cmp.Diff([]string{"svc.deleted", "other.created", "other.x.y"}, cachedTypes); diff != "" {
+		t.Errorf("cached types after adding svc.c* mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"a", "c"}, matchIDs(t, x, testEvent("svc.created", ""))); diff != "" {
+		t.Errorf("svc.created mismatch (-want +got):\n%s", diff)
+	}
+	x.Remove("b")
+	if x.cache.get("other.created") != nil || x.cache.get("svc.deleted") == nil {
+		t.Error("removing other.* did not drop exactly the other.* types")
+	}
+}
+
+// TestIndexCacheEntriesBound checks that the cache bounds the entries its
+// results list together, not only the number of types.
+func TestIndexCacheEntriesBound(t *testing.T) {
+	x := NewIndex(&IndexOptions{CacheEntries: 10})
+	for i := range 4 {
+		x.Put(testEntry(t, fmt.Sprint(i), mcpe.Filter{EventTypes: []string{"svc.*"}}))
+	}
+	for i := range 20 {
+		matchIDs(t, x, testEvent(fmt.Sprintf("svc.e%d", i), ""))
+		if x.cache.entries > 10 {
+			t.Fatalf("after %d types the cached results list %d entries, over the bound of 10", i+1, x.cache.entries)
+		}
+	}
+	for i := range 20 {
+		x.Put(testEntry(t, fmt.Sprintf("x%d", i), mcpe.Filter{EventTypes: []string{"svc.*"}}))
+	}
+	matchIDs(t, x, testEvent("svc.big", ""))
+	if x.cache.get("svc.big") != nil {
+		t.Error("a result larger than the whole bound was cached")
 	}
 }

@@ -64,6 +64,9 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.Subs
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.checkPatternCost(principal, nil, e); err != nil {
+		return nil, err
+	}
 	if err := s.store.CreateSubscription(ctx, sub, s.opts.MaxSubscriptions); err != nil {
 		return nil, err
 	}
@@ -75,6 +78,23 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.Subs
 		s.armExpiry()
 	}
 	return showSecret(s.view(sub), secret), nil
+}
+
+// checkPatternCost refuses to put entry into the index, in place of old
+// (nil for none), when principal's patterns would then cost more to match
+// than the server allows. The caller holds s.mu.
+func (s *Service) checkPatternCost(principal string, old, entry *Entry) error {
+	cost := s.index.PrincipalCost(principal) + entry.Cost()
+	if old != nil {
+		cost -= old.Cost()
+	}
+	if cost <= s.opts.MaxPatternCost || entry.Cost() == 0 {
+		return nil
+	}
+	return invalid("filter.eventTypes", "your active subscriptions' patterns would cost %d to match against each new event type, "+
+		"over this server's limit of %d per principal. An exact type costs nothing; a pattern costs (1 + its wildcards) "+
+		"times its alternatives, so \"github.*\" costs 2 and \"{a,b}.*.x\" costs 4. Use exact types or fewer patterns, "+
+		"or remove or pause subscriptions you no longer need", cost, s.opts.MaxPatternCost)
 }
 
 // showSecret puts a webhook secret that was just made into the answer that
@@ -284,6 +304,9 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 	var entry *Entry
 	if sub.Status == mcpe.StatusActive {
 		if entry, err = NewEntry(sub); err != nil {
+			return nil, err
+		}
+		if err := s.checkPatternCost(principal, s.index.Get(id), entry); err != nil {
 			return nil, err
 		}
 	}

@@ -22,8 +22,17 @@ func (s *Service) Publish(ctx context.Context, ev mcpe.Event) (PublishResult, er
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("encode event: %w", err)
 	}
-	s.mu.RLock()
+	// Match without the lock changes of subscriptions need: a new type can
+	// take a while to match, and must not hold them up. Under the lock,
+	// a result a change made stale since is brought up to date, so that an
+	// event is never stored for a subscription paused or removed before
+	// Publish stores it.
+	gen := s.index.Generation()
 	matches := s.index.Match(&ev)
+	s.mu.RLock()
+	if s.index.Generation() != gen {
+		matches = s.index.Recheck(matches, &ev)
+	}
 	targets := make([]Target, 0, len(matches))
 	for _, e := range matches {
 		for _, c := range e.Delivery.Channels {

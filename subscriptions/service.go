@@ -17,6 +17,10 @@ import (
 // Defaults for ServiceOptions.
 const (
 	DefaultMaxSubscriptions = 100
+	// DefaultMaxPatternCost bounds the summed mcpe.Pattern.Cost of one
+	// principal's active subscriptions: about 2 000 patterns such as
+	// "github.*", and far fewer of the kind that is slow to match.
+	DefaultMaxPatternCost = 4096
 	DefaultPruneInterval    = time.Minute
 	DefaultPendingLimit     = 10
 	// DefaultSecretGrace is how long a rotated webhook secret keeps
@@ -54,6 +58,10 @@ type ServiceOptions struct {
 	// MaxSubscriptions is the most active and paused subscriptions one
 	// principal may have; zero means DefaultMaxSubscriptions.
 	MaxSubscriptions int
+	// MaxPatternCost bounds what matching one principal's active
+	// subscriptions against a new event type may cost: the sum of their
+	// patterns' mcpe.Pattern.Cost. Zero means DefaultMaxPatternCost.
+	MaxPatternCost int
 	// Retention bounds inboxes, dedup memory and expired subscriptions; zero
 	// fields take DefaultRetention's.
 	Retention Retention
@@ -131,6 +139,12 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	}
 	if opts.MaxSubscriptions == 0 {
 		opts.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if opts.MaxPatternCost < 0 {
+		return nil, fmt.Errorf("subscriptions: ServiceOptions.MaxPatternCost is %d; it must be positive, or zero for the default", opts.MaxPatternCost)
+	}
+	if opts.MaxPatternCost == 0 {
+		opts.MaxPatternCost = DefaultMaxPatternCost
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}

@@ -365,3 +365,73 @@ func TestPauseWaitsForInFlightPublish(t *testing.T) {
 		t.Fatalf("after both: %+v, %v; want paused with the one event delivered", got, err)
 	}
 }
+
+// TestPublishDoesNotHoldWritersWhileMatching checks that changing
+// subscriptions does not wait for an event whose new type is being matched,
+// and that the event is then not stored for a subscription paused
+// meanwhile.
+func TestPublishDoesNotHoldWritersWhileMatching(t *testing.T) {
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	a := f.subscribe("alice", every("svc.*"))
+	kept := f.subscribe("alice", every("svc.created"))
+	matching, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	subscriptions.SetBeforeMatch(f.svc, func() {
+		once.Do(func() {
+			close(matching)
+			<-release
+		})
+	})
+	published := make(chan error, 1)
+	go func() {
+		_, err := f.svc.Publish(context.Background(), mcpe.Event{Type: "svc.created"})
+		published <- err
+	}()
+	<-matching
+	changed := make(chan error, 1)
+	go func() {
+		_, err := f.svc.Pause(context.Background(), "alice", a.ID)
+		changed <- err
+	}()
+	select {
+	case err := <-changed:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Pause waited for an event being matched")
+	}
+	close(release)
+	if err := <-published; err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"alice " + kept.ID}, f.rec.delivered()); diff != "" {
+		t.Errorf("deliveries mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestPatternCostBudget(t *testing.T) {
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{MaxPatternCost: 10})
+	ctx := context.Background()
+	// "a.*" costs 2, "{a,b}.*.x" 2 × 2 = 4.
+	first := f.subscribe("alice", every("a.*", "{a,b}.*.x")) // 6
+	if _, err := f.svc.Subscribe(ctx, "alice", every("b.*", "c.*", "d.*")); err == nil || !strings.Contains(err.Error(), "would cost 12") {
+		t.Fatalf("over the budget: %v; want a refusal naming the cost 12", err)
+	}
+	f.subscribe("alice", every("b.*", "c.*"))      // 10
+	f.subscribe("alice", every("exact.type"))      // exact types cost nothing
+	f.subscribe("bob", every("a.*", "b.*", "c.*")) // each principal has its own budget
+	// Replacing a filter counts the new patterns instead of the old ones.
+	if _, err := f.svc.Update(ctx, "alice", mcpe.UpdateRequest{SubscriptionID: first.ID, Filter: &mcpe.Filter{EventTypes: []string{"x.*", "y.*", "z.*"}}}); err != nil {
+		t.Errorf("an update within the budget was refused: %v", err)
+	}
+	// A paused subscription's patterns are not matched; resuming counts
+	// them again.
+	if _, err := f.svc.Pause(ctx, "alice", first.ID); err != nil {
+		t.Fatal(err)
+	}
+	f.subscribe("alice", every("p.*", "q.*", "r.*"))
+	if _, err := f.svc.Resume(ctx, "alice", first.ID); err == nil || !strings.Contains(err.Error(), "over this server's limit of 10") {
+		t.Errorf("resume over the budget: %v; want a refusal", err)
+	}
+}

@@ -1,0 +1,5 @@
+package subscriptions
+
+// SetBeforeMatch makes the index of s run f after reading the candidates
+// of a new type and before matching its patterns.
+func SetBeforeMatch(s *Service, f func()) { s.index.beforeMatch = f }
