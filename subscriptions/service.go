@@ -21,8 +21,8 @@ const (
 	// principal's active subscriptions: about 2 000 patterns such as
 	// "github.*", and far fewer of the kind that is slow to match.
 	DefaultMaxPatternCost = 4096
-	DefaultPruneInterval    = time.Minute
-	DefaultPendingLimit     = 10
+	DefaultPruneInterval  = time.Minute
+	DefaultPendingLimit   = 10
 	// DefaultSecretGrace is how long a rotated webhook secret keeps
 	// signing.
 	DefaultSecretGrace = 24 * time.Hour
