@@ -17,6 +17,11 @@ const (
 	MaxTags           = 32
 	MaxTagLength      = 128
 	MaxSourceIDLength = 256
+	// DefaultMaxDataDepth is how deeply an event's data may nest objects
+	// and arrays unless the server says otherwise: far below what MCP
+	// clients accept in a message (the go-sdk refuses more than 1000
+	// levels, and drops the session that sent them).
+	DefaultMaxDataDepth = 64
 )
 
 // Priority is an event's urgency.
@@ -176,4 +181,33 @@ func DescribeJSON(data []byte) string {
 	default:
 		return "a number"
 	}
+}
+
+// JSONDepth returns how deeply the JSON value data nests objects and
+// arrays: 0 for a scalar, 1 for {} or [1, 2], 2 for {"a": [1]}. It reads
+// data once without decoding it, and expects valid JSON.
+func JSONDepth(data []byte) int {
+	depth, deepest := 0, 0
+	inString, escaped := false, false
+	for _, c := range data {
+		switch {
+		case inString:
+			switch {
+			case escaped:
+				escaped = false
+			case c == '\\':
+				escaped = true
+			case c == '"':
+				inString = false
+			}
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			depth++
+			deepest = max(deepest, depth)
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return deepest
 }

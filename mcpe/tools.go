@@ -23,6 +23,11 @@ const (
 const (
 	DefaultPollLimit = 50
 	MaxPollLimit     = 500
+	// MaxPollBytes bounds the events of one page, in bytes: a page that
+	// would hold more ends early, with hasMore. MCP clients drop messages
+	// much larger (the TypeScript SDK loses a stdio connection over a
+	// message of more than 10 MiB).
+	MaxPollBytes = 4 << 20
 )
 
 // The request and result types below are the arguments and results of the
@@ -137,6 +142,10 @@ type PollItem struct {
 	Remaining int               `json:"remaining,omitempty"`
 	// DeliveredAt is when the entry was written.
 	DeliveredAt time.Time `json:"deliveredAt"`
+	// Note says why the item holds less than was delivered: an event that
+	// cannot be served (nested deeper than this server now allows) is
+	// left out and named here.
+	Note string `json:"note,omitempty"`
 }
 
 // OptionalString is a JSON string that may be absent, null or a value.

@@ -17,6 +17,10 @@ import (
 // Defaults for ServiceOptions.
 const (
 	DefaultMaxSubscriptions = 100
+	// MaxDataDepth is the highest ServiceOptions.MaxDataDepth: an event
+	// sits a few levels down in a notification, and MCP clients refuse
+	// messages nested more than 1000 levels.
+	MaxDataDepth = 512
 	// DefaultMaxPatternCost bounds the summed mcpe.Pattern.Cost of one
 	// principal's active subscriptions: about 2 000 patterns such as
 	// "github.*", and far fewer of the kind that is slow to match.
@@ -58,6 +62,10 @@ type ServiceOptions struct {
 	// MaxSubscriptions is the most active and paused subscriptions one
 	// principal may have; zero means DefaultMaxSubscriptions.
 	MaxSubscriptions int
+	// MaxDataDepth is how deeply an event's data may nest objects and
+	// arrays; zero means mcpe.DefaultMaxDataDepth. Events are refused past
+	// it, and events_poll leaves out stored ones past it.
+	MaxDataDepth int
 	// MaxPatternCost bounds what matching one principal's active
 	// subscriptions against a new event type may cost: the sum of their
 	// patterns' mcpe.Pattern.Cost. Zero means DefaultMaxPatternCost.
@@ -139,6 +147,12 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	}
 	if opts.MaxSubscriptions == 0 {
 		opts.MaxSubscriptions = DefaultMaxSubscriptions
+	}
+	if opts.MaxDataDepth < 0 || opts.MaxDataDepth > MaxDataDepth {
+		return nil, fmt.Errorf("subscriptions: ServiceOptions.MaxDataDepth is %d; give 1 to %d, or zero for %d", opts.MaxDataDepth, MaxDataDepth, mcpe.DefaultMaxDataDepth)
+	}
+	if opts.MaxDataDepth == 0 {
+		opts.MaxDataDepth = mcpe.DefaultMaxDataDepth
 	}
 	if opts.MaxPatternCost < 0 {
 		return nil, fmt.Errorf("subscriptions: ServiceOptions.MaxPatternCost is %d; it must be positive, or zero for the default", opts.MaxPatternCost)

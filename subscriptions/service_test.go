@@ -3,6 +3,7 @@ package subscriptions_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -433,5 +434,84 @@ func TestPatternCostBudget(t *testing.T) {
 	f.subscribe("alice", every("p.*", "q.*", "r.*"))
 	if _, err := f.svc.Resume(ctx, "alice", first.ID); err == nil || !strings.Contains(err.Error(), "over this server's limit of 10") {
 		t.Errorf("resume over the budget: %v; want a refusal", err)
+	}
+}
+
+// nested returns a JSON object nested depth levels deep.
+func nested(depth int) json.RawMessage {
+	return json.RawMessage(strings.Repeat(`{"a":`, depth-1) + `{}` + strings.Repeat(`}`, depth-1))
+}
+
+// TestDataNestingBounded checks that an event nested deeper than the bound
+// is refused, and that events_poll serves a deeper event stored earlier as
+// a note instead of failing at its cursor.
+func TestDataNestingBounded(t *testing.T) {
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	ctx := context.Background()
+	sub := f.subscribe("alice", every("x"))
+	if _, err := f.svc.Publish(ctx, mcpe.Event{Type: "x", Data: nested(mcpe.DefaultMaxDataDepth)}); err != nil {
+		t.Fatalf("data at the bound: %v", err)
+	}
+	_, err := f.svc.Publish(ctx, mcpe.Event{Type: "x", Data: nested(mcpe.DefaultMaxDataDepth + 1)})
+	var ie *mcpe.InvalidError
+	if !errors.As(err, &ie) || ie.Field != "data" || !strings.Contains(err.Error(), "65 levels deep; this server accepts at most 64") {
+		t.Fatalf("data past the bound: %v; want an *InvalidError for data", err)
+	}
+	// An event stored before the bound, as deep as the go-sdk refuses.
+	deep := mcpe.Event{ID: "6ba7b810-9dad-11d1-80b4-00c04fd430c8", Type: "x", Data: nested(1000)}
+	raw, _ := json.Marshal(deep)
+	if _, err := f.store.Publish(ctx, &deep, raw, []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}, svcStart); err != nil {
+		t.Fatal(err)
+	}
+	f.publish("x")
+	res, err := f.svc.Poll(ctx, "alice", mcpe.PollRequest{Cursor: "0"})
+	if err != nil {
+		t.Fatalf("poll over a too deep event: %v", err)
+	}
+	if len(res.Items) != 3 || res.Items[1].Event != nil || !strings.Contains(res.Items[1].Note, "1 event(s) of this delivery left out") || res.Items[2].Event == nil {
+		t.Errorf("items = %+v; want the deep event left out with a note, between two served ones", res.Items)
+	}
+}
+
+// TestPollPageBoundedInBytes checks that a page ends before its events pass
+// mcpe.MaxPollBytes, and that digests of large events are cut to fit.
+func TestPollPageBoundedInBytes(t *testing.T) {
+	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	ctx := context.Background()
+	f.subscribe("alice", every("big"))
+	digest := f.subscribe("alice", cronReq("@hourly", "", "big"))
+	big := json.RawMessage(`{"blob":"` + strings.Repeat("x", 1<<20) + `"}`)
+	for range 10 {
+		if _, err := f.svc.Publish(ctx, mcpe.Event{Type: "big", Data: big}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.clock.Advance(time.Hour)
+	var pages, items, batches int
+	cursor := "0"
+	for more := true; more; pages++ {
+		res, err := f.svc.Poll(ctx, "alice", mcpe.PollRequest{Cursor: cursor, Limit: mcpe.MaxPollLimit})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := json.Marshal(res)
+		if len(b) > mcpe.MaxPollBytes {
+			t.Fatalf("page %d is %d bytes, over %d", pages, len(b), mcpe.MaxPollBytes)
+		}
+		for _, it := range res.Items {
+			items++
+			if it.Kind == mcpe.InboxBatch {
+				batches++
+				if len(it.SubscriptionIDs) != 1 || it.SubscriptionIDs[0] != digest.ID {
+					t.Errorf("batch for %v", it.SubscriptionIDs)
+				}
+			}
+		}
+		cursor, more = res.NextCursor, res.HasMore
+	}
+	// Ten realtime events, and the digest of ten cut into batches of at
+	// most three.
+	if items != 10+batches || batches < 4 || pages < 5 {
+		t.Errorf("%d items in %d pages, %d of them batches; want 10 events and the digest in at least 4 batches, over at least 5 pages", items, pages, batches)
 	}
 }

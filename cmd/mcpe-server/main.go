@@ -18,11 +18,15 @@ import (
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 )
 
-// tuneGC sets the collector's target to mcpserver.GCPercent unless the
-// operator chose a GOGC.
+// tuneGC sets the collector's target to mcpserver.GCPercent and the soft
+// memory limit to mcpserver.MemoryLimit, unless the operator chose a GOGC
+// or a GOMEMLIMIT.
 func tuneGC(getenv func(string) string) {
 	if getenv("GOGC") == "" {
 		debug.SetGCPercent(mcpserver.GCPercent)
+	}
+	if getenv("GOMEMLIMIT") == "" {
+		debug.SetMemoryLimit(mcpserver.MemoryLimit)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -888,6 +889,25 @@ func TestTuneGC(t *testing.T) {
 		})
 		if got := debug.SetGCPercent(100); got != tc.want {
 			t.Errorf("GOGC=%q: GC percent %d, want %d", tc.gogc, got, tc.want)
+		}
+	}
+}
+
+func TestTuneGCMemoryLimit(t *testing.T) {
+	defer debug.SetMemoryLimit(debug.SetMemoryLimit(math.MaxInt64))
+	for _, tc := range []struct {
+		gomemlimit string
+		want       int64
+	}{{"", mcpserver.MemoryLimit}, {"2GiB", math.MaxInt64}} {
+		debug.SetMemoryLimit(math.MaxInt64)
+		tuneGC(func(name string) string {
+			if name == "GOMEMLIMIT" {
+				return tc.gomemlimit
+			}
+			return ""
+		})
+		if got := debug.SetMemoryLimit(-1); got != tc.want {
+			t.Errorf("GOMEMLIMIT=%q: memory limit %d, want %d (left to the runtime)", tc.gomemlimit, got, tc.want)
 		}
 	}
 }

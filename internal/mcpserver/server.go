@@ -35,6 +35,14 @@ import (
 // The heap stays a few times the live data either way.
 const GCPercent = 400
 
+// MemoryLimit is the soft memory limit (GOMEMLIMIT) a process serving MCP
+// runs with unless GOMEMLIMIT is set: past it the collector works harder
+// instead of letting GCPercent grow the heap, so that bursts (a page of
+// large events, many sessions at once) do not leave the process holding
+// gigabytes. It is soft: a live heap above it is kept, at the price of
+// more collection.
+const MemoryLimit = 1 << 30
+
 // LocalPrincipal owns the subscriptions of stdio sessions. A host that
 // restarts the server on stdio finds them again.
 const LocalPrincipal = "local"

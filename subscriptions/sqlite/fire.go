@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -311,45 +310,6 @@ func (ft *fireTx) write() error {
 		}
 	}
 	return nil
-}
-
-// delivery is an inbox entry with the columns that name its events.
-type delivery struct {
-	subscriptions.InboxEntry
-	eventID, eventIDs any
-}
-
-// deliveries are the inbox entries of one served request, in order: its
-// batches (Aggregate) or its single events, then its expiry notice.
-func (ft *fireTx) deliveries(r subscriptions.FireRequest, w *waiting) []delivery {
-	ids := []string{r.SubscriptionID}
-	base := subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, CreatedAt: ft.now}
-	remaining := w.total - w.taken
-	size := r.Max
-	if size <= 0 {
-		size = max(len(w.events), 1)
-	}
-	var out []delivery
-	if r.Aggregate {
-		for start := 0; start < len(w.events); start += size {
-			end := min(start+size, len(w.events))
-			e := base
-			e.Kind, e.Events, e.Remaining = mcpe.InboxBatch, w.events[start:end:end], remaining+len(w.events)-end
-			out = append(out, delivery{InboxEntry: e, eventIDs: mustJSON(w.ids[start:end])})
-		}
-	} else {
-		for j, ev := range w.events {
-			e := base
-			e.Kind, e.Event = mcpe.InboxEvent, ev
-			out = append(out, delivery{InboxEntry: e, eventID: w.ids[j]})
-		}
-	}
-	if r.Expire {
-		e := base
-		e.Kind = mcpe.InboxExpired
-		out = append(out, delivery{InboxEntry: e})
-	}
-	return out
 }
 
 // insert writes inbox rows, maxFireRows per statement.
