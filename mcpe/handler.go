@@ -1,6 +1,7 @@
 package mcpe
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
@@ -43,6 +44,9 @@ const (
 	// keeps at most this much of a run's Outcome.Output, cut on a UTF-8
 	// boundary and marked as cut. An agent's whole answer fits.
 	MaxStatusOutput = 8 << 10
+	// MaxHandlerBytes bounds a whole handler, as JSON: what one
+	// subscription's handler may make the server store.
+	MaxHandlerBytes = 32 << 10
 )
 
 // HandlerSpec is a subscription's handler, as in MCPE: one object whose type
@@ -104,6 +108,17 @@ func (h *HandlerSpec) Clone() *HandlerSpec {
 // above. What the operator allows (commands, URLs) is checked by the
 // handler itself.
 func (h *HandlerSpec) Validate(types []HandlerType) error {
+	if err := h.validateFields(types); err != nil {
+		return err
+	}
+	if b, err := json.Marshal(h); err != nil || len(b) > MaxHandlerBytes {
+		return Invalid("handler", "is %d bytes as JSON; at most %d are accepted", len(b), MaxHandlerBytes)
+	}
+	return nil
+}
+
+// validateFields checks each field of h.
+func (h *HandlerSpec) validateFields(types []HandlerType) error {
 	list := quoteAll(types)
 	if len(types) == 0 {
 		return Invalid("handler", "this server runs no handlers (the operator enabled none); leave handler out")

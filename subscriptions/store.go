@@ -15,7 +15,10 @@ import (
 type Store interface {
 	// CreateSubscription inserts sub (with its NextFireAt) unless its
 	// principal already has max active or paused subscriptions, in which
-	// case it returns a *LimitError.
+	// case it returns a *LimitError. A principal keeps at most max
+	// subscriptions in all, expired ones included: when the new one would
+	// pass that, the expired ones that expired first are deleted (with
+	// their buffers) to make room.
 	CreateSubscription(ctx context.Context, sub *Subscription, max int) error
 	// GetSubscription returns one subscription of principal.
 	GetSubscription(ctx context.Context, principal, id string) (*Subscription, error)

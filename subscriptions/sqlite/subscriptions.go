@@ -30,7 +30,8 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 		expiredAt = nullNanos(&sub.UpdatedAt)
 	}
 	st, err := s.prepared(ctx,
-		`SELECT coalesce((SELECT live_subscriptions FROM principals WHERE principal = ?), 0)`,
+		`SELECT coalesce((SELECT live_subscriptions FROM principals WHERE principal = ?1), 0),
+			(SELECT count(*) FROM subscriptions WHERE principal = ?1 AND status = 'expired')`,
 		`INSERT INTO subscriptions
 			(id, principal, status, filter, delivery, created_at, updated_at, expires_at, expired_at,
 			 delivered_base, last_delivered_base, next_fire_at, last_fire_at, handler, handler_secrets, timed)
@@ -39,12 +40,17 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 		return err
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		var n int
-		if err := tx.StmtContext(ctx, st[0]).QueryRowContext(ctx, sub.Principal).Scan(&n); err != nil {
+		var live, expired int
+		if err := tx.StmtContext(ctx, st[0]).QueryRowContext(ctx, sub.Principal).Scan(&live, &expired); err != nil {
 			return err
 		}
-		if n >= max {
+		if live >= max {
 			return &subscriptions.LimitError{Max: max}
+		}
+		if over := live + expired + 1 - max; over > 0 {
+			if err := dropOldestExpired(ctx, tx, sub.Principal, over); err != nil {
+				return err
+			}
 		}
 		_, err := tx.StmtContext(ctx, st[1]).ExecContext(ctx,
 			sub.ID, sub.Principal, string(sub.Status), filter, delivery,
@@ -53,6 +59,20 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 			handler, secrets, timed(sub.Delivery))
 		return err
 	})
+}
+
+// dropOldestExpired deletes the n expired subscriptions of principal that
+// expired first, with what waits in their buffers, to make room for a new
+// one: a principal keeps at most as many subscriptions, expired ones
+// included, as it may have live.
+func dropOldestExpired(ctx context.Context, tx *sql.Tx, principal string, n int) error {
+	const oldest = `SELECT id FROM subscriptions WHERE principal = ?1 AND status = 'expired'
+		ORDER BY expired_at, created_at, id LIMIT ?2`
+	if _, err := tx.ExecContext(ctx, `DELETE FROM buffer WHERE subscription_id IN (`+oldest+`)`, principal, n); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM subscriptions WHERE id IN (`+oldest+`)`, principal, n)
+	return err
 }
 
 func encodeSettings(sub *subscriptions.Subscription) (filter, delivery string, err error) {

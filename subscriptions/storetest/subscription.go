@@ -144,6 +144,10 @@ func testCreateLimitAfterExpiryAndDelete(t *testing.T, open Opener) {
 	if err := s.CreateSubscription(t.Context(), newSub(3, "alice"), max); err != nil {
 		t.Fatalf("CreateSubscription after one expired: %v", err)
 	}
+	// The expired one made room: a principal keeps at most max in all.
+	if _, err := s.GetSubscription(t.Context(), "alice", expiring.ID); !errors.Is(err, subscriptions.ErrNotFound) {
+		t.Errorf("the expired subscription is still kept (%v) beside max others", err)
+	}
 	checkLimitError(t, s.CreateSubscription(t.Context(), newSub(4, "alice"), max), max)
 
 	if err := s.DeleteSubscription(t.Context(), "alice", deleted.ID); err != nil {
