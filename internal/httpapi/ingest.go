@@ -24,17 +24,6 @@ import (
 // DefaultMaxBodyBytes is the body limit when IngestOptions.MaxBodyBytes is zero.
 const DefaultMaxBodyBytes = 1 << 20
 
-// Error codes of the JSON error body.
-const (
-	CodeInvalidJSON      = "invalid_json"
-	CodeInvalidEvent     = "invalid_event"
-	CodeBodyTooLarge     = "body_too_large"
-	CodeUnsupportedMedia = "unsupported_media_type"
-	CodeUnauthorized     = "unauthorized"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeInternal         = "internal"
-)
-
 // IngestOptions configure the handler.
 type IngestOptions struct {
 	// Publisher is required.
@@ -84,37 +73,29 @@ type IngestResponse struct {
 	Duplicate bool `json:"duplicate,omitempty"`
 }
 
-// ErrorBody is the body of every refusal.
-type ErrorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
+		WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
 		return
 	}
 	if h.opts.Tokens.Len() > 0 {
 		token, ok := BearerToken(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server"`)
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "this endpoint needs an \"Authorization: Bearer <token>\" header with an ingest token from the server's configuration")
+			WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "this endpoint needs an \"Authorization: Bearer <token>\" header with an ingest token from the server's configuration")
 			return
 		}
 		if _, ok := h.opts.Tokens.Lookup(token); !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not one of the server's ingest tokens")
+			WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not one of the server's ingest tokens")
 			return
 		}
 	}
 	// Requiring JSON also makes a browser preflight the request, so a web
 	// page cannot post events to a local server behind the user's back.
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+		WriteError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
 			"send the event as JSON with \"Content-Type: application/json\" (with curl: -H 'Content-Type: application/json')")
 		return
 	}
@@ -122,36 +103,36 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+			WriteError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 				fmt.Sprintf("the body is larger than this server's limit of %d bytes; send less data, or ask the operator to raise ingest.maxBodyBytes", h.opts.MaxBodyBytes))
 			return
 		}
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "could not read the body: "+err.Error())
+		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "could not read the body: "+err.Error())
 		return
 	}
 	in, err := decode(body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
+		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
 		return
 	}
 	ev, err := subscriptions.EventFromInput(in, h.opts.Clock.Now())
 	if err != nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
+		WriteError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
 		return
 	}
 	res, err := h.opts.Publisher.Publish(r.Context(), ev)
 	if err != nil {
 		var inv *mcpe.InvalidError
 		if errors.As(err, &inv) {
-			writeError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
+			WriteError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
 			return
 		}
 		h.opts.Logger.Error("publish event", "type", ev.Type, "error", err)
-		writeError(w, http.StatusInternalServerError, CodeInternal, "the event could not be stored; it was not accepted, try again")
+		WriteError(w, http.StatusInternalServerError, CodeInternal, "the event could not be stored; it was not accepted, try again")
 		return
 	}
 	h.opts.Logger.Debug("event accepted", "event_id", res.EventID, "type", ev.Type, "duplicate", res.Duplicate, "deliveries", len(res.Delivered))
-	writeJSON(w, http.StatusAccepted, IngestResponse{ID: res.EventID, Duplicate: res.Duplicate})
+	WriteJSON(w, http.StatusAccepted, IngestResponse{ID: res.EventID, Duplicate: res.Duplicate})
 }
 
 // decode parses the body strictly: one JSON object with known fields only.
@@ -201,17 +182,4 @@ func wantType(field string) string {
 	default:
 		return "a string"
 	}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	var body ErrorBody
-	body.Error.Code = code
-	body.Error.Message = message
-	writeJSON(w, status, body)
 }
