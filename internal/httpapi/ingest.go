@@ -6,15 +6,12 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -135,51 +132,15 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusAccepted, IngestResponse{ID: res.EventID, Duplicate: res.Duplicate})
 }
 
+// eventBody phrases the errors of decoding a POST /v1/events body.
+var eventBody = &mcpe.DecodeOptions{
+	Subject: "the body",
+	Example: `{"type": "deploy.failed", "data": {"service": "api"}}`,
+}
+
 // decode parses the body strictly: one JSON object with known fields only.
 func decode(body []byte) (mcpe.EventInput, error) {
 	var in mcpe.EventInput
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 {
-		return in, errors.New(`the body is empty; send {"type": "...", "data": {...}}`)
-	}
-	if trimmed[0] != '{' {
-		return in, errors.New(`the body must be a JSON object such as {"type": "deploy.failed", "data": {"service": "api"}}`)
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var syntaxErr *json.SyntaxError
-		switch {
-		case errors.As(err, &syntaxErr):
-			return in, fmt.Errorf("the body is not valid JSON: %s at byte %d", strings.TrimPrefix(syntaxErr.Error(), "json: "), syntaxErr.Offset)
-		case errors.As(err, &typeErr):
-			return in, fmt.Errorf("%s has the wrong type: got a JSON %s, want %s", typeErr.Field, typeErr.Value, wantType(typeErr.Field))
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return in, fmt.Errorf("unknown field %s; the body accepts type, data, id and metadata (sourceEventId, timestamp, priority, tags)",
-				strings.TrimPrefix(err.Error(), "json: unknown field "))
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return in, errors.New("the body is not valid JSON: it ends too early")
-		}
-		return in, fmt.Errorf("the body is not valid JSON: %v", err)
-	}
-	if dec.More() {
-		return in, errors.New("the body holds more than one JSON value; send one event per request")
-	}
-	// More is false before a stray '}' or ']', so look at what is left.
-	if rest := bytes.TrimSpace(trimmed[dec.InputOffset():]); len(rest) > 0 {
-		return in, fmt.Errorf("the body is not valid JSON: unexpected %q after the event object", rest[:1])
-	}
-	return in, nil
-}
-
-func wantType(field string) string {
-	switch field {
-	case "metadata":
-		return "an object"
-	case "metadata.tags":
-		return "an array of strings"
-	default:
-		return "a string"
-	}
+	err := mcpe.DecodeStrict(body, &in, eventBody)
+	return in, err
 }
