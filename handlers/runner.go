@@ -87,13 +87,23 @@ type Runner struct {
 // ahead keeps the workers busy while outcomes are written.
 func (r *Runner) maxTaken() int { return 4 * r.opts.Concurrency }
 
+// Validate checks the settings of o. An error is an *mcpe.InvalidError
+// whose Field is the setting's key in the configuration file, relative to
+// the handlers section, such as "concurrency".
+func (o *Options) Validate() error {
+	if o.Concurrency < 0 {
+		return mcpe.Invalid("concurrency", "is %d; give a positive number, or leave it out for %d", o.Concurrency, DefaultConcurrency)
+	}
+	return nil
+}
+
 // New checks opts and returns a Runner.
 func New(opts Options) (*Runner, error) {
 	if opts.Jobs == nil {
 		return nil, errors.New("handlers: Options.Jobs is required")
 	}
-	if opts.Concurrency < 0 {
-		return nil, fmt.Errorf("handlers: Options.Concurrency is %d; it must be positive, or zero for %d", opts.Concurrency, DefaultConcurrency)
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("handlers: %w", err)
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = DefaultConcurrency

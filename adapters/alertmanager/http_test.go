@@ -204,8 +204,8 @@ func TestNew(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no publisher", opts: Options{}, wantErr: "Options.Publisher is required"},
-		{name: "negative body limit", opts: Options{Publisher: pub, MaxBodyBytes: -1}, wantErr: "Options.MaxBodyBytes is -1"},
-		{name: "bad priority", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"page": "urgent"}}, wantErr: `Options.SeverityPriorities["page"] is "urgent"`},
+		{name: "negative body limit", opts: Options{Publisher: pub, MaxBodyBytes: -1}, wantErr: "alertmanager: maxBodyBytes: is -1"},
+		{name: "bad priority", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"page": "urgent"}}, wantErr: `alertmanager: severityPriorities.page: "urgent" is not a priority`},
 		{name: "conflicting case", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"Page": "high", "page": "critical"}}, wantErr: `severity "page" both`},
 		{name: "same priority in two cases", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"Page": "high", "page": "high"}}},
 		{name: "defaults", opts: Options{Publisher: pub}},

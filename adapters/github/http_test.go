@@ -235,10 +235,10 @@ func TestNew(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no publisher", opts: Options{Secret: testSecret}, wantErr: "Options.Publisher is required"},
-		{name: "no secret", opts: Options{Publisher: pub}, wantErr: "Options.Secret is required"},
-		{name: "empty secret", opts: Options{Publisher: pub, Secret: []byte{}}, wantErr: "Options.Secret is required"},
-		{name: "negative body limit", opts: Options{Publisher: pub, Secret: testSecret, MaxBodyBytes: -1}, wantErr: "Options.MaxBodyBytes is -1"},
-		{name: "bad priority", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"P1": "urgent"}}, wantErr: `Options.PriorityLabels["P1"] is "urgent"`},
+		{name: "no secret", opts: Options{Publisher: pub}, wantErr: "github: secret: is required"},
+		{name: "empty secret", opts: Options{Publisher: pub, Secret: []byte{}}, wantErr: "github: secret: is required"},
+		{name: "negative body limit", opts: Options{Publisher: pub, Secret: testSecret, MaxBodyBytes: -1}, wantErr: "github: maxBodyBytes: is -1"},
+		{name: "bad priority", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"P1": "urgent"}}, wantErr: `github: priorityLabels.P1: "urgent" is not a priority`},
 		{name: "label without letters", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"!!!": "high"}}, wantErr: `the label "!!!", which has no letter or digit`},
 		{name: "conflicting spellings", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"Priority: High": "high", "priority/high": "critical"}}, wantErr: `label "priority high" both`},
 		{name: "same priority in two spellings", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"Priority: High": "high", "priority/high": "high"}}},

@@ -227,11 +227,11 @@ func TestNew(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no publisher", opts: Options{SigningSecret: testSecret}, wantErr: "Options.Publisher is required"},
-		{name: "no secret", opts: Options{Publisher: pub}, wantErr: "Options.SigningSecret is required"},
-		{name: "empty secret", opts: Options{Publisher: pub, SigningSecret: []byte{}}, wantErr: "Options.SigningSecret is required"},
+		{name: "no secret", opts: Options{Publisher: pub}, wantErr: "slack: signingSecret: is required"},
+		{name: "empty secret", opts: Options{Publisher: pub, SigningSecret: []byte{}}, wantErr: "slack: signingSecret: is required"},
 		{name: "secret with a line break", opts: Options{Publisher: pub, SigningSecret: []byte("8f742231b10e8888abcd99yyyzzz85a5\n")}, wantErr: "white space"},
-		{name: "negative tolerance", opts: Options{Publisher: pub, SigningSecret: testSecret, Tolerance: -time.Second}, wantErr: "Options.Tolerance is -1s"},
-		{name: "negative body limit", opts: Options{Publisher: pub, SigningSecret: testSecret, MaxBodyBytes: -1}, wantErr: "Options.MaxBodyBytes is -1"},
+		{name: "negative tolerance", opts: Options{Publisher: pub, SigningSecret: testSecret, Tolerance: -time.Second}, wantErr: "slack: tolerance: is -1s"},
+		{name: "negative body limit", opts: Options{Publisher: pub, SigningSecret: testSecret, MaxBodyBytes: -1}, wantErr: "slack: maxBodyBytes: is -1"},
 		{name: "defaults", opts: Options{Publisher: pub, SigningSecret: testSecret}},
 	}
 	for _, tt := range tests {

@@ -42,7 +42,7 @@ type Agent struct {
 func New(opts *Options) (*Agent, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return &Agent{opts: o, log: o.Logger}, nil
 }

@@ -38,7 +38,7 @@ func New(opts *Options) (*Runner, error) {
 	}
 	o, err := opts.withDefaults()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bash: %w", err)
 	}
 	bwrap, err := findBwrap(&o)
 	if err != nil {

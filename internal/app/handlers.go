@@ -81,7 +81,7 @@ func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*h
 			Secrets:        secrets,
 			DefaultTimeout: time.Duration(w.DefaultTimeout),
 			MaxTimeout:     time.Duration(w.MaxTimeout),
-			Schedule:       schedule,
+			RetrySchedule:  schedule,
 			Logger:         log.With("handler", "webhook"),
 		})
 		if err != nil {

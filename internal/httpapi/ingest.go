@@ -41,13 +41,24 @@ type Ingest struct {
 	opts IngestOptions
 }
 
+// Validate checks the settings of o; NewIngest also requires a Publisher.
+// An error is an *mcpe.InvalidError whose Field is the setting's key in the
+// configuration file, relative to the ingest section, such as
+// "maxBodyBytes".
+func (o *IngestOptions) Validate() error {
+	if o.MaxBodyBytes < 0 {
+		return mcpe.Invalid("maxBodyBytes", "is %d; give a positive number of bytes, or leave it out for %d", o.MaxBodyBytes, DefaultMaxBodyBytes)
+	}
+	return nil
+}
+
 // NewIngest returns the handler of POST /v1/events.
 func NewIngest(opts IngestOptions) (*Ingest, error) {
 	if opts.Publisher == nil {
 		return nil, errors.New("httpapi: IngestOptions.Publisher is required")
 	}
-	if opts.MaxBodyBytes < 0 {
-		return nil, fmt.Errorf("httpapi: IngestOptions.MaxBodyBytes is %d; it must be positive, or zero for the default", opts.MaxBodyBytes)
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
 	}
 	if opts.MaxBodyBytes == 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes

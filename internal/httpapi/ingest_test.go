@@ -643,7 +643,7 @@ func TestNewHandlerOptions(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no publisher", opts: IngestOptions{}, wantErr: "IngestOptions.Publisher is required"},
-		{name: "negative body limit", opts: IngestOptions{Publisher: failingPublisher{}, MaxBodyBytes: -1}, wantErr: "IngestOptions.MaxBodyBytes is -1"},
+		{name: "negative body limit", opts: IngestOptions{Publisher: failingPublisher{}, MaxBodyBytes: -1}, wantErr: "httpapi: maxBodyBytes: is -1; give a positive number of bytes, or leave it out for 1048576"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
