@@ -28,8 +28,9 @@ const (
 	DefaultUserAgent       = "mcpe-server-webhook/1"
 )
 
-// DefaultRetrySchedule is the retry schedule when Options.RetrySchedule is empty: the
-// delays after attempts 1 to 5; the delivery fails after the sixth attempt.
+// DefaultRetrySchedule is the retry schedule when Options.RetrySchedule is
+// empty: the delays after attempts 1 to 5; the delivery fails after the
+// sixth attempt.
 var DefaultRetrySchedule = []time.Duration{
 	5 * time.Second,
 	30 * time.Second,
