@@ -320,6 +320,7 @@ func (r *Runner) handle(inv *subscriptions.Invocation) (o subscriptions.Outcome)
 			o = subscriptions.Outcome{Err: fmt.Errorf("the %s handler failed unexpectedly", inv.Spec.Type)}
 		}
 	}()
+	// A context deadline runs on the wall clock, whatever Options.Clock is.
 	ctx, cancel := context.WithTimeout(r.ctx, r.opts.RunTimeout)
 	defer cancel()
 	return h.Handle(ctx, inv)
@@ -333,6 +334,9 @@ func (r *Runner) finishLoop() {
 		// Outcomes that come within finishWindow of the first share its
 		// transaction: one commit for many runs.
 		batch := []subscriptions.JobDone{d}
+		// Wall time, not Options.Clock: the window bounds how long an
+		// outcome waits for company, and a fake clock that a test does not
+		// move would hold every outcome back.
 		window := time.NewTimer(finishWindow)
 	more:
 		for len(batch) < finishBatch {
@@ -364,9 +368,11 @@ func (r *Runner) record(batch []subscriptions.JobDone) {
 		if r.ctx.Err() != nil || attempt >= 10 {
 			break
 		}
+		wait, timer := after(r.opts.Clock, retryStore)
 		select {
-		case <-time.After(retryStore):
+		case <-wait:
 		case <-r.ctx.Done():
+			timer.Stop()
 		}
 	}
 	r.mu.Lock()
@@ -375,4 +381,11 @@ func (r *Runner) record(batch []subscriptions.JobDone) {
 	}
 	r.mu.Unlock()
 	r.Wake()
+}
+
+// after returns a channel closed once d has passed on c, and the timer that
+// closes it.
+func after(c clock.Clock, d time.Duration) (<-chan struct{}, clock.Timer) {
+	ch := make(chan struct{})
+	return ch, c.AfterFunc(d, func() { close(ch) })
 }

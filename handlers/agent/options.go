@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -129,6 +130,9 @@ type Options struct {
 	MaxRetryAfter time.Duration
 	// Logger logs runs, without event data. Zero: discard.
 	Logger *slog.Logger
+	// Clock times each run for the log. Zero: the wall clock. MaxRunTime
+	// is a context deadline, on the wall clock in any case.
+	Clock clock.Clock
 }
 
 // withDefaults returns a copy of o with the zero fields set to their
@@ -185,6 +189,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
 	}
 	return c, nil
 }

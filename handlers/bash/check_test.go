@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -188,6 +189,7 @@ func TestNewNil(t *testing.T) {
 	want := Options{
 		DefaultTimeout: DefaultTimeout, MaxTimeout: DefaultMaxTimeout, MaxConcurrent: DefaultMaxConcurrent,
 		MaxOutput: DefaultMaxOutput, Sandbox: SandboxAuto, WorkRoot: os.TempDir(), Commands: map[string]Command{},
+		Clock: clock.Real{},
 	}
 	got := r.opts
 	got.Logger = nil

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -68,6 +69,10 @@ type Options struct {
 	WorkRoot string
 	// Logger logs each run and the sandbox chosen. Zero: discard.
 	Logger *slog.Logger
+	// Clock times each run for the log. Zero: the wall clock. A run's
+	// timeout is a deadline of the operating system, on the wall clock in
+	// any case.
+	Clock clock.Clock
 }
 
 // Command is a program the operator allows.
@@ -144,6 +149,9 @@ func (o *Options) withDefaults() (Options, error) {
 	c.WorkRoot = root
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
 	}
 	cmds := make(map[string]Command, len(c.Commands))
 	for name, cmd := range c.Commands {
