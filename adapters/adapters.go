@@ -1,10 +1,11 @@
 // Package adapters holds what the event sources under adapters/ share:
 // the Source every adapter is, and the HTTP plumbing of the webhook
-// receivers (a bounded body, JSON refusals, the 202 answer). Each source is
-// a package of its own (adapters/github, adapters/slack,
-// adapters/alertmanager, adapters/mcp); each publishes through the same
-// subscriptions.Publisher as POST /v1/events, so validation, dedup, limits
-// and routing are the same for every way in.
+// receivers (a bounded body, the 202 answer; the JSON refusals are those of
+// internal/httpapi, the same as POST /v1/events). Each source is a package
+// of its own (adapters/github, adapters/slack, adapters/alertmanager,
+// adapters/mcp); each publishes through the same subscriptions.Publisher as
+// POST /v1/events, so validation, dedup, limits and routing are the same
+// for every way in.
 package adapters
 
 import (
@@ -19,6 +20,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -34,57 +36,6 @@ type Source interface {
 // DefaultMaxBodyBytes bounds a webhook body when an adapter sets no limit.
 const DefaultMaxBodyBytes = 1 << 20
 
-// Error codes of the JSON refusals, shared with POST /v1/events.
-const (
-	CodeUnauthorized     = "unauthorized"
-	CodeInvalidPayload   = "invalid_payload"
-	CodeBodyTooLarge     = "body_too_large"
-	CodeUnsupportedMedia = "unsupported_media_type"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeInternal         = "internal"
-)
-
-// ErrorBody is the body of every refusal: {"error": {"code", "message"}}.
-type ErrorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-// WriteError writes a JSON refusal.
-func WriteError(w http.ResponseWriter, status int, code, message string) {
-	var body ErrorBody
-	body.Error.Code, body.Error.Message = code, message
-	WriteJSON(w, status, body)
-}
-
-// WriteJSON writes v as a JSON answer with status.
-func WriteJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
-
-// RequestError refuses a whole request: the status and the JSON refusal
-// (code and message) to answer it with.
-type RequestError struct {
-	Status  int
-	Code    string
-	Message string
-}
-
-// BadRequest returns a 400 invalid_payload refusal whose message is
-// fmt.Sprintf(format, args...).
-func BadRequest(format string, args ...any) *RequestError {
-	return &RequestError{Status: http.StatusBadRequest, Code: CodeInvalidPayload, Message: fmt.Sprintf(format, args...)}
-}
-
-func (e *RequestError) Error() string { return e.Message }
-
-// Write writes the refusal to w.
-func (e *RequestError) Write(w http.ResponseWriter) { WriteError(w, e.Status, e.Code, e.Message) }
-
 // Accepted is the body of a 202 answer: the IDs of the events published
 // (for a duplicate, the ID given the first time) and how many were
 // duplicates.
@@ -99,7 +50,7 @@ type Accepted struct {
 func ReadBody(w http.ResponseWriter, r *http.Request, max int64) (body []byte, ok bool) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
+		httpapi.WriteError(w, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
 		return nil, false
 	}
 	if max <= 0 {
@@ -109,10 +60,10 @@ func ReadBody(w http.ResponseWriter, r *http.Request, max int64) (body []byte, o
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			WriteError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge, fmt.Sprintf("the body is larger than this endpoint's limit of %d bytes", max))
+			httpapi.WriteError(w, http.StatusRequestEntityTooLarge, httpapi.CodeBodyTooLarge, fmt.Sprintf("the body is larger than this endpoint's limit of %d bytes", max))
 			return nil, false
 		}
-		WriteError(w, http.StatusBadRequest, CodeInvalidPayload, "could not read the body: "+err.Error())
+		httpapi.WriteError(w, http.StatusBadRequest, httpapi.CodeInvalidPayload, "could not read the body: "+err.Error())
 		return nil, false
 	}
 	return body, true

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -23,15 +24,26 @@ type ReceiverOptions struct {
 	Logger *slog.Logger
 }
 
+// Validate checks the settings every receiver shares. An error is an
+// *mcpe.InvalidError whose Field is the setting's key in the configuration
+// file, relative to the adapter's section, such as "maxBodyBytes".
+func (o ReceiverOptions) Validate() error {
+	if o.MaxBodyBytes < 0 {
+		return mcpe.Invalid("maxBodyBytes", "is %d; give a positive number of bytes, or leave it out for %d", o.MaxBodyBytes, DefaultMaxBodyBytes)
+	}
+	return nil
+}
+
 // Check returns o with its defaults filled in, or an error that names the
 // wrong field of the Options of the receiver called source, such as
-// "github: Options.Publisher is required".
+// "github: Options.Publisher is required" or "github: maxBodyBytes: is -1;
+// ...".
 func (o ReceiverOptions) Check(source string) (ReceiverOptions, error) {
 	if o.Publisher == nil {
 		return o, errors.New(source + ": Options.Publisher is required")
 	}
-	if o.MaxBodyBytes < 0 {
-		return o, fmt.Errorf("%s: Options.MaxBodyBytes is %d; it must be positive, or zero for %d", source, o.MaxBodyBytes, DefaultMaxBodyBytes)
+	if err := o.Validate(); err != nil {
+		return o, fmt.Errorf("%s: %w", source, err)
 	}
 	if o.MaxBodyBytes == 0 {
 		o.MaxBodyBytes = DefaultMaxBodyBytes

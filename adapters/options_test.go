@@ -25,7 +25,7 @@ func TestReceiverOptionsCheck(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no publisher", opts: ReceiverOptions{MaxBodyBytes: -1}, wantErr: "src: Options.Publisher is required"},
-		{name: "negative body limit", opts: ReceiverOptions{Publisher: pub, MaxBodyBytes: -1}, wantErr: "src: Options.MaxBodyBytes is -1; it must be positive, or zero for 1048576"},
+		{name: "negative body limit", opts: ReceiverOptions{Publisher: pub, MaxBodyBytes: -1}, wantErr: "src: maxBodyBytes: is -1; give a positive number of bytes, or leave it out for 1048576"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.opts.Check("src")

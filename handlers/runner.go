@@ -87,13 +87,23 @@ type Runner struct {
 // ahead keeps the workers busy while outcomes are written.
 func (r *Runner) maxTaken() int { return 4 * r.opts.Concurrency }
 
+// Validate checks the settings of o. An error is an *mcpe.InvalidError
+// whose Field is the setting's key in the configuration file, relative to
+// the handlers section, such as "concurrency".
+func (o *Options) Validate() error {
+	if o.Concurrency < 0 {
+		return mcpe.Invalid("concurrency", "is %d; give a positive number, or leave it out for %d", o.Concurrency, DefaultConcurrency)
+	}
+	return nil
+}
+
 // New checks opts and returns a Runner.
 func New(opts Options) (*Runner, error) {
 	if opts.Jobs == nil {
 		return nil, errors.New("handlers: Options.Jobs is required")
 	}
-	if opts.Concurrency < 0 {
-		return nil, fmt.Errorf("handlers: Options.Concurrency is %d; it must be positive, or zero for %d", opts.Concurrency, DefaultConcurrency)
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("handlers: %w", err)
 	}
 	if opts.Concurrency == 0 {
 		opts.Concurrency = DefaultConcurrency
@@ -310,6 +320,7 @@ func (r *Runner) handle(inv *subscriptions.Invocation) (o subscriptions.Outcome)
 			o = subscriptions.Outcome{Err: fmt.Errorf("the %s handler failed unexpectedly", inv.Spec.Type)}
 		}
 	}()
+	// A context deadline runs on the wall clock, whatever Options.Clock is.
 	ctx, cancel := context.WithTimeout(r.ctx, r.opts.RunTimeout)
 	defer cancel()
 	return h.Handle(ctx, inv)
@@ -323,6 +334,9 @@ func (r *Runner) finishLoop() {
 		// Outcomes that come within finishWindow of the first share its
 		// transaction: one commit for many runs.
 		batch := []subscriptions.JobDone{d}
+		// Wall time, not Options.Clock: the window bounds how long an
+		// outcome waits for company, and a fake clock that a test does not
+		// move would hold every outcome back.
 		window := time.NewTimer(finishWindow)
 	more:
 		for len(batch) < finishBatch {
@@ -354,9 +368,11 @@ func (r *Runner) record(batch []subscriptions.JobDone) {
 		if r.ctx.Err() != nil || attempt >= 10 {
 			break
 		}
+		wait, timer := after(r.opts.Clock, retryStore)
 		select {
-		case <-time.After(retryStore):
+		case <-wait:
 		case <-r.ctx.Done():
+			timer.Stop()
 		}
 	}
 	r.mu.Lock()
@@ -365,4 +381,11 @@ func (r *Runner) record(batch []subscriptions.JobDone) {
 	}
 	r.mu.Unlock()
 	r.Wake()
+}
+
+// after returns a channel closed once d has passed on c, and the timer that
+// closes it.
+func after(c clock.Clock, d time.Duration) (<-chan struct{}, clock.Timer) {
+	ch := make(chan struct{})
+	return ch, c.AfterFunc(d, func() { close(ch) })
 }

@@ -94,6 +94,8 @@ type envOptions struct {
 	timed bool
 	// stopped leaves the runner unstarted: e.runner.Start starts it.
 	stopped bool
+	// jobs, when set, wraps the store the runner takes jobs from.
+	jobs func(handlers.Jobs) handlers.Jobs
 }
 
 // newEnv runs h as the bash handler.
@@ -108,7 +110,11 @@ func newEnvWith(t *testing.T, path string, clk *clock.Fake, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	runner, err := handlers.New(handlers.Options{Jobs: store, Handlers: o.kinds, Clock: clk})
+	var jobs handlers.Jobs = store
+	if o.jobs != nil {
+		jobs = o.jobs(store)
+	}
+	runner, err := handlers.New(handlers.Options{Jobs: jobs, Handlers: o.kinds, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,6 +256,80 @@ func TestRetryAfterDelayAndAcrossRestart(t *testing.T) {
 	if st.Failed != 0 || st.Pending != 0 {
 		t.Errorf("status %+v; retries are not failures", st)
 	}
+}
+
+// flakyJobs fails FinishJobs as often as told, and reports each call.
+type flakyJobs struct {
+	handlers.Jobs
+	mu       sync.Mutex
+	failures int
+	finishes chan error
+}
+
+func (f *flakyJobs) FinishJobs(ctx context.Context, done []subscriptions.JobDone) error {
+	f.mu.Lock()
+	var err error
+	if f.failures > 0 {
+		f.failures--
+		err = errors.New("database is locked")
+	}
+	f.mu.Unlock()
+	if err == nil {
+		err = f.Jobs.FinishJobs(ctx, done)
+	}
+	f.finishes <- err
+	return err
+}
+
+// TestRecordRetriesOnTheClock checks that an outcome the store refused is
+// written again once a second has passed on the runner's clock, not before.
+func TestRecordRetriesOnTheClock(t *testing.T) {
+	clk := clock.NewFake(t0)
+	flaky := &flakyJobs{failures: 1, finishes: make(chan error, 10)}
+	h := newFakeHandler(nil)
+	e := newEnvWith(t, filepath.Join(t.TempDir(), "db"), clk, envOptions{
+		kinds: map[mcpe.HandlerType]subscriptions.Handler{mcpe.HandlerBash: h},
+		jobs: func(j handlers.Jobs) handlers.Jobs {
+			flaky.Jobs = j
+			return flaky
+		},
+	})
+	sub := e.subscribe(t)
+	e.publish(t, "a")
+	h.wait(t)
+	finish := func() error {
+		t.Helper()
+		select {
+		case err := <-flaky.finishes:
+			return err
+		case <-time.After(10 * time.Second):
+			t.Fatal("the outcome was not written within 10 s")
+			return nil
+		}
+	}
+	if err := finish(); err == nil {
+		t.Fatal("the first write succeeded; want it refused")
+	}
+	// The retry waits on the clock: a timer one second ahead.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(time.Millisecond) {
+		if due, ok := clk.NextDue(); ok && due.Equal(t0.Add(time.Second)) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no retry was set one second ahead on the clock")
+		}
+	}
+	clk.Advance(time.Second - time.Millisecond)
+	select {
+	case err := <-flaky.finishes:
+		t.Fatalf("the outcome was written again (%v) before a second had passed", err)
+	case <-time.After(50 * time.Millisecond):
+	}
+	clk.Advance(time.Millisecond)
+	if err := finish(); err != nil {
+		t.Fatalf("the second write: %v", err)
+	}
+	e.status(t, sub.ID, func(s mcpe.HandlerStatus) bool { return s.Succeeded == 1 && s.Pending == 0 })
 }
 
 func TestStopLeavesRunningJobDue(t *testing.T) {

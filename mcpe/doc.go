@@ -7,6 +7,8 @@
 // builds on these types and adds what only the server knows.
 //
 // The checks that need nothing but the text of a value live here too
-// (ValidateType, ValidateTags, ParsePattern, ParseCursor): the server, its
-// configuration and its clients refuse a bad value with the same words.
+// (ValidateType, ValidateTags, ParsePattern, ParseCursor), and so does the
+// strict JSON decoder of tool arguments and posted events (DecodeStrict):
+// the server, its configuration and its clients refuse a bad value with the
+// same words.
 package mcpe

@@ -3,14 +3,15 @@ package tools
 import (
 	"bytes"
 	"encoding/json"
+	"io"
 	"strings"
 	"testing"
 )
 
 // FuzzDecodeArgs feeds arbitrary arguments to every tool's decoder: it must
 // never panic, must accept exactly what a strict encoding/json decode
-// accepts, and must explain every refusal in its own words (never a bare
-// "json: ..." message).
+// accepts (one object, known fields, nothing after it), and must explain
+// every refusal in its own words (never a bare "json: ..." message).
 func FuzzDecodeArgs(f *testing.F) {
 	for _, ex := range examples {
 		f.Add(ex)
@@ -19,7 +20,7 @@ func FuzzDecodeArgs(f *testing.F) {
 		``, `null`, `[]`, `"x"`, `{"filter": {"eventTypes": [1]}}`, `{"filter": {"eventType": ["x"]}}`,
 		`{"subscriptionId": "x", "handler": {"type": "webhook", "uri": "u"}}`, `{"Filter": {}}`,
 		`{"delivery": {"cronSchedule": {"tz": 1}}}`, `{"filter": {"tags": [[]]}}`, `{"limit": 1e400}`, `{"limit": "5"}`,
-		`{"filter": {"eventTypes": ["a"]}, "filter": 3}`, `{"expiresAt": null, "handler": null}`, "{\"filter\": {\"\xff\": 1}}",
+		`{"filter": {"eventTypes": ["a"]}, "filter": 3}`, `{"expiresAt": null, "handler": null}`, `{} {}`, `{}}`, `{} x`, "{\"filter\": {\"\xff\": 1}}",
 	} {
 		f.Add(seed)
 	}
@@ -36,6 +37,9 @@ func FuzzDecodeArgs(f *testing.F) {
 			if strict == nil && raw[0] != '{' {
 				strict = errNotObject
 			}
+			if _, err := dec.Token(); strict == nil && err != io.EOF {
+				strict = errTrailing
+			}
 			if (err == nil) != (strict == nil) {
 				t.Fatalf("%s %q: decodeArgs says %v, a strict decode says %v", tc.tool.Name, args, err, strict)
 			}
@@ -46,7 +50,10 @@ func FuzzDecodeArgs(f *testing.F) {
 	})
 }
 
-var errNotObject = jsonError("not an object")
+var (
+	errNotObject = jsonError("not an object")
+	errTrailing  = jsonError("data after the object")
+)
 
 type jsonError string
 

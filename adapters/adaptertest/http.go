@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 )
 
 // Request returns a request for a handler (not a client) to target with
@@ -72,9 +72,9 @@ func Post(t testing.TB, client *http.Client, url string, body []byte, headers ..
 }
 
 // Refusal decodes a JSON refusal, failing t when w is not one.
-func Refusal(t testing.TB, w *httptest.ResponseRecorder) adapters.ErrorBody {
+func Refusal(t testing.TB, w *httptest.ResponseRecorder) httpapi.ErrorBody {
 	t.Helper()
-	var body adapters.ErrorBody
+	var body httpapi.ErrorBody
 	if err := json.Unmarshal(w.Body.Bytes(), &body); err != nil {
 		t.Fatalf("answer %q is not a JSON refusal: %v", w.Body.String(), err)
 	}

@@ -93,16 +93,28 @@ type Adapter struct {
 
 var _ adapters.Source = (*Adapter)(nil)
 
+// Validate checks the settings of o; New also requires a Publisher. An
+// error is an *mcpe.InvalidError whose Field is the setting's key in the
+// configuration file, relative to the adapter's section, such as
+// "severityPriorities.page".
+func (o *Options) Validate() error {
+	if err := (adapters.ReceiverOptions{MaxBodyBytes: o.MaxBodyBytes}).Validate(); err != nil {
+		return err
+	}
+	_, err := severityPriorities(o.SeverityPriorities)
+	return err
+}
+
 // New checks opts and returns an Adapter.
 func New(opts Options) (*Adapter, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("alertmanager: %w", err)
+	}
 	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, MaxBodyBytes: opts.MaxBodyBytes, Clock: opts.Clock, Logger: opts.Logger}.Check("alertmanager")
 	if err != nil {
 		return nil, err
 	}
-	severities, err := severityPriorities(opts.SeverityPriorities)
-	if err != nil {
-		return nil, err
-	}
+	severities, _ := severityPriorities(opts.SeverityPriorities)
 	a := &Adapter{
 		pub:        ro.Publisher,
 		tokens:     opts.Tokens,
@@ -124,11 +136,11 @@ func severityPriorities(m map[string]mcpe.Priority) (map[string]mcpe.Priority, e
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p := m[k]
 		if !p.Valid() {
-			return nil, fmt.Errorf("alertmanager: Options.SeverityPriorities[%q] is %q; use \"low\", \"normal\", \"high\" or \"critical\"", k, p)
+			return nil, mcpe.Invalid("severityPriorities."+k, "%q is not a priority; use %s", p, mcpe.PriorityList)
 		}
 		key := severityKey(k)
 		if prev, ok := out[key]; ok && prev != p {
-			return nil, fmt.Errorf("alertmanager: Options.SeverityPriorities gives severity %q both %q and %q; severities are compared without regard to case, so give it one priority", key, prev, p)
+			return nil, mcpe.Invalid("severityPriorities", "gives severity %q both %q and %q; severities are compared without regard to case, so give it one priority", key, prev, p)
 		}
 		out[key] = p
 	}

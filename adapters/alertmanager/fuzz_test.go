@@ -9,6 +9,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -54,7 +55,7 @@ func FuzzNotification(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte) {
 		var (
 			n       *notification
-			reqErr  *adapters.RequestError
+			reqErr  *httpapi.RequestError
 			results []converted
 		)
 		if alloc := adaptertest.Allocated(func() {

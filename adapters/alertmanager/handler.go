@@ -32,7 +32,7 @@ type AlertError struct {
 // errorResponse is a 400 answer when every alert was refused: the usual
 // refusal and the alerts' errors.
 type errorResponse struct {
-	adapters.ErrorBody
+	httpapi.ErrorBody
 	Errors []AlertError `json:"errors"`
 }
 
@@ -41,7 +41,7 @@ type errorResponse struct {
 func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		adapters.WriteError(w, http.StatusMethodNotAllowed, adapters.CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
+		httpapi.WriteError(w, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
 		return
 	}
 	if !a.authorized(w, r) {
@@ -50,7 +50,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Requiring JSON also makes a browser preflight the request, so a web
 	// page cannot post alerts to a local server behind the user's back.
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		adapters.WriteError(w, http.StatusUnsupportedMediaType, adapters.CodeUnsupportedMedia,
+		httpapi.WriteError(w, http.StatusUnsupportedMediaType, httpapi.CodeUnsupportedMedia,
 			"send the notification as JSON with \"Content-Type: application/json\", as Alertmanager's webhook_config does")
 		return
 	}
@@ -88,7 +88,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				// notification: what was accepted so far is then a
 				// duplicate and is not delivered twice.
 				a.log.Error("publish alert", "type", c.event.Type, "index", c.index, "error", err)
-				adapters.WriteError(w, http.StatusInternalServerError, adapters.CodeInternal,
+				httpapi.WriteError(w, http.StatusInternalServerError, httpapi.CodeInternal,
 					fmt.Sprintf("alerts[%d] of %d could not be stored, so the notification was not accepted; Alertmanager retries it, and the %d alerts accepted before it are then recognised as repeats",
 						c.index, len(results), len(res.IDs)))
 				return
@@ -100,13 +100,13 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if len(res.IDs) == 0 && len(res.Errors) > 0 {
 		var body errorResponse
-		body.Error.Code = adapters.CodeInvalidPayload
+		body.Error.Code = httpapi.CodeInvalidPayload
 		body.Error.Message = fmt.Sprintf("none of the %d alerts could be turned into an event; the first: %s", len(results), res.Errors[0].Message)
 		body.Errors = res.Errors
-		adapters.WriteJSON(w, http.StatusBadRequest, body)
+		httpapi.WriteJSON(w, http.StatusBadRequest, body)
 		return
 	}
-	adapters.WriteJSON(w, http.StatusAccepted, res)
+	httpapi.WriteJSON(w, http.StatusAccepted, res)
 }
 
 // authorized checks the bearer token when tokens are configured, and
@@ -118,13 +118,13 @@ func (a *Adapter) authorized(w http.ResponseWriter, r *http.Request) bool {
 	token, ok := httpapi.BearerToken(r)
 	if !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server"`)
-		adapters.WriteError(w, http.StatusUnauthorized, adapters.CodeUnauthorized,
+		httpapi.WriteError(w, http.StatusUnauthorized, httpapi.CodeUnauthorized,
 			"this endpoint needs an \"Authorization: Bearer <token>\" header with one of adapters.alertmanager.tokens; set http_config.authorization.credentials in Alertmanager's webhook_config")
 		return false
 	}
 	if _, ok := a.tokens.Lookup(token); !ok {
 		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server", error="invalid_token"`)
-		adapters.WriteError(w, http.StatusUnauthorized, adapters.CodeUnauthorized, "the bearer token is not one of adapters.alertmanager.tokens")
+		httpapi.WriteError(w, http.StatusUnauthorized, httpapi.CodeUnauthorized, "the bearer token is not one of adapters.alertmanager.tokens")
 		return false
 	}
 	return true

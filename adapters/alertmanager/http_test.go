@@ -10,7 +10,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -40,8 +39,8 @@ func TestBearerToken(t *testing.T) {
 			}
 			n := len(pub.Published())
 			if tt.wantStatus == http.StatusUnauthorized {
-				if got := adaptertest.Refusal(t, w).Error.Code; got != adapters.CodeUnauthorized {
-					t.Errorf("code = %q, want %q", got, adapters.CodeUnauthorized)
+				if got := adaptertest.Refusal(t, w).Error.Code; got != httpapi.CodeUnauthorized {
+					t.Errorf("code = %q, want %q", got, httpapi.CodeUnauthorized)
 				}
 				if w.Header().Get("WWW-Authenticate") == "" {
 					t.Error("401 without WWW-Authenticate")
@@ -93,26 +92,26 @@ func TestRefusals(t *testing.T) {
 		wantCode    string
 		wantMessage string // a part of the message
 	}{
-		{name: "GET", method: http.MethodGet, body: valid, wantStatus: http.StatusMethodNotAllowed, wantCode: adapters.CodeMethodNotAllowed, wantMessage: "use POST"},
-		{name: "PUT", method: http.MethodPut, body: valid, wantStatus: http.StatusMethodNotAllowed, wantCode: adapters.CodeMethodNotAllowed, wantMessage: "use POST"},
-		{name: "no content type", contentType: "-", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia, wantMessage: "application/json"},
-		{name: "form", contentType: "application/x-www-form-urlencoded", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia},
-		{name: "text/plain", contentType: "text/plain", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia},
+		{name: "GET", method: http.MethodGet, body: valid, wantStatus: http.StatusMethodNotAllowed, wantCode: httpapi.CodeMethodNotAllowed, wantMessage: "use POST"},
+		{name: "PUT", method: http.MethodPut, body: valid, wantStatus: http.StatusMethodNotAllowed, wantCode: httpapi.CodeMethodNotAllowed, wantMessage: "use POST"},
+		{name: "no content type", contentType: "-", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: httpapi.CodeUnsupportedMedia, wantMessage: "application/json"},
+		{name: "form", contentType: "application/x-www-form-urlencoded", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: httpapi.CodeUnsupportedMedia},
+		{name: "text/plain", contentType: "text/plain", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: httpapi.CodeUnsupportedMedia},
 		{name: "JSON with charset", contentType: "application/json; charset=utf-8", body: valid, wantStatus: http.StatusAccepted},
-		{name: "body over the limit", maxBody: 512, body: valid, wantStatus: http.StatusRequestEntityTooLarge, wantCode: adapters.CodeBodyTooLarge, wantMessage: "512 bytes"},
-		{name: "too many alerts", body: tooMany, wantStatus: http.StatusRequestEntityTooLarge, wantCode: adapters.CodeBodyTooLarge, wantMessage: "max_alerts: 1000"},
-		{name: "empty body", body: nil, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "empty"},
-		{name: "not JSON", body: []byte(`alertname=HighCPU`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "JSON object"},
-		{name: "truncated JSON", body: valid[:len(valid)/2], wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not valid JSON"},
-		{name: "trailing data", body: append(append([]byte{}, valid...), []byte(` {}`)...), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not valid JSON"},
-		{name: "array", body: []byte(`[{"version": "4"}]`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not an array"},
-		{name: "no version", body: []byte(`{"alerts": []}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: `version is missing`},
-		{name: "numeric version", body: []byte(`{"version": 4, "alerts": []}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: `the string "4"`},
-		{name: "version 5", body: []byte(`{"version": "5", "alerts": []}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: `version "5" is not supported`},
-		{name: "no alerts", body: []byte(`{"version": "4"}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "alerts is missing"},
-		{name: "alerts not an array", body: []byte(`{"version": "4", "alerts": {}}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "alerts is an object"},
-		{name: "receiver not a string", body: []byte(`{"version": "4", "receiver": 1, "alerts": []}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "receiver is a number"},
-		{name: "negative truncatedAlerts", body: []byte(`{"version": "4", "truncatedAlerts": -1, "alerts": []}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "truncatedAlerts"},
+		{name: "body over the limit", maxBody: 512, body: valid, wantStatus: http.StatusRequestEntityTooLarge, wantCode: httpapi.CodeBodyTooLarge, wantMessage: "512 bytes"},
+		{name: "too many alerts", body: tooMany, wantStatus: http.StatusRequestEntityTooLarge, wantCode: httpapi.CodeBodyTooLarge, wantMessage: "max_alerts: 1000"},
+		{name: "empty body", body: nil, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "empty"},
+		{name: "not JSON", body: []byte(`alertname=HighCPU`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "JSON object"},
+		{name: "truncated JSON", body: valid[:len(valid)/2], wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not valid JSON"},
+		{name: "trailing data", body: append(append([]byte{}, valid...), []byte(` {}`)...), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not valid JSON"},
+		{name: "array", body: []byte(`[{"version": "4"}]`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not an array"},
+		{name: "no version", body: []byte(`{"alerts": []}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: `version is missing`},
+		{name: "numeric version", body: []byte(`{"version": 4, "alerts": []}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: `the string "4"`},
+		{name: "version 5", body: []byte(`{"version": "5", "alerts": []}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: `version "5" is not supported`},
+		{name: "no alerts", body: []byte(`{"version": "4"}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "alerts is missing"},
+		{name: "alerts not an array", body: []byte(`{"version": "4", "alerts": {}}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "alerts is an object"},
+		{name: "receiver not a string", body: []byte(`{"version": "4", "receiver": 1, "alerts": []}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "receiver is a number"},
+		{name: "negative truncatedAlerts", body: []byte(`{"version": "4", "truncatedAlerts": -1, "alerts": []}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "truncatedAlerts"},
 		{name: "odd group fields are ignored", body: []byte(`{"version": "4", "alerts": [], "groupLabels": 7, "commonLabels": null, "orgId": 1}`), wantStatus: http.StatusAccepted},
 	}
 	for _, tt := range tests {
@@ -150,7 +149,7 @@ func TestPublishFailureRetried(t *testing.T) {
 	if w.Code != http.StatusInternalServerError {
 		t.Fatalf("status = %d, want 500; body %s", w.Code, w.Body)
 	}
-	if e := adaptertest.Refusal(t, w).Error; e.Code != adapters.CodeInternal || !strings.Contains(e.Message, "alerts[1] of 3") || strings.Contains(e.Message, "database") {
+	if e := adaptertest.Refusal(t, w).Error; e.Code != httpapi.CodeInternal || !strings.Contains(e.Message, "alerts[1] of 3") || strings.Contains(e.Message, "database") {
 		t.Errorf("refusal = %+v; want code internal naming alerts[1] and not the internal error", e)
 	}
 	if calls != 2 {
@@ -205,8 +204,8 @@ func TestNew(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no publisher", opts: Options{}, wantErr: "Options.Publisher is required"},
-		{name: "negative body limit", opts: Options{Publisher: pub, MaxBodyBytes: -1}, wantErr: "Options.MaxBodyBytes is -1"},
-		{name: "bad priority", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"page": "urgent"}}, wantErr: `Options.SeverityPriorities["page"] is "urgent"`},
+		{name: "negative body limit", opts: Options{Publisher: pub, MaxBodyBytes: -1}, wantErr: "alertmanager: maxBodyBytes: is -1"},
+		{name: "bad priority", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"page": "urgent"}}, wantErr: `alertmanager: severityPriorities.page: "urgent" is not a priority`},
 		{name: "conflicting case", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"Page": "high", "page": "critical"}}, wantErr: `severity "page" both`},
 		{name: "same priority in two cases", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"Page": "high", "page": "high"}}},
 		{name: "defaults", opts: Options{Publisher: pub}},

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 )
 
 // notification is a decoded webhook body: the fields of the group, and its
@@ -24,27 +25,27 @@ type notification struct {
 // decode parses a webhook body. Fields it does not use (status, which each
 // alert has too, groupLabels, commonLabels, commonAnnotations, and whatever
 // a later Alertmanager adds) are ignored, whatever their shape.
-func decode(body []byte) (*notification, *adapters.RequestError) {
+func decode(body []byte) (*notification, *httpapi.RequestError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, adapters.BadRequest(`the body is empty; send an Alertmanager webhook notification: a JSON object with "version": %q and "alerts"`, Version)
+		return nil, httpapi.BadRequest(`the body is empty; send an Alertmanager webhook notification: a JSON object with "version": %q and "alerts"`, Version)
 	}
 	if trimmed[0] != '{' {
-		return nil, adapters.BadRequest(`the body must be a JSON object (an Alertmanager webhook notification with "version": %q and "alerts"), not %s`, Version, adapters.DescribeJSON(trimmed))
+		return nil, httpapi.BadRequest(`the body must be a JSON object (an Alertmanager webhook notification with "version": %q and "alerts"), not %s`, Version, adapters.DescribeJSON(trimmed))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
-		return nil, adapters.BadRequest("the body is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return nil, httpapi.BadRequest("the body is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	var n notification
 	var version string
 	if raw, ok := fields["version"]; !ok || adapters.IsNull(raw) {
-		return nil, adapters.BadRequest(`version is missing; this endpoint accepts Alertmanager webhook notifications of version %q, what webhook_config sends`, Version)
+		return nil, httpapi.BadRequest(`version is missing; this endpoint accepts Alertmanager webhook notifications of version %q, what webhook_config sends`, Version)
 	} else if json.Unmarshal(raw, &version) != nil {
-		return nil, adapters.BadRequest(`version is %s; it must be the string %q`, adapters.DescribeJSON(raw), Version)
+		return nil, httpapi.BadRequest(`version is %s; it must be the string %q`, adapters.DescribeJSON(raw), Version)
 	}
 	if version != Version {
-		return nil, adapters.BadRequest(`version %q is not supported; this endpoint accepts Alertmanager webhook notifications of version %q, what Alertmanager's webhook_config sends`, adapters.Clip(version, 64), Version)
+		return nil, httpapi.BadRequest(`version %q is not supported; this endpoint accepts Alertmanager webhook notifications of version %q, what Alertmanager's webhook_config sends`, adapters.Clip(version, 64), Version)
 	}
 	for _, f := range []struct {
 		name string
@@ -60,26 +61,26 @@ func decode(body []byte) (*notification, *adapters.RequestError) {
 			continue
 		}
 		if json.Unmarshal(raw, f.dst) != nil {
-			return nil, adapters.BadRequest("%s is %s; it must be a string", f.name, adapters.DescribeJSON(raw))
+			return nil, httpapi.BadRequest("%s is %s; it must be a string", f.name, adapters.DescribeJSON(raw))
 		}
 		*f.dst = adapters.Clip(*f.dst, f.max)
 	}
 	if raw, ok := fields["truncatedAlerts"]; ok && !adapters.IsNull(raw) {
 		if json.Unmarshal(raw, &n.truncatedAlerts) != nil {
-			return nil, adapters.BadRequest("truncatedAlerts is %s; it must be a whole number of at least 0", adapters.DescribeJSON(raw))
+			return nil, httpapi.BadRequest("truncatedAlerts is %s; it must be a whole number of at least 0", adapters.DescribeJSON(raw))
 		}
 	}
 	raw, ok := fields["alerts"]
 	if !ok || adapters.IsNull(raw) {
-		return nil, adapters.BadRequest(`alerts is missing; a notification lists its alerts in "alerts": [{"status", "labels", "annotations", "startsAt", ...}]`)
+		return nil, httpapi.BadRequest(`alerts is missing; a notification lists its alerts in "alerts": [{"status", "labels", "annotations", "startsAt", ...}]`)
 	}
 	if json.Unmarshal(raw, &n.alerts) != nil {
-		return nil, adapters.BadRequest("alerts is %s; it must be an array of alert objects", adapters.DescribeJSON(raw))
+		return nil, httpapi.BadRequest("alerts is %s; it must be an array of alert objects", adapters.DescribeJSON(raw))
 	}
 	if len(n.alerts) > MaxAlerts {
-		return nil, &adapters.RequestError{
+		return nil, &httpapi.RequestError{
 			Status: http.StatusRequestEntityTooLarge,
-			Code:   adapters.CodeBodyTooLarge,
+			Code:   httpapi.CodeBodyTooLarge,
 			Message: fmt.Sprintf("the notification has %d alerts; at most %d are accepted in one. Set max_alerts: %d (or less) in Alertmanager's webhook_config",
 				len(n.alerts), MaxAlerts, MaxAlerts),
 		}

@@ -9,9 +9,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -162,7 +162,7 @@ func TestAllocationBounded(t *testing.T) {
 	a, _ := newTestAdapter(t, nil)
 	var (
 		p      *payload
-		reqErr *adapters.RequestError
+		reqErr *httpapi.RequestError
 		ev     mcpe.Event
 		err    error
 	)

@@ -1,7 +1,6 @@
 package github
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"maps"
@@ -140,19 +139,31 @@ type Adapter struct {
 
 var _ adapters.Source = (*Adapter)(nil)
 
+// Validate checks the settings of o; New also requires a Publisher. An
+// error is an *mcpe.InvalidError whose Field is the setting's key in the
+// configuration file, relative to the adapter's section, such as "secret"
+// or "priorityLabels.P1".
+func (o *Options) Validate() error {
+	if err := (adapters.ReceiverOptions{MaxBodyBytes: o.MaxBodyBytes}).Validate(); err != nil {
+		return err
+	}
+	if len(o.Secret) == 0 {
+		return mcpe.Invalid("secret", "is required: the secret entered in the webhook's settings on GitHub, which signs every delivery")
+	}
+	_, err := priorityLabels(o.PriorityLabels)
+	return err
+}
+
 // New checks opts and returns an Adapter.
 func New(opts Options) (*Adapter, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("github: %w", err)
+	}
 	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, MaxBodyBytes: opts.MaxBodyBytes, Clock: opts.Clock, Logger: opts.Logger}.Check("github")
 	if err != nil {
 		return nil, err
 	}
-	if len(opts.Secret) == 0 {
-		return nil, errors.New("github: Options.Secret is required: the secret entered in the webhook's settings on GitHub, which signs every delivery")
-	}
-	labels, err := priorityLabels(opts.PriorityLabels)
-	if err != nil {
-		return nil, err
-	}
+	labels, _ := priorityLabels(opts.PriorityLabels)
 	a := &Adapter{
 		pub:     ro.Publisher,
 		secret:  slices.Clone(opts.Secret),
@@ -174,14 +185,14 @@ func priorityLabels(m map[string]mcpe.Priority) (map[string]mcpe.Priority, error
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		p := m[k]
 		if !p.Valid() {
-			return nil, fmt.Errorf("github: Options.PriorityLabels[%q] is %q; use \"low\", \"normal\", \"high\" or \"critical\"", k, p)
+			return nil, mcpe.Invalid("priorityLabels."+k, "%q is not a priority; use %s", p, mcpe.PriorityList)
 		}
 		key := NormalizeLabel(k)
 		if key == "" {
-			return nil, fmt.Errorf("github: Options.PriorityLabels has the label %q, which has no letter or digit; labels are compared by their letters and digits, so give a label name such as \"P1\" or \"priority: high\"", k)
+			return nil, mcpe.Invalid("priorityLabels", "has the label %q, which has no letter or digit; labels are compared by their letters and digits, so give a label name such as \"P1\" or \"priority: high\"", k)
 		}
 		if prev, ok := out[key]; ok && prev != p {
-			return nil, fmt.Errorf("github: Options.PriorityLabels gives the label %q both %q and %q; labels are compared ignoring case and punctuation, so give it one priority", key, prev, p)
+			return nil, mcpe.Invalid("priorityLabels", "gives the label %q both %q and %q; labels are compared ignoring case and punctuation, so give it one priority", key, prev, p)
 		}
 		out[key] = p
 	}

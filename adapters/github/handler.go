@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -46,10 +47,10 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	logger := a.log.With("delivery_id", adapters.Clip(delivery, 64), "github_event", adapters.Clip(event, 64), "remote_addr", r.RemoteAddr)
 	if err := checkSignature(a.secret, body, r.Header.Get(SignatureHeader)); err != nil {
 		logger.Warn("github delivery refused", "status", http.StatusUnauthorized, "error", err)
-		adapters.WriteError(w, http.StatusUnauthorized, adapters.CodeUnauthorized, err.Error())
+		httpapi.WriteError(w, http.StatusUnauthorized, httpapi.CodeUnauthorized, err.Error())
 		return
 	}
-	refuse := func(e *adapters.RequestError) {
+	refuse := func(e *httpapi.RequestError) {
 		logger.Warn("github delivery refused", "status", e.Status, "error", e.Message)
 		e.Write(w)
 	}
@@ -94,7 +95,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		// A 5xx answer marks the delivery failed on GitHub, where it can
 		// be redelivered; the redelivery carries the same delivery ID.
 		logger.Error("publish github event", "type", ev.Type, "error", err)
-		adapters.WriteError(w, http.StatusInternalServerError, adapters.CodeInternal,
+		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.CodeInternal,
 			"the event could not be stored; redeliver it from the webhook's Recent Deliveries on GitHub")
 		return
 	}
@@ -103,7 +104,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if res.Duplicate {
 		accepted.Duplicates = 1
 	}
-	adapters.WriteJSON(w, http.StatusAccepted, accepted)
+	httpapi.WriteJSON(w, http.StatusAccepted, accepted)
 }
 
 // ping answers GitHub's ping: 200 and nothing published.
@@ -118,13 +119,13 @@ func (a *Adapter) ping(w http.ResponseWriter, logger *slog.Logger, p *payload) {
 		}
 	}
 	logger.Info("github webhook ping", "hook_id", res.HookID, "events", res.Events)
-	adapters.WriteJSON(w, http.StatusOK, res)
+	httpapi.WriteJSON(w, http.StatusOK, res)
 }
 
 // payloadOf returns the JSON payload of a body of the given content type:
 // the body itself for application/json, its payload field for
 // application/x-www-form-urlencoded (GitHub's two content types).
-func payloadOf(contentType string, body []byte) ([]byte, *adapters.RequestError) {
+func payloadOf(contentType string, body []byte) ([]byte, *httpapi.RequestError) {
 	mt, _, err := mime.ParseMediaType(contentType)
 	switch {
 	case err == nil && mt == "application/json":
@@ -140,9 +141,9 @@ func payloadOf(contentType string, body []byte) ([]byte, *adapters.RequestError)
 		}
 		return []byte(values[0]), nil
 	}
-	return nil, &adapters.RequestError{
+	return nil, &httpapi.RequestError{
 		Status: http.StatusUnsupportedMediaType,
-		Code:   adapters.CodeUnsupportedMedia,
+		Code:   httpapi.CodeUnsupportedMedia,
 		Message: fmt.Sprintf("the content type %q is not one GitHub sends; choose application/json (recommended) or application/x-www-form-urlencoded as the webhook's content type",
 			adapters.Clip(contentType, 100)),
 	}

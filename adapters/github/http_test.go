@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -42,29 +43,29 @@ func TestRefusals(t *testing.T) {
 		wantCode    string
 		wantMessage string // a part of the message
 	}{
-		{name: "GET", method: http.MethodGet, d: delivery{event: "issues", id: id, body: valid}, wantStatus: http.StatusMethodNotAllowed, wantCode: adapters.CodeMethodNotAllowed, wantMessage: "use POST"},
-		{name: "PUT", method: http.MethodPut, d: delivery{event: "issues", id: id, body: valid}, wantStatus: http.StatusMethodNotAllowed, wantCode: adapters.CodeMethodNotAllowed, wantMessage: "use POST"},
-		{name: "body over the limit", maxBody: 1024, d: delivery{event: "issues", id: id, body: valid}, wantStatus: http.StatusRequestEntityTooLarge, wantCode: adapters.CodeBodyTooLarge, wantMessage: "1024 bytes"},
-		{name: "no content type", d: delivery{event: "issues", id: id, body: valid, contentType: "-"}, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia, wantMessage: "application/json"},
-		{name: "text/plain", d: delivery{event: "issues", id: id, body: valid, contentType: "text/plain"}, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia, wantMessage: `"text/plain"`},
-		{name: "multipart", d: delivery{event: "issues", id: id, body: valid, contentType: "multipart/form-data; boundary=x"}, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia},
-		{name: "no event header", d: delivery{id: id, body: valid}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "no X-GitHub-Event header"},
-		{name: "blank event header", d: delivery{id: id, body: valid, headers: []string{"X-GitHub-Event", "  "}}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "no X-GitHub-Event header"},
-		{name: "no delivery header", d: delivery{event: "issues", body: valid}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "no X-GitHub-Delivery header"},
-		{name: "delivery too long", d: delivery{event: "issues", id: strings.Repeat("a", 257), body: valid}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "at most 256"},
-		{name: "empty body", d: delivery{event: "issues", id: id, body: nil}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "empty"},
-		{name: "not JSON", d: delivery{event: "issues", id: id, body: []byte("action=opened")}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not JSON"},
-		{name: "array", d: delivery{event: "issues", id: id, body: []byte(`[{"action": "opened"}]`)}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "JSON object describing the event, as GitHub sends, not an array"},
-		{name: "string", d: delivery{event: "issues", id: id, body: []byte(`"opened"`)}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not a string"},
-		{name: "null", d: delivery{event: "issues", id: id, body: []byte(`null`)}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not null"},
-		{name: "truncated JSON", d: delivery{event: "issues", id: id, body: valid[:len(valid)/2]}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not valid JSON"},
-		{name: "trailing data", d: delivery{event: "issues", id: id, body: append(append([]byte{}, valid...), []byte(` {}`)...)}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not valid JSON"},
-		{name: "issues without issue", d: delivery{event: "issues", id: id, body: []byte(`{"action": "opened", "issue": "1347"}`)}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: `no "issue" object`},
-		{name: "issues without action", d: delivery{event: "issues", id: id, body: []byte(`{"issue": {"number": 1, "title": "t"}}`)}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: `no "action"`},
-		{name: "push without ref", d: delivery{event: "push", id: id, body: []byte(`{"after": "7638417db6d59f3c431d3e1f261cc637155684cd"}`)}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: `no "ref"`},
-		{name: "form without payload", d: delivery{event: "issues", id: id, contentType: "application/x-www-form-urlencoded", body: []byte("data=" + url.QueryEscape(string(valid)))}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "no payload field"},
-		{name: "invalid form", d: delivery{event: "issues", id: id, contentType: "application/x-www-form-urlencoded", body: []byte("payload=%zz")}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not a valid form"},
-		{name: "form with JSON that is not", d: delivery{event: "issues", id: id, contentType: "application/x-www-form-urlencoded", body: []byte("payload=hello")}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not JSON"},
+		{name: "GET", method: http.MethodGet, d: delivery{event: "issues", id: id, body: valid}, wantStatus: http.StatusMethodNotAllowed, wantCode: httpapi.CodeMethodNotAllowed, wantMessage: "use POST"},
+		{name: "PUT", method: http.MethodPut, d: delivery{event: "issues", id: id, body: valid}, wantStatus: http.StatusMethodNotAllowed, wantCode: httpapi.CodeMethodNotAllowed, wantMessage: "use POST"},
+		{name: "body over the limit", maxBody: 1024, d: delivery{event: "issues", id: id, body: valid}, wantStatus: http.StatusRequestEntityTooLarge, wantCode: httpapi.CodeBodyTooLarge, wantMessage: "1024 bytes"},
+		{name: "no content type", d: delivery{event: "issues", id: id, body: valid, contentType: "-"}, wantStatus: http.StatusUnsupportedMediaType, wantCode: httpapi.CodeUnsupportedMedia, wantMessage: "application/json"},
+		{name: "text/plain", d: delivery{event: "issues", id: id, body: valid, contentType: "text/plain"}, wantStatus: http.StatusUnsupportedMediaType, wantCode: httpapi.CodeUnsupportedMedia, wantMessage: `"text/plain"`},
+		{name: "multipart", d: delivery{event: "issues", id: id, body: valid, contentType: "multipart/form-data; boundary=x"}, wantStatus: http.StatusUnsupportedMediaType, wantCode: httpapi.CodeUnsupportedMedia},
+		{name: "no event header", d: delivery{id: id, body: valid}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "no X-GitHub-Event header"},
+		{name: "blank event header", d: delivery{id: id, body: valid, headers: []string{"X-GitHub-Event", "  "}}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "no X-GitHub-Event header"},
+		{name: "no delivery header", d: delivery{event: "issues", body: valid}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "no X-GitHub-Delivery header"},
+		{name: "delivery too long", d: delivery{event: "issues", id: strings.Repeat("a", 257), body: valid}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "at most 256"},
+		{name: "empty body", d: delivery{event: "issues", id: id, body: nil}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "empty"},
+		{name: "not JSON", d: delivery{event: "issues", id: id, body: []byte("action=opened")}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not JSON"},
+		{name: "array", d: delivery{event: "issues", id: id, body: []byte(`[{"action": "opened"}]`)}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "JSON object describing the event, as GitHub sends, not an array"},
+		{name: "string", d: delivery{event: "issues", id: id, body: []byte(`"opened"`)}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not a string"},
+		{name: "null", d: delivery{event: "issues", id: id, body: []byte(`null`)}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not null"},
+		{name: "truncated JSON", d: delivery{event: "issues", id: id, body: valid[:len(valid)/2]}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not valid JSON"},
+		{name: "trailing data", d: delivery{event: "issues", id: id, body: append(append([]byte{}, valid...), []byte(` {}`)...)}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not valid JSON"},
+		{name: "issues without issue", d: delivery{event: "issues", id: id, body: []byte(`{"action": "opened", "issue": "1347"}`)}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: `no "issue" object`},
+		{name: "issues without action", d: delivery{event: "issues", id: id, body: []byte(`{"issue": {"number": 1, "title": "t"}}`)}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: `no "action"`},
+		{name: "push without ref", d: delivery{event: "push", id: id, body: []byte(`{"after": "7638417db6d59f3c431d3e1f261cc637155684cd"}`)}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: `no "ref"`},
+		{name: "form without payload", d: delivery{event: "issues", id: id, contentType: "application/x-www-form-urlencoded", body: []byte("data=" + url.QueryEscape(string(valid)))}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "no payload field"},
+		{name: "invalid form", d: delivery{event: "issues", id: id, contentType: "application/x-www-form-urlencoded", body: []byte("payload=%zz")}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not a valid form"},
+		{name: "form with JSON that is not", d: delivery{event: "issues", id: id, contentType: "application/x-www-form-urlencoded", body: []byte("payload=hello")}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -198,7 +199,7 @@ func TestPublishFailure(t *testing.T) {
 	if w.Code != http.StatusInternalServerError {
 		t.Fatalf("status = %d, want 500; body %s", w.Code, w.Body)
 	}
-	if e := adaptertest.Refusal(t, w).Error; e.Code != adapters.CodeInternal || strings.Contains(e.Message, "database") || !strings.Contains(e.Message, "redeliver") {
+	if e := adaptertest.Refusal(t, w).Error; e.Code != httpapi.CodeInternal || strings.Contains(e.Message, "database") || !strings.Contains(e.Message, "redeliver") {
 		t.Errorf("refusal = %+v; want code internal, advice to redeliver and not the internal error", e)
 	}
 	first := accepted(t, send(a, d))
@@ -234,10 +235,10 @@ func TestNew(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no publisher", opts: Options{Secret: testSecret}, wantErr: "Options.Publisher is required"},
-		{name: "no secret", opts: Options{Publisher: pub}, wantErr: "Options.Secret is required"},
-		{name: "empty secret", opts: Options{Publisher: pub, Secret: []byte{}}, wantErr: "Options.Secret is required"},
-		{name: "negative body limit", opts: Options{Publisher: pub, Secret: testSecret, MaxBodyBytes: -1}, wantErr: "Options.MaxBodyBytes is -1"},
-		{name: "bad priority", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"P1": "urgent"}}, wantErr: `Options.PriorityLabels["P1"] is "urgent"`},
+		{name: "no secret", opts: Options{Publisher: pub}, wantErr: "github: secret: is required"},
+		{name: "empty secret", opts: Options{Publisher: pub, Secret: []byte{}}, wantErr: "github: secret: is required"},
+		{name: "negative body limit", opts: Options{Publisher: pub, Secret: testSecret, MaxBodyBytes: -1}, wantErr: "github: maxBodyBytes: is -1"},
+		{name: "bad priority", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"P1": "urgent"}}, wantErr: `github: priorityLabels.P1: "urgent" is not a priority`},
 		{name: "label without letters", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"!!!": "high"}}, wantErr: `the label "!!!", which has no letter or digit`},
 		{name: "conflicting spellings", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"Priority: High": "high", "priority/high": "critical"}}, wantErr: `label "priority high" both`},
 		{name: "same priority in two spellings", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"Priority: High": "high", "priority/high": "high"}}},

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 )
 
 // The payload is read leniently: GitHub adds fields and, over the years,
@@ -373,14 +374,14 @@ type payload struct {
 	Hook   obj[hook] `json:"hook"`
 }
 
-// badRequest is adapters.BadRequest of a message built whole.
-func badRequest(message string) *adapters.RequestError {
-	return &adapters.RequestError{Status: http.StatusBadRequest, Code: adapters.CodeInvalidPayload, Message: message}
+// badRequest is httpapi.BadRequest of a message built whole.
+func badRequest(message string) *httpapi.RequestError {
+	return &httpapi.RequestError{Status: http.StatusBadRequest, Code: httpapi.CodeInvalidPayload, Message: message}
 }
 
 // decode reads a JSON payload. Only a body that is not one JSON object is
 // refused; fields of unexpected types read as absent.
-func decode(body []byte) (*payload, *adapters.RequestError) {
+func decode(body []byte) (*payload, *httpapi.RequestError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
 		return nil, badRequest("the payload is empty; GitHub sends a JSON object describing the event")

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 )
 
 // GitHub's own test values, from "Validating webhook deliveries"
@@ -103,7 +103,7 @@ func TestSignatureRefusals(t *testing.T) {
 				t.Fatalf("status = %d, want 401; body %s", w.Code, w.Body)
 			}
 			e := adaptertest.Refusal(t, w).Error
-			if e.Code != adapters.CodeUnauthorized || !strings.Contains(e.Message, tt.wantMsg) {
+			if e.Code != httpapi.CodeUnauthorized || !strings.Contains(e.Message, tt.wantMsg) {
 				t.Errorf("refusal = %+v; want code unauthorized and a message containing %q", e, tt.wantMsg)
 			}
 			if n := len(pub.Published()); n != 0 {

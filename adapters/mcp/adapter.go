@@ -9,6 +9,7 @@ import (
 	"math/rand/v2"
 	"net/url"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,94 +112,111 @@ type Options struct {
 	MaxSubscribedResources int
 }
 
-// validate checks o and fills in the defaults. Its errors name the field.
-func (o *Options) validate() error {
-	if o.Publisher == nil {
-		return errors.New("Options.Publisher is required")
+// Validate checks the settings of o; New also requires a Publisher. An
+// error is an *mcpe.InvalidError whose Field is the setting's key in the
+// configuration file, relative to the adapter's section, such as
+// "upstreams[0].url" or "maxBackoff".
+func (o *Options) Validate() error {
+	if o.MinBackoff < 0 {
+		return mcpe.Invalid("minBackoff", "is %v; give a positive duration, or leave it out for %v", o.MinBackoff, DefaultMinBackoff)
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
+	if o.MaxBackoff < 0 {
+		return mcpe.Invalid("maxBackoff", "is %v; give a positive duration, or leave it out for %v", o.MaxBackoff, DefaultMaxBackoff)
 	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
+	if o.MaxBackoff > 0 && o.MaxBackoff < o.minBackoff() {
+		return mcpe.Invalid("maxBackoff", "%v is shorter than minBackoff %v; give maxBackoff at least minBackoff, or leave both out for %v and %v", o.MaxBackoff, o.minBackoff(), DefaultMinBackoff, DefaultMaxBackoff)
 	}
-	if o.MinBackoff < 0 || o.MaxBackoff < 0 {
-		return fmt.Errorf("Options.MinBackoff (%v) and Options.MaxBackoff (%v) must not be negative; leave them zero for %v and %v", o.MinBackoff, o.MaxBackoff, DefaultMinBackoff, DefaultMaxBackoff)
+	if o.Jitter > 1 {
+		return mcpe.Invalid("jitter", "is %v; give a fraction from 0 to 1, e.g. 0.2", o.Jitter)
 	}
-	if o.MinBackoff == 0 {
-		o.MinBackoff = DefaultMinBackoff
-	}
-	if o.MaxBackoff == 0 {
-		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
-	}
-	if o.MaxBackoff < o.MinBackoff {
-		return fmt.Errorf("Options.MaxBackoff (%v) is less than Options.MinBackoff (%v)", o.MaxBackoff, o.MinBackoff)
-	}
-	switch {
-	case o.Jitter == 0:
-		o.Jitter = DefaultJitter
-	case o.Jitter < 0:
-		o.Jitter = 0
-	case o.Jitter > 1:
-		return fmt.Errorf("Options.Jitter is %v; give a fraction from 0 to 1, e.g. 0.2", o.Jitter)
-	}
-	if o.LogLevel == "" {
-		o.LogLevel = DefaultLogLevel
-	} else if !slices.Contains(logLevels, o.LogLevel) {
-		return fmt.Errorf("Options.LogLevel %q is not an MCP logging level; use one of %q", o.LogLevel, logLevels)
-	}
-	if o.MaxSubscribedResources == 0 {
-		o.MaxSubscribedResources = DefaultMaxSubscribedResources
+	if o.LogLevel != "" && !slices.Contains(logLevels, o.LogLevel) {
+		return mcpe.Invalid("logLevel", "%q is not an MCP logging level; use one of %s, or leave it out for %q", o.LogLevel, strings.Join(logLevels, ", "), DefaultLogLevel)
 	}
 	seen := make(map[string]bool)
 	for i, u := range o.Upstreams {
-		field := fmt.Sprintf("Options.Upstreams[%d]", i)
+		field := fmt.Sprintf("upstreams[%d]", i)
 		if err := validName(u.Name); err != nil {
-			return fmt.Errorf("%s.Name %q: %w", field, u.Name, err)
+			return mcpe.Invalid(field+".name", "%v", err)
 		}
 		if seen[u.Name] {
-			return fmt.Errorf("%s.Name %q is used twice; each upstream needs its own name", field, u.Name)
+			return mcpe.Invalid(field+".name", "%q is used twice; each upstream needs its own name", u.Name)
 		}
 		seen[u.Name] = true
 		if v := u.ProtocolVersion; v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) {
-			return fmt.Errorf("%s.ProtocolVersion %q is not a version this server speaks; use one of %q, or leave it empty to choose", field, v, mcp.SupportedProtocolVersions())
+			return mcpe.Invalid(field+".protocolVersion", "%q is not a version this server speaks; use one of %s, or leave it out to choose", v, strings.Join(mcp.SupportedProtocolVersions(), ", "))
 		}
 		switch {
 		case len(u.Command) > 0 && u.URL != "":
-			return fmt.Errorf("%s (%s): give Command (stdio) or URL (Streamable HTTP), not both", field, u.Name)
+			return mcpe.Invalid(field, "give command (stdio) or url (Streamable HTTP), not both")
 		case len(u.Command) == 0 && u.URL == "":
-			return fmt.Errorf("%s (%s): give Command, e.g. [\"npx\", \"-y\", \"@modelcontextprotocol/server-everything\"], or URL, e.g. \"https://mcp.example.com/mcp\"", field, u.Name)
+			return mcpe.Invalid(field, "give command, e.g. [\"npx\", \"-y\", \"@modelcontextprotocol/server-everything\"], or url, e.g. \"https://mcp.example.com/mcp\"")
 		case len(u.Command) > 0:
-			if u.Command[0] == "" {
-				return fmt.Errorf("%s.Command: the program (first element) is empty", field)
+			if strings.TrimSpace(u.Command[0]) == "" {
+				return mcpe.Invalid(field+".command", "the program (first element) is empty")
 			}
 			if len(u.Headers) > 0 {
-				return fmt.Errorf("%s.Headers: headers are for a URL upstream; give the command its settings with Env", field)
+				return mcpe.Invalid(field+".headers", "headers are for a url upstream; give a command its settings with env")
 			}
 		default:
 			p, err := url.Parse(u.URL)
 			if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-				return fmt.Errorf("%s.URL %q: give an http or https URL, e.g. \"https://mcp.example.com/mcp\"", field, u.URL)
+				return mcpe.Invalid(field+".url", "%q is not an http or https URL with a host; give one such as \"https://mcp.example.com/mcp\"", u.URL)
 			}
 			if len(u.Env) > 0 {
-				return fmt.Errorf("%s.Env: an environment is for a Command upstream; give a URL upstream its settings with Headers", field)
+				return mcpe.Invalid(field+".env", "env is for a command upstream; give a url upstream its settings with headers")
 			}
 		}
 	}
 	return nil
 }
 
-// validName checks an upstream's name.
+// withDefaults fills in the defaults of o, which Validate accepted.
+func (o *Options) withDefaults() {
+	if o.Clock == nil {
+		o.Clock = clock.Real{}
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	o.MinBackoff = o.minBackoff()
+	if o.MaxBackoff == 0 {
+		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
+	}
+	switch {
+	case o.Jitter == 0:
+		o.Jitter = DefaultJitter
+	case o.Jitter < 0:
+		o.Jitter = 0
+	}
+	if o.LogLevel == "" {
+		o.LogLevel = DefaultLogLevel
+	}
+	if o.MaxSubscribedResources == 0 {
+		o.MaxSubscribedResources = DefaultMaxSubscribedResources
+	}
+}
+
+// minBackoff is MinBackoff, or its default.
+func (o *Options) minBackoff() time.Duration {
+	if o.MinBackoff == 0 {
+		return DefaultMinBackoff
+	}
+	return o.MinBackoff
+}
+
+// validName checks an upstream's name; its error is the message of an
+// *mcpe.InvalidError about the name.
 func validName(name string) error {
+	const form = "a name of letters, digits, '_' or '-', such as \"github\" (it becomes the event type segment mcp.<name>)"
 	switch {
 	case name == "":
-		return errors.New("is empty; give a name of letters, digits, '_' or '-', such as \"github\" (it becomes the event type segment mcp.<name>)")
+		return errors.New("is empty; give " + form)
 	case len(name) > MaxNameLength:
 		return fmt.Errorf("is %d bytes long; at most %d are accepted", len(name), MaxNameLength)
 	}
 	for _, c := range []byte(name) {
 		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return errors.New("give a name of letters, digits, '_' or '-', such as \"github\" (it becomes the event type segment mcp.<name>)")
+			return fmt.Errorf("%q is not %s", name, form)
 		}
 	}
 	return nil
@@ -221,10 +239,14 @@ var _ adapters.Source = (*Adapter)(nil)
 
 // New validates opts and returns an Adapter that has not started.
 func New(opts Options) (*Adapter, error) {
-	opts.Upstreams = slices.Clone(opts.Upstreams)
-	if err := opts.validate(); err != nil {
-		return nil, err
+	if opts.Publisher == nil {
+		return nil, errors.New("mcp: Options.Publisher is required")
 	}
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("mcp: %w", err)
+	}
+	opts.Upstreams = slices.Clone(opts.Upstreams)
+	opts.withDefaults()
 	a := &Adapter{opts: opts}
 	for _, cfg := range opts.Upstreams {
 		cfg.Command = slices.Clone(cfg.Command)

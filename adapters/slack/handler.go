@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -17,7 +18,7 @@ import (
 func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		adapters.WriteError(w, http.StatusMethodNotAllowed, adapters.CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
+		httpapi.WriteError(w, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
 		return
 	}
 	now := a.clock.Now()
@@ -41,9 +42,9 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		a.refuse(w, &adapters.RequestError{
+		a.refuse(w, &httpapi.RequestError{
 			Status: http.StatusUnsupportedMediaType,
-			Code:   adapters.CodeUnsupportedMedia,
+			Code:   httpapi.CodeUnsupportedMedia,
 			Message: "this endpoint receives the Events API, which posts JSON with \"Content-Type: application/json\"; " +
 				"slash commands and interactive components post forms and need Request URLs of their own",
 		}, retry)
@@ -69,7 +70,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			args = append(args, "minute_rate_limited", time.Unix(req.minuteRateLimited, 0).UTC().Format(time.RFC3339))
 		}
 		a.log.Warn("slack is rate limiting this app's events (more than 30,000 per workspace in an hour): the events of that minute are not sent", args...)
-		adapters.WriteJSON(w, http.StatusOK, adapters.Accepted{IDs: []string{}})
+		httpapi.WriteJSON(w, http.StatusOK, adapters.Accepted{IDs: []string{}})
 	default: // typeEventCallback
 		a.publish(w, r, req, now, retry)
 	}
@@ -80,20 +81,20 @@ func (a *Adapter) publish(w http.ResponseWriter, r *http.Request, req *request, 
 	ev, err := a.event(req, now)
 	if err != nil {
 		a.log.Error("convert slack event", "slack_event_id", req.eventID, "error", err)
-		adapters.WriteError(w, http.StatusInternalServerError, adapters.CodeInternal, "the event could not be converted")
+		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.CodeInternal, "the event could not be converted")
 		return
 	}
 	pr, err := a.pub.Publish(r.Context(), ev)
 	if err != nil {
 		var invalid *mcpe.InvalidError
 		if errors.As(err, &invalid) {
-			a.refuse(w, adapters.BadRequest("event %s was refused: %v", req.eventID, err), retry)
+			a.refuse(w, httpapi.BadRequest("event %s was refused: %v", req.eventID, err), retry)
 			return
 		}
 		// Answer 5xx so that Slack retries; a retry of an event that was
 		// stored after all is recognised by its event_id.
 		a.log.Error("publish slack event", append([]any{"slack_event_id", req.eventID, "type", ev.Type, "error", err}, retry...)...)
-		adapters.WriteError(w, http.StatusInternalServerError, adapters.CodeInternal,
+		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.CodeInternal,
 			fmt.Sprintf("event %s could not be stored; Slack retries it, and a retry of an event already stored is recognised by its event_id", req.eventID))
 		return
 	}
@@ -103,13 +104,13 @@ func (a *Adapter) publish(w http.ResponseWriter, r *http.Request, req *request, 
 	if pr.Duplicate {
 		res.Duplicates = 1
 	}
-	adapters.WriteJSON(w, http.StatusOK, res)
+	httpapi.WriteJSON(w, http.StatusOK, res)
 }
 
 // refuse logs and writes a refusal. A 4xx other than 401 also asks Slack
 // not to retry, since a retry would be refused the same way; after a 401
 // a retry may succeed once the secret or the clock is set right.
-func (a *Adapter) refuse(w http.ResponseWriter, e *adapters.RequestError, retry []any) {
+func (a *Adapter) refuse(w http.ResponseWriter, e *httpapi.RequestError, retry []any) {
 	a.log.Warn("slack request refused", append([]any{"status", e.Status, "error", e.Message}, retry...)...)
 	if e.Status != http.StatusUnauthorized && e.Status < 500 {
 		w.Header().Set(HeaderNoRetry, "1")

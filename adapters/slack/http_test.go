@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -34,36 +35,36 @@ func TestRefusals(t *testing.T) {
 		wantCode    string
 		wantMessage string // a part of the message
 	}{
-		{name: "GET", method: http.MethodGet, body: valid, wantStatus: http.StatusMethodNotAllowed, wantCode: adapters.CodeMethodNotAllowed, wantMessage: "use POST"},
-		{name: "PUT", method: http.MethodPut, body: valid, wantStatus: http.StatusMethodNotAllowed, wantCode: adapters.CodeMethodNotAllowed, wantMessage: "use POST"},
-		{name: "no content type", contentType: "-", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia, wantMessage: "application/json"},
-		{name: "form", contentType: "application/x-www-form-urlencoded", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia, wantMessage: "slash commands"},
-		{name: "text/plain", contentType: "text/plain", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: adapters.CodeUnsupportedMedia},
+		{name: "GET", method: http.MethodGet, body: valid, wantStatus: http.StatusMethodNotAllowed, wantCode: httpapi.CodeMethodNotAllowed, wantMessage: "use POST"},
+		{name: "PUT", method: http.MethodPut, body: valid, wantStatus: http.StatusMethodNotAllowed, wantCode: httpapi.CodeMethodNotAllowed, wantMessage: "use POST"},
+		{name: "no content type", contentType: "-", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: httpapi.CodeUnsupportedMedia, wantMessage: "application/json"},
+		{name: "form", contentType: "application/x-www-form-urlencoded", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: httpapi.CodeUnsupportedMedia, wantMessage: "slash commands"},
+		{name: "text/plain", contentType: "text/plain", body: valid, wantStatus: http.StatusUnsupportedMediaType, wantCode: httpapi.CodeUnsupportedMedia},
 		{name: "JSON with charset", contentType: "application/json; charset=utf-8", body: valid, wantStatus: http.StatusOK},
-		{name: "body over the limit", maxBody: 512, body: valid, wantStatus: http.StatusRequestEntityTooLarge, wantCode: adapters.CodeBodyTooLarge, wantMessage: "512 bytes"},
-		{name: "empty body", body: []byte{}, wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "empty"},
-		{name: "not JSON", body: []byte(`payload=%7B%7D`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "JSON object"},
-		{name: "truncated JSON", body: valid[:len(valid)/2], wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not valid JSON"},
-		{name: "trailing data", body: append(append([]byte{}, valid...), " {}"...), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not valid JSON"},
-		{name: "array", body: []byte(`[{"type": "event_callback"}]`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "not an array"},
-		{name: "no type", body: []byte(`{"event_id": "Ev1", "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "type is missing"},
-		{name: "type not a string", body: []byte(`{"type": 1}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "type is a number"},
-		{name: "unknown type", body: []byte(`{"type": "view_submission"}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: `"view_submission" is not an Events API request`},
-		{name: "no event", body: []byte(`{"type": "event_callback", "event_id": "Ev1"}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "event is missing"},
-		{name: "event not an object", body: []byte(`{"type": "event_callback", "event_id": "Ev1", "event": "message"}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "event is a string"},
-		{name: "event without type", body: []byte(`{"type": "event_callback", "event_id": "Ev1", "event": {"text": "hi"}}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "event.type is missing"},
-		{name: "event type not a string", body: []byte(`{"type": "event_callback", "event_id": "Ev1", "event": {"type": ["message"]}}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "event.type is an array"},
-		{name: "event type empty", body: []byte(`{"type": "event_callback", "event_id": "Ev1", "event": {"type": " "}}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "event.type is empty"},
-		{name: "no event_id", body: []byte(`{"type": "event_callback", "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "event_id is missing"},
-		{name: "event_id not a string", body: []byte(`{"type": "event_callback", "event_id": 7, "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "event_id is a number"},
-		{name: "event_id empty", body: []byte(`{"type": "event_callback", "event_id": "", "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "event_id is empty"},
-		{name: "event_id too long", body: []byte(`{"type": "event_callback", "event_id": "` + strings.Repeat("E", 257) + `", "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "257 bytes"},
-		{name: "team_id not a string", body: []byte(`{"type": "event_callback", "team_id": {}, "event_id": "Ev1", "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "team_id is an object"},
-		{name: "no challenge", body: []byte(`{"type": "url_verification"}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "challenge is missing"},
-		{name: "challenge not a string", body: []byte(`{"type": "url_verification", "challenge": 42}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "challenge is a number"},
-		{name: "challenge empty", body: []byte(`{"type": "url_verification", "challenge": ""}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "challenge is empty"},
-		{name: "challenge too long", body: []byte(`{"type": "url_verification", "challenge": "` + strings.Repeat("c", 1025) + `"}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "1025 bytes"},
-		{name: "challenge with control characters", body: []byte(`{"type": "url_verification", "challenge": "abc\r\nSet-Cookie: x=1"}`), wantStatus: http.StatusBadRequest, wantCode: adapters.CodeInvalidPayload, wantMessage: "control characters"},
+		{name: "body over the limit", maxBody: 512, body: valid, wantStatus: http.StatusRequestEntityTooLarge, wantCode: httpapi.CodeBodyTooLarge, wantMessage: "512 bytes"},
+		{name: "empty body", body: []byte{}, wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "empty"},
+		{name: "not JSON", body: []byte(`payload=%7B%7D`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "JSON object"},
+		{name: "truncated JSON", body: valid[:len(valid)/2], wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not valid JSON"},
+		{name: "trailing data", body: append(append([]byte{}, valid...), " {}"...), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not valid JSON"},
+		{name: "array", body: []byte(`[{"type": "event_callback"}]`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "not an array"},
+		{name: "no type", body: []byte(`{"event_id": "Ev1", "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "type is missing"},
+		{name: "type not a string", body: []byte(`{"type": 1}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "type is a number"},
+		{name: "unknown type", body: []byte(`{"type": "view_submission"}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: `"view_submission" is not an Events API request`},
+		{name: "no event", body: []byte(`{"type": "event_callback", "event_id": "Ev1"}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "event is missing"},
+		{name: "event not an object", body: []byte(`{"type": "event_callback", "event_id": "Ev1", "event": "message"}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "event is a string"},
+		{name: "event without type", body: []byte(`{"type": "event_callback", "event_id": "Ev1", "event": {"text": "hi"}}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "event.type is missing"},
+		{name: "event type not a string", body: []byte(`{"type": "event_callback", "event_id": "Ev1", "event": {"type": ["message"]}}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "event.type is an array"},
+		{name: "event type empty", body: []byte(`{"type": "event_callback", "event_id": "Ev1", "event": {"type": " "}}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "event.type is empty"},
+		{name: "no event_id", body: []byte(`{"type": "event_callback", "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "event_id is missing"},
+		{name: "event_id not a string", body: []byte(`{"type": "event_callback", "event_id": 7, "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "event_id is a number"},
+		{name: "event_id empty", body: []byte(`{"type": "event_callback", "event_id": "", "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "event_id is empty"},
+		{name: "event_id too long", body: []byte(`{"type": "event_callback", "event_id": "` + strings.Repeat("E", 257) + `", "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "257 bytes"},
+		{name: "team_id not a string", body: []byte(`{"type": "event_callback", "team_id": {}, "event_id": "Ev1", "event": {"type": "message"}}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "team_id is an object"},
+		{name: "no challenge", body: []byte(`{"type": "url_verification"}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "challenge is missing"},
+		{name: "challenge not a string", body: []byte(`{"type": "url_verification", "challenge": 42}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "challenge is a number"},
+		{name: "challenge empty", body: []byte(`{"type": "url_verification", "challenge": ""}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "challenge is empty"},
+		{name: "challenge too long", body: []byte(`{"type": "url_verification", "challenge": "` + strings.Repeat("c", 1025) + `"}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "1025 bytes"},
+		{name: "challenge with control characters", body: []byte(`{"type": "url_verification", "challenge": "abc\r\nSet-Cookie: x=1"}`), wantStatus: http.StatusBadRequest, wantCode: httpapi.CodeInvalidPayload, wantMessage: "control characters"},
 		{name: "odd fields are ignored", body: []byte(`{"type": "event_callback", "event_id": "Ev1", "event": {"type": "message"}, "authorizations": 7, "token": null, "event_context": []}`), wantStatus: http.StatusOK},
 		{name: "null optional fields", body: []byte(`{"type": "event_callback", "team_id": null, "enterprise_id": null, "event_id": "Ev1", "event_time": null, "event": {"type": "message"}}`), wantStatus: http.StatusOK},
 	}
@@ -187,7 +188,7 @@ func TestPublishFailureRetried(t *testing.T) {
 	if w.Code != http.StatusInternalServerError {
 		t.Fatalf("status = %d, want 500; body %s", w.Code, w.Body)
 	}
-	if e := adaptertest.Refusal(t, w).Error; e.Code != adapters.CodeInternal || !strings.Contains(e.Message, "Ev08X1DM0001") || strings.Contains(e.Message, "database") {
+	if e := adaptertest.Refusal(t, w).Error; e.Code != httpapi.CodeInternal || !strings.Contains(e.Message, "Ev08X1DM0001") || strings.Contains(e.Message, "database") {
 		t.Errorf("refusal = %+v; want code internal naming the event and not the internal error", e)
 	}
 	if w.Header().Get(HeaderNoRetry) != "" {
@@ -226,11 +227,11 @@ func TestNew(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no publisher", opts: Options{SigningSecret: testSecret}, wantErr: "Options.Publisher is required"},
-		{name: "no secret", opts: Options{Publisher: pub}, wantErr: "Options.SigningSecret is required"},
-		{name: "empty secret", opts: Options{Publisher: pub, SigningSecret: []byte{}}, wantErr: "Options.SigningSecret is required"},
+		{name: "no secret", opts: Options{Publisher: pub}, wantErr: "slack: signingSecret: is required"},
+		{name: "empty secret", opts: Options{Publisher: pub, SigningSecret: []byte{}}, wantErr: "slack: signingSecret: is required"},
 		{name: "secret with a line break", opts: Options{Publisher: pub, SigningSecret: []byte("8f742231b10e8888abcd99yyyzzz85a5\n")}, wantErr: "white space"},
-		{name: "negative tolerance", opts: Options{Publisher: pub, SigningSecret: testSecret, Tolerance: -time.Second}, wantErr: "Options.Tolerance is -1s"},
-		{name: "negative body limit", opts: Options{Publisher: pub, SigningSecret: testSecret, MaxBodyBytes: -1}, wantErr: "Options.MaxBodyBytes is -1"},
+		{name: "negative tolerance", opts: Options{Publisher: pub, SigningSecret: testSecret, Tolerance: -time.Second}, wantErr: "slack: tolerance: is -1s"},
+		{name: "negative body limit", opts: Options{Publisher: pub, SigningSecret: testSecret, MaxBodyBytes: -1}, wantErr: "slack: maxBodyBytes: is -1"},
 		{name: "defaults", opts: Options{Publisher: pub, SigningSecret: testSecret}},
 	}
 	for _, tt := range tests {

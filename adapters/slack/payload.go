@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -49,28 +50,28 @@ type request struct {
 // decode parses an Events API body. Fields it does not use (token,
 // authorizations, authed_users, event_context, is_ext_shared_channel, and
 // whatever Slack adds later) are ignored, whatever their shape.
-func decode(body []byte) (*request, *adapters.RequestError) {
+func decode(body []byte) (*request, *httpapi.RequestError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, adapters.BadRequest("the body is empty; send an Events API request: a JSON object with \"type\": %s", outerTypesText)
+		return nil, httpapi.BadRequest("the body is empty; send an Events API request: a JSON object with \"type\": %s", outerTypesText)
 	}
 	if trimmed[0] != '{' {
-		return nil, adapters.BadRequest("the body must be a JSON object (an Events API request with \"type\": %s), not %s", outerTypesText, adapters.DescribeJSON(trimmed))
+		return nil, httpapi.BadRequest("the body must be a JSON object (an Events API request with \"type\": %s), not %s", outerTypesText, adapters.DescribeJSON(trimmed))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
-		return nil, adapters.BadRequest("the body is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
+		return nil, httpapi.BadRequest("the body is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	var req request
 	raw, ok := fields["type"]
 	if !ok || adapters.IsNull(raw) {
-		return nil, adapters.BadRequest("type is missing; an Events API request has \"type\": %s", outerTypesText)
+		return nil, httpapi.BadRequest("type is missing; an Events API request has \"type\": %s", outerTypesText)
 	}
 	if json.Unmarshal(raw, &req.kind) != nil {
-		return nil, adapters.BadRequest("type is %s; it must be the string %s", adapters.DescribeJSON(raw), outerTypesText)
+		return nil, httpapi.BadRequest("type is %s; it must be the string %s", adapters.DescribeJSON(raw), outerTypesText)
 	}
 
-	var err *adapters.RequestError
+	var err *httpapi.RequestError
 	switch req.kind {
 	case typeURLVerification:
 		req.challenge, err = challenge(fields)
@@ -85,7 +86,7 @@ func decode(body []byte) (*request, *adapters.RequestError) {
 	case typeEventCallback:
 		err = req.callback(fields)
 	default:
-		return nil, adapters.BadRequest("type %q is not an Events API request; this endpoint receives %s. "+
+		return nil, httpapi.BadRequest("type %q is not an Events API request; this endpoint receives %s. "+
 			"Point only the app's Event Subscriptions Request URL here, not its Interactivity or Slash Commands URLs",
 			adapters.Clip(req.kind, 64), outerTypesText)
 	}
@@ -96,29 +97,29 @@ func decode(body []byte) (*request, *adapters.RequestError) {
 }
 
 // challenge returns the challenge of a url_verification request.
-func challenge(fields map[string]json.RawMessage) (string, *adapters.RequestError) {
+func challenge(fields map[string]json.RawMessage) (string, *httpapi.RequestError) {
 	raw, ok := fields["challenge"]
 	if !ok || adapters.IsNull(raw) {
-		return "", adapters.BadRequest("challenge is missing; a url_verification request carries the challenge string to echo")
+		return "", httpapi.BadRequest("challenge is missing; a url_verification request carries the challenge string to echo")
 	}
 	var c string
 	if json.Unmarshal(raw, &c) != nil {
-		return "", adapters.BadRequest("challenge is %s; it must be a string", adapters.DescribeJSON(raw))
+		return "", httpapi.BadRequest("challenge is %s; it must be a string", adapters.DescribeJSON(raw))
 	}
 	switch {
 	case c == "":
-		return "", adapters.BadRequest("challenge is empty; a url_verification request carries the challenge string to echo")
+		return "", httpapi.BadRequest("challenge is empty; a url_verification request carries the challenge string to echo")
 	case len(c) > maxChallengeBytes:
-		return "", adapters.BadRequest("challenge is %d bytes long; at most %d are accepted", len(c), maxChallengeBytes)
+		return "", httpapi.BadRequest("challenge is %d bytes long; at most %d are accepted", len(c), maxChallengeBytes)
 	case strings.ContainsFunc(c, func(r rune) bool { return r < 0x20 || r == 0x7f }):
-		return "", adapters.BadRequest("challenge contains control characters; Slack's challenges are printable text")
+		return "", httpapi.BadRequest("challenge contains control characters; Slack's challenges are printable text")
 	}
 	return c, nil
 }
 
 // callback reads the fields of an event_callback.
-func (req *request) callback(fields map[string]json.RawMessage) *adapters.RequestError {
-	var err *adapters.RequestError
+func (req *request) callback(fields map[string]json.RawMessage) *httpapi.RequestError {
+	var err *httpapi.RequestError
 	for _, f := range []struct {
 		name string
 		dst  *string
@@ -134,51 +135,51 @@ func (req *request) callback(fields map[string]json.RawMessage) *adapters.Reques
 
 	raw, ok := fields["event_id"]
 	if !ok || adapters.IsNull(raw) {
-		return adapters.BadRequest("event_id is missing; every event_callback carries one, such as \"Ev08MFMKH6A\", and it is what makes Slack's retries count once")
+		return httpapi.BadRequest("event_id is missing; every event_callback carries one, such as \"Ev08MFMKH6A\", and it is what makes Slack's retries count once")
 	}
 	if json.Unmarshal(raw, &req.eventID) != nil {
-		return adapters.BadRequest("event_id is %s; it must be a string such as \"Ev08MFMKH6A\"", adapters.DescribeJSON(raw))
+		return httpapi.BadRequest("event_id is %s; it must be a string such as \"Ev08MFMKH6A\"", adapters.DescribeJSON(raw))
 	}
 	switch {
 	case strings.TrimSpace(req.eventID) == "":
-		return adapters.BadRequest("event_id is empty; every event_callback carries one, such as \"Ev08MFMKH6A\"")
+		return httpapi.BadRequest("event_id is empty; every event_callback carries one, such as \"Ev08MFMKH6A\"")
 	case len(req.eventID) > mcpe.MaxSourceIDLength:
-		return adapters.BadRequest("event_id is %d bytes long; at most %d are accepted", len(req.eventID), mcpe.MaxSourceIDLength)
+		return httpapi.BadRequest("event_id is %d bytes long; at most %d are accepted", len(req.eventID), mcpe.MaxSourceIDLength)
 	}
 	req.eventTime, _ = unixSeconds(fields["event_time"])
 
 	raw, ok = fields["event"]
 	if !ok || adapters.IsNull(raw) {
-		return adapters.BadRequest("event is missing; an event_callback carries the event as an object, such as {\"type\": \"message\", ...}")
+		return httpapi.BadRequest("event is missing; an event_callback carries the event as an object, such as {\"type\": \"message\", ...}")
 	}
 	raw = bytes.TrimSpace(raw)
 	if raw[0] != '{' || json.Unmarshal(raw, &req.event) != nil {
-		return adapters.BadRequest("event is %s; it must be an object, such as {\"type\": \"message\", ...}", adapters.DescribeJSON(raw))
+		return httpapi.BadRequest("event is %s; it must be an object, such as {\"type\": \"message\", ...}", adapters.DescribeJSON(raw))
 	}
 	t, ok := req.event["type"]
 	if !ok || adapters.IsNull(t) {
-		return adapters.BadRequest("event.type is missing; an event names its type, such as \"message\" or \"app_mention\"")
+		return httpapi.BadRequest("event.type is missing; an event names its type, such as \"message\" or \"app_mention\"")
 	}
 	var typ string
 	if json.Unmarshal(t, &typ) != nil {
-		return adapters.BadRequest("event.type is %s; it must be a string such as \"message\"", adapters.DescribeJSON(t))
+		return httpapi.BadRequest("event.type is %s; it must be a string such as \"message\"", adapters.DescribeJSON(t))
 	}
 	if strings.TrimSpace(typ) == "" {
-		return adapters.BadRequest("event.type is empty; an event names its type, such as \"message\" or \"app_mention\"")
+		return httpapi.BadRequest("event.type is empty; an event names its type, such as \"message\" or \"app_mention\"")
 	}
 	return nil
 }
 
 // optString returns field name of fields cut to max bytes: "" when it is
 // missing or null, a refusal when it is not a string.
-func optString(fields map[string]json.RawMessage, name string, max int) (string, *adapters.RequestError) {
+func optString(fields map[string]json.RawMessage, name string, max int) (string, *httpapi.RequestError) {
 	raw, ok := fields[name]
 	if !ok || adapters.IsNull(raw) {
 		return "", nil
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
-		return "", adapters.BadRequest("%s is %s; it must be a string", name, adapters.DescribeJSON(raw))
+		return "", httpapi.BadRequest("%s is %s; it must be a string", name, adapters.DescribeJSON(raw))
 	}
 	return adapters.Clip(s, max), nil
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 )
 
 // signatureVersion is the only signature scheme Slack has published.
@@ -42,7 +43,7 @@ type signed struct {
 // timestamp is missing, malformed or further than the tolerance from now.
 // It runs before the body is read: a request that cannot be genuine is
 // refused without reading it.
-func (a *Adapter) checkHeaders(h http.Header, now time.Time) (signed, *adapters.RequestError) {
+func (a *Adapter) checkHeaders(h http.Header, now time.Time) (signed, *httpapi.RequestError) {
 	ts, err := single(h, HeaderTimestamp)
 	if err != nil {
 		return signed{}, err
@@ -80,7 +81,7 @@ func (a *Adapter) checkHeaders(h http.Header, now time.Time) (signed, *adapters.
 
 // checkSignature compares, in constant time, the MAC of body with the one
 // the request claims.
-func (a *Adapter) checkSignature(s signed, body []byte) *adapters.RequestError {
+func (a *Adapter) checkSignature(s signed, body []byte) *httpapi.RequestError {
 	if !hmac.Equal(mac(a.secret, s.timestamp, body), s.mac) {
 		return unauthorized("%s does not match the request: check that adapters.slack.signingSecret is the Signing Secret from the app's Basic Information page, "+
 			"and that nothing between Slack and this server changes the body", HeaderSignature)
@@ -89,7 +90,7 @@ func (a *Adapter) checkSignature(s signed, body []byte) *adapters.RequestError {
 }
 
 // single returns the one value of header name.
-func single(h http.Header, name string) (string, *adapters.RequestError) {
+func single(h http.Header, name string) (string, *httpapi.RequestError) {
 	switch vs := h.Values(name); len(vs) {
 	case 0:
 		return "", unauthorized("the %s header is missing; requests to this endpoint must come from Slack's Events API, which signs each with %s and %s",
@@ -128,6 +129,6 @@ func describeSeconds(n int64) string {
 	return (time.Duration(n) * time.Second).String()
 }
 
-func unauthorized(format string, args ...any) *adapters.RequestError {
-	return &adapters.RequestError{Status: http.StatusUnauthorized, Code: adapters.CodeUnauthorized, Message: fmt.Sprintf(format, args...)}
+func unauthorized(format string, args ...any) *httpapi.RequestError {
+	return &httpapi.RequestError{Status: http.StatusUnauthorized, Code: httpapi.CodeUnauthorized, Message: fmt.Sprintf(format, args...)}
 }

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 )
 
 // Slack's own example, from "Verifying requests from Slack"
@@ -139,7 +139,7 @@ func TestSignatureRefusals(t *testing.T) {
 				t.Fatalf("status = %d, want 401; body %s", w.Code, w.Body)
 			}
 			e := adaptertest.Refusal(t, w).Error
-			if e.Code != adapters.CodeUnauthorized || !strings.Contains(e.Message, tt.wantMessage) {
+			if e.Code != httpapi.CodeUnauthorized || !strings.Contains(e.Message, tt.wantMessage) {
 				t.Errorf("refusal = %+v; want code unauthorized and a message containing %q", e, tt.wantMessage)
 			}
 			if strings.Contains(e.Message, strings.TrimPrefix(sig, "v0=")) && !strings.Contains(strings.Join(tt.headers, " "), strings.TrimPrefix(sig, "v0=")) {

@@ -1,7 +1,6 @@
 package slack
 
 import (
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -101,20 +100,34 @@ type Adapter struct {
 
 var _ adapters.Source = (*Adapter)(nil)
 
+// Validate checks the settings of o; New also requires a Publisher. An
+// error is an *mcpe.InvalidError whose Field is the setting's key in the
+// configuration file, relative to the adapter's section, such as
+// "signingSecret".
+func (o *Options) Validate() error {
+	if err := (adapters.ReceiverOptions{MaxBodyBytes: o.MaxBodyBytes}).Validate(); err != nil {
+		return err
+	}
+	if len(o.SigningSecret) == 0 {
+		return mcpe.Invalid("signingSecret", "is required; copy the Signing Secret from the app's Basic Information page at https://api.slack.com/apps")
+	}
+	if s := string(o.SigningSecret); strings.TrimSpace(s) != s {
+		return mcpe.Invalid("signingSecret", "starts or ends with white space, which would make every signature wrong; copy the Signing Secret without spaces or line breaks")
+	}
+	if o.Tolerance < 0 {
+		return mcpe.Invalid("tolerance", "is %v; give a positive duration, or leave it out for %v", o.Tolerance, DefaultTolerance)
+	}
+	return nil
+}
+
 // New checks opts and returns an Adapter.
 func New(opts Options) (*Adapter, error) {
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("slack: %w", err)
+	}
 	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, MaxBodyBytes: opts.MaxBodyBytes, Clock: opts.Clock, Logger: opts.Logger}.Check("slack")
 	if err != nil {
 		return nil, err
-	}
-	if len(opts.SigningSecret) == 0 {
-		return nil, errors.New("slack: Options.SigningSecret is required; copy the Signing Secret from the app's Basic Information page at https://api.slack.com/apps")
-	}
-	if s := string(opts.SigningSecret); strings.TrimSpace(s) != s {
-		return nil, errors.New("slack: Options.SigningSecret starts or ends with white space, which would make every signature wrong; copy the Signing Secret without spaces or line breaks")
-	}
-	if opts.Tolerance < 0 {
-		return nil, fmt.Errorf("slack: Options.Tolerance is %v; it must be positive, or zero for %v", opts.Tolerance, DefaultTolerance)
 	}
 	if opts.Tolerance == 0 {
 		opts.Tolerance = DefaultTolerance

@@ -260,9 +260,9 @@ func (r *Registry) Stats() Stats {
 	return Stats{Sent: r.sent.Load(), Dropped: r.dropped.Load(), Failed: r.failed.Load()}
 }
 
-// closeWait bounds how long Close waits for writers. A write to a client that
-// stopped reading can block in the transport beyond any context; Close must
-// not hang shutdown on it.
+// closeWait bounds how long Close waits for writers, on Options.Clock. A
+// write to a client that stopped reading can block in the transport beyond
+// any context; Close must not hang shutdown on it.
 const closeWait = 5 * time.Second
 
 // Close detaches every session and waits, for a few seconds at most, for
@@ -282,9 +282,12 @@ func (r *Registry) Close() {
 	}
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
+	expired := make(chan struct{})
+	timer := r.opts.Clock.AfterFunc(closeWait, func() { close(expired) })
+	defer timer.Stop()
 	select {
 	case <-done:
-	case <-time.After(closeWait):
+	case <-expired:
 		r.log.Warn("a session writer is still blocked in a write; not waiting for it")
 	}
 }

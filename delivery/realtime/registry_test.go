@@ -417,10 +417,11 @@ func TestFailingSinkDroppedAfterStreamWait(t *testing.T) {
 	sink.answer(t, w3, nil)
 
 	r.Close()
-	select {
-	case d := <-clk.armed:
-		t.Errorf("a back-off of %v was armed after StreamWait had passed", d)
-	default:
+	// Close arms closeWait for itself; nothing else may be armed.
+	for len(clk.armed) > 0 {
+		if d := <-clk.armed; d != closeWait {
+			t.Errorf("a back-off of %v was armed after StreamWait had passed", d)
+		}
 	}
 	if diff := cmp.Diff(Stats{Sent: 1, Failed: 2}, r.Stats()); diff != "" {
 		t.Errorf("stats mismatch (-want +got):\n%s", diff)
@@ -503,6 +504,36 @@ func TestClose(t *testing.T) {
 	a.expectNone(t, "alice")
 	b.expectNone(t, "bob")
 	c.expectNone(t, "session attached after Close")
+}
+
+// TestCloseGivesUpOnABlockedWriter checks that Close waits for a writer
+// stuck in a write for closeWait on the registry's clock, and no longer.
+func TestCloseGivesUpOnABlockedWriter(t *testing.T) {
+	clk := newArmedClock()
+	r := NewRegistry(&Options{Clock: clk})
+	blocked := newBlockingSink()
+	r.Attach("alice", blocked)
+	n1, _ := note(1)
+	r.Notify("alice", n1)
+	recv(t, blocked.entered, "the sink to be called")
+	defer close(blocked.release)
+
+	closed := make(chan struct{})
+	go func() {
+		r.Close()
+		close(closed)
+	}()
+	if d := recv(t, clk.armed, "Close to start waiting"); d != closeWait {
+		t.Fatalf("Close waits %v, want %v", d, closeWait)
+	}
+	clk.Advance(closeWait - time.Millisecond)
+	select {
+	case <-closed:
+		t.Fatal("Close returned before closeWait had passed, with a writer still blocked")
+	case <-time.After(50 * time.Millisecond):
+	}
+	clk.Advance(time.Millisecond)
+	recv(t, closed, "Close to give up on the blocked writer")
 }
 
 func TestOptionsDefaults(t *testing.T) {

@@ -42,7 +42,7 @@ type Agent struct {
 func New(opts *Options) (*Agent, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("agent: %w", err)
 	}
 	return &Agent{opts: o, log: o.Logger}, nil
 }
@@ -112,7 +112,8 @@ func (a *Agent) Handle(ctx context.Context, inv *subscriptions.Invocation) subsc
 		conv = newEndpointConv(r.endpoint, a.opts.MaxRetryAfter, system, user, maxTokens, defs)
 	}
 
-	start := time.Now()
+	start := a.opts.Clock.Now()
+	// A context deadline runs on the wall clock, whatever Options.Clock is.
 	runCtx, cancel := context.WithTimeout(ctx, a.opts.MaxRunTime)
 	defer cancel()
 	out, turns := a.loop(runCtx, inv, conv, defs, log)
@@ -133,7 +134,7 @@ func (a *Agent) Handle(ctx context.Context, inv *subscriptions.Invocation) subsc
 		}
 	}
 	log.Info("agent handler ran", "via", via, "model_calls", turns, "tool_calls", len(out.ToolCalls),
-		"duration", time.Since(start), "error", out.Err, "retry_in", out.RetryIn)
+		"duration", a.opts.Clock.Now().Sub(start), "error", out.Err, "retry_in", out.RetryIn)
 	return out
 }
 

@@ -271,16 +271,16 @@ func TestNewOptions(t *testing.T) {
 	}{
 		{"nil", nil, ""},
 		{"endpoint", &Options{Endpoint: &Endpoint{URL: "http://127.0.0.1:11434/v1/chat/completions", Model: "llama3"}}, ""},
-		{"endpoint without URL", &Options{Endpoint: &Endpoint{Model: "m"}}, "Options.Endpoint.URL is required"},
-		{"endpoint URL not http", &Options{Endpoint: &Endpoint{URL: "ftp://x/y", Model: "m"}}, "Options.Endpoint.URL"},
+		{"endpoint without URL", &Options{Endpoint: &Endpoint{Model: "m"}}, "agent: endpoint.url: is required"},
+		{"endpoint URL not http", &Options{Endpoint: &Endpoint{URL: "ftp://x/y", Model: "m"}}, "agent: endpoint.url: \"ftp://x/y\" is not an http or https URL"},
 		{"endpoint URL with user", &Options{Endpoint: &Endpoint{URL: "https://k:s@x/y", Model: "m"}}, "user information"},
-		{"endpoint without model", &Options{Endpoint: &Endpoint{URL: "https://x/y"}}, "Options.Endpoint.Model is required"},
-		{"API key with a line break", &Options{Endpoint: &Endpoint{URL: "https://x/y", Model: "m", APIKey: "sk\nx"}}, "Options.Endpoint.APIKey"},
-		{"negative MaxTurns", &Options{MaxTurns: -1}, "Options.MaxTurns"},
-		{"too many tokens", &Options{DefaultMaxTokens: mcpe.MaxHandlerTokens + 1}, "Options.DefaultMaxTokens"},
-		{"negative MaxRunTime", &Options{MaxRunTime: -time.Second}, "Options.MaxRunTime"},
-		{"zero offline retry", &Options{OfflineRetries: []time.Duration{time.Minute, 0}}, "Options.OfflineRetries[1]"},
-		{"negative retry", &Options{RetrySchedule: []time.Duration{-1}}, "Options.RetrySchedule[0]"},
+		{"endpoint without model", &Options{Endpoint: &Endpoint{URL: "https://x/y"}}, "agent: endpoint.model: is required"},
+		{"API key with a line break", &Options{Endpoint: &Endpoint{URL: "https://x/y", Model: "m", APIKey: "sk\nx"}}, "agent: endpoint.apiKey: "},
+		{"negative MaxTurns", &Options{MaxTurns: -1}, "agent: maxTurns: is -1; give a number from 1 to 1000"},
+		{"too many tokens", &Options{DefaultMaxTokens: mcpe.MaxHandlerTokens + 1}, "agent: maxTokens: is 64001; give a number from 1 to 64000"},
+		{"negative MaxRunTime", &Options{MaxRunTime: -time.Second}, "agent: maxRunTime: "},
+		{"zero offline retry", &Options{OfflineRetries: []time.Duration{time.Minute, 0}}, "agent: offlineRetries[1]: "},
+		{"negative retry", &Options{RetrySchedule: []time.Duration{-1}}, "agent: retrySchedule[0]: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

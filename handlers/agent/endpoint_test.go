@@ -1,9 +1,11 @@
 package agent
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -14,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -322,4 +325,37 @@ func FuzzEndpointAnswer(f *testing.F) {
 		}
 		conv.answer([]toolResult{{id: "x", text: "y"}})
 	})
+}
+
+// stepClock is a clock that moves by step each time it is read.
+type stepClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.step)
+	return c.now
+}
+
+func (c *stepClock) AfterFunc(time.Duration, func()) clock.Timer { panic("not used") }
+
+// TestRunDurationOnTheClock checks that a run is timed on Options.Clock.
+func TestRunDurationOnTheClock(t *testing.T) {
+	var logs bytes.Buffer
+	url := (&fakeLLM{answer: respond(200, `{"choices":[{"message":{"role":"assistant","content":"done"}}]}`)}).start(t)
+	a := newAgent(t, &Options{
+		Endpoint: &Endpoint{URL: url, Model: "m"},
+		Logger:   slog.New(slog.NewTextHandler(&logs, nil)),
+		Clock:    &stepClock{step: 90 * time.Second},
+	})
+	if out := a.Handle(context.Background(), invocation(&mcpe.HandlerSpec{Type: mcpe.HandlerAgent}, `{}`)); out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if !strings.Contains(logs.String(), "duration=1m30s") {
+		t.Errorf("the run's log does not say duration=1m30s:\n%s", logs.String())
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -92,7 +93,8 @@ type Options struct {
 	// connected with a client that can sample.
 	Endpoint *Endpoint
 	// DefaultMaxTokens is the maxTokens of each model call when the
-	// handler sets none. Zero: DefaultMaxTokens (1024).
+	// handler sets none; the configuration file, and Validate's errors,
+	// call it maxTokens. Zero: DefaultMaxTokens (1024).
 	DefaultMaxTokens int
 	// MaxTurns bounds the model calls of one run: the tool loop stops
 	// there. The last call tells the model it may use no more tools.
@@ -128,6 +130,9 @@ type Options struct {
 	MaxRetryAfter time.Duration
 	// Logger logs runs, without event data. Zero: discard.
 	Logger *slog.Logger
+	// Clock times each run for the log. Zero: the wall clock. MaxRunTime
+	// is a context deadline, on the wall clock in any case.
+	Clock clock.Clock
 }
 
 // withDefaults returns a copy of o with the zero fields set to their
@@ -137,7 +142,7 @@ func (o *Options) withDefaults() (Options, error) {
 	if o != nil {
 		c = *o
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return Options{}, err
 	}
 	if c.Sessions == nil {
@@ -185,61 +190,73 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
+	}
 	return c, nil
 }
 
-func (o *Options) validate() error {
+// maxAgentTurns bounds Options.MaxTurns.
+const maxAgentTurns = 1000
+
+// Validate checks the settings of o. An error is an *mcpe.InvalidError
+// whose Field is the setting's key in the configuration file, relative to
+// the agent handler's section, such as "endpoint.url" or "maxTurns".
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
 	if ep := o.Endpoint; ep != nil {
 		u, err := url.Parse(ep.URL)
 		switch {
 		case ep.URL == "":
-			return fmt.Errorf("agent: Options.Endpoint.URL is required, e.g. https://api.openai.com/v1/chat/completions")
+			return mcpe.Invalid("endpoint.url", "is required: the full chat-completions URL, e.g. \"https://api.openai.com/v1/chat/completions\"")
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			return fmt.Errorf("agent: Options.Endpoint.URL %q is not an http or https URL; give the full chat-completions URL, e.g. https://api.openai.com/v1/chat/completions", ep.URL)
+			return mcpe.Invalid("endpoint.url", "%q is not an http or https URL; give the full chat-completions URL, e.g. \"https://api.openai.com/v1/chat/completions\"", ep.URL)
 		case u.User != nil:
-			return fmt.Errorf("agent: Options.Endpoint.URL must not hold user information; put the key in Options.Endpoint.APIKey")
+			return mcpe.Invalid("endpoint.url", "must not hold user information; put the key in endpoint.apiKey")
 		}
 		if ep.Model == "" {
-			return fmt.Errorf("agent: Options.Endpoint.Model is required, e.g. gpt-4o-mini")
+			return mcpe.Invalid("endpoint.model", "is required: the model the endpoint serves, e.g. \"gpt-4o-mini\"")
 		}
 		if strings.ContainsAny(ep.APIKey, "\r\n\x00") || strings.TrimSpace(ep.APIKey) != ep.APIKey {
-			return fmt.Errorf("agent: Options.Endpoint.APIKey cannot go in an HTTP header: it has a line break, NUL or surrounding space")
+			return mcpe.Invalid("endpoint.apiKey", "cannot go in an HTTP header: it has a line break, NUL or surrounding space")
 		}
 		if strings.ContainsAny(ep.UserAgent, "\r\n\x00") {
-			return fmt.Errorf("agent: Options.Endpoint.UserAgent %q cannot go in an HTTP header", ep.UserAgent)
+			return mcpe.Invalid("endpoint.userAgent", "%q cannot go in an HTTP header", ep.UserAgent)
 		}
 	}
 	ints := []struct {
-		name  string
+		field string
 		v     int
 		def   int
 		limit int
 	}{
-		{"DefaultMaxTokens", o.DefaultMaxTokens, DefaultMaxTokens, mcpe.MaxHandlerTokens},
-		{"MaxTurns", o.MaxTurns, DefaultMaxTurns, 1000},
-		{"MaxToolCalls", o.MaxToolCalls, DefaultMaxToolCalls, 10000},
-		{"MaxToolResultBytes", o.MaxToolResultBytes, DefaultMaxToolResultBytes, 16 << 20},
-		{"MaxEventBytes", o.MaxEventBytes, DefaultMaxEventBytes, 16 << 20},
+		{"maxTokens", o.DefaultMaxTokens, DefaultMaxTokens, mcpe.MaxHandlerTokens},
+		{"maxTurns", o.MaxTurns, DefaultMaxTurns, maxAgentTurns},
+		{"maxToolCalls", o.MaxToolCalls, DefaultMaxToolCalls, 10000},
+		{"maxToolResultBytes", o.MaxToolResultBytes, DefaultMaxToolResultBytes, 16 << 20},
+		{"maxEventBytes", o.MaxEventBytes, DefaultMaxEventBytes, 16 << 20},
 	}
 	for _, f := range ints {
 		if f.v < 0 || f.v > f.limit {
-			return fmt.Errorf("agent: Options.%s is %d; give a number from 1 to %d, or zero for %d", f.name, f.v, f.limit, f.def)
+			return mcpe.Invalid(f.field, "is %d; give a number from 1 to %d, or leave it out for %d", f.v, f.limit, f.def)
 		}
 	}
 	if o.MaxRunTime < 0 {
-		return fmt.Errorf("agent: Options.MaxRunTime is %v; give a positive duration, or zero for %v", o.MaxRunTime, DefaultMaxRunTime)
+		return mcpe.Invalid("maxRunTime", "is %v; give a positive duration, or leave it out for %v", o.MaxRunTime, DefaultMaxRunTime)
 	}
 	if o.MaxRetryAfter < 0 {
-		return fmt.Errorf("agent: Options.MaxRetryAfter is %v; give a positive duration, or zero for 1h", o.MaxRetryAfter)
+		return mcpe.Invalid("maxRetryAfter", "is %v; give a positive duration, or leave it out for 1h", o.MaxRetryAfter)
 	}
 	for i, d := range o.OfflineRetries {
 		if d <= 0 {
-			return fmt.Errorf("agent: Options.OfflineRetries[%d] is %v; give a positive duration such as 5m", i, d)
+			return mcpe.Invalid(fmt.Sprintf("offlineRetries[%d]", i), "is %v; give a positive duration such as 5m", d)
 		}
 	}
 	for i, d := range o.RetrySchedule {
 		if d <= 0 {
-			return fmt.Errorf("agent: Options.RetrySchedule[%d] is %v; give a positive duration such as 30s", i, d)
+			return mcpe.Invalid(fmt.Sprintf("retrySchedule[%d]", i), "is %v; give a positive duration such as 30s", d)
 		}
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -90,9 +91,9 @@ func TestNew(t *testing.T) {
 		{name: "defaults", opts: Options{Sandbox: SandboxOff}},
 		{name: "commands", opts: Options{Sandbox: SandboxOff, Commands: map[string]Command{"a": sh, "b.c-d_e": {Path: "/bin/sh", WritablePaths: []string{dir}, Env: map[string]string{"TOKEN": "x"}}}}},
 		{name: "relative path", opts: Options{Commands: map[string]Command{"notify": {Path: "notify-send"}}},
-			wantErr: `bash: commands.notify.path "notify-send": give the program's absolute path, such as /usr/bin/notify-send`},
+			wantErr: `bash: commands.notify.path: "notify-send" is not an absolute path; give the program's absolute path, such as /usr/bin/notify-send`},
 		{name: "no path", opts: Options{Commands: map[string]Command{"notify": {}}},
-			wantErr: `bash: commands.notify.path is required`},
+			wantErr: `bash: commands.notify.path: is required`},
 		{name: "missing program", opts: Options{Commands: map[string]Command{"notify": {Path: filepath.Join(dir, "nope")}}},
 			wantErr: `bash: commands.notify.path: stat ` + filepath.Join(dir, "nope") + `: no such file or directory`},
 		{name: "not executable", opts: Options{Commands: map[string]Command{"notify": {Path: notExec}}},
@@ -106,28 +107,28 @@ func TestNew(t *testing.T) {
 		{name: "bad env name", opts: Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", Env: map[string]string{"A=B": "x"}}}},
 			wantErr: `bash: commands.notify.env: "A=B" is not a variable name`},
 		{name: "relative writable path", opts: Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", WritablePaths: []string{"out"}}}},
-			wantErr: `bash: commands.notify.writablePaths[0] "out": give an absolute path`},
+			wantErr: `bash: commands.notify.writablePaths[0]: "out" is not an absolute path`},
 		{name: "missing writable path", opts: Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", WritablePaths: []string{filepath.Join(dir, "nope")}}}},
 			wantErr: `bash: commands.notify.writablePaths[0]: stat ` + filepath.Join(dir, "nope") + `: no such file or directory; the path must exist`},
 		{name: "bad sandbox", opts: Options{Sandbox: "docker"},
-			wantErr: `bash: sandbox "docker": use "auto" (bubblewrap when installed, the default), "bwrap" (bubblewrap required) or "off"`},
+			wantErr: `bash: sandbox: "docker" is not a sandbox mode; use "auto" (bubblewrap when installed, the default), "bwrap" (bubblewrap required) or "off"`},
 		{name: "bwrap required but missing", opts: Options{Sandbox: SandboxBwrap, BwrapPath: filepath.Join(dir, "bwrap")},
 			wantErr: `bash: bwrapPath: stat ` + filepath.Join(dir, "bwrap")},
 		{name: "bwrap required but broken", opts: Options{Sandbox: SandboxBwrap, BwrapPath: "/bin/false"},
 			wantErr: `bash: sandbox is "bwrap" but /bin/false does not work on this system`},
 		{name: "auto with a broken bwrap", opts: Options{Sandbox: SandboxAuto, BwrapPath: "/bin/false"}},
 		{name: "relative bwrap", opts: Options{BwrapPath: "bwrap"},
-			wantErr: `bash: bwrapPath "bwrap": give an absolute path`},
+			wantErr: `bash: bwrapPath: "bwrap" is not an absolute path`},
 		{name: "negative timeout", opts: Options{DefaultTimeout: -time.Second},
-			wantErr: `bash: defaultTimeout is -1s; give a positive duration, or zero for 30s`},
+			wantErr: `bash: defaultTimeout: is -1s; give a positive duration, or leave it out for 30s`},
 		{name: "default over max", opts: Options{DefaultTimeout: time.Minute, MaxTimeout: time.Second},
-			wantErr: `bash: defaultTimeout 1m0s is longer than maxTimeout 1s`},
+			wantErr: `bash: defaultTimeout: 1m0s is longer than maxTimeout 1s`},
 		{name: "max under the default default", opts: Options{MaxTimeout: time.Second},
-			wantErr: `bash: maxTimeout 1s is shorter than the default timeout 30s; set defaultTimeout too`},
+			wantErr: `bash: maxTimeout: 1s is shorter than the default timeout 30s; set defaultTimeout too`},
 		{name: "negative concurrency", opts: Options{MaxConcurrent: -1},
-			wantErr: `bash: maxConcurrent is -1; give a positive number, or zero for 4`},
+			wantErr: `bash: maxConcurrent: is -1; give a positive number, or leave it out for 4`},
 		{name: "negative output", opts: Options{MaxOutput: -1},
-			wantErr: `bash: maxOutput is -1; give a positive number of bytes, or zero for 65536`},
+			wantErr: `bash: maxOutput: is -1; give a positive number of bytes, or leave it out for 65536`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -146,6 +147,40 @@ func TestNew(t *testing.T) {
 	}
 }
 
+// TestValidate checks that Validate names each setting by its key in the
+// configuration file and does not look at the disk, which New does.
+func TestValidate(t *testing.T) {
+	missing := filepath.Join(t.TempDir(), "nope")
+	tests := []struct {
+		name string
+		opts *Options
+		want *mcpe.InvalidError
+	}{
+		{name: "nil", opts: nil},
+		{name: "a program not on disk", opts: &Options{Commands: map[string]Command{"notify": {Path: missing, WritablePaths: []string{missing}}}}},
+		{name: "sandbox", opts: &Options{Sandbox: "docker"},
+			want: &mcpe.InvalidError{Field: "sandbox", Message: `"docker" is not a sandbox mode; use "auto" (bubblewrap when installed, the default), "bwrap" (bubblewrap required) or "off"`}},
+		{name: "command path", opts: &Options{Commands: map[string]Command{"notify": {Path: "notify-send"}}},
+			want: &mcpe.InvalidError{Field: "commands.notify.path", Message: `"notify-send" is not an absolute path; give the program's absolute path, such as /usr/bin/notify-send`}},
+		{name: "env value", opts: &Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", Env: map[string]string{"A": "x\x00"}}}},
+			want: &mcpe.InvalidError{Field: "commands.notify.env.A", Message: "the value contains a NUL character, which no environment variable can hold"}},
+		{name: "max timeout", opts: &Options{MaxTimeout: time.Second},
+			want: &mcpe.InvalidError{Field: "maxTimeout", Message: "1s is shorter than the default timeout 30s; set defaultTimeout too"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.opts.Validate()
+			var got *mcpe.InvalidError
+			if err != nil && !errors.As(err, &got) {
+				t.Fatalf("Validate() = %v (%T), want an *mcpe.InvalidError", err, err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("Validate() mismatch (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 func TestNewNil(t *testing.T) {
 	r, err := New(nil)
 	if err != nil {
@@ -154,6 +189,7 @@ func TestNewNil(t *testing.T) {
 	want := Options{
 		DefaultTimeout: DefaultTimeout, MaxTimeout: DefaultMaxTimeout, MaxConcurrent: DefaultMaxConcurrent,
 		MaxOutput: DefaultMaxOutput, Sandbox: SandboxAuto, WorkRoot: os.TempDir(), Commands: map[string]Command{},
+		Clock: clock.Real{},
 	}
 	got := r.opts
 	got.Logger = nil

@@ -105,6 +105,7 @@ func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin 
 	defer pr.Close()
 	cmd.Stdout, cmd.Stderr = pw, pw
 
+	// The timeout kills a real process, so it runs on the wall clock.
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 
@@ -159,7 +160,7 @@ func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin 
 
 	select {
 	case <-readDone:
-	case <-time.After(drainDelay):
+	case <-time.After(drainDelay): // a pipe's read deadline is the OS's, on the wall clock
 		_ = pr.SetReadDeadline(time.Now())
 		<-readDone
 	}

@@ -11,6 +11,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Defaults for Options.
@@ -66,6 +69,10 @@ type Options struct {
 	WorkRoot string
 	// Logger logs each run and the sandbox chosen. Zero: discard.
 	Logger *slog.Logger
+	// Clock times each run for the log. Zero: the wall clock. A run's
+	// timeout is a deadline of the operating system, on the wall clock in
+	// any case.
+	Clock clock.Clock
 }
 
 // Command is a program the operator allows.
@@ -108,7 +115,10 @@ func (o *Options) withDefaults() (Options, error) {
 	if o != nil {
 		c = *o
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
+		return Options{}, err
+	}
+	if err := c.checkDisk(); err != nil {
 		return Options{}, err
 	}
 	if c.DefaultTimeout == 0 {
@@ -131,14 +141,17 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	root, err := filepath.Abs(c.WorkRoot)
 	if err != nil {
-		return Options{}, fmt.Errorf("bash: workRoot %q: %w", c.WorkRoot, err)
+		return Options{}, mcpe.Invalid("workRoot", "%q: %v", c.WorkRoot, err)
 	}
 	if err := os.MkdirAll(root, 0o700); err != nil {
-		return Options{}, fmt.Errorf("bash: workRoot %q: %w", c.WorkRoot, err)
+		return Options{}, mcpe.Invalid("workRoot", "%v", err)
 	}
 	c.WorkRoot = root
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if c.Clock == nil {
+		c.Clock = clock.Real{}
 	}
 	cmds := make(map[string]Command, len(c.Commands))
 	for name, cmd := range c.Commands {
@@ -154,69 +167,96 @@ func (o *Options) withDefaults() (Options, error) {
 	return c, nil
 }
 
-func (o *Options) validate() error {
-	if o.DefaultTimeout < 0 {
-		return fmt.Errorf("bash: defaultTimeout is %v; give a positive duration, or zero for %v", o.DefaultTimeout, DefaultTimeout)
+// Validate checks the settings of o without looking at the disk; New also
+// checks that each command's program is an executable file and that its
+// writable paths exist. An error is an *mcpe.InvalidError whose Field is
+// the setting's key in the configuration file, relative to the bash
+// handler's section, such as "sandbox" or "commands.notify.path".
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
 	}
-	if o.MaxTimeout < 0 {
-		return fmt.Errorf("bash: maxTimeout is %v; give a positive duration, or zero for %v", o.MaxTimeout, DefaultMaxTimeout)
-	}
-	if o.MaxTimeout > 0 && o.DefaultTimeout > o.MaxTimeout {
-		return fmt.Errorf("bash: defaultTimeout %v is longer than maxTimeout %v", o.DefaultTimeout, o.MaxTimeout)
-	}
-	if o.MaxTimeout > 0 && o.DefaultTimeout == 0 && DefaultTimeout > o.MaxTimeout {
-		return fmt.Errorf("bash: maxTimeout %v is shorter than the default timeout %v; set defaultTimeout too", o.MaxTimeout, DefaultTimeout)
+	if err := checkTimeouts(o.DefaultTimeout, o.MaxTimeout); err != nil {
+		return err
 	}
 	if o.MaxConcurrent < 0 {
-		return fmt.Errorf("bash: maxConcurrent is %d; give a positive number, or zero for %d", o.MaxConcurrent, DefaultMaxConcurrent)
+		return mcpe.Invalid("maxConcurrent", "is %d; give a positive number, or leave it out for %d", o.MaxConcurrent, DefaultMaxConcurrent)
 	}
 	if o.MaxOutput < 0 {
-		return fmt.Errorf("bash: maxOutput is %d; give a positive number of bytes, or zero for %d", o.MaxOutput, DefaultMaxOutput)
+		return mcpe.Invalid("maxOutput", "is %d; give a positive number of bytes, or leave it out for %d", o.MaxOutput, DefaultMaxOutput)
 	}
 	switch o.Sandbox {
 	case "", SandboxAuto, SandboxBwrap, SandboxOff:
 	default:
-		return fmt.Errorf("bash: sandbox %q: use %q (bubblewrap when installed, the default), %q (bubblewrap required) or %q", o.Sandbox, SandboxAuto, SandboxBwrap, SandboxOff)
+		return mcpe.Invalid("sandbox", "%q is not a sandbox mode; use %q (bubblewrap when installed, the default), %q (bubblewrap required) or %q", o.Sandbox, SandboxAuto, SandboxBwrap, SandboxOff)
 	}
 	if o.BwrapPath != "" && !filepath.IsAbs(o.BwrapPath) {
-		return fmt.Errorf("bash: bwrapPath %q: give an absolute path, such as /usr/bin/bwrap, or leave it out to look bwrap up in PATH", o.BwrapPath)
+		return mcpe.Invalid("bwrapPath", "%q is not an absolute path; give one such as /usr/bin/bwrap, or leave it out to look bwrap up in PATH", o.BwrapPath)
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Commands)) {
-		if err := o.Commands[name].validate("commands." + name); err != nil {
-			return err
-		}
+		field := "commands." + name
 		if !commandName.MatchString(name) {
-			return fmt.Errorf("bash: commands.%s: a command name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", name)
+			return mcpe.Invalid(field, "a command name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit")
+		}
+		if err := o.Commands[name].validate(field); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// validate checks c, named field in errors, including its program on disk.
+// checkTimeouts checks a default timeout against the longest one allowed.
+func checkTimeouts(defaultTimeout, maxTimeout time.Duration) error {
+	switch {
+	case defaultTimeout < 0:
+		return mcpe.Invalid("defaultTimeout", "is %v; give a positive duration, or leave it out for %v", defaultTimeout, DefaultTimeout)
+	case maxTimeout < 0:
+		return mcpe.Invalid("maxTimeout", "is %v; give a positive duration, or leave it out for %v", maxTimeout, DefaultMaxTimeout)
+	case maxTimeout > 0 && defaultTimeout > maxTimeout:
+		return mcpe.Invalid("defaultTimeout", "%v is longer than maxTimeout %v", defaultTimeout, maxTimeout)
+	case maxTimeout > 0 && defaultTimeout == 0 && DefaultTimeout > maxTimeout:
+		return mcpe.Invalid("maxTimeout", "%v is shorter than the default timeout %v; set defaultTimeout too", maxTimeout, DefaultTimeout)
+	}
+	return nil
+}
+
+// validate checks c, named field in errors, without looking at the disk.
 func (c Command) validate(field string) error {
 	if c.Path == "" {
-		return fmt.Errorf("bash: %s.path is required: the program's absolute path, such as /usr/bin/notify-send", field)
+		return mcpe.Invalid(field+".path", "is required: the program's absolute path, such as /usr/bin/notify-send")
 	}
 	if !filepath.IsAbs(c.Path) {
-		return fmt.Errorf("bash: %s.path %q: give the program's absolute path, such as /usr/bin/notify-send", field, c.Path)
-	}
-	if err := checkExecutable(c.Path); err != nil {
-		return fmt.Errorf("bash: %s.path: %w", field, err)
+		return mcpe.Invalid(field+".path", "%q is not an absolute path; give the program's absolute path, such as /usr/bin/notify-send", c.Path)
 	}
 	for _, k := range slices.Sorted(maps.Keys(c.Env)) {
 		if !envName.MatchString(k) || strings.HasPrefix(k, "MCPE_") {
-			return fmt.Errorf("bash: %s.env: %q is not a variable name the operator may set (letters, digits and '_', not starting with a digit or with MCPE_)", field, k)
+			return mcpe.Invalid(field+".env", "%q is not a variable name the operator may set (letters, digits and '_', not starting with a digit or with MCPE_)", k)
 		}
 		if strings.ContainsRune(c.Env[k], 0) {
-			return fmt.Errorf("bash: %s.env.%s: the value contains a NUL character", field, k)
+			return mcpe.Invalid(field+".env."+k, "the value contains a NUL character, which no environment variable can hold")
 		}
 	}
 	for i, p := range c.WritablePaths {
 		if !filepath.IsAbs(p) {
-			return fmt.Errorf("bash: %s.writablePaths[%d] %q: give an absolute path", field, i, p)
+			return mcpe.Invalid(fmt.Sprintf("%s.writablePaths[%d]", field, i), "%q is not an absolute path; give one such as /var/tmp/out", p)
 		}
-		if _, err := os.Stat(p); err != nil {
-			return fmt.Errorf("bash: %s.writablePaths[%d]: %w; the path must exist to be bound into the sandbox", field, i, err)
+	}
+	return nil
+}
+
+// checkDisk checks that each command's program is an executable file and
+// that its writable paths exist.
+func (o *Options) checkDisk() error {
+	for _, name := range slices.Sorted(maps.Keys(o.Commands)) {
+		field := "commands." + name
+		c := o.Commands[name]
+		if err := checkExecutable(c.Path); err != nil {
+			return mcpe.Invalid(field+".path", "%v", err)
+		}
+		for i, p := range c.WritablePaths {
+			if _, err := os.Stat(p); err != nil {
+				return mcpe.Invalid(fmt.Sprintf("%s.writablePaths[%d]", field, i), "%v; the path must exist to be bound into the sandbox", err)
+			}
 		}
 	}
 	return nil

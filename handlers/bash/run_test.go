@@ -1,20 +1,24 @@
 package bash
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -638,5 +642,38 @@ func writeFIFO(t *testing.T, path string) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("nothing read %s", path)
+	}
+}
+
+// stepClock is a clock that moves by step each time it is read.
+type stepClock struct {
+	mu   sync.Mutex
+	now  time.Time
+	step time.Duration
+}
+
+func (c *stepClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(c.step)
+	return c.now
+}
+
+func (c *stepClock) AfterFunc(time.Duration, func()) clock.Timer { panic("not used") }
+
+// TestRunDurationOnTheClock checks that a run is timed on Options.Clock.
+func TestRunDurationOnTheClock(t *testing.T) {
+	var logs bytes.Buffer
+	r := newRunner(t, Options{
+		Commands: map[string]Command{"sh": {Path: "/bin/sh"}},
+		Logger:   slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Clock:    &stepClock{step: 90 * time.Second},
+	})
+	out := r.Handle(context.Background(), eventInv(bashSpec("sh", "", "-c", "exit 0"), event(t, map[string]any{})))
+	if out.Err != nil {
+		t.Fatal(out.Err)
+	}
+	if !strings.Contains(logs.String(), "duration=1m30s") {
+		t.Errorf("the run's log does not say duration=1m30s:\n%s", logs.String())
 	}
 }

@@ -38,7 +38,7 @@ func New(opts *Options) (*Runner, error) {
 	}
 	o, err := opts.withDefaults()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("bash: %w", err)
 	}
 	bwrap, err := findBwrap(&o)
 	if err != nil {
@@ -115,10 +115,10 @@ func (r *Runner) Handle(ctx context.Context, inv *subscriptions.Invocation) subs
 	if inv == nil {
 		return subscriptions.Outcome{Err: errors.New("no invocation")}
 	}
-	start := time.Now()
+	start := r.opts.Clock.Now()
 	out, err := r.handle(ctx, inv)
 	log := r.opts.Logger.With("subscription_id", inv.SubscriptionID, "job_id", inv.JobID, "attempt", inv.Attempt,
-		"sandbox", r.Sandboxed(), "duration", time.Since(start))
+		"sandbox", r.Sandboxed(), "duration", r.opts.Clock.Now().Sub(start))
 	if inv.Spec != nil {
 		log = log.With("command", inv.Spec.Command)
 	}

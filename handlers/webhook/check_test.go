@@ -180,17 +180,17 @@ func TestNewValidates(t *testing.T) {
 		opts Options
 		want string // a part of the error
 	}{
-		{"negative timeout", Options{DefaultTimeout: -1}, "Options.DefaultTimeout"},
-		{"default over max", Options{DefaultTimeout: time.Minute, MaxTimeout: time.Second}, "Options.DefaultTimeout"},
-		{"max under default", Options{MaxTimeout: time.Second}, "Options.MaxTimeout"},
-		{"schedule", Options{Schedule: []time.Duration{time.Second, 0}}, "Options.Schedule[1]"},
-		{"jitter", Options{Jitter: 1.5}, "Options.Jitter"},
-		{"retry-after", Options{MaxRetryAfter: -time.Second}, "Options.MaxRetryAfter"},
-		{"conns", Options{MaxConnsPerHost: -1}, "Options.MaxConnsPerHost"},
-		{"secret name", Options{Secrets: map[string]string{"1X": "v"}}, `Options.Secrets["1X"]`},
-		{"secret value", Options{Secrets: map[string]string{"X": "a\nb"}}, `Options.Secrets["X"]`},
-		{"user agent", Options{UserAgent: "a\r\nb"}, "Options.UserAgent"},
-		{"invalid prefix", Options{AllowNetworks: []netip.Prefix{{}}}, "Options.AllowNetworks[0]"},
+		{"negative timeout", Options{DefaultTimeout: -1}, "webhook: defaultTimeout: "},
+		{"default over max", Options{DefaultTimeout: time.Minute, MaxTimeout: time.Second}, "webhook: defaultTimeout: "},
+		{"max under default", Options{MaxTimeout: time.Second}, "webhook: maxTimeout: "},
+		{"schedule", Options{RetrySchedule: []time.Duration{time.Second, 0}}, "webhook: retrySchedule[1]: "},
+		{"jitter", Options{Jitter: 1.5}, "webhook: jitter: "},
+		{"retry-after", Options{MaxRetryAfter: -time.Second}, "webhook: maxRetryAfter: "},
+		{"conns", Options{MaxConnsPerHost: -1}, "webhook: maxConnsPerHost: "},
+		{"secret name", Options{Secrets: map[string]string{"1X": "v"}}, "webhook: secrets.1X: "},
+		{"secret value", Options{Secrets: map[string]string{"X": "a\nb"}}, "webhook: secrets.X: "},
+		{"user agent", Options{UserAgent: "a\r\nb"}, "webhook: userAgent: "},
+		{"invalid prefix", Options{AllowNetworks: []netip.Prefix{{}}}, "webhook: allowNetworks[0]: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -207,19 +207,19 @@ func TestNewDefaults(t *testing.T) {
 	got := struct {
 		AllowHTTP                   bool
 		DefaultTimeout, MaxTimeout  time.Duration
-		Schedule                    []time.Duration
+		RetrySchedule               []time.Duration
 		Jitter                      float64
 		MaxRetryAfter               time.Duration
 		MaxConnsPerHost             int
 		UserAgent                   string
 		HasClock, HasResolver, HasL bool
-	}{s.opts.AllowHTTP, s.opts.DefaultTimeout, s.opts.MaxTimeout, s.opts.Schedule, s.opts.Jitter,
+	}{s.opts.AllowHTTP, s.opts.DefaultTimeout, s.opts.MaxTimeout, s.opts.RetrySchedule, s.opts.Jitter,
 		s.opts.MaxRetryAfter, s.opts.MaxConnsPerHost, s.opts.UserAgent,
 		s.opts.Clock != nil, s.opts.Resolver != nil, s.opts.Logger != nil}
 	want := got
 	want.AllowHTTP = false
 	want.DefaultTimeout, want.MaxTimeout = 10*time.Second, 60*time.Second
-	want.Schedule = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}
+	want.RetrySchedule = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}
 	want.Jitter, want.MaxRetryAfter, want.MaxConnsPerHost, want.UserAgent = 0.2, time.Hour, 32, DefaultUserAgent
 	want.HasClock, want.HasResolver, want.HasL = true, true, true
 	if diff := cmp.Diff(want, got); diff != "" {

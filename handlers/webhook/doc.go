@@ -31,9 +31,9 @@
 // # Retries
 //
 // A 2xx answer is a success. The attempt is retried after a delay from
-// Options.Schedule (by default 5s, 30s, 2m, 10m and 30m after attempts 1 to
-// 5, each varied by up to ±20%), or after the answer's Retry-After when that
-// is later (capped at Options.MaxRetryAfter, 1h by default), when:
+// Options.RetrySchedule (by default 5s, 30s, 2m, 10m and 30m after attempts
+// 1 to 5, each varied by up to ±20%), or after the answer's Retry-After when
+// that is later (capped at Options.MaxRetryAfter, 1h by default), when:
 //
 //   - the receiver answered 408, 425, 429 or 5xx;
 //   - the request failed on the network or timed out.

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Defaults for Options.
@@ -27,9 +28,10 @@ const (
 	DefaultUserAgent       = "mcpe-server-webhook/1"
 )
 
-// DefaultSchedule is the retry schedule when Options.Schedule is empty: the
-// delays after attempts 1 to 5; the delivery fails after the sixth attempt.
-var DefaultSchedule = []time.Duration{
+// DefaultRetrySchedule is the retry schedule when Options.RetrySchedule is
+// empty: the delays after attempts 1 to 5; the delivery fails after the
+// sixth attempt.
+var DefaultRetrySchedule = []time.Duration{
 	5 * time.Second,
 	30 * time.Second,
 	2 * time.Minute,
@@ -62,12 +64,12 @@ type Options struct {
 	// MaxTimeout is the longest timeout a subscription may set. Zero:
 	// DefaultMaxTimeout (60s).
 	MaxTimeout time.Duration
-	// Schedule are the delays before the retries: Schedule[i] follows
-	// attempt i+1; after len(Schedule)+1 attempts the delivery fails.
-	// Empty: DefaultSchedule (5s, 30s, 2m, 10m, 30m).
-	Schedule []time.Duration
-	// Jitter varies each delay of Schedule by up to this fraction either
-	// way, so that retries of many deliveries spread out. Zero:
+	// RetrySchedule are the delays before the retries: RetrySchedule[i]
+	// follows attempt i+1; after len(RetrySchedule)+1 attempts the
+	// delivery fails. Empty: DefaultRetrySchedule (5s, 30s, 2m, 10m, 30m).
+	RetrySchedule []time.Duration
+	// Jitter varies each delay of RetrySchedule by up to this fraction
+	// either way, so that retries of many deliveries spread out. Zero:
 	// DefaultJitter (±20%); negative: no jitter; at most 1.
 	Jitter float64
 	// MaxRetryAfter caps the delay a receiver's Retry-After may ask for.
@@ -101,7 +103,7 @@ func (o *Options) withDefaults() (Options, error) {
 	if o != nil {
 		c = *o
 	}
-	if err := c.validate(); err != nil {
+	if err := c.Validate(); err != nil {
 		return Options{}, err
 	}
 	if c.DefaultTimeout == 0 {
@@ -110,10 +112,10 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.MaxTimeout == 0 {
 		c.MaxTimeout = max(DefaultMaxTimeout, c.DefaultTimeout)
 	}
-	if len(c.Schedule) == 0 {
-		c.Schedule = DefaultSchedule
+	if len(c.RetrySchedule) == 0 {
+		c.RetrySchedule = DefaultRetrySchedule
 	}
-	c.Schedule = slices.Clone(c.Schedule)
+	c.RetrySchedule = slices.Clone(c.RetrySchedule)
 	switch {
 	case c.Jitter == 0:
 		c.Jitter = DefaultJitter
@@ -150,48 +152,54 @@ func (o *Options) withDefaults() (Options, error) {
 	return c, nil
 }
 
-func (o *Options) validate() error {
+// Validate checks the settings of o. An error is an *mcpe.InvalidError
+// whose Field is the setting's key in the configuration file, relative to
+// the webhook handler's section, such as "secrets.TOKEN" or
+// "retrySchedule[1]".
+func (o *Options) Validate() error {
+	if o == nil {
+		return nil
+	}
 	for i, p := range o.AllowNetworks {
 		if !p.IsValid() || p.Addr().Zone() != "" {
-			return fmt.Errorf("webhook: Options.AllowNetworks[%d] %q is not a valid prefix; give e.g. 10.0.0.0/8 or 127.0.0.1/32", i, p)
+			return mcpe.Invalid(fmt.Sprintf("allowNetworks[%d]", i), "%q is not a valid prefix; give e.g. 10.0.0.0/8 or 127.0.0.1/32", p)
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Secrets)) {
+		field := "secrets." + name
 		if !secretName.MatchString(name) {
-			return fmt.Errorf("webhook: Options.Secrets[%q]: a secret name is 1 to 64 letters, digits and '_', not starting with a digit", name)
+			return mcpe.Invalid(field, "a secret name is 1 to 64 letters, digits and '_', not starting with a digit, as written in ${NAME}")
 		}
 		if !validHeaderValue(o.Secrets[name]) {
-			return fmt.Errorf("webhook: Options.Secrets[%q]: the value cannot go in an HTTP header: it contains a control character such as a line break", name)
+			return mcpe.Invalid(field, "the value cannot go in an HTTP header: it contains a control character such as a line break")
 		}
 	}
-	if o.DefaultTimeout < 0 {
-		return fmt.Errorf("webhook: Options.DefaultTimeout is %v; give a positive duration, or zero for %v", o.DefaultTimeout, DefaultTimeout)
+	switch d, m := o.DefaultTimeout, o.MaxTimeout; {
+	case d < 0:
+		return mcpe.Invalid("defaultTimeout", "is %v; give a positive duration, or leave it out for %v", d, DefaultTimeout)
+	case m < 0:
+		return mcpe.Invalid("maxTimeout", "is %v; give a positive duration, or leave it out for %v", m, DefaultMaxTimeout)
+	case m > 0 && d > m:
+		return mcpe.Invalid("defaultTimeout", "%v is longer than maxTimeout %v", d, m)
+	case m > 0 && d == 0 && DefaultTimeout > m:
+		return mcpe.Invalid("maxTimeout", "%v is shorter than the default timeout %v; set defaultTimeout too", m, DefaultTimeout)
 	}
-	if o.MaxTimeout < 0 {
-		return fmt.Errorf("webhook: Options.MaxTimeout is %v; give a positive duration, or zero for %v", o.MaxTimeout, DefaultMaxTimeout)
-	}
-	if o.MaxTimeout > 0 && o.DefaultTimeout > o.MaxTimeout {
-		return fmt.Errorf("webhook: Options.DefaultTimeout %v is longer than Options.MaxTimeout %v", o.DefaultTimeout, o.MaxTimeout)
-	}
-	if o.MaxTimeout > 0 && o.DefaultTimeout == 0 && DefaultTimeout > o.MaxTimeout {
-		return fmt.Errorf("webhook: Options.MaxTimeout %v is shorter than the default timeout %v; set Options.DefaultTimeout too", o.MaxTimeout, DefaultTimeout)
-	}
-	for i, d := range o.Schedule {
+	for i, d := range o.RetrySchedule {
 		if d <= 0 {
-			return fmt.Errorf("webhook: Options.Schedule[%d] is %v; give a positive duration such as 30s", i, d)
+			return mcpe.Invalid(fmt.Sprintf("retrySchedule[%d]", i), "is %v; give a positive duration such as 30s", d)
 		}
 	}
 	if o.Jitter > 1 {
-		return fmt.Errorf("webhook: Options.Jitter is %v; give a fraction up to 1 (0.2 varies delays by ±20%%), zero for %v, or a negative number for none", o.Jitter, DefaultJitter)
+		return mcpe.Invalid("jitter", "is %v; give a fraction up to 1 (0.2 varies delays by ±20%%), zero for %v, or a negative number for none", o.Jitter, DefaultJitter)
 	}
 	if o.MaxRetryAfter < 0 {
-		return fmt.Errorf("webhook: Options.MaxRetryAfter is %v; give a positive duration, or zero for %v", o.MaxRetryAfter, DefaultMaxRetryAfter)
+		return mcpe.Invalid("maxRetryAfter", "is %v; give a positive duration, or leave it out for %v", o.MaxRetryAfter, DefaultMaxRetryAfter)
 	}
 	if o.MaxConnsPerHost < 0 {
-		return fmt.Errorf("webhook: Options.MaxConnsPerHost is %d; give a positive number, or zero for %d", o.MaxConnsPerHost, DefaultMaxConnsPerHost)
+		return mcpe.Invalid("maxConnsPerHost", "is %d; give a positive number, or leave it out for %d", o.MaxConnsPerHost, DefaultMaxConnsPerHost)
 	}
 	if strings.ContainsAny(o.UserAgent, "\r\n") || !validHeaderValue(o.UserAgent) {
-		return fmt.Errorf("webhook: Options.UserAgent %q cannot go in an HTTP header", o.UserAgent)
+		return mcpe.Invalid("userAgent", "%q cannot go in an HTTP header", o.UserAgent)
 	}
 	return nil
 }

@@ -107,7 +107,7 @@ func TestCustomSchedule(t *testing.T) {
 	rc := statusReceiver(t)
 	s := newSender(t, &Options{
 		AllowHTTP: true, AllowNetworks: loopback, Clock: clock.NewFake(t0), Jitter: -1,
-		Schedule: []time.Duration{time.Minute}, MaxRetryAfter: 90 * time.Second,
+		RetrySchedule: []time.Duration{time.Minute}, MaxRetryAfter: 90 * time.Second,
 	})
 	var got []time.Duration
 	for attempt := 1; attempt <= 2; attempt++ {
@@ -121,7 +121,7 @@ func TestCustomSchedule(t *testing.T) {
 func TestJitterBounds(t *testing.T) {
 	rc := statusReceiver(t)
 	s := newSender(t, &Options{AllowHTTP: true, AllowNetworks: loopback, Clock: clock.NewFake(t0)}) // default ±20%
-	for attempt, base := range DefaultSchedule {
+	for attempt, base := range DefaultRetrySchedule {
 		lo, hi := base-base/5, base+base/5
 		seen := map[bool]bool{}
 		for range 40 {

@@ -48,7 +48,7 @@ var _ subscriptions.Handler = (*Sender)(nil)
 func New(opts *Options) (*Sender, error) {
 	o, err := opts.withDefaults()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	s := &Sender{opts: o, rand: rand.Float64}
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: s.control}
@@ -181,10 +181,10 @@ func (s *Sender) Handle(ctx context.Context, inv *subscriptions.Invocation) subs
 // the schedule's delay, or the receiver's Retry-After when later, until the
 // schedule is used up.
 func (s *Sender) retry(attempt int, err error, retryAfter time.Duration) subscriptions.Outcome {
-	if attempt > len(s.opts.Schedule) {
+	if attempt > len(s.opts.RetrySchedule) {
 		return subscriptions.Outcome{Err: fmt.Errorf("gave up after %d attempts: %w", attempt, err)}
 	}
-	d := jitter(s.opts.Schedule[attempt-1], s.opts.Jitter, s.rand())
+	d := jitter(s.opts.RetrySchedule[attempt-1], s.opts.Jitter, s.rand())
 	d = max(d, min(retryAfter, s.opts.MaxRetryAfter))
 	return subscriptions.Outcome{Err: err, RetryIn: d}
 }

@@ -179,6 +179,7 @@ func (s *Sender) dialContext(ctx context.Context, network, address string) (net.
 // not use up the whole timeout.
 func (s *Sender) dialOne(ctx context.Context, network, address string, left int) (net.Conn, error) {
 	if deadline, ok := ctx.Deadline(); ok && left > 1 {
+		// A context deadline is on the wall clock, not Options.Clock.
 		share := time.Until(deadline) / time.Duration(left)
 		if share >= minDialShare {
 			var cancel context.CancelFunc

@@ -4,10 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
-	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -39,20 +37,11 @@ func (h *handlerSet) close() {
 func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*handlerSet, error) {
 	set := &handlerSet{byType: make(map[mcpe.HandlerType]subscriptions.Handler)}
 	if b := cfg.Bash; b != nil && len(b.Commands) > 0 {
-		commands := make(map[string]bash.Command, len(b.Commands))
-		for name, c := range b.Commands {
-			commands[name] = bash.Command{Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadOnlyRoot: c.ReadOnlyRoot}
-		}
-		runner, err := bash.New(&bash.Options{
-			Commands:       commands,
-			DefaultTimeout: time.Duration(b.DefaultTimeout),
-			MaxTimeout:     time.Duration(b.MaxTimeout),
-			MaxConcurrent:  b.MaxConcurrent,
-			Sandbox:        b.Sandbox,
-			Logger:         log.With("handler", "bash"),
-		})
+		opts := b.Options()
+		opts.Logger = log.With("handler", "bash")
+		runner, err := bash.New(&opts)
 		if err != nil {
-			return nil, fmt.Errorf("handlers.bash: %w", err)
+			return nil, config.Within("handlers.bash", err)
 		}
 		set.byType[mcpe.HandlerBash] = runner
 		set.commands = runner.Commands()
@@ -63,56 +52,30 @@ func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*h
 		}
 	}
 	if w := cfg.Webhook; w != nil && w.Enabled {
-		networks, err := w.Networks()
+		opts, err := w.Options()
 		if err != nil {
-			return nil, err
+			return nil, config.Within("handlers.webhook", err)
 		}
-		secrets, err := w.SecretValues()
+		opts.Logger = log.With("handler", "webhook")
+		sender, err := webhook.New(&opts)
 		if err != nil {
-			return nil, err
-		}
-		schedule := make([]time.Duration, len(w.RetrySchedule))
-		for i, d := range w.RetrySchedule {
-			schedule[i] = time.Duration(d)
-		}
-		sender, err := webhook.New(&webhook.Options{
-			AllowHTTP:      w.AllowHTTP,
-			AllowNetworks:  networks,
-			Secrets:        secrets,
-			DefaultTimeout: time.Duration(w.DefaultTimeout),
-			MaxTimeout:     time.Duration(w.MaxTimeout),
-			Schedule:       schedule,
-			Logger:         log.With("handler", "webhook"),
-		})
-		if err != nil {
-			return nil, err
+			return nil, config.Within("handlers.webhook", err)
 		}
 		set.byType[mcpe.HandlerWebhook] = sender
 		set.closers = append(set.closers, sender.Close)
 		log.Info("webhook handler on", "allow_http", w.AllowHTTP, "allow_networks", w.AllowNetworks)
 	}
 	if a := cfg.Agent; a != nil && a.Enabled {
-		opts := &agent.Options{
-			Sessions:         late.Sessions,
-			Tools:            late,
-			DefaultMaxTokens: a.MaxTokens,
-			MaxTurns:         a.MaxTurns,
-			MaxRunTime:       time.Duration(a.MaxRunTime),
-			Logger:           log.With("handler", "agent"),
-		}
-		if e := a.Endpoint; e != nil {
-			opts.Endpoint = &agent.Endpoint{URL: e.URL, Model: e.Model}
-			if e.APIKey != nil {
-				key, err := e.APIKey.Value("handlers.agent.endpoint.apiKey")
-				if err != nil {
-					return nil, err
-				}
-				opts.Endpoint.APIKey = key
-			}
-		}
-		ag, err := agent.New(opts)
+		opts, err := a.Options()
 		if err != nil {
-			return nil, err
+			return nil, config.Within("handlers.agent", err)
+		}
+		opts.Sessions = late.Sessions
+		opts.Tools = late
+		opts.Logger = log.With("handler", "agent")
+		ag, err := agent.New(&opts)
+		if err != nil {
+			return nil, config.Within("handlers.agent", err)
 		}
 		set.byType[mcpe.HandlerAgent] = ag
 		log.Info("agent handler on", "endpoint", a.Endpoint != nil)

@@ -2,10 +2,8 @@ package app
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
 	"github.com/mcpe-server/mcpe-server/adapters/catalog"
@@ -14,7 +12,6 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters/slack"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/config"
-	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -48,20 +45,14 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 		Endpoint:    github.Endpoint,
 	}
 	if c := cfg.GitHub; c != nil {
-		secret, err := c.Secret.Value("adapters.github.secret")
+		opts, err := c.Options()
 		if err != nil {
-			return nil, err
+			return nil, config.Within("adapters.github", err)
 		}
-		a, err := github.New(github.Options{
-			Publisher:      pub,
-			Secret:         []byte(secret),
-			PriorityLabels: config.Priorities(c.PriorityLabels),
-			MaxBodyBytes:   c.MaxBodyBytes,
-			Clock:          clk,
-			Logger:         log.With("adapter", "github"),
-		})
+		opts.Publisher, opts.Clock, opts.Logger = pub, clk, log.With("adapter", "github")
+		a, err := github.New(opts)
 		if err != nil {
-			return nil, fmt.Errorf("adapters.github: %w", err)
+			return nil, config.Within("adapters.github", err)
 		}
 		s.signed[github.Endpoint] = a
 		gh.Configured, gh.Types = true, a.Catalog
@@ -74,19 +65,14 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 		Endpoint:    slack.Endpoint,
 	}
 	if c := cfg.Slack; c != nil {
-		secret, err := c.SigningSecret.Value("adapters.slack.signingSecret")
+		opts, err := c.Options()
 		if err != nil {
-			return nil, err
+			return nil, config.Within("adapters.slack", err)
 		}
-		a, err := slack.New(slack.Options{
-			Publisher:     pub,
-			SigningSecret: []byte(secret),
-			MaxBodyBytes:  c.MaxBodyBytes,
-			Clock:         clk,
-			Logger:        log.With("adapter", "slack"),
-		})
+		opts.Publisher, opts.Clock, opts.Logger = pub, clk, log.With("adapter", "slack")
+		a, err := slack.New(opts)
 		if err != nil {
-			return nil, fmt.Errorf("adapters.slack: %w", err)
+			return nil, config.Within("adapters.slack", err)
 		}
 		s.signed[slack.Endpoint] = a
 		sl.Configured, sl.Types = true, a.Catalog
@@ -99,29 +85,19 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 		Endpoint:    alertmanager.Endpoint,
 	}
 	if c := cfg.Alertmanager; c != nil {
-		tokens := map[string]string{}
-		for i, t := range c.Tokens {
-			v, err := t.Value(fmt.Sprintf("adapters.alertmanager.tokens[%d]", i))
-			if err != nil {
-				return nil, err
-			}
-			tokens[v] = "alertmanager"
-		}
-		a, err := alertmanager.New(alertmanager.Options{
-			Publisher:          pub,
-			Tokens:             httpapi.NewTokens(tokens),
-			SeverityPriorities: config.Priorities(c.SeverityPriorities),
-			MaxBodyBytes:       c.MaxBodyBytes,
-			Clock:              clk,
-			Logger:             log.With("adapter", "alertmanager"),
-		})
+		opts, err := c.Options()
 		if err != nil {
-			return nil, fmt.Errorf("adapters.alertmanager: %w", err)
+			return nil, config.Within("adapters.alertmanager", err)
+		}
+		opts.Publisher, opts.Clock, opts.Logger = pub, clk, log.With("adapter", "alertmanager")
+		a, err := alertmanager.New(opts)
+		if err != nil {
+			return nil, config.Within("adapters.alertmanager", err)
 		}
 		// With tokens every request is authenticated, so the receiver may
 		// be reached through a tunnel or a proxy like the signed ones;
 		// without, it stays behind the loopback Host check.
-		if len(tokens) > 0 {
+		if opts.Tokens.Len() > 0 {
 			s.signed[alertmanager.Endpoint] = a
 		} else {
 			s.webhooks[alertmanager.Endpoint] = a
@@ -135,28 +111,11 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 		Description: "Upstream MCP servers: their list changes, resource updates, log messages and own events/event, as mcp.<name>.* events.",
 	}
 	if c := cfg.MCP; c != nil && len(c.Upstreams) > 0 {
-		ups := make([]mcpadapter.Upstream, 0, len(c.Upstreams))
-		for _, u := range c.Upstreams {
-			ups = append(ups, mcpadapter.Upstream{
-				Name:            u.Name,
-				Command:         u.Command,
-				Env:             config.Expanded(u.Env),
-				URL:             u.URL,
-				Headers:         config.Expanded(u.Headers),
-				ProtocolVersion: u.ProtocolVersion,
-			})
-		}
-		a, err := mcpadapter.New(mcpadapter.Options{
-			Upstreams:  ups,
-			Publisher:  pub,
-			Clock:      clk,
-			Logger:     log.With("adapter", "mcp"),
-			LogLevel:   c.LogLevel,
-			MinBackoff: time.Duration(c.MinBackoff),
-			MaxBackoff: time.Duration(c.MaxBackoff),
-		})
+		opts := c.Options()
+		opts.Publisher, opts.Clock, opts.Logger = pub, clk, log.With("adapter", "mcp")
+		a, err := mcpadapter.New(opts)
 		if err != nil {
-			return nil, fmt.Errorf("adapters.mcp: %w", err)
+			return nil, config.Within("adapters.mcp", err)
 		}
 		s.upstreams = a
 		up.Configured, up.Types, up.States = true, a.Catalog, a.States

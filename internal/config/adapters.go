@@ -1,17 +1,17 @@
 package config
 
 import (
-	"errors"
 	"fmt"
-	"maps"
-	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
+	"github.com/mcpe-server/mcpe-server/adapters/github"
+	mcpadapter "github.com/mcpe-server/mcpe-server/adapters/mcp"
+	"github.com/mcpe-server/mcpe-server/adapters/slack"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // Adapters configures the event sources besides POST /v1/events. Each is
@@ -71,9 +71,6 @@ type MCPAdapter struct {
 	MaxBackoff Duration `yaml:"maxBackoff"`
 }
 
-// mcpLogLevels are the MCP logging levels, least severe first.
-var mcpLogLevels = []string{"debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"}
-
 // MCPUpstream is one upstream MCP server: a command (stdio) or a URL
 // (Streamable HTTP). ${NAME} in env and header values is read from the
 // server's environment.
@@ -91,91 +88,107 @@ type MCPUpstream struct {
 
 func (a *Adapters) validate() error {
 	if g := a.GitHub; g != nil {
-		if _, err := g.Secret.Value("adapters.github.secret"); err != nil {
-			return err
+		opts, err := g.Options()
+		if err == nil {
+			err = opts.Validate()
 		}
-		if g.MaxBodyBytes < 0 {
-			return errors.New("adapters.github.maxBodyBytes must be positive (or left out for 1048576)")
-		}
-		if err := checkPriorities("adapters.github.priorityLabels", g.PriorityLabels); err != nil {
-			return err
+		if err != nil {
+			return Within("adapters.github", err)
 		}
 	}
 	if s := a.Slack; s != nil {
-		if _, err := s.SigningSecret.Value("adapters.slack.signingSecret"); err != nil {
-			return err
+		opts, err := s.Options()
+		if err == nil {
+			err = opts.Validate()
 		}
-		if s.MaxBodyBytes < 0 {
-			return errors.New("adapters.slack.maxBodyBytes must be positive (or left out for 1048576)")
+		if err != nil {
+			return Within("adapters.slack", err)
 		}
 	}
 	if m := a.Alertmanager; m != nil {
-		for i, t := range m.Tokens {
-			if _, err := t.Value(fmt.Sprintf("adapters.alertmanager.tokens[%d]", i)); err != nil {
-				return err
-			}
+		opts, err := m.Options()
+		if err == nil {
+			err = opts.Validate()
 		}
-		if err := checkPriorities("adapters.alertmanager.severityPriorities", m.SeverityPriorities); err != nil {
-			return err
-		}
-		if m.MaxBodyBytes < 0 {
-			return errors.New("adapters.alertmanager.maxBodyBytes must be positive (or left out for 1048576)")
+		if err != nil {
+			return Within("adapters.alertmanager", err)
 		}
 	}
 	if m := a.MCP; m != nil {
-		if m.LogLevel != "" && !slices.Contains(mcpLogLevels, m.LogLevel) {
-			return fmt.Errorf("adapters.mcp.logLevel %q is not an MCP logging level; use one of %s", m.LogLevel, strings.Join(mcpLogLevels, ", "))
-		}
-		if m.MinBackoff < 0 || m.MaxBackoff < 0 || (m.MaxBackoff > 0 && m.MaxBackoff < m.MinBackoff) {
-			return fmt.Errorf("adapters.mcp: minBackoff (%v) and maxBackoff (%v) must be positive with maxBackoff at least minBackoff; leave them out for 1s and 5m", time.Duration(m.MinBackoff), time.Duration(m.MaxBackoff))
-		}
-		seen := map[string]bool{}
-		for i, u := range m.Upstreams {
-			field := fmt.Sprintf("adapters.mcp.upstreams[%d]", i)
-			if !commandName.MatchString(u.Name) || strings.Contains(u.Name, ".") {
-				return fmt.Errorf("%s.name %q: give a name of letters, digits, '_' or '-' (it becomes the event type segment mcp.<name>)", field, u.Name)
-			}
-			if seen[u.Name] {
-				return fmt.Errorf("%s.name %q is used twice; each upstream needs its own name", field, u.Name)
-			}
-			seen[u.Name] = true
-			switch {
-			case len(u.Command) > 0 && u.URL != "":
-				return fmt.Errorf("%s: give command (stdio) or url (Streamable HTTP), not both", field)
-			case len(u.Command) == 0 && u.URL == "":
-				return fmt.Errorf("%s: give command, e.g. [\"npx\", \"-y\", \"@modelcontextprotocol/server-everything\"], or url", field)
-			case u.URL != "":
-				p, err := url.Parse(u.URL)
-				if err != nil || (p.Scheme != "http" && p.Scheme != "https") || p.Host == "" {
-					return fmt.Errorf("%s.url %q: give an http or https URL, e.g. \"https://mcp.example.com/mcp\"", field, u.URL)
-				}
-				if len(u.Env) > 0 {
-					return fmt.Errorf("%s.env: env is for a command upstream; give a url upstream its settings with headers", field)
-				}
-			default:
-				if strings.TrimSpace(u.Command[0]) == "" {
-					return fmt.Errorf("%s.command: the program (first element) is empty", field)
-				}
-				if len(u.Headers) > 0 {
-					return fmt.Errorf("%s.headers: headers are for a url upstream; give a command its settings with env", field)
-				}
-			}
-			if v := u.ProtocolVersion; v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) {
-				return fmt.Errorf("%s.protocolVersion %q: use one of %s, or leave it out to choose", field, v, strings.Join(mcp.SupportedProtocolVersions(), ", "))
-			}
+		opts := m.Options()
+		if err := opts.Validate(); err != nil {
+			return Within("adapters.mcp", err)
 		}
 	}
 	return nil
 }
 
-// checkPriorities checks that every value of m is a priority.
-func checkPriorities(field string, m map[string]string) error {
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		if !mcpe.Priority(strings.ToLower(m[k])).Valid() {
-			return fmt.Errorf("%s.%s: %q is not a priority; use low, normal, high or critical", field, k, m[k])
-		}
+// Options returns the GitHub receiver's options as configured, with the
+// secret read; the caller adds the Publisher, Clock and Logger. An error
+// names the key under adapters.github.
+func (g *GitHubAdapter) Options() (github.Options, error) {
+	secret, err := g.Secret.Value("secret")
+	if err != nil {
+		return github.Options{}, err
 	}
-	return nil
+	return github.Options{
+		Secret:         []byte(secret),
+		PriorityLabels: Priorities(g.PriorityLabels),
+		MaxBodyBytes:   g.MaxBodyBytes,
+	}, nil
+}
+
+// Options returns the Slack receiver's options as configured, with the
+// signing secret read; the caller adds the Publisher, Clock and Logger. An
+// error names the key under adapters.slack.
+func (s *SlackAdapter) Options() (slack.Options, error) {
+	secret, err := s.SigningSecret.Value("signingSecret")
+	if err != nil {
+		return slack.Options{}, err
+	}
+	return slack.Options{SigningSecret: []byte(secret), MaxBodyBytes: s.MaxBodyBytes}, nil
+}
+
+// Options returns the Alertmanager receiver's options as configured, with
+// the tokens read; the caller adds the Publisher, Clock and Logger. An
+// error names the key under adapters.alertmanager.
+func (m *AlertmanagerAdapter) Options() (alertmanager.Options, error) {
+	tokens := make(map[string]string, len(m.Tokens))
+	for i, t := range m.Tokens {
+		v, err := t.Value(fmt.Sprintf("tokens[%d]", i))
+		if err != nil {
+			return alertmanager.Options{}, err
+		}
+		tokens[v] = "alertmanager"
+	}
+	return alertmanager.Options{
+		Tokens:             httpapi.NewTokens(tokens),
+		SeverityPriorities: Priorities(m.SeverityPriorities),
+		MaxBodyBytes:       m.MaxBodyBytes,
+	}, nil
+}
+
+// Options returns the upstream MCP servers' options as configured, with
+// ${NAME} in env and header values read from the environment; the caller
+// adds the Publisher, Clock and Logger.
+func (m *MCPAdapter) Options() mcpadapter.Options {
+	ups := make([]mcpadapter.Upstream, 0, len(m.Upstreams))
+	for _, u := range m.Upstreams {
+		ups = append(ups, mcpadapter.Upstream{
+			Name:            u.Name,
+			Command:         u.Command,
+			Env:             Expanded(u.Env),
+			URL:             u.URL,
+			Headers:         Expanded(u.Headers),
+			ProtocolVersion: u.ProtocolVersion,
+		})
+	}
+	return mcpadapter.Options{
+		Upstreams:  ups,
+		LogLevel:   m.LogLevel,
+		MinBackoff: time.Duration(m.MinBackoff),
+		MaxBackoff: time.Duration(m.MaxBackoff),
+	}
 }
 
 // Priorities returns m with its values as priorities. A nil m gives nil (the

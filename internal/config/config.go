@@ -2,6 +2,12 @@
 // are errors, every value is checked, and each error names the key it is
 // about. Zero values mean "use the default"; the defaults are documented on
 // each field and applied by the packages that own them.
+//
+// A section that configures a package (handlers.bash, adapters.github, ...)
+// turns into that package's options with its Options method, and is checked
+// by their Validate: the file and the package refuse a value with the same
+// words, and Within puts the section's path before the key. What only YAML
+// has (unknown keys, durations, token or tokenEnv) is checked here.
 package config
 
 import (
@@ -16,6 +22,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -256,8 +264,8 @@ func (c *Config) validate() error {
 	if c.Subscriptions.MaxPerPrincipal < 0 {
 		return errors.New("subscriptions.maxPerPrincipal must be positive (or left out for 100)")
 	}
-	if c.Ingest.MaxBodyBytes < 0 {
-		return errors.New("ingest.maxBodyBytes must be positive (or left out for 1048576)")
+	if err := (&httpapi.IngestOptions{MaxBodyBytes: c.Ingest.MaxBodyBytes}).Validate(); err != nil {
+		return Within("ingest", err)
 	}
 	if c.Inbox.MaxEntries < 0 {
 		return errors.New("inbox.maxEntries must be positive (or left out for 1000)")
@@ -311,21 +319,40 @@ func (c *Config) validate() error {
 }
 
 // Value returns the secret, reading the environment variable if one is named.
-// field names the secret in error messages.
+// field names the secret in errors, which are *mcpe.InvalidError.
 func (s Secret) Value(field string) (string, error) {
 	switch {
 	case s.Token != "" && s.TokenEnv != "":
-		return "", fmt.Errorf("%s: give token or tokenEnv, not both", field)
+		return "", mcpe.Invalid(field, "give token or tokenEnv, not both")
 	case s.TokenEnv != "":
 		v := os.Getenv(s.TokenEnv)
 		if v == "" {
-			return "", fmt.Errorf("%s.tokenEnv: environment variable %s is not set or empty", field, s.TokenEnv)
+			return "", mcpe.Invalid(field+".tokenEnv", "environment variable %s is not set or empty", s.TokenEnv)
 		}
 		return v, nil
 	case s.Token != "":
 		return s.Token, nil
 	}
-	return "", fmt.Errorf("%s: give token (the value) or tokenEnv (an environment variable holding it)", field)
+	return "", mcpe.Invalid(field, "give token (the value) or tokenEnv (an environment variable holding it)")
+}
+
+// Within puts err, about a setting of the section at path, under that path:
+// the Field of an *mcpe.InvalidError is prefixed with it, so that
+// "sandbox" in handlers.bash becomes "handlers.bash.sandbox"; another error
+// is wrapped as "path: err". A nil err gives nil.
+func Within(path string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var ie *mcpe.InvalidError
+	if errors.As(err, &ie) {
+		field := path
+		if ie.Field != "" {
+			field += "." + ie.Field
+		}
+		return &mcpe.InvalidError{Field: field, Message: ie.Message}
+	}
+	return fmt.Errorf("%s: %w", path, err)
 }
 
 // SlogLevel returns the log level.

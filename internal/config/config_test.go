@@ -132,7 +132,7 @@ func TestParseErrors(t *testing.T) {
 		{name: "ingest tokenEnv not set", yaml: "ingest:\n  tokens:\n    - token: x\n    - tokenEnv: MCPE_TEST_UNSET_TOKEN_9F3A\n", want: []string{"ingest.tokens[1].tokenEnv", "MCPE_TEST_UNSET_TOKEN_9F3A"}},
 
 		{name: "negative maxPerPrincipal", yaml: "subscriptions:\n  maxPerPrincipal: -1\n", want: []string{"subscriptions.maxPerPrincipal must be positive"}},
-		{name: "negative maxBodyBytes", yaml: "ingest:\n  maxBodyBytes: -1\n", want: []string{"ingest.maxBodyBytes must be positive"}},
+		{name: "negative maxBodyBytes", yaml: "ingest:\n  maxBodyBytes: -1\n", want: []string{"ingest.maxBodyBytes: is -1; give a positive number of bytes"}},
 		{name: "negative maxEntries", yaml: "inbox:\n  maxEntries: -5\n", want: []string{"inbox.maxEntries must be positive"}},
 
 		{name: "bad log level", yaml: "log:\n  level: loud\n", want: []string{"log.level", `"loud"`, "debug, info, warn or error"}},

@@ -1,16 +1,17 @@
 package config
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
-	"net/url"
-	"path/filepath"
-	"regexp"
 	"slices"
-	"strings"
 	"time"
+
+	"github.com/mcpe-server/mcpe-server/handlers"
+	"github.com/mcpe-server/mcpe-server/handlers/agent"
+	"github.com/mcpe-server/mcpe-server/handlers/bash"
+	"github.com/mcpe-server/mcpe-server/handlers/webhook"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Handlers configures the handlers subscriptions may carry. Each type is off
@@ -108,95 +109,81 @@ type AgentEndpoint struct {
 	Model string `yaml:"model"`
 }
 
-var (
-	commandName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$`)
-	secretName  = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]{0,63}$`)
-	envName     = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
-)
-
 func (h *Handlers) validate() error {
-	if h.Concurrency < 0 {
-		return errors.New("handlers.concurrency must be positive (or left out for 32)")
+	if err := (&handlers.Options{Concurrency: h.Concurrency}).Validate(); err != nil {
+		return Within("handlers", err)
 	}
 	if b := h.Bash; b != nil {
-		if err := b.validate(); err != nil {
-			return err
+		opts := b.Options()
+		if err := opts.Validate(); err != nil {
+			return Within("handlers.bash", err)
 		}
 	}
 	if w := h.Webhook; w != nil {
-		if err := w.validate(); err != nil {
-			return err
+		opts, err := w.Options()
+		if err == nil {
+			err = opts.Validate()
+		}
+		if err != nil {
+			return Within("handlers.webhook", err)
 		}
 	}
 	if a := h.Agent; a != nil {
-		if err := a.validate(); err != nil {
-			return err
+		opts, err := a.Options()
+		if err == nil {
+			err = opts.Validate()
+		}
+		if err != nil {
+			return Within("handlers.agent", err)
 		}
 	}
 	return nil
 }
 
-func (b *BashHandler) validate() error {
-	switch b.Sandbox {
-	case "", "auto", "bwrap", "off":
-	default:
-		return fmt.Errorf("handlers.bash.sandbox %q: use \"auto\" (bubblewrap when installed), \"bwrap\" (required) or \"off\"", b.Sandbox)
+// Options returns the bash handler's options as configured; the caller adds
+// the Logger.
+func (b *BashHandler) Options() bash.Options {
+	commands := make(map[string]bash.Command, len(b.Commands))
+	for name, c := range b.Commands {
+		commands[name] = bash.Command{Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadOnlyRoot: c.ReadOnlyRoot}
 	}
-	if b.MaxConcurrent < 0 {
-		return errors.New("handlers.bash.maxConcurrent must be positive (or left out for 4)")
+	return bash.Options{
+		Commands:       commands,
+		DefaultTimeout: time.Duration(b.DefaultTimeout),
+		MaxTimeout:     time.Duration(b.MaxTimeout),
+		MaxConcurrent:  b.MaxConcurrent,
+		Sandbox:        b.Sandbox,
 	}
-	if err := checkTimeouts("handlers.bash", b.DefaultTimeout, b.MaxTimeout, defaultBashTimeout); err != nil {
-		return err
-	}
-	for _, name := range slices.Sorted(maps.Keys(b.Commands)) {
-		c := b.Commands[name]
-		field := "handlers.bash.commands." + name
-		if !commandName.MatchString(name) {
-			return fmt.Errorf("%s: a command name is 1 to 64 letters, digits, '.', '_' or '-', starting with a letter or digit", field)
-		}
-		if c.Path == "" || !filepath.IsAbs(c.Path) {
-			return fmt.Errorf("%s.path %q: give the program's absolute path, e.g. /usr/bin/notify-send", field, c.Path)
-		}
-		for k := range c.Env {
-			if !envName.MatchString(k) || strings.HasPrefix(k, "MCPE_") {
-				return fmt.Errorf("%s.env: %q is not a variable name the operator may set (letters, digits and '_', not starting with MCPE_)", field, k)
-			}
-		}
-		for i, p := range c.WritablePaths {
-			if !filepath.IsAbs(p) {
-				return fmt.Errorf("%s.writablePaths[%d] %q: give an absolute path", field, i, p)
-			}
-		}
-	}
-	return nil
 }
 
-func (w *WebhookHandler) validate() error {
-	if _, err := w.Networks(); err != nil {
-		return err
+// Options returns the webhook handler's options as configured, with the
+// secrets read; the caller adds the Logger. An error names the key under
+// handlers.webhook.
+func (w *WebhookHandler) Options() (webhook.Options, error) {
+	networks, err := w.Networks()
+	if err != nil {
+		return webhook.Options{}, err
 	}
-	for _, name := range slices.Sorted(maps.Keys(w.Secrets)) {
-		field := "handlers.webhook.secrets." + name
-		if !secretName.MatchString(name) {
-			return fmt.Errorf("%s: a secret name is letters, digits and '_', not starting with a digit, as written in ${NAME}", field)
-		}
-		if _, err := w.Secrets[name].Value(field); err != nil {
-			return err
-		}
+	secrets, err := w.SecretValues()
+	if err != nil {
+		return webhook.Options{}, err
 	}
-	if err := checkTimeouts("handlers.webhook", w.DefaultTimeout, w.MaxTimeout, defaultWebhookTimeout); err != nil {
-		return err
+	var schedule []time.Duration
+	for _, d := range w.RetrySchedule {
+		schedule = append(schedule, time.Duration(d))
 	}
-	for i, d := range w.RetrySchedule {
-		if d <= 0 {
-			return fmt.Errorf("handlers.webhook.retrySchedule[%d]: give a positive duration such as \"30s\"", i)
-		}
-	}
-	return nil
+	return webhook.Options{
+		AllowHTTP:      w.AllowHTTP,
+		AllowNetworks:  networks,
+		Secrets:        secrets,
+		DefaultTimeout: time.Duration(w.DefaultTimeout),
+		MaxTimeout:     time.Duration(w.MaxTimeout),
+		RetrySchedule:  schedule,
+	}, nil
 }
 
 // Networks returns AllowNetworks as prefixes; a single address is a /32 or
-// /128.
+// /128. An error names the key under handlers.webhook.
 func (w *WebhookHandler) Networks() ([]netip.Prefix, error) {
 	var out []netip.Prefix
 	for i, n := range w.AllowNetworks {
@@ -206,18 +193,19 @@ func (w *WebhookHandler) Networks() ([]netip.Prefix, error) {
 		}
 		a, err := netip.ParseAddr(n)
 		if err != nil {
-			return nil, fmt.Errorf("handlers.webhook.allowNetworks[%d] %q: give an address or a CIDR range, e.g. \"10.0.0.0/8\" or \"127.0.0.1\"", i, n)
+			return nil, mcpe.Invalid(fmt.Sprintf("allowNetworks[%d]", i), "%q is not an address or a CIDR range; give e.g. \"10.0.0.0/8\" or \"127.0.0.1\"", n)
 		}
 		out = append(out, netip.PrefixFrom(a, a.BitLen()))
 	}
 	return out, nil
 }
 
-// SecretValues reads the webhook secrets.
+// SecretValues reads the webhook secrets. An error names the key under
+// handlers.webhook.
 func (w *WebhookHandler) SecretValues() (map[string]string, error) {
 	out := make(map[string]string, len(w.Secrets))
-	for name, s := range w.Secrets {
-		v, err := s.Value("handlers.webhook.secrets." + name)
+	for _, name := range slices.Sorted(maps.Keys(w.Secrets)) {
+		v, err := w.Secrets[name].Value("secrets." + name)
 		if err != nil {
 			return nil, err
 		}
@@ -226,56 +214,24 @@ func (w *WebhookHandler) SecretValues() (map[string]string, error) {
 	return out, nil
 }
 
-// The handlers' default timeouts, which a maxTimeout given alone must not
-// be under.
-const (
-	defaultBashTimeout    = 30 * time.Second
-	defaultWebhookTimeout = 10 * time.Second
-)
-
-// checkTimeouts checks a handler's defaultTimeout against its maxTimeout;
-// def is the default timeout when defaultTimeout is left out.
-func checkTimeouts(field string, defaultTimeout, maxTimeout Duration, def time.Duration) error {
-	d, m := time.Duration(defaultTimeout), time.Duration(maxTimeout)
-	switch {
-	case m == 0:
-		return nil
-	case d > m:
-		return fmt.Errorf("%s.defaultTimeout %v is longer than %s.maxTimeout %v", field, d, field, m)
-	case d == 0 && def > m:
-		return fmt.Errorf("%s.maxTimeout %v is shorter than the default timeout %v; set %s.defaultTimeout too", field, m, def, field)
+// Options returns the agent handler's options as configured, with the API
+// key read; the caller adds the Sessions, Tools and Logger. An error names
+// the key under handlers.agent.
+func (a *AgentHandler) Options() (agent.Options, error) {
+	opts := agent.Options{
+		DefaultMaxTokens: a.MaxTokens,
+		MaxTurns:         a.MaxTurns,
+		MaxRunTime:       time.Duration(a.MaxRunTime),
 	}
-	return nil
-}
-
-// Bounds of the agent handler's settings.
-const (
-	maxAgentTurns  = 1000
-	maxAgentTokens = 64000
-)
-
-func (a *AgentHandler) validate() error {
-	if a.MaxTurns < 0 || a.MaxTurns > maxAgentTurns {
-		return fmt.Errorf("handlers.agent.maxTurns is %d; give a number from 1 to %d (or leave it out for 8)", a.MaxTurns, maxAgentTurns)
-	}
-	if a.MaxTokens < 0 || a.MaxTokens > maxAgentTokens {
-		return fmt.Errorf("handlers.agent.maxTokens is %d; give a number from 1 to %d (or leave it out for 1024)", a.MaxTokens, maxAgentTokens)
-	}
-	e := a.Endpoint
-	if e == nil {
-		return nil
-	}
-	if e.Model == "" {
-		return errors.New("handlers.agent.endpoint.model is required: the model the endpoint serves, e.g. \"gpt-4o-mini\"")
-	}
-	u, err := url.Parse(e.URL)
-	if err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-		return fmt.Errorf("handlers.agent.endpoint.url %q: give the full chat-completions URL, e.g. \"https://api.openai.com/v1/chat/completions\"", e.URL)
-	}
-	if e.APIKey != nil {
-		if _, err := e.APIKey.Value("handlers.agent.endpoint.apiKey"); err != nil {
-			return err
+	if e := a.Endpoint; e != nil {
+		opts.Endpoint = &agent.Endpoint{URL: e.URL, Model: e.Model}
+		if e.APIKey != nil {
+			key, err := e.APIKey.Value("endpoint.apiKey")
+			if err != nil {
+				return agent.Options{}, err
+			}
+			opts.Endpoint.APIKey = key
 		}
 	}
-	return nil
+	return opts, nil
 }

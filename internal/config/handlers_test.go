@@ -1,12 +1,17 @@
 package config
 
 import (
+	"errors"
 	"net/netip"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/mcpe-server/mcpe-server/handlers/agent"
+	"github.com/mcpe-server/mcpe-server/handlers/bash"
+	"github.com/mcpe-server/mcpe-server/handlers/webhook"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 func TestParseHandlers(t *testing.T) {
@@ -84,29 +89,115 @@ func TestParseHandlerTimeouts(t *testing.T) {
 
 func TestParseHandlerErrors(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
-		{"handlers:\n  concurrency: -1\n", "handlers.concurrency must be positive"},
-		{"handlers:\n  bash:\n    sandbox: docker\n", `handlers.bash.sandbox "docker": use "auto"`},
-		{"handlers:\n  bash:\n    commands:\n      notify: {path: notify-send}\n", `handlers.bash.commands.notify.path "notify-send": give the program's absolute path`},
+		{"handlers:\n  concurrency: -1\n", "handlers.concurrency: is -1; give a positive number"},
+		{"handlers:\n  bash:\n    sandbox: docker\n", `handlers.bash.sandbox: "docker" is not a sandbox mode; use "auto"`},
+		{"handlers:\n  bash:\n    commands:\n      notify: {path: notify-send}\n", `handlers.bash.commands.notify.path: "notify-send" is not an absolute path; give the program's absolute path`},
 		{"handlers:\n  bash:\n    commands:\n      'a b': {path: /bin/true}\n", `handlers.bash.commands.a b: a command name is`},
 		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, env: {MCPE_EVENT_ID: x}}\n", `handlers.bash.commands.x.env: "MCPE_EVENT_ID" is not a variable name`},
-		{"handlers:\n  bash:\n    defaultTimeout: 2m\n    maxTimeout: 1m\n", "handlers.bash.defaultTimeout 2m0s is longer than handlers.bash.maxTimeout 1m0s"},
-		{"handlers:\n  webhook:\n    allowNetworks: [localhost]\n", `handlers.webhook.allowNetworks[0] "localhost": give an address or a CIDR range`},
+		{"handlers:\n  bash:\n    defaultTimeout: 2m\n    maxTimeout: 1m\n", "handlers.bash.defaultTimeout: 2m0s is longer than maxTimeout 1m0s"},
+		{"handlers:\n  webhook:\n    allowNetworks: [localhost]\n", `handlers.webhook.allowNetworks[0]: "localhost" is not an address or a CIDR range`},
 		{"handlers:\n  webhook:\n    secrets:\n      '1X': {token: a}\n", "handlers.webhook.secrets.1X: a secret name is"},
 		{"handlers:\n  webhook:\n    secrets:\n      X: {tokenEnv: MCPE_TEST_UNSET_VARIABLE}\n", "handlers.webhook.secrets.X.tokenEnv: environment variable MCPE_TEST_UNSET_VARIABLE is not set"},
-		{"handlers:\n  webhook:\n    retrySchedule: [0s]\n", "handlers.webhook.retrySchedule[0]: give a positive duration"},
-		{"handlers:\n  agent:\n    endpoint: {url: 'ftp://x', model: m}\n", `handlers.agent.endpoint.url "ftp://x": give the full chat-completions URL`},
-		{"handlers:\n  agent:\n    endpoint: {url: 'https://x/v1/chat/completions'}\n", "handlers.agent.endpoint.model is required"},
+		{"handlers:\n  webhook:\n    retrySchedule: [0s]\n", "handlers.webhook.retrySchedule[0]: is 0s; give a positive duration"},
+		{"handlers:\n  agent:\n    endpoint: {url: 'ftp://x', model: m}\n", `handlers.agent.endpoint.url: "ftp://x" is not an http or https URL; give the full chat-completions URL`},
+		{"handlers:\n  agent:\n    endpoint: {url: 'https://x/v1/chat/completions'}\n", "handlers.agent.endpoint.model: is required"},
 		{"handlers:\n  agent:\n    endpont: {}\n", "field endpont not found"},
-		{"handlers:\n  bash:\n    maxTimeout: 10s\n", "handlers.bash.maxTimeout 10s is shorter than the default timeout 30s; set handlers.bash.defaultTimeout too"},
-		{"handlers:\n  webhook:\n    maxTimeout: 5s\n", "handlers.webhook.maxTimeout 5s is shorter than the default timeout 10s; set handlers.webhook.defaultTimeout too"},
-		{"handlers:\n  webhook:\n    defaultTimeout: 1m\n    maxTimeout: 30s\n", "handlers.webhook.defaultTimeout 1m0s is longer than handlers.webhook.maxTimeout 30s"},
+		{"handlers:\n  bash:\n    maxTimeout: 10s\n", "handlers.bash.maxTimeout: 10s is shorter than the default timeout 30s; set defaultTimeout too"},
+		{"handlers:\n  webhook:\n    maxTimeout: 5s\n", "handlers.webhook.maxTimeout: 5s is shorter than the default timeout 10s; set defaultTimeout too"},
+		{"handlers:\n  webhook:\n    defaultTimeout: 1m\n    maxTimeout: 30s\n", "handlers.webhook.defaultTimeout: 1m0s is longer than maxTimeout 30s"},
 		{"handlers:\n  webhook:\n    secretGrace: -1h\n", `handlers.webhook.secretGrace: "-1h" is negative`},
-		{"handlers:\n  agent:\n    maxTurns: 5000\n", "handlers.agent.maxTurns is 5000; give a number from 1 to 1000"},
-		{"handlers:\n  agent:\n    maxTokens: -1\n", "handlers.agent.maxTokens is -1; give a number from 1 to 64000"},
+		{"handlers:\n  agent:\n    maxTurns: 5000\n", "handlers.agent.maxTurns: is 5000; give a number from 1 to 1000"},
+		{"handlers:\n  agent:\n    maxTokens: -1\n", "handlers.agent.maxTokens: is -1; give a number from 1 to 64000"},
 	} {
 		_, err := Parse(strings.NewReader(tt.yaml))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%q) = %v; want an error containing %q", tt.yaml, err, tt.want)
 		}
+	}
+}
+
+// TestParseErrorNamesTheKey checks that a value a package's Validate
+// refuses comes back as an *mcpe.InvalidError whose Field is the whole key.
+func TestParseErrorNamesTheKey(t *testing.T) {
+	for _, tt := range []struct{ yaml, field string }{
+		{"handlers:\n  bash:\n    sandbox: docker\n", "handlers.bash.sandbox"},
+		{"handlers:\n  webhook:\n    secrets:\n      X: {}\n", "handlers.webhook.secrets.X"},
+		{"handlers:\n  agent:\n    maxTurns: 5000\n", "handlers.agent.maxTurns"},
+		{"adapters:\n  github:\n    secret: {token: x}\n    priorityLabels: {P0: urgent}\n", "adapters.github.priorityLabels.P0"},
+		{"adapters:\n  mcp:\n    upstreams: [{name: a, url: 'ftp://x'}]\n", "adapters.mcp.upstreams[0].url"},
+	} {
+		_, err := Parse(strings.NewReader(tt.yaml))
+		var ie *mcpe.InvalidError
+		if !errors.As(err, &ie) || ie.Field != tt.field {
+			t.Errorf("Parse(%q) = %v (%T); want an *mcpe.InvalidError for %s", tt.yaml, err, err, tt.field)
+		}
+	}
+}
+
+// TestHandlerOptions checks what each handler section turns into. A
+// command's program is not looked for on disk: bash.New does that when the
+// server starts.
+func TestHandlerOptions(t *testing.T) {
+	t.Setenv("MCPE_TEST_HOOK_TOKEN", "hook-secret")
+	c, err := Parse(strings.NewReader(`
+handlers:
+  bash:
+    sandbox: "off"
+    maxConcurrent: 2
+    defaultTimeout: 10s
+    commands:
+      notify: {path: /nonexistent/notify-send, env: {DISPLAY: ":0"}, readOnlyRoot: false}
+  webhook:
+    allowHTTP: true
+    allowNetworks: ["127.0.0.1"]
+    secrets:
+      HOOK: {tokenEnv: MCPE_TEST_HOOK_TOKEN}
+    maxTimeout: 30s
+    retrySchedule: [1s, 1m]
+  agent:
+    maxTokens: 300
+    maxRunTime: 1m
+    endpoint: {url: "https://llm.example.com/v1/chat/completions", model: small, apiKey: {token: k}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	no := false
+	wantBash := bash.Options{
+		Commands:       map[string]bash.Command{"notify": {Path: "/nonexistent/notify-send", Env: map[string]string{"DISPLAY": ":0"}, ReadOnlyRoot: &no}},
+		DefaultTimeout: 10 * time.Second,
+		MaxConcurrent:  2,
+		Sandbox:        bash.SandboxOff,
+	}
+	if diff := cmp.Diff(wantBash, c.Handlers.Bash.Options()); diff != "" {
+		t.Errorf("bash options mismatch (-want +got):\n%s", diff)
+	}
+
+	hook, err := c.Handlers.Webhook.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantHook := webhook.Options{
+		AllowHTTP:     true,
+		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
+		Secrets:       map[string]string{"HOOK": "hook-secret"},
+		MaxTimeout:    30 * time.Second,
+		RetrySchedule: []time.Duration{time.Second, time.Minute},
+	}
+	if diff := cmp.Diff(wantHook, hook, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
+		t.Errorf("webhook options mismatch (-want +got):\n%s", diff)
+	}
+
+	ag, err := c.Handlers.Agent.Options()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantAgent := agent.Options{
+		Endpoint:         &agent.Endpoint{URL: "https://llm.example.com/v1/chat/completions", Model: "small", APIKey: "k"},
+		DefaultMaxTokens: 300,
+		MaxRunTime:       time.Minute,
+	}
+	if diff := cmp.Diff(wantAgent, ag); diff != "" {
+		t.Errorf("agent options mismatch (-want +got):\n%s", diff)
 	}
 }

@@ -6,15 +6,12 @@
 package httpapi
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"mime"
 	"net/http"
-	"strings"
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -23,17 +20,6 @@ import (
 
 // DefaultMaxBodyBytes is the body limit when IngestOptions.MaxBodyBytes is zero.
 const DefaultMaxBodyBytes = 1 << 20
-
-// Error codes of the JSON error body.
-const (
-	CodeInvalidJSON      = "invalid_json"
-	CodeInvalidEvent     = "invalid_event"
-	CodeBodyTooLarge     = "body_too_large"
-	CodeUnsupportedMedia = "unsupported_media_type"
-	CodeUnauthorized     = "unauthorized"
-	CodeMethodNotAllowed = "method_not_allowed"
-	CodeInternal         = "internal"
-)
 
 // IngestOptions configure the handler.
 type IngestOptions struct {
@@ -55,13 +41,24 @@ type Ingest struct {
 	opts IngestOptions
 }
 
+// Validate checks the settings of o; NewIngest also requires a Publisher.
+// An error is an *mcpe.InvalidError whose Field is the setting's key in the
+// configuration file, relative to the ingest section, such as
+// "maxBodyBytes".
+func (o *IngestOptions) Validate() error {
+	if o.MaxBodyBytes < 0 {
+		return mcpe.Invalid("maxBodyBytes", "is %d; give a positive number of bytes, or leave it out for %d", o.MaxBodyBytes, DefaultMaxBodyBytes)
+	}
+	return nil
+}
+
 // NewIngest returns the handler of POST /v1/events.
 func NewIngest(opts IngestOptions) (*Ingest, error) {
 	if opts.Publisher == nil {
 		return nil, errors.New("httpapi: IngestOptions.Publisher is required")
 	}
-	if opts.MaxBodyBytes < 0 {
-		return nil, fmt.Errorf("httpapi: IngestOptions.MaxBodyBytes is %d; it must be positive, or zero for the default", opts.MaxBodyBytes)
+	if err := opts.Validate(); err != nil {
+		return nil, fmt.Errorf("httpapi: %w", err)
 	}
 	if opts.MaxBodyBytes == 0 {
 		opts.MaxBodyBytes = DefaultMaxBodyBytes
@@ -84,37 +81,29 @@ type IngestResponse struct {
 	Duplicate bool `json:"duplicate,omitempty"`
 }
 
-// ErrorBody is the body of every refusal.
-type ErrorBody struct {
-	Error struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
-		writeError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
+		WriteError(w, http.StatusMethodNotAllowed, CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
 		return
 	}
 	if h.opts.Tokens.Len() > 0 {
 		token, ok := BearerToken(r)
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server"`)
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "this endpoint needs an \"Authorization: Bearer <token>\" header with an ingest token from the server's configuration")
+			WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "this endpoint needs an \"Authorization: Bearer <token>\" header with an ingest token from the server's configuration")
 			return
 		}
 		if _, ok := h.opts.Tokens.Lookup(token); !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server", error="invalid_token"`)
-			writeError(w, http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not one of the server's ingest tokens")
+			WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not one of the server's ingest tokens")
 			return
 		}
 	}
 	// Requiring JSON also makes a browser preflight the request, so a web
 	// page cannot post events to a local server behind the user's back.
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		writeError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+		WriteError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
 			"send the event as JSON with \"Content-Type: application/json\" (with curl: -H 'Content-Type: application/json')")
 		return
 	}
@@ -122,96 +111,47 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			writeError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+			WriteError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 				fmt.Sprintf("the body is larger than this server's limit of %d bytes; send less data, or ask the operator to raise ingest.maxBodyBytes", h.opts.MaxBodyBytes))
 			return
 		}
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, "could not read the body: "+err.Error())
+		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "could not read the body: "+err.Error())
 		return
 	}
 	in, err := decode(body)
 	if err != nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
+		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
 		return
 	}
 	ev, err := subscriptions.EventFromInput(in, h.opts.Clock.Now())
 	if err != nil {
-		writeError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
+		WriteError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
 		return
 	}
 	res, err := h.opts.Publisher.Publish(r.Context(), ev)
 	if err != nil {
 		var inv *mcpe.InvalidError
 		if errors.As(err, &inv) {
-			writeError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
+			WriteError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
 			return
 		}
 		h.opts.Logger.Error("publish event", "type", ev.Type, "error", err)
-		writeError(w, http.StatusInternalServerError, CodeInternal, "the event could not be stored; it was not accepted, try again")
+		WriteError(w, http.StatusInternalServerError, CodeInternal, "the event could not be stored; it was not accepted, try again")
 		return
 	}
 	h.opts.Logger.Debug("event accepted", "event_id", res.EventID, "type", ev.Type, "duplicate", res.Duplicate, "deliveries", len(res.Delivered))
-	writeJSON(w, http.StatusAccepted, IngestResponse{ID: res.EventID, Duplicate: res.Duplicate})
+	WriteJSON(w, http.StatusAccepted, IngestResponse{ID: res.EventID, Duplicate: res.Duplicate})
+}
+
+// eventBody phrases the errors of decoding a POST /v1/events body.
+var eventBody = &mcpe.DecodeOptions{
+	Subject: "the body",
+	Example: `{"type": "deploy.failed", "data": {"service": "api"}}`,
 }
 
 // decode parses the body strictly: one JSON object with known fields only.
 func decode(body []byte) (mcpe.EventInput, error) {
 	var in mcpe.EventInput
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) == 0 {
-		return in, errors.New(`the body is empty; send {"type": "...", "data": {...}}`)
-	}
-	if trimmed[0] != '{' {
-		return in, errors.New(`the body must be a JSON object such as {"type": "deploy.failed", "data": {"service": "api"}}`)
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&in); err != nil {
-		var typeErr *json.UnmarshalTypeError
-		var syntaxErr *json.SyntaxError
-		switch {
-		case errors.As(err, &syntaxErr):
-			return in, fmt.Errorf("the body is not valid JSON: %s at byte %d", strings.TrimPrefix(syntaxErr.Error(), "json: "), syntaxErr.Offset)
-		case errors.As(err, &typeErr):
-			return in, fmt.Errorf("%s has the wrong type: got a JSON %s, want %s", typeErr.Field, typeErr.Value, wantType(typeErr.Field))
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			return in, fmt.Errorf("unknown field %s; the body accepts type, data, id and metadata (sourceEventId, timestamp, priority, tags)",
-				strings.TrimPrefix(err.Error(), "json: unknown field "))
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return in, errors.New("the body is not valid JSON: it ends too early")
-		}
-		return in, fmt.Errorf("the body is not valid JSON: %v", err)
-	}
-	if dec.More() {
-		return in, errors.New("the body holds more than one JSON value; send one event per request")
-	}
-	// More is false before a stray '}' or ']', so look at what is left.
-	if rest := bytes.TrimSpace(trimmed[dec.InputOffset():]); len(rest) > 0 {
-		return in, fmt.Errorf("the body is not valid JSON: unexpected %q after the event object", rest[:1])
-	}
-	return in, nil
-}
-
-func wantType(field string) string {
-	switch field {
-	case "metadata":
-		return "an object"
-	case "metadata.tags":
-		return "an array of strings"
-	default:
-		return "a string"
-	}
-}
-
-func writeJSON(w http.ResponseWriter, status int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	json.NewEncoder(w).Encode(v)
-}
-
-func writeError(w http.ResponseWriter, status int, code, message string) {
-	var body ErrorBody
-	body.Error.Code = code
-	body.Error.Message = message
-	writeJSON(w, status, body)
+	err := mcpe.DecodeStrict(body, &in, eventBody)
+	return in, err
 }
