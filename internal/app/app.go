@@ -104,9 +104,12 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}()
 
+	// The registry keeps the wall clock: its waits are for transports (an
+	// event stream that is not open yet), which run in real time even when
+	// a test moves the server's clock.
 	a.Sessions = realtime.NewRegistry(&realtime.Options{QueueSize: opts.QueueSize, Logger: log})
 	late := &lateServer{}
-	if a.handlers, err = buildHandlers(&cfg.Handlers, late, log); err != nil {
+	if a.handlers, err = buildHandlers(&cfg.Handlers, late, opts.Clock, log); err != nil {
 		return nil, err
 	}
 	a.runner, err = handlers.New(handlers.Options{

@@ -9,6 +9,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/handlers/agent"
 	"github.com/mcpe-server/mcpe-server/handlers/bash"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
@@ -32,13 +33,14 @@ func (h *handlerSet) close() {
 	}
 }
 
-// buildHandlers makes the handlers cfg turns on. late supplies what the
-// agent handler needs from the MCP server, which is built after them.
-func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*handlerSet, error) {
+// buildHandlers makes the handlers cfg turns on, on clock clk. late supplies
+// what the agent handler needs from the MCP server, which is built after
+// them.
+func buildHandlers(cfg *config.Handlers, late *lateServer, clk clock.Clock, log *slog.Logger) (*handlerSet, error) {
 	set := &handlerSet{byType: make(map[mcpe.HandlerType]subscriptions.Handler)}
 	if b := cfg.Bash; b != nil && len(b.Commands) > 0 {
 		opts := b.Options()
-		opts.Logger = log.With("handler", "bash")
+		opts.Clock, opts.Logger = clk, log.With("handler", "bash")
 		runner, err := bash.New(&opts)
 		if err != nil {
 			return nil, config.Within("handlers.bash", err)
@@ -56,7 +58,7 @@ func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*h
 		if err != nil {
 			return nil, config.Within("handlers.webhook", err)
 		}
-		opts.Logger = log.With("handler", "webhook")
+		opts.Clock, opts.Logger = clk, log.With("handler", "webhook")
 		sender, err := webhook.New(&opts)
 		if err != nil {
 			return nil, config.Within("handlers.webhook", err)
@@ -72,7 +74,7 @@ func buildHandlers(cfg *config.Handlers, late *lateServer, log *slog.Logger) (*h
 		}
 		opts.Sessions = late.Sessions
 		opts.Tools = late
-		opts.Logger = log.With("handler", "agent")
+		opts.Clock, opts.Logger = clk, log.With("handler", "agent")
 		ag, err := agent.New(&opts)
 		if err != nil {
 			return nil, config.Within("handlers.agent", err)
