@@ -534,3 +534,45 @@ func TestTimedDeliveryErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestExpiryWhileAwayIsKeptForTheOwner checks that an expiry notice, like a
+// digest, reaches the owner's next session when it had none live, whether
+// the subscription expired while the server ran or while it was down.
+func TestExpiryWhileAwayIsKeptForTheOwner(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcpe.db")
+	start := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
+	f, away := newTimed(t, path, clock.NewFake(start))
+	expiring := func(in time.Duration) *subscriptions.Subscription {
+		req := every("x")
+		req.ExpiresAt = start.Add(in).Format(time.RFC3339)
+		return f.subscribe("alice", req)
+	}
+	running, down := expiring(time.Hour), expiring(3*time.Hour)
+	away.away.Store(true)
+	f.clock.Advance(time.Hour)
+	if got := f.rec.expired(); len(got) != 0 {
+		t.Fatalf("expiry notice sent to an owner with no live session: %v", got)
+	}
+	away.away.Store(false)
+	if err := f.svc.Redeliver(context.Background(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"alice " + running.ID}, f.rec.expired()); diff != "" {
+		t.Errorf("notices on reconnect mismatch (-want +got):\n%s", diff)
+	}
+	f.stop()
+
+	// Down while the second one expired; nobody is connected at start-up.
+	nobody := &presence{}
+	nobody.away.Store(true)
+	f2 := newFixture(t, path, clock.NewFake(start.Add(4*time.Hour)), timedOptions(nobody))
+	if got := f2.rec.expired(); len(got) != 0 {
+		t.Fatalf("expiry notice sent at start-up with nobody connected: %v", got)
+	}
+	if err := f2.svc.Redeliver(context.Background(), "alice"); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"alice " + down.ID}, f2.rec.expired()); diff != "" {
+		t.Errorf("notices on the first connection after the restart mismatch (-want +got):\n%s", diff)
+	}
+}

@@ -378,11 +378,35 @@ func (s *Service) expireDue() {
 		}
 	}
 	s.mu.Unlock()
-	s.deliverer.Deliver(entries)
+	s.deliverer.Deliver(s.keepForAbsent(entries))
 	if len(entries) > 0 {
 		s.jobsWritten()
 	}
 	s.armExpiry()
+}
+
+// keepForAbsent marks as pending the entries of owners with no live
+// session, for Redeliver when they come back (at start-up, none is
+// connected yet), and returns the others, to deliver now.
+func (s *Service) keepForAbsent(entries []InboxEntry) []InboxEntry {
+	if s.opts.Presence == nil || len(entries) == 0 {
+		return entries
+	}
+	var now []InboxEntry
+	var kept []int64
+	for _, e := range entries {
+		if s.opts.Presence.Connected(e.Principal) {
+			now = append(now, e)
+		} else {
+			kept = append(kept, e.Seq)
+		}
+	}
+	if len(kept) > 0 {
+		if err := s.store.MarkPending(s.bg(), kept); err != nil {
+			s.log.Error("keep expiry notices for owners away", "error", err)
+		}
+	}
+	return now
 }
 
 // jobsWritten tells the handler runner that deliveries were recorded.

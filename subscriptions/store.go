@@ -78,6 +78,9 @@ type Store interface {
 	PendingEntries(ctx context.Context, principal string, limit int) ([]InboxEntry, error)
 	// ClearPending unmarks the pending entries of principal up to seq.
 	ClearPending(ctx context.Context, principal string, seq int64) error
+	// MarkPending marks the inbox entries with the given sequence numbers
+	// for delivery when their owners next connect.
+	MarkPending(ctx context.Context, seqs []int64) error
 
 	// ReadInbox returns up to limit (> 0) entries of principal's inbox with a
 	// sequence number above after, oldest first, and whether more follow.

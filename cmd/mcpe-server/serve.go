@@ -141,6 +141,9 @@ func startHTTP(ctx context.Context, addr string, cfg *config.Config, a *app.App,
 	hs := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: 10 * time.Second,
+		// Bodies and answers have per-request deadlines (httpapi.Deadlines);
+		// an event stream has none, so no server-wide Read or WriteTimeout.
+		IdleTimeout: 2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
 		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}

@@ -155,8 +155,27 @@ func (r *Registry) Live(principal string) int {
 	return len(r.byOwner[principal])
 }
 
-// Connected reports whether principal has a live session.
-func (r *Registry) Connected(principal string) bool { return r.Live(principal) > 0 }
+// Connected reports whether principal has a session that notifications can
+// reach now: a sink that reports its liveness (LiveSink: an HTTP session
+// without an open event stream is not live) counts only while it is live.
+// A digest fired while none is kept for the owner's return.
+func (r *Registry) Connected(principal string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for s := range r.byOwner[principal] {
+		if l, ok := s.sink.(LiveSink); !ok || l.Live() {
+			return true
+		}
+	}
+	return false
+}
+
+// LiveSink is a Sink that knows whether notifications can reach its
+// session now.
+type LiveSink interface {
+	Sink
+	Live() bool
+}
 
 // Notify queues n for every live session of principal. It never blocks.
 func (r *Registry) Notify(principal string, n Notification) {

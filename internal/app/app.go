@@ -175,6 +175,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Logger:   log,
 		Commands: a.handlers.commands,
 		Catalog:  a.Catalog,
+		Clock:    opts.Clock,
 	})
 	if err != nil {
 		return nil, err
@@ -214,8 +215,9 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 	}
 	return httpapi.NewMux(httpapi.MuxOptions{
 		MCP: a.Server.HTTPHandler(mcpserver.HTTPOptions{
-			Tokens:         httpapi.NewTokens(principalTokens),
-			SessionTimeout: time.Duration(a.cfg.HTTP.SessionTimeout),
+			Tokens:                  httpapi.NewTokens(principalTokens),
+			SessionTimeout:          time.Duration(a.cfg.HTTP.SessionTimeout),
+			MaxSessionsPerPrincipal: a.cfg.HTTP.MaxSessionsPerPrincipal,
 		}),
 		Ingest:         ingestHandler,
 		Adapters:       a.sources.webhooks,
@@ -244,6 +246,7 @@ func (a *App) Close() {
 func (a *App) close() {
 	a.CloseSessions()
 	if a.Server != nil {
+		a.Server.Close()
 		a.Server.Wait()
 	}
 	if a.sources != nil {

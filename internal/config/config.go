@@ -57,9 +57,13 @@ type HTTP struct {
 	// Addr is the listen address, e.g. "127.0.0.1:8765". Empty: no HTTP
 	// unless --http is given.
 	Addr string `yaml:"addr"`
-	// SessionTimeout closes MCP sessions idle for this long. Default 0:
-	// never.
+	// SessionTimeout closes MCP sessions idle for this long: no request
+	// and no event stream, or an event stream that stayed quiet and did not
+	// answer a ping. Default 5m.
 	SessionTimeout Duration `yaml:"sessionTimeout"`
+	// MaxSessionsPerPrincipal bounds the live MCP sessions of one
+	// principal; past it the one idle longest is closed. Default 100.
+	MaxSessionsPerPrincipal int `yaml:"maxSessionsPerPrincipal"`
 }
 
 // Auth configures bearer tokens for the MCP endpoint.
@@ -269,6 +273,9 @@ func (c *Config) validate() error {
 	}
 	if c.Inbox.MaxEntries < 0 {
 		return errors.New("inbox.maxEntries must be positive (or left out for 1000)")
+	}
+	if c.HTTP.MaxSessionsPerPrincipal < 0 {
+		return errors.New("http.maxSessionsPerPrincipal must be positive (or left out for 100)")
 	}
 	if c.Delivery.PendingDigests < 0 {
 		return errors.New("delivery.pendingDigests must be positive (or left out for 10)")

@@ -88,15 +88,7 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if h.opts.Tokens.Len() > 0 {
-		token, ok := BearerToken(r)
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server"`)
-			WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "this endpoint needs an \"Authorization: Bearer <token>\" header with an ingest token from the server's configuration")
-			return
-		}
-		if _, ok := h.opts.Tokens.Lookup(token); !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server", error="invalid_token"`)
-			WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not one of the server's ingest tokens")
+		if _, ok := h.opts.Tokens.Authenticate(w, r, "an ingest token"); !ok {
 			return
 		}
 	}

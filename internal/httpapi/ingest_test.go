@@ -350,7 +350,7 @@ func TestBearerTokens(t *testing.T) {
 			authorization:  "Bearer guess",
 			wantStatus:     http.StatusUnauthorized,
 			wantChallenge:  `Bearer realm="mcpe-server", error="invalid_token"`,
-			wantMessageHas: "the bearer token is not one of the server's ingest tokens",
+			wantMessageHas: "the bearer token is not an ingest token of this server",
 		},
 		{name: "right token", authorization: "Bearer publish-secret", wantStatus: http.StatusAccepted},
 		{name: "second token, lower-case scheme", authorization: "bearer second-secret", wantStatus: http.StatusAccepted},

@@ -27,7 +27,8 @@ type MuxOptions struct {
 	SignedAdapters map[string]http.Handler
 }
 
-// NewMux returns the server's HTTP handler.
+// NewMux returns the server's HTTP handler, with per-request deadlines
+// (Deadlines) around every endpoint.
 func NewMux(opts MuxOptions) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", opts.MCP)
@@ -48,14 +49,14 @@ func NewMux(opts MuxOptions) http.Handler {
 	})
 	guarded := guardLoopback(http.NewCrossOriginProtection().Handler(mux))
 	if len(opts.SignedAdapters) == 0 {
-		return guarded
+		return Deadlines(guarded, 0, 0)
 	}
 	outer := http.NewServeMux()
 	outer.Handle("/", guarded)
 	for path, h := range opts.SignedAdapters {
 		outer.Handle(path, http.NewCrossOriginProtection().Handler(h))
 	}
-	return outer
+	return Deadlines(outer, 0, 0)
 }
 
 // guardLoopback refuses requests that reached a loopback listener with a

@@ -63,3 +63,23 @@ func BearerToken(r *http.Request) (string, bool) {
 	token = strings.TrimSpace(token)
 	return token, token != ""
 }
+
+// Authenticate checks the bearer token of r against t. It returns the
+// token's principal, or refuses r itself with a 401 that carries
+// WWW-Authenticate: Bearer (RFC 6750) and the JSON refusal body, and
+// returns false. kind names the tokens in the refusal, such as "an ingest
+// token".
+func (t *Tokens) Authenticate(w http.ResponseWriter, r *http.Request, kind string) (principal string, ok bool) {
+	token, ok := BearerToken(r)
+	if !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server"`)
+		WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "this endpoint needs an \"Authorization: Bearer <token>\" header with "+kind+" from the server's configuration")
+		return "", false
+	}
+	if principal, ok = t.Lookup(token); !ok {
+		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server", error="invalid_token"`)
+		WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not "+kind+" of this server")
+		return "", false
+	}
+	return principal, true
+}

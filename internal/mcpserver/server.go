@@ -6,6 +6,8 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -19,6 +21,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -79,6 +82,8 @@ type Options struct {
 	// Catalog, when set, is offered as the events_catalog tool and the
 	// events://catalog resource.
 	Catalog tools.Catalog
+	// Clock times the activity of HTTP sessions; nil is the wall clock.
+	Clock clock.Clock
 }
 
 // resourceCaps is the resources capability: present when a resource is.
@@ -125,6 +130,10 @@ type Server struct {
 	attached map[*mcp.ServerSession]string // session -> principal
 	fixed    map[*mcp.ServerSession]string // principals set by Connect
 	wg       sync.WaitGroup
+	// live watches the HTTP sessions; maxSessions bounds those of one
+	// principal.
+	live        *liveness
+	maxSessions int
 }
 
 // DefaultInstructions tell a client what the server is for.
@@ -154,15 +163,20 @@ func New(opts Options) (*Server, error) {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
 	s := &Server{
-		opts:     opts,
-		log:      opts.Logger,
-		caps:     opts.Service.Capability(),
-		attached: make(map[*mcp.ServerSession]string),
-		fixed:    make(map[*mcp.ServerSession]string),
+		opts:        opts,
+		log:         opts.Logger,
+		caps:        opts.Service.Capability(),
+		attached:    make(map[*mcp.ServerSession]string),
+		fixed:       make(map[*mcp.ServerSession]string),
+		maxSessions: DefaultMaxSessionsPerPrincipal,
 	}
+	if opts.Clock == nil {
+		opts.Clock = clock.Real{}
+	}
+	s.live = newLiveness(opts.Clock, DefaultSessionTimeout, s.streamOpened)
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: opts.Instructions,
-		Logger:       opts.Logger,
+		Logger:       redactSessionIDs(opts.Logger),
 		Capabilities: &mcp.ServerCapabilities{
 			Logging:      &mcp.LoggingCapabilities{},
 			Tools:        &mcp.ToolCapabilities{},
@@ -300,9 +314,17 @@ func (s *Server) principalOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) str
 	case extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "":
 		return extra.TokenInfo.UserID
 	case ss.ID() != "":
-		return SessionPrincipalPrefix + ss.ID()
+		return sessionPrincipal(ss.ID())
 	}
 	return LocalPrincipal
+}
+
+// sessionPrincipal is the principal of an HTTP session without a token:
+// named after a hash of its ID, which is its only credential and must not
+// end up in logs or in the database.
+func sessionPrincipal(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return SessionPrincipalPrefix + hex.EncodeToString(sum[:16])
 }
 
 func (s *Server) principal(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
@@ -329,19 +351,35 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 		s.wg.Done()
 		return
 	}
-	detach := s.opts.Sessions.Attach(principal, sink)
-	s.log.Info("session connected", "principal", principal, "session_id", ss.ID())
-	if err := s.opts.Service.Redeliver(context.Background(), principal); err != nil {
-		s.log.Error("send digests that fired while the owner was away", "principal", principal, "error", err)
+	var detach func()
+	if id := ss.ID(); id != "" {
+		// An HTTP session: notifications reach it only while its event
+		// stream is open, and it is closed when abandoned.
+		s.mu.Lock()
+		max := s.maxSessions
+		s.mu.Unlock()
+		for _, old := range s.live.evict(principal, max) {
+			s.log.Info("too many sessions for one principal: closing the one idle longest", "principal", principal, "max", max)
+			old.Close()
+		}
+		s.live.add(ss, principal)
+		detach = s.opts.Sessions.Attach(principal, &streamSink{Sink: sink, live: func() bool { return s.live.live(id) }})
+	} else {
+		detach = s.opts.Sessions.Attach(principal, sink)
 	}
+	s.log.Info("session connected", "principal", principal)
+	s.log.Debug("session connected", "principal", principal, "session_id", ss.ID())
+	s.redeliver(principal)
 	go func() {
 		defer s.wg.Done()
 		ss.Wait()
 		detach()
+		s.live.remove(ss.ID())
 		s.mu.Lock()
 		delete(s.attached, ss)
 		s.mu.Unlock()
-		s.log.Info("session ended", "principal", principal, "session_id", ss.ID())
+		s.log.Info("session ended", "principal", principal)
+		s.log.Debug("session ended", "principal", principal, "session_id", ss.ID())
 		if strings.HasPrefix(principal, SessionPrincipalPrefix) {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
@@ -352,23 +390,71 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	}()
 }
 
+// streamOpened sends what was kept for the owner of ss, whose event stream
+// just opened: until then nothing could reach it.
+func (s *Server) streamOpened(ss *mcp.ServerSession) {
+	s.mu.Lock()
+	principal, ok := s.attached[ss]
+	s.mu.Unlock()
+	if ok {
+		s.redeliver(principal)
+	}
+}
+
+// Close stops the watch on HTTP sessions. Sessions themselves end with
+// their transports (App.CloseSessions closes them all).
+func (s *Server) Close() { s.live.stop() }
+
+// redeliver sends principal the digests and expiry notices kept for it
+// while it had no live session.
+func (s *Server) redeliver(principal string) {
+	if err := s.opts.Service.Redeliver(context.Background(), principal); err != nil {
+		s.log.Error("send what was kept while the owner was away", "principal", principal, "error", err)
+	}
+}
+
+// streamSink is the sink of an HTTP session, live while its event stream
+// is open.
+type streamSink struct {
+	*Sink
+	live func() bool
+}
+
+// Live reports whether the session's event stream is open.
+func (s *streamSink) Live() bool { return s.live() }
+
 // HTTPOptions configure the Streamable HTTP handler.
 type HTTPOptions struct {
 	// Tokens map bearer tokens to principals. When it holds any, every
 	// request needs a valid token (401 otherwise); when empty, each MCP
 	// session is its own principal.
 	Tokens *httpapi.Tokens
-	// SessionTimeout closes sessions idle for this long; zero never does.
+	// SessionTimeout closes a session idle for this long: no request in
+	// progress and none since, or an event stream that stayed quiet that
+	// long and did not answer a ping. Zero means DefaultSessionTimeout.
 	SessionTimeout time.Duration
+	// MaxSessionsPerPrincipal bounds the live HTTP sessions of one
+	// principal; a new one past it closes the one idle longest. Zero means
+	// DefaultMaxSessionsPerPrincipal.
+	MaxSessionsPerPrincipal int
 }
 
 // HTTPHandler returns the Streamable HTTP handler (stateful sessions;
-// notifications go out on each session's standalone GET stream).
+// notifications go out on each session's standalone GET stream). Call it
+// once; Close stops the watch on its sessions.
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
-		Logger:         s.log,
-		SessionTimeout: opts.SessionTimeout,
-	})
+	if opts.SessionTimeout <= 0 {
+		opts.SessionTimeout = DefaultSessionTimeout
+	}
+	if opts.MaxSessionsPerPrincipal <= 0 {
+		opts.MaxSessionsPerPrincipal = DefaultMaxSessionsPerPrincipal
+	}
+	s.mu.Lock()
+	s.maxSessions = opts.MaxSessionsPerPrincipal
+	s.mu.Unlock()
+	s.live.setTimeout(opts.SessionTimeout)
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{Logger: redactSessionIDs(s.log)})
+	h = s.live.handler(h)
 	if opts.Tokens.Len() == 0 {
 		return h
 	}
@@ -379,7 +465,15 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		}
 		return &auth.TokenInfo{UserID: principal}, nil
 	}
-	return auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	// The refusal is ours (WWW-Authenticate: Bearer, the JSON body every
+	// endpoint answers with); the go-sdk's middleware, which then always
+	// passes, puts the principal where its handler reads it.
+	sdk := auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, ok := opts.Tokens.Authenticate(w, r, "a token of auth.tokens"); ok {
+			sdk.ServeHTTP(w, r)
+		}
+	})
 }
 
 // initializeResult adds the top-level events capability, where MCPE clients

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -43,6 +44,7 @@ type envOptions struct {
 	dbPath string
 	clock  *clock.Fake
 	max    int
+	logger *slog.Logger
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -84,7 +86,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg})
+	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg, Clock: o.clock, Logger: o.logger})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,6 +101,7 @@ func (e *env) close() {
 		ss.Close()
 	}
 	e.reg.Close()
+	e.srv.Close()
 	e.srv.Wait()
 	e.schedulers.Stop()
 	e.svc.Stop()

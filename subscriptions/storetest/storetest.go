@@ -70,6 +70,7 @@ func Run(t *testing.T, open Opener) {
 		{"FireManyRequests", testFireManyRequests},
 		{"FireCounts", testFireCounts},
 		{"DueFires", testDueFires},
+		{"MarkPending", testMarkPending},
 		{"PruneKeepsBuffered", testPruneKeepsBuffered},
 		{"BuffersDeleted", testBuffersDeleted},
 		{"ExpireFlushesBuffer", testExpireFlushesBuffer},

@@ -1,0 +1,286 @@
+package mcpserver
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+)
+
+// Defaults of HTTPOptions.
+const (
+	// DefaultSessionTimeout is how long a Streamable HTTP session may stay
+	// idle before the server closes it. MCP hosts often go away without a
+	// DELETE; an abandoned session would otherwise keep its memory, its
+	// goroutines and (without tokens) its subscriptions forever.
+	DefaultSessionTimeout = 5 * time.Minute
+	// DefaultMaxSessionsPerPrincipal bounds the live HTTP sessions of one
+	// principal; past it the one idle longest is closed.
+	DefaultMaxSessionsPerPrincipal = 100
+)
+
+// pingWait bounds the answer to the ping that tells whether a session whose
+// event stream is open but quiet is still there.
+const pingWait = 10 * time.Second
+
+// liveness keeps track of the activity of Streamable HTTP sessions: the
+// requests in progress (an open event stream is one), and when the last
+// began or ended. A session with nothing in progress for the timeout is
+// closed; one whose event stream stays open but quiet is pinged, and closed
+// if no answer comes. The go-sdk's own SessionTimeout counts POSTs only, so
+// it would close a client that only listens.
+type liveness struct {
+	clock   clock.Clock
+	timeout time.Duration
+	// opened is called when a session opens its event stream.
+	opened func(ss *mcp.ServerSession)
+
+	mu       sync.Mutex
+	sessions map[string]*httpSession // by Mcp-Session-Id
+	timer    clock.Timer
+	stopped  bool
+	wg       sync.WaitGroup
+}
+
+// httpSession is what liveness knows of one session.
+type httpSession struct {
+	ss        *mcp.ServerSession
+	principal string
+	// open counts requests in progress, streams the event streams among
+	// them.
+	open, streams int
+	last          time.Time
+	pinging       bool
+}
+
+func newLiveness(clk clock.Clock, timeout time.Duration, opened func(*mcp.ServerSession)) *liveness {
+	return &liveness{clock: clk, timeout: timeout, opened: opened, sessions: make(map[string]*httpSession)}
+}
+
+// setTimeout sets how long a session may stay idle.
+func (l *liveness) setTimeout(d time.Duration) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.timeout = d
+}
+
+// add starts tracking ss, an HTTP session of principal, with what its
+// requests already in progress (an event stream opened before the session
+// was attached) counted.
+func (l *liveness) add(ss *mcp.ServerSession, principal string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.stopped {
+		return
+	}
+	st := l.sessions[ss.ID()]
+	if st == nil {
+		st = &httpSession{last: l.clock.Now()}
+		l.sessions[ss.ID()] = st
+	}
+	st.ss, st.principal = ss, principal
+	if l.timer == nil {
+		l.armLocked()
+	}
+}
+
+// remove stops tracking the session with the given ID.
+func (l *liveness) remove(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	delete(l.sessions, id)
+}
+
+// live reports whether the session has an event stream open: the only way
+// a notification reaches an HTTP client.
+func (l *liveness) live(id string) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sessions[id]
+	return st != nil && st.streams > 0
+}
+
+// handler counts the requests of tracked sessions in progress.
+func (l *liveness) handler(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		id := r.Header.Get("Mcp-Session-Id")
+		stream := r.Method == http.MethodGet
+		if ss := l.begin(id, stream); ss != nil && l.opened != nil {
+			l.opened(ss)
+		}
+		// end runs when the handler returns: for an event stream, when it
+		// closes.
+		defer l.end(id, stream)
+		next.ServeHTTP(w, r)
+	})
+}
+
+// begin records a request of session id; it returns the session when the
+// request opens its first event stream. A session not attached yet is
+// counted too (its event stream may open before its initialized
+// notification is handled); an ID that never gets attached is forgotten
+// when its requests end.
+func (l *liveness) begin(id string, stream bool) *mcp.ServerSession {
+	if id == "" {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sessions[id]
+	if st == nil {
+		if l.stopped {
+			return nil
+		}
+		st = &httpSession{}
+		l.sessions[id] = st
+	}
+	st.open++
+	st.last = l.clock.Now()
+	if !stream {
+		return nil
+	}
+	if st.streams++; st.streams == 1 {
+		return st.ss // nil until attached
+	}
+	return nil
+}
+
+func (l *liveness) end(id string, stream bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.sessions[id]
+	if st == nil {
+		return
+	}
+	st.open--
+	st.last = l.clock.Now()
+	if stream {
+		st.streams--
+	}
+	if st.ss == nil && st.open == 0 {
+		delete(l.sessions, id)
+	}
+}
+
+// evict returns the sessions of principal to close so that one more fits
+// under max: those idle longest first (nothing in progress, then the
+// least recently active).
+func (l *liveness) evict(principal string, max int) []*mcp.ServerSession {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var mine []*httpSession
+	for _, st := range l.sessions {
+		if st.ss != nil && st.principal == principal {
+			mine = append(mine, st)
+		}
+	}
+	if len(mine) < max {
+		return nil
+	}
+	slices.SortFunc(mine, func(a, b *httpSession) int {
+		if (a.open == 0) != (b.open == 0) {
+			if a.open == 0 {
+				return -1
+			}
+			return 1
+		}
+		return a.last.Compare(b.last)
+	})
+	var out []*mcp.ServerSession
+	for _, st := range mine[:len(mine)-max+1] {
+		out = append(out, st.ss)
+		delete(l.sessions, st.ss.ID())
+	}
+	return out
+}
+
+// armLocked sets the timer for the next look at the sessions.
+func (l *liveness) armLocked() {
+	l.timer = l.clock.AfterFunc(max(l.timeout/4, time.Second), func() {
+		l.mu.Lock()
+		if l.stopped {
+			l.mu.Unlock()
+			return
+		}
+		l.wg.Add(1)
+		l.mu.Unlock()
+		defer l.wg.Done()
+		l.sweep()
+		l.mu.Lock()
+		if !l.stopped {
+			l.armLocked()
+		}
+		l.mu.Unlock()
+	})
+}
+
+// sweep closes the sessions idle for the timeout, and pings those whose
+// event stream has been quiet that long.
+func (l *liveness) sweep() {
+	now := l.clock.Now()
+	var idle []*mcp.ServerSession
+	var quiet []*httpSession
+	l.mu.Lock()
+	timeout := l.timeout
+	for id, st := range l.sessions {
+		if st.ss == nil || now.Sub(st.last) < timeout {
+			continue
+		}
+		switch {
+		case st.open == 0:
+			idle = append(idle, st.ss)
+			delete(l.sessions, id)
+		case st.streams > 0 && !st.pinging:
+			st.pinging = true
+			quiet = append(quiet, st)
+		}
+	}
+	l.mu.Unlock()
+	for _, ss := range idle {
+		ss.Close()
+	}
+	for _, st := range quiet {
+		l.wg.Add(1)
+		go l.ping(st)
+	}
+}
+
+// ping asks a quiet session whether it is still there: any answer, even an
+// error, counts as activity; a failed write or no answer closes it.
+func (l *liveness) ping(st *httpSession) {
+	defer l.wg.Done()
+	ctx, cancel := context.WithTimeout(context.Background(), pingWait)
+	defer cancel()
+	err := st.ss.Ping(ctx, nil)
+	var rpcErr *jsonrpc.Error
+	alive := err == nil || errors.As(err, &rpcErr)
+	l.mu.Lock()
+	st.pinging = false
+	if alive {
+		st.last = l.clock.Now()
+	} else {
+		delete(l.sessions, st.ss.ID())
+	}
+	l.mu.Unlock()
+	if !alive {
+		st.ss.Close()
+	}
+}
+
+// stop ends the sweeps and waits for a sweep or ping in progress.
+func (l *liveness) stop() {
+	l.mu.Lock()
+	l.stopped = true
+	if l.timer != nil {
+		l.timer.Stop()
+	}
+	l.mu.Unlock()
+	l.wg.Wait()
+}
