@@ -144,8 +144,8 @@ func startHTTP(ctx context.Context, addr string, cfg *config.Config, a *app.App,
 		// Bodies and answers have per-request deadlines (httpapi.Deadlines);
 		// an event stream has none, so no server-wide Read or WriteTimeout.
 		IdleTimeout: 2 * time.Minute,
-		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
+		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
 	}
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
