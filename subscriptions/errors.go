@@ -16,6 +16,10 @@ var (
 	ErrLimitReached = errors.New("subscription limit reached")
 	// ErrExpired is returned when changing a subscription that has expired.
 	ErrExpired = errors.New("subscription expired")
+	// ErrUnavailable is wrapped by a store that cannot keep what it is
+	// given now (its database was removed or replaced): an event refused
+	// with it may be sent again later.
+	ErrUnavailable = errors.New("store unavailable")
 )
 
 // invalid returns an *mcpe.InvalidError for field.

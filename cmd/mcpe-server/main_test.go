@@ -911,3 +911,33 @@ func TestTuneGCMemoryLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestRemovedDatabaseRefusesEvents deletes the database files of a running
+// server: it must stop answering 202 for what it can no longer keep, and
+// say so on /healthz.
+func TestRemovedDatabaseRefusesEvents(t *testing.T) {
+	db := filepath.Join(t.TempDir(), "mcpe.db")
+	base, _, _ := startHTTPServer(t, "--db", db)
+	if code, body := post(t, base, "", `{"type": "x"}`); code != http.StatusAccepted {
+		t.Fatalf("before: %d %s", code, body)
+	}
+	for _, f := range []string{db, db + "-wal", db + "-shm"} {
+		os.Remove(f)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		req, _ := http.NewRequest(http.MethodGet, base+"/healthz", nil)
+		code, body := do(t, req, "")
+		if code == http.StatusServiceUnavailable && strings.Contains(body, "was removed while the server ran") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("/healthz still answers %d %s after the database was removed", code, body)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	code, body := post(t, base, "", `{"type": "x"}`)
+	if code != http.StatusServiceUnavailable || !strings.Contains(body, `"unavailable"`) {
+		t.Errorf("an event after the removal: %d %s; want 503 unavailable", code, body)
+	}
+}

@@ -222,7 +222,17 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 		Ingest:         ingestHandler,
 		Adapters:       a.sources.webhooks,
 		SignedAdapters: a.sources.signed,
+		Health:         a.health,
 	}), nil
+}
+
+// health reports whether the server can keep what it accepts: a store that
+// knows (the SQLite store notices its files removed or replaced) says.
+func (a *App) health() error {
+	if h, ok := a.opts.Store.(interface{ Health() error }); ok {
+		return h.Health()
+	}
+	return nil
 }
 
 // CloseSessions ends every live MCP session from the server's side, so that

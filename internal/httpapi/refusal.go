@@ -17,6 +17,7 @@ const (
 	CodeUnauthorized     = "unauthorized"
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeInternal         = "internal"
+	CodeUnavailable      = "unavailable"
 )
 
 // ErrorBody is the body of every refusal: {"error": {"code", "message"}}.

@@ -12,8 +12,6 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
-	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -44,24 +42,72 @@ type Store struct {
 	bufferSeq atomic.Int64
 
 	// commits counts write transactions, so the checkpointer knows when
-	// there is something to do; stop and done end it.
+	// there is something to do; kick asks it to look at the WAL's size at
+	// once; stop and done end it.
 	commits    atomic.Int64
+	kick       chan struct{}
 	stop, done chan struct{}
 	closeOnce  sync.Once
 	closeErr   error
+
+	opts Options
+	// file watches the database's files; lost is set, for good, once they
+	// are gone or replaced.
+	file *fileWatch
+	lost atomic.Pointer[error]
 }
 
-// checkpointEvery is how often the WAL is copied back into the database
-// when there were commits.
-const checkpointEvery = time.Second
+// Defaults of Options.
+const (
+	// DefaultWALLimit is the WAL size past which it is checkpointed and
+	// truncated at once: under sustained writes the passive checkpoints
+	// that run beside them cannot start the WAL over, and it would grow
+	// without bound.
+	DefaultWALLimit = 64 << 20
+	// DefaultCheckEvery is how often the WAL is copied back into the
+	// database and the database's files are checked.
+	DefaultCheckEvery = time.Second
+)
+
+// walCheckCommits is how many commits pass between looks at the WAL's size
+// from the commit path, so that it is bounded however fast writes come.
+const walCheckCommits = 64
+
+// Options configure a Store. A nil *Options means all defaults.
+type Options struct {
+	// WALLimit is the WAL size, in bytes, past which a checkpoint copies it
+	// back and truncates it, holding writers for that time; zero means
+	// DefaultWALLimit.
+	WALLimit int64
+	// CheckEvery is how often the WAL is checkpointed (without blocking
+	// writers) and the database's files checked; zero means
+	// DefaultCheckEvery.
+	CheckEvery time.Duration
+}
 
 var _ subscriptions.Store = (*Store)(nil)
 
-// Open opens (creating if needed) the database at path and applies the
-// migrations. Path may be Memory.
-func Open(ctx context.Context, path string) (*Store, error) {
+// Open opens (creating if needed) the database at path with the default
+// Options and applies the migrations. Path may be Memory.
+func Open(ctx context.Context, path string) (*Store, error) { return OpenWith(ctx, path, nil) }
+
+// OpenWith opens (creating if needed) the database at path and applies the
+// migrations. Path may be Memory. A new database and its directory are made
+// readable by the server's user only; an error names the path and says
+// what is wrong with it.
+func OpenWith(ctx context.Context, path string, opts *Options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
+	}
+	var o Options
+	if opts != nil {
+		o = *opts
+	}
+	if o.WALLimit <= 0 {
+		o.WALLimit = DefaultWALLimit
+	}
+	if o.CheckEvery <= 0 {
+		o.CheckEvery = DefaultCheckEvery
 	}
 	params := url.Values{}
 	params.Add("_pragma", "busy_timeout(10000)")
@@ -74,17 +120,15 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		}
 		// Each connection to :memory: is its own database: keep one.
 		db.SetMaxOpenConns(1)
-		s := &Store{w: db, r: db}
+		s := &Store{w: db, r: db, opts: o}
 		if err := s.init(ctx); err != nil {
 			s.Close()
 			return nil, fmt.Errorf("in-memory database: %w", err)
 		}
 		return s, nil
 	}
-	if dir := filepath.Dir(path); dir != "" {
-		if err := os.MkdirAll(dir, 0o700); err != nil {
-			return nil, fmt.Errorf("create database directory %q: %w", dir, err)
-		}
+	if err := preparePath(path); err != nil {
+		return nil, err
 	}
 	params.Add("_pragma", "journal_mode(WAL)")
 	params.Add("_pragma", "synchronous(NORMAL)")
@@ -105,28 +149,42 @@ func Open(ctx context.Context, path string) (*Store, error) {
 		return nil, fmt.Errorf("open database %q: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &Store{w: w, r: r}
+	s := &Store{w: w, r: r, opts: o}
 	if err := s.init(ctx); err != nil {
 		s.Close()
-		return nil, fmt.Errorf("database %q: %w", path, err)
+		return nil, fmt.Errorf("database %q: %w", path, explainOpen(err))
 	}
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	if s.file, err = watchFile(path); err != nil {
+		s.Close()
+		return nil, err
+	}
+	s.kick, s.stop, s.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
 	go s.checkpoint()
 	return s, nil
 }
 
-// checkpoint copies the WAL back into the database once a second when
-// there were commits, without blocking writers (PASSIVE), until Close.
+// checkpoint runs beside the writers until Close: every CheckEvery it
+// copies the WAL back into the database when there were commits, without
+// blocking writers (PASSIVE), and checks the database's files; whenever
+// the WAL has passed WALLimit (looked at every walCheckCommits commits and
+// at each tick) it checkpoints and truncates it on the write connection,
+// which holds writers off meanwhile.
 func (s *Store) checkpoint() {
 	defer close(s.done)
-	t := time.NewTicker(checkpointEvery)
+	t := time.NewTicker(s.opts.CheckEvery)
 	defer t.Stop()
 	var seen int64
 	for {
 		select {
 		case <-s.stop:
 			return
+		case <-s.kick:
+			s.boundWAL()
+			continue
 		case <-t.C:
+		}
+		if err := s.file.check(); err != nil {
+			s.lose(err)
 		}
 		if n := s.commits.Load(); n != seen {
 			seen = n
@@ -134,7 +192,33 @@ func (s *Store) checkpoint() {
 			// grows meanwhile.
 			s.r.Exec(`PRAGMA wal_checkpoint(PASSIVE)`)
 		}
+		s.boundWAL()
 	}
+}
+
+// boundWAL truncates the WAL when it has passed WALLimit.
+func (s *Store) boundWAL() {
+	if s.file.walSize() <= s.opts.WALLimit {
+		return
+	}
+	// The write connection: writers wait in Go for it rather than spin on
+	// SQLITE_BUSY, and readers are waited for (busy_timeout).
+	s.w.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
+}
+
+// lose records that the database's files are gone or replaced: from now
+// on every write is refused with err, and Health reports it.
+func (s *Store) lose(err error) {
+	s.lost.CompareAndSwap(nil, &err)
+}
+
+// Health reports whether the store can keep what it is given: an error
+// once its files were removed or replaced while it ran.
+func (s *Store) Health() error {
+	if p := s.lost.Load(); p != nil {
+		return *p
+	}
+	return nil
 }
 
 // init migrates the schema and sets up the statement caches.
@@ -252,6 +336,9 @@ func (s *Store) migrate(ctx context.Context) error {
 }
 
 func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
+	if err := s.Health(); err != nil {
+		return err
+	}
 	tx, err := s.w.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -260,7 +347,12 @@ func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 		tx.Rollback()
 		return err
 	}
-	s.commits.Add(1)
+	if n := s.commits.Add(1); n%walCheckCommits == 0 && s.kick != nil {
+		select {
+		case s.kick <- struct{}{}:
+		default:
+		}
+	}
 	return tx.Commit()
 }
 
