@@ -134,6 +134,8 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		PendingLimit:     cfg.Delivery.PendingDigests,
 		Logger:           log,
 		MaxSubscriptions: cfg.Subscriptions.MaxPerPrincipal,
+		MaxPatternCost:   cfg.Subscriptions.MaxPatternCost,
+		MaxDataDepth:     cfg.Ingest.MaxDataDepth,
 		Retention: subscriptions.Retention{
 			InboxMaxEntries: cfg.Inbox.MaxEntries,
 			InboxMaxAge:     time.Duration(cfg.Inbox.MaxAge),

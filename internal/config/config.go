@@ -92,6 +92,9 @@ type Secret struct {
 type Ingest struct {
 	// MaxBodyBytes bounds one request body. Default 1 MiB.
 	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
+	// MaxDataDepth is how deeply an event's data may nest objects and
+	// arrays, from any source. Default 64, at most 512.
+	MaxDataDepth int `yaml:"maxDataDepth"`
 	// Tokens, when given, are required of publishers.
 	Tokens []Secret `yaml:"tokens"`
 }
@@ -99,8 +102,13 @@ type Ingest struct {
 // Subscriptions configures limits.
 type Subscriptions struct {
 	// MaxPerPrincipal is the most active and paused subscriptions one
-	// principal may have. Default 100.
+	// principal may have; a principal keeps at most as many in all, expired
+	// ones included. Default 100.
 	MaxPerPrincipal int `yaml:"maxPerPrincipal"`
+	// MaxPatternCost bounds what matching one principal's active
+	// subscriptions against a new event type may cost (the sum of their
+	// patterns' costs; see the README). Default 4096.
+	MaxPatternCost int `yaml:"maxPatternCost"`
 }
 
 // Inbox configures retention.
@@ -273,6 +281,12 @@ func (c *Config) validate() error {
 	}
 	if c.Inbox.MaxEntries < 0 {
 		return errors.New("inbox.maxEntries must be positive (or left out for 1000)")
+	}
+	if c.Subscriptions.MaxPatternCost < 0 {
+		return errors.New("subscriptions.maxPatternCost must be positive (or left out for 4096)")
+	}
+	if d := c.Ingest.MaxDataDepth; d < 0 || d > 512 {
+		return fmt.Errorf("ingest.maxDataDepth: is %d; give 1 to 512, or leave it out for 64", d)
 	}
 	if c.HTTP.MaxSessionsPerPrincipal < 0 {
 		return errors.New("http.maxSessionsPerPrincipal must be positive (or left out for 100)")
