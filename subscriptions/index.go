@@ -69,8 +69,9 @@ type Index struct {
 	exact    map[string]*entryList
 	patterns map[string]map[string]*patternBucket // prefix -> pattern text -> bucket
 	prefixes []prefixLen                          // distinct prefix lengths, ascending
-	// costs are the summed entry costs of each principal.
-	costs map[string]int
+	// costs are, by principal, the patterns its entries use and what
+	// matching them costs: each distinct pattern is matched once.
+	costs map[string]*patternUses
 	// gen counts changes; a result computed before a change is not cached.
 	gen atomic.Uint64
 
@@ -156,7 +157,7 @@ func NewIndex(opts *IndexOptions) *Index {
 		entries:  make(map[string]*Entry),
 		exact:    make(map[string]*entryList),
 		patterns: make(map[string]map[string]*patternBucket),
-		costs:    make(map[string]int),
+		costs:    make(map[string]*patternUses),
 	}
 	if o.CacheSize > 0 {
 		x.cache = newTypeCache(o.CacheSize, o.CacheEntries)
@@ -171,11 +172,74 @@ func (x *Index) Len() int {
 	return len(x.entries)
 }
 
-// PrincipalCost returns the summed Cost of principal's entries.
+// patternUses counts the entries that use each pattern of one principal,
+// and the summed cost of the distinct ones.
+type patternUses struct {
+	uses map[string]int
+	cost int
+}
+
+func (u *patternUses) add(e *Entry, d int) {
+	for _, p := range e.patterns() {
+		if p.Exact() {
+			continue
+		}
+		before := u.uses[p.String()]
+		switch after := before + d; {
+		case after == 0:
+			delete(u.uses, p.String())
+			u.cost -= p.Cost()
+		default:
+			u.uses[p.String()] = after
+			if before == 0 {
+				u.cost += p.Cost()
+			}
+		}
+	}
+}
+
+// PrincipalCost returns what matching principal's patterns costs: the sum
+// of mcpe.Pattern.Cost over the distinct patterns of its entries.
 func (x *Index) PrincipalCost(principal string) int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	return x.costs[principal]
+	if u := x.costs[principal]; u != nil {
+		return u.cost
+	}
+	return 0
+}
+
+// CostWith returns what principal's patterns would cost with entry in the
+// index in place of old (nil for none).
+func (x *Index) CostWith(principal string, old, entry *Entry) int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	u := x.costs[principal]
+	if u == nil {
+		u = &patternUses{}
+	}
+	cost := u.cost
+	usedByOld := make(map[string]bool)
+	if old != nil {
+		for _, p := range old.patterns() {
+			if !p.Exact() {
+				usedByOld[p.String()] = true
+				if u.uses[p.String()] == 1 {
+					cost -= p.Cost()
+				}
+			}
+		}
+	}
+	for _, p := range entry.patterns() {
+		n := u.uses[p.String()]
+		if usedByOld[p.String()] {
+			n--
+		}
+		if !p.Exact() && n == 0 {
+			cost += p.Cost()
+		}
+	}
+	return cost
 }
 
 // Generation counts the changes made to the index so far.
@@ -214,7 +278,12 @@ func (x *Index) Put(e *Entry) {
 	x.gen.Add(1)
 	x.removeLocked(e.ID)
 	x.entries[e.ID] = e
-	x.costs[e.Principal] += e.cost
+	u := x.costs[e.Principal]
+	if u == nil {
+		u = &patternUses{uses: make(map[string]int)}
+		x.costs[e.Principal] = u
+	}
+	u.add(e, 1)
 	for _, p := range e.patterns() {
 		if p.Exact() {
 			l := x.exact[p.String()]
@@ -255,8 +324,10 @@ func (x *Index) removeLocked(id string) {
 		return
 	}
 	delete(x.entries, id)
-	if x.costs[e.Principal] -= e.cost; x.costs[e.Principal] == 0 {
-		delete(x.costs, e.Principal)
+	if u := x.costs[e.Principal]; u != nil {
+		if u.add(e, -1); len(u.uses) == 0 {
+			delete(x.costs, e.Principal)
+		}
 	}
 	for _, p := range e.patterns() {
 		if p.Exact() {

@@ -84,16 +84,14 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.Subs
 // (nil for none), when principal's patterns would then cost more to match
 // than the server allows. The caller holds s.mu.
 func (s *Service) checkPatternCost(principal string, old, entry *Entry) error {
-	cost := s.index.PrincipalCost(principal) + entry.Cost()
-	if old != nil {
-		cost -= old.Cost()
-	}
+	cost := s.index.CostWith(principal, old, entry)
 	if cost <= s.opts.MaxPatternCost || entry.Cost() == 0 {
 		return nil
 	}
 	return invalid("filter.eventTypes", "your active subscriptions' patterns would cost %d to match against each new event type, "+
 		"over this server's limit of %d per principal. An exact type costs nothing; a pattern costs (1 + its wildcards) "+
-		"times its alternatives, so \"github.*\" costs 2 and \"{a,b}.*.x\" costs 4. Use exact types or fewer patterns, "+
+		"times its alternatives, so \"github.*\" costs 2 and \"{a,b}.*.x\" costs 4, counted once however many of your "+
+		"subscriptions use it. Use exact types or fewer patterns, "+
 		"or remove or pause subscriptions you no longer need", cost, s.opts.MaxPatternCost)
 }
 
