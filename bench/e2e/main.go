@@ -1,0 +1,474 @@
+// Command e2e measures mcpe-server the way a user meets it: it starts the
+// built binary, subscribes through events_subscribe with a go-sdk client
+// over stdio or Streamable HTTP, posts events to POST /v1/events over
+// keep-alive HTTP, and checks every events/event it receives (each expected
+// delivery once, nothing foreign). It prints one JSON line per scenario.
+//
+//	go build -o /tmp/mcpe-server ./cmd/mcpe-server
+//	go run ./bench/e2e -bin /tmp/mcpe-server
+//
+// The workload is the one of shared/bench/routing-workload.md: subscription
+// i belongs to group i mod 100; blocks of 100 alternate between the pattern
+// svc<g>.* and the exact type svc<g>.created; event e has type
+// svc<e mod 100>.created, so each matches about S/100 subscriptions.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/client"
+	"github.com/mcpe-server/mcpe-server/mcpe"
+)
+
+// Scenario is one row of the measurements.
+type Scenario struct {
+	Name      string `json:"scenario"`
+	Transport string `json:"transport"`
+	Subs      int    `json:"subscriptions"`
+	Events    int    `json:"events"`
+	Posters   int    `json:"posters"`
+	// Rate paces the posters, in events per second altogether; zero posts
+	// as fast as the server accepts.
+	Rate int `json:"rate,omitempty"`
+	// SubscribeOnly measures only the subscriptions' creation.
+	SubscribeOnly bool `json:"-"`
+}
+
+// Result is what one scenario measured.
+type Result struct {
+	Scenario
+	Binary             string  `json:"binary"`
+	SubscribeSeconds   float64 `json:"subscribeSeconds"`
+	PostSeconds        float64 `json:"postSeconds,omitempty"`
+	AcceptedPerSecond  float64 `json:"acceptedPerSecond,omitempty"`
+	Expected           int64   `json:"expectedNotifications,omitempty"`
+	Received           int64   `json:"receivedNotifications,omitempty"`
+	Lost               int64   `json:"lost"`
+	Duplicates         int64   `json:"duplicates"`
+	Foreign            int64   `json:"foreign"`
+	NotesPerSecond     float64 `json:"notificationsPerSecond,omitempty"`
+	CPUMicrosPerEvent  float64 `json:"serverCPUMicrosPerEvent,omitempty"`
+	LatencyP50Millis   float64 `json:"latencyP50ms,omitempty"`
+	LatencyP99Millis   float64 `json:"latencyP99ms,omitempty"`
+	RSSMegabytes       float64 `json:"rssMB"`
+	Refused            int64   `json:"refused,omitempty"`
+	SubscribeCPUMicros float64 `json:"subscribeCPUMicrosPerCall,omitempty"`
+}
+
+var scenarios = []Scenario{
+	{Name: "S=1000 burst, 1 poster", Subs: 1000, Events: 20000, Posters: 1},
+	{Name: "S=1000 burst, 16 posters", Subs: 1000, Events: 20000, Posters: 16},
+	{Name: "S=10000 burst, 16 posters", Subs: 10000, Events: 5000, Posters: 16},
+	{Name: "S=1000 paced 1000/s", Subs: 1000, Events: 20000, Posters: 16, Rate: 1000},
+	{Name: "10000 subscribes", Subs: 10000, SubscribeOnly: true},
+}
+
+func main() {
+	bin := flag.String("bin", "", "the mcpe-server binary to measure (required)")
+	transport := flag.String("transport", "stdio", "how the client connects: stdio or http")
+	only := flag.String("only", "", "run only the scenarios whose name contains this")
+	quiet := flag.Duration("quiet", 20*time.Second, "after posting, how long without a notification ends the wait for the rest")
+	flag.Parse()
+	if *bin == "" {
+		fmt.Fprintln(os.Stderr, "e2e: -bin is required")
+		os.Exit(2)
+	}
+	for _, sc := range scenarios {
+		if !strings.Contains(sc.Name, *only) {
+			continue
+		}
+		sc.Transport = *transport
+		res, err := run(*bin, sc, *quiet)
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: %s: %v\n", sc.Name, err)
+			os.Exit(1)
+		}
+		out, _ := json.Marshal(res)
+		fmt.Println(string(out))
+	}
+}
+
+// server is a running binary.
+type server struct {
+	cmd  *exec.Cmd
+	base string // http://host:port
+	cs   *mcp.ClientSession
+	got  *tally
+}
+
+func run(bin string, sc Scenario, quiet time.Duration) (*Result, error) {
+	dir, err := os.MkdirTemp("", "mcpe-e2e")
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	s, err := start(bin, dir, sc.Transport)
+	if err != nil {
+		return nil, err
+	}
+	defer s.stop()
+	res := &Result{Scenario: sc, Binary: bin}
+	ctx := context.Background()
+
+	cpu0 := cpuTime(s.cmd.Process.Pid)
+	t0 := time.Now()
+	subs, err := subscribe(ctx, s.cs, sc.Subs)
+	if err != nil {
+		return nil, err
+	}
+	res.SubscribeSeconds = time.Since(t0).Seconds()
+	res.SubscribeCPUMicros = (cpuTime(s.cmd.Process.Pid) - cpu0).Seconds() * 1e6 / float64(sc.Subs)
+	if sc.SubscribeOnly {
+		res.RSSMegabytes = rss(s.cmd.Process.Pid)
+		return res, nil
+	}
+	s.got.expect(subs, sc.Events)
+
+	cpu1 := cpuTime(s.cmd.Process.Pid)
+	t1 := time.Now()
+	refused, err := post(s.base, sc)
+	if err != nil {
+		return nil, err
+	}
+	res.PostSeconds = time.Since(t1).Seconds()
+	res.Refused = refused
+	res.AcceptedPerSecond = float64(int64(sc.Events)-refused) / res.PostSeconds
+	s.got.wait(quiet)
+	last := s.got.lastAt()
+	cpu3 := cpuTime(s.cmd.Process.Pid)
+	res.Expected = s.got.expected
+	res.Received = s.got.received.Load()
+	res.Duplicates = s.got.duplicates.Load()
+	res.Foreign = s.got.foreign.Load()
+	res.Lost = res.Expected - (res.Received - res.Duplicates - res.Foreign)
+	if span := last.Sub(t1).Seconds(); span > 0 {
+		res.NotesPerSecond = float64(res.Received) / span
+	}
+	res.CPUMicrosPerEvent = (cpu3 - cpu1).Seconds() * 1e6 / float64(sc.Events)
+	res.LatencyP50Millis, res.LatencyP99Millis = s.got.percentiles()
+	res.RSSMegabytes = rss(s.cmd.Process.Pid)
+	return res, nil
+}
+
+var listenLine = regexp.MustCompile(`msg="HTTP server listening" addr=(\S+)`)
+
+// start runs the binary with stdio and HTTP on a free loopback port, and
+// connects the client.
+func start(bin, dir, transport string) (*server, error) {
+	// Room for the workload's subscriptions, in a file both old and new
+	// binaries read.
+	cfg := filepath.Join(dir, "config.yaml")
+	if err := os.WriteFile(cfg, []byte("subscriptions:\n  maxPerPrincipal: 20000\n"), 0o600); err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--stdio", "--http", "127.0.0.1:0", "--db", filepath.Join(dir, "mcpe.db"), "--config", cfg)
+	s := &server{cmd: cmd, got: newTally()}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return nil, err
+	}
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			if m := listenLine.FindStringSubmatch(sc.Text()); m != nil {
+				select {
+				case addr <- m[1]:
+				default:
+				}
+			}
+		}
+	}()
+	tap := func(method string, params json.RawMessage) { s.got.note(method, params) }
+	mc := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var t mcp.Transport = &mcp.CommandTransport{Command: cmd}
+	if transport == "http" {
+		if err := cmd.Start(); err != nil {
+			return nil, err
+		}
+	}
+	if transport == "stdio" {
+		cs, err := mc.Connect(ctx, client.Tap(t, tap), nil)
+		if err != nil {
+			return nil, err
+		}
+		s.cs = cs
+	}
+	select {
+	case a := <-addr:
+		s.base = "http://" + a
+	case <-ctx.Done():
+		return nil, errors.New("the server did not say where it listens")
+	}
+	if transport == "http" {
+		cs, err := mc.Connect(ctx, client.Tap(&mcp.StreamableClientTransport{Endpoint: s.base + "/mcp"}, tap), nil)
+		if err != nil {
+			return nil, err
+		}
+		s.cs = cs
+	}
+	return s, nil
+}
+
+func (s *server) stop() {
+	if s.cs != nil {
+		s.cs.Close()
+	}
+	if s.cmd.Process != nil {
+		s.cmd.Process.Signal(os.Interrupt)
+		done := make(chan struct{})
+		go func() { s.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			s.cmd.Process.Kill()
+		}
+	}
+}
+
+// subscribe makes n subscriptions of the workload and returns, by group,
+// the IDs of the subscriptions an event of that group reaches.
+func subscribe(ctx context.Context, cs *mcp.ClientSession, n int) (map[int][]string, error) {
+	byGroup := make(map[int][]string)
+	for i := range n {
+		g := i % 100
+		pattern := fmt.Sprintf("svc%d.*", g)
+		if (i/100)%2 == 1 {
+			pattern = fmt.Sprintf("svc%d.created", g)
+		}
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpe.ToolSubscribe,
+			Arguments: map[string]any{"filter": map[string]any{"eventTypes": []string{pattern}}}})
+		if err != nil {
+			return nil, err
+		}
+		if res.IsError {
+			var text strings.Builder
+			for _, c := range res.Content {
+				if tc, ok := c.(*mcp.TextContent); ok {
+					text.WriteString(tc.Text)
+				}
+			}
+			return nil, fmt.Errorf("events_subscribe %d: %s", i, text.String())
+		}
+		b, _ := json.Marshal(res.StructuredContent)
+		var sub mcpe.Subscription
+		if err := json.Unmarshal(b, &sub); err != nil {
+			return nil, err
+		}
+		byGroup[g] = append(byGroup[g], sub.ID)
+	}
+	return byGroup, nil
+}
+
+// post sends the scenario's events from its posters and returns how many
+// were refused (429 or 5xx after retries are not expected; they count).
+func post(base string, sc Scenario) (int64, error) {
+	var next atomic.Int64
+	var refused atomic.Int64
+	var firstErr atomic.Value
+	tr := &http.Transport{MaxIdleConnsPerHost: sc.Posters, DialContext: (&net.Dialer{}).DialContext}
+	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
+	var wg sync.WaitGroup
+	start := time.Now()
+	for range sc.Posters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var body bytes.Buffer
+			for {
+				e := int(next.Add(1)) - 1
+				if e >= sc.Events {
+					return
+				}
+				if sc.Rate > 0 {
+					due := start.Add(time.Duration(e) * time.Second / time.Duration(sc.Rate))
+					time.Sleep(time.Until(due))
+				}
+				body.Reset()
+				fmt.Fprintf(&body, `{"type":"svc%d.created","data":{"seq":%d,"sent":%d}}`, e%100, e, time.Now().UnixNano())
+				for attempt := 0; ; attempt++ {
+					resp, err := hc.Post(base+"/v1/events", "application/json", bytes.NewReader(body.Bytes()))
+					if err != nil {
+						firstErr.CompareAndSwap(nil, err)
+						refused.Add(1)
+						break
+					}
+					io.Copy(io.Discard, resp.Body)
+					resp.Body.Close()
+					if resp.StatusCode == http.StatusTooManyRequests && attempt < 100 {
+						wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+						time.Sleep(time.Duration(max(wait, 1)) * 100 * time.Millisecond)
+						continue
+					}
+					if resp.StatusCode != http.StatusAccepted {
+						refused.Add(1)
+					}
+					break
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if err, ok := firstErr.Load().(error); ok {
+		return refused.Load(), err
+	}
+	return refused.Load(), nil
+}
+
+// tally checks and counts the events/event notifications received.
+type tally struct {
+	mu       sync.Mutex
+	want     map[string]map[int]bool // subscription -> seq -> received
+	groupOf  map[string]int
+	expected int64
+	lat      []time.Duration
+	last     time.Time
+	arrived  chan struct{}
+
+	received, duplicates, foreign atomic.Int64
+}
+
+func newTally() *tally { return &tally{arrived: make(chan struct{}, 1)} }
+
+func (t *tally) expect(byGroup map[int][]string, events int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.want = make(map[string]map[int]bool)
+	t.groupOf = make(map[string]int)
+	for g, ids := range byGroup {
+		for _, id := range ids {
+			t.want[id] = make(map[int]bool)
+			t.groupOf[id] = g
+		}
+	}
+	for e := range events {
+		t.expected += int64(len(byGroup[e%100]))
+	}
+}
+
+func (t *tally) note(method string, params json.RawMessage) {
+	now := time.Now()
+	if method != mcpe.MethodEvent {
+		return
+	}
+	var p struct {
+		SubscriptionID string `json:"subscriptionId"`
+		Event          struct {
+			Type string `json:"type"`
+			Data struct {
+				Seq  int   `json:"seq"`
+				Sent int64 `json:"sent"`
+			} `json:"data"`
+		} `json:"event"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		t.foreign.Add(1)
+		return
+	}
+	t.received.Add(1)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.last = now
+	seen, ok := t.want[p.SubscriptionID]
+	switch {
+	case !ok || p.Event.Data.Seq%100 != t.groupOf[p.SubscriptionID]:
+		t.foreign.Add(1)
+	case seen[p.Event.Data.Seq]:
+		t.duplicates.Add(1)
+	default:
+		seen[p.Event.Data.Seq] = true
+		t.lat = append(t.lat, now.Sub(time.Unix(0, p.Event.Data.Sent)))
+	}
+	select {
+	case t.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// wait returns once every expected notification came, or none came for
+// quiet.
+func (t *tally) wait(quiet time.Duration) {
+	for {
+		t.mu.Lock()
+		done := int64(len(t.lat)) >= t.expected
+		t.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-t.arrived:
+		case <-time.After(quiet):
+			return
+		}
+	}
+}
+
+func (t *tally) lastAt() time.Time {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last
+}
+
+func (t *tally) percentiles() (p50, p99 float64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if len(t.lat) == 0 {
+		return 0, 0
+	}
+	s := slices.Clone(t.lat)
+	slices.Sort(s)
+	at := func(q float64) float64 { return float64(s[int(q*float64(len(s)-1))]) / 1e6 }
+	return at(0.50), at(0.99)
+}
+
+// cpuTime reads the user and system CPU time of process pid.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	const hz = 100 // USER_HZ on Linux
+	return time.Duration(utime+stime) * time.Second / hz
+}
+
+// rss reads the resident set size of process pid, in megabytes.
+func rss(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+			return kb / 1024
+		}
+	}
+	return 0
+}
