@@ -74,24 +74,24 @@ func (s *Service) FireDue(ctx context.Context, c mcpe.Channel, now time.Time) (m
 	if s.timings[c] == nil {
 		return false, nil
 	}
-	s.mu.Lock()
+	s.manage.Lock()
 	due, err := s.store.DueFires(ctx, c, now, FireChunk)
-	var entries []InboxEntry
+	fired := false
 	if err == nil && len(due) > 0 {
-		entries, err = s.fireLocked(ctx, due, now)
+		fired, err = s.fireLocked(ctx, due, now)
 	}
-	s.mu.Unlock()
-	s.deliverer.Deliver(entries)
-	if len(entries) > 0 {
+	s.manage.Unlock()
+	if fired {
 		s.jobsWritten()
 	}
 	return err == nil && len(due) == FireChunk, err
 }
 
-// fireLocked fires the given subscriptions at now. It returns the entries
-// to deliver now: those of owners with no live session wait, marked
-// pending, for Redeliver. The caller holds s.mu.
-func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) ([]InboxEntry, error) {
+// fireLocked fires the given subscriptions at now and delivers what it
+// recorded: the entries of owners with no live session wait, marked
+// pending, for Redeliver. It reports whether anything was recorded. The
+// caller holds s.manage.
+func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) (bool, error) {
 	reqs := make([]FireRequest, len(due))
 	for i, d := range due {
 		aggregate, max, drain, expire := s.timings[d.Delivery.Timed()].Batching(d.Delivery)
@@ -107,24 +107,32 @@ func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) 
 			Pending:        s.opts.Presence != nil && !s.opts.Presence.Connected(d.Principal),
 		}
 	}
+	s.commit.Lock()
 	results, err := s.store.Fire(ctx, reqs, now)
 	if err != nil {
-		return nil, err
+		s.commit.Unlock()
+		return false, err
 	}
 	var deliver []InboxEntry
+	recorded := false
 	for i, res := range results {
 		req := reqs[i]
-		if req.Expire && !res.Skipped {
-			s.index.Remove(req.SubscriptionID)
-			s.log.Info("subscription delivered and expired", "subscription_id", req.SubscriptionID)
-		}
+		recorded = recorded || len(res.Entries) > 0
 		if !req.Pending {
 			deliver = append(deliver, res.Entries...)
 		} else if len(res.Entries) > 0 {
 			s.log.Debug("owner offline: digest kept for its next connection", "subscription_id", req.SubscriptionID, "principal", req.Principal)
 		}
 	}
-	return deliver, nil
+	s.deliverer.Deliver(deliver)
+	s.commit.Unlock()
+	for i, res := range results {
+		if req := reqs[i]; req.Expire && !res.Skipped {
+			s.removeEntry(req.SubscriptionID)
+			s.log.Info("subscription delivered and expired", "subscription_id", req.SubscriptionID)
+		}
+	}
+	return recorded, nil
 }
 
 // nextFire computes the first fire of delivery d after now, given the last

@@ -62,15 +62,15 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.Subs
 	}
 	sub.NextFireAt = s.nextFire(sub.Delivery, now, nil)
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.manage.Lock()
+	defer s.manage.Unlock()
 	if err := s.checkPatternCost(principal, nil, e); err != nil {
 		return nil, err
 	}
 	if err := s.store.CreateSubscription(ctx, sub, s.opts.MaxSubscriptions); err != nil {
 		return nil, err
 	}
-	s.index.Put(e)
+	s.putEntry(e)
 	if sub.NextFireAt != nil {
 		s.watchers.changed(sub.Delivery)
 	}
@@ -82,7 +82,7 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.Subs
 
 // checkPatternCost refuses to put entry into the index, in place of old
 // (nil for none), when principal's patterns would then cost more to match
-// than the server allows. The caller holds s.mu.
+// than the server allows. The caller holds s.manage.
 func (s *Service) checkPatternCost(principal string, old, entry *Entry) error {
 	cost := s.index.CostWith(principal, old, entry)
 	if cost <= s.opts.MaxPatternCost || entry.Cost() == 0 {
@@ -140,12 +140,12 @@ func (s *Service) Unsubscribe(ctx context.Context, principal, id string) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.manage.Lock()
+	defer s.manage.Unlock()
 	if err := s.store.DeleteSubscription(ctx, principal, id); err != nil {
 		return notFound(err, id)
 	}
-	s.index.Remove(id)
+	s.removeEntry(id)
 	return nil
 }
 
@@ -281,8 +281,8 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.manage.Lock()
+	defer s.manage.Unlock()
 	sub, err := s.store.GetSubscription(ctx, principal, id)
 	if err != nil {
 		return nil, notFound(err, id)
@@ -312,11 +312,9 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 	if old := before.Delivery.Timed(); old != "" && old != sub.Delivery.Timed() && before.Status == mcpe.StatusActive {
 		// Leaving a buffered channel: what waits goes out now.
 		flush := DueFire{SubscriptionID: id, Principal: principal, Delivery: before.Delivery}
-		entries, err := s.fireLocked(ctx, []DueFire{flush}, now)
-		if err != nil {
+		if _, err := s.fireLocked(ctx, []DueFire{flush}, now); err != nil {
 			return nil, err
 		}
-		defer s.deliverer.Deliver(entries)
 		sub.LastFireAt = &now
 	}
 	if deliveryChanged || before.Status != mcpe.StatusActive && sub.Status == mcpe.StatusActive {
@@ -331,9 +329,9 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 		}
 	}
 	if entry != nil {
-		s.index.Put(entry)
+		s.putEntry(entry)
 	} else {
-		s.index.Remove(id)
+		s.removeEntry(id)
 	}
 	s.watchers.changed(before.Delivery, sub.Delivery)
 	if !timePtrEqual(before.ExpiresAt, sub.ExpiresAt) {
@@ -389,8 +387,8 @@ func notFound(err error, id string) error {
 // ForgetPrincipal deletes everything principal owns; it is used when a
 // session-scoped principal's session ends.
 func (s *Service) ForgetPrincipal(ctx context.Context, principal string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	s.manage.Lock()
+	defer s.manage.Unlock()
 	subs, err := s.store.ListSubscriptions(ctx, ListQuery{Principal: principal})
 	if err != nil {
 		return err
@@ -399,7 +397,7 @@ func (s *Service) ForgetPrincipal(ctx context.Context, principal string) error {
 		return err
 	}
 	for _, sub := range subs {
-		s.index.Remove(sub.ID)
+		s.removeEntry(sub.ID)
 	}
 	return nil
 }

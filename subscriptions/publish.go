@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sync"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -12,7 +13,9 @@ import (
 // subscription: at once to realtime ones, into the buffer of cron and
 // scheduled ones. It implements the ingest path shared by POST /v1/events and
 // the adapters. An event accepted before (same ID, or same type and
-// sourceEventId) is reported as a duplicate and not routed again.
+// sourceEventId) is reported as a duplicate and not routed again. It
+// returns once the event is committed; events published at the same time
+// are committed together, in one store transaction.
 func (s *Service) Publish(ctx context.Context, ev mcpe.Event) (PublishResult, error) {
 	now := s.clock.Now()
 	if err := NormalizeEvent(&ev, now); err != nil {
@@ -25,33 +28,128 @@ func (s *Service) Publish(ctx context.Context, ev mcpe.Event) (PublishResult, er
 	if err != nil {
 		return PublishResult{}, fmt.Errorf("encode event: %w", err)
 	}
-	// Match without the lock changes of subscriptions need: a new type can
-	// take a while to match, and must not hold them up. Under the lock,
-	// a result a change made stale since is brought up to date, so that an
-	// event is never stored for a subscription paused or removed before
-	// Publish stores it.
-	gen := s.index.Generation()
-	matches := s.index.Match(&ev)
-	s.mu.RLock()
-	if s.index.Generation() != gen {
-		matches = s.index.Recheck(matches, &ev)
+	// Match without any lock that changes of subscriptions take: a new type
+	// can take a while to match, and must not hold them up. The batch that
+	// commits the event brings a result a change made stale since up to
+	// date, so that an event is never stored for a subscription paused or
+	// changed before it is.
+	p := &publication{ev: ev, raw: raw, gen: s.index.Generation(), done: make(chan struct{}), lead: make(chan struct{})}
+	p.matches = s.index.Match(&p.ev)
+	s.enqueue(p)
+	if p.err != nil {
+		return PublishResult{}, fmt.Errorf("store event: %w", p.err)
 	}
+	return p.res, nil
+}
+
+// maxBatch bounds the events of one group commit.
+const maxBatch = 256
+
+// publication is one event waiting for its group commit.
+type publication struct {
+	ev      mcpe.Event
+	raw     json.RawMessage
+	matches []*Entry
+	// gen is the index generation matches were computed at.
+	gen uint64
+	res PublishResult
+	err error
+	// done is closed once committed (or failed); lead when this one is to
+	// commit the next batch.
+	done, lead chan struct{}
+}
+
+// batcher gathers concurrent publications. The first to arrive while no
+// batch is being committed commits every one waiting, in one transaction;
+// those that arrive meanwhile wait, and the first of them commits the next
+// batch. No goroutine of its own: the publishers take turns.
+type batcher struct {
+	mu      sync.Mutex
+	queue   []*publication
+	leading bool
+}
+
+// Queued returns how many publications wait for a commit.
+func (s *Service) Queued() int {
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	return len(s.batch.queue)
+}
+
+// enqueue returns once p is committed.
+func (s *Service) enqueue(p *publication) {
+	b := &s.batch
+	b.mu.Lock()
+	b.queue = append(b.queue, p)
+	if b.leading {
+		b.mu.Unlock()
+		select {
+		case <-p.done:
+			return
+		case <-p.lead:
+		}
+		b.mu.Lock()
+	}
+	b.leading = true
+	n := min(len(b.queue), maxBatch)
+	batch := b.queue[:n:n]
+	b.queue = b.queue[n:]
+	b.mu.Unlock()
+
+	s.commitBatch(batch)
+
+	b.mu.Lock()
+	if len(b.queue) > 0 {
+		close(b.queue[0].lead) // it leads the next batch
+	} else {
+		b.leading = false
+	}
+	b.mu.Unlock()
+}
+
+// commitBatch stores and delivers a batch of publications, then releases
+// their publishers.
+func (s *Service) commitBatch(batch []*publication) {
+	s.route.RLock()
+	gen := s.index.Generation()
+	pubs := make([]Publication, len(batch))
+	for i, p := range batch {
+		if p.gen != gen {
+			p.matches = s.index.Recheck(p.matches, &p.ev)
+		}
+		pubs[i] = Publication{Event: &p.ev, Raw: p.raw, Targets: targetsOf(p.matches)}
+	}
+	// Once queued an event is committed or refused with its batch, whatever
+	// becomes of the request that brought it.
+	s.commit.Lock()
+	results, err := s.store.Publish(context.WithoutCancel(s.bg()), pubs, s.clock.Now())
+	var delivered []InboxEntry
+	for i, p := range batch {
+		if p.err = err; err == nil {
+			p.res = results[i]
+			delivered = append(delivered, p.res.Delivered...)
+		}
+	}
+	s.deliverer.Deliver(delivered)
+	s.commit.Unlock()
+	s.route.RUnlock()
+	if len(delivered) > 0 {
+		s.jobsWritten()
+	}
+	for _, p := range batch {
+		close(p.done)
+	}
+}
+
+// targetsOf lists the deliveries of matched entries: one per channel.
+func targetsOf(matches []*Entry) []Target {
 	targets := make([]Target, 0, len(matches))
 	for _, e := range matches {
 		for _, c := range e.Delivery.Channels {
 			targets = append(targets, Target{SubscriptionID: e.ID, Principal: e.Principal, Channel: c})
 		}
 	}
-	res, err := s.store.Publish(ctx, &ev, raw, targets, now)
-	s.mu.RUnlock()
-	if err != nil {
-		return PublishResult{}, fmt.Errorf("store event: %w", err)
-	}
-	if !res.Duplicate && len(res.Delivered) > 0 {
-		s.deliverer.Deliver(res.Delivered)
-		s.jobsWritten()
-	}
-	return res, nil
+	return targets
 }
 
 // Poll returns what was delivered to principal after a cursor: at most

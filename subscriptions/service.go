@@ -110,12 +110,22 @@ type Service struct {
 	log          *slog.Logger
 	opts         ServiceOptions
 
-	// mu makes the store, the index and the fire schedule agree. Changes to
-	// subscriptions, expiry and fires hold it exclusively; Publish holds it
-	// shared from the match to the commit, so an event matched before a
-	// pause can never be stored for the paused subscription after the pause
-	// returned.
-	mu sync.RWMutex
+	// manage serializes the changes to subscriptions, expiry and fires,
+	// each across its store writes. Publishing never takes it.
+	manage sync.Mutex
+	// route makes routing and the index agree: a publish batch holds it
+	// shared from its check of stale matches to its commit, and a change
+	// to the index holds it exclusively (only for the change itself), so a
+	// subscription changed or paused is never routed by its old state once
+	// the change has returned.
+	route sync.RWMutex
+	// commit keeps deliveries in the order of their commits: every store
+	// write that records deliveries holds it until its entries are handed
+	// to the Deliverer. The store serializes those writes anyway; this
+	// only adds the hand-over.
+	commit sync.Mutex
+	// batch gathers concurrent publications into group commits.
+	batch batcher
 	// watchers hear of changes to the schedules of buffered channels.
 	watchers scheduleWatchers
 
@@ -265,7 +275,6 @@ func (s *Service) Start(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load subscriptions: %w", err)
 	}
-	s.mu.Lock()
 	for _, sub := range subs {
 		e, err := NewEntry(sub)
 		if err != nil {
@@ -273,9 +282,8 @@ func (s *Service) Start(ctx context.Context) error {
 				"subscription_id", sub.ID, "error", err)
 			continue
 		}
-		s.index.Put(e)
+		s.putEntry(e)
 	}
-	s.mu.Unlock()
 	s.log.Info("subscriptions loaded", "active", s.index.Len())
 	s.expireDue()
 	s.prune()
@@ -363,26 +371,42 @@ func (s *Service) armExpiry() {
 // expireDue expires the subscriptions whose time has come, delivers what
 // their buffers still held and the expiry notices, and re-arms the timer.
 func (s *Service) expireDue() {
-	s.mu.Lock()
+	s.manage.Lock()
+	s.commit.Lock()
 	entries, err := s.store.ExpireSubscriptions(s.bg(), s.clock.Now())
 	if err != nil {
 		s.log.Error("expire subscriptions", "error", err)
 	}
+	s.deliverer.Deliver(s.keepForAbsent(entries))
+	s.commit.Unlock()
 	for _, e := range entries {
 		if e.Kind != mcpe.InboxExpired {
 			continue
 		}
 		for _, id := range e.SubscriptionIDs {
-			s.index.Remove(id)
+			s.removeEntry(id)
 			s.log.Info("subscription expired", "subscription_id", id)
 		}
 	}
-	s.mu.Unlock()
-	s.deliverer.Deliver(s.keepForAbsent(entries))
+	s.manage.Unlock()
 	if len(entries) > 0 {
 		s.jobsWritten()
 	}
 	s.armExpiry()
+}
+
+// putEntry adds e to the index, replacing its older version.
+func (s *Service) putEntry(e *Entry) {
+	s.route.Lock()
+	defer s.route.Unlock()
+	s.index.Put(e)
+}
+
+// removeEntry takes subscription id out of the index.
+func (s *Service) removeEntry(id string) {
+	s.route.Lock()
+	defer s.route.Unlock()
+	s.index.Remove(id)
 }
 
 // keepForAbsent marks as pending the entries of owners with no live

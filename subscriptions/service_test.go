@@ -18,6 +18,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+	"github.com/mcpe-server/mcpe-server/subscriptions/storetest"
 )
 
 var svcStart = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
@@ -298,17 +299,18 @@ type gatedStore struct {
 	entered, release chan struct{}
 }
 
-func (g *gatedStore) Publish(ctx context.Context, ev *mcpe.Event, raw json.RawMessage, ts []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
+func (g *gatedStore) Publish(ctx context.Context, pubs []subscriptions.Publication, now time.Time) ([]subscriptions.PublishResult, error) {
 	if g.armed.CompareAndSwap(true, false) {
 		close(g.entered)
 		<-g.release
 	}
-	return g.Store.Publish(ctx, ev, raw, ts, now)
+	return g.Store.Publish(ctx, pubs, now)
 }
 
-// TestPauseWaitsForInFlightPublish checks that an event matched before a
-// pause is stored before the pause returns, never after it: once Pause has
-// returned, the paused subscription receives nothing.
+// TestPauseWaitsForInFlightPublish checks that a pause does not return
+// while an event matched before it is still being stored, and that the
+// event, stored after the pause was, is not delivered to the paused
+// subscription: once Pause has returned, it receives nothing.
 func TestPauseWaitsForInFlightPublish(t *testing.T) {
 	store, err := sqlite.Open(context.Background(), sqlite.Memory)
 	if err != nil {
@@ -362,8 +364,8 @@ func TestPauseWaitsForInFlightPublish(t *testing.T) {
 		t.Fatal(err)
 	}
 	got, err := svc.Get(context.Background(), "alice", sub.ID)
-	if err != nil || got.DeliveredCount != 1 || got.Status != mcpe.StatusPaused {
-		t.Fatalf("after both: %+v, %v; want paused with the one event delivered", got, err)
+	if err != nil || got.DeliveredCount != 0 || got.Status != mcpe.StatusPaused {
+		t.Fatalf("after both: %+v, %v; want paused, the event stored after the pause not delivered to it", got, err)
 	}
 }
 
@@ -460,7 +462,7 @@ func TestDataNestingBounded(t *testing.T) {
 	// An event stored before the bound, as deep as the go-sdk refuses.
 	deep := mcpe.Event{ID: "6ba7b810-9dad-11d1-80b4-00c04fd430c8", Type: "x", Data: nested(1000)}
 	raw, _ := json.Marshal(deep)
-	if _, err := f.store.Publish(ctx, &deep, raw, []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}, svcStart); err != nil {
+	if _, err := storetest.PublishOne(ctx, f.store, &deep, raw, []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}, svcStart); err != nil {
 		t.Fatal(err)
 	}
 	f.publish("x")
@@ -513,5 +515,84 @@ func TestPollPageBoundedInBytes(t *testing.T) {
 	// most three.
 	if items != 10+batches || batches < 4 || pages < 5 {
 		t.Errorf("%d items in %d pages, %d of them batches; want 10 events and the digest in at least 4 batches, over at least 5 pages", items, pages, batches)
+	}
+}
+
+// countingStore counts Store.Publish calls and the publications they carry.
+type countingStore struct {
+	gatedStore
+	mu    sync.Mutex
+	sizes []int
+}
+
+func (c *countingStore) Publish(ctx context.Context, pubs []subscriptions.Publication, now time.Time) ([]subscriptions.PublishResult, error) {
+	c.mu.Lock()
+	c.sizes = append(c.sizes, len(pubs))
+	c.mu.Unlock()
+	return c.gatedStore.Publish(ctx, pubs, now)
+}
+
+// TestConcurrentPublishesShareACommit checks group commit: events published
+// while a commit is in progress are committed together in the next one,
+// and each publisher gets its own result.
+func TestConcurrentPublishesShareACommit(t *testing.T) {
+	store, err := sqlite.Open(context.Background(), sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	counting := &countingStore{gatedStore: gatedStore{Store: store, entered: make(chan struct{}), release: make(chan struct{})}}
+	rec := &recorder{}
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: counting, Deliverer: rec, Clock: clock.NewFake(svcStart)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	sub, err := svc.Subscribe(context.Background(), "alice", every("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	counting.armed.Store(true)
+	const n = 20
+	ids := make(chan string, n+1)
+	errs := make(chan error, n+1)
+	publish := func() {
+		res, err := svc.Publish(context.Background(), mcpe.Event{Type: "x"})
+		ids <- res.EventID
+		errs <- err
+	}
+	go publish()
+	<-counting.entered // the first commit is in progress
+	for range n {
+		go publish()
+	}
+	// Every other publisher queues behind the commit in progress.
+	deadline := time.Now().Add(10 * time.Second)
+	for svc.Queued() < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d publications queued, want %d", svc.Queued(), n)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(counting.release)
+	seen := map[string]bool{}
+	for range n + 1 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+		seen[<-ids] = true
+	}
+	if len(seen) != n+1 {
+		t.Errorf("%d distinct event IDs for %d publications", len(seen), n+1)
+	}
+	if diff := cmp.Diff([]int{1, n}, counting.sizes); diff != "" {
+		t.Errorf("commits mismatch (-want +got):\n%s", diff)
+	}
+	got, err := svc.Get(context.Background(), "alice", sub.ID)
+	if err != nil || got.DeliveredCount != n+1 {
+		t.Errorf("delivered %d (%v), want %d", got.DeliveredCount, err, n+1)
 	}
 }

@@ -44,15 +44,18 @@ type Store interface {
 	// subscriptions; ok is false when none has one.
 	NextExpiry(ctx context.Context) (t time.Time, ok bool, err error)
 
-	// Publish stores ev (whose JSON form is raw), received at now, appends
-	// one inbox entry per principal among the realtime targets, listing
-	// that principal's target subscriptions, and adds the event to the
-	// buffer of each cron or scheduled target, all in one transaction. The
-	// targets are taken as given: the caller matched them against active
-	// subscriptions. An event whose ID, or whose type and sourceEventId, was
-	// accepted before is not stored again: the result then has Duplicate set
-	// and the first event's ID, and nothing is delivered.
-	Publish(ctx context.Context, ev *mcpe.Event, raw json.RawMessage, targets []Target, now time.Time) (PublishResult, error)
+	// Publish stores the publications, received at now, in one
+	// transaction (a group commit): for each, the event; one inbox entry
+	// per principal among its realtime targets, listing that principal's
+	// target subscriptions; and the event in the buffer of each cron or
+	// scheduled target. A target whose subscription is not active when the
+	// transaction runs (it was paused, expired or deleted after it was
+	// matched) is left out. An event whose ID, or whose type and
+	// sourceEventId, was accepted before (or earlier in the same call) is
+	// not stored again: its result then has Duplicate set and the first
+	// event's ID, and nothing is delivered. The results match pubs one for
+	// one.
+	Publish(ctx context.Context, pubs []Publication, now time.Time) ([]PublishResult, error)
 
 	// Fire delivers what waits in the buffers of reqs' subscriptions, in one
 	// transaction: per request, the oldest waiting events (at most Max, or
@@ -143,6 +146,14 @@ type ListQuery struct {
 	Principal string
 	// Status selects one status; empty selects all.
 	Status mcpe.Status
+}
+
+// Publication is one event for Store.Publish: the event, its JSON form,
+// and the subscriptions it was matched to.
+type Publication struct {
+	Event   *mcpe.Event
+	Raw     json.RawMessage
+	Targets []Target
 }
 
 // Target is one delivery of a published event.

@@ -47,12 +47,14 @@ type countingStore struct {
 	stored int
 }
 
-func (s *countingStore) Publish(ctx context.Context, ev *mcpe.Event, raw json.RawMessage, targets []subscriptions.Target, at time.Time) (subscriptions.PublishResult, error) {
-	res, err := s.Store.Publish(ctx, ev, raw, targets, at)
-	if err == nil && !res.Duplicate {
-		s.mu.Lock()
-		s.stored++
-		s.mu.Unlock()
+func (s *countingStore) Publish(ctx context.Context, pubs []subscriptions.Publication, at time.Time) ([]subscriptions.PublishResult, error) {
+	res, err := s.Store.Publish(ctx, pubs, at)
+	for _, r := range res {
+		if err == nil && !r.Duplicate {
+			s.mu.Lock()
+			s.stored++
+			s.mu.Unlock()
+		}
 	}
 	return res, err
 }

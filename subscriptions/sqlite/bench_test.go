@@ -11,6 +11,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+	"github.com/mcpe-server/mcpe-server/subscriptions/storetest"
 )
 
 // BenchmarkPublish publishes one event routed to 0, 10 and 100 active
@@ -57,7 +58,7 @@ func BenchmarkPublish(b *testing.B) {
 				i++
 				ev.ID = fmt.Sprintf("00000000-0000-4000-9000-%012d", i)
 				ev.Metadata.SourceEventID = ev.ID
-				res, err := s.Publish(b.Context(), ev, raw, targets, t0.Add(time.Duration(i)*time.Millisecond))
+				res, err := storetest.PublishOne(b.Context(), s, ev, raw, targets, t0.Add(time.Duration(i)*time.Millisecond))
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -226,7 +227,7 @@ func (p *publisher) publish(targets []subscriptions.Target) {
 	if err != nil {
 		p.b.Fatal(err)
 	}
-	if _, err := p.s.Publish(p.b.Context(), ev, raw, targets, p.now); err != nil {
+	if _, err := storetest.PublishOne(p.b.Context(), p.s, ev, raw, targets, p.now); err != nil {
 		p.b.Fatal(err)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+	"github.com/mcpe-server/mcpe-server/subscriptions/storetest"
 )
 
 func TestOpenExplainsBadPaths(t *testing.T) {
@@ -74,7 +75,7 @@ func publishOne(t *testing.T, s subscriptions.Store, n int, data string) error {
 	ev := mcpe.Event{ID: fmt.Sprintf("00000000-0000-4000-9000-%012d", n), Type: "x", Data: json.RawMessage(data),
 		Metadata: mcpe.Metadata{Priority: mcpe.PriorityNormal, Timestamp: time.Unix(0, 0).UTC()}}
 	raw, _ := json.Marshal(ev)
-	_, err := s.Publish(t.Context(), &ev, raw, nil, time.Unix(0, 0))
+	_, err := storetest.PublishOne(t.Context(), s, &ev, raw, nil, time.Unix(0, 0))
 	return err
 }
 

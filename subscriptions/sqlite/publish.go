@@ -4,115 +4,288 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
 	"time"
 
-	_ "modernc.org/sqlite" // registers the "sqlite" driver
-
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// maxInboxRows is the most inbox rows one prepared INSERT writes; a publish
-// reaching more principals uses several.
-const maxInboxRows = 16
+// A publish is set-based, like a fire: however many events one Publish
+// call takes (a group commit), it runs a fixed handful of statements per
+// chunk of rows (insert the events, look up the duplicates, check which
+// targets are still active, insert the inbox rows and the buffer rows), so
+// that what arrives together costs one transaction and a few statements.
 
-// Publish implements subscriptions.Store. It writes the event, one inbox row
-// per principal and one buffer row per cron or scheduled target with plain
-// INSERTs through prepared statements; nothing else is written per delivery,
-// because the counts are derived from the inbox. Targets are taken as given: the index matched only
-// active subscriptions, and a subscription paused a moment after the match
-// is treated as paused a moment after the event.
-func (s *Store) Publish(ctx context.Context, ev *mcpe.Event, raw json.RawMessage, targets []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
-	p := &publishing{ev: ev, raw: raw, now: now.UTC(), entries: groupByPrincipal(targets), buffered: bufferedTargets(targets),
-		res: subscriptions.PublishResult{EventID: ev.ID}}
-	p.ids = make([]string, len(p.entries))
-	for i, e := range p.entries {
-		p.ids[i] = mustJSON(e.SubscriptionIDs)
+// Rows written by one prepared INSERT.
+const (
+	maxEventRows = 32
+	maxInboxRows = 64
+)
+
+// Publish implements subscriptions.Store. It writes each event, one inbox
+// row per principal and one buffer row per cron or scheduled target with
+// plain INSERTs through prepared statements; nothing else is written per
+// delivery, because the counts are derived from the inbox.
+func (s *Store) Publish(ctx context.Context, pubs []subscriptions.Publication, now time.Time) ([]subscriptions.PublishResult, error) {
+	if len(pubs) == 0 {
+		return nil, nil
 	}
-	if ev.Metadata.SourceEventID != "" {
-		p.source = sql.NullString{String: ev.Metadata.SourceEventID, Valid: true}
+	b := &batch{s: s, ctx: ctx, now: now.UTC(), pubs: pubs, res: make([]subscriptions.PublishResult, len(pubs))}
+	if err := b.prepare(); err != nil {
+		return nil, err
 	}
-	queries := []string{
-		`INSERT INTO events (id, type, source_event_id, body, received_at)
-			VALUES (?, ?, ?, ?, ?) ON CONFLICT DO NOTHING`,
-		`SELECT id FROM events WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`,
-		`INSERT INTO buffer (subscription_id, seq, event_id, created_at) SELECT value, ?4, ?2, ?3 FROM json_each(?1)`,
+	if err := s.tx(ctx, b.write); err != nil {
+		return nil, err
 	}
-	for start := 0; start < len(p.entries); start += maxInboxRows {
-		queries = append(queries, insertInbox(min(maxInboxRows, len(p.entries)-start)))
-	}
-	stmts, err := s.prepared(ctx, queries...)
-	if err != nil {
-		return p.res, err
-	}
-	if err := s.tx(ctx, func(tx *sql.Tx) error { return s.publishTx(ctx, tx, p, stmts) }); err != nil || p.res.Duplicate {
-		return p.res, err
-	}
-	for i := range p.entries {
-		p.entries[i].Kind, p.entries[i].Event, p.entries[i].CreatedAt = mcpe.InboxEvent, raw, p.now
-	}
-	slices.SortFunc(p.entries, func(a, b subscriptions.InboxEntry) int { return cmp.Compare(a.Seq, b.Seq) })
-	p.res.Delivered = p.entries
-	return p.res, nil
+	b.finish()
+	return b.res, nil
 }
 
-// publishing is one event being published.
-type publishing struct {
-	ev     *mcpe.Event
-	raw    json.RawMessage
-	now    time.Time
-	source sql.NullString
-	// entries are the inbox entries to write, one per principal, and ids
-	// the JSON arrays of their subscription IDs.
-	entries []subscriptions.InboxEntry
-	ids     []string
-	// buffered are the cron and scheduled subscriptions the event waits for.
-	buffered []string
-	res      subscriptions.PublishResult
+// batch is one Publish in progress.
+type batch struct {
+	s    *Store
+	ctx  context.Context
+	tx   *sql.Tx
+	now  time.Time
+	pubs []subscriptions.Publication
+	res  []subscriptions.PublishResult
+	// fresh marks the events stored by this call (not duplicates).
+	fresh []bool
+	// entries are, per publication, its inbox entries (one per
+	// principal).
+	entries [][]subscriptions.InboxEntry
+	// isActive tells which target subscriptions are active.
+	isActive map[string]bool
+	stmts    map[string]*sql.Stmt
 }
 
-// publishTx writes p in tx with stmts: the event INSERT, the duplicate
-// look-up, the buffer INSERT, then the inbox INSERTs.
-func (s *Store) publishTx(ctx context.Context, tx *sql.Tx, p *publishing, stmts []*sql.Stmt) error {
-	insertEvent, findDuplicate, insertBuffer, inboxStmts := stmts[0], stmts[1], stmts[2], stmts[3:]
-	r, err := tx.StmtContext(ctx, insertEvent).ExecContext(ctx, p.ev.ID, p.ev.Type, p.source, string(p.raw), nanos(p.now))
+// Statements of a publish besides the multi-row INSERTs.
+const (
+	findDuplicateQuery = `SELECT id FROM events WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`
+	activeQuery        = `SELECT id FROM subscriptions WHERE id IN (SELECT value FROM json_each(?)) AND status = 'active'`
+	insertBufferQuery  = `INSERT INTO buffer (subscription_id, seq, event_id, created_at)
+		SELECT value ->> 0, value ->> 1, value ->> 2, ? FROM json_each(?)`
+)
+
+// prepare fetches the statements the transaction will use: they are
+// prepared before it takes the only write connection.
+func (b *batch) prepare() error {
+	queries := []string{findDuplicateQuery, activeQuery, insertBufferQuery}
+	for n := 1; n <= min(len(b.pubs), maxEventRows); n++ {
+		queries = append(queries, insertEvents(n))
+	}
+	rows := 0
+	for _, p := range b.pubs {
+		rows += len(p.Targets)
+	}
+	for n := 1; n <= min(rows, maxInboxRows); n++ {
+		queries = append(queries, insertInbox(n))
+	}
+	st, err := b.s.prepared(b.ctx, queries...)
 	if err != nil {
 		return err
 	}
-	if n, err := r.RowsAffected(); err != nil {
-		return err
-	} else if n == 0 {
-		p.res.Duplicate = true
-		return tx.StmtContext(ctx, findDuplicate).QueryRowContext(ctx, p.ev.ID, p.ev.Type, p.source).Scan(&p.res.EventID)
+	b.stmts = make(map[string]*sql.Stmt, len(queries))
+	for i, q := range queries {
+		b.stmts[q] = st[i]
 	}
-	for i, st := range inboxStmts {
-		start := i * maxInboxRows
-		end := min(start+maxInboxRows, len(p.entries))
-		if err := writeInbox(ctx, tx, st, p.ev.ID, p.now, p.entries[start:end], p.ids[start:end]); err != nil {
+	return nil
+}
+
+func (b *batch) stmt(q string) *sql.Stmt { return b.tx.StmtContext(b.ctx, b.stmts[q]) }
+
+// write runs the batch in tx.
+func (b *batch) write(tx *sql.Tx) error {
+	b.tx = tx
+	for _, step := range []func() error{b.insertEvents, b.findDuplicates, b.active, b.route, b.buffer} {
+		if err := step(); err != nil {
 			return err
 		}
 	}
-	if len(p.buffered) == 0 {
+	return nil
+}
+
+// insertEvents stores the events; those the table refuses (the same ID, or
+// the same type and sourceEventId, as one stored before or earlier in the
+// batch) are duplicates.
+func (b *batch) insertEvents() error {
+	b.fresh = make([]bool, len(b.pubs))
+	byID := make(map[string][]int, len(b.pubs))
+	for start := 0; start < len(b.pubs); start += maxEventRows {
+		chunk := b.pubs[start:min(start+maxEventRows, len(b.pubs))]
+		args := make([]any, 0, 5*len(chunk))
+		for i, p := range chunk {
+			args = append(args, p.Event.ID, p.Event.Type, sourceID(p.Event), string(p.Raw), nanos(b.now))
+			byID[p.Event.ID] = append(byID[p.Event.ID], start+i)
+		}
+		inserted, err := queryStrings(b.ctx, b.stmt(insertEvents(len(chunk))), args...)
+		if err != nil {
+			return err
+		}
+		for _, id := range inserted {
+			// The first publication with that ID is the one stored.
+			b.fresh[byID[id][0]] = true
+		}
+	}
+	return nil
+}
+
+// findDuplicates gives each duplicate the ID of the event accepted first.
+func (b *batch) findDuplicates() error {
+	for i, p := range b.pubs {
+		b.res[i].EventID = p.Event.ID
+		if b.fresh[i] {
+			continue
+		}
+		b.res[i].Duplicate = true
+		if err := b.stmt(findDuplicateQuery).QueryRowContext(b.ctx, p.Event.ID, p.Event.Type, sourceID(p.Event)).Scan(&b.res[i].EventID); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// route writes the inbox rows of the new events, for the targets whose
+// subscriptions are still active: one matched before a pause, an expiry
+// or a deletion that committed first is left out.
+func (b *batch) route() error {
+	b.entries = make([][]subscriptions.InboxEntry, len(b.pubs))
+	type row struct {
+		pub   int
+		entry int
+	}
+	var rows []row
+	for i, p := range b.pubs {
+		if !b.fresh[i] {
+			continue
+		}
+		b.entries[i] = groupByPrincipal(p.Targets, b.isActive)
+		for j := range b.entries[i] {
+			rows = append(rows, row{i, j})
+		}
+	}
+	for start := 0; start < len(rows); start += maxInboxRows {
+		chunk := rows[start:min(start+maxInboxRows, len(rows))]
+		args := make([]any, 0, 4*len(chunk))
+		index := make(map[[2]string]*subscriptions.InboxEntry, len(chunk))
+		for _, r := range chunk {
+			e := &b.entries[r.pub][r.entry]
+			id := b.pubs[r.pub].Event.ID
+			args = append(args, e.Principal, mustJSON(e.SubscriptionIDs), id, nanos(b.now))
+			index[[2]string{e.Principal, id}] = e
+		}
+		if err := b.readSeqs(b.stmt(insertInbox(len(chunk))), args, index); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// active finds which of the new events' target subscriptions are active.
+func (b *batch) active() error {
+	var ids []string
+	seen := make(map[string]bool)
+	for i, p := range b.pubs {
+		if !b.fresh[i] {
+			continue
+		}
+		for _, t := range p.Targets {
+			if !seen[t.SubscriptionID] {
+				seen[t.SubscriptionID] = true
+				ids = append(ids, t.SubscriptionID)
+			}
+		}
+	}
+	b.isActive = make(map[string]bool, len(ids))
+	if len(ids) == 0 {
 		return nil
 	}
-	// Numbered here, while the transaction holds the only write
-	// connection, so that buffer order is commit order.
-	seq := s.bufferSeq.Add(1)
-	_, err = tx.StmtContext(ctx, insertBuffer).ExecContext(ctx, mustJSON(p.buffered), p.ev.ID, nanos(p.now), seq)
+	active, err := queryStrings(b.ctx, b.stmt(activeQuery), mustJSON(ids))
+	for _, id := range active {
+		b.isActive[id] = true
+	}
 	return err
 }
 
-// bufferedTargets lists the cron and scheduled subscriptions among
+// readSeqs runs an inbox INSERT and sets the Seq of each entry written,
+// found by principal and event (RETURNING promises no order).
+func (b *batch) readSeqs(st *sql.Stmt, args []any, index map[[2]string]*subscriptions.InboxEntry) error {
+	rows, err := st.QueryContext(b.ctx, args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		var seq int64
+		var principal, eventID string
+		if err := rows.Scan(&seq, &principal, &eventID); err != nil {
+			rows.Close()
+			return err
+		}
+		if e := index[[2]string{principal, eventID}]; e != nil {
+			e.Seq = seq
+		}
+	}
+	return errors.Join(rows.Err(), rows.Close())
+}
+
+// buffer adds the new events to the buffers of their active cron and
+// scheduled targets, numbered here, while the transaction holds the only
+// write connection, so that buffer order is commit order.
+func (b *batch) buffer() error {
+	var rows [][3]any
+	for i, p := range b.pubs {
+		if !b.fresh[i] {
+			continue
+		}
+		subs := bufferedTargets(p.Targets, b.isActive)
+		if len(subs) == 0 {
+			continue
+		}
+		seq := b.s.bufferSeq.Add(1)
+		for _, sub := range subs {
+			rows = append(rows, [3]any{sub, seq, p.Event.ID})
+		}
+	}
+	if len(rows) == 0 {
+		return nil
+	}
+	_, err := b.stmt(insertBufferQuery).ExecContext(b.ctx, nanos(b.now), mustJSON(rows))
+	return err
+}
+
+// finish fills in the results: each new event's inbox entries, in
+// sequence order.
+func (b *batch) finish() {
+	for i := range b.pubs {
+		if !b.fresh[i] {
+			continue
+		}
+		entries := b.entries[i]
+		for j := range entries {
+			entries[j].Kind, entries[j].Event, entries[j].CreatedAt = mcpe.InboxEvent, b.pubs[i].Raw, b.now
+		}
+		slices.SortFunc(entries, func(x, y subscriptions.InboxEntry) int { return cmp.Compare(x.Seq, y.Seq) })
+		b.res[i].Delivered = entries
+	}
+}
+
+func sourceID(ev *mcpe.Event) sql.NullString {
+	if ev.Metadata.SourceEventID == "" {
+		return sql.NullString{}
+	}
+	return sql.NullString{String: ev.Metadata.SourceEventID, Valid: true}
+}
+
+// bufferedTargets lists the active cron and scheduled subscriptions among
 // targets, each once.
-func bufferedTargets(targets []subscriptions.Target) []string {
+func bufferedTargets(targets []subscriptions.Target, active map[string]bool) []string {
 	var out []string
 	seen := make(map[string]bool)
 	for _, t := range targets {
-		if (t.Channel == mcpe.ChannelCron || t.Channel == mcpe.ChannelScheduled) && !seen[t.SubscriptionID] {
+		if (t.Channel == mcpe.ChannelCron || t.Channel == mcpe.ChannelScheduled) && active[t.SubscriptionID] && !seen[t.SubscriptionID] {
 			seen[t.SubscriptionID] = true
 			out = append(out, t.SubscriptionID)
 		}
@@ -120,14 +293,15 @@ func bufferedTargets(targets []subscriptions.Target) []string {
 	return out
 }
 
-// groupByPrincipal turns realtime targets into one inbox entry per principal,
-// in the order the principals first appear, each subscription listed once.
-func groupByPrincipal(targets []subscriptions.Target) []subscriptions.InboxEntry {
+// groupByPrincipal turns the active realtime targets into one inbox entry
+// per principal, in the order the principals first appear, each
+// subscription listed once.
+func groupByPrincipal(targets []subscriptions.Target, active map[string]bool) []subscriptions.InboxEntry {
 	var out []subscriptions.InboxEntry
 	byPrincipal := make(map[string]int)
 	listed := make(map[string]bool)
 	for _, t := range targets {
-		if t.Channel != mcpe.ChannelRealtime || listed[t.SubscriptionID] {
+		if t.Channel != mcpe.ChannelRealtime || listed[t.SubscriptionID] || !active[t.SubscriptionID] {
 			continue
 		}
 		listed[t.SubscriptionID] = true
@@ -142,35 +316,16 @@ func groupByPrincipal(targets []subscriptions.Target) []subscriptions.InboxEntry
 	return out
 }
 
-// writeInbox inserts entries with stmt, the INSERT of that many rows, and
-// sets their Seq.
-func writeInbox(ctx context.Context, tx *sql.Tx, stmt *sql.Stmt, eventID string, now time.Time, entries []subscriptions.InboxEntry, ids []string) error {
-	args := make([]any, 0, 4*len(entries))
-	for i, e := range entries {
-		args = append(args, e.Principal, ids[i], eventID, nanos(now))
-	}
-	rows, err := tx.StmtContext(ctx, stmt).QueryContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	// RETURNING promises no order; match rows by principal.
-	for rows.Next() {
-		var seq int64
-		var principal string
-		if err := rows.Scan(&seq, &principal); err != nil {
-			rows.Close()
-			return err
-		}
-		if i := slices.IndexFunc(entries, func(e subscriptions.InboxEntry) bool { return e.Principal == principal }); i >= 0 {
-			entries[i].Seq = seq
-		}
-	}
-	return errors.Join(rows.Err(), rows.Close())
+// insertEvents is the INSERT of n events, naming those it stored.
+func insertEvents(n int) string {
+	values := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?), `, n), ", ")
+	return `INSERT INTO events (id, type, source_event_id, body, received_at)
+		VALUES ` + values + ` ON CONFLICT DO NOTHING RETURNING id`
 }
 
 // insertInbox is the INSERT of n inbox rows.
 func insertInbox(n int) string {
 	values := strings.TrimSuffix(strings.Repeat(`(?, ?, 'event', ?, ?), `, n), ", ")
 	return `INSERT INTO inbox (principal, subscription_ids, kind, event_id, created_at)
-		VALUES ` + values + ` RETURNING seq, principal`
+		VALUES ` + values + ` RETURNING seq, principal, event_id`
 }

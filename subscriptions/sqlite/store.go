@@ -42,10 +42,8 @@ type Store struct {
 	bufferSeq atomic.Int64
 
 	// commits counts write transactions, so the checkpointer knows when
-	// there is something to do; kick asks it to look at the WAL's size at
-	// once; stop and done end it.
+	// there is something to do; stop and done end it.
 	commits    atomic.Int64
-	kick       chan struct{}
 	stop, done chan struct{}
 	closeOnce  sync.Once
 	closeErr   error
@@ -158,17 +156,16 @@ func OpenWith(ctx context.Context, path string, opts *Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
-	s.kick, s.stop, s.done = make(chan struct{}, 1), make(chan struct{}), make(chan struct{})
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go s.checkpoint()
 	return s, nil
 }
 
 // checkpoint runs beside the writers until Close: every CheckEvery it
 // copies the WAL back into the database when there were commits, without
-// blocking writers (PASSIVE), and checks the database's files; whenever
-// the WAL has passed WALLimit (looked at every walCheckCommits commits and
-// at each tick) it checkpoints and truncates it on the write connection,
-// which holds writers off meanwhile.
+// blocking writers (PASSIVE), checks the database's files, and bounds the
+// WAL (boundWAL), which the commit path also does every walCheckCommits
+// commits.
 func (s *Store) checkpoint() {
 	defer close(s.done)
 	t := time.NewTicker(s.opts.CheckEvery)
@@ -178,9 +175,6 @@ func (s *Store) checkpoint() {
 		select {
 		case <-s.stop:
 			return
-		case <-s.kick:
-			s.boundWAL()
-			continue
 		case <-t.C:
 		}
 		if err := s.file.check(); err != nil {
@@ -196,13 +190,14 @@ func (s *Store) checkpoint() {
 	}
 }
 
-// boundWAL truncates the WAL when it has passed WALLimit.
+// boundWAL checkpoints and truncates the WAL when it has passed WALLimit,
+// on the write connection: writers wait in Go for it rather than spin on
+// SQLITE_BUSY, and readers are waited for (busy_timeout). Under sustained
+// writes the passive checkpoints cannot start the WAL over; this does.
 func (s *Store) boundWAL() {
 	if s.file.walSize() <= s.opts.WALLimit {
 		return
 	}
-	// The write connection: writers wait in Go for it rather than spin on
-	// SQLITE_BUSY, and readers are waited for (busy_timeout).
 	s.w.Exec(`PRAGMA wal_checkpoint(TRUNCATE)`)
 }
 
@@ -347,13 +342,16 @@ func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 		tx.Rollback()
 		return err
 	}
-	if n := s.commits.Add(1); n%walCheckCommits == 0 && s.kick != nil {
-		select {
-		case s.kick <- struct{}{}:
-		default:
-		}
+	if err := tx.Commit(); err != nil {
+		return err
 	}
-	return tx.Commit()
+	// Every walCheckCommits commits the committer looks at the WAL, so
+	// that however fast writes come it passes WALLimit by at most that
+	// many commits.
+	if n := s.commits.Add(1); n%walCheckCommits == 0 && s.file != nil {
+		s.boundWAL()
+	}
+	return nil
 }
 
 func nanos(t time.Time) int64 { return t.UnixNano() }

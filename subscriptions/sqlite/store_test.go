@@ -89,7 +89,7 @@ func TestReopenKeepsData(t *testing.T) {
 		t.Fatal(err)
 	}
 	targets := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}
-	res, err := s.Publish(ctx, ev, raw, targets, t0.Add(time.Hour))
+	res, err := storetest.PublishOne(ctx, s, ev, raw, targets, t0.Add(time.Hour))
 	if err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
@@ -129,7 +129,7 @@ func TestReopenKeepsData(t *testing.T) {
 	}
 	again := *ev
 	again.ID = "00000000-0000-4000-9000-000000000002"
-	dup, err := s.Publish(ctx, &again, raw, targets, t0.Add(2*time.Hour))
+	dup, err := storetest.PublishOne(ctx, s, &again, raw, targets, t0.Add(2*time.Hour))
 	if err != nil || !dup.Duplicate || dup.EventID != ev.ID {
 		t.Errorf("Publish of the same sourceEventId after reopening = %+v, %v; want a duplicate of %s", dup, err, ev.ID)
 	}

@@ -165,3 +165,50 @@ func testPublishWithoutTargets(t *testing.T, open Opener) {
 	diff(t, "inbox", []subscriptions.InboxEntry(nil), inbox(t, s, "alice"))
 	diff(t, "delivery counters", delivery{0, nil}, deliveryOf(t, s, sub))
 }
+
+// testPublishBatch checks a group commit: publications stored together, in
+// order, each with its own result; a duplicate of one stored earlier in the
+// same call is a duplicate; and targets whose subscriptions are no longer
+// active are left out.
+func testPublishBatch(t *testing.T, open Opener) {
+	s := open(t)
+	alice, bob := newSub(1, "alice"), newSub(2, "bob")
+	paused := withStatus(newSub(3, "alice"), mcpe.StatusPaused)
+	digest := cronSub(4, "alice")
+	gone := newSub(5, "bob")
+	create(t, s, alice, bob, paused, digest, gone)
+	if err := s.DeleteSubscription(t.Context(), "bob", gone.ID); err != nil {
+		t.Fatal(err)
+	}
+	a, rawA := newEvent(1, "test.created", "")
+	c, rawC := newEvent(3, "test.created", "src-c")
+	d, rawD := newEvent(4, "test.created", "src-c") // the same source event as c
+	now := at(time.Hour)
+	pubs := []subscriptions.Publication{
+		{Event: a, Raw: rawA, Targets: targets(alice, paused)},
+		{Event: a, Raw: rawA, Targets: targets(bob)}, // the same event again
+		{Event: c, Raw: rawC, Targets: append(targets(bob, gone), routes(digest)...)},
+		{Event: d, Raw: rawD, Targets: targets(alice)},
+	}
+	res, err := s.Publish(t.Context(), pubs, now)
+	if err != nil {
+		t.Fatalf("Publish: %v", err)
+	}
+	if len(res) != len(pubs) {
+		t.Fatalf("Publish of %d returned %d results", len(pubs), len(res))
+	}
+	want := []subscriptions.PublishResult{
+		{EventID: a.ID, Delivered: []subscriptions.InboxEntry{entry(0, rawA, now, alice)}},
+		{EventID: a.ID, Duplicate: true},
+		{EventID: c.ID, Delivered: []subscriptions.InboxEntry{entry(0, rawC, now, bob)}},
+		{EventID: c.ID, Duplicate: true},
+	}
+	diff(t, "results", want, res, ignoreSeq)
+	if res[0].Delivered[0].Seq >= res[2].Delivered[0].Seq {
+		t.Errorf("seqs %d and %d: later publications must get later seqs", res[0].Delivered[0].Seq, res[2].Delivered[0].Seq)
+	}
+	diff(t, "alice's inbox", []subscriptions.InboxEntry{res[0].Delivered[0]}, inbox(t, s, "alice"))
+	diff(t, "bob's inbox", []subscriptions.InboxEntry{res[2].Delivered[0]}, inbox(t, s, "bob"))
+	diff(t, "the digest's buffer", int64(1), get(t, s, "alice", digest.ID).BufferedEvents)
+	diff(t, "the paused subscription's deliveries", int64(0), get(t, s, "alice", paused.ID).DeliveredCount)
+}

@@ -17,6 +17,7 @@ package storetest
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -54,6 +55,7 @@ func Run(t *testing.T, open Opener) {
 		{"PublishManyPrincipals", testPublishManyPrincipals},
 		{"PublishDuplicates", testPublishDuplicates},
 		{"PublishWithoutTargets", testPublishWithoutTargets},
+		{"PublishBatch", testPublishBatch},
 		{"ReadInbox", testReadInbox},
 		{"ExpireSubscriptions", testExpireSubscriptions},
 		{"NextExpiry", testNextExpiry},
@@ -242,7 +244,7 @@ func list(t *testing.T, s subscriptions.Store, q subscriptions.ListQuery) []*sub
 
 func publish(t *testing.T, s subscriptions.Store, ev *mcpe.Event, raw json.RawMessage, ts []subscriptions.Target, now time.Time) subscriptions.PublishResult {
 	t.Helper()
-	res, err := s.Publish(t.Context(), ev, raw, ts, now)
+	res, err := PublishOne(t.Context(), s, ev, raw, ts, now)
 	if err != nil {
 		t.Fatalf("Publish(%s): %v", ev.ID, err)
 	}
@@ -332,4 +334,13 @@ func diff(t *testing.T, what string, want, got any, opts ...cmp.Option) {
 	if d := cmp.Diff(want, got, append(opts, equateEmpty)...); d != "" {
 		t.Errorf("%s mismatch (-want +got):\n%s", what, d)
 	}
+}
+
+// PublishOne publishes one event through Store.Publish.
+func PublishOne(ctx context.Context, s subscriptions.Store, ev *mcpe.Event, raw json.RawMessage, targets []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
+	res, err := s.Publish(ctx, []subscriptions.Publication{{Event: ev, Raw: raw, Targets: targets}}, now)
+	if err != nil {
+		return subscriptions.PublishResult{}, err
+	}
+	return res[0], nil
 }
