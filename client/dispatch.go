@@ -182,6 +182,17 @@ func (c *Client) notification(method string, params json.RawMessage) {
 		if err = json.Unmarshal(params, &p); err == nil {
 			c.deliverExpired(p.SubscriptionID, p.Cursor)
 		}
+	case mcpe.MethodMissed:
+		// The server did not send deliveries this session was owed: read
+		// them from the inbox, from the last cursor seen, before what
+		// follows.
+		var p mcpe.MissedParams
+		if err = json.Unmarshal(params, &p); err == nil {
+			c.log.Warn("the server skipped deliveries; catching up from the inbox", "from", p.FromCursor, "to", p.ToCursor, "reason", p.Reason)
+			if cerr := c.catchUp(false); cerr != nil {
+				c.log.Warn("catch up after events/missed", "error", cerr)
+			}
+		}
 	default:
 		c.log.Debug("ignoring an unknown MCPE notification", "method", method)
 	}

@@ -318,11 +318,32 @@ func TestResumeFromCursor(t *testing.T) {
 	}
 }
 
-// TestCatchUpFindsDroppedNotifications makes the server drop notifications
-// for a session that does not read them (its queue holds one), while the
-// session stays up: the client's periodic inbox check finds them.
-func TestCatchUpFindsDroppedNotifications(t *testing.T) {
-	s, _ := inProcess(t, &clienttest.Options{QueueSize: 1})
+// TestSlowSessionGetsEverything holds up a session's reads while more
+// events arrive than the server keeps in memory for it: the session lags,
+// and gets every one, once, when it reads again.
+func TestSlowSessionGetsEverything(t *testing.T) {
+	s, _ := inProcess(t, &clienttest.Options{WindowEntries: 2})
+	readSlowly(t, s)
+	if st := s.Sessions.Stats(); st.Skipped != 0 {
+		t.Errorf("the server skipped %d deliveries; want none", st.Skipped)
+	}
+}
+
+// TestMissedNoticeCatchesUp has the server skip a session that fell behind
+// (delivery.backlog.onFull "skip"): the events/missed notice makes the
+// client read what it missed from the inbox.
+func TestMissedNoticeCatchesUp(t *testing.T) {
+	s, _ := inProcess(t, &clienttest.Options{WindowEntries: 2, MaxBacklog: 3, OnFullBacklog: "skip"})
+	readSlowly(t, s)
+	if st := s.Sessions.Stats(); st.Skipped == 0 {
+		t.Error("the server skipped nothing; the test did not make the session fall behind")
+	}
+}
+
+// readSlowly connects a client whose reads wait while 20 events are
+// published, and checks that its handler then sees each of them once.
+func readSlowly(t *testing.T, s *clienttest.Server) {
+	t.Helper()
 	gate := newGate()
 	dial := func(ctx context.Context) (mcp.Transport, error) {
 		tr, err := s.Transport(ctx, principal)

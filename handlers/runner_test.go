@@ -77,6 +77,8 @@ type noDeliverer struct{}
 
 func (noDeliverer) Deliver([]subscriptions.InboxEntry) {}
 
+func (noDeliverer) Replay(string, []subscriptions.InboxEntry) {}
+
 // env is a service and a runner on one SQLite file and a fake clock.
 type env struct {
 	store      *sqlite.Store

@@ -10,6 +10,12 @@ const (
 	MethodEvent               = "events/event"
 	MethodBatch               = "events/batch"
 	MethodSubscriptionExpired = "events/subscription_expired"
+	// MethodMissed is sent, once, to a live session that was not sent
+	// deliveries it was owed: its owner's backlog passed its bound (with
+	// delivery.backlog.onFull "skip"), or retention removed entries the
+	// session had not been sent. Its params say where events_poll finds
+	// them.
+	MethodMissed = "events/missed"
 	// MethodPrefix starts every MCPE notification method.
 	MethodPrefix = "events/"
 )
@@ -54,6 +60,20 @@ type BatchParams struct {
 type ExpiredParams struct {
 	SubscriptionID string `json:"subscriptionId"`
 	Cursor         string `json:"cursor,omitempty"`
+}
+
+// MissedParams are the params of events/missed.
+type MissedParams struct {
+	// FromCursor is the cursor of the last delivery the session was sent:
+	// events_poll from it returns what the session missed, as far as the
+	// inbox still holds it.
+	FromCursor string `json:"fromCursor"`
+	// ToCursor is where live delivery resumes: the session gets what comes
+	// after it.
+	ToCursor string `json:"toCursor"`
+	// Reason is "backlog" (the session fell too far behind) or
+	// "retention" (the inbox no longer holds what it was owed).
+	Reason string `json:"reason"`
 }
 
 // FormatCursor turns an inbox sequence number into a cursor.

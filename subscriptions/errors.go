@@ -20,6 +20,10 @@ var (
 	// given now (its database was removed or replaced): an event refused
 	// with it may be sent again later.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrBusy is returned for an event one of whose owners has a live
+	// session owed as much as it may be: the event is not accepted, and may
+	// be sent again once the session has caught up (a second or so).
+	ErrBusy = errors.New("a live session this event is for is too far behind; the event was not accepted, send it again in a second")
 )
 
 // invalid returns an *mcpe.InvalidError for field.

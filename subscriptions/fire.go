@@ -157,7 +157,7 @@ func (s *Service) Redeliver(ctx context.Context, principal string) error {
 	if err != nil || len(entries) == 0 {
 		return err
 	}
-	s.deliverer.Deliver(entries)
+	s.deliverer.Replay(principal, entries)
 	return s.store.ClearPending(ctx, principal, entries[len(entries)-1].Seq)
 }
 

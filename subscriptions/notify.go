@@ -6,7 +6,25 @@ type Presence interface {
 }
 
 // Deliverer sends inbox entries to their owners' live sessions as MCPE
-// notifications (delivery/realtime). Deliver must not block.
+// notifications (delivery/realtime). Neither method may block.
 type Deliverer interface {
+	// Deliver hands over entries just committed, in commit order.
 	Deliver(entries []InboxEntry)
+	// Replay hands over, to principal's live sessions, entries committed
+	// earlier that were kept while it was away (Redeliver), to send before
+	// what is delivered after them.
+	Replay(principal string, entries []InboxEntry)
+}
+
+// Backlog is what the live sessions of principals are owed and have not
+// been sent yet (delivery/realtime).
+type Backlog interface {
+	// Full reports whether a live session of principal is owed as much as
+	// it may be: events for principal are then refused with ErrBusy until
+	// it catches up.
+	Full(principal string) bool
+	// Cursors returns, for each principal with a live session, the inbox
+	// sequence number its session furthest behind has been sent up to:
+	// retention keeps what follows it.
+	Cursors() map[string]int64
 }

@@ -35,11 +35,33 @@ func (s *Service) Publish(ctx context.Context, ev mcpe.Event) (PublishResult, er
 	// changed before it is.
 	p := &publication{ev: ev, raw: raw, gen: s.index.Generation(), done: make(chan struct{}), lead: make(chan struct{})}
 	p.matches = s.index.Match(&p.ev)
+	if s.behind(p.matches) {
+		return PublishResult{}, ErrBusy
+	}
 	s.enqueue(p)
 	if p.err != nil {
 		return PublishResult{}, fmt.Errorf("store event: %w", p.err)
 	}
 	return p.res, nil
+}
+
+// behind reports whether the owner of a realtime subscription among
+// matches has a live session owed as much as it may be.
+func (s *Service) behind(matches []*Entry) bool {
+	if s.opts.Backlog == nil {
+		return false
+	}
+	var seen string
+	for _, e := range matches {
+		if e.Principal == seen || !e.Delivery.Immediate() {
+			continue
+		}
+		seen = e.Principal
+		if s.opts.Backlog.Full(e.Principal) {
+			return true
+		}
+	}
+	return false
 }
 
 // maxBatch bounds the events of one group commit.

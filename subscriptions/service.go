@@ -52,6 +52,10 @@ type ServiceOptions struct {
 	// fires; one fired while it had none is sent when it next connects
 	// (Redeliver). Nil treats every owner as connected.
 	Presence Presence
+	// Backlog, when set, keeps what live sessions have not been sent from
+	// retention, and refuses events for an owner whose session is owed as
+	// much as it may be (ErrBusy). Nil keeps neither.
+	Backlog Backlog
 	// Timings are the buffered channels offered besides realtime, by name
 	// (delivery/cron, delivery/scheduled). Nil offers realtime only.
 	Timings map[mcpe.Channel]Timing
@@ -442,7 +446,11 @@ func (s *Service) jobsWritten() {
 
 // prune applies the retention limits and schedules the next run.
 func (s *Service) prune() {
-	st, err := s.store.Prune(s.bg(), s.opts.Retention, s.clock.Now())
+	r := s.opts.Retention
+	if s.opts.Backlog != nil {
+		r.Keep = s.opts.Backlog.Cursors()
+	}
+	st, err := s.store.Prune(s.bg(), r, s.clock.Now())
 	if err != nil {
 		s.log.Error("apply retention", "error", err)
 	} else if st != (PruneStats{}) {

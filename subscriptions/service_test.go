@@ -35,6 +35,9 @@ func (r *recorder) Deliver(es []subscriptions.InboxEntry) {
 	r.entries = append(r.entries, es...)
 }
 
+// Replay keeps entries as Deliver does.
+func (r *recorder) Replay(_ string, entries []subscriptions.InboxEntry) { r.Deliver(entries) }
+
 // delivered lists "principal subscriptionID" for each event delivered.
 func (r *recorder) delivered() []string { return r.of(mcpe.InboxEvent) }
 

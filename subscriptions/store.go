@@ -88,6 +88,9 @@ type Store interface {
 	// ReadInbox returns up to limit (> 0) entries of principal's inbox with a
 	// sequence number above after, oldest first, and whether more follow.
 	ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]InboxEntry, bool, error)
+	// PrunedThrough returns the highest sequence number of principal's
+	// inbox that retention removed, or 0.
+	PrunedThrough(ctx context.Context, principal string) (int64, error)
 	// PollCursor returns the cursor last handed to principal by events_poll,
 	// or 0.
 	PollCursor(ctx context.Context, principal string) (int64, error)
@@ -100,7 +103,9 @@ type Store interface {
 	// name starts with prefix, and returns how many subscriptions went.
 	DeletePrincipalsWithPrefix(ctx context.Context, prefix string) (int, error)
 
-	// Prune applies r: it trims inboxes to their size and age limits, drops
+	// Prune applies r: it trims inboxes to their size and age limits (but
+	// keeps the entries r.Keep names, and records what it removed for
+	// PrunedThrough), drops
 	// events that no inbox entry needs and that are older than the dedup
 	// window, and deletes subscriptions that expired (ExpireSubscriptions, or
 	// an update to expired) long enough ago. Delivery counts survive the
@@ -243,6 +248,10 @@ type Retention struct {
 	DedupWindow time.Duration
 	// ExpiredMaxAge is how long an expired subscription stays listed.
 	ExpiredMaxAge time.Duration
+	// Keep maps principals to a sequence number: their inbox entries above
+	// it are kept whatever the limits, because a live session has not been
+	// sent them yet.
+	Keep map[string]int64
 }
 
 // PruneStats counts what Prune deleted.

@@ -71,6 +71,9 @@ func (s *Subscriber) Deliver(entries []subscriptions.InboxEntry) {
 	}
 }
 
+// Replay keeps entries as Deliver does.
+func (s *Subscriber) Replay(_ string, entries []subscriptions.InboxEntry) { s.Deliver(entries) }
+
 // Delivered returns the events delivered so far, in order.
 func (s *Subscriber) Delivered() []mcpe.Event {
 	s.mu.Lock()

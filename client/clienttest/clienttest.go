@@ -40,9 +40,14 @@ type Options struct {
 	// Commands are the programs the bash handler may run, by name, with
 	// absolute paths. Empty: no bash handler.
 	Commands map[string]string
-	// QueueSize is the notification queue of each session; zero is the
-	// server's default.
-	QueueSize int
+	// WindowEntries is how many deliveries of a principal the server keeps
+	// in memory for its live sessions; zero is the server's default. A
+	// session behind them catches up from the inbox.
+	WindowEntries int
+	// MaxBacklog and OnFullBacklog set the server's delivery.backlog
+	// maxEntries and onFull; zero and empty are its defaults.
+	MaxBacklog    int64
+	OnFullBacklog string
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 }
@@ -76,6 +81,7 @@ func Start(ctx context.Context, opts *Options) (s *Server, err error) {
 		o.Clock = clock.Real{}
 	}
 	cfg := &config.Config{Inbox: config.Inbox{MaxEntries: 100000}}
+	cfg.Delivery.Backlog = config.Backlog{MaxEntries: o.MaxBacklog, OnFull: o.OnFullBacklog}
 	for token, principal := range o.Tokens {
 		cfg.Auth.Tokens = append(cfg.Auth.Tokens, config.PrincipalToken{Principal: principal, Secret: config.Secret{Token: token}})
 	}
@@ -95,12 +101,12 @@ func Start(ctx context.Context, opts *Options) (s *Server, err error) {
 		return nil, err
 	}
 	s.app, err = app.New(ctx, app.Options{
-		Config:    cfg,
-		Store:     s.store,
-		HTTP:      true,
-		Clock:     o.Clock,
-		Logger:    o.Logger,
-		QueueSize: o.QueueSize,
+		Config:        cfg,
+		Store:         s.store,
+		HTTP:          true,
+		Clock:         o.Clock,
+		Logger:        o.Logger,
+		WindowEntries: o.WindowEntries,
 		// A test that moves its fake clock by a day would otherwise prune
 		// once for every minute passed.
 		PruneInterval: 24 * time.Hour,

@@ -10,75 +10,125 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // Defaults for Options.
 const (
-	DefaultQueueSize    = 1024
-	DefaultWriteTimeout = 10 * time.Second
-	DefaultStreamWait   = 10 * time.Second
+	DefaultWindowEntries  = 1024
+	DefaultWindowBytes    = 4 << 20
+	DefaultBatchMessages  = 256
+	DefaultBatchBytes     = 1 << 20
+	DefaultWriteTimeout   = 10 * time.Second
+	DefaultStreamWait     = 10 * time.Second
+	DefaultBacklogEntries = 100_000
+	DefaultBacklogBytes   = 256 << 20
+	DefaultLagWarning     = 30 * time.Second
+	OnFullBacklogRefuse   = "refuse"
+	OnFullBacklogSkip     = "skip"
+	defaultOnFullBacklog  = OnFullBacklogRefuse
+	maxBackoff            = time.Second
+	firstBackoff          = 10 * time.Millisecond
+	catchUpLimit          = 256
+	retentionReason       = "retention"
+	backlogReason         = "backlog"
+	closeWait             = 5 * time.Second
+	lagWarningEvery       = time.Minute
 )
 
 // Sink is the sending side of one live session.
 type Sink interface {
-	// Notify writes one notification to the session.
-	Notify(ctx context.Context, method string, params json.RawMessage) error
+	// Write writes msgs, in order, as JSON-RPC notifications, and returns
+	// once they are handed to the client's connection (flushed).
+	Write(ctx context.Context, msgs []Message) error
+}
+
+// LiveSink is a Sink that knows whether notifications can reach its session
+// now: an HTTP session without an open event stream cannot. A session that
+// is not live is not written to and does not count as connected; when it
+// becomes live it receives what comes from then on.
+type LiveSink interface {
+	Sink
+	Live() bool
+}
+
+// Inbox is what a session that fell behind the in-memory window catches up
+// from: the durable inbox (subscriptions.Store implements it).
+type Inbox interface {
+	ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]subscriptions.InboxEntry, bool, error)
+	// PrunedThrough returns the highest sequence number retention removed
+	// from principal's inbox, or 0.
+	PrunedThrough(ctx context.Context, principal string) (int64, error)
 }
 
 // Options configure a Registry. A nil *Options means all defaults.
 type Options struct {
-	// QueueSize is how many notifications may wait per session; zero means
-	// DefaultQueueSize.
-	QueueSize int
+	// Inbox is where a session that fell behind the window reads what it
+	// missed; nil keeps a session that falls that far behind from catching
+	// up: it is told where to poll from (events/missed).
+	Inbox Inbox
+	// WindowEntries and WindowBytes bound what is kept in memory per
+	// principal for its live sessions; zero means the defaults. A session
+	// behind the window reads from the Inbox.
+	WindowEntries int
+	WindowBytes   int
+	// BatchMessages and BatchBytes bound one write to a session; zero
+	// means the defaults.
+	BatchMessages int
+	BatchBytes    int
 	// WriteTimeout bounds one write; zero means DefaultWriteTimeout.
 	WriteTimeout time.Duration
-	// StreamWait is how long a session that cannot take a notification
-	// (an HTTP client whose event stream is not open yet, say) is retried
-	// before notifications for it are dropped, counted from its last
-	// successful write or its attach; zero means DefaultStreamWait.
+	// StreamWait is how long a session whose writes fail is retried before
+	// it is given up (its client is gone), counted from its last successful
+	// write or its attach; zero means DefaultStreamWait.
 	StreamWait time.Duration
+	// BacklogEntries and BacklogBytes bound what a live session may have
+	// been owed and not yet sent; zero means the defaults.
+	BacklogEntries int64
+	BacklogBytes   int64
+	// OnFullBacklog is what happens when a live session's backlog reaches
+	// its bound: "refuse" (the default: Full reports the owner, and the
+	// server refuses, with 429, events for it until the session catches up,
+	// so a live session loses nothing) or "skip" (the session skips to the
+	// newest delivery and is told once where to poll from).
+	OnFullBacklog string
+	// LagWarning is how far behind, in time, a session may fall before it
+	// is logged as lagging; zero means DefaultLagWarning.
+	LagWarning time.Duration
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 }
 
-// Registry maps principals to their live sessions. It implements
-// Notifier.
-type Registry struct {
-	opts Options
-	log  *slog.Logger
-
-	mu      sync.Mutex
-	byOwner map[string]map[*session]struct{}
-	closed  bool
-	wg      sync.WaitGroup
-
-	sent    atomic.Int64
-	dropped atomic.Int64
-	failed  atomic.Int64
-}
-
-var (
-	_ Notifier               = (*Registry)(nil)
-	_ subscriptions.Presence = (*Registry)(nil)
-)
-
-// NewRegistry returns an empty Registry.
-func NewRegistry(opts *Options) *Registry {
-	var o Options
-	if opts != nil {
-		o = *opts
+func (o *Options) defaults() {
+	set := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
 	}
-	if o.QueueSize <= 0 {
-		o.QueueSize = DefaultQueueSize
-	}
+	set(&o.WindowEntries, DefaultWindowEntries)
+	set(&o.WindowBytes, DefaultWindowBytes)
+	set(&o.BatchMessages, DefaultBatchMessages)
+	set(&o.BatchBytes, DefaultBatchBytes)
 	if o.WriteTimeout <= 0 {
 		o.WriteTimeout = DefaultWriteTimeout
 	}
 	if o.StreamWait <= 0 {
 		o.StreamWait = DefaultStreamWait
+	}
+	if o.BacklogEntries <= 0 {
+		o.BacklogEntries = DefaultBacklogEntries
+	}
+	if o.BacklogBytes <= 0 {
+		o.BacklogBytes = DefaultBacklogBytes
+	}
+	if o.OnFullBacklog == "" {
+		o.OnFullBacklog = defaultOnFullBacklog
+	}
+	if o.LagWarning <= 0 {
+		o.LagWarning = DefaultLagWarning
 	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
@@ -86,46 +136,135 @@ func NewRegistry(opts *Options) *Registry {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Registry{opts: o, log: o.Logger, byOwner: make(map[string]map[*session]struct{})}
 }
 
-type message struct {
-	method string
-	params json.RawMessage
+// Validate checks the options; errors name the fields by their
+// configuration keys.
+func (o *Options) Validate() error {
+	switch o.OnFullBacklog {
+	case "", OnFullBacklogRefuse, OnFullBacklogSkip:
+	default:
+		return mcpe.Invalid("backlog.onFull", "%q: use %q (events for the owner are refused, with 429, until its session catches up; the default) or %q (they are accepted, and the session skips ahead and is told where to poll from)", o.OnFullBacklog, OnFullBacklogRefuse, OnFullBacklogSkip)
+	}
+	if o.BacklogEntries < 0 {
+		return mcpe.Invalid("backlog.maxEntries", "is %d; it must be positive, or left out for %d", o.BacklogEntries, DefaultBacklogEntries)
+	}
+	if o.BacklogBytes < 0 {
+		return mcpe.Invalid("backlog.maxBytes", "is %d; it must be positive, or left out for %d (256 MiB)", o.BacklogBytes, DefaultBacklogBytes)
+	}
+	return nil
 }
 
-type session struct {
+// Registry keeps, for each principal with live sessions, a window of its
+// latest deliveries in memory, and for each session a cursor: how far in
+// the principal's inbox it has been sent. A session's writer sends what
+// follows its cursor, several notifications per write, from the window or,
+// when the session fell behind it, from the inbox: a session that is slower
+// than the events lags and catches up in order; it loses nothing that the
+// inbox still holds. Memory per principal is bounded by the window, and per
+// session by one batch. Registry implements subscriptions.Deliverer and
+// subscriptions.Presence.
+type Registry struct {
+	opts Options
+	log  *slog.Logger
+
+	mu      sync.Mutex
+	owners  map[string]*owner
+	closed  bool
+	wg      sync.WaitGroup
+	lastLag time.Time
+
+	sent, skipped, failed atomic.Int64
+}
+
+var (
+	_ subscriptions.Deliverer = (*Registry)(nil)
+	_ subscriptions.Presence  = (*Registry)(nil)
+)
+
+// owner is the state of one principal with sessions.
+type owner struct {
 	principal string
-	sink      Sink
-	queue     chan message
-	done      chan struct{}
-	once      sync.Once
-	// attached is when Attach ran; the stream wait counts from it until
-	// the first successful write.
+	sessions  map[*session]struct{}
+	// window holds the latest deliveries, oldest first; evicted is the seq
+	// of the newest one evicted from it (what a session behind it reads
+	// from the inbox).
+	window      []item
+	windowBytes int
+	evicted     int64
+	// head is the seq of the newest delivery; appended and appendedBytes
+	// count the deliveries and their size since the owner was created.
+	head                    int64
+	appended, appendedBytes int64
+}
+
+// item is one delivery in a window.
+type item struct {
+	seq   int64
+	msgs  []Message
+	bytes int
+	at    time.Time
+}
+
+// session is one live session's place in its owner's deliveries.
+type session struct {
+	o    *owner
+	sink Sink
+	// cursor is the seq of the last delivery sent; sent and sentBytes
+	// count what was sent (or skipped), to compare with the owner's
+	// appended counts.
+	cursor          int64
+	sent, sentBytes int64
+	// oldest is when the oldest delivery not yet sent was made.
+	oldest time.Time
+	// inflight is the cursor the write in progress reaches, 0 for none.
+	inflight int64
+	// replay are messages to send before the next deliveries: digests kept
+	// while the owner was away, and events/missed notices.
+	replay []Message
+	wake   chan struct{}
+	done   chan struct{}
+	once   sync.Once
+	// attached is when Attach ran; the stream wait counts from it until the
+	// first successful write.
 	attached time.Time
 }
 
-// Attach registers a live session of principal and starts its writer. The
-// returned function detaches it; it is safe to call more than once.
-func (r *Registry) Attach(principal string, sink Sink) (detach func()) {
-	s := &session{
-		principal: principal,
-		sink:      sink,
-		queue:     make(chan message, r.opts.QueueSize),
-		done:      make(chan struct{}),
-		attached:  r.opts.Clock.Now(),
+// NewRegistry returns an empty Registry.
+func NewRegistry(opts *Options) *Registry {
+	var o Options
+	if opts != nil {
+		o = *opts
 	}
+	o.defaults()
+	return &Registry{opts: o, log: o.Logger, owners: make(map[string]*owner)}
+}
+
+// Attach registers a live session of principal and starts its writer. It
+// receives the deliveries made from now on. The returned function detaches
+// it; it is safe to call more than once.
+func (r *Registry) Attach(principal string, sink Sink) (detach func()) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return func() {}
 	}
-	set := r.byOwner[principal]
-	if set == nil {
-		set = make(map[*session]struct{})
-		r.byOwner[principal] = set
+	o := r.owners[principal]
+	if o == nil {
+		o = &owner{principal: principal, sessions: make(map[*session]struct{})}
+		r.owners[principal] = o
 	}
-	set[s] = struct{}{}
+	s := &session{
+		o:        o,
+		sink:     sink,
+		cursor:   o.head,
+		sent:     o.appended,
+		wake:     make(chan struct{}, 1),
+		done:     make(chan struct{}),
+		attached: r.opts.Clock.Now(),
+	}
+	s.sentBytes = o.appendedBytes
+	o.sessions[s] = struct{}{}
 	r.wg.Add(1)
 	r.mu.Unlock()
 	go r.write(s)
@@ -136,117 +275,375 @@ func (r *Registry) Attach(principal string, sink Sink) (detach func()) {
 func (r *Registry) detach(s *session) {
 	s.once.Do(func() {
 		r.mu.Lock()
-		if set := r.byOwner[s.principal]; set != nil {
-			delete(set, s)
-			if len(set) == 0 {
-				delete(r.byOwner, s.principal)
-			}
+		o := s.o
+		delete(o.sessions, s)
+		if len(o.sessions) == 0 && r.owners[o.principal] == o {
+			delete(r.owners, o.principal)
 		}
 		r.mu.Unlock()
 		close(s.done)
-		r.log.Debug("session detached", "principal", s.principal)
+		r.log.Debug("session detached", "principal", o.principal)
 	})
+}
+
+// live reports whether s can be written to now.
+func (s *session) live() bool {
+	l, ok := s.sink.(LiveSink)
+	return !ok || l.Live()
 }
 
 // Live returns how many sessions of principal are attached.
 func (r *Registry) Live(principal string) int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return len(r.byOwner[principal])
+	if o := r.owners[principal]; o != nil {
+		return len(o.sessions)
+	}
+	return 0
 }
 
 // Connected reports whether principal has a session that notifications can
-// reach now: a sink that reports its liveness (LiveSink: an HTTP session
-// without an open event stream is not live) counts only while it is live.
-// A digest fired while none is kept for the owner's return.
+// reach now. A digest fired while none is kept for the owner's return.
 func (r *Registry) Connected(principal string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for s := range r.byOwner[principal] {
-		if l, ok := s.sink.(LiveSink); !ok || l.Live() {
-			return true
+	if o := r.owners[principal]; o != nil {
+		for s := range o.sessions {
+			if s.live() {
+				return true
+			}
 		}
 	}
 	return false
 }
 
-// LiveSink is a Sink that knows whether notifications can reach its
-// session now.
-type LiveSink interface {
-	Sink
-	Live() bool
-}
-
-// Notify queues n for every live session of principal. It never blocks.
-func (r *Registry) Notify(principal string, n Notification) {
-	r.mu.Lock()
-	set := r.byOwner[principal]
-	if len(set) == 0 {
-		r.mu.Unlock()
+// Deliver hands over deliveries just committed, in commit order, to the
+// live sessions of their owners. It does not block: the writers send.
+func (r *Registry) Deliver(entries []subscriptions.InboxEntry) {
+	if len(entries) == 0 {
 		return
 	}
-	targets := make([]*session, 0, len(set))
-	for s := range set {
-		targets = append(targets, s)
-	}
-	r.mu.Unlock()
-
-	params, ok := n.Params.(json.RawMessage) // already encoded
-	if !ok {
-		var err error
-		if params, err = json.Marshal(n.Params); err != nil {
-			r.log.Error("encode notification", "method", n.Method, "error", err)
-			return
+	now := r.opts.Clock.Now()
+	items := make([]item, len(entries))
+	for i, e := range entries {
+		items[i] = item{seq: e.Seq, msgs: messages(e), at: now}
+		for _, m := range items[i].msgs {
+			items[i].bytes += m.size()
 		}
 	}
-	m := message{method: n.Method, params: params}
-	for _, s := range targets {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, e := range entries {
+		o := r.owners[e.Principal]
+		if o == nil || e.Seq <= o.head {
+			continue // no session, or already read from the inbox
+		}
+		r.appendLocked(o, items[i])
+	}
+}
+
+// appendLocked adds a delivery to o's window, evicting the oldest past the
+// bounds, applies the backlog rule, and wakes the writers.
+func (r *Registry) appendLocked(o *owner, it item) {
+	o.window = append(o.window, it)
+	o.windowBytes += it.bytes
+	o.head = it.seq
+	o.appended++
+	o.appendedBytes += int64(it.bytes)
+	for len(o.window) > r.opts.WindowEntries || o.windowBytes > r.opts.WindowBytes && len(o.window) > 1 {
+		o.evicted = o.window[0].seq
+		o.windowBytes -= o.window[0].bytes
+		o.window[0] = item{}
+		o.window = o.window[1:]
+	}
+	for s := range o.sessions {
+		if !s.live() {
+			// Not reachable now: it gets what comes once it is.
+			s.cursor, s.sent, s.sentBytes, s.replay = o.head, o.appended, o.appendedBytes, nil
+			continue
+		}
+		if s.sent == o.appended-1 {
+			s.oldest = it.at
+		}
+		if r.opts.OnFullBacklog == OnFullBacklogSkip && r.backlogFullLocked(s) {
+			r.skipLocked(s, backlogReason)
+		}
 		select {
-		case s.queue <- m:
+		case s.wake <- struct{}{}:
 		default:
-			if d := r.dropped.Add(1); d == 1 || d%1000 == 0 {
-				r.log.Warn("session too slow: notification dropped (the inbox still has it for events_poll)",
-					"principal", principal, "method", n.Method, "dropped_total", d)
+		}
+	}
+}
+
+// backlogFullLocked reports whether s is owed as much as it may be; what
+// a write in progress carries counts until it is written.
+func (r *Registry) backlogFullLocked(s *session) bool {
+	return s.o.appended-s.sent >= r.opts.BacklogEntries || s.o.appendedBytes-s.sentBytes >= r.opts.BacklogBytes
+}
+
+// skipLocked moves s to its owner's newest delivery, and queues the notice
+// that tells it where to poll from for what it did not get.
+func (r *Registry) skipLocked(s *session, reason string) {
+	from := max(s.cursor, s.inflight)
+	r.skipped.Add(s.o.appended - s.sent)
+	s.cursor, s.sent, s.sentBytes = s.o.head, s.o.appended, s.o.appendedBytes
+	s.replay = append(s.replay, missed(from, s.cursor, reason))
+}
+
+func missed(from, to int64, reason string) Message {
+	params, _ := json.Marshal(mcpe.MissedParams{FromCursor: mcpe.FormatCursor(from), ToCursor: mcpe.FormatCursor(to), Reason: reason})
+	return Message{mcpe.MethodMissed, params}
+}
+
+// Full reports whether a live session of principal is owed as much as it
+// may be and the registry refuses more (OnFullBacklog "refuse"): the server
+// then refuses events for principal until the session catches up.
+func (r *Registry) Full(principal string) bool {
+	if r.opts.OnFullBacklog != OnFullBacklogRefuse {
+		return false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o := r.owners[principal]; o != nil {
+		for s := range o.sessions {
+			if s.live() && r.backlogFullLocked(s) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Cursors returns, for each principal with a live session, the lowest
+// cursor among them: what retention must keep in the inbox (with
+// OnFullBacklog "refuse") so that a live session loses nothing.
+func (r *Registry) Cursors() map[string]int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int64, len(r.owners))
+	for p, o := range r.owners {
+		for s := range o.sessions {
+			if !s.live() {
+				continue
+			}
+			if c, ok := out[p]; !ok || s.cursor < c {
+				out[p] = s.cursor
+			}
+		}
+	}
+	return out
+}
+
+// Replay sends entries kept for principal while it was away (digests fired
+// while it had no live session) to each of its live sessions, before the
+// deliveries that follow.
+func (r *Registry) Replay(principal string, entries []subscriptions.InboxEntry) {
+	var msgs []Message
+	for _, e := range entries {
+		msgs = append(msgs, messages(e)...)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if o := r.owners[principal]; o != nil {
+		for s := range o.sessions {
+			s.replay = append(s.replay, msgs...)
+			select {
+			case s.wake <- struct{}{}:
+			default:
 			}
 		}
 	}
 }
 
-// write sends queued notifications to one session until it is detached.
+// Lag is how far one live session is behind.
+type Lag struct {
+	Principal string
+	// Deliveries are the deliveries made and not yet sent to it.
+	Deliveries int64
+	// Behind is how long ago the oldest of them was made.
+	Behind time.Duration
+}
+
+// Lags returns the sessions that are behind, for operators.
+func (r *Registry) Lags() []Lag {
+	now := r.opts.Clock.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []Lag
+	for p, o := range r.owners {
+		for s := range o.sessions {
+			if n := o.appended - s.sent; n > 0 {
+				out = append(out, Lag{Principal: p, Deliveries: n, Behind: now.Sub(s.oldest)})
+			}
+		}
+	}
+	return out
+}
+
+// batch is what a writer sends next.
+type batch struct {
+	msgs      []Message
+	cursor    int64 // the cursor once sent
+	count     int64 // deliveries it completes
+	bytes     int64
+	catchUp   bool  // the session is behind the window: read the inbox
+	from      int64 // where to read from
+	replayLen int   // how many of msgs came from the replay queue
+}
+
+// next takes what s is to send next: its replay queue, then the window's
+// deliveries after its cursor. A session that is not live is moved to the
+// newest delivery instead.
+func (r *Registry) next(s *session) batch {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	o := s.o
+	if !s.live() {
+		s.cursor, s.sent, s.sentBytes, s.replay = o.head, o.appended, o.appendedBytes, nil
+		return batch{}
+	}
+	b := batch{cursor: s.cursor, msgs: s.replay[:len(s.replay):len(s.replay)], replayLen: len(s.replay)}
+	if s.cursor < o.evicted {
+		b.catchUp, b.from = true, s.cursor
+		return b
+	}
+	size := 0
+	for _, it := range o.window {
+		if it.seq <= s.cursor {
+			continue
+		}
+		if len(b.msgs) > 0 && (len(b.msgs)+len(it.msgs) > r.opts.BatchMessages || size+it.bytes > r.opts.BatchBytes) {
+			break
+		}
+		b.msgs = append(b.msgs, it.msgs...)
+		size += it.bytes
+		b.cursor = it.seq
+		b.count++
+		b.bytes += int64(it.bytes)
+	}
+	return b
+}
+
+// write sends what s is owed until it is detached or given up.
 func (r *Registry) write(s *session) {
 	defer r.wg.Done()
 	lastOK := s.attached
 	for {
+		b := r.next(s)
+		if b.catchUp {
+			var err error
+			if b, err = r.catchUp(s, b); err != nil {
+				r.log.Error("read the inbox for a session that fell behind", "principal", s.o.principal, "error", err)
+			}
+		}
+		if len(b.msgs) == 0 && b.count == 0 {
+			select {
+			case <-s.done:
+				return
+			case <-s.wake:
+				continue
+			}
+		}
+		r.mu.Lock()
+		s.inflight = b.cursor
+		r.mu.Unlock()
+		if !r.send(s, b.msgs, &lastOK) {
+			r.detach(s)
+			return
+		}
+		r.mu.Lock()
+		s.inflight = 0
+		s.replay = s.replay[b.replayLen:]
+		if b.cursor > s.cursor {
+			s.cursor = b.cursor
+			s.sent += b.count
+			s.sentBytes += b.bytes
+			for _, it := range s.o.window {
+				if it.seq > s.cursor {
+					s.oldest = it.at
+					break
+				}
+			}
+		}
+		r.mu.Unlock()
+		r.warnIfLagging(s)
 		select {
 		case <-s.done:
 			return
-		case m := <-s.queue:
-			r.send(s, m, &lastOK)
+		default:
 		}
 	}
 }
 
-// send writes m, retrying with back-off while the session is within its
-// stream wait. It reports whether m was written, and then sets lastOK to
-// when the write began: read before the sink is called, so that a test
-// holding the sink knows which time was taken.
-func (r *Registry) send(s *session, m message, lastOK *time.Time) bool {
-	backoff := 10 * time.Millisecond
+// catchUp reads the deliveries s missed from the inbox: up to a batch of
+// them after its cursor, or, when retention removed some of them, the
+// notice saying where to poll from.
+func (r *Registry) catchUp(s *session, b batch) (batch, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
+	defer cancel()
+	if r.opts.Inbox == nil {
+		r.mu.Lock()
+		r.skipLocked(s, retentionReason)
+		r.mu.Unlock()
+		return batch{}, nil
+	}
+	pruned, err := r.opts.Inbox.PrunedThrough(ctx, s.o.principal)
+	if err != nil {
+		return batch{}, err
+	}
+	if pruned > b.from {
+		r.mu.Lock()
+		if s.cursor == b.from {
+			from := s.cursor
+			s.cursor = pruned
+			s.replay = append(s.replay, missed(from, pruned, retentionReason))
+		}
+		r.mu.Unlock()
+		return batch{}, nil
+	}
+	entries, _, err := r.opts.Inbox.ReadInbox(ctx, s.o.principal, b.from, catchUpLimit)
+	if err != nil {
+		return batch{}, err
+	}
+	for _, e := range entries {
+		msgs := messages(e)
+		n := 0
+		for _, m := range msgs {
+			n += m.size()
+		}
+		if len(b.msgs) > b.replayLen && (len(b.msgs)+len(msgs) > r.opts.BatchMessages || int(b.bytes)+n > r.opts.BatchBytes) {
+			break
+		}
+		b.msgs = append(b.msgs, msgs...)
+		b.cursor = e.Seq
+		b.count++
+		b.bytes += int64(n)
+	}
+	return b, nil
+}
+
+// send writes msgs, retrying with back-off while the session is within its
+// stream wait. It reports false when the session is to be given up, and
+// sets lastOK to when a successful write began.
+func (r *Registry) send(s *session, msgs []Message, lastOK *time.Time) bool {
+	if len(msgs) == 0 {
+		return true
+	}
+	backoff := firstBackoff
 	for {
 		began := r.opts.Clock.Now()
 		ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
-		err := s.sink.Notify(ctx, m.method, m.params)
+		err := s.sink.Write(ctx, msgs)
 		cancel()
 		if err == nil {
-			r.sent.Add(1)
+			r.sent.Add(int64(len(msgs)))
 			*lastOK = began
 			return true
 		}
 		if r.opts.Clock.Now().Sub(*lastOK) >= r.opts.StreamWait {
-			if f := r.failed.Add(1); f == 1 || f%1000 == 0 {
-				r.log.Warn("notification not delivered (the inbox still has it for events_poll)",
-					"principal", s.principal, "method", m.method, "error", err, "failed_total", f)
-			}
+			r.failed.Add(1)
+			r.log.Warn("a session could not be written to for the stream wait: given up (the inbox keeps what it was owed for events_poll)",
+				"principal", s.o.principal, "error", err, "stream_wait", r.opts.StreamWait)
 			return false
 		}
 		select {
@@ -254,7 +651,7 @@ func (r *Registry) send(s *session, m message, lastOK *time.Time) bool {
 			return false
 		case <-r.sleep(backoff):
 		}
-		backoff = min(backoff*2, time.Second)
+		backoff = min(backoff*2, maxBackoff)
 	}
 }
 
@@ -264,34 +661,51 @@ func (r *Registry) sleep(d time.Duration) <-chan struct{} {
 	return ch
 }
 
+// warnIfLagging logs, at most once a minute, a session that is behind by
+// more than LagWarning.
+func (r *Registry) warnIfLagging(s *session) {
+	now := r.opts.Clock.Now()
+	r.mu.Lock()
+	behind := s.o.appended - s.sent
+	lag := now.Sub(s.oldest)
+	warn := behind > 0 && lag > r.opts.LagWarning && now.Sub(r.lastLag) >= lagWarningEvery
+	if warn {
+		r.lastLag = now
+	}
+	r.mu.Unlock()
+	if warn {
+		r.log.Warn("a session is behind: it gets every delivery, late", "principal", s.o.principal, "deliveries_behind", behind, "behind", lag.Round(time.Millisecond))
+	}
+}
+
 // Stats counts notifications since the registry was made.
 type Stats struct {
 	// Sent were written to a session.
 	Sent int64
-	// Dropped found the session's queue full.
-	Dropped int64
-	// Failed could not be written within the stream wait.
+	// Skipped are deliveries a session was not sent because its backlog
+	// was full (OnFullBacklog "skip") or retention removed them; it was
+	// told where to poll from.
+	Skipped int64
+	// Failed counts the sessions given up because they could not be
+	// written to within the stream wait.
 	Failed int64
 }
 
 // Stats returns the counters.
 func (r *Registry) Stats() Stats {
-	return Stats{Sent: r.sent.Load(), Dropped: r.dropped.Load(), Failed: r.failed.Load()}
+	return Stats{Sent: r.sent.Load(), Skipped: r.skipped.Load(), Failed: r.failed.Load()}
 }
 
-// closeWait bounds how long Close waits for writers, on Options.Clock. A
-// write to a client that stopped reading can block in the transport beyond
-// any context; Close must not hang shutdown on it.
-const closeWait = 5 * time.Second
-
 // Close detaches every session and waits, for a few seconds at most, for
-// their writers to finish.
+// their writers to finish. A write to a client that stopped reading can
+// block in the transport beyond any context; Close must not hang shutdown
+// on it.
 func (r *Registry) Close() {
 	r.mu.Lock()
 	r.closed = true
 	var all []*session
-	for _, set := range r.byOwner {
-		for s := range set {
+	for _, o := range r.owners {
+		for s := range o.sessions {
 			all = append(all, s)
 		}
 	}
@@ -301,12 +715,9 @@ func (r *Registry) Close() {
 	}
 	done := make(chan struct{})
 	go func() { r.wg.Wait(); close(done) }()
-	expired := make(chan struct{})
-	timer := r.opts.Clock.AfterFunc(closeWait, func() { close(expired) })
-	defer timer.Stop()
 	select {
 	case <-done:
-	case <-expired:
+	case <-r.sleep(closeWait):
 		r.log.Warn("a session writer is still blocked in a write; not waiting for it")
 	}
 }

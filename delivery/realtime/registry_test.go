@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // waitLimit bounds every wait for another goroutine. It is never reached
@@ -26,10 +29,16 @@ type received struct {
 	Params string
 }
 
-// note returns the notification numbered n and how a sink receives it.
-func note(n int) (Notification, received) {
-	return Notification{Method: mcpe.MethodEvent, Params: map[string]int{"n": n}},
-		received{Method: mcpe.MethodEvent, Params: fmt.Sprintf(`{"n":%d}`, n)}
+// seqs hands out increasing inbox positions, as commits do.
+var seqs atomic.Int64
+
+// entry returns an events/event delivery numbered n for principal and one
+// subscription, with a fresh position, and how a sink receives it.
+func entry(principal string, n int) (subscriptions.InboxEntry, received) {
+	seq := seqs.Add(1)
+	ev := json.RawMessage(fmt.Sprintf(`{"n":%d}`, n))
+	e := subscriptions.InboxEntry{Seq: seq, Principal: principal, SubscriptionIDs: []string{"sub-" + principal}, Kind: mcpe.InboxEvent, Event: ev}
+	return e, received{Method: mcpe.MethodEvent, Params: fmt.Sprintf(`{"subscriptionId":"sub-%s","cursor":"%d","event":%s}`, principal, seq, ev)}
 }
 
 // recv returns the next value of ch, failing the test if none comes.
@@ -44,13 +53,19 @@ func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	}
 }
 
-// chanSink hands every notification to a channel; it never fails.
-type chanSink struct{ got chan received }
+// chanSink hands every notification to a channel, and counts writes.
+type chanSink struct {
+	got    chan received
+	writes atomic.Int64
+}
 
-func newChanSink() *chanSink { return &chanSink{got: make(chan received, 1024)} }
+func newChanSink() *chanSink { return &chanSink{got: make(chan received, 4096)} }
 
-func (s *chanSink) Notify(_ context.Context, method string, params json.RawMessage) error {
-	s.got <- received{Method: method, Params: string(params)}
+func (s *chanSink) Write(_ context.Context, msgs []Message) error {
+	s.writes.Add(1)
+	for _, m := range msgs {
+		s.got <- received{Method: m.Method, Params: string(m.Params)}
+	}
 	return nil
 }
 
@@ -77,55 +92,66 @@ func (s *chanSink) expectNone(t *testing.T, name string) {
 	}
 }
 
-// blockingSink blocks in its first Notify until release is closed, after
+// blockingSink blocks in its first Write until release is closed, after
 // telling the test through entered. Later calls do not block.
 type blockingSink struct {
-	chanSink
+	*chanSink
 	entered chan struct{}
 	release chan struct{}
 	first   bool
 }
 
 func newBlockingSink() *blockingSink {
-	return &blockingSink{chanSink: *newChanSink(), entered: make(chan struct{}), release: make(chan struct{}), first: true}
+	return &blockingSink{chanSink: newChanSink(), entered: make(chan struct{}), release: make(chan struct{}), first: true}
 }
 
-func (s *blockingSink) Notify(ctx context.Context, method string, params json.RawMessage) error {
-	// Only the session's writer calls Notify, so first needs no lock.
+func (s *blockingSink) Write(ctx context.Context, msgs []Message) error {
+	// Only the session's writer calls Write, so first needs no lock.
 	if s.first {
 		s.first = false
 		close(s.entered)
 		<-s.release
 	}
-	return s.chanSink.Notify(ctx, method, params)
+	return s.chanSink.Write(ctx, msgs)
 }
 
-// call is one Notify of a scriptedSink, waiting for the test's answer.
+// call is one Write of a scriptedSink, waiting for the test's answer.
 type call struct {
-	received
+	got   []received
 	reply chan error
 }
 
-// scriptedSink lets the test answer each Notify with success or an error.
+// scriptedSink lets the test answer each Write with success or an error.
 type scriptedSink struct{ calls chan call }
 
 func newScriptedSink() *scriptedSink { return &scriptedSink{calls: make(chan call)} }
 
-func (s *scriptedSink) Notify(ctx context.Context, method string, params json.RawMessage) error {
-	c := call{received: received{Method: method, Params: string(params)}, reply: make(chan error)}
+func (s *scriptedSink) Write(ctx context.Context, msgs []Message) error {
+	c := call{reply: make(chan error)}
+	for _, m := range msgs {
+		c.got = append(c.got, received{Method: m.Method, Params: string(m.Params)})
+	}
 	s.calls <- c
 	return <-c.reply
 }
 
-// answer waits for the next Notify, checks what it carries and answers it.
-func (s *scriptedSink) answer(t *testing.T, want received, err error) {
+// answer waits for the next Write, checks what it carries and answers it.
+func (s *scriptedSink) answer(t *testing.T, want []received, err error) {
 	t.Helper()
 	c := recv(t, s.calls, "a write attempt")
-	if diff := cmp.Diff(want, c.received); diff != "" {
+	if diff := cmp.Diff(want, c.got); diff != "" {
 		t.Errorf("write attempt: mismatch (-want +got):\n%s", diff)
 	}
 	c.reply <- err
 }
+
+// liveSink is a chanSink whose liveness the test sets.
+type liveSink struct {
+	*chanSink
+	live atomic.Bool
+}
+
+func (s *liveSink) Live() bool { return s.live.Load() }
 
 // armedClock is a fake clock that reports each timer it arms, so a test
 // advances it only once the writer is waiting on it.
@@ -152,20 +178,63 @@ func newRegistry(t *testing.T, opts *Options) *Registry {
 	return r
 }
 
-func TestNotifyReachesThePrincipalsSessions(t *testing.T) {
+// fakeInbox is an Inbox over the entries the test delivers.
+type fakeInbox struct {
+	mu      sync.Mutex
+	entries []subscriptions.InboxEntry
+	pruned  map[string]int64
+	reads   int
+}
+
+func (f *fakeInbox) add(es ...subscriptions.InboxEntry) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.entries = append(f.entries, es...)
+}
+
+func (f *fakeInbox) ReadInbox(_ context.Context, principal string, after int64, limit int) ([]subscriptions.InboxEntry, bool, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reads++
+	var out []subscriptions.InboxEntry
+	for _, e := range f.entries {
+		if e.Principal == principal && e.Seq > after && e.Seq > f.pruned[principal] {
+			if len(out) == limit {
+				return out, true, nil
+			}
+			out = append(out, e)
+		}
+	}
+	return out, false, nil
+}
+
+func (f *fakeInbox) PrunedThrough(_ context.Context, principal string) (int64, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.pruned[principal], nil
+}
+
+// deliver commits entries to the inbox and hands them to the registry, as
+// the service does.
+func deliver(r *Registry, in *fakeInbox, es ...subscriptions.InboxEntry) {
+	if in != nil {
+		in.add(es...)
+	}
+	r.Deliver(es)
+}
+
+func TestDeliverReachesThePrincipalsSessions(t *testing.T) {
 	r := newRegistry(t, nil)
 	alice1, alice2, bob := newChanSink(), newChanSink(), newChanSink()
 	r.Attach("alice", alice1)
 	r.Attach("alice", alice2)
 	r.Attach("bob", bob)
 
-	n1, w1 := note(1)
-	n2, w2 := note(2)
-	n3, w3 := note(3)
-	r.Notify("alice", n1)
-	r.Notify("bob", n2)
-	r.Notify("alice", n3)
-	r.Notify("carol", n1) // no session: nothing happens
+	e1, w1 := entry("alice", 1)
+	e2, w2 := entry("bob", 2)
+	e3, w3 := entry("alice", 3)
+	e4, _ := entry("carol", 4) // no session: nothing happens
+	r.Deliver([]subscriptions.InboxEntry{e1, e2, e3, e4})
 
 	alice1.expect(t, "alice's first session", w1, w3)
 	alice2.expect(t, "alice's second session", w1, w3)
@@ -180,41 +249,42 @@ func TestNotifyReachesThePrincipalsSessions(t *testing.T) {
 	}
 }
 
-func TestNotifyKeepsOrderPerSession(t *testing.T) {
-	r := newRegistry(t, &Options{QueueSize: 200})
-	a, b := newChanSink(), newChanSink()
-	r.Attach("alice", a)
-	r.Attach("alice", b)
-	var want []received
-	for i := range 200 {
-		n, w := note(i)
-		r.Notify("alice", n)
+// A session gets what is delivered after it attached, in order, several
+// notifications to a write when they wait together.
+func TestDeliverKeepsOrderAndBatches(t *testing.T) {
+	r := newRegistry(t, nil)
+	blocked := newBlockingSink()
+	r.Attach("alice", blocked)
+	first, w0 := entry("alice", 0)
+	r.Deliver([]subscriptions.InboxEntry{first})
+	recv(t, blocked.entered, "the first write")
+	want := []received{w0}
+	for i := 1; i <= 200; i++ {
+		e, w := entry("alice", i)
+		r.Deliver([]subscriptions.InboxEntry{e})
 		want = append(want, w)
 	}
-	a.expect(t, "first session", want...)
-	b.expect(t, "second session", want...)
+	close(blocked.release)
+	blocked.expect(t, "alice", want...)
+	if n := blocked.writes.Load(); n > 3 {
+		t.Errorf("%d writes for 201 notifications that waited together; want them batched", n)
+	}
 }
 
-func TestNotifyParams(t *testing.T) {
+// An entry of several subscriptions is one notification for each.
+func TestDeliverOneNotificationPerSubscription(t *testing.T) {
 	r := newRegistry(t, nil)
 	s := newChanSink()
 	r.Attach("alice", s)
-	r.Notify("alice", Notification{
-		Method: mcpe.MethodSubscriptionExpired,
-		Params: mcpe.ExpiredParams{SubscriptionID: "sub-1", Cursor: "9"},
+	seq := seqs.Add(1)
+	r.Deliver([]subscriptions.InboxEntry{
+		{Seq: seq, Principal: "alice", SubscriptionIDs: []string{"s1", "s2"}, Kind: mcpe.InboxEvent, Event: json.RawMessage(`{"id":"e"}`)},
 	})
-	// Params that cannot be encoded are dropped, not sent half-made.
-	r.Notify("alice", Notification{Method: mcpe.MethodEvent, Params: func() {}})
-	r.Notify("alice", Notification{
-		Method: mcpe.MethodEvent,
-		Params: mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "10", Event: json.RawMessage(`{"id":"e"}`)},
-	})
+	c := fmt.Sprint(seq)
 	s.expect(t, "alice",
-		received{Method: "events/subscription_expired", Params: `{"subscriptionId":"sub-1","cursor":"9"}`},
-		received{Method: "events/event", Params: `{"subscriptionId":"sub-1","cursor":"10","event":{"id":"e"}}`},
+		received{Method: "events/event", Params: `{"subscriptionId":"s1","cursor":"` + c + `","event":{"id":"e"}}`},
+		received{Method: "events/event", Params: `{"subscriptionId":"s2","cursor":"` + c + `","event":{"id":"e"}}`},
 	)
-	r.Close()
-	s.expectNone(t, "alice")
 }
 
 func TestLive(t *testing.T) {
@@ -242,37 +312,61 @@ func TestLive(t *testing.T) {
 	check("all detached", map[string]int{"alice": 0, "bob": 0, "carol": 0})
 }
 
+// A session that is not live (an HTTP session without an event stream) is
+// not written to, does not count as connected, and gets what comes once it
+// is live.
+func TestSessionNotLiveIsSkipped(t *testing.T) {
+	r := newRegistry(t, nil)
+	s := &liveSink{chanSink: newChanSink()}
+	r.Attach("alice", s)
+	if r.Connected("alice") {
+		t.Error("a session that is not live counts as connected")
+	}
+	e1, _ := entry("alice", 1)
+	r.Deliver([]subscriptions.InboxEntry{e1})
+	if r.Full("alice") || len(r.Cursors()) != 0 {
+		t.Error("a session that is not live holds a backlog")
+	}
+	s.live.Store(true)
+	if !r.Connected("alice") {
+		t.Error("a live session does not count as connected")
+	}
+	e2, w2 := entry("alice", 2)
+	r.Deliver([]subscriptions.InboxEntry{e2})
+	s.expect(t, "alice", w2)
+	r.Close()
+	s.expectNone(t, "alice")
+}
+
 func TestDetachStopsDelivery(t *testing.T) {
 	r := newRegistry(t, nil)
 	gone, stays := newChanSink(), newChanSink()
 	detach := r.Attach("alice", gone)
 	r.Attach("alice", stays)
 
-	n1, w1 := note(1)
-	r.Notify("alice", n1)
+	e1, w1 := entry("alice", 1)
+	r.Deliver([]subscriptions.InboxEntry{e1})
 	gone.expect(t, "detached session, before", w1)
 	stays.expect(t, "remaining session", w1)
 
 	detach()
 	detach() // safe to call again
-	n2, w2 := note(2)
-	r.Notify("alice", n2)
+	e2, w2 := entry("alice", 2)
+	r.Deliver([]subscriptions.InboxEntry{e2})
 	stays.expect(t, "remaining session", w2)
 
-	// Once Close returns no writer is running: the detached session got
-	// nothing after its detach.
 	r.Close()
 	gone.expectNone(t, "detached session")
 	stays.expectNone(t, "remaining session")
 }
 
-// A session whose writes block holds up neither Notify nor any other
-// session; once its queue is full, notifications for it are dropped and
-// counted, and it later receives what was queued, in order.
-func TestBlockedSessionDoesNotBlockOthers(t *testing.T) {
-	const queueSize = 4
-	const extra = 3 // notifications beyond what the blocked queue holds
-	r := newRegistry(t, &Options{QueueSize: queueSize})
+// A session whose writes block holds up neither Deliver nor any other
+// session; it lags, and when its writes resume it gets everything in
+// order, what fell out of the window read from the inbox: it loses nothing.
+func TestBlockedSessionLagsAndLosesNothing(t *testing.T) {
+	const window = 4
+	in := &fakeInbox{}
+	r := newRegistry(t, &Options{WindowEntries: window, Inbox: in})
 	blocked := newBlockingSink()
 	sibling := newChanSink() // another session of the same principal
 	other := newChanSink()   // a session of another principal
@@ -280,64 +374,160 @@ func TestBlockedSessionDoesNotBlockOthers(t *testing.T) {
 	r.Attach("alice", sibling)
 	r.Attach("bob", other)
 
-	// The blocked session's writer takes notification 0 and blocks in it.
-	n0, w0 := note(0)
-	r.Notify("alice", n0)
+	e0, w0 := entry("alice", 0)
+	deliver(r, in, e0)
 	recv(t, blocked.entered, "the blocked sink to be called")
 	sibling.expect(t, "sibling", w0)
-
-	// Wait for each delivery to the other sessions, so that only the
-	// blocked session's queue can fill.
-	var wantBlocked []received
-	for i := 1; i <= queueSize+extra; i++ {
-		n, w := note(i)
-		r.Notify("alice", n)
+	want := []received{w0}
+	for i := 1; i <= 10*window; i++ {
+		e, w := entry("alice", i)
+		deliver(r, in, e)
 		sibling.expect(t, "sibling", w)
-		nb, wb := note(1000 + i)
-		r.Notify("bob", nb)
+		eb, wb := entry("bob", 1000+i)
+		deliver(r, in, eb)
 		other.expect(t, "other principal", wb)
-		if i <= queueSize {
-			wantBlocked = append(wantBlocked, w)
+		want = append(want, w)
+	}
+	// e0, in the write that blocks, is not sent until the write returns.
+	// Other sessions may be between their write and its bookkeeping.
+	var alice []Lag
+	for _, l := range r.Lags() {
+		if l.Principal == "alice" && l.Deliveries > 1 {
+			alice = append(alice, l)
 		}
 	}
-	if got := r.Stats().Dropped; got != extra {
-		t.Errorf("Stats().Dropped = %d, want %d", got, extra)
+	if len(alice) != 1 || alice[0].Deliveries != 10*window+1 {
+		t.Errorf("alice's Lags = %+v; want one session %d behind", alice, 10*window+1)
 	}
-
 	close(blocked.release)
-	blocked.expect(t, "blocked session", append([]received{w0}, wantBlocked...)...)
-
+	blocked.expect(t, "blocked session", want...)
+	if in.reads == 0 {
+		t.Error("the session that fell behind the window did not read the inbox")
+	}
 	r.Close()
 	blocked.expectNone(t, "blocked session")
-	want := Stats{
-		Sent:    int64(1+queueSize) + int64(1+queueSize+extra) + int64(queueSize+extra),
-		Dropped: extra,
+}
+
+// With OnFullBacklog "refuse", a live session owed as much as its bound
+// makes its owner Full until it catches up, and retention is told to keep
+// what it has not been sent.
+func TestBacklogRefuse(t *testing.T) {
+	in := &fakeInbox{}
+	r := newRegistry(t, &Options{BacklogEntries: 3, Inbox: in})
+	blocked := newBlockingSink()
+	r.Attach("alice", blocked)
+	e0, w0 := entry("alice", 0)
+	deliver(r, in, e0)
+	recv(t, blocked.entered, "the blocked sink to be called")
+	// The delivery being written counts until it is written.
+	want := []received{w0}
+	for i := 1; i <= 2; i++ {
+		if r.Full("alice") {
+			t.Fatalf("Full after %d deliveries; the bound is 3", i)
+		}
+		e, w := entry("alice", i)
+		deliver(r, in, e)
+		want = append(want, w)
 	}
-	if diff := cmp.Diff(want, r.Stats()); diff != "" {
-		t.Errorf("stats mismatch (-want +got):\n%s", diff)
+	if !r.Full("alice") || r.Full("bob") {
+		t.Errorf("Full(alice) = %t, Full(bob) = %t; want alice full", r.Full("alice"), r.Full("bob"))
 	}
+	if c, ok := r.Cursors()["alice"]; !ok || c >= e0.Seq {
+		t.Errorf("Cursors() = %v; want alice kept from before %d", r.Cursors(), e0.Seq)
+	}
+	close(blocked.release)
+	blocked.expect(t, "alice", want...)
+	deadline := time.Now().Add(waitLimit)
+	for r.Full("alice") {
+		if time.Now().After(deadline) {
+			t.Fatal("still full after catching up")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// With OnFullBacklog "skip", a session owed as much as its bound skips to
+// the newest delivery and is told once where to poll from.
+func TestBacklogSkip(t *testing.T) {
+	r := newRegistry(t, &Options{BacklogEntries: 3, OnFullBacklog: OnFullBacklogSkip})
+	blocked := newBlockingSink()
+	r.Attach("alice", blocked)
+	e0, w0 := entry("alice", 0)
+	r.Deliver([]subscriptions.InboxEntry{e0})
+	recv(t, blocked.entered, "the blocked sink to be called")
+	// The third delivery owed (the one being written counts) fills the
+	// backlog: the session skips to it.
+	e1, _ := entry("alice", 1)
+	e2, _ := entry("alice", 2)
+	r.Deliver([]subscriptions.InboxEntry{e1, e2})
+	if r.Full("alice") {
+		t.Error("Full with OnFullBacklog skip")
+	}
+	e3, w3 := entry("alice", 3)
+	r.Deliver([]subscriptions.InboxEntry{e3})
+	close(blocked.release)
+	notice := received{Method: mcpe.MethodMissed, Params: fmt.Sprintf(`{"fromCursor":"%d","toCursor":"%d","reason":"backlog"}`, e0.Seq, e2.Seq)}
+	blocked.expect(t, "alice", w0, notice, w3)
+	if got := r.Stats().Skipped; got != 3 {
+		t.Errorf("Stats().Skipped = %d, want 3", got)
+	}
+}
+
+// A session behind what retention kept is told once where to poll from,
+// then gets what follows.
+func TestRetentionGapIsNoticed(t *testing.T) {
+	in := &fakeInbox{pruned: map[string]int64{}}
+	r := newRegistry(t, &Options{WindowEntries: 1, Inbox: in})
+	blocked := newBlockingSink()
+	r.Attach("alice", blocked)
+	e0, w0 := entry("alice", 0)
+	deliver(r, in, e0)
+	recv(t, blocked.entered, "the blocked sink to be called")
+	e1, _ := entry("alice", 1)
+	e2, _ := entry("alice", 2)
+	e3, w3 := entry("alice", 3)
+	deliver(r, in, e1, e2, e3)
+	in.mu.Lock()
+	in.pruned["alice"] = e2.Seq
+	in.mu.Unlock()
+	close(blocked.release)
+	notice := received{Method: mcpe.MethodMissed, Params: fmt.Sprintf(`{"fromCursor":"%d","toCursor":"%d","reason":"retention"}`, e0.Seq, e2.Seq)}
+	blocked.expect(t, "alice", w0, notice, w3)
+}
+
+// Replay sends entries kept while the owner was away, before what follows.
+func TestReplay(t *testing.T) {
+	r := newRegistry(t, nil)
+	s := newChanSink()
+	r.Attach("alice", s)
+	old, wOld := entry("alice", 1)
+	r.Replay("alice", []subscriptions.InboxEntry{old})
+	e, w := entry("alice", 2)
+	r.Deliver([]subscriptions.InboxEntry{e})
+	s.expect(t, "alice", wOld, w)
+	r.Replay("bob", []subscriptions.InboxEntry{old}) // no session: nothing
 }
 
 // A session that cannot take notifications yet (an HTTP client whose event
 // stream is not open) is retried with growing back-off while within
-// StreamWait, and gets the notification once it recovers.
+// StreamWait, and gets them once it recovers.
 func TestFailingSinkRetriedUntilItRecovers(t *testing.T) {
 	clk := newArmedClock()
 	r := newRegistry(t, &Options{StreamWait: 10 * time.Second, Clock: clk})
 	sink := newScriptedSink()
 	r.Attach("alice", sink)
 
-	n1, w1 := note(1)
-	r.Notify("alice", n1)
+	e1, w1 := entry("alice", 1)
+	r.Deliver([]subscriptions.InboxEntry{e1})
 	errNoStream := errors.New("no event stream yet")
 	var backoffs []time.Duration
 	for range 4 {
-		sink.answer(t, w1, errNoStream)
+		sink.answer(t, []received{w1}, errNoStream)
 		d := recv(t, clk.armed, "the writer to arm its back-off")
 		backoffs = append(backoffs, d)
 		clk.Advance(d)
 	}
-	sink.answer(t, w1, nil)
+	sink.answer(t, []received{w1}, nil)
 	want := []time.Duration{10 * time.Millisecond, 20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond}
 	if diff := cmp.Diff(want, backoffs); diff != "" {
 		t.Errorf("back-off mismatch (-want +got):\n%s", diff)
@@ -347,16 +537,16 @@ func TestFailingSinkRetriedUntilItRecovers(t *testing.T) {
 	// wait: a failure 10.05s after attach, 9.9s after the success, is
 	// still retried.
 	clk.Advance(9 * time.Second)
-	n2, w2 := note(2)
-	r.Notify("alice", n2)
-	sink.answer(t, w2, errNoStream)
+	e2, w2 := entry("alice", 2)
+	r.Deliver([]subscriptions.InboxEntry{e2})
+	sink.answer(t, []received{w2}, errNoStream)
 	if d := recv(t, clk.armed, "the writer to arm its back-off"); d != 10*time.Millisecond {
 		t.Errorf("back-off after a success = %v, want it to start again at 10ms", d)
 	}
 	clk.Advance(900 * time.Millisecond)
-	sink.answer(t, w2, errNoStream)
+	sink.answer(t, []received{w2}, errNoStream)
 	clk.Advance(recv(t, clk.armed, "the writer to arm its back-off"))
-	sink.answer(t, w2, nil)
+	sink.answer(t, []received{w2}, nil)
 
 	r.Close()
 	if diff := cmp.Diff(Stats{Sent: 2}, r.Stats()); diff != "" {
@@ -370,16 +560,16 @@ func TestBackoffCap(t *testing.T) {
 	r := newRegistry(t, &Options{StreamWait: time.Hour, Clock: clk})
 	sink := newScriptedSink()
 	r.Attach("alice", sink)
-	n1, w1 := note(1)
-	r.Notify("alice", n1)
+	e1, w1 := entry("alice", 1)
+	r.Deliver([]subscriptions.InboxEntry{e1})
 	var backoffs []time.Duration
 	for range 10 {
-		sink.answer(t, w1, errors.New("down"))
+		sink.answer(t, []received{w1}, errors.New("down"))
 		d := recv(t, clk.armed, "the writer to arm its back-off")
 		backoffs = append(backoffs, d)
 		clk.Advance(d)
 	}
-	sink.answer(t, w1, nil)
+	sink.answer(t, []received{w1}, nil)
 	ms := time.Millisecond
 	want := []time.Duration{10 * ms, 20 * ms, 40 * ms, 80 * ms, 160 * ms, 320 * ms, 640 * ms, time.Second, time.Second, time.Second}
 	if diff := cmp.Diff(want, backoffs); diff != "" {
@@ -387,50 +577,48 @@ func TestBackoffCap(t *testing.T) {
 	}
 }
 
-// Once StreamWait has passed without a successful write, a failed
-// notification is dropped and counted, and the next one is tried once.
-func TestFailingSinkDroppedAfterStreamWait(t *testing.T) {
+// Once StreamWait has passed without a successful write, the session is
+// given up: its client is gone. It is counted and no longer connected.
+func TestFailingSinkGivenUpAfterStreamWait(t *testing.T) {
 	clk := newArmedClock()
 	r := newRegistry(t, &Options{StreamWait: time.Second, Clock: clk})
 	sink := newScriptedSink()
 	r.Attach("alice", sink)
 	errNoStream := errors.New("no event stream")
 
-	n1, w1 := note(1)
-	r.Notify("alice", n1)
-	sink.answer(t, w1, errNoStream)
-	d := recv(t, clk.armed, "the writer to arm its back-off")
-	clk.Advance(d)
-	sink.answer(t, w1, errNoStream)
+	e1, w1 := entry("alice", 1)
+	r.Deliver([]subscriptions.InboxEntry{e1})
+	sink.answer(t, []received{w1}, errNoStream)
 	clk.Advance(recv(t, clk.armed, "the writer to arm its back-off"))
-	// Past StreamWait: this failure is final for notification 1.
-	clk.Advance(time.Second)
-	sink.answer(t, w1, errNoStream)
+	sink.answer(t, []received{w1}, errNoStream)
+	clk.Advance(recv(t, clk.armed, "the writer to arm its back-off"))
+	clk.Advance(time.Second) // past StreamWait: this failure is final
+	sink.answer(t, []received{w1}, errNoStream)
 
-	// Notification 2 gets one attempt, no back-off, and is dropped too...
-	n2, w2 := note(2)
-	r.Notify("alice", n2)
-	sink.answer(t, w2, errNoStream)
-	// ...and notification 3 goes through when the session recovers.
-	n3, w3 := note(3)
-	r.Notify("alice", n3)
-	sink.answer(t, w3, nil)
-
-	r.Close()
-	// Close arms closeWait for itself; nothing else may be armed.
-	for len(clk.armed) > 0 {
-		if d := <-clk.armed; d != closeWait {
-			t.Errorf("a back-off of %v was armed after StreamWait had passed", d)
+	deadline := time.Now().Add(waitLimit)
+	for r.Live("alice") != 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("the session was not given up")
 		}
+		time.Sleep(time.Millisecond)
 	}
-	if diff := cmp.Diff(Stats{Sent: 1, Failed: 2}, r.Stats()); diff != "" {
+	e2, _ := entry("alice", 2)
+	r.Deliver([]subscriptions.InboxEntry{e2})
+	r.Close()
+	select {
+	case c := <-sink.calls:
+		t.Errorf("write attempted after the session was given up: %+v", c.got)
+		c.reply <- nil
+	default:
+	}
+	if diff := cmp.Diff(Stats{Failed: 1}, r.Stats()); diff != "" {
 		t.Errorf("stats mismatch (-want +got):\n%s", diff)
 	}
 }
 
 // StreamWait counts from the attach: a session that was never able to take
-// a notification is not retried once StreamWait has passed since it
-// attached.
+// a notification is given up at its first failure once StreamWait has
+// passed since it attached.
 func TestStreamWaitCountsFromAttach(t *testing.T) {
 	clk := newArmedClock()
 	r := newRegistry(t, &Options{StreamWait: time.Second, Clock: clk})
@@ -438,15 +626,11 @@ func TestStreamWaitCountsFromAttach(t *testing.T) {
 	r.Attach("alice", sink)
 	clk.Advance(time.Second)
 
-	n1, w1 := note(1)
-	r.Notify("alice", n1)
-	sink.answer(t, w1, errors.New("no event stream"))
-	n2, w2 := note(2)
-	r.Notify("alice", n2)
-	sink.answer(t, w2, nil)
-
+	e1, w1 := entry("alice", 1)
+	r.Deliver([]subscriptions.InboxEntry{e1})
+	sink.answer(t, []received{w1}, errors.New("no event stream"))
 	r.Close()
-	if diff := cmp.Diff(Stats{Sent: 1, Failed: 1}, r.Stats()); diff != "" {
+	if diff := cmp.Diff(Stats{Failed: 1}, r.Stats()); diff != "" {
 		t.Errorf("stats mismatch (-want +got):\n%s", diff)
 	}
 }
@@ -458,16 +642,16 @@ func TestDetachDuringBackoff(t *testing.T) {
 	r := newRegistry(t, &Options{StreamWait: time.Hour, Clock: clk})
 	sink := newScriptedSink()
 	detach := r.Attach("alice", sink)
-	n1, w1 := note(1)
-	r.Notify("alice", n1)
-	sink.answer(t, w1, errors.New("no event stream"))
+	e1, w1 := entry("alice", 1)
+	r.Deliver([]subscriptions.InboxEntry{e1})
+	sink.answer(t, []received{w1}, errors.New("no event stream"))
 	recv(t, clk.armed, "the writer to arm its back-off")
 	detach()
 	r.Close() // returns once the writer has ended
 	clk.Advance(time.Hour)
 	select {
 	case c := <-sink.calls:
-		t.Errorf("write attempted after detach: %+v", c.received)
+		t.Errorf("write attempted after detach: %+v", c.got)
 		c.reply <- nil
 	default:
 	}
@@ -481,8 +665,8 @@ func TestClose(t *testing.T) {
 	a, b := newChanSink(), newChanSink()
 	detachA := r.Attach("alice", a)
 	r.Attach("bob", b)
-	n1, w1 := note(1)
-	r.Notify("alice", n1)
+	e1, w1 := entry("alice", 1)
+	r.Deliver([]subscriptions.InboxEntry{e1})
 	a.expect(t, "alice", w1)
 
 	r.Close()
@@ -492,15 +676,15 @@ func TestClose(t *testing.T) {
 	detachA() // detaching after Close is harmless
 	r.Close() // so is a second Close
 
-	// After Close, Attach registers nothing and Notify sends nothing.
+	// After Close, Attach registers nothing and Deliver sends nothing.
 	c := newChanSink()
 	detachC := r.Attach("alice", c)
 	detachC()
 	if got := r.Live("alice"); got != 0 {
 		t.Errorf("Live(alice) = %d after Attach on a closed registry, want 0", got)
 	}
-	r.Notify("alice", n1)
-	r.Notify("bob", n1)
+	e2, _ := entry("alice", 2)
+	r.Deliver([]subscriptions.InboxEntry{e2})
 	a.expectNone(t, "alice")
 	b.expectNone(t, "bob")
 	c.expectNone(t, "session attached after Close")
@@ -513,37 +697,34 @@ func TestCloseGivesUpOnABlockedWriter(t *testing.T) {
 	r := NewRegistry(&Options{Clock: clk})
 	blocked := newBlockingSink()
 	r.Attach("alice", blocked)
-	n1, _ := note(1)
-	r.Notify("alice", n1)
+	e1, _ := entry("alice", 1)
+	r.Deliver([]subscriptions.InboxEntry{e1})
 	recv(t, blocked.entered, "the sink to be called")
 	defer close(blocked.release)
-
 	closed := make(chan struct{})
-	go func() {
-		r.Close()
-		close(closed)
-	}()
-	if d := recv(t, clk.armed, "Close to start waiting"); d != closeWait {
-		t.Fatalf("Close waits %v, want %v", d, closeWait)
+	go func() { r.Close(); close(closed) }()
+	if d := recv(t, clk.armed, "Close to arm its wait"); d != closeWait {
+		t.Fatalf("Close armed %v, want %v", d, closeWait)
 	}
-	clk.Advance(closeWait - time.Millisecond)
 	select {
 	case <-closed:
-		t.Fatal("Close returned before closeWait had passed, with a writer still blocked")
-	case <-time.After(50 * time.Millisecond):
+		t.Fatal("Close returned before its wait was over")
+	default:
 	}
-	clk.Advance(time.Millisecond)
-	recv(t, closed, "Close to give up on the blocked writer")
+	clk.Advance(closeWait)
+	recv(t, closed, "Close to return")
 }
 
 func TestOptionsDefaults(t *testing.T) {
-	for _, opts := range []*Options{nil, {}, {QueueSize: -1, WriteTimeout: -1, StreamWait: -1}} {
-		r := NewRegistry(opts)
-		got := r.opts
-		if got.QueueSize != DefaultQueueSize || got.WriteTimeout != DefaultWriteTimeout || got.StreamWait != DefaultStreamWait ||
-			got.Clock == nil || got.Logger == nil {
-			t.Errorf("NewRegistry(%+v) options = %+v; want the defaults", opts, got)
-		}
-		r.Close()
+	r := NewRegistry(nil)
+	defer r.Close()
+	o := r.opts
+	got := []any{o.WindowEntries, o.WindowBytes, o.BatchMessages, o.WriteTimeout, o.StreamWait, o.BacklogEntries, o.OnFullBacklog}
+	want := []any{DefaultWindowEntries, DefaultWindowBytes, DefaultBatchMessages, DefaultWriteTimeout, DefaultStreamWait, int64(DefaultBacklogEntries), OnFullBacklogRefuse}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
+	}
+	if err := (&Options{OnFullBacklog: "drop"}).Validate(); err == nil {
+		t.Error("OnFullBacklog \"drop\" was accepted")
 	}
 }

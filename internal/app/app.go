@@ -49,9 +49,10 @@ type Options struct {
 	Clock clock.Clock
 	// Logger defaults to discarding.
 	Logger *slog.Logger
-	// QueueSize is each session's notification queue; zero means the
-	// sessions package's default.
-	QueueSize int
+	// WindowEntries is how many of a principal's latest deliveries are
+	// kept in memory for its live sessions; zero means the realtime
+	// package's default. A session behind them reads the inbox.
+	WindowEntries int
 	// PruneInterval is how often retention is applied; zero means the
 	// subscriptions package's default (a minute). A test that moves a fake
 	// clock by a day sets it longer, so as not to prune once per minute
@@ -107,7 +108,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	// The registry keeps the wall clock: its waits are for transports (an
 	// event stream that is not open yet), which run in real time even when
 	// a test moves the server's clock.
-	a.Sessions = realtime.NewRegistry(&realtime.Options{QueueSize: opts.QueueSize, Logger: log})
+	rt := cfg.Delivery.Backlog.Options()
+	rt.Inbox, rt.Logger, rt.WindowEntries = opts.Store, log, opts.WindowEntries
+	a.Sessions = realtime.NewRegistry(&rt)
 	late := &lateServer{}
 	if a.handlers, err = buildHandlers(&cfg.Handlers, late, opts.Clock, log); err != nil {
 		return nil, err
@@ -124,8 +127,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:     opts.Store,
-		Deliverer: realtime.NewChannel(a.Sessions),
+		Deliverer: a.Sessions,
 		Presence:  a.Sessions,
+		Backlog:   a.Sessions,
 		Timings: map[mcpe.Channel]subscriptions.Timing{
 			mcpe.ChannelCron:      cron.New(&cron.Options{MinEvery: time.Duration(cfg.Delivery.MinEvery)}),
 			mcpe.ChannelScheduled: scheduled.Channel{},

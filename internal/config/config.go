@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"go.yaml.in/yaml/v3"
@@ -133,6 +134,28 @@ type Delivery struct {
 	// PendingDigests is how many of the digests that fired while their owner
 	// had no live session are sent when it connects again. Default 10.
 	PendingDigests int `yaml:"pendingDigests"`
+	// Backlog bounds what one live session may be owed and not yet sent.
+	Backlog Backlog `yaml:"backlog"`
+}
+
+// Backlog bounds what a live session that reads slower than events arrive
+// may fall behind by.
+type Backlog struct {
+	// MaxEntries is the most deliveries a session may be owed. Default
+	// 100000.
+	MaxEntries int64 `yaml:"maxEntries"`
+	// MaxBytes is the most bytes of notifications it may be owed. Default
+	// 268435456 (256 MiB).
+	MaxBytes int64 `yaml:"maxBytes"`
+	// OnFull is "refuse" (events for the owner are answered 429 until the
+	// session catches up; the default) or "skip" (they are accepted, and
+	// the session skips ahead and is told where to poll from).
+	OnFull string `yaml:"onFull"`
+}
+
+// Options returns the realtime registry's options for b.
+func (b Backlog) Options() realtime.Options {
+	return realtime.Options{BacklogEntries: b.MaxEntries, BacklogBytes: b.MaxBytes, OnFullBacklog: b.OnFull}
 }
 
 // Log configures logging.
@@ -293,6 +316,9 @@ func (c *Config) validate() error {
 	}
 	if c.Delivery.PendingDigests < 0 {
 		return errors.New("delivery.pendingDigests must be positive (or left out for 10)")
+	}
+	if opts := c.Delivery.Backlog.Options(); opts.Validate() != nil {
+		return Within("delivery", opts.Validate())
 	}
 	if m := time.Duration(c.Delivery.MinEvery); m != 0 && m < time.Second {
 		return fmt.Errorf("delivery.minEvery %v is shorter than a second; cron fires at most once a second", m)

@@ -34,6 +34,9 @@ func (r *routed) Deliver(entries []subscriptions.InboxEntry) {
 	r.entries = append(r.entries, entries...)
 }
 
+// Replay keeps entries as Deliver does.
+func (r *routed) Replay(_ string, entries []subscriptions.InboxEntry) { r.Deliver(entries) }
+
 func (r *routed) all() []subscriptions.InboxEntry {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -50,28 +50,21 @@ type benchEnv struct {
 }
 
 // newBenchEnv builds a server with subs workload subscriptions of
-// benchPrincipal and one in-memory client connected as principal. Each
-// session queue holds 65 536 notifications, so that the throughput
-// benchmarks never drop one.
+// benchPrincipal and one in-memory client connected as principal; live
+// sessions catch up from the inbox as the binary's do.
 func newBenchEnv(b *testing.B, subs int, principal string) *benchEnv {
-	b.Helper()
-	return newBenchEnvQueue(b, subs, principal, 1<<16)
-}
-
-// newBenchEnvQueue is newBenchEnv with session queues of queueSize; zero
-// means the server's default.
-func newBenchEnvQueue(b *testing.B, subs int, principal string, queueSize int) *benchEnv {
 	b.Helper()
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	reg := realtime.NewRegistry(&realtime.Options{QueueSize: queueSize})
+	reg := realtime.NewRegistry(&realtime.Options{Inbox: store})
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:            store,
-		Deliverer:        realtime.NewChannel(reg),
+		Deliverer:        reg,
 		Presence:         reg,
+		Backlog:          reg,
 		Clock:            clock.Real{},
 		MaxSubscriptions: max(subs, 1) + 1_000_000,
 	})
@@ -143,13 +136,15 @@ type timedSink struct {
 	want  int
 }
 
-func (s *timedSink) Notify(ctx context.Context, method string, params json.RawMessage) error {
-	err := s.inner.Notify(ctx, method, params)
+func (s *timedSink) Write(ctx context.Context, msgs []realtime.Message) error {
+	err := s.inner.Write(ctx, msgs)
 	now := time.Now()
 	s.mu.Lock()
-	s.at = append(s.at, now)
-	if len(s.at) == s.want {
-		close(s.done)
+	for range msgs {
+		s.at = append(s.at, now)
+		if len(s.at) == s.want {
+			close(s.done)
+		}
 	}
 	s.mu.Unlock()
 	return err
@@ -319,7 +314,7 @@ func BenchmarkThroughMCP(b *testing.B) {
 // without MCP (service); each subscription is committed to a SQLite file
 // before the call returns. It reports the time per 10 000 calls, the CPU
 // time per call and the heap retained per subscription. Sessions have the
-// server's default queue size, and the collector runs at mcpserver.GCPercent
+// server's defaults, and the collector runs at mcpserver.GCPercent
 // unless GOGC is set, as in the binary.
 func BenchmarkSubscribe(b *testing.B) {
 	// Measure with the collector target the binary runs with.
@@ -328,7 +323,7 @@ func BenchmarkSubscribe(b *testing.B) {
 	}
 	for _, via := range []string{"tool", "tool-2025-11-25", "service"} {
 		b.Run(via, func(b *testing.B) {
-			e := newBenchEnvQueue(b, 0, benchPrincipal, 0)
+			e := newBenchEnv(b, 0, benchPrincipal)
 			client := e.client
 			if via == "tool-2025-11-25" {
 				ct, st := mcp.NewInMemoryTransports()
@@ -448,11 +443,12 @@ func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clock.Fake, *time
 		b.Fatal(err)
 	}
 	clk := clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
-	reg := realtime.NewRegistry(&realtime.Options{QueueSize: 1 << 16})
+	reg := realtime.NewRegistry(&realtime.Options{Inbox: store})
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:            store,
-		Deliverer:        realtime.NewChannel(reg),
+		Deliverer:        reg,
 		Presence:         reg,
+		Backlog:          reg,
 		Timings:          map[mcpe.Channel]subscriptions.Timing{mcpe.ChannelCron: cron.New(nil)},
 		Clock:            clk,
 		MaxSubscriptions: subs + 1,

@@ -24,6 +24,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 )
 
 // connField is the unexported field of mcp.ServerSession that holds the
@@ -75,4 +77,15 @@ func SessionSink(ss *mcp.ServerSession) (*Sink, error) {
 // that request's response stream instead of the session's standalone stream.
 func (s *Sink) Notify(ctx context.Context, method string, params json.RawMessage) error {
 	return s.conn.Write(ctx, &jsonrpc.Request{Method: method, Params: params})
+}
+
+// Write writes msgs in order, for the realtime registry: one notification
+// each, with the one deadline of ctx for them all.
+func (s *Sink) Write(ctx context.Context, msgs []realtime.Message) error {
+	for _, m := range msgs {
+		if err := s.Notify(ctx, m.Method, m.Params); err != nil {
+			return err
+		}
+	}
+	return nil
 }

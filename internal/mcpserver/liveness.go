@@ -58,6 +58,8 @@ type httpSession struct {
 	open, streams int
 	last          time.Time
 	pinging       bool
+	// stream is the writer of the event stream opened last, while open.
+	stream *heldWriter
 }
 
 func newLiveness(clk clock.Clock, timeout time.Duration, opened func(*mcp.ServerSession)) *liveness {
@@ -107,11 +109,25 @@ func (l *liveness) live(id string) bool {
 	return st != nil && st.streams > 0
 }
 
+// stream returns the writer of the session's open event stream, or nil.
+func (l *liveness) stream(id string) *heldWriter {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if st := l.sessions[id]; st != nil {
+		return st.stream
+	}
+	return nil
+}
+
 // handler counts the requests of tracked sessions in progress.
 func (l *liveness) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Mcp-Session-Id")
-		stream := r.Method == http.MethodGet
+		var stream *heldWriter
+		if r.Method == http.MethodGet && id != "" {
+			stream = &heldWriter{ResponseWriter: w}
+			w = stream
+		}
 		if ss := l.begin(id, stream); ss != nil && l.opened != nil {
 			l.opened(ss)
 		}
@@ -127,7 +143,7 @@ func (l *liveness) handler(next http.Handler) http.Handler {
 // counted too (its event stream may open before its initialized
 // notification is handled); an ID that never gets attached is forgotten
 // when its requests end.
-func (l *liveness) begin(id string, stream bool) *mcp.ServerSession {
+func (l *liveness) begin(id string, stream *heldWriter) *mcp.ServerSession {
 	if id == "" {
 		return nil
 	}
@@ -143,16 +159,20 @@ func (l *liveness) begin(id string, stream bool) *mcp.ServerSession {
 	}
 	st.open++
 	st.last = l.clock.Now()
-	if !stream {
+	if stream == nil {
 		return nil
 	}
+	st.stream = stream
 	if st.streams++; st.streams == 1 {
 		return st.ss // nil until attached
 	}
 	return nil
 }
 
-func (l *liveness) end(id string, stream bool) {
+func (l *liveness) end(id string, stream *heldWriter) {
+	if stream != nil {
+		stream.finish()
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.sessions[id]
@@ -161,8 +181,11 @@ func (l *liveness) end(id string, stream bool) {
 	}
 	st.open--
 	st.last = l.clock.Now()
-	if stream {
+	if stream != nil {
 		st.streams--
+		if st.stream == stream {
+			st.stream = nil
+		}
 	}
 	if st.ss == nil && st.open == 0 {
 		delete(l.sessions, id)

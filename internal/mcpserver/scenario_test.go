@@ -19,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -192,9 +193,9 @@ func stalledClient(t *testing.T, conn net.Conn) {
 
 // TestStalledClientDoesNotBlockRouting connects a client that stops reading
 // (its connection takes no byte more) and checks that publishing, and
-// delivery to everyone else, go on: more events than a session queue holds
-// are published, the other principal receives each of them, and what the
-// stalled session could not take stays in its owner's inbox.
+// delivery to everyone else, go on: more events than the in-memory window
+// holds are published, the other principal receives each of them, the
+// stalled session lags by all of them, and they stay in its owner's inbox.
 func TestStalledClientDoesNotBlockRouting(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ctx := context.Background()
@@ -218,7 +219,7 @@ func TestStalledClientDoesNotBlockRouting(t *testing.T) {
 	alice := e.connect("alice", nil)
 	aliceSub := alice.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"load.*"}}})
 
-	const events = 1100 // more than a session's default queue of 1024
+	const events = 1100 // more than the default window of 1024
 	ids := make([]string, events)
 	for i := range ids {
 		ids[i] = e.publish("load.tick", fmt.Sprintf(`{"n": %d}`, i), mcpe.Metadata{})
@@ -229,8 +230,17 @@ func TestStalledClientDoesNotBlockRouting(t *testing.T) {
 			t.Fatalf("alice's event %d is %s for %s; want %s", i, ev.ID, params.SubscriptionID, id)
 		}
 	}
-	if st := e.reg.Stats(); st.Dropped == 0 {
-		t.Errorf("stats %+v: the stalled session's queue never filled", st)
+	if st := e.reg.Stats(); st.Skipped != 0 || st.Failed != 0 {
+		t.Errorf("stats %+v: the stalled session was skipped or given up; it should lag", st)
+	}
+	var lag []realtime.Lag
+	for _, l := range e.reg.Lags() {
+		if l.Principal == "stalled" {
+			lag = append(lag, l)
+		}
+	}
+	if len(lag) != 1 || lag[0].Deliveries != events {
+		t.Errorf("the stalled session's lag is %+v; want %d deliveries behind", lag, events)
 	}
 	res, err := e.svc.Poll(ctx, "stalled", mcpe.PollRequest{Cursor: "0", Limit: mcpe.MaxPollLimit})
 	if err != nil {

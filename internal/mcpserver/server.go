@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"os"
 	"strings"
 	"sync"
 	"time"
@@ -127,8 +128,9 @@ type Server struct {
 	tools *tools.Set
 
 	mu       sync.Mutex
-	attached map[*mcp.ServerSession]string // session -> principal
-	fixed    map[*mcp.ServerSession]string // principals set by Connect
+	attached map[*mcp.ServerSession]string      // session -> principal
+	fixed    map[*mcp.ServerSession]string      // principals set by Connect
+	lines    map[*mcp.ServerSession]*lineWriter // sessions made by ConnectIO
 	wg       sync.WaitGroup
 	// live watches the HTTP sessions; maxSessions bounds those of one
 	// principal.
@@ -168,6 +170,7 @@ func New(opts Options) (*Server, error) {
 		caps:        opts.Service.Capability(),
 		attached:    make(map[*mcp.ServerSession]string),
 		fixed:       make(map[*mcp.ServerSession]string),
+		lines:       make(map[*mcp.ServerSession]*lineWriter),
 		maxSessions: DefaultMaxSessionsPerPrincipal,
 	}
 	if opts.Clock == nil {
@@ -218,15 +221,30 @@ func (s *Server) SessionsOf(principal string) []*mcp.ServerSession {
 // MCP returns the underlying go-sdk server.
 func (s *Server) MCP() *mcp.Server { return s.mcp }
 
-// Connect serves one session on t for principal; stdio and in-memory
-// transports use it.
+// Connect serves one session on t for principal; in-memory transports use
+// it.
 func (s *Server) Connect(ctx context.Context, t mcp.Transport, principal string) (*mcp.ServerSession, error) {
+	return s.connect(ctx, t, principal, nil)
+}
+
+// ConnectIO serves one session of principal on newline-delimited JSON-RPC
+// read from r and written to w, as stdio does; notifications are written to
+// w in batches.
+func (s *Server) ConnectIO(ctx context.Context, r io.ReadCloser, w io.Writer, principal string) (*mcp.ServerSession, error) {
+	lw := newLineWriter(w)
+	return s.connect(ctx, &mcp.IOTransport{Reader: r, Writer: lw}, principal, lw)
+}
+
+func (s *Server) connect(ctx context.Context, t mcp.Transport, principal string, lw *lineWriter) (*mcp.ServerSession, error) {
 	ss, err := s.mcp.Connect(ctx, t, nil)
 	if err != nil {
 		return nil, err
 	}
 	s.mu.Lock()
 	s.fixed[ss] = principal
+	if lw != nil {
+		s.lines[ss] = lw
+	}
 	s.wg.Add(1)
 	s.mu.Unlock()
 	go func() {
@@ -234,15 +252,23 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, principal string)
 		ss.Wait()
 		s.mu.Lock()
 		delete(s.fixed, ss)
+		delete(s.lines, ss)
 		s.mu.Unlock()
 	}()
 	return ss, nil
 }
 
+// lineWriter returns the writer of a session that ConnectIO made, or nil.
+func (s *Server) lineWriter(ss *mcp.ServerSession) *lineWriter {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.lines[ss]
+}
+
 // RunStdio serves the local principal on stdin and stdout until the client
 // disconnects or ctx ends.
 func (s *Server) RunStdio(ctx context.Context) error {
-	ss, err := s.Connect(ctx, &mcp.StdioTransport{}, LocalPrincipal)
+	ss, err := s.ConnectIO(ctx, os.Stdin, os.Stdout, LocalPrincipal)
 	if err != nil {
 		return err
 	}
@@ -363,7 +389,9 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 			old.Close()
 		}
 		s.live.add(ss, principal)
-		detach = s.opts.Sessions.Attach(principal, &streamSink{Sink: sink, live: func() bool { return s.live.live(id) }})
+		detach = s.opts.Sessions.Attach(principal, &streamSink{Sink: sink, id: id, live: s.live})
+	} else if lw := s.lineWriter(ss); lw != nil {
+		detach = s.opts.Sessions.Attach(principal, lineSink{lw})
 	} else {
 		detach = s.opts.Sessions.Attach(principal, sink)
 	}
@@ -412,16 +440,6 @@ func (s *Server) redeliver(principal string) {
 		s.log.Error("send what was kept while the owner was away", "principal", principal, "error", err)
 	}
 }
-
-// streamSink is the sink of an HTTP session, live while its event stream
-// is open.
-type streamSink struct {
-	*Sink
-	live func() bool
-}
-
-// Live reports whether the session's event stream is open.
-func (s *streamSink) Live() bool { return s.live() }
 
 // HTTPOptions configure the Streamable HTTP handler.
 type HTTPOptions struct {

@@ -60,11 +60,12 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	reg := realtime.NewRegistry(nil)
+	reg := realtime.NewRegistry(&realtime.Options{Inbox: store})
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:     store,
-		Deliverer: realtime.NewChannel(reg),
+		Deliverer: reg,
 		Presence:  reg,
+		Backlog:   reg,
 		Timings: map[mcpe.Channel]subscriptions.Timing{
 			mcpe.ChannelCron:      cron.New(nil),
 			mcpe.ChannelScheduled: scheduled.Channel{},

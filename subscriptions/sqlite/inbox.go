@@ -176,6 +176,20 @@ func (s *Store) PollCursor(ctx context.Context, principal string) (int64, error)
 	return seq, err
 }
 
+// PrunedThrough implements subscriptions.Store.
+func (s *Store) PrunedThrough(ctx context.Context, principal string) (int64, error) {
+	var seq int64
+	st, err := s.rstmts.get(ctx, `SELECT pruned_through FROM principals WHERE principal = ?`)
+	if err != nil {
+		return 0, err
+	}
+	err = st.QueryRowContext(ctx, principal).Scan(&seq)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, nil
+	}
+	return seq, err
+}
+
 // SetPollCursor implements subscriptions.Store.
 func (s *Store) SetPollCursor(ctx context.Context, principal string, seq int64) error {
 	st, err := s.prepared(ctx, `INSERT INTO principals (principal, poll_cursor) VALUES (?1, ?2)

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"errors"
 	"time"
 
@@ -135,8 +136,24 @@ func pruneInbox(exec execer, r subscriptions.Retention, now time.Time) (int, err
 			return 0, err
 		}
 	}
-	// Handler runs not yet done keep their deliveries.
+	// Handler runs not yet done keep their deliveries, and live sessions
+	// what they have not been sent.
 	if _, err := exec.n(`DELETE FROM temp.doomed WHERE seq IN (SELECT inbox_seq FROM handler_jobs)`); err != nil {
+		return 0, err
+	}
+	if len(r.Keep) > 0 {
+		keep, err := json.Marshal(r.Keep)
+		if err != nil {
+			return 0, err
+		}
+		if _, err := exec.n(`DELETE FROM temp.doomed WHERE seq IN (
+			SELECT i.seq FROM json_each(?) k JOIN inbox i ON i.principal = k.key AND i.seq > k.value)`, string(keep)); err != nil {
+			return 0, err
+		}
+	}
+	if _, err := exec.n(`INSERT INTO principals (principal, pruned_through)
+		SELECT principal, max(seq) FROM inbox WHERE seq IN (SELECT seq FROM temp.doomed) GROUP BY principal
+		ON CONFLICT (principal) DO UPDATE SET pruned_through = max(pruned_through, excluded.pruned_through)`); err != nil {
 		return 0, err
 	}
 	if _, err := exec.n(`UPDATE subscriptions

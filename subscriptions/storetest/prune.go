@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -257,4 +258,57 @@ func testSeqNeverReused(t *testing.T, open Opener) {
 		t.Fatalf("ExpireSubscriptions returned %d entries, want 1", len(entries))
 	}
 	checkGrows("deleting the subscription", entries[0].Seq)
+}
+
+// testPruneKeep checks that Prune keeps what Retention.Keep names, and that
+// PrunedThrough tells what it removed.
+func testPruneKeep(t *testing.T, open Opener) {
+	ctx := context.Background()
+	s := open(t)
+	alices, bobs := newSub(1, "alice"), newSub(2, "bob")
+	create(t, s, alices, bobs)
+	var seqs []int64
+	var want []subscriptions.InboxEntry
+	for i := range 6 {
+		now := at(time.Duration(i) * time.Minute)
+		ev, raw := newEvent(i+1, "test.created", "")
+		res := publish(t, s, ev, raw, targets(alices), now)
+		seqs = append(seqs, seqOf(t, res, alices))
+		want = append(want, entry(seqs[i], raw, now, alices))
+		ev, raw = newEvent(i+101, "test.created", "")
+		publish(t, s, ev, raw, targets(bobs), now)
+	}
+	for _, p := range []string{"alice", "bob", "carol"} {
+		if got, err := s.PrunedThrough(ctx, p); err != nil || got != 0 {
+			t.Fatalf("PrunedThrough(%s) before any prune = %d, %v; want 0", p, got, err)
+		}
+	}
+	// A live session of alice has been sent up to her second entry: the
+	// four after it stay, beyond the limit of two, and the two before it
+	// go; bob's six go down to two.
+	r := keepAll
+	r.InboxMaxEntries = 2
+	r.Keep = map[string]int64{"alice": seqs[1], "carol": 0}
+	diff(t, "Prune", subscriptions.PruneStats{InboxEntries: 2 + 4}, prune(t, s, r, at(time.Hour)))
+	diff(t, "alice's inbox", want[2:], inbox(t, s, "alice"))
+	if got := len(inbox(t, s, "bob")); got != 2 {
+		t.Errorf("bob's inbox has %d entries; want 2", got)
+	}
+	if got, err := s.PrunedThrough(ctx, "alice"); err != nil || got != seqs[1] {
+		t.Errorf("PrunedThrough(alice) = %d, %v; want %d", got, err, seqs[1])
+	}
+	bobs4, err := s.PrunedThrough(ctx, "bob")
+	if err != nil || bobs4 <= seqs[3] || bobs4 >= seqs[5] {
+		t.Errorf("PrunedThrough(bob) = %d, %v; want the seq of bob's fourth entry (between %d and %d)", bobs4, err, seqs[3], seqs[5])
+	}
+	// Without the session, the limit applies; PrunedThrough only grows.
+	r.Keep = nil
+	diff(t, "second Prune", subscriptions.PruneStats{InboxEntries: 2}, prune(t, s, r, at(time.Hour)))
+	diff(t, "alice's inbox", want[4:], inbox(t, s, "alice"))
+	if got, err := s.PrunedThrough(ctx, "alice"); err != nil || got != seqs[3] {
+		t.Errorf("PrunedThrough(alice) = %d, %v; want %d", got, err, seqs[3])
+	}
+	if got, err := s.PrunedThrough(ctx, "bob"); err != nil || got != bobs4 {
+		t.Errorf("PrunedThrough(bob) after a prune that removed none of his = %d, %v; want %d", got, err, bobs4)
+	}
 }

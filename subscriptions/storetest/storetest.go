@@ -63,6 +63,7 @@ func Run(t *testing.T, open Opener) {
 		{"DeletePrincipal", testDeletePrincipal},
 		{"DeletePrincipalsWithPrefix", testDeletePrincipalsWithPrefix},
 		{"Prune", testPrune},
+		{"PruneKeep", testPruneKeep},
 		{"PublishBuffersTimed", testPublishBuffersTimed},
 		{"TimedSubscriptionRoundTrip", testTimedRoundTrip},
 		{"FireDelivers", testFireDelivers},

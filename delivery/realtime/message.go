@@ -1,0 +1,115 @@
+package realtime
+
+import (
+	"encoding/json"
+	"strconv"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Message is one notification ready to write: its method and its params,
+// already encoded.
+type Message struct {
+	Method string
+	Params json.RawMessage
+}
+
+// messages turns an inbox entry into its notifications: MCPE notifies each
+// subscription of its own deliveries, so an event that matched two
+// subscriptions of one principal is sent twice, each time with its
+// subscriptionId and the same cursor. The events are the compact JSON the
+// store keeps, copied as they are: encoding them again for each
+// subscription and session would cost the most of a delivery.
+func messages(e subscriptions.InboxEntry) []Message {
+	cursor := mcpe.FormatCursor(e.Seq)
+	out := make([]Message, 0, len(e.SubscriptionIDs))
+	for _, id := range e.SubscriptionIDs {
+		var m Message
+		switch e.Kind {
+		case mcpe.InboxEvent:
+			m = Message{mcpe.MethodEvent, eventParams(id, cursor, e.Event)}
+		case mcpe.InboxBatch:
+			m = Message{mcpe.MethodBatch, batchParams(id, cursor, e.Events, e.Remaining)}
+		case mcpe.InboxExpired:
+			m = Message{mcpe.MethodSubscriptionExpired, expiredParams(id, cursor)}
+		default:
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+// size is what a message weighs, for the bounds on windows and batches.
+func (m Message) size() int { return len(m.Method) + len(m.Params) + 40 }
+
+func eventParams(id, cursor string, event json.RawMessage) json.RawMessage {
+	b := make([]byte, 0, len(event)+96)
+	b = head(b, id, cursor)
+	b = append(b, `,"event":`...)
+	b = append(b, event...)
+	return append(b, '}')
+}
+
+func batchParams(id, cursor string, events []json.RawMessage, remaining int) json.RawMessage {
+	n := 128
+	for _, ev := range events {
+		n += len(ev) + 1
+	}
+	b := make([]byte, 0, n)
+	b = head(b, id, cursor)
+	b = append(b, `,"events":[`...)
+	for i, ev := range events {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, ev...)
+	}
+	b = append(b, ']')
+	if remaining > 0 {
+		b = append(b, `,"remaining":`...)
+		b = strconv.AppendInt(b, int64(remaining), 10)
+	}
+	return append(b, '}')
+}
+
+func expiredParams(id, cursor string) json.RawMessage {
+	return append(head(make([]byte, 0, 96), id, cursor), '}')
+}
+
+// head writes {"subscriptionId":...,"cursor":... with JSON-quoted strings.
+func head(b []byte, id, cursor string) []byte {
+	b = append(b, `{"subscriptionId":`...)
+	b = appendString(b, id)
+	if cursor != "" {
+		b = append(b, `,"cursor":`...)
+		b = appendString(b, cursor)
+	}
+	return b
+}
+
+// appendString appends s as a JSON string: directly when it is plain
+// printable ASCII (IDs, cursors and method names are), through
+// encoding/json otherwise.
+func appendString(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			q, _ := json.Marshal(s) // a string always encodes
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// AppendNotification appends m as one line of newline-delimited JSON-RPC,
+// as a notification: what a stdio transport writes.
+func AppendNotification(b []byte, m Message) []byte {
+	b = append(b, `{"jsonrpc":"2.0","method":`...)
+	b = appendString(b, m.Method)
+	b = append(b, `,"params":`...)
+	b = append(b, m.Params...)
+	return append(b, '}', '\n')
+}
