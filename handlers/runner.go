@@ -36,9 +36,9 @@ const (
 
 // Jobs is the part of subscriptions.Store the runner uses.
 type Jobs interface {
-	DueJobs(ctx context.Context, now time.Time, limit int, skip []string) ([]*subscriptions.Invocation, error)
+	DueJobs(ctx context.Context, now time.Time, limit int, q subscriptions.JobQuery) ([]*subscriptions.Invocation, error)
 	FinishJobs(ctx context.Context, done []subscriptions.JobDone) error
-	NextJobDue(ctx context.Context, skip []string) (time.Time, bool, error)
+	NextJobDue(ctx context.Context, q subscriptions.JobQuery) (time.Time, bool, error)
 }
 
 // Options configure a Runner.
@@ -205,7 +205,7 @@ func (r *Runner) dispatch() {
 			return // a recorded outcome wakes the runner
 		}
 		now := r.opts.Clock.Now()
-		jobs, err := r.opts.Jobs.DueJobs(r.ctx, now, room, skip)
+		jobs, err := r.opts.Jobs.DueJobs(r.ctx, now, room, subscriptions.JobQuery{Skip: skip})
 		if err != nil {
 			if r.ctx.Err() == nil {
 				r.log.Error("read due handler jobs; trying again shortly", "error", err)
@@ -233,7 +233,7 @@ func (r *Runner) dispatch() {
 	r.mu.Lock()
 	skip := r.takenLocked()
 	r.mu.Unlock()
-	next, ok, err := r.opts.Jobs.NextJobDue(r.ctx, skip)
+	next, ok, err := r.opts.Jobs.NextJobDue(r.ctx, subscriptions.JobQuery{Skip: skip})
 	switch {
 	case err != nil:
 		if r.ctx.Err() == nil {
