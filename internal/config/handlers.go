@@ -19,6 +19,10 @@ import (
 type Handlers struct {
 	// Concurrency bounds the handler runs in progress. Default 32.
 	Concurrency int `yaml:"concurrency"`
+	// PerPrincipal bounds the handler runs of one principal in progress or
+	// waiting, so that one principal's runs cannot hold every worker.
+	// Default a quarter of concurrency (8 of 32); at most concurrency.
+	PerPrincipal int `yaml:"perPrincipal"`
 	// Bash runs allowed programs; on when it lists at least one command.
 	Bash *BashHandler `yaml:"bash"`
 	// Webhook POSTs deliveries; on with enabled: true.
@@ -120,7 +124,7 @@ type AgentEndpoint struct {
 }
 
 func (h *Handlers) validate() error {
-	if err := (&handlers.Options{Concurrency: h.Concurrency}).Validate(); err != nil {
+	if err := (&handlers.Options{Concurrency: h.Concurrency, PerPrincipal: h.PerPrincipal}).Validate(); err != nil {
 		return Within("handlers", err)
 	}
 	if b := h.Bash; b != nil {

@@ -19,6 +19,7 @@ func TestParseHandlers(t *testing.T) {
 	c, err := Parse(strings.NewReader(`
 handlers:
   concurrency: 8
+  perPrincipal: 2
   bash:
     sandbox: bwrap
     defaultTimeout: 10s
@@ -49,7 +50,7 @@ handlers:
 		t.Fatal(err)
 	}
 	h := c.Handlers
-	if h.Concurrency != 8 || h.Bash.Sandbox != "bwrap" || time.Duration(h.Bash.MaxTimeout) != time.Minute ||
+	if h.Concurrency != 8 || h.PerPrincipal != 2 || h.Bash.Sandbox != "bwrap" || time.Duration(h.Bash.MaxTimeout) != time.Minute ||
 		h.Bash.Commands["rollback"].Path != "/opt/deploy/rollback.sh" || !h.Bash.Commands["rollback"].Network ||
 		h.Bash.Commands["notify"].Env["DISPLAY"] != ":0" {
 		t.Errorf("bash: %+v", h.Bash)
@@ -90,6 +91,9 @@ func TestParseHandlerTimeouts(t *testing.T) {
 func TestParseHandlerErrors(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
 		{"handlers:\n  concurrency: -1\n", "handlers.concurrency: is -1; give a positive number"},
+		{"handlers:\n  perPrincipal: -1\n", "handlers.perPrincipal: is -1; give a positive number, or leave it out for a quarter of concurrency"},
+		{"handlers:\n  concurrency: 8\n  perPrincipal: 9\n", "handlers.perPrincipal: is 9, more than concurrency (8); give at most 8"},
+		{"handlers:\n  perPrincipal: 33\n", "handlers.perPrincipal: is 33, more than concurrency (32); give at most 32"},
 		{"handlers:\n  bash:\n    sandbox: docker\n", `handlers.bash.sandbox: "docker" is not a sandbox mode; use "auto"`},
 		{"handlers:\n  bash:\n    commands:\n      notify: {path: notify-send}\n", `handlers.bash.commands.notify.path: "notify-send" is not an absolute path; give the program's absolute path`},
 		{"handlers:\n  bash:\n    commands:\n      'a b': {path: /bin/true}\n", `handlers.bash.commands.a b: a command name is`},
