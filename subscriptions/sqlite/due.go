@@ -1,14 +1,13 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -29,14 +28,36 @@ const ownersCTE = `WITH RECURSIVE owners(name) AS (
 		FROM owners WHERE owners.name IS NOT NULL
 	)`
 
-const ownersQuery = ownersCTE + ` SELECT name FROM owners WHERE name IS NOT NULL`
+// firstDue is the subquery that finds principal NAME's oldest due job not
+// in ?2 (after the one EXTRA names), one index seek.
+const firstDue = `SELECT j.id FROM handler_jobs j JOIN subscriptions t ON t.id = j.subscription_id
+			WHERE j.principal = NAME AND j.due_at <= ?1 AND j.id NOT IN (SELECT value FROM json_each(?2))
+				AND t.handler IS NOT NULL AND t.handler_disabled IS NULL EXTRA
+			ORDER BY j.due_at, j.id LIMIT 1`
 
-// ownerDueQuery lists the oldest due jobs of principal ?1 not in ?3.
-const ownerDueQuery = `SELECT h.id, h.due_at FROM handler_jobs h
-	JOIN subscriptions s ON s.id = h.subscription_id
-	WHERE h.principal = ?1 AND h.due_at <= ?2 AND h.id NOT IN (SELECT value FROM json_each(?3))
-		AND s.handler IS NOT NULL AND s.handler_disabled IS NULL
-	ORDER BY h.due_at, h.id LIMIT ?4`
+// dueTurnsQuery lists the IDs of the jobs DueJobs hands out, in order. For
+// each principal with room (?4 less its jobs in flight, counted in the
+// object ?5, when ?4 is positive; at most the limit ?3) it walks that many
+// of its oldest due jobs not in ?2, one index seek each, and orders all by
+// turn (the principal's jobs in flight plus its jobs due before this one),
+// then due time.
+var dueTurnsQuery = ownersCTE + `,
+	share(name, busy, room) AS (
+		SELECT o.name, coalesce(b.value, 0),
+			CASE WHEN ?4 > 0 THEN min(?3, ?4 - coalesce(b.value, 0)) ELSE ?3 END
+		FROM owners o LEFT JOIN json_each(?5) b ON b.key = o.name
+		WHERE o.name IS NOT NULL
+	),
+	walk(name, busy, room, k, id, due) AS (
+		SELECT s.name, s.busy, s.room, 0, h.id, h.due_at FROM share s
+		JOIN handler_jobs h ON h.id = (` + strings.NewReplacer("NAME", "s.name", "EXTRA", "").Replace(firstDue) + `)
+		WHERE s.room > 0
+		UNION ALL
+		SELECT w.name, w.busy, w.room, w.k + 1, h.id, h.due_at FROM walk w
+		JOIN handler_jobs h ON h.id = (` + strings.NewReplacer("NAME", "w.name", "EXTRA", "AND (j.due_at, j.id) > (w.due, w.id)").Replace(firstDue) + `)
+		WHERE w.k + 1 < w.room
+	)
+	SELECT id FROM walk ORDER BY busy + k, due, id LIMIT ?3`
 
 // dueJobsQuery reads the runs of the jobs listed in ?1, in that order.
 const dueJobsQuery = `SELECT h.id, h.subscription_id, h.attempts, h.created_at, s.principal, s.handler, s.handler_secrets,
@@ -102,78 +123,34 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, q subscri
 	return jobs.out, nil
 }
 
-// turn is a due job and its turn: the jobs its principal has in flight and
-// those of its jobs due before it.
-type turn struct {
-	id, due int64
-	n       int
-}
-
-// dueTurns returns the IDs of the jobs DueJobs hands out, in order: up to
-// each principal's room of its oldest due jobs, by turn, then due time.
+// dueTurns returns the IDs of the jobs DueJobs hands out, in order.
 func (s *Store) dueTurns(ctx context.Context, now time.Time, limit int, q subscriptions.JobQuery) ([]int64, error) {
-	owners, err := s.jobOwners(ctx)
+	st, err := s.rstmts.get(ctx, dueTurnsQuery)
 	if err != nil {
 		return nil, err
 	}
-	st, err := s.rstmts.get(ctx, ownerDueQuery)
+	rows, err := st.QueryContext(ctx, nanos(now), jobIDs(q.Skip), limit, q.PerPrincipal, inFlightJSON(q))
 	if err != nil {
-		return nil, err
-	}
-	skip := jobIDs(q.Skip)
-	var turns []turn
-	for _, p := range owners {
-		room := q.Room(p, limit)
-		if room == 0 {
-			continue
-		}
-		rows, err := st.QueryContext(ctx, p, nanos(now), skip, room)
-		if err != nil {
-			return nil, fmt.Errorf("read due handler jobs: %w", err)
-		}
-		for n := q.InFlight[p]; rows.Next(); n++ {
-			t := turn{n: n}
-			if err := rows.Scan(&t.id, &t.due); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			turns = append(turns, t)
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
-	}
-	slices.SortFunc(turns, func(a, b turn) int {
-		return cmp.Or(cmp.Compare(a.n, b.n), cmp.Compare(a.due, b.due), cmp.Compare(a.id, b.id))
-	})
-	ids := make([]int64, 0, min(limit, len(turns)))
-	for _, t := range turns[:min(limit, len(turns))] {
-		ids = append(ids, t.id)
-	}
-	return ids, nil
-}
-
-// jobOwners returns the principals that have handler jobs.
-func (s *Store) jobOwners(ctx context.Context) ([]string, error) {
-	st, err := s.rstmts.get(ctx, ownersQuery)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := st.QueryContext(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("read handler job owners: %w", err)
+		return nil, fmt.Errorf("read due handler jobs: %w", err)
 	}
 	defer rows.Close()
-	var out []string
+	var ids []int64
 	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
 			return nil, err
 		}
-		out = append(out, p)
+		ids = append(ids, id)
 	}
-	return out, rows.Err()
+	return ids, rows.Err()
+}
+
+// inFlightJSON returns q.InFlight as a JSON object.
+func inFlightJSON(q subscriptions.JobQuery) string {
+	if q.InFlight == nil {
+		return "{}"
+	}
+	return mustJSON(q.InFlight)
 }
 
 // dueJobs gathers the runs DueJobs returns.
@@ -260,12 +237,8 @@ func (s *Store) NextJobDue(ctx context.Context, q subscriptions.JobQuery) (time.
 	if err != nil {
 		return time.Time{}, false, err
 	}
-	inFlight := q.InFlight
-	if inFlight == nil {
-		inFlight = map[string]int{}
-	}
 	var t sql.NullInt64
-	if err := st.QueryRowContext(ctx, jobIDs(q.Skip), mustJSON(inFlight), q.PerPrincipal).Scan(&t); err != nil {
+	if err := st.QueryRowContext(ctx, jobIDs(q.Skip), inFlightJSON(q), q.PerPrincipal).Scan(&t); err != nil {
 		return time.Time{}, false, err
 	}
 	if !t.Valid {
