@@ -143,14 +143,6 @@ type JobQuery struct {
 	InFlight map[string]int
 }
 
-// Room returns how many jobs of principal q allows, at most limit.
-func (q JobQuery) Room(principal string, limit int) int {
-	if q.PerPrincipal <= 0 {
-		return limit
-	}
-	return max(0, min(limit, q.PerPrincipal-q.InFlight[principal]))
-}
-
 // JobDone is the outcome of one handler run.
 type JobDone struct {
 	JobID          string
