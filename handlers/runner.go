@@ -6,6 +6,17 @@
 // for a retry, or the handler turned off. A job is only forgotten once its
 // outcome is stored, so a run cut short by a crash or a stop runs again at the
 // next start: handlers run at least once per delivery.
+//
+// Principals share the workers fairly. One principal has at most
+// Options.PerPrincipal runs in progress, so that runs that hang hold no
+// more workers than that, and at most four times as many jobs taken
+// (running, waiting for a worker or being recorded), as the runner takes at
+// most four times Concurrency. A free worker goes to the waiting principal
+// with the fewest runs in progress, and the store hands out the jobs of the
+// principals with the fewest in flight first. A principal whose runs hang
+// for their whole timeout does not delay another's while workers are free,
+// which they are unless Concurrency / PerPrincipal principals hold their
+// share.
 package handlers
 
 import (
@@ -18,14 +29,11 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// Defaults for Options.
+// Tunings of the runner.
 const (
-	DefaultConcurrency = 32
-	DefaultRunTimeout  = 10 * time.Minute
 	// retryStore is how long the runner waits after the store failed.
 	retryStore = time.Second
 	// finishBatch bounds the outcomes written in one transaction, and
@@ -34,47 +42,23 @@ const (
 	finishWindow = 2 * time.Millisecond
 )
 
-// Jobs is the part of subscriptions.Store the runner uses.
-type Jobs interface {
-	DueJobs(ctx context.Context, now time.Time, limit int, skip []string) ([]*subscriptions.Invocation, error)
-	FinishJobs(ctx context.Context, done []subscriptions.JobDone) error
-	NextJobDue(ctx context.Context, skip []string) (time.Time, bool, error)
-}
-
-// Options configure a Runner.
-type Options struct {
-	// Jobs is the store; required.
-	Jobs Jobs
-	// Handlers run each type of handler; a job whose type has none fails.
-	Handlers map[mcpe.HandlerType]subscriptions.Handler
-	// Clock defaults to the wall clock.
-	Clock clock.Clock
-	// Logger defaults to discarding.
-	Logger *slog.Logger
-	// Concurrency is the number of workers, and so bounds the runs in
-	// progress; zero means DefaultConcurrency. Each handler may bound its
-	// own runs further.
-	Concurrency int
-	// RunTimeout is a ceiling on one run, above the handlers' own
-	// timeouts; zero means DefaultRunTimeout.
-	RunTimeout time.Duration
-}
-
 // Runner takes due handler jobs from the store and runs them. Start it, call
 // Wake when deliveries were recorded, and Stop it when done.
 type Runner struct {
 	opts Options
 	log  *slog.Logger
 
-	wake  chan struct{}
-	queue chan *subscriptions.Invocation // taken, waiting for a worker
-	done  chan subscriptions.JobDone
+	wake chan struct{}
+	done chan subscriptions.JobDone
 
-	mu      sync.Mutex
-	taken   map[string]bool // jobs taken and not yet recorded
-	timer   clock.Timer
-	started bool
-	stopped bool
+	mu       sync.Mutex
+	taken    map[string]string // principal of each job taken and not yet recorded
+	inFlight map[string]int    // jobs taken and not yet recorded, by principal
+	queue    *fairQueue        // jobs taken, waiting for a worker
+	ready    *sync.Cond        // on mu: a job was queued, or the runner stops
+	timer    clock.Timer
+	started  bool
+	stopped  bool
 
 	ctx     context.Context
 	cancel  context.CancelFunc
@@ -83,19 +67,8 @@ type Runner struct {
 }
 
 // maxTaken bounds the jobs taken and not yet recorded: those running, those
-// queued for a worker, and those whose outcome is being written. Taking
-// ahead keeps the workers busy while outcomes are written.
-func (r *Runner) maxTaken() int { return 4 * r.opts.Concurrency }
-
-// Validate checks the settings of o. An error is an *mcpe.InvalidError
-// whose Field is the setting's key in the configuration file, relative to
-// the handlers section, such as "concurrency".
-func (o *Options) Validate() error {
-	if o.Concurrency < 0 {
-		return mcpe.Invalid("concurrency", "is %d; give a positive number, or leave it out for %d", o.Concurrency, DefaultConcurrency)
-	}
-	return nil
-}
+// queued for a worker, and those whose outcome is being written.
+func (r *Runner) maxTaken() int { return takeAhead * r.opts.Concurrency }
 
 // New checks opts and returns a Runner.
 func New(opts Options) (*Runner, error) {
@@ -108,6 +81,9 @@ func New(opts Options) (*Runner, error) {
 	if opts.Concurrency == 0 {
 		opts.Concurrency = DefaultConcurrency
 	}
+	if opts.PerPrincipal == 0 {
+		opts.PerPrincipal = DefaultPerPrincipal(opts.Concurrency)
+	}
 	if opts.RunTimeout <= 0 {
 		opts.RunTimeout = DefaultRunTimeout
 	}
@@ -117,14 +93,17 @@ func New(opts Options) (*Runner, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	return &Runner{
-		opts:  opts,
-		log:   opts.Logger,
-		wake:  make(chan struct{}, 1),
-		queue: make(chan *subscriptions.Invocation, opts.Concurrency),
-		done:  make(chan subscriptions.JobDone, opts.Concurrency),
-		taken: make(map[string]bool),
-	}, nil
+	r := &Runner{
+		opts:     opts,
+		log:      opts.Logger,
+		wake:     make(chan struct{}, 1),
+		done:     make(chan subscriptions.JobDone, opts.Concurrency),
+		taken:    make(map[string]string),
+		inFlight: make(map[string]int),
+		queue:    newFairQueue(),
+	}
+	r.ready = sync.NewCond(&r.mu)
+	return r, nil
 }
 
 // Start starts running due jobs, beginning with those left from a previous
@@ -171,19 +150,19 @@ func (r *Runner) Stop() {
 		r.timer.Stop()
 	}
 	r.cancel()
+	r.ready.Broadcast()
 	r.mu.Unlock()
 	r.loops.Wait()
 }
 
 // dispatchLoop takes due jobs whenever woken and queues them for the
-// workers; when stopped, it closes the queue, waits for the workers, and
-// closes the outcome channel.
+// workers; when stopped, it waits for the workers and closes the outcome
+// channel.
 func (r *Runner) dispatchLoop() {
 	defer r.loops.Done()
 	for {
 		select {
 		case <-r.ctx.Done():
-			close(r.queue)
 			r.workers.Wait()
 			close(r.done)
 			return
@@ -193,19 +172,19 @@ func (r *Runner) dispatchLoop() {
 	}
 }
 
-// dispatch takes due jobs until none is due or maxTaken are taken, then sets
-// the timer for the next due job.
+// dispatch takes due jobs until none is due or maxTaken are taken, each
+// principal up to its share, then sets the timer for the next due job.
 func (r *Runner) dispatch() {
 	for {
 		r.mu.Lock()
 		room := r.maxTaken() - len(r.taken)
-		skip := r.takenLocked()
+		q := r.queryLocked()
 		r.mu.Unlock()
 		if room <= 0 {
 			return // a recorded outcome wakes the runner
 		}
 		now := r.opts.Clock.Now()
-		jobs, err := r.opts.Jobs.DueJobs(r.ctx, now, room, skip)
+		jobs, err := r.opts.Jobs.DueJobs(r.ctx, now, room, q)
 		if err != nil {
 			if r.ctx.Err() == nil {
 				r.log.Error("read due handler jobs; trying again shortly", "error", err)
@@ -213,63 +192,41 @@ func (r *Runner) dispatch() {
 			}
 			return
 		}
-		r.mu.Lock()
-		for _, j := range jobs {
-			r.taken[j.JobID] = true
-		}
-		r.mu.Unlock()
-		for i, j := range jobs {
-			select {
-			case r.queue <- j:
-			case <-r.ctx.Done():
-				r.forget(jobs[i:])
-				return
-			}
-		}
-		if len(jobs) < room {
+		if r.take(jobs, room) == 0 || len(jobs) < room {
 			break
 		}
 	}
 	r.mu.Lock()
-	skip := r.takenLocked()
+	q := r.queryLocked()
 	r.mu.Unlock()
-	next, ok, err := r.opts.Jobs.NextJobDue(r.ctx, skip)
+	next, ok, err := r.opts.Jobs.NextJobDue(r.ctx, q)
 	switch {
 	case err != nil:
 		if r.ctx.Err() == nil {
 			r.log.Error("find the next handler job; trying again shortly", "error", err)
 			r.arm(r.opts.Clock.Now().Add(retryStore))
 		}
+	case ok && !next.After(r.opts.Clock.Now()):
+		// A job fell due (was written) after DueJobs read: look again.
+		r.Wake()
 	case ok:
 		r.arm(next)
 	}
 }
 
-func (r *Runner) takenLocked() []string {
-	skip := make([]string, 0, len(r.taken))
-	for id := range r.taken {
-		skip = append(skip, id)
-	}
-	return skip
-}
-
-// forget releases jobs taken but not run; they stay due in the store.
-func (r *Runner) forget(jobs []*subscriptions.Invocation) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	for _, j := range jobs {
-		delete(r.taken, j.JobID)
-	}
-}
-
-// work runs queued jobs until the queue closes.
+// work runs queued jobs until the runner stops; a job still queued then
+// stays due.
 func (r *Runner) work() {
 	defer r.workers.Done()
-	for inv := range r.queue {
-		if r.ctx.Err() != nil {
-			continue // stopping: the job stays due
+	for {
+		inv := r.next()
+		if inv == nil {
+			return
 		}
 		r.run(inv)
+		r.mu.Lock()
+		r.queue.done(inv.Principal)
+		r.mu.Unlock()
 	}
 }
 
@@ -377,7 +334,14 @@ func (r *Runner) record(batch []subscriptions.JobDone) {
 	}
 	r.mu.Lock()
 	for _, d := range batch {
+		p, ok := r.taken[d.JobID]
+		if !ok {
+			continue
+		}
 		delete(r.taken, d.JobID)
+		if r.inFlight[p]--; r.inFlight[p] <= 0 {
+			delete(r.inFlight, p)
+		}
 	}
 	r.mu.Unlock()
 	r.Wake()

@@ -179,12 +179,20 @@ func (e *env) publish(t *testing.T, sourceID string) {
 	}
 }
 
-// status waits until the subscription's handler status satisfies ok.
+// status waits until the handler status of alice's subscription id
+// satisfies ok.
 func (e *env) status(t *testing.T, id string, ok func(mcpe.HandlerStatus) bool) mcpe.HandlerStatus {
+	t.Helper()
+	return e.statusOf(t, "alice", id, ok)
+}
+
+// statusOf waits until the handler status of principal's subscription id
+// satisfies ok.
+func (e *env) statusOf(t *testing.T, principal, id string, ok func(mcpe.HandlerStatus) bool) mcpe.HandlerStatus {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		sub, err := e.svc.Get(t.Context(), "alice", id)
+		sub, err := e.svc.Get(t.Context(), principal, id)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -117,23 +117,41 @@ type Store interface {
 	// off. A removed handler's pending runs go with it; those of a replaced
 	// one run with the new handler.
 	SetHandler(ctx context.Context, principal, id string, h *mcpe.HandlerSpec, secrets *WebhookSecrets) error
-	// DueJobs returns up to limit handler runs due at now, oldest due
-	// first, leaving out the jobs named in skip (those running). Every
-	// delivery (inbox entry) of a subscription with a handler that is on
-	// becomes a job in the transaction that records it, whatever its
-	// status later.
-	DueJobs(ctx context.Context, now time.Time, limit int, skip []string) ([]*Invocation, error)
+	// DueJobs returns up to limit handler runs due at now, leaving out
+	// the jobs in q.Skip and, when q.PerPrincipal is set, the jobs of a
+	// principal beyond its room (q.PerPrincipal - q.InFlight[principal]).
+	// Principals take turns, each its oldest due jobs first: a job's turn
+	// is its principal's jobs in flight (q.InFlight) plus its jobs due
+	// before it, and jobs come by turn, then due time. So the first job of
+	// a principal with nothing in flight comes before the second of any
+	// other, and a principal's backlog never crowds out another's jobs. Every delivery (inbox entry) of a subscription with a
+	// handler that is on becomes a job in the transaction that records it,
+	// whatever its status later.
+	DueJobs(ctx context.Context, now time.Time, limit int, q JobQuery) ([]*Invocation, error)
 	// FinishJobs records the outcomes of runs, in one transaction: a run
 	// with RetryIn is due again that long after its At; any other ends its
 	// job, counted as succeeded or failed; Disable turns the handler off
 	// and drops its other jobs.
 	FinishJobs(ctx context.Context, done []JobDone) error
-	// NextJobDue returns when the earliest job not in skip is due; ok is
-	// false when there is none.
-	NextJobDue(ctx context.Context, skip []string) (t time.Time, ok bool, err error)
+	// NextJobDue returns when the earliest job DueJobs could return with q
+	// is due: not in q.Skip, of a principal with room left; ok is false
+	// when there is none.
+	NextJobDue(ctx context.Context, q JobQuery) (t time.Time, ok bool, err error)
 
 	// Close releases the store.
 	Close() error
+}
+
+// JobQuery says which handler jobs DueJobs and NextJobDue consider. The zero
+// value considers every job.
+type JobQuery struct {
+	// Skip are jobs left out: those taken and not yet finished.
+	Skip []string
+	// PerPrincipal, when positive, is how many jobs of one principal may
+	// be in flight: a principal gets at most PerPrincipal - InFlight[p].
+	PerPrincipal int
+	// InFlight counts each principal's jobs taken and not yet finished.
+	InFlight map[string]int
 }
 
 // JobDone is the outcome of one handler run.

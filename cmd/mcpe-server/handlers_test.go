@@ -129,7 +129,7 @@ handlers:
     allowHTTP: true
     allowNetworks: ["127.0.0.1"]
     secrets:
-      TOKEN: {tokenEnv: TEST_WEBHOOK_TOKEN}
+      TOKEN: {tokenEnv: TEST_WEBHOOK_TOKEN, urls: ["`+rcv.URL+`/hook"]}
 `)
 	c, base := startStdio(t, filepath.Join(t.TempDir(), "mcpe.db"), nil, "--config", cfg)
 
@@ -145,6 +145,13 @@ handlers:
 		"handler": map[string]any{"type": "webhook", "url": rcv.URL, "headers": map[string]string{"Authorization": "Bearer ${OTHER}"}},
 	}); !strings.Contains(msg, "OTHER") {
 		t.Errorf("an unknown secret was accepted: %q", msg)
+	}
+	// The operator's token goes only under the URL it lists.
+	if msg := c.CallError(t, "events_subscribe", map[string]any{
+		"filter":  map[string]any{"eventTypes": []string{"deploy.*"}},
+		"handler": map[string]any{"type": "webhook", "url": rcv.URL + "/elsewhere", "headers": map[string]string{"Authorization": "Bearer ${TOKEN}"}},
+	}); !strings.Contains(msg, "${TOKEN}, which cannot be filled in for this URL") {
+		t.Errorf("the token was allowed to a URL the operator did not list: %q", msg)
 	}
 
 	sub := c.Subscribe(t, map[string]any{

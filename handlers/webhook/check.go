@@ -2,7 +2,6 @@ package webhook
 
 import (
 	"context"
-	"fmt"
 	"maps"
 	"net/netip"
 	"net/url"
@@ -67,8 +66,9 @@ func (s *Sender) check(spec *mcpe.HandlerSpec) (*url.URL, error) {
 		return nil, mcpe.Invalid("handler.headers", "has %d entries; at most %d are accepted", len(spec.Headers), mcpe.MaxHandlerHeaders)
 	}
 	seen := make(map[string]string, len(spec.Headers))
+	allowed := s.secretsFor(u)
 	for _, name := range slices.Sorted(maps.Keys(spec.Headers)) {
-		if err := s.checkHeader(name, spec.Headers[name]); err != nil {
+		if err := s.checkHeader(name, spec.Headers[name], allowed); err != nil {
 			return nil, err
 		}
 		lower := strings.ToLower(name)
@@ -148,7 +148,9 @@ func parsePort(p string) (int, bool) {
 	return n, n <= 65535
 }
 
-func (s *Sender) checkHeader(name, value string) error {
+// checkHeader checks a header of a webhook that may carry the secrets
+// allowed.
+func (s *Sender) checkHeader(name, value string, allowed map[string]string) error {
 	if !validHeaderName(name) || len(name) > maxHeaderName {
 		return mcpe.Invalid("handler.headers", "%q is not a valid header name; use up to %d letters, digits and -, e.g. \"Authorization\" or \"X-Api-Key\"", name, maxHeaderName)
 	}
@@ -166,71 +168,10 @@ func (s *Sender) checkHeader(name, value string) error {
 	if !validHeaderValue(value) {
 		return mcpe.Invalid(field, "contains a line break or another control character; give a single-line value")
 	}
-	if _, err := expand(value, s.opts.Secrets); err != nil {
-		return mcpe.Invalid(field, "%s", err.msg(s.opts.Secrets))
+	if _, err := expand(value, allowed); err != nil {
+		return mcpe.Invalid(field, "%s", err.msg(allowed))
 	}
 	return nil
-}
-
-// expandError says why a header value cannot be expanded.
-type expandError struct {
-	ref     string // the ${...} at fault
-	unknown bool   // a well-formed name that is not configured
-}
-
-func (e *expandError) Error() string { return e.msg(nil) }
-
-func (e *expandError) msg(secrets map[string]string) string {
-	if !e.unknown {
-		return fmt.Sprintf("has %q, which is not a secret reference: write ${NAME} with a name of letters, digits and '_' (nothing else is expanded)", e.ref)
-	}
-	if len(secrets) == 0 {
-		return fmt.Sprintf("uses %s, but the operator configured no secrets; write the value itself", e.ref)
-	}
-	names := slices.Sorted(maps.Keys(secrets))
-	for i, n := range names {
-		names[i] = "${" + n + "}"
-	}
-	return fmt.Sprintf("uses %s, which is not a secret the operator configured; use one of %s", e.ref, strings.Join(names, ", "))
-}
-
-// expand fills each ${NAME} of v from secrets. Nothing else is expanded: a
-// $ not followed by { is kept as it is.
-func expand(v string, secrets map[string]string) (string, *expandError) {
-	i := strings.Index(v, "${")
-	if i < 0 {
-		return v, nil
-	}
-	var b strings.Builder
-	for i >= 0 {
-		b.WriteString(v[:i])
-		rest := v[i+2:]
-		end := strings.IndexByte(rest, '}')
-		if end < 0 {
-			ref := v[i:]
-			if len(ref) > 40 {
-				ref = ref[:40] + "..."
-			}
-			return "", &expandError{ref: ref}
-		}
-		name := rest[:end]
-		ref := "${" + name + "}"
-		if !secretName.MatchString(name) {
-			if len(ref) > 40 {
-				ref = ref[:40] + "..."
-			}
-			return "", &expandError{ref: ref}
-		}
-		val, ok := secrets[name]
-		if !ok {
-			return "", &expandError{ref: ref, unknown: true}
-		}
-		b.WriteString(val)
-		v = rest[end+1:]
-		i = strings.Index(v, "${")
-	}
-	b.WriteString(v)
-	return b.String(), nil
 }
 
 // validHeaderName reports whether name is an RFC 9110 token.

@@ -49,7 +49,11 @@ func keepSaid(want, got *checkResult) *checkResult {
 
 func TestCheck(t *testing.T) {
 	s := newSender(t, &Options{
-		Secrets:    map[string]string{"TOKEN": "s3cr3t", "OTHER": "x"},
+		Secrets: map[string]Secret{
+			"TOKEN":     {Value: "s3cr3t", URLs: []string{"https://hooks.example.com/"}},
+			"OTHER":     {Value: "x", URLs: []string{"https://hooks.example.com/"}},
+			"ELSEWHERE": {Value: "y", URLs: []string{"https://api.example.com/"}},
+		},
 		MaxTimeout: 30 * time.Second,
 	})
 	noSecrets := newSender(t, nil)
@@ -94,9 +98,13 @@ func TestCheck(t *testing.T) {
 		{"dollar kept", s, spec{URL: ok, Headers: map[string]string{"X-A": "$TOKEN $ {TOKEN} $$"}}, nil},
 		{"user-agent", s, spec{URL: ok, Headers: map[string]string{"User-Agent": "mine"}}, nil},
 		{"unknown secret", s, spec{URL: ok, Headers: map[string]string{"Authorization": "Bearer ${NOPE}"}},
-			&checkResult{"handler.headers.Authorization", []string{"${NOPE}", "${OTHER}, ${TOKEN}"}}},
+			&checkResult{"handler.headers.Authorization", []string{"${NOPE}", "cannot be filled in for this URL", "allowed for this URL: ${OTHER}, ${TOKEN}"}}},
+		{"secret for another URL", s, spec{URL: ok, Headers: map[string]string{"Authorization": "Bearer ${ELSEWHERE}"}},
+			&checkResult{"handler.headers.Authorization", []string{"${ELSEWHERE}", "cannot be filled in for this URL", "allowed for this URL: ${OTHER}, ${TOKEN}"}}},
+		{"no secret for this URL", s, spec{URL: "https://evil.example.net/", Headers: map[string]string{"Authorization": "Bearer ${TOKEN}"}},
+			&checkResult{"handler.headers.Authorization", []string{"${TOKEN}", "cannot be filled in for this URL", "write the value itself"}}},
 		{"no secrets configured", noSecrets, spec{URL: ok, Headers: map[string]string{"Authorization": "Bearer ${TOKEN}"}},
-			&checkResult{"handler.headers.Authorization", []string{"${TOKEN}", "configured no secrets"}}},
+			&checkResult{"handler.headers.Authorization", []string{"${TOKEN}", "cannot be filled in for this URL", "write the value itself"}}},
 		{"unterminated", s, spec{URL: ok, Headers: map[string]string{"X-A": "${TOKEN"}}, &checkResult{"handler.headers.X-A", []string{"not a secret reference"}}},
 		{"not a name", s, spec{URL: ok, Headers: map[string]string{"X-A": "${env:HOME}"}}, &checkResult{"handler.headers.X-A", []string{"${env:HOME}", "not a secret reference"}}},
 		{"empty name", s, spec{URL: ok, Headers: map[string]string{"X-A": "${}"}}, &checkResult{"handler.headers.X-A", []string{"not a secret reference"}}},
@@ -187,8 +195,10 @@ func TestNewValidates(t *testing.T) {
 		{"jitter", Options{Jitter: 1.5}, "webhook: jitter: "},
 		{"retry-after", Options{MaxRetryAfter: -time.Second}, "webhook: maxRetryAfter: "},
 		{"conns", Options{MaxConnsPerHost: -1}, "webhook: maxConnsPerHost: "},
-		{"secret name", Options{Secrets: map[string]string{"1X": "v"}}, "webhook: secrets.1X: "},
-		{"secret value", Options{Secrets: map[string]string{"X": "a\nb"}}, "webhook: secrets.X: "},
+		{"secret name", Options{Secrets: map[string]Secret{"1X": {Value: "v", URLs: []string{"https://h/"}}}}, "webhook: secrets.1X: "},
+		{"secret value", Options{Secrets: map[string]Secret{"X": {Value: "a\nb", URLs: []string{"https://h/"}}}}, "webhook: secrets.X: "},
+		{"secret without urls", Options{Secrets: map[string]Secret{"X": {Value: "v"}}}, "webhook: secrets.X.urls: is required: list the URL prefixes"},
+		{"secret url without host", Options{Secrets: map[string]Secret{"X": {Value: "v", URLs: []string{"https://h/", "hooks.example.com/"}}}}, "webhook: secrets.X.urls[1]: "},
 		{"user agent", Options{UserAgent: "a\r\nb"}, "webhook: userAgent: "},
 		{"invalid prefix", Options{AllowNetworks: []netip.Prefix{{}}}, "webhook: allowNetworks[0]: "},
 	}

@@ -23,7 +23,12 @@
 // parsing it.
 //
 // Header values of the subscription may contain ${NAME}, filled from the
-// operator's secrets (Options.Secrets); nothing else is expanded. The
+// operator's secrets (Options.Secrets); nothing else is expanded. A secret
+// goes only to the URL prefixes the operator lists for it (Secret.URLs): a
+// webhook elsewhere that names it is refused when the subscription is made
+// and again before each send, with the words used for a name that does not
+// exist, so that a model steered into sending the operator's token to its
+// own receiver gets neither the token nor the names of secrets. The
 // Standard Webhooks headers (any webhook-* name), content-type,
 // content-length, content-encoding, host, expect and the hop-by-hop headers
 // cannot be set by a subscription.

@@ -3,6 +3,8 @@ package webhook
 import (
 	"net/http"
 	"net/netip"
+	"net/url"
+	"path"
 	"strings"
 	"testing"
 	"time"
@@ -23,7 +25,7 @@ func FuzzCheck(f *testing.F) {
 	}
 	f.Add("https://h/", "X-A", "${")
 	f.Add("https://h/", "Webhook-Id", "x")
-	s, err := New(&Options{Secrets: map[string]string{"TOKEN": "t"}, Clock: clock.NewFake(t0)})
+	s, err := New(&Options{Secrets: map[string]Secret{"TOKEN": {Value: "t", URLs: []string{"https://h/"}}}, Clock: clock.NewFake(t0)})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -39,12 +41,52 @@ func FuzzCheck(f *testing.F) {
 		if a, err := netip.ParseAddr(u.Hostname()); err == nil && refusedRange(a.Unmap().WithZone("")) != "" {
 			t.Errorf("accepted %q, whose address is refused", rawURL)
 		}
-		got, xerr := expand(value, s.opts.Secrets)
+		got, xerr := expand(value, s.secretsFor(u))
 		if xerr != nil || strings.ContainsAny(got, "\r\n\x00") {
 			t.Errorf("accepted the header value %q", value)
 		}
 		if _, err := http.NewRequest(http.MethodPost, rawURL, nil); err != nil {
 			t.Errorf("accepted %q, which net/http refuses: %v", rawURL, err)
+		}
+	})
+}
+
+// FuzzSecretURLs feeds the prefix match hostile URLs: one that matches
+// "https://hooks.example.com/mcpe/" must reach that host and port, with no
+// user information, at a path that stays under /mcpe/ whatever a receiver
+// decodes or cleans.
+func FuzzSecretURLs(f *testing.F) {
+	for _, u := range []string{
+		"https://hooks.example.com/mcpe/x", "https://hooks.example.com.evil.com/mcpe/", "https://hooks.example.com@evil.com/mcpe/",
+		"https://hooks.example.com/mcpe/../admin", "https://hooks.example.com/mcpe/%2e%2e/admin", "https://hooks.example.com/mcpe%2f..%2fadmin",
+		"https://HOOKS.example.com:443/mcpe/x?y#z", "https://hooks.example.com:0443/mcpe/", `https://hooks.example.com/mcpe/..\admin`,
+	} {
+		f.Add(u)
+	}
+	p, msg := parsePrefix("https://hooks.example.com/mcpe/")
+	if msg != "" {
+		f.Fatal(msg)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		u, err := url.Parse(raw)
+		if err != nil || !p.matches(u) {
+			return
+		}
+		req, err := http.NewRequest(http.MethodPost, raw, nil)
+		if err != nil {
+			return
+		}
+		host, port := strings.ToLower(req.URL.Hostname()), req.URL.Port()
+		if host != "hooks.example.com" || (port != "" && strings.TrimLeft(port, "0") != "443") || req.URL.User != nil || req.URL.Scheme != "https" {
+			t.Errorf("%q matched, but goes to %s://%s port %q", raw, req.URL.Scheme, req.URL.Host, port)
+		}
+		decoded, err := url.PathUnescape(req.URL.EscapedPath())
+		if err != nil {
+			t.Fatalf("%q matched, with a path that does not decode: %v", raw, err)
+		}
+		decoded = strings.ReplaceAll(decoded, `\`, "/")
+		if clean := path.Clean(decoded); !strings.HasPrefix(clean+"/", "/mcpe/") {
+			t.Errorf("%q matched, but its path %q cleans to %q", raw, decoded, clean)
 		}
 	})
 }

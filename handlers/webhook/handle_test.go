@@ -25,7 +25,7 @@ func TestHandleSends(t *testing.T) {
 	rc := newReceiver(t, false, nil)
 	clk := clock.NewFake(t0)
 	o := httpOptions(clk)
-	o.Secrets = map[string]string{"TOKEN": "s3cr3t"}
+	o.Secrets = map[string]Secret{"TOKEN": {Value: "s3cr3t", URLs: []string{rc.URL + "/hooks/"}}}
 	s := newSender(t, o)
 
 	inv := invocation(rc.URL+"/hooks/mcpe?x=1", 1)
@@ -238,7 +238,7 @@ func TestHandleBadInput(t *testing.T) {
 		{"http not allowed", strict, invocation(rc.URL, 1), "https is required"},
 		{"unknown secret in header", s, mod(func(inv *subscriptions.Invocation) {
 			inv.Spec.Headers = map[string]string{"Authorization": "${GONE}"}
-		}), "configured no secrets"},
+		}), "cannot be filled in for this URL"},
 		{"dotted job id", s, mod(func(inv *subscriptions.Invocation) { inv.JobID = "1.2" }), "webhook-id"},
 		{"empty job id", s, mod(func(inv *subscriptions.Invocation) { inv.JobID = "" }), "webhook-id"},
 		{"attempt zero", s, mod(func(inv *subscriptions.Invocation) { inv.Attempt = 0 }), ""},

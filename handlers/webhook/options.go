@@ -54,10 +54,11 @@ type Options struct {
 	// IPv6 prefix is taken as the IPv4 prefix it maps. Zero: none.
 	AllowNetworks []netip.Prefix
 	// Secrets are the operator's secrets, by name, filled into a
-	// webhook's header values written ${NAME}. Names are letters, digits
-	// and '_', not starting with a digit. Zero: none, and a header that
-	// uses ${...} is refused.
-	Secrets map[string]string
+	// webhook's header values written ${NAME} when the webhook's URL is
+	// under one of the secret's URLs. Names are letters, digits and '_',
+	// not starting with a digit. Zero: none, and a header that uses
+	// ${...} is refused.
+	Secrets map[string]Secret
 	// DefaultTimeout bounds a delivery whose subscription sets no
 	// timeout. Zero: DefaultTimeout (10s).
 	DefaultTimeout time.Duration
@@ -149,12 +150,16 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	c.AllowNetworks = nets
 	c.Secrets = maps.Clone(c.Secrets)
+	for name, sec := range c.Secrets {
+		sec.URLs = slices.Clone(sec.URLs)
+		c.Secrets[name] = sec
+	}
 	return c, nil
 }
 
 // Validate checks the settings of o. An error is an *mcpe.InvalidError
 // whose Field is the setting's key in the configuration file, relative to
-// the webhook handler's section, such as "secrets.TOKEN" or
+// the webhook handler's section, such as "secrets.TOKEN.urls[0]" or
 // "retrySchedule[1]".
 func (o *Options) Validate() error {
 	if o == nil {
@@ -170,8 +175,17 @@ func (o *Options) Validate() error {
 		if !secretName.MatchString(name) {
 			return mcpe.Invalid(field, "a secret name is 1 to 64 letters, digits and '_', not starting with a digit, as written in ${NAME}")
 		}
-		if !validHeaderValue(o.Secrets[name]) {
+		sec := o.Secrets[name]
+		if !validHeaderValue(sec.Value) {
 			return mcpe.Invalid(field, "the value cannot go in an HTTP header: it contains a control character such as a line break")
+		}
+		if len(sec.URLs) == 0 {
+			return mcpe.Invalid(field+".urls", "is required: list the URL prefixes this secret may be sent to, such as urls: [\"https://hooks.example.com/\"]; ${%s} is filled in only for webhooks whose URL is under one of them", name)
+		}
+		for i, raw := range sec.URLs {
+			if _, msg := parsePrefix(raw); msg != "" {
+				return mcpe.Invalid(fmt.Sprintf("%s.urls[%d]", field, i), "%s", msg)
+			}
 		}
 	}
 	switch d, m := o.DefaultTimeout, o.MaxTimeout; {

@@ -32,7 +32,9 @@ const (
 // Sender runs webhook handlers. It is safe for concurrent use; Close it
 // when done.
 type Sender struct {
-	opts      Options
+	opts Options
+	// secrets are Options.Secrets with their URLs parsed.
+	secrets   map[string]secret
 	transport *http.Transport
 	client    *http.Client
 	// dial connects to a checked address; a net.Dialer whose Control
@@ -50,7 +52,7 @@ func New(opts *Options) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	s := &Sender{opts: o, rand: rand.Float64}
+	s := &Sender{opts: o, secrets: parseSecrets(o.Secrets), rand: rand.Float64}
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: s.control}
 	s.dial = dialer.DialContext
 	s.transport = &http.Transport{
@@ -88,7 +90,10 @@ func (s *Sender) Handle(ctx context.Context, inv *subscriptions.Invocation) subs
 		return subscriptions.Outcome{Err: errors.New("the delivery has no handler")}
 	}
 	spec := inv.Spec
-	if _, err := s.check(spec); err != nil {
+	// Checked again at every send: the URL or the operator's secrets may
+	// have changed since the subscription was made.
+	u, err := s.check(spec)
+	if err != nil {
 		return subscriptions.Outcome{Err: fmt.Errorf("the handler cannot run: %w", err)}
 	}
 	if inv.JobID == "" || !validHeaderName(inv.JobID) || strings.Contains(inv.JobID, ".") {
@@ -118,8 +123,9 @@ func (s *Sender) Handle(ctx context.Context, inv *subscriptions.Invocation) subs
 	}
 	h := req.Header
 	h["User-Agent"] = []string{s.opts.UserAgent} // a subscription may set its own
+	allowed := s.secretsFor(u)
 	for name, v := range spec.Headers {
-		val, xerr := expand(v, s.opts.Secrets)
+		val, xerr := expand(v, allowed)
 		if xerr != nil { // check ran, but be safe
 			return subscriptions.Outcome{Err: fmt.Errorf("handler.headers.%s: %w", name, xerr)}
 		}

@@ -116,11 +116,12 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.runner, err = handlers.New(handlers.Options{
-		Jobs:        opts.Store,
-		Handlers:    a.handlers.byType,
-		Clock:       opts.Clock,
-		Logger:      log,
-		Concurrency: cfg.Handlers.Concurrency,
+		Jobs:         opts.Store,
+		Handlers:     a.handlers.byType,
+		Clock:        opts.Clock,
+		Logger:       log,
+		Concurrency:  cfg.Handlers.Concurrency,
+		PerPrincipal: cfg.Handlers.PerPrincipal,
 	})
 	if err != nil {
 		return nil, err

@@ -19,6 +19,10 @@ import (
 type Handlers struct {
 	// Concurrency bounds the handler runs in progress. Default 32.
 	Concurrency int `yaml:"concurrency"`
+	// PerPrincipal bounds the handler runs of one principal in progress or
+	// waiting, so that one principal's runs cannot hold every worker.
+	// Default a quarter of concurrency (8 of 32); at most concurrency.
+	PerPrincipal int `yaml:"perPrincipal"`
 	// Bash runs allowed programs; on when it lists at least one command.
 	Bash *BashHandler `yaml:"bash"`
 	// Webhook POSTs deliveries; on with enabled: true.
@@ -67,8 +71,9 @@ type WebhookHandler struct {
 	// AllowNetworks are addresses or CIDR ranges a webhook may reach
 	// although they are loopback, private or otherwise special.
 	AllowNetworks []string `yaml:"allowNetworks"`
-	// Secrets fill ${NAME} in a webhook's header values.
-	Secrets map[string]Secret `yaml:"secrets"`
+	// Secrets fill ${NAME} in the header values of webhooks whose URL is
+	// under one of the secret's urls.
+	Secrets map[string]WebhookSecret `yaml:"secrets"`
 	// DefaultTimeout is a delivery's timeout when the subscription sets
 	// none. Default 10s.
 	DefaultTimeout Duration `yaml:"defaultTimeout"`
@@ -80,6 +85,15 @@ type WebhookHandler struct {
 	RetrySchedule []Duration `yaml:"retrySchedule"`
 	// SecretGrace is how long a rotated secret keeps signing. Default 24h.
 	SecretGrace Duration `yaml:"secretGrace"`
+}
+
+// WebhookSecret is a secret for webhook headers and where it may be sent.
+type WebhookSecret struct {
+	Secret `yaml:",inline"`
+	// URLs are the URL prefixes of the webhooks it may be sent to, e.g.
+	// ["https://hooks.example.com/"]; required. webhook.Secret says what
+	// matches.
+	URLs []string `yaml:"urls"`
 }
 
 // AgentHandler configures the agent handler.
@@ -110,7 +124,7 @@ type AgentEndpoint struct {
 }
 
 func (h *Handlers) validate() error {
-	if err := (&handlers.Options{Concurrency: h.Concurrency}).Validate(); err != nil {
+	if err := (&handlers.Options{Concurrency: h.Concurrency, PerPrincipal: h.PerPrincipal}).Validate(); err != nil {
 		return Within("handlers", err)
 	}
 	if b := h.Bash; b != nil {
@@ -200,16 +214,17 @@ func (w *WebhookHandler) Networks() ([]netip.Prefix, error) {
 	return out, nil
 }
 
-// SecretValues reads the webhook secrets. An error names the key under
-// handlers.webhook.
-func (w *WebhookHandler) SecretValues() (map[string]string, error) {
-	out := make(map[string]string, len(w.Secrets))
+// SecretValues reads the webhook secrets, each with the URLs it may be sent
+// to. An error names the key under handlers.webhook.
+func (w *WebhookHandler) SecretValues() (map[string]webhook.Secret, error) {
+	out := make(map[string]webhook.Secret, len(w.Secrets))
 	for _, name := range slices.Sorted(maps.Keys(w.Secrets)) {
-		v, err := w.Secrets[name].Value("secrets." + name)
+		s := w.Secrets[name]
+		v, err := s.Value("secrets." + name)
 		if err != nil {
 			return nil, err
 		}
-		out[name] = v
+		out[name] = webhook.Secret{Value: v, URLs: s.URLs}
 	}
 	return out, nil
 }

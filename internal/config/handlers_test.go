@@ -19,6 +19,7 @@ func TestParseHandlers(t *testing.T) {
 	c, err := Parse(strings.NewReader(`
 handlers:
   concurrency: 8
+  perPrincipal: 2
   bash:
     sandbox: bwrap
     defaultTimeout: 10s
@@ -35,7 +36,7 @@ handlers:
     enabled: true
     allowNetworks: ["127.0.0.1", "10.0.0.0/8"]
     secrets:
-      HOOK: {tokenEnv: MCPE_TEST_HOOK_TOKEN}
+      HOOK: {tokenEnv: MCPE_TEST_HOOK_TOKEN, urls: ["https://hooks.example.com/mcpe/"]}
     retrySchedule: [1s, 1m]
   agent:
     enabled: true
@@ -49,7 +50,7 @@ handlers:
 		t.Fatal(err)
 	}
 	h := c.Handlers
-	if h.Concurrency != 8 || h.Bash.Sandbox != "bwrap" || time.Duration(h.Bash.MaxTimeout) != time.Minute ||
+	if h.Concurrency != 8 || h.PerPrincipal != 2 || h.Bash.Sandbox != "bwrap" || time.Duration(h.Bash.MaxTimeout) != time.Minute ||
 		h.Bash.Commands["rollback"].Path != "/opt/deploy/rollback.sh" || !h.Bash.Commands["rollback"].Network ||
 		h.Bash.Commands["notify"].Env["DISPLAY"] != ":0" {
 		t.Errorf("bash: %+v", h.Bash)
@@ -63,7 +64,7 @@ handlers:
 		t.Errorf("networks (-want +got):\n%s", diff)
 	}
 	secrets, err := h.Webhook.SecretValues()
-	if err != nil || secrets["HOOK"] != "hook-secret" {
+	if err != nil || !cmp.Equal(secrets["HOOK"], webhook.Secret{Value: "hook-secret", URLs: []string{"https://hooks.example.com/mcpe/"}}) {
 		t.Errorf("secrets %v, %v", secrets, err)
 	}
 	if h.Agent.MaxTurns != 4 || h.Agent.Endpoint.Model != "small" {
@@ -90,14 +91,19 @@ func TestParseHandlerTimeouts(t *testing.T) {
 func TestParseHandlerErrors(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
 		{"handlers:\n  concurrency: -1\n", "handlers.concurrency: is -1; give a positive number"},
+		{"handlers:\n  perPrincipal: -1\n", "handlers.perPrincipal: is -1; give a positive number, or leave it out for a quarter of concurrency"},
+		{"handlers:\n  concurrency: 8\n  perPrincipal: 9\n", "handlers.perPrincipal: is 9, more than concurrency (8); give at most 8"},
+		{"handlers:\n  perPrincipal: 33\n", "handlers.perPrincipal: is 33, more than concurrency (32); give at most 32"},
 		{"handlers:\n  bash:\n    sandbox: docker\n", `handlers.bash.sandbox: "docker" is not a sandbox mode; use "auto"`},
 		{"handlers:\n  bash:\n    commands:\n      notify: {path: notify-send}\n", `handlers.bash.commands.notify.path: "notify-send" is not an absolute path; give the program's absolute path`},
 		{"handlers:\n  bash:\n    commands:\n      'a b': {path: /bin/true}\n", `handlers.bash.commands.a b: a command name is`},
 		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, env: {MCPE_EVENT_ID: x}}\n", `handlers.bash.commands.x.env: "MCPE_EVENT_ID" is not a variable name`},
 		{"handlers:\n  bash:\n    defaultTimeout: 2m\n    maxTimeout: 1m\n", "handlers.bash.defaultTimeout: 2m0s is longer than maxTimeout 1m0s"},
 		{"handlers:\n  webhook:\n    allowNetworks: [localhost]\n", `handlers.webhook.allowNetworks[0]: "localhost" is not an address or a CIDR range`},
-		{"handlers:\n  webhook:\n    secrets:\n      '1X': {token: a}\n", "handlers.webhook.secrets.1X: a secret name is"},
+		{"handlers:\n  webhook:\n    secrets:\n      '1X': {token: a, urls: ['https://h/']}\n", "handlers.webhook.secrets.1X: a secret name is"},
 		{"handlers:\n  webhook:\n    secrets:\n      X: {tokenEnv: MCPE_TEST_UNSET_VARIABLE}\n", "handlers.webhook.secrets.X.tokenEnv: environment variable MCPE_TEST_UNSET_VARIABLE is not set"},
+		{"handlers:\n  webhook:\n    secrets:\n      X: {token: a, urls: ['hooks.example.com']}\n", `handlers.webhook.secrets.X.urls[0]: "hooks.example.com" is not a URL prefix; give scheme, host`},
+		{"handlers:\n  webhook:\n    secrets:\n      X: {token: a, urls: ['https://hooks.example.com/?x']}\n", `handlers.webhook.secrets.X.urls[0]: "https://hooks.example.com/?x" has a query`},
 		{"handlers:\n  webhook:\n    retrySchedule: [0s]\n", "handlers.webhook.retrySchedule[0]: is 0s; give a positive duration"},
 		{"handlers:\n  agent:\n    endpoint: {url: 'ftp://x', model: m}\n", `handlers.agent.endpoint.url: "ftp://x" is not an http or https URL; give the full chat-completions URL`},
 		{"handlers:\n  agent:\n    endpoint: {url: 'https://x/v1/chat/completions'}\n", "handlers.agent.endpoint.model: is required"},
@@ -112,6 +118,23 @@ func TestParseHandlerErrors(t *testing.T) {
 		_, err := Parse(strings.NewReader(tt.yaml))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%q) = %v; want an error containing %q", tt.yaml, err, tt.want)
+		}
+	}
+}
+
+// TestWebhookSecretWithoutURLs checks that a secret written as before
+// handlers.webhook.secrets took urls is refused, saying what to add: left
+// as it was, it would go to any URL a model names.
+func TestWebhookSecretWithoutURLs(t *testing.T) {
+	for _, y := range []string{
+		"handlers:\n  webhook:\n    enabled: true\n    secrets:\n      WEBHOOK_TOKEN: {token: s3cret}\n",
+		"handlers:\n  webhook:\n    secrets:\n      WEBHOOK_TOKEN: {token: s3cret, urls: []}\n",
+	} {
+		_, err := Parse(strings.NewReader(y))
+		var ie *mcpe.InvalidError
+		if !errors.As(err, &ie) || ie.Field != "handlers.webhook.secrets.WEBHOOK_TOKEN.urls" ||
+			!strings.Contains(ie.Message, `is required: list the URL prefixes this secret may be sent to, such as urls: ["https://hooks.example.com/"]`) {
+			t.Errorf("Parse(%q) = %v; want handlers.webhook.secrets.WEBHOOK_TOKEN.urls refused, saying what to add", y, err)
 		}
 	}
 }
@@ -151,7 +174,7 @@ handlers:
     allowHTTP: true
     allowNetworks: ["127.0.0.1"]
     secrets:
-      HOOK: {tokenEnv: MCPE_TEST_HOOK_TOKEN}
+      HOOK: {tokenEnv: MCPE_TEST_HOOK_TOKEN, urls: ["https://hooks.example.com/"]}
     maxTimeout: 30s
     retrySchedule: [1s, 1m]
   agent:
@@ -180,7 +203,7 @@ handlers:
 	wantHook := webhook.Options{
 		AllowHTTP:     true,
 		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
-		Secrets:       map[string]string{"HOOK": "hook-secret"},
+		Secrets:       map[string]webhook.Secret{"HOOK": {Value: "hook-secret", URLs: []string{"https://hooks.example.com/"}}},
 		MaxTimeout:    30 * time.Second,
 		RetrySchedule: []time.Duration{time.Second, time.Minute},
 	}

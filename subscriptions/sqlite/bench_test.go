@@ -244,3 +244,50 @@ func summarize(res []subscriptions.FireResult) []string {
 	}
 	return out
 }
+
+// BenchmarkDueJobsBacklog reads the due handler jobs the runner asks for
+// while one principal, at its share, has a backlog of 10 000 due jobs and
+// 100 other principals have one each: the cost follows the principals and
+// the jobs handed out, not the backlog.
+func BenchmarkDueJobsBacklog(b *testing.B) {
+	s := openBench(b)
+	p := newPublisher(b, s)
+	sub := func(i int, principal string) subscriptions.Target {
+		c := &subscriptions.Subscription{
+			Principal: principal,
+			Subscription: mcpe.Subscription{
+				ID:        fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
+				Status:    mcpe.StatusActive,
+				Filter:    mcpe.Filter{EventTypes: []string{"bench.*"}},
+				Delivery:  mcpe.DefaultDelivery(),
+				CreatedAt: t0,
+				UpdatedAt: t0,
+				Handler:   &mcpe.HandlerSpec{Type: mcpe.HandlerWebhook, URL: "https://hooks.example.com/"},
+			},
+			Secrets: &subscriptions.WebhookSecrets{Current: "whsec_x"},
+		}
+		if err := s.CreateSubscription(b.Context(), c, 10); err != nil {
+			b.Fatal(err)
+		}
+		return subscriptions.Target{SubscriptionID: c.ID, Principal: principal, Channel: mcpe.ChannelRealtime}
+	}
+	backlog := []subscriptions.Target{sub(0, "mallory")}
+	for range 10000 {
+		p.publish(backlog)
+	}
+	for i := 1; i <= 100; i++ {
+		p.publish([]subscriptions.Target{sub(i, fmt.Sprintf("principal-%d", i))})
+	}
+	q := subscriptions.JobQuery{PerPrincipal: 32, InFlight: map[string]int{"mallory": 32}}
+	now := p.now.Add(time.Hour)
+	b.ReportAllocs()
+	for b.Loop() {
+		jobs, err := s.DueJobs(b.Context(), now, 128, q)
+		if err != nil || len(jobs) != 100 {
+			b.Fatalf("DueJobs = %d jobs, %v; want the 100 other principals' jobs", len(jobs), err)
+		}
+		if _, ok, err := s.NextJobDue(b.Context(), q); !ok || err != nil {
+			b.Fatalf("NextJobDue = %v, %v", ok, err)
+		}
+	}
+}

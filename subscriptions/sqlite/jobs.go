@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
-	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -105,133 +104,6 @@ func jobIDs(ids []string) string {
 		}
 	}
 	return mustJSON(n)
-}
-
-const dueJobsQuery = `SELECT h.id, h.subscription_id, h.attempts, h.created_at, s.principal, s.handler, s.handler_secrets,
-		i.kind, i.event_id, i.event_ids, i.remaining
-	FROM handler_jobs h
-	JOIN subscriptions s ON s.id = h.subscription_id
-	LEFT JOIN inbox i ON i.seq = h.inbox_seq
-	WHERE h.due_at <= ?1 AND h.id NOT IN (SELECT value FROM json_each(?2))
-		AND s.handler IS NOT NULL AND s.handler_disabled IS NULL
-	ORDER BY h.due_at, h.id LIMIT ?3`
-
-// DueJobs implements subscriptions.Store.
-func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, skip []string) ([]*subscriptions.Invocation, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	st, err := s.rstmts.get(ctx, dueJobsQuery)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := st.QueryContext(ctx, nanos(now), jobIDs(skip), limit)
-	if err != nil {
-		return nil, fmt.Errorf("read due handler jobs: %w", err)
-	}
-	jobs := &dueJobs{events: make(map[*subscriptions.Invocation][]string), bodies: make(map[string]json.RawMessage)}
-	err = func() error {
-		defer rows.Close()
-		for rows.Next() {
-			if err := jobs.scan(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	}()
-	if err != nil {
-		return nil, err
-	}
-	if len(jobs.bodies) > 0 {
-		if err := s.eventBodies(ctx, &s.rstmts, nil, jobs.bodies); err != nil {
-			return nil, err
-		}
-	}
-	jobs.fill()
-	if len(jobs.lost) > 0 {
-		if err := s.FinishJobs(ctx, lostJobs(jobs.lost, now)); err != nil {
-			return nil, err
-		}
-	}
-	return jobs.out, nil
-}
-
-// dueJobs gathers the runs DueJobs returns.
-type dueJobs struct {
-	out []*subscriptions.Invocation
-	// events are the IDs of each run's events, and bodies their bodies.
-	events map[*subscriptions.Invocation][]string
-	bodies map[string]json.RawMessage
-	// lost are the jobs whose delivery is gone.
-	lost []string
-}
-
-// scan reads one row of dueJobsQuery.
-func (j *dueJobs) scan(rows *sql.Rows) error {
-	var (
-		id, attempts, created int64
-		inv                   subscriptions.Invocation
-		h                     storedHandler
-		kind, eventID, evIDs  sql.NullString
-		remaining             sql.NullInt64
-	)
-	if err := rows.Scan(&id, &inv.SubscriptionID, &attempts, &created, &inv.Principal, &h.spec, &h.secrets,
-		&kind, &eventID, &evIDs, &remaining); err != nil {
-		return err
-	}
-	inv.JobID = strconv.FormatInt(id, 10)
-	if !kind.Valid {
-		// Its delivery is gone; nothing is left to hand on.
-		j.lost = append(j.lost, inv.JobID)
-		return nil
-	}
-	var sub subscriptions.Subscription
-	sub.ID = inv.SubscriptionID
-	if err := h.decode(&sub); err != nil {
-		return err
-	}
-	inv.Spec, inv.Secrets, inv.Attempt, inv.CreatedAt = sub.Handler, sub.Secrets, int(attempts)+1, fromNanos(created)
-	inv.Kind, inv.Remaining = mcpe.InboxKind(kind.String), int(remaining.Int64)
-	var want []string
-	if eventID.Valid {
-		want = []string{eventID.String}
-	} else if evIDs.Valid {
-		if err := json.Unmarshal([]byte(evIDs.String), &want); err != nil {
-			return fmt.Errorf("handler job %d: decode event IDs: %w", id, err)
-		}
-	}
-	for _, e := range want {
-		j.bodies[e] = nil
-	}
-	j.events[&inv] = want
-	j.out = append(j.out, &inv)
-	return nil
-}
-
-// fill gives each run the bodies of its events, leaving out those
-// retention removed.
-func (j *dueJobs) fill() {
-	for _, inv := range j.out {
-		for _, e := range j.events[inv] {
-			b := j.bodies[e]
-			if b == nil {
-				continue
-			}
-			if inv.Kind == mcpe.InboxBatch {
-				inv.Events = append(inv.Events, b)
-			} else {
-				inv.Event = b
-			}
-		}
-	}
-}
-
-func lostJobs(ids []string, now time.Time) []subscriptions.JobDone {
-	out := make([]subscriptions.JobDone, len(ids))
-	for i, id := range ids {
-		out[i] = subscriptions.JobDone{JobID: id, At: now, Outcome: subscriptions.Outcome{Err: errors.New("the delivery was removed before the handler ran")}}
-	}
-	return out
 }
 
 // FinishJobs implements subscriptions.Store.
@@ -368,20 +240,4 @@ func truncate(s string, n int) string {
 		cut--
 	}
 	return s[:cut] + "…[truncated]"
-}
-
-// NextJobDue implements subscriptions.Store.
-func (s *Store) NextJobDue(ctx context.Context, skip []string) (time.Time, bool, error) {
-	st, err := s.rstmts.get(ctx, `SELECT min(due_at) FROM handler_jobs WHERE id NOT IN (SELECT value FROM json_each(?))`)
-	if err != nil {
-		return time.Time{}, false, err
-	}
-	var t sql.NullInt64
-	if err := st.QueryRowContext(ctx, jobIDs(skip)).Scan(&t); err != nil {
-		return time.Time{}, false, err
-	}
-	if !t.Valid {
-		return time.Time{}, false, nil
-	}
-	return fromNanos(t.Int64), true, nil
 }

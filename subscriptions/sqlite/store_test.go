@@ -342,3 +342,52 @@ func TestMigrationFillsTheFireSchedule(t *testing.T) {
 		t.Errorf("NextFire = %v, %t, %v; want %v", at, ok, err, next)
 	}
 }
+
+// TestMigrationGivesJobsTheirPrincipal checks that handler jobs written
+// before handler_jobs had a principal column get their subscription's, so
+// that the runner's share per principal counts them.
+func TestMigrationGivesJobsTheirPrincipal(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"0001_init.sql", "0002_fire_schedule.sql"} {
+		body, err := os.ReadFile(filepath.Join("migrations", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(t.Context(), string(body)); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+	}
+	const sub = "00000000-0000-4000-8000-000000000001"
+	const ev = "00000000-0000-4000-9000-000000000001"
+	for _, q := range []string{
+		"PRAGMA user_version = 2",
+		`INSERT INTO subscriptions (id, principal, status, filter, delivery, created_at, updated_at, handler, handler_secrets)
+			VALUES ('` + sub + `', 'alice', 'active', '{"eventTypes":["*"]}', '{"channels":["realtime"]}', 0, 0,
+			'{"type":"webhook","url":"https://hooks.example.com/"}', '{"current":"whsec_x"}')`,
+		`INSERT INTO events (id, type, body, received_at) VALUES ('` + ev + `', 'test.created', '{"id":"` + ev + `"}', 0)`,
+		`INSERT INTO inbox (principal, subscription_ids, kind, event_id, created_at) VALUES ('alice', '["` + sub + `"]', 'event', '` + ev + `', 0)`,
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s := open(t, path)
+	now := time.Unix(0, 0).Add(time.Minute)
+	jobs, err := s.DueJobs(t.Context(), now, 10, subscriptions.JobQuery{PerPrincipal: 1})
+	if err != nil || len(jobs) != 1 || jobs[0].Principal != "alice" {
+		t.Fatalf("DueJobs after the migration = %+v, %v; want alice's job", jobs, err)
+	}
+	full := subscriptions.JobQuery{PerPrincipal: 1, InFlight: map[string]int{"alice": 1}}
+	if jobs, err := s.DueJobs(t.Context(), now, 10, full); err != nil || len(jobs) != 0 {
+		t.Errorf("DueJobs with alice at her share = %+v, %v; want none (the job counts as hers)", jobs, err)
+	}
+	if _, ok, err := s.NextJobDue(t.Context(), full); err != nil || ok {
+		t.Errorf("NextJobDue with alice at her share = %v, %v; want none", ok, err)
+	}
+}

@@ -3,6 +3,7 @@ package storetest
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,7 +32,7 @@ func withHandler(sub *subscriptions.Subscription) *subscriptions.Subscription {
 
 func dueJobs(t *testing.T, s subscriptions.Store, now time.Time, limit int, skip ...string) []*subscriptions.Invocation {
 	t.Helper()
-	jobs, err := s.DueJobs(t.Context(), now, limit, skip)
+	jobs, err := s.DueJobs(t.Context(), now, limit, subscriptions.JobQuery{Skip: skip})
 	if err != nil {
 		t.Fatalf("DueJobs: %v", err)
 	}
@@ -69,7 +70,7 @@ func testJobsFromDeliveries(t *testing.T, open Opener) {
 	raws := fill(t, s, 2, 3, at(2*time.Second), digest)
 	fireOne(t, s, fireReq(digest, 2, true), at(time.Hour))
 
-	if _, ok, err := s.NextJobDue(t.Context(), nil); err != nil || !ok {
+	if _, ok, err := s.NextJobDue(t.Context(), subscriptions.JobQuery{}); err != nil || !ok {
 		t.Fatalf("NextJobDue = _, %v, %v; want a job", ok, err)
 	}
 	if got := dueJobs(t, s, at(0), 10); len(got) != 0 {
@@ -129,7 +130,7 @@ func testFinishJobs(t *testing.T, open Opener) {
 	if got := dueJobs(t, s, at(time.Minute+29*time.Second), 10); len(got) != 1 || got[0].JobID != jobs[3].JobID {
 		t.Errorf("before the retry is due, DueJobs = %v; want the fourth job alone", got)
 	}
-	next, ok, err := s.NextJobDue(t.Context(), []string{jobs[3].JobID})
+	next, ok, err := s.NextJobDue(t.Context(), subscriptions.JobQuery{Skip: []string{jobs[3].JobID}})
 	if err != nil || !ok || !next.Equal(at(time.Minute+30*time.Second)) {
 		t.Errorf("NextJobDue = %v, %v, %v; want %v", next, ok, err, at(time.Minute+30*time.Second))
 	}
@@ -230,7 +231,7 @@ func testJobsGoWithTheirHandler(t *testing.T, open Opener) {
 	if got := dueJobs(t, s, at(time.Minute), 10); len(got) != 0 {
 		t.Errorf("jobs of a deleted subscription remain: %+v", got)
 	}
-	if _, ok, err := s.NextJobDue(t.Context(), nil); err != nil || ok {
+	if _, ok, err := s.NextJobDue(t.Context(), subscriptions.JobQuery{}); err != nil || ok {
 		t.Errorf("NextJobDue = %v, %v; want none", ok, err)
 	}
 }
@@ -257,5 +258,114 @@ func testJobsSurvivePrune(t *testing.T, open Opener) {
 	}
 	if entries, _, err := s.ReadInbox(t.Context(), "alice", 0, 10); err != nil || len(entries) != 0 {
 		t.Errorf("a delivery whose job is done was kept: %+v, %v", entries, err)
+	}
+}
+
+// runsOf names each run by its principal and the number of its event.
+func runsOf(t *testing.T, jobs []*subscriptions.Invocation) []string {
+	t.Helper()
+	out := make([]string, len(jobs))
+	for i, j := range jobs {
+		var ev struct {
+			Data struct{ N int }
+		}
+		if err := json.Unmarshal(j.Event, &ev); err != nil {
+			t.Fatalf("job %s: %v", j.JobID, err)
+		}
+		out[i] = fmt.Sprintf("%s/%d", j.Principal, ev.Data.N)
+	}
+	return out
+}
+
+// testDueJobsTakeTurns checks that principals take turns in DueJobs, those
+// with fewer jobs in flight first, so that one principal's backlog of old
+// jobs cannot crowd out another's, and that a principal gets no more than
+// its room (JobQuery.PerPrincipal less its jobs in flight), NextJobDue
+// leaving out a principal with none.
+func testDueJobsTakeTurns(t *testing.T, open Opener) {
+	s := open(t)
+	mallory, alice, bob := withHandler(newSub(1, "mallory")), withHandler(newSub(2, "alice")), withHandler(newSub(3, "bob"))
+	create(t, s, mallory, alice, bob)
+	for i := 1; i <= 30; i++ {
+		ev, raw := newEvent(i, "test.created", "")
+		publish(t, s, ev, raw, targets(mallory), at(time.Duration(i)*time.Second))
+	}
+	for i, sub := range []*subscriptions.Subscription{alice, bob, bob} {
+		ev, raw := newEvent(40+i, "test.created", "")
+		publish(t, s, ev, raw, targets(sub), at(time.Duration(40+i)*time.Second))
+	}
+	now := at(time.Hour)
+	due := func(limit int, q subscriptions.JobQuery) []*subscriptions.Invocation {
+		t.Helper()
+		jobs, err := s.DueJobs(t.Context(), now, limit, q)
+		if err != nil {
+			t.Fatalf("DueJobs: %v", err)
+		}
+		return jobs
+	}
+	all := due(100, subscriptions.JobQuery{})
+	if len(all) != 33 {
+		t.Fatalf("DueJobs returned %d jobs, want 33", len(all))
+	}
+	mine := func(principal string) []string {
+		var ids []string
+		for _, j := range all {
+			if j.Principal == principal {
+				ids = append(ids, j.JobID)
+			}
+		}
+		return ids
+	}
+
+	tests := []struct {
+		name  string
+		limit int
+		q     subscriptions.JobQuery
+		want  []string
+	}{
+		{"turns", 5, subscriptions.JobQuery{},
+			[]string{"mallory/1", "alice/40", "bob/41", "mallory/2", "bob/42"}},
+		{"share", 10, subscriptions.JobQuery{PerPrincipal: 3, InFlight: map[string]int{"mallory": 1}},
+			[]string{"alice/40", "bob/41", "mallory/1", "bob/42", "mallory/2"}},
+		{"share with jobs taken", 10, subscriptions.JobQuery{PerPrincipal: 3, InFlight: map[string]int{"mallory": 1, "bob": 1},
+			Skip: []string{mine("mallory")[0], mine("bob")[0]}},
+			[]string{"alice/40", "mallory/2", "bob/42", "mallory/3"}},
+		{"fewest in flight first", 2, subscriptions.JobQuery{InFlight: map[string]int{"mallory": 20, "alice": 1}},
+			[]string{"bob/41", "alice/40"}},
+		{"backlog at its share", 1, subscriptions.JobQuery{PerPrincipal: 3, InFlight: map[string]int{"mallory": 3}, Skip: mine("mallory")[:3]},
+			[]string{"alice/40"}},
+		{"all at their share", 10, subscriptions.JobQuery{PerPrincipal: 1, InFlight: map[string]int{"mallory": 1, "alice": 1, "bob": 1}}, nil},
+	}
+	for _, tt := range tests {
+		got := runsOf(t, due(tt.limit, tt.q))
+		if diff := cmp.Diff(tt.want, got, cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%s: DueJobs mismatch (-want +got):\n%s", tt.name, diff)
+		}
+	}
+
+	next := func(q subscriptions.JobQuery) string {
+		t.Helper()
+		when, ok, err := s.NextJobDue(t.Context(), q)
+		if err != nil {
+			t.Fatalf("NextJobDue: %v", err)
+		}
+		if !ok {
+			return "none"
+		}
+		return when.Sub(t0).String()
+	}
+	for _, tt := range []struct {
+		name string
+		q    subscriptions.JobQuery
+		want string
+	}{
+		{"any", subscriptions.JobQuery{}, "1s"},
+		{"first taken", subscriptions.JobQuery{Skip: mine("mallory")[:1]}, "2s"},
+		{"backlog at its share", subscriptions.JobQuery{PerPrincipal: 3, InFlight: map[string]int{"mallory": 3}}, "40s"},
+		{"all at their share", subscriptions.JobQuery{PerPrincipal: 3, InFlight: map[string]int{"mallory": 3, "alice": 3, "bob": 3}}, "none"},
+	} {
+		if got := next(tt.q); got != tt.want {
+			t.Errorf("%s: NextJobDue = %s, want %s", tt.name, got, tt.want)
+		}
 	}
 }

@@ -82,6 +82,7 @@ func Run(t *testing.T, open Opener) {
 		{"FinishJobs", testFinishJobs},
 		{"JobsGoWithTheirHandler", testJobsGoWithTheirHandler},
 		{"JobsSurvivePrune", testJobsSurvivePrune},
+		{"DueJobsTakeTurns", testDueJobsTakeTurns},
 		{"Concurrency", testConcurrency},
 	}
 	for _, tt := range tests {

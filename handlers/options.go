@@ -1,0 +1,70 @@
+package handlers
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// Defaults for Options.
+const (
+	DefaultConcurrency = 32
+	DefaultRunTimeout  = 10 * time.Minute
+)
+
+// Jobs is the part of subscriptions.Store the runner uses.
+type Jobs interface {
+	DueJobs(ctx context.Context, now time.Time, limit int, q subscriptions.JobQuery) ([]*subscriptions.Invocation, error)
+	FinishJobs(ctx context.Context, done []subscriptions.JobDone) error
+	NextJobDue(ctx context.Context, q subscriptions.JobQuery) (time.Time, bool, error)
+}
+
+// Options configure a Runner.
+type Options struct {
+	// Jobs is the store; required.
+	Jobs Jobs
+	// Handlers run each type of handler; a job whose type has none fails.
+	Handlers map[mcpe.HandlerType]subscriptions.Handler
+	// Clock defaults to the wall clock.
+	Clock clock.Clock
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+	// Concurrency is the number of workers, and so bounds the runs in
+	// progress; zero means DefaultConcurrency. Each handler may bound its
+	// own runs further.
+	Concurrency int
+	// PerPrincipal bounds the runs of one principal in progress, and so
+	// the workers its runs can hold; zero means DefaultPerPrincipal, a
+	// quarter of Concurrency. At most Concurrency.
+	PerPrincipal int
+	// RunTimeout is a ceiling on one run, above the handlers' own
+	// timeouts; zero means DefaultRunTimeout.
+	RunTimeout time.Duration
+}
+
+// Validate checks the settings of o. An error is an *mcpe.InvalidError
+// whose Field is the setting's key in the configuration file, relative to
+// the handlers section, such as "concurrency".
+func (o *Options) Validate() error {
+	if o.Concurrency < 0 {
+		return mcpe.Invalid("concurrency", "is %d; give a positive number, or leave it out for %d", o.Concurrency, DefaultConcurrency)
+	}
+	if o.PerPrincipal < 0 {
+		return mcpe.Invalid("perPrincipal", "is %d; give a positive number, or leave it out for a quarter of concurrency", o.PerPrincipal)
+	}
+	if c := cmp.Or(o.Concurrency, DefaultConcurrency); o.PerPrincipal > c {
+		return mcpe.Invalid("perPrincipal", "is %d, more than concurrency (%d); give at most %d", o.PerPrincipal, c, c)
+	}
+	return nil
+}
+
+// DefaultPerPrincipal is the most runs of one principal in progress when
+// Options.PerPrincipal is zero: a quarter of concurrency, at least 1.
+func DefaultPerPrincipal(concurrency int) int {
+	return max(1, cmp.Or(concurrency, DefaultConcurrency)/4)
+}

@@ -1,0 +1,248 @@
+package sqlite
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// This file is what the handler runner reads: the jobs that are due, taken
+// principal by principal through the index handler_jobs_principal_due, so
+// that the cost follows the principals and the jobs handed out, not the
+// length of one principal's backlog.
+
+// ownersCTE lists the principals that have handler jobs, one index seek
+// each.
+const ownersCTE = `WITH RECURSIVE owners(name) AS (
+		SELECT min(principal) FROM handler_jobs
+		UNION ALL
+		SELECT (SELECT min(principal) FROM handler_jobs WHERE principal > owners.name)
+		FROM owners WHERE owners.name IS NOT NULL
+	)`
+
+// firstDue is the subquery that finds principal NAME's oldest due job not
+// in ?2 (after the one EXTRA names), one index seek.
+const firstDue = `SELECT j.id FROM handler_jobs j JOIN subscriptions t ON t.id = j.subscription_id
+			WHERE j.principal = NAME AND j.due_at <= ?1 AND j.id NOT IN (SELECT value FROM json_each(?2))
+				AND t.handler IS NOT NULL AND t.handler_disabled IS NULL EXTRA
+			ORDER BY j.due_at, j.id LIMIT 1`
+
+// dueTurnsQuery lists the IDs of the jobs DueJobs hands out, in order. For
+// each principal with room (?4 less its jobs in flight, counted in the
+// object ?5, when ?4 is positive; at most the limit ?3) it walks that many
+// of its oldest due jobs not in ?2, one index seek each, and orders all by
+// turn (the principal's jobs in flight plus its jobs due before this one),
+// then due time.
+var dueTurnsQuery = ownersCTE + `,
+	share(name, busy, room) AS (
+		SELECT o.name, coalesce(b.value, 0),
+			CASE WHEN ?4 > 0 THEN min(?3, ?4 - coalesce(b.value, 0)) ELSE ?3 END
+		FROM owners o LEFT JOIN json_each(?5) b ON b.key = o.name
+		WHERE o.name IS NOT NULL
+	),
+	walk(name, busy, room, k, id, due) AS (
+		SELECT s.name, s.busy, s.room, 0, h.id, h.due_at FROM share s
+		JOIN handler_jobs h ON h.id = (` + strings.NewReplacer("NAME", "s.name", "EXTRA", "").Replace(firstDue) + `)
+		WHERE s.room > 0
+		UNION ALL
+		SELECT w.name, w.busy, w.room, w.k + 1, h.id, h.due_at FROM walk w
+		JOIN handler_jobs h ON h.id = (` + strings.NewReplacer("NAME", "w.name", "EXTRA", "AND (j.due_at, j.id) > (w.due, w.id)").Replace(firstDue) + `)
+		WHERE w.k + 1 < w.room
+	)
+	SELECT id FROM walk ORDER BY busy + k, due, id LIMIT ?3`
+
+// dueJobsQuery reads the runs of the jobs listed in ?1, in that order.
+const dueJobsQuery = `SELECT h.id, h.subscription_id, h.attempts, h.created_at, s.principal, s.handler, s.handler_secrets,
+		i.kind, i.event_id, i.event_ids, i.remaining
+	FROM json_each(?1) k
+	JOIN handler_jobs h ON h.id = k.value
+	JOIN subscriptions s ON s.id = h.subscription_id
+	LEFT JOIN inbox i ON i.seq = h.inbox_seq
+	WHERE h.due_at <= ?2 AND s.handler IS NOT NULL AND s.handler_disabled IS NULL
+	ORDER BY k.key`
+
+// nextJobQuery finds when the earliest job not in ?1 of a principal with
+// fewer than ?3 jobs in flight (counted in the object ?2) is due; any
+// principal's when ?3 is not positive.
+const nextJobQuery = ownersCTE + `
+	SELECT min((SELECT h.due_at FROM handler_jobs h
+			WHERE h.principal = o.name AND h.id NOT IN (SELECT value FROM json_each(?1))
+			ORDER BY h.due_at, h.id LIMIT 1))
+	FROM owners o LEFT JOIN json_each(?2) b ON b.key = o.name
+	WHERE o.name IS NOT NULL AND (?3 <= 0 OR coalesce(b.value, 0) < ?3)`
+
+// DueJobs implements subscriptions.Store.
+func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, q subscriptions.JobQuery) ([]*subscriptions.Invocation, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	ids, err := s.dueTurns(ctx, now, limit, q)
+	if err != nil || len(ids) == 0 {
+		return nil, err
+	}
+	st, err := s.rstmts.get(ctx, dueJobsQuery)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, mustJSON(ids), nanos(now))
+	if err != nil {
+		return nil, fmt.Errorf("read due handler jobs: %w", err)
+	}
+	jobs := &dueJobs{events: make(map[*subscriptions.Invocation][]string), bodies: make(map[string]json.RawMessage)}
+	err = func() error {
+		defer rows.Close()
+		for rows.Next() {
+			if err := jobs.scan(rows); err != nil {
+				return err
+			}
+		}
+		return rows.Err()
+	}()
+	if err != nil {
+		return nil, err
+	}
+	if len(jobs.bodies) > 0 {
+		if err := s.eventBodies(ctx, &s.rstmts, nil, jobs.bodies); err != nil {
+			return nil, err
+		}
+	}
+	jobs.fill()
+	if len(jobs.lost) > 0 {
+		if err := s.FinishJobs(ctx, lostJobs(jobs.lost, now)); err != nil {
+			return nil, err
+		}
+	}
+	return jobs.out, nil
+}
+
+// dueTurns returns the IDs of the jobs DueJobs hands out, in order.
+func (s *Store) dueTurns(ctx context.Context, now time.Time, limit int, q subscriptions.JobQuery) ([]int64, error) {
+	st, err := s.rstmts.get(ctx, dueTurnsQuery)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, nanos(now), jobIDs(q.Skip), limit, q.PerPrincipal, inFlightJSON(q))
+	if err != nil {
+		return nil, fmt.Errorf("read due handler jobs: %w", err)
+	}
+	defer rows.Close()
+	var ids []int64
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		ids = append(ids, id)
+	}
+	return ids, rows.Err()
+}
+
+// inFlightJSON returns q.InFlight as a JSON object.
+func inFlightJSON(q subscriptions.JobQuery) string {
+	if q.InFlight == nil {
+		return "{}"
+	}
+	return mustJSON(q.InFlight)
+}
+
+// dueJobs gathers the runs DueJobs returns.
+type dueJobs struct {
+	out []*subscriptions.Invocation
+	// events are the IDs of each run's events, and bodies their bodies.
+	events map[*subscriptions.Invocation][]string
+	bodies map[string]json.RawMessage
+	// lost are the jobs whose delivery is gone.
+	lost []string
+}
+
+// scan reads one row of dueJobsQuery.
+func (j *dueJobs) scan(rows *sql.Rows) error {
+	var (
+		id, attempts, created int64
+		inv                   subscriptions.Invocation
+		h                     storedHandler
+		kind, eventID, evIDs  sql.NullString
+		remaining             sql.NullInt64
+	)
+	if err := rows.Scan(&id, &inv.SubscriptionID, &attempts, &created, &inv.Principal, &h.spec, &h.secrets,
+		&kind, &eventID, &evIDs, &remaining); err != nil {
+		return err
+	}
+	inv.JobID = strconv.FormatInt(id, 10)
+	if !kind.Valid {
+		// Its delivery is gone; nothing is left to hand on.
+		j.lost = append(j.lost, inv.JobID)
+		return nil
+	}
+	var sub subscriptions.Subscription
+	sub.ID = inv.SubscriptionID
+	if err := h.decode(&sub); err != nil {
+		return err
+	}
+	inv.Spec, inv.Secrets, inv.Attempt, inv.CreatedAt = sub.Handler, sub.Secrets, int(attempts)+1, fromNanos(created)
+	inv.Kind, inv.Remaining = mcpe.InboxKind(kind.String), int(remaining.Int64)
+	var want []string
+	if eventID.Valid {
+		want = []string{eventID.String}
+	} else if evIDs.Valid {
+		if err := json.Unmarshal([]byte(evIDs.String), &want); err != nil {
+			return fmt.Errorf("handler job %d: decode event IDs: %w", id, err)
+		}
+	}
+	for _, e := range want {
+		j.bodies[e] = nil
+	}
+	j.events[&inv] = want
+	j.out = append(j.out, &inv)
+	return nil
+}
+
+// fill gives each run the bodies of its events, leaving out those
+// retention removed.
+func (j *dueJobs) fill() {
+	for _, inv := range j.out {
+		for _, e := range j.events[inv] {
+			b := j.bodies[e]
+			if b == nil {
+				continue
+			}
+			if inv.Kind == mcpe.InboxBatch {
+				inv.Events = append(inv.Events, b)
+			} else {
+				inv.Event = b
+			}
+		}
+	}
+}
+
+func lostJobs(ids []string, now time.Time) []subscriptions.JobDone {
+	out := make([]subscriptions.JobDone, len(ids))
+	for i, id := range ids {
+		out[i] = subscriptions.JobDone{JobID: id, At: now, Outcome: subscriptions.Outcome{Err: errors.New("the delivery was removed before the handler ran")}}
+	}
+	return out
+}
+
+// NextJobDue implements subscriptions.Store.
+func (s *Store) NextJobDue(ctx context.Context, q subscriptions.JobQuery) (time.Time, bool, error) {
+	st, err := s.rstmts.get(ctx, nextJobQuery)
+	if err != nil {
+		return time.Time{}, false, err
+	}
+	var t sql.NullInt64
+	if err := st.QueryRowContext(ctx, jobIDs(q.Skip), inFlightJSON(q), q.PerPrincipal).Scan(&t); err != nil {
+		return time.Time{}, false, err
+	}
+	if !t.Valid {
+		return time.Time{}, false, nil
+	}
+	return fromNanos(t.Int64), true, nil
+}
