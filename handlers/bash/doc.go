@@ -14,7 +14,11 @@
 //     expansion is the placeholders $MCPE_NAME and ${MCPE_NAME} for the
 //     variables below; anything else, such as $HOME, $(...), backticks, ';'
 //     or '|', reaches the program as plain text. Expanded values are not
-//     expanded again;
+//     expanded again. A run whose argument a placeholder made start with '-'
+//     is refused, so that what an event sender wrote never reaches the
+//     program as an option, unless the command sets
+//     AllowOptionPlaceholders; a command with AllowOptions false also
+//     refuses the arguments the model wrote with a leading '-';
 //   - the input mode (how the event reaches the program) and the timeout, up
 //     to Options.MaxTimeout.
 //

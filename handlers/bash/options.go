@@ -95,10 +95,22 @@ type Command struct {
 	// ReadOnlyRoot keeps the host's file system read-only inside the
 	// sandbox; false binds it read-write. Zero (nil): true.
 	ReadOnlyRoot *bool
+	// AllowOptions lets the arguments a subscription writes start with
+	// '-' (options, such as "-u" "critical"); false refuses such an
+	// argument, so that the program gets operands only. Zero (nil): true.
+	AllowOptions *bool
+	// AllowOptionPlaceholders lets a placeholder put a leading '-' in an
+	// argument, as "$MCPE_EVENT_TAGS" does when an event's first tag is
+	// "--output=/x"; false refuses such a run, so that what an event
+	// sender wrote never reaches the program as an option. Zero: false.
+	AllowOptionPlaceholders bool
 }
 
 // readOnlyRoot reports whether the root is bound read-only.
 func (c *Command) readOnlyRoot() bool { return c.ReadOnlyRoot == nil || *c.ReadOnlyRoot }
+
+// allowOptions reports whether a subscription's arguments may start with '-'.
+func (c *Command) allowOptions() bool { return c.AllowOptions == nil || *c.AllowOptions }
 
 var (
 	// commandName is the form of a command's name.
@@ -160,6 +172,10 @@ func (o *Options) withDefaults() (Options, error) {
 		if cmd.ReadOnlyRoot != nil {
 			ro := *cmd.ReadOnlyRoot
 			cmd.ReadOnlyRoot = &ro
+		}
+		if cmd.AllowOptions != nil {
+			ao := *cmd.AllowOptions
+			cmd.AllowOptions = &ao
 		}
 		cmds[name] = cmd
 	}

@@ -56,6 +56,13 @@ type BashCommand struct {
 	// ReadOnlyRoot keeps the file system read-only inside the sandbox.
 	// Default true.
 	ReadOnlyRoot *bool `yaml:"readOnlyRoot"`
+	// AllowOptions lets a subscription's arguments start with '-'; false
+	// gives the program operands only. Default true.
+	AllowOptions *bool `yaml:"allowOptions"`
+	// AllowOptionPlaceholders lets a placeholder expand to an argument
+	// that starts with '-' (event content read as an option). Default
+	// false: such a run is refused.
+	AllowOptionPlaceholders bool `yaml:"allowOptionPlaceholders"`
 }
 
 // WebhookHandler configures the webhook handler.
@@ -145,7 +152,10 @@ func (h *Handlers) validate() error {
 func (b *BashHandler) Options() bash.Options {
 	commands := make(map[string]bash.Command, len(b.Commands))
 	for name, c := range b.Commands {
-		commands[name] = bash.Command{Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadOnlyRoot: c.ReadOnlyRoot}
+		commands[name] = bash.Command{
+			Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadOnlyRoot: c.ReadOnlyRoot,
+			AllowOptions: c.AllowOptions, AllowOptionPlaceholders: c.AllowOptionPlaceholders,
+		}
 	}
 	return bash.Options{
 		Commands:       commands,

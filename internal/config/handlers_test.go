@@ -147,6 +147,8 @@ handlers:
     defaultTimeout: 10s
     commands:
       notify: {path: /nonexistent/notify-send, env: {DISPLAY: ":0"}, readOnlyRoot: false}
+      sort: {path: /usr/bin/sort, allowOptions: false}
+      tagged: {path: /usr/bin/tagged, allowOptionPlaceholders: true}
   webhook:
     allowHTTP: true
     allowNetworks: ["127.0.0.1"]
@@ -164,7 +166,11 @@ handlers:
 	}
 	no := false
 	wantBash := bash.Options{
-		Commands:       map[string]bash.Command{"notify": {Path: "/nonexistent/notify-send", Env: map[string]string{"DISPLAY": ":0"}, ReadOnlyRoot: &no}},
+		Commands: map[string]bash.Command{
+			"notify": {Path: "/nonexistent/notify-send", Env: map[string]string{"DISPLAY": ":0"}, ReadOnlyRoot: &no},
+			"sort":   {Path: "/usr/bin/sort", AllowOptions: &no},
+			"tagged": {Path: "/usr/bin/tagged", AllowOptionPlaceholders: true},
+		},
 		DefaultTimeout: 10 * time.Second,
 		MaxConcurrent:  2,
 		Sandbox:        bash.SandboxOff,
