@@ -55,6 +55,13 @@
 // Network. Inside the sandbox a program's whole pid namespace dies with it,
 // so nothing escapes the kill.
 //
+// The server's state is not in sight: Options.HiddenPaths (the database and
+// its directory, the configuration file, the data directory) are replaced by
+// empty directories and files, and so are the home directory of the server's
+// user and Options.WorkRoot, where other runs work. A command's program,
+// ReadablePaths and WritablePaths are bound again where they lie in the home
+// or the work root, and a hidden path stays hidden inside them.
+//
 // Without bubblewrap (Sandbox "off", or "auto" when bwrap is missing or does
 // not work) a program runs as the server's user with the server's access to
 // files and network; only the environment, working directory, timeout and

@@ -81,7 +81,7 @@ func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin 
 	name, args := c.Path, argv
 	if r.bwrap != "" {
 		name = r.bwrap
-		args = slices.Concat(bwrapArgs(c, wd), []string{"--", c.Path}, argv)
+		args = slices.Concat(bwrapArgs(c, &r.paths, wd), []string{"--", c.Path}, argv)
 	}
 	cmd := exec.Command(name, args...)
 	cmd.Env = env

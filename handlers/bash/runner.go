@@ -22,6 +22,8 @@ type Runner struct {
 	opts Options
 	// bwrap is the bubblewrap program, or "" to run without a sandbox.
 	bwrap string
+	// paths are what the sandbox hides.
+	paths sandboxPaths
 	// slots holds a token per program running.
 	slots chan struct{}
 	// waitHook, when set, is called when a run starts waiting for a slot
@@ -40,6 +42,10 @@ func New(opts *Options) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bash: %w", err)
 	}
+	paths, err := newSandboxPaths(&o)
+	if err != nil {
+		return nil, err
+	}
 	bwrap, err := findBwrap(&o)
 	if err != nil {
 		return nil, err
@@ -49,7 +55,7 @@ func New(opts *Options) (*Runner, error) {
 	} else {
 		o.Logger.Info("bash handler: programs run without a sandbox", "sandbox", o.Sandbox, "commands", len(o.Commands))
 	}
-	return &Runner{opts: o, bwrap: bwrap, slots: make(chan struct{}, o.MaxConcurrent)}, nil
+	return &Runner{opts: o, bwrap: bwrap, paths: paths, slots: make(chan struct{}, o.MaxConcurrent)}, nil
 }
 
 // Sandboxed reports whether programs run under bubblewrap.

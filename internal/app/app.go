@@ -57,6 +57,11 @@ type Options struct {
 	// clock by a day sets it longer, so as not to prune once per minute
 	// passed.
 	PruneInterval time.Duration
+	// PrivatePaths are paths no handler program may see: the database and
+	// its directory, the configuration file, the data directory. The bash
+	// handler's sandbox hides them (bash.Options.HiddenPaths); nil hides
+	// only the server user's home.
+	PrivatePaths []string
 }
 
 // App is a running mcpe-server without its listeners. Build it with New and
@@ -109,7 +114,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	// a test moves the server's clock.
 	a.Sessions = realtime.NewRegistry(&realtime.Options{QueueSize: opts.QueueSize, Logger: log})
 	late := &lateServer{}
-	if a.handlers, err = buildHandlers(&cfg.Handlers, late, opts.Clock, log); err != nil {
+	if a.handlers, err = buildHandlers(&cfg.Handlers, opts.PrivatePaths, late, opts.Clock, log); err != nil {
 		return nil, err
 	}
 	a.runner, err = handlers.New(handlers.Options{

@@ -53,6 +53,9 @@ type BashCommand struct {
 	Network bool `yaml:"network"`
 	// WritablePaths are paths it may write inside the sandbox.
 	WritablePaths []string `yaml:"writablePaths"`
+	// ReadablePaths are paths it may read inside the sandbox although
+	// they lie in a hidden directory, such as the server user's home.
+	ReadablePaths []string `yaml:"readablePaths"`
 	// ReadOnlyRoot keeps the file system read-only inside the sandbox.
 	// Default true.
 	ReadOnlyRoot *bool `yaml:"readOnlyRoot"`
@@ -148,13 +151,13 @@ func (h *Handlers) validate() error {
 }
 
 // Options returns the bash handler's options as configured; the caller adds
-// the Logger.
+// the Logger and the HiddenPaths.
 func (b *BashHandler) Options() bash.Options {
 	commands := make(map[string]bash.Command, len(b.Commands))
 	for name, c := range b.Commands {
 		commands[name] = bash.Command{
-			Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadOnlyRoot: c.ReadOnlyRoot,
-			AllowOptions: c.AllowOptions, AllowOptionPlaceholders: c.AllowOptionPlaceholders,
+			Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadablePaths: c.ReadablePaths,
+			ReadOnlyRoot: c.ReadOnlyRoot, AllowOptions: c.AllowOptions, AllowOptionPlaceholders: c.AllowOptionPlaceholders,
 		}
 	}
 	return bash.Options{

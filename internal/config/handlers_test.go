@@ -149,6 +149,9 @@ handlers:
       notify: {path: /nonexistent/notify-send, env: {DISPLAY: ":0"}, readOnlyRoot: false}
       sort: {path: /usr/bin/sort, allowOptions: false}
       tagged: {path: /usr/bin/tagged, allowOptionPlaceholders: true}
+      big:
+        path: /opt/big
+        readablePaths: [/home/mcpe/lib]
   webhook:
     allowHTTP: true
     allowNetworks: ["127.0.0.1"]
@@ -170,6 +173,7 @@ handlers:
 			"notify": {Path: "/nonexistent/notify-send", Env: map[string]string{"DISPLAY": ":0"}, ReadOnlyRoot: &no},
 			"sort":   {Path: "/usr/bin/sort", AllowOptions: &no},
 			"tagged": {Path: "/usr/bin/tagged", AllowOptionPlaceholders: true},
+			"big":    {Path: "/opt/big", ReadablePaths: []string{"/home/mcpe/lib"}},
 		},
 		DefaultTimeout: 10 * time.Second,
 		MaxConcurrent:  2,
