@@ -184,6 +184,8 @@ func TestValidate(t *testing.T) {
 			want: &mcpe.InvalidError{Field: "commands.notify.env.A", Message: "the value contains a NUL character, which no environment variable can hold"}},
 		{name: "readable path", opts: &Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", ReadablePaths: []string{"lib"}}}},
 			want: &mcpe.InvalidError{Field: "commands.notify.readablePaths[0]", Message: `"lib" is not an absolute path; give one such as /home/mcpe/.local/lib`}},
+		{name: "limits", opts: &Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", Limits: Limits{OpenFiles: -2}}}},
+			want: &mcpe.InvalidError{Field: "commands.notify.limits.openFiles", Message: "is -2; give a positive number, -1 for no limit, or leave it out for 256"}},
 		{name: "max timeout", opts: &Options{MaxTimeout: time.Second},
 			want: &mcpe.InvalidError{Field: "maxTimeout", Message: "1s is shorter than the default timeout 30s; set defaultTimeout too"}},
 	}

@@ -124,6 +124,9 @@ type Command struct {
 	// "--output=/x"; false refuses such a run, so that what an event
 	// sender wrote never reaches the program as an option. Zero: false.
 	AllowOptionPlaceholders bool
+	// Limits bound the program's processes, memory, file sizes and open
+	// files, with or without the sandbox. Zero: the defaults of Limits.
+	Limits Limits
 }
 
 // readOnlyRoot reports whether the root is bound read-only.
@@ -295,7 +298,7 @@ func (c Command) validate(field string) error {
 			return mcpe.Invalid(fmt.Sprintf("%s.readablePaths[%d]", field, i), "%q is not an absolute path; give one such as /home/mcpe/.local/lib", p)
 		}
 	}
-	return nil
+	return c.Limits.validate(field + ".limits")
 }
 
 // checkDisk checks that each command's program is an executable file, that

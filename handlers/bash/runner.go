@@ -22,7 +22,7 @@ type Runner struct {
 	opts Options
 	// bwrap is the bubblewrap program, or "" to run without a sandbox.
 	bwrap string
-	// paths are what the sandbox hides.
+	// paths are what the sandbox hides and the helper it runs.
 	paths sandboxPaths
 	// slots holds a token per program running.
 	slots chan struct{}
@@ -46,7 +46,7 @@ func New(opts *Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	bwrap, err := findBwrap(&o)
+	bwrap, err := findBwrap(&o, &paths)
 	if err != nil {
 		return nil, err
 	}

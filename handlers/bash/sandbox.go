@@ -16,7 +16,8 @@ import (
 // probeTimeout bounds the test run of bubblewrap in New.
 const probeTimeout = 10 * time.Second
 
-// newSandboxPaths returns what the sandbox of o hides.
+// newSandboxPaths returns what the sandbox of o hides, and the helper it
+// runs: the server's executable.
 func newSandboxPaths(o *Options) (sandboxPaths, error) {
 	sp := sandboxPaths{private: o.HiddenPaths, hidden: []string{o.WorkRoot}}
 	for _, p := range o.HiddenPaths {
@@ -29,13 +30,24 @@ func newSandboxPaths(o *Options) (sandboxPaths, error) {
 	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
 		sp.hidden = append(sp.hidden, filepath.Clean(home))
 	}
+	if o.Sandbox == SandboxOff || !helperSupported {
+		return sp, nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return sp, fmt.Errorf("bash: find the server's executable, which runs in the sandbox to set a run's limits: %w", err)
+	}
+	sp.helper = exe
 	return sp, nil
 }
 
 // findBwrap returns the bubblewrap program to use, or "" to run without a
 // sandbox. It fails when the sandbox is required and bubblewrap is missing
 // or does not work on this system.
-func findBwrap(o *Options) (string, error) {
+func findBwrap(o *Options, sp *sandboxPaths) (string, error) {
 	if o.Sandbox == SandboxOff {
 		return "", nil
 	}
@@ -58,7 +70,7 @@ func findBwrap(o *Options) (string, error) {
 		o.Logger.Warn("bash handler: bubblewrap not usable; programs run without a sandbox", "bwrap", path, "error", err)
 		return "", nil
 	}
-	if err := probeBwrap(path); err != nil {
+	if err := probeBwrap(path, sp.helper); err != nil {
 		if required {
 			return "", fmt.Errorf("bash: sandbox is \"bwrap\" but %w", err)
 		}
@@ -68,12 +80,18 @@ func findBwrap(o *Options) (string, error) {
 	return path, nil
 }
 
-// probeBwrap runs bubblewrap once with the options of a run, so that a
-// system where it cannot create namespaces is found at start.
-func probeBwrap(path string) error {
+// probeBwrap runs bubblewrap once with the options of a run, and the helper
+// in it unless helper is "", so that a system where it cannot create
+// namespaces, or where the helper cannot run in the sandbox, is found at
+// start.
+func probeBwrap(path, helper string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	args := append(bwrapArgs(&Command{}, nil, ""), "--", path, "--version")
+	run := []string{path, "--version"}
+	if helper != "" {
+		run = slices.Concat([]string{helper, helperArg, helperExec, Limits{}.spec()}, run)
+	}
+	args := slices.Concat(bwrapArgs(&Command{}, &sandboxPaths{helper: helper}, ""), []string{"--"}, run)
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = []string{"PATH=" + DefaultPath}
 	var out bytes.Buffer
@@ -98,6 +116,9 @@ type sandboxPaths struct {
 	// hidden are hidden unless a command shows a path in them: the home
 	// directory of the server's user, the work root.
 	hidden []string
+	// helper is the server's executable, which sets the limits inside the
+	// sandbox and runs the program; "" when it is not needed (the probe).
+	helper string
 }
 
 // mountKind is what a mount of the sandbox does at its path.
@@ -140,14 +161,14 @@ func resolve(p string) string {
 
 // bwrapArgs returns bubblewrap's options for a run of c in the working
 // directory wd ("" for none), before the "--" that ends them. sp, which may
-// be nil, adds what the sandbox hides.
+// be nil, adds what the sandbox hides and the helper.
 //
 // The file system is the host's root, read-only unless c says otherwise, and
 // on top of it mounts sorted by depth, so that a mount at a path applies
 // under the mounts of its parents: /dev, /proc and an empty /tmp; empty
 // directories or files in place of the hidden paths (the server's home, the
 // work root) and of the private ones; then the paths the run needs, bound
-// again over what hides them: the program (read-only), the
+// again over what hides them: the helper and the program (read-only), the
 // command's readable and writable paths, the working directory; and last the
 // private paths that lie inside one of those, hidden again. A symbolic link
 // is followed to the path it names, which is the one mounted.
@@ -193,6 +214,9 @@ func bwrapArgs(c *Command, sp *sandboxPaths, wd string) []string {
 					hide(resolve(p)+suffix, mountPrivate)
 				}
 			}
+		}
+		if sp.helper != "" {
+			show(sp.helper, mountRO)
 		}
 	}
 	if c.Path != "" {

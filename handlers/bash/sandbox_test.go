@@ -298,7 +298,7 @@ func TestBwrapArgsLayout(t *testing.T) {
 		"work/run1/.keep": "",
 	})
 	p := func(name string) string { return filepath.Join(root, name) }
-	sp := &sandboxPaths{private: []string{p("w/db"), p("missing")}, hidden: []string{p("home"), "/"}}
+	sp := &sandboxPaths{private: []string{p("w/db"), p("missing")}, hidden: []string{p("home"), "/"}, helper: p("home/bin/helper")}
 	c := &Command{Path: p("home/bin/prog"), WritablePaths: []string{p("w")}, ReadablePaths: []string{p("home/lib")}}
 	got := bwrapArgs(c, sp, p("work/run1"))
 	want := []string{
@@ -310,6 +310,7 @@ func TestBwrapArgsLayout(t *testing.T) {
 		"--ro-bind", "/dev/null", p("w/db"),
 		"--ro-bind", "/dev/null", p("w/db-wal"),
 		"--bind", p("work/run1"), p("work/run1"),
+		"--ro-bind", p("home/bin/helper"), p("home/bin/helper"),
 		"--ro-bind", p("home/bin/prog"), p("home/bin/prog"),
 		"--chdir", p("work/run1"),
 	}

@@ -66,6 +66,23 @@ type BashCommand struct {
 	// that starts with '-' (event content read as an option). Default
 	// false: such a run is refused.
 	AllowOptionPlaceholders bool `yaml:"allowOptionPlaceholders"`
+	// Limits bound the program's resources.
+	Limits BashLimits `yaml:"limits"`
+}
+
+// BashLimits bound an allowed program's resources (setrlimit on its process);
+// -1 lifts a limit.
+type BashLimits struct {
+	// Processes bounds the processes and threads (RLIMIT_NPROC). Default
+	// 128 inside the sandbox, none without it.
+	Processes int `yaml:"processes"`
+	// MemoryBytes bounds each process's data (RLIMIT_DATA). Default 1 GiB.
+	MemoryBytes int64 `yaml:"memoryBytes"`
+	// FileBytes bounds a file it writes (RLIMIT_FSIZE). Default 64 MiB.
+	FileBytes int64 `yaml:"fileBytes"`
+	// OpenFiles bounds each process's open files (RLIMIT_NOFILE). Default
+	// 256.
+	OpenFiles int `yaml:"openFiles"`
 }
 
 // WebhookHandler configures the webhook handler.
@@ -158,6 +175,7 @@ func (b *BashHandler) Options() bash.Options {
 		commands[name] = bash.Command{
 			Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadablePaths: c.ReadablePaths,
 			ReadOnlyRoot: c.ReadOnlyRoot, AllowOptions: c.AllowOptions, AllowOptionPlaceholders: c.AllowOptionPlaceholders,
+			Limits: bash.Limits(c.Limits),
 		}
 	}
 	return bash.Options{
