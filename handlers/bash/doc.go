@@ -59,8 +59,10 @@
 //
 // The server's state is not in sight: Options.HiddenPaths (the database and
 // its directory, the configuration file, the data directory) are replaced by
-// empty directories and files, and so are the home directory of the server's
-// user and Options.WorkRoot, where other runs work. A command's program,
+// empty directories and files, and so are the home and runtime directories
+// of the server's user (its keys and tokens; the sockets of its session,
+// such as D-Bus's, through which a program would act outside the sandbox)
+// and Options.WorkRoot, where other runs work. A command's program,
 // ReadablePaths and WritablePaths are bound again where they lie in the home
 // or the work root, and a hidden path stays hidden inside them.
 //
@@ -72,9 +74,10 @@
 // # Limits and leftovers
 //
 // On Linux a run starts the server's own executable again as its helper
-// (the first argument helperArg makes the package's init run it instead of
-// the server): it sets the limits with setrlimit on its own process, then
-// executes the program, which inherits them. Inside the sandbox the helper is
+// (the first argument helperArg, with helperMarkEnv, which only the server
+// sets, makes the package's init run it instead of the server): it sets the
+// limits with setrlimit on its own process, then executes the program, which
+// inherits them. Inside the sandbox the helper is
 // the sandbox's first process, so the limits are set inside the run's user
 // namespace, where RLIMIT_NPROC counts the run's processes alone; set on
 // bubblewrap before it makes the namespace, the count would hold every

@@ -89,27 +89,31 @@ func checkSizes(argv, env []string) error {
 func (r *Runner) reaps() bool { return helperSupported && r.bwrap == "" }
 
 // command returns the program to start for a run of c with the arguments
-// argv in wd, and its arguments: under bubblewrap, the helper that sets the
-// limits and executes the program; without it, the same helper as the
-// child of a reaper; where there is no helper, the program itself.
-func (r *Runner) command(c *Command, argv []string, wd string) (string, []string) {
+// argv in wd, its arguments, and whether it runs the helper: under
+// bubblewrap, the helper that sets the limits and executes the program;
+// without it, the same helper as the child of a reaper; where there is no
+// helper, the program itself.
+func (r *Runner) command(c *Command, argv []string, wd string) (name string, args []string, helper bool) {
 	switch {
 	case r.bwrap != "":
-		return r.bwrap, slices.Concat(bwrapArgs(c, &r.paths, wd), []string{"--", r.paths.helper, helperArg, helperExec, c.Limits.spec(), c.Path}, argv)
+		return r.bwrap, slices.Concat(bwrapArgs(c, &r.paths, wd), []string{"--", r.paths.helper, helperArg, helperExec, c.Limits.spec(), c.Path}, argv), true
 	case r.reaps():
 		// The server's own executable, even if replaced on disk since.
-		return "/proc/self/exe", slices.Concat([]string{helperArg, helperReap, c.Limits.spec(), c.Path}, argv)
+		return "/proc/self/exe", slices.Concat([]string{helperArg, helperReap, c.Limits.spec(), c.Path}, argv), true
 	}
-	return c.Path, argv
+	return c.Path, argv, false
 }
 
 // run runs the program of c with the arguments argv (without argv[0]) and
 // the environment env in wd, for at most timeout, with stdin on standard
 // input when useStdin. It returns the output kept and why the run failed.
 func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin []byte, useStdin bool, wd string, timeout time.Duration) (string, error) {
-	name, args := r.command(c, argv, wd)
+	name, args, helper := r.command(c, argv, wd)
 	cmd := exec.Command(name, args...)
 	cmd.Env = env
+	if helper {
+		cmd.Env = append(slices.Clip(env), helperMarkEnv+"="+helperArg)
+	}
 	cmd.Dir = wd
 	cmd.SysProcAttr = procAttr(r.reaps())
 	var status *statusPipe

@@ -26,7 +26,8 @@ const helperSupported = true
 // program, or reaps it, and exits with syscall.Exit, so that nothing else of
 // the process (a race detector's report at exit) runs.
 func init() {
-	if len(os.Args) > 1 && os.Args[1] == helperArg {
+	if len(os.Args) > 1 && os.Args[1] == helperArg && os.Getenv(helperMarkEnv) == helperArg {
+		os.Unsetenv(helperMarkEnv)
 		syscall.Exit(helperMain(os.Args[2:]))
 	}
 }
@@ -137,7 +138,7 @@ func reap(spec, path string, argv []string) int {
 
 	self := "/proc/self/exe"
 	pid, err := syscall.ForkExec(self, append([]string{self, helperArg, helperExec, spec, path}, argv...), &syscall.ProcAttr{
-		Env:   os.Environ(),
+		Env:   append(os.Environ(), helperMarkEnv+"="+helperArg),
 		Files: []uintptr{0, 1, 2},
 		Sys:   &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	})

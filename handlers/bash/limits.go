@@ -78,9 +78,16 @@ func (l Limits) validate(field string) error {
 	return check("openFiles", int64(l.OpenFiles), DefaultMaxOpenFiles, "")
 }
 
-// helperArg, as the first argument of the server's own executable, makes it
-// the helper of a run (helper_linux.go) instead of the server.
-const helperArg = "mcpe-bash-helper.v1"
+// helperArg, as the first argument of the server's own executable and the
+// value of helperMarkEnv in its environment, makes it the helper of a run
+// (helper_linux.go) instead of the server. The variable, which the helper
+// removes before the program runs, is set by the server alone: a model
+// cannot set variables, so a command allowed to run the server's executable
+// cannot be made the helper, which runs any program it is given.
+const (
+	helperArg     = "mcpe-bash-helper.v1"
+	helperMarkEnv = "MCPE_BASH_HELPER"
+)
 
 // The helper's modes.
 const (

@@ -75,11 +75,12 @@ type Options struct {
 	// empty one, a file by an empty file, and so are a file's SQLite
 	// companions (-wal, -shm, -journal) that exist when a run starts; a
 	// path that does not exist then is skipped, and "/" cannot be hidden.
-	// The home directory of the user the server runs as is hidden as well,
-	// but shows what a command's paths need in it. They are set by the
+	// The home and runtime directories of the user the server runs as
+	// ($HOME, $XDG_RUNTIME_DIR, /run/user/<uid>) are hidden as well, but
+	// show what a command's paths need in them. They are set by the
 	// program that builds the Runner, not by the configuration file; a
 	// relative path is taken from the current directory. Zero: only the
-	// home directory and WorkRoot are hidden. Without the sandbox nothing
+	// user's directories and WorkRoot are hidden. Without the sandbox nothing
 	// is hidden.
 	HiddenPaths []string
 	// Logger logs each run and the sandbox chosen. Zero: discard.

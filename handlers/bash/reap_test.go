@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestSessionLeftoversKilled runs a program that starts a process in a
@@ -67,5 +69,28 @@ func TestSessionLeftoversKilled(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// TestHelperOnlyForTheServer runs the server's own executable (here the
+// test binary) as an allowed command with the helper's arguments, as a
+// model may write them: it does not become the helper, which would run the
+// program it is given.
+func TestHelperOnlyForTheServer(t *testing.T) {
+	for _, sandbox := range []string{SandboxOff, SandboxBwrap} {
+		t.Run(sandbox, func(t *testing.T) {
+			if sandbox == SandboxBwrap {
+				needBwrap(t)
+			}
+			r := newRunner(t, Options{Sandbox: sandbox, Commands: map[string]Command{"self": helperCommand(t, "echo")}})
+			args := []string{helperArg, helperExec, "core=0", "/bin/sh", "-c", "echo pwned"}
+			rep := runEcho(t, r, eventInv(bashSpec("self", "", args...), event(t, map[string]any{})))
+			if diff := cmp.Diff(args, rep.Args); diff != "" {
+				t.Errorf("the program's arguments (-want +got):\n%s", diff)
+			}
+			if _, ok := rep.Env[helperMarkEnv]; ok {
+				t.Errorf("the program's environment holds %s", helperMarkEnv)
+			}
+		})
 	}
 }

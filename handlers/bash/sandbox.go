@@ -26,9 +26,14 @@ func newSandboxPaths(o *Options) (sandboxPaths, error) {
 		}
 	}
 	// The server's home holds what its user keeps private: keys,
-	// tokens, shell history. A command's paths in it are shown again.
-	if home, err := os.UserHomeDir(); err == nil && filepath.IsAbs(home) {
-		sp.hidden = append(sp.hidden, filepath.Clean(home))
+	// tokens, shell history; its runtime directory, the sockets of its
+	// session (D-Bus, systemd, an SSH agent), through which a program
+	// would act outside the sandbox. A command's paths in them are shown
+	// again.
+	for _, dir := range []string{homeDir(), os.Getenv("XDG_RUNTIME_DIR"), fmt.Sprintf("/run/user/%d", os.Getuid())} {
+		if filepath.IsAbs(dir) && !slices.Contains(sp.hidden, filepath.Clean(dir)) {
+			sp.hidden = append(sp.hidden, filepath.Clean(dir))
+		}
 	}
 	if o.Sandbox == SandboxOff || !helperSupported {
 		return sp, nil
@@ -42,6 +47,12 @@ func newSandboxPaths(o *Options) (sandboxPaths, error) {
 	}
 	sp.helper = exe
 	return sp, nil
+}
+
+// homeDir returns the home directory of the server's user, or "".
+func homeDir() string {
+	home, _ := os.UserHomeDir()
+	return home
 }
 
 // findBwrap returns the bubblewrap program to use, or "" to run without a
@@ -93,7 +104,7 @@ func probeBwrap(path, helper string) error {
 	}
 	args := slices.Concat(bwrapArgs(&Command{}, &sandboxPaths{helper: helper}, ""), []string{"--"}, run)
 	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = []string{"PATH=" + DefaultPath}
+	cmd.Env = []string{"PATH=" + DefaultPath, helperMarkEnv + "=" + helperArg}
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out

@@ -206,9 +206,9 @@ func writeFiles(t *testing.T, dir string, files map[string]string) string {
 
 // TestSandboxHiddenPaths reproduces a program that reads the server's
 // state: an allowed cat given the path of the configuration file, of the
-// database or its companions, of the data directory or of the server
-// user's home gets nothing from them, while what the command's own paths
-// need stays visible.
+// database or its companions, of the data directory, of the server user's
+// home or runtime directory gets nothing from them, while what the command's
+// own paths need stays visible.
 func TestSandboxHiddenPaths(t *testing.T) {
 	needBwrap(t)
 	base := writeFiles(t, outsideTmp(t), map[string]string{
@@ -229,11 +229,13 @@ func TestSandboxHiddenPaths(t *testing.T) {
 		"home/.config/token": "SECRET-home-token",
 		"home/bin/prog":      "#!/bin/sh\necho prog ran; ls -A \"$1\"; cat \"$2\"\n",
 		"home/lib/mod":       "visible-lib",
+		"run/bus":            "SECRET-runtime",
 	})
 	if err := os.Symlink(filepath.Join(base, "linked"), filepath.Join(base, "link")); err != nil {
 		t.Fatal(err)
 	}
 	t.Setenv("HOME", filepath.Join(base, "home"))
+	t.Setenv("XDG_RUNTIME_DIR", filepath.Join(base, "run"))
 	p := func(name string) string { return filepath.Join(base, name) }
 	r := newRunner(t, Options{
 		Sandbox: SandboxBwrap,
@@ -254,7 +256,7 @@ func TestSandboxHiddenPaths(t *testing.T) {
 	}
 	for _, name := range []string{
 		"data/mcpe.db", "data/mcpe.db-wal", "data/mcpe.db-shm", "data/backup.db", "etc/config.yaml",
-		"lone/app.db", "lone/app.db-wal", "lone/app.db-shm", "link/secret", "linked/secret", "home/.ssh/id", "home/.config/token",
+		"lone/app.db", "lone/app.db-wal", "lone/app.db-shm", "link/secret", "linked/secret", "home/.ssh/id", "home/.config/token", "run/bus",
 	} {
 		if out := run("cat", p(name)); strings.Contains(out, "SECRET") {
 			t.Errorf("cat %s read %q", name, out)
