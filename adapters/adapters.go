@@ -72,12 +72,15 @@ func ReadBody(w http.ResponseWriter, r *http.Request, max int64) (body []byte, o
 // Segment turns a provider's name (an alert name, a GitHub event or action,
 // an upstream server's name) into one event-type segment: letters, digits,
 // '_' and '-' are kept, runs of anything else become one '_', and an empty
-// result becomes "unknown". It is at most 64 bytes long.
+// result becomes "unknown". It is at most 64 bytes long and never starts with
+// '-' (a leading one is dropped like any other character that is not kept),
+// which mcpe.ValidateType refuses.
 func Segment(s string) string {
 	var b strings.Builder
 	underscore := false
 	for _, r := range s {
 		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_' || r == '-'
+		ok = ok && (b.Len() > 0 || r != '-')
 		switch {
 		case ok:
 			b.WriteRune(r)

@@ -23,6 +23,12 @@ func TestSegment(t *testing.T) {
 		"überlast":                  "berlast",
 		strings.Repeat("x", 100):    strings.Repeat("x", 64),
 		"disk/sda1 -- 95% full ...": "disk_sda1_--_95_full",
+		// A segment never starts with '-'.
+		"-rf":      "rf",
+		"--output": "output",
+		"- -x":     "x",
+		"--":       "unknown",
+		"a-":       "a-",
 	} {
 		got := Segment(in)
 		if got != want {

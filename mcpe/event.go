@@ -94,7 +94,9 @@ type MetadataInput struct {
 }
 
 // ValidateType checks that t is a valid event type: dot-separated segments of
-// letters, digits, '_' and '-', such as "github.issue.opened".
+// letters, digits, '_' and '-', such as "github.issue.opened". A segment does
+// not start with '-', so that a type passed to a program (a bash handler's
+// $MCPE_EVENT_TYPE) never reads as an option.
 func ValidateType(t string) error {
 	const field = "type"
 	if t == "" {
@@ -117,6 +119,9 @@ func ValidateType(t string) error {
 		}
 		if i == start {
 			return Invalid(field, "%q has an empty segment; a type is dot-separated segments such as \"github.issue.opened\", with no leading, trailing or doubled dots", t)
+		}
+		if t[start] == '-' {
+			return Invalid(field, "%q has a segment that starts with '-' (%q); a segment starts with a letter, digit or '_', so that no type reads as a command-line option", t, t[start:i])
 		}
 		if i < len(t) {
 			segments++

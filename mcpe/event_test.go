@@ -16,6 +16,7 @@ func TestValidateType(t *testing.T) {
 		"github.issue.opened",
 		"Slack.Message_Posted",
 		"ci-build.v2.finished",
+		"a-.b--c",
 		"0.1",
 		"_._",
 		strings.Repeat("a", mcpe.MaxTypeLength),
@@ -44,6 +45,11 @@ func TestValidateType(t *testing.T) {
 		{"control character", "github\npush"},
 		{"too long", strings.Repeat("a", mcpe.MaxTypeLength+1)},
 		{"too many segments", strings.Repeat("a.", mcpe.MaxTypeSegments) + "a"},
+		// A segment that starts with '-' would read as an option where a
+		// handler passes the type to a program.
+		{"leading dash", "-rf"},
+		{"dash after a dot", "github.--output"},
+		{"dash segment", "a.-"},
 	}
 	for _, tt := range invalid {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,6 +76,7 @@ func TestValidateTypeErrorText(t *testing.T) {
 		// The whole character is named, not the first byte of its encoding.
 		{"café", `type: "café" contains 'é'; a type is dot-separated segments of letters, digits, '_' and '-', such as "github.issue.opened"`},
 		{strings.Repeat("a", 300), `type: is 300 characters long; at most 256 are accepted`},
+		{"ci.-x.done", `type: "ci.-x.done" has a segment that starts with '-' ("-x"); a segment starts with a letter, digit or '_', so that no type reads as a command-line option`},
 		{strings.Repeat("a.", 16) + "a", `type: "` + strings.Repeat("a.", 16) + `a" has 17 segments; at most 16 are accepted`},
 	}
 	for _, tt := range tests {

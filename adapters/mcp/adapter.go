@@ -50,7 +50,8 @@ var logLevels = []string{"debug", "info", "notice", "warning", "error", "critica
 // spoken to over Streamable HTTP. Exactly one of Command and URL is set.
 type Upstream struct {
 	// Name is the upstream's segment in event types (mcp.<name>.*): letters,
-	// digits, '_' and '-', at most MaxNameLength bytes, unique.
+	// digits, '_' and '-', not starting with '-', at most MaxNameLength
+	// bytes, unique.
 	Name string
 	// Command is the argv of a stdio server, run with exec.Command (no
 	// shell), e.g. ["npx", "-y", "@modelcontextprotocol/server-github"].
@@ -207,15 +208,15 @@ func (o *Options) minBackoff() time.Duration {
 // validName checks an upstream's name; its error is the message of an
 // *mcpe.InvalidError about the name.
 func validName(name string) error {
-	const form = "a name of letters, digits, '_' or '-', such as \"github\" (it becomes the event type segment mcp.<name>)"
+	const form = "a name of letters, digits, '_' or '-', not starting with '-', such as \"github\" (it becomes the event type segment mcp.<name>)"
 	switch {
 	case name == "":
 		return errors.New("is empty; give " + form)
 	case len(name) > MaxNameLength:
 		return fmt.Errorf("is %d bytes long; at most %d are accepted", len(name), MaxNameLength)
 	}
-	for _, c := range []byte(name) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+	for i, c := range []byte(name) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' && i > 0) {
 			return fmt.Errorf("%q is not %s", name, form)
 		}
 	}

@@ -30,6 +30,7 @@ func TestNewValidates(t *testing.T) {
 		{name: "empty name", opts: Options{Publisher: pub, Upstreams: []Upstream{{URL: "http://x"}}}, want: "mcp: upstreams[0].name: is empty"},
 		{name: "dotted name", opts: Options{Publisher: pub, Upstreams: []Upstream{{Name: "a.b", URL: "http://x"}}}, want: "mcp: upstreams[0].name: \"a.b\" is not a name of letters"},
 		{name: "spaced name", opts: Options{Publisher: pub, Upstreams: []Upstream{{Name: "my server", URL: "http://x"}}}, want: "name: \"my server\""},
+		{name: "dash first", opts: Options{Publisher: pub, Upstreams: []Upstream{{Name: "-x", URL: "http://x"}}}, want: "mcp: upstreams[0].name: \"-x\" is not a name of letters, digits, '_' or '-', not starting with '-'"},
 		{name: "long name", opts: Options{Publisher: pub, Upstreams: []Upstream{{Name: strings.Repeat("n", 65), URL: "http://x"}}}, want: "65 bytes long"},
 		{name: "duplicate", opts: Options{Publisher: pub, Upstreams: []Upstream{{Name: "a", URL: "http://x"}, {Name: "a", Command: []string{"x"}}}}, want: "mcp: upstreams[1].name: \"a\" is used twice"},
 		{name: "both", opts: Options{Publisher: pub, Upstreams: []Upstream{{Name: "a", URL: "http://x", Command: []string{"x"}}}}, want: "not both"},

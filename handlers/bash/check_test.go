@@ -83,11 +83,29 @@ func TestNew(t *testing.T) {
 		t.Fatal(err)
 	}
 	sh := Command{Path: "/bin/sh"}
+	prog := filepath.Join(dir, "prog")
+	sub := filepath.Join(dir, "sub")
+	if err := os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name    string
 		opts    Options
 		wantErr string
 	}{
+		{name: "paths in a hidden directory", opts: Options{HiddenPaths: []string{dir}, Commands: map[string]Command{
+			"notify": {Path: prog, WritablePaths: []string{sub}, ReadablePaths: []string{sub}}}}},
+		{name: "writable path hidden", opts: Options{HiddenPaths: []string{sub}, Commands: map[string]Command{"notify": {Path: "/bin/sh", WritablePaths: []string{sub}}}},
+			wantErr: `bash: commands.notify.writablePaths[0]: ` + sub + ` is private to the server (its database, configuration or data), which no handler program may see; use another path`},
+		{name: "readable path hidden", opts: Options{HiddenPaths: []string{sub}, Commands: map[string]Command{"notify": {Path: "/bin/sh", ReadablePaths: []string{sub}}}},
+			wantErr: `bash: commands.notify.readablePaths[0]: ` + sub + ` is private to the server`},
+		{name: "program hidden", opts: Options{HiddenPaths: []string{prog}, Commands: map[string]Command{"notify": {Path: prog}}},
+			wantErr: `bash: commands.notify.path: ` + prog + ` is private to the server`},
+		{name: "missing readable path", opts: Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", ReadablePaths: []string{filepath.Join(dir, "nope")}}}},
+			wantErr: `bash: commands.notify.readablePaths[0]: stat ` + filepath.Join(dir, "nope") + `: no such file or directory; the path must exist`},
 		{name: "defaults", opts: Options{Sandbox: SandboxOff}},
 		{name: "commands", opts: Options{Sandbox: SandboxOff, Commands: map[string]Command{"a": sh, "b.c-d_e": {Path: "/bin/sh", WritablePaths: []string{dir}, Env: map[string]string{"TOKEN": "x"}}}}},
 		{name: "relative path", opts: Options{Commands: map[string]Command{"notify": {Path: "notify-send"}}},
@@ -164,6 +182,10 @@ func TestValidate(t *testing.T) {
 			want: &mcpe.InvalidError{Field: "commands.notify.path", Message: `"notify-send" is not an absolute path; give the program's absolute path, such as /usr/bin/notify-send`}},
 		{name: "env value", opts: &Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", Env: map[string]string{"A": "x\x00"}}}},
 			want: &mcpe.InvalidError{Field: "commands.notify.env.A", Message: "the value contains a NUL character, which no environment variable can hold"}},
+		{name: "readable path", opts: &Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", ReadablePaths: []string{"lib"}}}},
+			want: &mcpe.InvalidError{Field: "commands.notify.readablePaths[0]", Message: `"lib" is not an absolute path; give one such as /home/mcpe/.local/lib`}},
+		{name: "limits", opts: &Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", Limits: Limits{OpenFiles: -2}}}},
+			want: &mcpe.InvalidError{Field: "commands.notify.limits.openFiles", Message: "is -2; give a positive number, -1 for no limit, or leave it out for 256"}},
 		{name: "max timeout", opts: &Options{MaxTimeout: time.Second},
 			want: &mcpe.InvalidError{Field: "maxTimeout", Message: "1s is shorter than the default timeout 30s; set defaultTimeout too"}},
 	}
@@ -217,14 +239,15 @@ func TestCommandsAndSandboxed(t *testing.T) {
 }
 
 func TestOptionsCopied(t *testing.T) {
-	ro := false
-	opts := Options{Commands: map[string]Command{"a": {Path: "/bin/sh", Env: map[string]string{"X": "1"}, ReadOnlyRoot: &ro}}}
+	ro, ao := false, false
+	opts := Options{Commands: map[string]Command{"a": {Path: "/bin/sh", Env: map[string]string{"X": "1"}, ReadOnlyRoot: &ro, AllowOptions: &ao, ReadablePaths: []string{"/usr"}}}}
 	r := newRunner(t, opts)
 	opts.Commands["a"].Env["X"] = "2"
-	ro = true
+	opts.Commands["a"].ReadablePaths[0] = "/etc"
+	ro, ao = true, true
 	opts.Commands["b"] = Command{Path: "/bin/sh"}
 	c := r.opts.Commands["a"]
-	if c.Env["X"] != "1" || c.readOnlyRoot() || len(r.opts.Commands) != 1 {
+	if c.Env["X"] != "1" || c.readOnlyRoot() || c.allowOptions() || c.ReadablePaths[0] != "/usr" || len(r.opts.Commands) != 1 {
 		t.Errorf("the Runner sees changes made to its options after New: %+v", r.opts.Commands)
 	}
 }

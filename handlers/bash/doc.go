@@ -14,7 +14,11 @@
 //     expansion is the placeholders $MCPE_NAME and ${MCPE_NAME} for the
 //     variables below; anything else, such as $HOME, $(...), backticks, ';'
 //     or '|', reaches the program as plain text. Expanded values are not
-//     expanded again;
+//     expanded again. A run whose argument a placeholder made start with '-'
+//     is refused, so that what an event sender wrote never reaches the
+//     program as an option, unless the command sets
+//     AllowOptionPlaceholders; a command with AllowOptions false also
+//     refuses the arguments the model wrote with a leading '-';
 //   - the input mode (how the event reaches the program) and the timeout, up
 //     to Options.MaxTimeout.
 //
@@ -28,12 +32,14 @@
 //   - every run gets a fresh, empty working directory under
 //     Options.WorkRoot, removed when the run ends;
 //   - the program runs in a new session and process group. When the run's
-//     timeout passes or the server cancels the run, the whole group is
-//     killed with SIGKILL, children and grandchildren included; the group is
-//     also killed when the program exits, so nothing it started in the
-//     background outlives the run. Without the sandbox a process that starts
-//     a session of its own (setsid, a daemon) escapes the group: use the
-//     sandbox for programs that may do so;
+//     timeout passes or the server cancels the run, everything the program
+//     started is killed with SIGKILL, children and grandchildren included,
+//     and so it is when the program exits: nothing it started in the
+//     background outlives the run, not even in a session of its own (setsid,
+//     a daemon). Inside the sandbox its pid namespace dies with it; without
+//     it, on Linux, the program is the child of a reaper (see Limits and
+//     leftovers);
+//   - the program's resources are bounded (Command.Limits);
 //   - at most Options.MaxConcurrent programs run at once; further runs wait
 //     for a slot;
 //   - at most Options.MaxOutput bytes of output are kept.
@@ -51,10 +57,44 @@
 // Network. Inside the sandbox a program's whole pid namespace dies with it,
 // so nothing escapes the kill.
 //
+// The server's state is not in sight: Options.HiddenPaths (the database and
+// its directory, the configuration file, the data directory) are replaced by
+// empty directories and files, and so are the home and runtime directories
+// of the server's user (its keys and tokens; the sockets of its session,
+// such as D-Bus's, through which a program would act outside the sandbox)
+// and Options.WorkRoot, where other runs work. A command's program,
+// ReadablePaths and WritablePaths are bound again where they lie in the home
+// or the work root, and a hidden path stays hidden inside them.
+//
 // Without bubblewrap (Sandbox "off", or "auto" when bwrap is missing or does
 // not work) a program runs as the server's user with the server's access to
-// files and network; only the environment, working directory, timeout and
-// output bounds above apply.
+// files and network, the hidden paths included; only the environment,
+// working directory, timeout, limits and output bounds above apply.
+//
+// # Limits and leftovers
+//
+// On Linux a run starts the server's own executable again as its helper
+// (the first argument helperArg, with helperMarkEnv, which only the server
+// sets, makes the package's init run it instead of the server): it sets the
+// limits with setrlimit on its own process, then executes the program, which
+// inherits them. Inside the sandbox the helper is
+// the sandbox's first process, so the limits are set inside the run's user
+// namespace, where RLIMIT_NPROC counts the run's processes alone; set on
+// bubblewrap before it makes the namespace, the count would hold every
+// process of the server's user. The other ways fall short: os/exec sets no
+// limit on a child, prlimit(2) on a child already started races with what it
+// does first, and bubblewrap has no option for it.
+//
+// Without the sandbox the helper runs first as a reaper: a sub-reaper
+// (PR_SET_CHILD_SUBREAPER) whose child is the helper that sets the limits
+// and becomes the program. Whatever the program leaves behind is handed to
+// the reaper when its parent exits, even outside the program's session; when
+// the program has exited, or when the server sends SIGTERM at the timeout or
+// dies (Pdeathsig), the reaper kills its children until none is left and
+// passes the program's wait status back on a pipe. A program running as the
+// server's user can still kill the reaper first and escape: use the sandbox
+// for programs that should not be trusted with that. Other systems run the
+// program directly, with neither limits nor reaper.
 //
 // # Variables
 //

@@ -31,7 +31,17 @@ const (
 	drainDelay = time.Second
 	// tailLen bounds the tail of the output quoted in an error.
 	tailLen = 512
+	// reaperGrace bounds the wait for the reaper to kill a run and exit
+	// once told to, before its group is killed without it.
+	reaperGrace = 5 * time.Second
 )
+
+// exit is how a program ended.
+type exit struct {
+	exited bool   // it exited, rather than being killed by a signal
+	code   int    // its exit status, when it exited
+	desc   string // "exit status 3", "signal: killed"
+}
 
 // environ returns the environment of a run in wd: the variables (the
 // payload ones only when withPayload), PATH, HOME and PWD, and the
@@ -74,19 +84,47 @@ func checkSizes(argv, env []string) error {
 	return nil
 }
 
+// reaps tells whether a run goes through the reaper, which kills what the
+// program leaves behind: without the sandbox, whose pid namespace does it.
+func (r *Runner) reaps() bool { return helperSupported && r.bwrap == "" }
+
+// command returns the program to start for a run of c with the arguments
+// argv in wd, its arguments, and whether it runs the helper: under
+// bubblewrap, the helper that sets the limits and executes the program;
+// without it, the same helper as the child of a reaper; where there is no
+// helper, the program itself.
+func (r *Runner) command(c *Command, argv []string, wd string) (name string, args []string, helper bool) {
+	switch {
+	case r.bwrap != "":
+		return r.bwrap, slices.Concat(bwrapArgs(c, &r.paths, wd), []string{"--", r.paths.helper, helperArg, helperExec, c.Limits.spec(), c.Path}, argv), true
+	case r.reaps():
+		// The server's own executable, even if replaced on disk since.
+		return "/proc/self/exe", slices.Concat([]string{helperArg, helperReap, c.Limits.spec(), c.Path}, argv), true
+	}
+	return c.Path, argv, false
+}
+
 // run runs the program of c with the arguments argv (without argv[0]) and
 // the environment env in wd, for at most timeout, with stdin on standard
 // input when useStdin. It returns the output kept and why the run failed.
 func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin []byte, useStdin bool, wd string, timeout time.Duration) (string, error) {
-	name, args := c.Path, argv
-	if r.bwrap != "" {
-		name = r.bwrap
-		args = slices.Concat(bwrapArgs(c, wd), []string{"--", c.Path}, argv)
-	}
+	name, args, helper := r.command(c, argv, wd)
 	cmd := exec.Command(name, args...)
 	cmd.Env = env
+	if helper {
+		cmd.Env = append(slices.Clip(env), helperMarkEnv+"="+helperArg)
+	}
 	cmd.Dir = wd
-	cmd.SysProcAttr = procAttr()
+	cmd.SysProcAttr = procAttr(r.reaps())
+	var status *statusPipe
+	if r.reaps() {
+		var err error
+		if status, err = newStatusPipe(); err != nil {
+			return "", fmt.Errorf("create the status pipe: %w", err)
+		}
+		defer status.close()
+		cmd.ExtraFiles = []*os.File{status.writer()}
+	}
 	if useStdin {
 		f, err := r.stdinFile(stdin)
 		if err != nil {
@@ -114,6 +152,7 @@ func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin 
 	runtime.LockOSThread()
 	err = cmd.Start()
 	pw.Close()
+	status.closeWriter()
 	if err != nil {
 		runtime.UnlockOSThread()
 		if errors.Is(err, syscall.E2BIG) {
@@ -137,7 +176,7 @@ func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin 
 		defer close(killerDone)
 		select {
 		case <-runCtx.Done():
-			killGroup(pid)
+			r.stop(pid, exited)
 			killed = true
 		case <-exited:
 		}
@@ -170,19 +209,43 @@ func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin 
 	if state == nil {
 		return output, fmt.Errorf("wait for %s: %w", c.Path, waitErr)
 	}
+	// The reaper's status is the program's, when the reaper got it.
+	e, ok := status.read()
+	if !ok {
+		e = exit{exited: state.Exited(), code: state.ExitCode(), desc: state.String()}
+	}
 	tail := out.tailNote()
 	switch {
-	case killed && !state.Exited():
+	case killed && !e.exited:
 		if ctx.Err() != nil {
 			return output, fmt.Errorf("killed: the run was stopped (%v)%s", context.Cause(ctx), tail)
 		}
 		return output, fmt.Errorf("killed after %v, the run's timeout%s", timeout, tail)
-	case state.Success():
+	case e.exited && e.code == 0:
 		return output, nil
-	case state.Exited():
-		return output, fmt.Errorf("exit status %d%s", state.ExitCode(), tail)
+	case e.exited:
+		return output, fmt.Errorf("exit status %d%s", e.code, tail)
 	default:
-		return output, fmt.Errorf("%v%s", state, tail)
+		return output, fmt.Errorf("%s%s", e.desc, tail)
+	}
+}
+
+// stop kills the run whose first process is pid, and whatever it started,
+// before it exits on its own. exited is closed once pid has exited.
+func (r *Runner) stop(pid int, exited <-chan struct{}) {
+	if !r.reaps() {
+		// The group, or under bubblewrap the sandbox: bubblewrap dies
+		// with its group, and its pid namespace with it.
+		killGroup(pid)
+		return
+	}
+	// The reaper kills the program and everything that has left the
+	// group, then exits; should it not, its group is killed without it.
+	terminate(pid)
+	select {
+	case <-exited:
+	case <-time.After(reaperGrace): // a wait for a real process, on the wall clock
+		killGroup(pid)
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -70,6 +71,21 @@ func helper(mode string, args []string) int {
 		c.Close()
 		fmt.Println("connected")
 		return 0
+	case "detach", "detach-hang":
+		// Start args[0] in a session of its own, which leaves the
+		// process group, holding the output; then exit, or hang.
+		cmd := exec.Command(args[0], args[1:]...)
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+		if err := cmd.Start(); err != nil {
+			fmt.Println("failed:", err)
+			return 1
+		}
+		fmt.Println("started")
+		if mode == "detach-hang" {
+			time.Sleep(time.Hour)
+		}
+		return 0
 	case "flood":
 		n, _ := strconv.Atoi(args[0])
 		os.Stdout.Write(bytes.Repeat([]byte("x"), n))
@@ -115,7 +131,7 @@ func needBwrap(t testing.TB) {
 	t.Helper()
 	path, err := exec.LookPath("bwrap")
 	if err == nil {
-		err = probeBwrap(path)
+		err = probeBwrap(path, "")
 	}
 	if err == nil {
 		return
@@ -229,4 +245,11 @@ func liveProcesses(t testing.TB, args ...string) []int {
 	}
 	slices.Sort(pids)
 	return pids
+}
+
+// killAllPids kills processes a failed test left behind.
+func killAllPids(pids []int) {
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
 }

@@ -64,9 +64,25 @@ type Options struct {
 	// the server's PATH.
 	BwrapPath string
 	// WorkRoot is the directory under which each run gets a fresh working
-	// directory, removed after the run; it is created if missing. Zero:
-	// os.TempDir().
+	// directory, removed after the run; it is created if missing. Inside the
+	// sandbox a run sees its own working directory there and nothing else.
+	// Zero: os.TempDir().
 	WorkRoot string
+	// HiddenPaths are files and directories no program may see inside the
+	// sandbox, not even inside a path a command shows (WritablePaths,
+	// ReadablePaths): the server's database and its directory, its
+	// configuration file, its data directory. A directory is replaced by an
+	// empty one, a file by an empty file, and so are a file's SQLite
+	// companions (-wal, -shm, -journal) that exist when a run starts; a
+	// path that does not exist then is skipped, and "/" cannot be hidden.
+	// The home and runtime directories of the user the server runs as
+	// ($HOME, $XDG_RUNTIME_DIR, /run/user/<uid>) are hidden as well, but
+	// show what a command's paths need in them. They are set by the
+	// program that builds the Runner, not by the configuration file; a
+	// relative path is taken from the current directory. Zero: only the
+	// user's directories and WorkRoot are hidden. Without the sandbox nothing
+	// is hidden.
+	HiddenPaths []string
 	// Logger logs each run and the sandbox chosen. Zero: discard.
 	Logger *slog.Logger
 	// Clock times each run for the log. Zero: the wall clock. A run's
@@ -92,13 +108,33 @@ type Command struct {
 	// read-write inside the sandbox. Zero: only the working directory and
 	// a private /tmp are writable.
 	WritablePaths []string
+	// ReadablePaths are absolute paths, which must exist, that the
+	// program may read inside the sandbox although they lie in a hidden
+	// directory, such as a program's libraries in the server user's home.
+	// The program's own path is always readable. Zero: none.
+	ReadablePaths []string
 	// ReadOnlyRoot keeps the host's file system read-only inside the
 	// sandbox; false binds it read-write. Zero (nil): true.
 	ReadOnlyRoot *bool
+	// AllowOptions lets the arguments a subscription writes start with
+	// '-' (options, such as "-u" "critical"); false refuses such an
+	// argument, so that the program gets operands only. Zero (nil): true.
+	AllowOptions *bool
+	// AllowOptionPlaceholders lets a placeholder put a leading '-' in an
+	// argument, as "$MCPE_EVENT_TAGS" does when an event's first tag is
+	// "--output=/x"; false refuses such a run, so that what an event
+	// sender wrote never reaches the program as an option. Zero: false.
+	AllowOptionPlaceholders bool
+	// Limits bound the program's processes, memory, file sizes and open
+	// files, with or without the sandbox. Zero: the defaults of Limits.
+	Limits Limits
 }
 
 // readOnlyRoot reports whether the root is bound read-only.
 func (c *Command) readOnlyRoot() bool { return c.ReadOnlyRoot == nil || *c.ReadOnlyRoot }
+
+// allowOptions reports whether a subscription's arguments may start with '-'.
+func (c *Command) allowOptions() bool { return c.AllowOptions == nil || *c.AllowOptions }
 
 var (
 	// commandName is the form of a command's name.
@@ -118,6 +154,18 @@ func (o *Options) withDefaults() (Options, error) {
 	if err := c.Validate(); err != nil {
 		return Options{}, err
 	}
+	var hidden []string
+	for _, p := range c.HiddenPaths {
+		if p == "" {
+			continue
+		}
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return Options{}, fmt.Errorf("hidden path %q: %w", p, err)
+		}
+		hidden = append(hidden, abs)
+	}
+	c.HiddenPaths = hidden
 	if err := c.checkDisk(); err != nil {
 		return Options{}, err
 	}
@@ -157,9 +205,14 @@ func (o *Options) withDefaults() (Options, error) {
 	for name, cmd := range c.Commands {
 		cmd.Env = maps.Clone(cmd.Env)
 		cmd.WritablePaths = slices.Clone(cmd.WritablePaths)
+		cmd.ReadablePaths = slices.Clone(cmd.ReadablePaths)
 		if cmd.ReadOnlyRoot != nil {
 			ro := *cmd.ReadOnlyRoot
 			cmd.ReadOnlyRoot = &ro
+		}
+		if cmd.AllowOptions != nil {
+			ao := *cmd.AllowOptions
+			cmd.AllowOptions = &ao
 		}
 		cmds[name] = cmd
 	}
@@ -241,21 +294,52 @@ func (c Command) validate(field string) error {
 			return mcpe.Invalid(fmt.Sprintf("%s.writablePaths[%d]", field, i), "%q is not an absolute path; give one such as /var/tmp/out", p)
 		}
 	}
-	return nil
+	for i, p := range c.ReadablePaths {
+		if !filepath.IsAbs(p) {
+			return mcpe.Invalid(fmt.Sprintf("%s.readablePaths[%d]", field, i), "%q is not an absolute path; give one such as /home/mcpe/.local/lib", p)
+		}
+	}
+	return c.Limits.validate(field + ".limits")
 }
 
-// checkDisk checks that each command's program is an executable file and
-// that its writable paths exist.
+// checkDisk checks that each command's program is an executable file, that
+// its writable and readable paths exist, and that none of them is one of the
+// hidden paths.
 func (o *Options) checkDisk() error {
+	private := make(map[string]bool)
+	for _, p := range o.HiddenPaths {
+		private[p] = true
+		if r := resolve(p); r != "" {
+			private[r] = true
+		}
+	}
+	isPrivate := func(key, p string) error {
+		if private[p] || private[resolve(p)] {
+			return mcpe.Invalid(key, "%s is private to the server (its database, configuration or data), which no handler program may see; use another path", p)
+		}
+		return nil
+	}
 	for _, name := range slices.Sorted(maps.Keys(o.Commands)) {
 		field := "commands." + name
 		c := o.Commands[name]
 		if err := checkExecutable(c.Path); err != nil {
 			return mcpe.Invalid(field+".path", "%v", err)
 		}
-		for i, p := range c.WritablePaths {
-			if _, err := os.Stat(p); err != nil {
-				return mcpe.Invalid(fmt.Sprintf("%s.writablePaths[%d]", field, i), "%v; the path must exist to be bound into the sandbox", err)
+		if err := isPrivate(field+".path", c.Path); err != nil {
+			return err
+		}
+		for _, list := range []struct {
+			key   string
+			paths []string
+		}{{"writablePaths", c.WritablePaths}, {"readablePaths", c.ReadablePaths}} {
+			for i, p := range list.paths {
+				key := fmt.Sprintf("%s.%s[%d]", field, list.key, i)
+				if _, err := os.Stat(p); err != nil {
+					return mcpe.Invalid(key, "%v; the path must exist to be bound into the sandbox", err)
+				}
+				if err := isPrivate(key, p); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -370,15 +370,17 @@ func TestTimeoutKillsGroup(t *testing.T) {
 			// A duration no other process uses, to find them by.
 			token := fmt.Sprintf("%d.%06d", 100+rand.IntN(800), rand.IntN(1000000))
 			spec := bashSpec("sh", "", "-c", "sleep "+token+" & echo started $!; sleep "+token)
-			spec.Timeout = 300
+			// Long enough for the program to start and print, under the
+			// race detector too, whose helper starts slower.
+			spec.Timeout = 1000
 			start := time.Now()
 			out := r.Handle(context.Background(), eventInv(spec, event(t, map[string]any{})))
 			elapsed := time.Since(start)
-			if want := `^killed after 300ms, the run's timeout: started [0-9]+$`; out.Err == nil || !regexp.MustCompile(want).MatchString(out.Err.Error()) {
+			if want := `^killed after 1s, the run's timeout: started [0-9]+$`; out.Err == nil || !regexp.MustCompile(want).MatchString(out.Err.Error()) {
 				t.Errorf("Err = %v, want one matching %s (output %q)", out.Err, want, out.Output)
 			}
 			if elapsed > 5*time.Second {
-				t.Errorf("Handle returned after %v; the timeout was 300ms", elapsed)
+				t.Errorf("Handle returned after %v; the timeout was 1s", elapsed)
 			}
 			// SIGKILL was sent; the processes may take a moment to go.
 			deadline := time.Now().Add(2 * time.Second)

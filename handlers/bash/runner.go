@@ -22,6 +22,8 @@ type Runner struct {
 	opts Options
 	// bwrap is the bubblewrap program, or "" to run without a sandbox.
 	bwrap string
+	// paths are what the sandbox hides and the helper it runs.
+	paths sandboxPaths
 	// slots holds a token per program running.
 	slots chan struct{}
 	// waitHook, when set, is called when a run starts waiting for a slot
@@ -40,7 +42,11 @@ func New(opts *Options) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("bash: %w", err)
 	}
-	bwrap, err := findBwrap(&o)
+	paths, err := newSandboxPaths(&o)
+	if err != nil {
+		return nil, err
+	}
+	bwrap, err := findBwrap(&o, &paths)
 	if err != nil {
 		return nil, err
 	}
@@ -49,7 +55,7 @@ func New(opts *Options) (*Runner, error) {
 	} else {
 		o.Logger.Info("bash handler: programs run without a sandbox", "sandbox", o.Sandbox, "commands", len(o.Commands))
 	}
-	return &Runner{opts: o, bwrap: bwrap, slots: make(chan struct{}, o.MaxConcurrent)}, nil
+	return &Runner{opts: o, bwrap: bwrap, paths: paths, slots: make(chan struct{}, o.MaxConcurrent)}, nil
 }
 
 // Sandboxed reports whether programs run under bubblewrap.
@@ -64,8 +70,8 @@ func (r *Runner) Commands() []string {
 }
 
 // Check tells whether spec may run: a bash handler naming an allowed
-// command, with a timeout the operator allows and no unknown MCPE_*
-// placeholder in its arguments.
+// command, with a timeout the operator allows, no unknown MCPE_* placeholder
+// in its arguments, and no option among them when the command allows none.
 func (r *Runner) Check(_ context.Context, _ string, spec *mcpe.HandlerSpec) error {
 	if spec == nil {
 		return mcpe.Invalid("handler", "is required")
@@ -73,7 +79,8 @@ func (r *Runner) Check(_ context.Context, _ string, spec *mcpe.HandlerSpec) erro
 	if spec.Type != mcpe.HandlerBash {
 		return mcpe.Invalid("handler.type", "%q is not %q; this handler runs only bash handlers", spec.Type, mcpe.HandlerBash)
 	}
-	if _, ok := r.opts.Commands[spec.Command]; !ok {
+	c, ok := r.opts.Commands[spec.Command]
+	if !ok {
 		if len(r.opts.Commands) == 0 {
 			return mcpe.Invalid("handler.command", "%q is not allowed: the operator allowed no commands on this server, so bash handlers cannot run here; use another handler type or leave handler out", spec.Command)
 		}
@@ -95,6 +102,9 @@ func (r *Runner) Check(_ context.Context, _ string, spec *mcpe.HandlerSpec) erro
 	for i, a := range spec.Args {
 		if name := unknownPlaceholder(a); name != "" {
 			return mcpe.Invalid(fmt.Sprintf("handler.args[%d]", i), "uses $%s, which is not a variable; the placeholders are %s, written $NAME or ${NAME}", name, "$"+strings.Join(varNames, ", $"))
+		}
+		if strings.HasPrefix(a, "-") && !c.allowOptions() {
+			return mcpe.Invalid(fmt.Sprintf("handler.args[%d]", i), "%q starts with '-': the operator allows no options for command %q; give operands only", a, spec.Command)
 		}
 	}
 	return nil
@@ -143,9 +153,9 @@ func (r *Runner) handle(ctx context.Context, inv *subscriptions.Invocation) (str
 	if err != nil {
 		return "", err
 	}
-	argv := make([]string, 0, len(spec.Args)+1)
-	for _, a := range spec.Args {
-		argv = append(argv, expand(a, vars))
+	argv, err := arguments(&c, spec.Command, spec.Args, vars)
+	if err != nil {
+		return "", err
 	}
 	var stdin []byte
 	input := spec.Input

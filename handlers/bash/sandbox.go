@@ -5,7 +5,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -13,10 +16,49 @@ import (
 // probeTimeout bounds the test run of bubblewrap in New.
 const probeTimeout = 10 * time.Second
 
+// newSandboxPaths returns what the sandbox of o hides, and the helper it
+// runs: the server's executable.
+func newSandboxPaths(o *Options) (sandboxPaths, error) {
+	sp := sandboxPaths{private: o.HiddenPaths, hidden: []string{o.WorkRoot}}
+	for _, p := range o.HiddenPaths {
+		if p == "/" {
+			o.Logger.Warn("bash handler: the root directory cannot be hidden from handler programs; list the paths in it instead", "path", p)
+		}
+	}
+	// The server's home holds what its user keeps private: keys,
+	// tokens, shell history; its runtime directory, the sockets of its
+	// session (D-Bus, systemd, an SSH agent), through which a program
+	// would act outside the sandbox. A command's paths in them are shown
+	// again.
+	for _, dir := range []string{homeDir(), os.Getenv("XDG_RUNTIME_DIR"), fmt.Sprintf("/run/user/%d", os.Getuid())} {
+		if filepath.IsAbs(dir) && !slices.Contains(sp.hidden, filepath.Clean(dir)) {
+			sp.hidden = append(sp.hidden, filepath.Clean(dir))
+		}
+	}
+	if o.Sandbox == SandboxOff || !helperSupported {
+		return sp, nil
+	}
+	exe, err := os.Executable()
+	if err == nil {
+		exe, err = filepath.EvalSymlinks(exe)
+	}
+	if err != nil {
+		return sp, fmt.Errorf("bash: find the server's executable, which runs in the sandbox to set a run's limits: %w", err)
+	}
+	sp.helper = exe
+	return sp, nil
+}
+
+// homeDir returns the home directory of the server's user, or "".
+func homeDir() string {
+	home, _ := os.UserHomeDir()
+	return home
+}
+
 // findBwrap returns the bubblewrap program to use, or "" to run without a
 // sandbox. It fails when the sandbox is required and bubblewrap is missing
 // or does not work on this system.
-func findBwrap(o *Options) (string, error) {
+func findBwrap(o *Options, sp *sandboxPaths) (string, error) {
 	if o.Sandbox == SandboxOff {
 		return "", nil
 	}
@@ -39,7 +81,7 @@ func findBwrap(o *Options) (string, error) {
 		o.Logger.Warn("bash handler: bubblewrap not usable; programs run without a sandbox", "bwrap", path, "error", err)
 		return "", nil
 	}
-	if err := probeBwrap(path); err != nil {
+	if err := probeBwrap(path, sp.helper); err != nil {
 		if required {
 			return "", fmt.Errorf("bash: sandbox is \"bwrap\" but %w", err)
 		}
@@ -49,14 +91,20 @@ func findBwrap(o *Options) (string, error) {
 	return path, nil
 }
 
-// probeBwrap runs bubblewrap once with the options of a run, so that a
-// system where it cannot create namespaces is found at start.
-func probeBwrap(path string) error {
+// probeBwrap runs bubblewrap once with the options of a run, and the helper
+// in it unless helper is "", so that a system where it cannot create
+// namespaces, or where the helper cannot run in the sandbox, is found at
+// start.
+func probeBwrap(path, helper string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), probeTimeout)
 	defer cancel()
-	args := append(bwrapArgs(&Command{}, ""), "--", path, "--version")
+	run := []string{path, "--version"}
+	if helper != "" {
+		run = slices.Concat([]string{helper, helperArg, helperExec, Limits{}.spec()}, run)
+	}
+	args := slices.Concat(bwrapArgs(&Command{}, &sandboxPaths{helper: helper}, ""), []string{"--"}, run)
 	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = []string{"PATH=" + DefaultPath}
+	cmd.Env = []string{"PATH=" + DefaultPath, helperMarkEnv + "=" + helperArg}
 	var out bytes.Buffer
 	cmd.Stdout = &out
 	cmd.Stderr = &out
@@ -68,40 +116,4 @@ func probeBwrap(path string) error {
 		return fmt.Errorf("%s does not work on this system: %s", path, msg)
 	}
 	return nil
-}
-
-// bwrapArgs returns bubblewrap's options for a run of c in the working
-// directory wd ("" for none), before the "--" that ends them.
-func bwrapArgs(c *Command, wd string) []string {
-	args := []string{
-		"--unshare-all",
-		"--die-with-parent",
-		"--new-session",
-		"--cap-drop", "ALL",
-	}
-	if c.Network {
-		args = append(args, "--share-net")
-	}
-	if c.readOnlyRoot() {
-		args = append(args, "--ro-bind", "/", "/")
-	} else {
-		args = append(args, "--bind", "/", "/")
-	}
-	args = append(args,
-		"--dev", "/dev",
-		"--proc", "/proc",
-		"--tmpfs", "/tmp",
-	)
-	// After the tmpfs, so that paths under /tmp show through it: the
-	// program itself (read-only), then the writable paths.
-	if strings.HasPrefix(c.Path, "/tmp/") {
-		args = append(args, "--ro-bind", c.Path, c.Path)
-	}
-	for _, p := range c.WritablePaths {
-		args = append(args, "--bind", p, p)
-	}
-	if wd != "" {
-		args = append(args, "--bind", wd, wd, "--chdir", wd)
-	}
-	return args
 }

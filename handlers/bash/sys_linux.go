@@ -8,17 +8,27 @@ import (
 // supported tells whether the handler can run programs on this system.
 const supported = true
 
-// procAttr puts the program in a new session, so in a process group of its
-// own that killGroup can kill, with no controlling terminal; it is killed
-// if the thread that started it exits, which run prevents by locking the
-// thread until the program has exited.
-func procAttr() *syscall.SysProcAttr {
-	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
+// procAttr puts the process in a new session, so in a process group of its
+// own that killGroup can kill, with no controlling terminal. It is killed if
+// the thread that started it exits, which run prevents by locking the thread
+// until the process has exited; a reaper gets SIGTERM instead, so as to kill
+// what it reaps first.
+func procAttr(reaper bool) *syscall.SysProcAttr {
+	sig := syscall.SIGKILL
+	if reaper {
+		sig = syscall.SIGTERM
+	}
+	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: sig}
 }
 
 // killGroup kills the process group pgid.
 func killGroup(pgid int) {
 	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+}
+
+// terminate sends SIGTERM to the process pid.
+func terminate(pid int) {
+	_ = syscall.Kill(pid, syscall.SIGTERM)
 }
 
 // waitExited blocks until the process pid has exited, and leaves it

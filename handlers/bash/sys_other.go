@@ -11,7 +11,9 @@ import (
 // needs process groups, which only Unix systems have.
 const supported = false
 
-func procAttr() *syscall.SysProcAttr { return nil }
+func procAttr(bool) *syscall.SysProcAttr { return nil }
+
+func terminate(pid int) { killGroup(pid) }
 
 func killGroup(pid int) {
 	if p, err := os.FindProcess(pid); err == nil {

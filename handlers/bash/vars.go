@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -109,6 +110,44 @@ func variables(inv *subscriptions.Invocation) (map[string]string, error) {
 	}
 	vars[varEventData] = string(data)
 	return vars, nil
+}
+
+// arguments expands the placeholders in args, the arguments a subscription
+// wrote for command c named name. It refuses an argument that the model
+// wrote with a leading '-' when c allows no options, and one that a
+// placeholder made start with '-' unless c allows it: a value an event sender
+// chose ("--output=/x" in a tag) never reaches the program as an option, even
+// after a "--", which not every program honors. A placeholder after literal
+// text ("--tags=$MCPE_EVENT_TAGS") is the subscription's choice.
+func arguments(c *Command, name string, args []string, vars map[string]string) ([]string, error) {
+	argv := make([]string, 0, len(args)+1)
+	for i, a := range args {
+		v := expand(a, vars)
+		switch {
+		case strings.HasPrefix(a, "-"):
+			if !c.allowOptions() {
+				return nil, fmt.Errorf("argument %d (%q) starts with '-': the operator allows no options for command %q", i+1, a, name)
+			}
+		case strings.HasPrefix(v, "-") && !c.AllowOptionPlaceholders:
+			return nil, fmt.Errorf("argument %d (%q) expands to %s, which starts with '-': event content never reaches a program as an option, so the run was refused; "+
+				"put literal text before the placeholder (such as \"--tags=$MCPE_EVENT_TAGS\"), or the operator sets allowOptionPlaceholders on command %q", i+1, a, quoteShort(v), name)
+		}
+		argv = append(argv, v)
+	}
+	return argv, nil
+}
+
+// quoteShort quotes s, cut to its first 64 bytes.
+func quoteShort(s string) string {
+	const n = 64
+	if len(s) <= n {
+		return strconv.Quote(s)
+	}
+	cut := n
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return strconv.Quote(s[:cut]) + "..."
 }
 
 // expand replaces the placeholders $NAME and ${NAME} in s, where NAME is a

@@ -58,6 +58,11 @@ type Options struct {
 	// clock by a day sets it longer, so as not to prune once per minute
 	// passed.
 	PruneInterval time.Duration
+	// PrivatePaths are paths no handler program may see: the database and
+	// its directory, the configuration file, the data directory. The bash
+	// handler's sandbox hides them (bash.Options.HiddenPaths); nil hides
+	// only the server user's home.
+	PrivatePaths []string
 }
 
 // App is a running mcpe-server without its listeners. Build it with New and
@@ -112,7 +117,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	rt.Inbox, rt.Logger, rt.WindowEntries = opts.Store, log, opts.WindowEntries
 	a.Sessions = realtime.NewRegistry(&rt)
 	late := &lateServer{}
-	if a.handlers, err = buildHandlers(&cfg.Handlers, late, opts.Clock, log); err != nil {
+	if a.handlers, err = buildHandlers(&cfg.Handlers, opts.PrivatePaths, late, opts.Clock, log); err != nil {
 		return nil, err
 	}
 	a.runner, err = handlers.New(handlers.Options{

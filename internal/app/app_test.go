@@ -29,6 +29,14 @@ func TestNewRefuses(t *testing.T) {
 	if _, err := New(context.Background(), Options{Config: cfg, Store: openStore(t)}); err == nil || !strings.Contains(err.Error(), "handlers.bash") {
 		t.Errorf("New with a relative command path = %v; want a handlers.bash error", err)
 	}
+	// The private paths reach the bash handler, which refuses to show one.
+	dir := t.TempDir()
+	cfg = &config.Config{Handlers: config.Handlers{Bash: &config.BashHandler{Sandbox: "off",
+		Commands: map[string]config.BashCommand{"x": {Path: "/bin/sh", WritablePaths: []string{dir}}}}}}
+	want := "handlers.bash.commands.x.writablePaths[0]: " + dir + " is private to the server"
+	if _, err := New(context.Background(), Options{Config: cfg, Store: openStore(t), PrivatePaths: []string{dir}}); err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("New with a private writable path = %v; want %q", err, want)
+	}
 }
 
 func TestNewAndClose(t *testing.T) {

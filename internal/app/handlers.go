@@ -33,14 +33,16 @@ func (h *handlerSet) close() {
 	}
 }
 
-// buildHandlers makes the handlers cfg turns on, on clock clk. late supplies
-// what the agent handler needs from the MCP server, which is built after
-// them.
-func buildHandlers(cfg *config.Handlers, late *lateServer, clk clock.Clock, log *slog.Logger) (*handlerSet, error) {
+// buildHandlers makes the handlers cfg turns on, on clock clk; the bash
+// handler's programs may not see private (Options.PrivatePaths). late
+// supplies what the agent handler needs from the MCP server, which is built
+// after them.
+func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk clock.Clock, log *slog.Logger) (*handlerSet, error) {
 	set := &handlerSet{byType: make(map[mcpe.HandlerType]subscriptions.Handler)}
 	if b := cfg.Bash; b != nil && len(b.Commands) > 0 {
 		opts := b.Options()
 		opts.Clock, opts.Logger = clk, log.With("handler", "bash")
+		opts.HiddenPaths = private
 		runner, err := bash.New(&opts)
 		if err != nil {
 			return nil, config.Within("handlers.bash", err)

@@ -57,9 +57,36 @@ type BashCommand struct {
 	Network bool `yaml:"network"`
 	// WritablePaths are paths it may write inside the sandbox.
 	WritablePaths []string `yaml:"writablePaths"`
+	// ReadablePaths are paths it may read inside the sandbox although
+	// they lie in a hidden directory, such as the server user's home.
+	ReadablePaths []string `yaml:"readablePaths"`
 	// ReadOnlyRoot keeps the file system read-only inside the sandbox.
 	// Default true.
 	ReadOnlyRoot *bool `yaml:"readOnlyRoot"`
+	// AllowOptions lets a subscription's arguments start with '-'; false
+	// gives the program operands only. Default true.
+	AllowOptions *bool `yaml:"allowOptions"`
+	// AllowOptionPlaceholders lets a placeholder expand to an argument
+	// that starts with '-' (event content read as an option). Default
+	// false: such a run is refused.
+	AllowOptionPlaceholders bool `yaml:"allowOptionPlaceholders"`
+	// Limits bound the program's resources.
+	Limits BashLimits `yaml:"limits"`
+}
+
+// BashLimits bound an allowed program's resources (setrlimit on its process);
+// -1 lifts a limit.
+type BashLimits struct {
+	// Processes bounds the processes and threads (RLIMIT_NPROC). Default
+	// 128 inside the sandbox, none without it.
+	Processes int `yaml:"processes"`
+	// MemoryBytes bounds each process's data (RLIMIT_DATA). Default 1 GiB.
+	MemoryBytes int64 `yaml:"memoryBytes"`
+	// FileBytes bounds a file it writes (RLIMIT_FSIZE). Default 64 MiB.
+	FileBytes int64 `yaml:"fileBytes"`
+	// OpenFiles bounds each process's open files (RLIMIT_NOFILE). Default
+	// 256.
+	OpenFiles int `yaml:"openFiles"`
 }
 
 // WebhookHandler configures the webhook handler.
@@ -155,11 +182,15 @@ func (h *Handlers) validate() error {
 }
 
 // Options returns the bash handler's options as configured; the caller adds
-// the Logger.
+// the Logger and the HiddenPaths.
 func (b *BashHandler) Options() bash.Options {
 	commands := make(map[string]bash.Command, len(b.Commands))
 	for name, c := range b.Commands {
-		commands[name] = bash.Command{Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadOnlyRoot: c.ReadOnlyRoot}
+		commands[name] = bash.Command{
+			Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadablePaths: c.ReadablePaths,
+			ReadOnlyRoot: c.ReadOnlyRoot, AllowOptions: c.AllowOptions, AllowOptionPlaceholders: c.AllowOptionPlaceholders,
+			Limits: bash.Limits(c.Limits),
+		}
 	}
 	return bash.Options{
 		Commands:       commands,

@@ -98,6 +98,8 @@ func TestParseHandlerErrors(t *testing.T) {
 		{"handlers:\n  bash:\n    commands:\n      notify: {path: notify-send}\n", `handlers.bash.commands.notify.path: "notify-send" is not an absolute path; give the program's absolute path`},
 		{"handlers:\n  bash:\n    commands:\n      'a b': {path: /bin/true}\n", `handlers.bash.commands.a b: a command name is`},
 		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, env: {MCPE_EVENT_ID: x}}\n", `handlers.bash.commands.x.env: "MCPE_EVENT_ID" is not a variable name`},
+		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, limits: {openFiles: -2}}\n", `handlers.bash.commands.x.limits.openFiles: is -2; give a positive number, -1 for no limit`},
+		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, limits: {stack: 1}}\n", "field stack not found"},
 		{"handlers:\n  bash:\n    defaultTimeout: 2m\n    maxTimeout: 1m\n", "handlers.bash.defaultTimeout: 2m0s is longer than maxTimeout 1m0s"},
 		{"handlers:\n  webhook:\n    allowNetworks: [localhost]\n", `handlers.webhook.allowNetworks[0]: "localhost" is not an address or a CIDR range`},
 		{"handlers:\n  webhook:\n    secrets:\n      '1X': {token: a, urls: ['https://h/']}\n", "handlers.webhook.secrets.1X: a secret name is"},
@@ -170,6 +172,12 @@ handlers:
     defaultTimeout: 10s
     commands:
       notify: {path: /nonexistent/notify-send, env: {DISPLAY: ":0"}, readOnlyRoot: false}
+      sort: {path: /usr/bin/sort, allowOptions: false}
+      tagged: {path: /usr/bin/tagged, allowOptionPlaceholders: true}
+      big:
+        path: /opt/big
+        readablePaths: [/home/mcpe/lib]
+        limits: {processes: 512, memoryBytes: 4294967296, fileBytes: -1, openFiles: 1024}
   webhook:
     allowHTTP: true
     allowNetworks: ["127.0.0.1"]
@@ -187,7 +195,13 @@ handlers:
 	}
 	no := false
 	wantBash := bash.Options{
-		Commands:       map[string]bash.Command{"notify": {Path: "/nonexistent/notify-send", Env: map[string]string{"DISPLAY": ":0"}, ReadOnlyRoot: &no}},
+		Commands: map[string]bash.Command{
+			"notify": {Path: "/nonexistent/notify-send", Env: map[string]string{"DISPLAY": ":0"}, ReadOnlyRoot: &no},
+			"sort":   {Path: "/usr/bin/sort", AllowOptions: &no},
+			"tagged": {Path: "/usr/bin/tagged", AllowOptionPlaceholders: true},
+			"big": {Path: "/opt/big", ReadablePaths: []string{"/home/mcpe/lib"},
+				Limits: bash.Limits{Processes: 512, MemoryBytes: 4 << 30, FileBytes: bash.NoLimit, OpenFiles: 1024}},
+		},
 		DefaultTimeout: 10 * time.Second,
 		MaxConcurrent:  2,
 		Sandbox:        bash.SandboxOff,
