@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
 
 // defaultDBPath returns the database file under the user's data directory:
@@ -28,4 +30,28 @@ func defaultDBPath() (string, error) {
 		return "", errors.New("cannot find a data directory (no $XDG_DATA_HOME or $HOME); pass --db PATH")
 	}
 	return filepath.Join(home, ".local", "share", app, file), nil
+}
+
+// privatePaths lists what no handler program may see: the database and its
+// directory, the configuration file, and the default
+// data directory (where another database may be).
+func privatePaths(db, cfgPath string) []string {
+	var out []string
+	add := func(p string) {
+		if p == "" {
+			return
+		}
+		if abs, err := filepath.Abs(p); err == nil {
+			out = append(out, abs)
+		}
+	}
+	if db != "" && db != sqlite.Memory {
+		add(db) // the sandbox hides its -wal, -shm and -journal with it
+		add(filepath.Dir(db))
+	}
+	add(cfgPath)
+	if d, err := defaultDBPath(); err == nil {
+		add(filepath.Dir(d))
+	}
+	return out
 }

@@ -559,3 +559,61 @@ func TestHandlerSchemasFollowConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestBashSandboxHidesServerFiles runs, through the real binary, an allowed
+// program that tries to read the config file (with a token in it) and the
+// database: inside the sandbox both are empty.
+func TestBashSandboxHidesServerFiles(t *testing.T) {
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("bubblewrap is required under CI=true")
+		}
+		t.Skip("bubblewrap is not installed (apt-get install bubblewrap)")
+	}
+	// Outside /tmp, which the sandbox hides whatever the server says.
+	dir, err := os.MkdirTemp("/var/tmp", "mcpe-sandbox-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	dbDir := filepath.Join(dir, "state")
+	cfgDir := filepath.Join(dir, "etc")
+	if err := os.Mkdir(cfgDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	script := filepath.Join(dir, "peek.sh")
+	body := "#!/bin/sh\nfor f in \"$@\"; do cat \"$f\" 2>/dev/null | head -c 200; done\necho end-of-peek\n"
+	if err := os.WriteFile(script, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const canary = "ingest-token-canary-5e1f"
+	cfg := filepath.Join(cfgDir, "mcpe.yaml")
+	yaml := `
+ingest:
+  tokens: [{token: ` + canary + `}]
+handlers:
+  bash:
+    sandbox: bwrap
+    commands:
+      peek: {path: ` + script + `}
+`
+	if err := os.WriteFile(cfg, []byte(yaml), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(dbDir, "mcpe.db")
+	c, base := startStdio(t, db, nil, "--config", cfg)
+	sub := c.Subscribe(t, map[string]any{
+		"filter":  map[string]any{"eventTypes": []string{"peek.*"}},
+		"handler": map[string]any{"type": "bash", "command": "peek", "args": []string{cfg, db, db + "-wal"}},
+	})
+	if code, resp := post(t, base, canary, `{"type": "peek.now"}`); code != http.StatusAccepted {
+		t.Fatalf("POST: %d %s", code, resp)
+	}
+	st := waitStatus(t, c, sub.ID, ran)
+	if st.Succeeded != 1 || !strings.Contains(st.LastOutput, "end-of-peek") {
+		t.Fatalf("the program did not run to its end: %+v", st)
+	}
+	if strings.Contains(st.LastOutput, canary) || strings.Contains(st.LastOutput, "SQLite format") {
+		t.Errorf("the program read the server's files: %q", st.LastOutput)
+	}
+}

@@ -84,6 +84,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		HTTP:    serveHTTP != "",
 		Version: version(),
 		Logger:  log,
+		// The bash handler's sandbox hides them from the programs it runs.
+		PrivatePaths: privatePaths(cfg.DB, *cfgPath),
 	})
 	if err != nil {
 		return err
