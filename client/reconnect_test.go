@@ -9,12 +9,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/client/clienttest"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -344,13 +344,13 @@ func TestMissedNoticeCatchesUp(t *testing.T) {
 // published, and checks that its handler then sees each of them once.
 func readSlowly(t *testing.T, s *clienttest.Server) {
 	t.Helper()
-	gate := newGate()
+	gate := mcpetest.NewGate()
 	dial := func(ctx context.Context) (mcp.Transport, error) {
 		tr, err := s.Transport(ctx, principal)
 		if err != nil {
 			return nil, err
 		}
-		return &gatedTransport{Transport: tr, gate: gate}, nil
+		return gate.Transport(tr), nil
 	}
 	got := make(chan string, 100)
 	c, err := client.New(&client.Options{Reconnect: dial, DedupSize: 8})
@@ -367,7 +367,7 @@ func readSlowly(t *testing.T, s *clienttest.Server) {
 	if _, err := c.Subscribe(ctxT(t), mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"*"}}}); err != nil {
 		t.Fatal(err)
 	}
-	gate.close()
+	gate.Close()
 	want := map[string]bool{}
 	for i := range 20 {
 		id, err := s.Publish(ctxT(t), mcpe.EventInput{Type: fmt.Sprintf("burst.e%d", i)})
@@ -376,7 +376,7 @@ func readSlowly(t *testing.T, s *clienttest.Server) {
 		}
 		want[id] = true
 	}
-	gate.open()
+	gate.Open()
 	seen := map[string]int{}
 	deadline := time.After(wait)
 	for len(seen) < len(want) {
@@ -392,61 +392,4 @@ func readSlowly(t *testing.T, s *clienttest.Server) {
 			t.Errorf("event %s seen %d times (published: %v)", id, n, want[id])
 		}
 	}
-}
-
-// gate holds up a connection's reads while closed.
-type gate struct {
-	mu      sync.Mutex
-	ch      chan struct{} // closed while the gate is open
-	release func()
-}
-
-func newGate() *gate {
-	g := &gate{ch: make(chan struct{}), release: func() {}}
-	close(g.ch)
-	return g
-}
-
-func (g *gate) close() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	ch := make(chan struct{})
-	g.ch, g.release = ch, sync.OnceFunc(func() { close(ch) })
-}
-
-func (g *gate) open() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.release()
-}
-
-func (g *gate) wait() {
-	g.mu.Lock()
-	ch := g.ch
-	g.mu.Unlock()
-	<-ch
-}
-
-// gatedTransport is a transport whose reads wait for the gate.
-type gatedTransport struct {
-	mcp.Transport
-	gate *gate
-}
-
-func (t *gatedTransport) Connect(ctx context.Context) (mcp.Connection, error) {
-	conn, err := t.Transport.Connect(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return &gatedConn{Connection: conn, gate: t.gate}, nil
-}
-
-type gatedConn struct {
-	mcp.Connection
-	gate *gate
-}
-
-func (c *gatedConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	c.gate.wait()
-	return c.Connection.Read(ctx)
 }

@@ -84,9 +84,13 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			var invalid *mcpe.InvalidError
 			if !errors.As(err, &invalid) {
-				// Answer 5xx so that Alertmanager retries the whole
-				// notification: what was accepted so far is then a
-				// duplicate and is not delivered twice.
+				// Answer 5xx (or 429) so that Alertmanager retries the
+				// whole notification: what was accepted so far is then
+				// a duplicate and is not delivered twice.
+				if httpapi.RetryLater(w, err) {
+					a.log.Warn("alert not accepted now; Alertmanager retries", "type", c.event.Type, "index", c.index, "error", err)
+					return
+				}
 				a.log.Error("publish alert", "type", c.event.Type, "index", c.index, "error", err)
 				httpapi.WriteError(w, http.StatusInternalServerError, httpapi.CodeInternal,
 					fmt.Sprintf("alerts[%d] of %d could not be stored, so the notification was not accepted; Alertmanager retries it, and the %d alerts accepted before it are then recognised as repeats",

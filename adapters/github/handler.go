@@ -92,8 +92,13 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			refuse(badRequest("the event made of this delivery was refused: " + err.Error()))
 			return
 		}
-		// A 5xx answer marks the delivery failed on GitHub, where it can
-		// be redelivered; the redelivery carries the same delivery ID.
+		// A 4xx or 5xx answer marks the delivery failed on GitHub, where
+		// it can be redelivered; the redelivery carries the same delivery
+		// ID.
+		if httpapi.RetryLater(w, err) {
+			logger.Warn("github event not accepted now; redeliver it", "type", ev.Type, "error", err)
+			return
+		}
 		logger.Error("publish github event", "type", ev.Type, "error", err)
 		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.CodeInternal,
 			"the event could not be stored; redeliver it from the webhook's Recent Deliveries on GitHub")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 const (
@@ -247,6 +248,13 @@ func (u *upstream) emit(ctx context.Context, kind string, data any, p mcpe.Prior
 	u.enqueue(ctx, ev)
 }
 
+// retryLaterFirst and retryLaterMax bound the waits before an event the
+// server could not take now is published again.
+const (
+	retryLaterFirst = 50 * time.Millisecond
+	retryLaterMax   = 5 * time.Second
+)
+
 // enqueue queues ev for publishing, waiting while the queue is full.
 func (u *upstream) enqueue(ctx context.Context, ev mcpe.Event) {
 	select {
@@ -262,7 +270,7 @@ func (u *upstream) publishLoop(ctx context.Context) {
 		case <-ctx.Done():
 			return
 		case ev := <-u.queue:
-			res, err := u.a.opts.Publisher.Publish(ctx, ev)
+			res, err := u.publishOne(ctx, ev)
 			switch {
 			case err != nil:
 				u.log.Warn("mcp upstream: event not published", "type", ev.Type, "error", err)
@@ -270,6 +278,30 @@ func (u *upstream) publishLoop(ctx context.Context) {
 				u.log.Debug("mcp upstream: duplicate event", "type", ev.Type, "source_event_id", ev.Metadata.SourceEventID)
 			}
 		}
+	}
+}
+
+// publishOne publishes ev, waiting and trying again while the server asks
+// to send it later (a subscriber's session too far behind, a store that
+// cannot keep it now): the queue, and then the upstream's notifications,
+// wait meanwhile rather than lose it.
+func (u *upstream) publishOne(ctx context.Context, ev mcpe.Event) (subscriptions.PublishResult, error) {
+	delay := retryLaterFirst
+	for {
+		res, err := u.a.opts.Publisher.Publish(ctx, ev)
+		if !errors.Is(err, subscriptions.ErrBusy) && !errors.Is(err, subscriptions.ErrUnavailable) {
+			return res, err
+		}
+		u.log.Debug("mcp upstream: event not accepted now; trying again", "type", ev.Type, "error", err, "retry_in", delay)
+		due := make(chan struct{})
+		timer := u.a.opts.Clock.AfterFunc(delay, func() { close(due) })
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return res, err
+		case <-due:
+		}
+		delay = min(2*delay, retryLaterMax)
 	}
 }
 

@@ -91,8 +91,12 @@ func (a *Adapter) publish(w http.ResponseWriter, r *http.Request, req *request, 
 			a.refuse(w, httpapi.BadRequest("event %s was refused: %v", req.eventID, err), retry)
 			return
 		}
-		// Answer 5xx so that Slack retries; a retry of an event that was
-		// stored after all is recognised by its event_id.
+		// Answer 5xx (or 429) so that Slack retries; a retry of an event
+		// that was stored after all is recognised by its event_id.
+		if httpapi.RetryLater(w, err) {
+			a.log.Warn("slack event not accepted now; Slack retries it", append([]any{"slack_event_id", req.eventID, "error", err}, retry...)...)
+			return
+		}
 		a.log.Error("publish slack event", append([]any{"slack_event_id", req.eventID, "type", ev.Type, "error", err}, retry...)...)
 		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.CodeInternal,
 			fmt.Sprintf("event %s could not be stored; Slack retries it, and a retry of an event already stored is recognised by its event_id", req.eventID))

@@ -107,11 +107,22 @@ func startStdio(t *testing.T, db string, opts *mcp.ClientSessionOptions, args ..
 // startStdioProcess is startStdio that also returns the server process.
 func startStdioProcess(t *testing.T, db string, opts *mcp.ClientSessionOptions, args ...string) (*mcpetest.Client, string, *exec.Cmd) {
 	t.Helper()
+	return startStdioGated(t, db, opts, nil, args...)
+}
+
+// startStdioGated is startStdioProcess whose client reads only while gate
+// (when not nil) is open.
+func startStdioGated(t *testing.T, db string, opts *mcp.ClientSessionOptions, gate *mcpetest.Gate, args ...string) (*mcpetest.Client, string, *exec.Cmd) {
+	t.Helper()
 	cmd := exec.Command(binary, append([]string{"--stdio", "--http", "127.0.0.1:0", "--db", db}, args...)...)
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	logs := watchLog(t, pr)
-	c := mcpetest.Connect(t, &mcp.CommandTransport{Command: cmd}, opts)
+	var tr mcp.Transport = &mcp.CommandTransport{Command: cmd}
+	if gate != nil {
+		tr = gate.Transport(tr)
+	}
+	c := mcpetest.Connect(t, tr, opts)
 	addr := logs.waitAddr(t)
 	t.Cleanup(func() { pw.Close() })
 	return c, "http://" + addr, cmd

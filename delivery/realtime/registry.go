@@ -17,6 +17,7 @@ import (
 // Defaults for Options.
 const (
 	DefaultWindowEntries  = 1024
+	MaxWindowEntries      = 1 << 20
 	DefaultWindowBytes    = 4 << 20
 	DefaultBatchMessages  = 256
 	DefaultBatchBytes     = 1 << 20
@@ -141,6 +142,9 @@ func (o *Options) defaults() {
 // Validate checks the options; errors name the fields by their
 // configuration keys.
 func (o *Options) Validate() error {
+	if o.WindowEntries < 0 || o.WindowEntries > MaxWindowEntries {
+		return mcpe.Invalid("window", "is %d; it must be between 1 and %d, or left out for %d", o.WindowEntries, MaxWindowEntries, DefaultWindowEntries)
+	}
 	switch o.OnFullBacklog {
 	case "", OnFullBacklogRefuse, OnFullBacklogSkip:
 	default:

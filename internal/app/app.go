@@ -113,8 +113,11 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	// The registry keeps the wall clock: its waits are for transports (an
 	// event stream that is not open yet), which run in real time even when
 	// a test moves the server's clock.
-	rt := cfg.Delivery.Backlog.Options()
-	rt.Inbox, rt.Logger, rt.WindowEntries = opts.Store, log, opts.WindowEntries
+	rt := cfg.Delivery.Realtime()
+	rt.Inbox, rt.Logger = opts.Store, log
+	if opts.WindowEntries > 0 {
+		rt.WindowEntries = opts.WindowEntries
+	}
 	a.Sessions = realtime.NewRegistry(&rt)
 	late := &lateServer{}
 	if a.handlers, err = buildHandlers(&cfg.Handlers, opts.PrivatePaths, late, opts.Clock, log); err != nil {

@@ -134,6 +134,10 @@ type Delivery struct {
 	// PendingDigests is how many of the digests that fired while their owner
 	// had no live session are sent when it connects again. Default 10.
 	PendingDigests int `yaml:"pendingDigests"`
+	// Window is how many of a principal's latest deliveries are kept in
+	// memory for its live sessions; a session further behind reads them
+	// from the inbox. Default 1024.
+	Window int `yaml:"window"`
 	// Backlog bounds what one live session may be owed and not yet sent.
 	Backlog Backlog `yaml:"backlog"`
 }
@@ -153,9 +157,10 @@ type Backlog struct {
 	OnFull string `yaml:"onFull"`
 }
 
-// Options returns the realtime registry's options for b.
-func (b Backlog) Options() realtime.Options {
-	return realtime.Options{BacklogEntries: b.MaxEntries, BacklogBytes: b.MaxBytes, OnFullBacklog: b.OnFull}
+// Realtime returns the realtime registry's options for d.
+func (d Delivery) Realtime() realtime.Options {
+	b := d.Backlog
+	return realtime.Options{WindowEntries: d.Window, BacklogEntries: b.MaxEntries, BacklogBytes: b.MaxBytes, OnFullBacklog: b.OnFull}
 }
 
 // Log configures logging.
@@ -317,7 +322,7 @@ func (c *Config) validate() error {
 	if c.Delivery.PendingDigests < 0 {
 		return errors.New("delivery.pendingDigests must be positive (or left out for 10)")
 	}
-	if opts := c.Delivery.Backlog.Options(); opts.Validate() != nil {
+	if opts := c.Delivery.Realtime(); opts.Validate() != nil {
 		return Within("delivery", opts.Validate())
 	}
 	if m := time.Duration(c.Delivery.MinEvery); m != 0 && m < time.Second {

@@ -134,6 +134,10 @@ func TestParseErrors(t *testing.T) {
 		{name: "negative maxPerPrincipal", yaml: "subscriptions:\n  maxPerPrincipal: -1\n", want: []string{"subscriptions.maxPerPrincipal must be positive"}},
 		{name: "negative maxBodyBytes", yaml: "ingest:\n  maxBodyBytes: -1\n", want: []string{"ingest.maxBodyBytes: is -1; give a positive number of bytes"}},
 		{name: "negative maxEntries", yaml: "inbox:\n  maxEntries: -5\n", want: []string{"inbox.maxEntries must be positive"}},
+		{name: "negative window", yaml: "delivery:\n  window: -1\n", want: []string{"delivery.window", "is -1", "between 1 and"}},
+		{name: "unknown onFull", yaml: "delivery:\n  backlog:\n    onFull: drop\n", want: []string{"delivery.backlog.onFull", `"drop"`, `"refuse"`, `"skip"`}},
+		{name: "negative backlog entries", yaml: "delivery:\n  backlog:\n    maxEntries: -1\n", want: []string{"delivery.backlog.maxEntries", "is -1"}},
+		{name: "negative backlog bytes", yaml: "delivery:\n  backlog:\n    maxBytes: -1\n", want: []string{"delivery.backlog.maxBytes", "is -1"}},
 
 		{name: "bad log level", yaml: "log:\n  level: loud\n", want: []string{"log.level", `"loud"`, "debug, info, warn or error"}},
 		{name: "bad log format", yaml: "log:\n  format: xml\n", want: []string{"log.format", `"xml"`, `"text" or "json"`}},

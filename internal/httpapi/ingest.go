@@ -127,13 +127,11 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			WriteError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
 			return
 		}
-		h.opts.Logger.Error("publish event", "type", ev.Type, "error", err)
-		if errors.Is(err, subscriptions.ErrUnavailable) {
-			// What cannot be kept is not accepted: the sender keeps it.
-			w.Header().Set("Retry-After", "60")
-			WriteError(w, http.StatusServiceUnavailable, CodeUnavailable, "the server cannot keep events now (its database is gone); it was not accepted, send it again later")
+		if RetryLater(w, err) {
+			h.opts.Logger.Debug("event not accepted now", "type", ev.Type, "error", err)
 			return
 		}
+		h.opts.Logger.Error("publish event", "type", ev.Type, "error", err)
 		WriteError(w, http.StatusInternalServerError, CodeInternal, "the event could not be stored; it was not accepted, try again")
 		return
 	}

@@ -2,8 +2,11 @@ package httpapi
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // Error codes of the JSON refusals, shared by POST /v1/events and the
@@ -18,6 +21,7 @@ const (
 	CodeMethodNotAllowed = "method_not_allowed"
 	CodeInternal         = "internal"
 	CodeUnavailable      = "unavailable"
+	CodeBusy             = "busy"
 )
 
 // ErrorBody is the body of every refusal: {"error": {"code", "message"}}.
@@ -60,3 +64,21 @@ func (e *RequestError) Error() string { return e.Message }
 
 // Write writes the refusal to w.
 func (e *RequestError) Write(w http.ResponseWriter) { WriteError(w, e.Status, e.Code, e.Message) }
+
+// RetryLater answers, with Retry-After, a publish error after which the
+// sender should send the same event again: a subscriber's live session too
+// far behind (429) or a store that cannot keep events now (503). It reports
+// whether err was one of those. The event was not accepted either way.
+func RetryLater(w http.ResponseWriter, err error) bool {
+	switch {
+	case errors.Is(err, subscriptions.ErrBusy):
+		w.Header().Set("Retry-After", "1")
+		WriteError(w, http.StatusTooManyRequests, CodeBusy, "a live session this event is for is too far behind; the event was not accepted, send it again in a second")
+	case errors.Is(err, subscriptions.ErrUnavailable):
+		w.Header().Set("Retry-After", "60")
+		WriteError(w, http.StatusServiceUnavailable, CodeUnavailable, "the server cannot keep events now (its database is gone); the event was not accepted, send it again later")
+	default:
+		return false
+	}
+	return true
+}
