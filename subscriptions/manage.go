@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/google/uuid"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -27,7 +26,7 @@ func (s *Service) prepareDelivery(d *mcpe.Delivery, now time.Time) error {
 func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.SubscribeRequest) (*Subscription, error) {
 	now := s.clock.Now().UTC()
 	sub := &Subscription{Principal: principal, Subscription: mcpe.Subscription{
-		ID:        uuid.NewString(),
+		ID:        NewID(),
 		Status:    mcpe.StatusActive,
 		Filter:    req.Filter,
 		CreatedAt: now,

@@ -232,6 +232,10 @@ type session struct {
 	// attached is when Attach ran; the stream wait counts from it until the
 	// first successful write.
 	attached time.Time
+	// ahead are inbox entries read for a catch-up and not sent yet, those
+	// that follow aheadFrom; only the session's writer uses them.
+	ahead     []subscriptions.InboxEntry
+	aheadFrom int64
 }
 
 // NewRegistry returns an empty Registry.
@@ -591,26 +595,30 @@ func (r *Registry) catchUp(s *session, b batch) (batch, error) {
 		r.mu.Unlock()
 		return batch{}, nil
 	}
-	pruned, err := r.opts.Inbox.PrunedThrough(ctx, s.o.principal)
-	if err != nil {
-		return batch{}, err
-	}
-	if pruned > b.from {
-		r.mu.Lock()
-		if s.cursor == b.from {
-			from := s.cursor
-			s.cursor = pruned
-			s.replay = append(s.replay, missed(from, pruned, retentionReason))
+	if s.aheadFrom != b.from || len(s.ahead) == 0 {
+		// Read ahead: a batch takes a part of what one read returns, and
+		// the next batch the rest.
+		s.ahead, s.aheadFrom = nil, b.from
+		pruned, err := r.opts.Inbox.PrunedThrough(ctx, s.o.principal)
+		if err != nil {
+			return batch{}, err
 		}
-		r.mu.Unlock()
-		return batch{}, nil
+		if pruned > b.from {
+			r.mu.Lock()
+			if s.cursor == b.from {
+				from := s.cursor
+				s.cursor = pruned
+				s.replay = append(s.replay, missed(from, pruned, retentionReason))
+			}
+			r.mu.Unlock()
+			return batch{}, nil
+		}
+		if s.ahead, _, err = r.opts.Inbox.ReadInbox(ctx, s.o.principal, b.from, catchUpLimit); err != nil {
+			return batch{}, err
+		}
 	}
-	entries, _, err := r.opts.Inbox.ReadInbox(ctx, s.o.principal, b.from, catchUpLimit)
-	if err != nil {
-		return batch{}, err
-	}
-	for _, e := range entries {
-		msgs := messages(e)
+	for len(s.ahead) > 0 {
+		msgs := messages(s.ahead[0])
 		n := 0
 		for _, m := range msgs {
 			n += m.size()
@@ -619,10 +627,14 @@ func (r *Registry) catchUp(s *session, b batch) (batch, error) {
 			break
 		}
 		b.msgs = append(b.msgs, msgs...)
-		b.cursor = e.Seq
+		b.cursor = s.ahead[0].Seq
 		b.count++
 		b.bytes += int64(n)
+		s.ahead[0] = subscriptions.InboxEntry{}
+		s.ahead = s.ahead[1:]
 	}
+	// What is left follows the cursor the batch reaches once sent.
+	s.aheadFrom = b.cursor
 	return b, nil
 }
 

@@ -38,7 +38,7 @@ func (s *Store) readEntries(ctx context.Context, rows *sql.Rows, capacity int) (
 			if err := rows.Scan(&e.Seq, &e.Principal, &ids, &kind, &event, &members, &e.Remaining, &created); err != nil {
 				return err
 			}
-			if err := json.Unmarshal([]byte(ids), &e.SubscriptionIDs); err != nil {
+			if err := decodeInto(ids, &e.SubscriptionIDs); err != nil {
 				return fmt.Errorf("inbox entry %d: decode subscription IDs: %w", e.Seq, err)
 			}
 			e.Kind = mcpe.InboxKind(kind)
@@ -47,7 +47,7 @@ func (s *Store) readEntries(ctx context.Context, rows *sql.Rows, capacity int) (
 			}
 			if members.Valid {
 				var list []string
-				if err := json.Unmarshal([]byte(members.String), &list); err != nil {
+				if err := decodeInto(members.String, &list); err != nil {
 					return fmt.Errorf("inbox entry %d: decode batch: %w", e.Seq, err)
 				}
 				batchIDs[len(out)] = list

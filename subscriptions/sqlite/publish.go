@@ -66,6 +66,7 @@ type batch struct {
 const (
 	findDuplicateQuery = `SELECT id FROM events WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`
 	activeQuery        = `SELECT id FROM subscriptions WHERE id IN (SELECT value FROM json_each(?)) AND status = 'active'`
+	countActiveQuery   = `SELECT count(*) FROM subscriptions WHERE id IN (SELECT value FROM json_each(?)) AND status = 'active'`
 	insertBufferQuery  = `INSERT INTO buffer (subscription_id, seq, event_id, created_at)
 		SELECT value ->> 0, value ->> 1, value ->> 2, ? FROM json_each(?)`
 )
@@ -73,7 +74,7 @@ const (
 // prepare fetches the statements the transaction will use: they are
 // prepared before it takes the only write connection.
 func (b *batch) prepare() error {
-	queries := []string{findDuplicateQuery, activeQuery, insertBufferQuery}
+	queries := []string{findDuplicateQuery, countActiveQuery, activeQuery, insertBufferQuery}
 	for n := 1; n <= min(len(b.pubs), maxEventRows); n++ {
 		queries = append(queries, insertEvents(n))
 	}
@@ -203,7 +204,19 @@ func (b *batch) active() error {
 	if len(ids) == 0 {
 		return nil
 	}
-	active, err := queryStrings(b.ctx, b.stmt(activeQuery), mustJSON(ids))
+	list := mustJSON(ids)
+	// Almost always every target is still active: one row tells.
+	var n int
+	if err := b.stmt(countActiveQuery).QueryRowContext(b.ctx, list).Scan(&n); err != nil {
+		return err
+	}
+	if n == len(ids) {
+		for _, id := range ids {
+			b.isActive[id] = true
+		}
+		return nil
+	}
+	active, err := queryStrings(b.ctx, b.stmt(activeQuery), list)
 	for _, id := range active {
 		b.isActive[id] = true
 	}

@@ -111,6 +111,10 @@ func OpenWith(ctx context.Context, path string, opts *Options) (*Store, error) {
 	params.Add("_pragma", "busy_timeout(10000)")
 	params.Add("_pragma", "foreign_keys(ON)")
 	params.Add("_txlock", "immediate")
+	// Statement journals (a multi-row INSERT that may fail halfway keeps
+	// one) and temporary tables stay in memory: in a file they cost a
+	// write(2) per page, the most of a small transaction.
+	params.Add("_pragma", "temp_store(MEMORY)")
 	if path == Memory {
 		db, err := sql.Open("sqlite", "file::memory:?"+params.Encode())
 		if err != nil {
