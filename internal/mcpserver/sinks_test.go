@@ -1,0 +1,197 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// TestLineWriterKeepsLinesWhole writes the SDK's messages and batches of
+// notifications at once from several goroutines: every line that comes out
+// is one whole JSON-RPC message.
+func TestLineWriterKeepsLinesWhole(t *testing.T) {
+	var out bytes.Buffer
+	lw := newLineWriter(&out)
+	var wg sync.WaitGroup
+	for g := range 4 {
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				fmt.Fprintf(lw, `{"jsonrpc":"2.0","id":%d,"result":{}}`+"\n", g*1000+i)
+			}
+		}()
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				msgs := []realtime.Message{
+					{Method: mcpe.MethodEvent, Params: json.RawMessage(fmt.Sprintf(`{"subscriptionId":"s%d","event":{"n":%d}}`, g, i))},
+					{Method: mcpe.MethodEvent, Params: json.RawMessage(fmt.Sprintf(`{"subscriptionId":"t%d","event":{"n":%d}}`, g, i))},
+				}
+				if err := lw.WriteMessages(context.Background(), msgs); err != nil {
+					t.Error(err)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 4*(50+100) {
+		t.Fatalf("%d lines; want %d", len(lines), 4*150)
+	}
+	for _, l := range lines {
+		var m struct {
+			JSONRPC string `json:"jsonrpc"`
+		}
+		if err := json.Unmarshal([]byte(l), &m); err != nil || m.JSONRPC != "2.0" {
+			t.Fatalf("line %q is not a JSON-RPC message: %v", l, err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := lw.WriteMessages(ctx, []realtime.Message{{Method: "x", Params: json.RawMessage(`{}`)}}); err == nil {
+		t.Error("WriteMessages with a cancelled context succeeded")
+	}
+}
+
+// TestHeldWriterFlushesOncePerBatch checks that the flushes the SDK makes
+// while a batch is held are put off to its end, and that nothing is written
+// once the stream's handler has returned.
+func TestHeldWriterFlushesOncePerBatch(t *testing.T) {
+	rec := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
+	h := &heldWriter{ResponseWriter: rec}
+	rc := http.NewResponseController(h)
+	h.hold()
+	for range 3 {
+		io.WriteString(h, "data: x\n\n")
+		if err := rc.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if rec.flushes != 0 {
+		t.Fatalf("%d flushes while held; want none", rec.flushes)
+	}
+	h.release()
+	if rec.flushes != 1 {
+		t.Fatalf("%d flushes after release; want 1", rec.flushes)
+	}
+	rc.Flush()
+	if rec.flushes != 2 {
+		t.Fatalf("%d flushes after a flush not held; want 2", rec.flushes)
+	}
+	h.finish()
+	if _, err := io.WriteString(h, "late"); err == nil || strings.Contains(rec.Body.String(), "late") {
+		t.Error("a write after the handler returned went through")
+	}
+}
+
+type flushCounter struct {
+	*httptest.ResponseRecorder
+	flushes int
+}
+
+func (f *flushCounter) Flush() { f.flushes++; f.ResponseRecorder.Flush() }
+
+// BenchmarkSessionWriter measures one stdio session's writer: deliveries of
+// 10 notifications each (an event matching 10 subscriptions of the
+// principal) written by the registry into a pipe that a reader empties as
+// fast as it can, through a lineWriter (batched, pre-encoded: what the
+// server does) and, for comparison, through the go-sdk's connection one
+// message at a time (sdk). It reports notifications/s.
+func BenchmarkSessionWriter(b *testing.B) {
+	b.Run("lines", func(b *testing.B) {
+		benchWriter(b, func(w io.WriteCloser) realtime.Sink { return lineSink{newLineWriter(w)} })
+	})
+	b.Run("sdk", func(b *testing.B) {
+		benchWriter(b, func(w io.WriteCloser) realtime.Sink {
+			in, inW, err := os.Pipe() // nothing is ever sent to the server
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { in.Close(); inW.Close() })
+			srv := mcp.NewServer(&mcp.Implementation{Name: "bench", Version: "1"}, nil)
+			ss, err := srv.Connect(context.Background(), &mcp.IOTransport{Reader: in, Writer: w}, nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.Cleanup(func() { ss.Close() })
+			sink, err := SessionSink(ss)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return sink
+		})
+	})
+}
+
+func benchWriter(b *testing.B, sinkOf func(io.WriteCloser) realtime.Sink) {
+	const perEntry, chunk = 10, 2048
+	r, w, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer r.Close()
+	defer w.Close()
+	lines := make(chan int, 64)
+	go func() {
+		br := bufio.NewReaderSize(r, 1<<16)
+		n := 0
+		for {
+			_, err := br.ReadSlice('\n')
+			if err != nil && err != bufio.ErrBufferFull {
+				close(lines)
+				return
+			}
+			if err == nil {
+				if n++; n%perEntry == 0 {
+					lines <- n
+				}
+			}
+		}
+	}()
+	// The window holds two chunks: the writer never falls behind it.
+	reg := realtime.NewRegistry(&realtime.Options{WindowEntries: 2 * chunk, WindowBytes: 64 << 20})
+	defer reg.Close()
+	defer reg.Attach("p", sinkOf(w))()
+	ids := make([]string, perEntry)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("0198a3c2-7a6e-7000-8000-%012d", i)
+	}
+	event := json.RawMessage(`{"id":"0198a3c2-7a6e-7000-9000-000000000001","type":"svc1.created","data":{"seq":1,"sent":1764086400000000000},"metadata":{"timestamp":"2026-11-25T16:00:00Z","priority":"normal"}}`)
+	b.ResetTimer()
+	seq := int64(0)
+	for done := 0; done < b.N; {
+		n := min(chunk, b.N-done)
+		entries := make([]subscriptions.InboxEntry, n)
+		for i := range entries {
+			seq++
+			entries[i] = subscriptions.InboxEntry{Seq: seq, Principal: "p", SubscriptionIDs: ids, Kind: mcpe.InboxEvent, Event: event}
+		}
+		reg.Deliver(entries)
+		done += n
+		for got := 0; got != done*perEntry; {
+			select {
+			case got = <-lines:
+			case <-time.After(time.Minute):
+				b.Fatalf("the reader got %d notifications of %d in a minute (%+v)", got, done*perEntry, reg.Stats())
+			}
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N*perEntry)/b.Elapsed().Seconds(), "notifications/s")
+}
