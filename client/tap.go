@@ -7,13 +7,16 @@ package client
 // and the open PRs that add SendNotification). Tap does it with public API
 // only: for Streamable HTTP it taps the SSE bodies at the http.RoundTripper
 // (wrapping the connection would disable the SDK's standalone stream), for
-// other transports it filters Connection.Read. When the SDK gains a public
+// a subprocess or an io.Reader it filters the lines before the SDK reads
+// them (lines.go), for other transports it filters Connection.Read. When the SDK gains a public
 // API, Tap shrinks to a handler registration.
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"mime"
 	"net/http"
@@ -38,8 +41,15 @@ func isEventsMethod(method string) bool { return strings.HasPrefix(method, metho
 // notification (method prefix "events/") to h. Any go-sdk client can use it
 // to hear events; Client uses it for its own connections.
 func Tap(t mcp.Transport, h TapHandler) mcp.Transport {
-	if st, ok := t.(*mcp.StreamableClientTransport); ok {
-		return wrapHTTP(st, func(rt http.RoundTripper) http.RoundTripper { return &sseTap{base: rt, handler: h} })
+	switch t := t.(type) {
+	case *mcp.StreamableClientTransport:
+		return wrapHTTP(t, func(rt http.RoundTripper) http.RoundTripper { return &sseTap{base: rt, handler: h} })
+	case *mcp.CommandTransport:
+		return &commandTap{t: t, h: h}
+	case *mcp.IOTransport:
+		cp := *t
+		cp.Reader = newLineFilter(t.Reader, h)
+		return &filterTransport{Transport: &cp, handler: h}
 	}
 	return &filterTransport{Transport: t, handler: h}
 }
@@ -94,9 +104,11 @@ func (c *filterConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 }
 
-// sseTap watches the server-sent-event bodies of Streamable HTTP responses
-// and hands MCPE notifications to the handler. The bytes pass through
-// unchanged; the SDK then ignores those notifications.
+// sseTap takes MCPE notifications out of the server-sent-event bodies of
+// Streamable HTTP responses and hands them to the handler; the rest of the
+// stream passes unchanged. The SDK would decode each notification only to
+// drop it, at a cost that caps its client near 20 000 notifications/s
+// (lines.go says why).
 type sseTap struct {
 	base    http.RoundTripper
 	handler TapHandler
@@ -113,62 +125,95 @@ func (t *sseTap) RoundTrip(req *http.Request) (*http.Response, error) {
 	return resp, nil
 }
 
-// maxSSELine bounds the buffered part of one SSE line; a longer line is
-// passed through without inspection.
+// maxSSELine bounds one SSE line that is inspected; a longer line, and the
+// rest of its event, pass without inspection.
 const maxSSELine = 16 << 20
 
-// sseReader parses the event stream as the SDK reads it.
+// sseReader reads an event stream and returns it without the events that
+// carry MCPE notifications, which go to the handler; such an event that had
+// an id leaves that id, so that the client's last event ID still moves.
+// Other events, comments, and events with an over-long line pass as they
+// came. An event is held until its end (the SDK dispatches it only then).
 type sseReader struct {
 	io.ReadCloser
 	handler TapHandler
 	maxLine int // zero means maxSSELine; tests set less
-	line    []byte
-	data    []byte
-	skip    bool // the current line overflowed maxSSELine
-	broken  bool // the current event had such a line: it is not dispatched
+	br      *bufio.Reader
+	line    []byte // the line being read
+	event   []byte // the current event's lines so far
+	data    []byte // its data field
+	id      []byte // its last id line
+	skip    bool   // inside an over-long line: it passes as read
+	broken  bool   // the current event had an over-long line: it passes
+	out     []byte // what Read returns next
+	err     error
 }
 
 func (r *sseReader) Read(p []byte) (int, error) {
-	n, err := r.ReadCloser.Read(p)
-	r.feed(p[:n])
-	return n, err
-}
-
-func (r *sseReader) feed(b []byte) {
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
-		if i < 0 {
-			r.buffer(b)
-			return
+	if r.br == nil {
+		r.br = bufio.NewReaderSize(r.ReadCloser, 64<<10)
+	}
+	for len(r.out) == 0 {
+		if r.err != nil {
+			// An unfinished event passes as it came.
+			r.out = append(r.event, r.line...)
+			r.event, r.line = nil, nil
+			if len(r.out) == 0 {
+				return 0, r.err
+			}
+			break
 		}
-		r.buffer(b[:i])
-		r.endLine()
-		b = b[i+1:]
+		r.step()
 	}
+	n := copy(p, r.out)
+	r.out = r.out[n:]
+	return n, nil
 }
 
-func (r *sseReader) buffer(b []byte) {
+func (r *sseReader) limit() int {
+	if r.maxLine > 0 {
+		return r.maxLine
+	}
+	return maxSSELine
+}
+
+// step reads up to the end of a line, or a buffer of it.
+func (r *sseReader) step() {
+	chunk, err := r.br.ReadSlice('\n')
+	if err != nil && !errors.Is(err, bufio.ErrBufferFull) {
+		r.err = err
+	}
+	complete := err == nil
 	if r.skip {
+		r.out = append(r.out[:0], chunk...)
+		r.skip = !complete
 		return
 	}
-	limit := r.maxLine
-	if limit == 0 {
-		limit = maxSSELine
-	}
-	if len(r.line)+len(b) > limit {
-		r.skip, r.line = true, r.line[:0]
+	r.line = append(r.line, chunk...)
+	content := bytes.TrimSuffix(r.line, []byte("\n"))
+	if len(content) > r.limit() {
+		// Too long to inspect: the event passes as it came.
+		r.out = append(append(r.out[:0], r.event...), r.line...)
+		r.event, r.line, r.data, r.id = r.event[:0], r.line[:0], r.data[:0], nil
+		r.broken, r.skip = true, !complete
 		return
 	}
-	r.line = append(r.line, b...)
+	if !complete {
+		return
+	}
+	r.endLine(r.line, bytes.TrimSuffix(content, []byte("\r")))
+	r.line = r.line[:0]
 }
 
-func (r *sseReader) endLine() {
-	line := bytes.TrimSuffix(r.line, []byte("\r"))
-	skipped := r.skip
-	r.line, r.skip = r.line[:0], false
+// endLine takes one whole line (raw, and without its end).
+func (r *sseReader) endLine(raw, line []byte) {
+	if r.broken {
+		r.out = append(r.out[:0], raw...)
+		r.broken = len(line) != 0
+		return
+	}
+	r.event = append(r.event, raw...)
 	switch {
-	case skipped:
-		r.data, r.broken = r.data[:0], true
 	case len(line) == 0:
 		r.dispatch()
 	case bytes.HasPrefix(line, []byte("data:")):
@@ -177,14 +222,28 @@ func (r *sseReader) endLine() {
 			r.data = append(r.data, '\n')
 		}
 		r.data = append(r.data, v...)
+	case bytes.HasPrefix(line, []byte("id:")):
+		r.id = append(r.id[:0], raw...)
 	}
 }
 
+// dispatch ends the current event: it goes to the handler, or on.
 func (r *sseReader) dispatch() {
-	data, broken := r.data, r.broken
-	r.data, r.broken = r.data[:0], false
-	if broken || len(data) == 0 || !bytes.Contains(data, []byte(methodPrefix)) {
-		return
+	if params, method, ok := eventsNotification(r.data); ok {
+		r.handler(method, params)
+		if len(r.id) > 0 {
+			r.out = append(append(r.out[:0], r.id...), '\n')
+		}
+	} else {
+		r.out = append(r.out[:0], r.event...)
+	}
+	r.event, r.data, r.id = r.event[:0], r.data[:0], r.id[:0]
+}
+
+// eventsNotification decodes data as an MCPE notification.
+func eventsNotification(data []byte) (json.RawMessage, string, bool) {
+	if len(data) == 0 || !bytes.Contains(data, []byte(methodPrefix)) {
+		return nil, "", false
 	}
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
@@ -192,7 +251,7 @@ func (r *sseReader) dispatch() {
 		Params json.RawMessage `json:"params"`
 	}
 	if json.Unmarshal(data, &msg) != nil || msg.ID != nil || !isEventsMethod(msg.Method) {
-		return
+		return nil, "", false
 	}
-	r.handler(msg.Method, bytes.Clone(msg.Params))
+	return msg.Params, msg.Method, true
 }

@@ -74,29 +74,37 @@ const (
 	expiredMsg = `{"jsonrpc":"2.0","method":"events/subscription_expired","params":{"subscriptionId":"s2"}}`
 )
 
+// TestSSEReader checks what the reader hands over and what it passes on:
+// pass is the stream without the events taken (a taken event's id line
+// stays); "same" means the input unchanged.
 func TestSSEReader(t *testing.T) {
+	const same = "\x00same"
 	tests := []struct {
 		name  string
 		input string
+		pass  string
 		want  []notification
 	}{
-		{name: "one event", input: sseEvent(eventMsg), want: []notification{{"events/event", eventWant}}},
-		{name: "data only", input: "data: " + eventMsg + "\n\n", want: []notification{{"events/event", eventWant}}},
-		{name: "no space after the colon", input: "data:" + eventMsg + "\n\n", want: []notification{{"events/event", eventWant}}},
-		{name: "CRLF line endings", input: "event: message\r\nid: 7\r\ndata: " + eventMsg + "\r\n\r\n", want: []notification{{"events/event", eventWant}}},
+		{name: "one event", input: sseEvent(eventMsg), pass: "", want: []notification{{"events/event", eventWant}}},
+		{name: "data only", input: "data: " + eventMsg + "\n\n", pass: "", want: []notification{{"events/event", eventWant}}},
+		{name: "no space after the colon", input: "data:" + eventMsg + "\n\n", pass: "", want: []notification{{"events/event", eventWant}}},
+		{name: "CRLF line endings", input: "event: message\r\nid: 7\r\ndata: " + eventMsg + "\r\n\r\n", pass: "id: 7\r\n\n", want: []notification{{"events/event", eventWant}}},
 		{
 			name:  "multi-line data",
 			input: "data: {\"jsonrpc\":\"2.0\",\ndata: \"method\":\"events/batch\",\ndata: \"params\":{\"n\":[1,\ndata: 2]}}\n\n",
+			pass:  "",
 			want:  []notification{{"events/batch", `{"n":[1,` + "\n" + `2]}`}},
 		},
 		{
 			name:  "comments, event and id lines ignored",
 			input: ": keep-alive\nevent: message\nid: 0_5\nretry: 1000\n: another comment\ndata: " + eventMsg + "\n\n",
+			pass:  "id: 0_5\n\n",
 			want:  []notification{{"events/event", eventWant}},
 		},
 		{
 			name:  "comment alone is no event",
 			input: ": events/event\n\n",
+			pass:  same,
 			want:  []notification{},
 		},
 		{
@@ -104,6 +112,7 @@ func TestSSEReader(t *testing.T) {
 			input: sseEvent(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"events/event"}}`) +
 				sseEvent(`{"jsonrpc":"2.0","method":"notifications/events/x","params":{}}`) +
 				sseEvent(`{"jsonrpc":"2.0","method":"eventsevent","params":{}}`),
+			pass: same,
 			want: []notification{},
 		},
 		{
@@ -111,26 +120,31 @@ func TestSSEReader(t *testing.T) {
 			input: sseEvent(`{"jsonrpc":"2.0","id":1,"method":"events/event","params":{}}`) +
 				sseEvent(`{"jsonrpc":"2.0","id":"a","method":"events/poll","params":{}}`) +
 				sseEvent(`{"jsonrpc":"2.0","id":null,"method":"events/event","params":{}}`),
+			pass: same,
 			want: []notification{},
 		},
 		{
 			name:  "responses ignored",
 			input: sseEvent(`{"jsonrpc":"2.0","id":3,"result":{"method":"events/event"}}`),
+			pass:  same,
 			want:  []notification{},
 		},
 		{
 			name:  "invalid JSON ignored",
 			input: sseEvent(`{"jsonrpc":"2.0","method":"events/event","params":`) + sseEvent(expiredMsg),
+			pass:  sseEvent(`{"jsonrpc":"2.0","method":"events/event","params":`),
 			want:  []notification{{"events/subscription_expired", `{"subscriptionId":"s2"}`}},
 		},
 		{
 			name:  "no params",
 			input: sseEvent(`{"jsonrpc":"2.0","method":"events/event"}`),
+			pass:  "",
 			want:  []notification{{"events/event", ""}},
 		},
 		{
 			name:  "several events in order",
 			input: sseEvent(eventMsg) + sseEvent(`{"jsonrpc":"2.0","id":1,"result":{}}`) + sseEvent(expiredMsg) + sseEvent(eventMsg),
+			pass:  sseEvent(`{"jsonrpc":"2.0","id":1,"result":{}}`),
 			want: []notification{
 				{"events/event", eventWant},
 				{"events/subscription_expired", `{"subscriptionId":"s2"}`},
@@ -140,17 +154,22 @@ func TestSSEReader(t *testing.T) {
 		{
 			name:  "unfinished event at the end",
 			input: sseEvent(expiredMsg) + "data: " + eventMsg + "\n",
+			pass:  "data: " + eventMsg + "\n",
 			want:  []notification{{"events/subscription_expired", `{"subscriptionId":"s2"}`}},
 		},
-		{name: "empty stream", input: "", want: []notification{}},
+		{name: "empty stream", input: "", pass: same, want: []notification{}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			check := func(how string, src io.Reader) {
 				t.Helper()
 				out, got := readSSE(t, src)
-				if out != tt.input {
-					t.Errorf("%s: bytes changed on the way through:\n got %q\nwant %q", how, out, tt.input)
+				pass := tt.pass
+				if pass == same {
+					pass = tt.input
+				}
+				if out != pass {
+					t.Errorf("%s: passed on:\n got %q\nwant %q", how, out, pass)
 				}
 				if diff := cmp.Diff(tt.want, got); diff != "" {
 					t.Errorf("%s: mismatch (-want +got):\n%s", how, diff)
@@ -177,21 +196,25 @@ func TestSSEReaderOverlongLine(t *testing.T) {
 	tests := []struct {
 		name  string
 		input string
+		pass  string // what passes: the input without the events taken
 		want  []notification
 	}{
 		{
 			name:  "over-long data line, then an event",
 			input: "data: " + long + "\n\n" + sseEvent(eventMsg),
+			pass:  "data: " + long + "\n\n",
 			want:  []notification{{"events/event", eventWant}},
 		},
 		{
 			name:  "over-long events/ message, then an event",
 			input: sseEvent(`{"jsonrpc":"2.0","method":"events/event","params":{"pad":"`+long+`"}}`) + sseEvent(expiredMsg),
+			pass:  sseEvent(`{"jsonrpc":"2.0","method":"events/event","params":{"pad":"` + long + `"}}`),
 			want:  []notification{{"events/subscription_expired", `{"subscriptionId":"s2"}`}},
 		},
 		{
 			name:  "over-long comment, then an event",
 			input: ": " + long + "\n\n" + sseEvent(expiredMsg),
+			pass:  ": " + long + "\n\n",
 			want:  []notification{{"events/subscription_expired", `{"subscriptionId":"s2"}`}},
 		},
 		{
@@ -199,11 +222,13 @@ func TestSSEReaderOverlongLine(t *testing.T) {
 			// the whole event: it must not be dispatched on its own.
 			name:  "over-long line inside an event",
 			input: "data: " + long + "\ndata: " + eventMsg + "\n\n" + sseEvent(expiredMsg),
+			pass:  "data: " + long + "\ndata: " + eventMsg + "\n\n",
 			want:  []notification{{"events/subscription_expired", `{"subscriptionId":"s2"}`}},
 		},
 		{
 			name:  "line exactly at the limit",
 			input: atLimit + "\n\n" + sseEvent(expiredMsg),
+			pass:  "",
 			want:  []notification{{"events/event", `{"pad":"` + pad + `"}`}, {"events/subscription_expired", `{"subscriptionId":"s2"}`}},
 		},
 	}
@@ -223,8 +248,8 @@ func TestSSEReaderOverlongLine(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if string(out) != tt.input {
-					t.Errorf("%s: bytes changed on the way through:\n got %q\nwant %q", src.how, out, tt.input)
+				if string(out) != tt.pass {
+					t.Errorf("%s: passed on:\n got %q\nwant %q", src.how, out, tt.pass)
 				}
 				if diff := cmp.Diff(tt.want, got()); diff != "" {
 					t.Errorf("%s: mismatch (-want +got):\n%s", src.how, diff)
@@ -234,13 +259,14 @@ func TestSSEReaderOverlongLine(t *testing.T) {
 	}
 }
 
-// The real limit: a line of more than 16 MiB is skipped, and the stream
-// goes on.
+// The real limit: a line of more than 16 MiB passes uninspected, and the
+// stream goes on.
 func TestSSEReaderOverlongLineDefaultLimit(t *testing.T) {
-	input := "data: " + strings.Repeat("x", maxSSELine) + "\n\n" + sseEvent(eventMsg)
+	long := "data: " + strings.Repeat("x", maxSSELine) + "\n\n"
+	input := long + sseEvent(eventMsg)
 	out, got := readSSE(t, &chunks{parts: splitEvery(input, 64<<10)})
-	if out != input {
-		t.Errorf("bytes changed on the way through (%d bytes in, %d out)", len(input), len(out))
+	if out != long {
+		t.Errorf("passed on %d bytes; want the %d of the over-long event", len(out), len(long))
 	}
 	if diff := cmp.Diff([]notification{{"events/event", eventWant}}, got); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)
@@ -400,7 +426,7 @@ func TestTapStreamable(t *testing.T) {
 	base := roundTripper{resp: &http.Response{
 		StatusCode: http.StatusOK,
 		Header:     http.Header{"Content-Type": {"text/event-stream; charset=utf-8"}},
-		Body:       io.NopCloser(strings.NewReader(sseEvent(eventMsg))),
+		Body:       io.NopCloser(strings.NewReader(sseEvent(eventMsg) + sseEvent(`{"jsonrpc":"2.0","id":1,"result":{}}`))),
 	}}
 	orig := &mcp.StreamableClientTransport{Endpoint: "http://127.0.0.1:1/mcp", HTTPClient: &http.Client{Transport: base}}
 	tr, ok := Tap(orig, h).(*mcp.StreamableClientTransport)
@@ -429,8 +455,8 @@ func TestTapStreamable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if string(body) != sseEvent(eventMsg) {
-		t.Errorf("body = %q, want it unchanged", body)
+	if want := sseEvent(`{"jsonrpc":"2.0","id":1,"result":{}}`); string(body) != want {
+		t.Errorf("body = %q, want %q: the stream without the notification", body, want)
 	}
 	if diff := cmp.Diff([]notification{{"events/event", eventWant}}, got()); diff != "" {
 		t.Errorf("mismatch (-want +got):\n%s", diff)

@@ -182,7 +182,12 @@ func start(bin, dir, transport string) (*server, error) {
 	if err := os.WriteFile(cfg, []byte("subscriptions:\n  maxPerPrincipal: 20000\n"), 0o600); err != nil {
 		return nil, err
 	}
-	cmd := exec.Command(bin, "--stdio", "--http", "127.0.0.1:0", "--db", filepath.Join(dir, "mcpe.db"), "--config", cfg)
+	args := []string{"--http", "127.0.0.1:0", "--db", filepath.Join(dir, "mcpe.db"), "--config", cfg}
+	if transport == "stdio" {
+		// Without it the server serves HTTP only: stdio would end at once.
+		args = append(args, "--stdio")
+	}
+	cmd := exec.Command(bin, args...)
 	s := &server{cmd: cmd, got: newTally()}
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
