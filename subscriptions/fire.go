@@ -126,11 +126,16 @@ func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) 
 	}
 	s.deliverer.Deliver(deliver)
 	s.commit.Unlock()
+	expired := false
 	for i, res := range results {
 		if req := reqs[i]; req.Expire && !res.Skipped {
 			s.removeEntry(req.SubscriptionID)
+			expired = true
 			s.log.Info("subscription delivered and expired", "subscription_id", req.SubscriptionID)
 		}
+	}
+	if expired {
+		s.routedDeactivations(ctx)
 	}
 	return recorded, nil
 }

@@ -145,6 +145,7 @@ func (s *Service) Unsubscribe(ctx context.Context, principal, id string) error {
 		return notFound(err, id)
 	}
 	s.removeEntry(id)
+	s.routedDeactivations(ctx)
 	return nil
 }
 
@@ -322,15 +323,18 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 	if err := s.store.UpdateSubscription(ctx, sub); err != nil {
 		return nil, notFound(err, id)
 	}
-	if !sameHandler(before, sub) {
-		if err := s.store.SetHandler(ctx, principal, id, sub.Handler, sub.Secrets); err != nil {
-			return nil, notFound(err, id)
-		}
-	}
+	// The index follows the stored subscription at once, whatever comes
+	// next.
 	if entry != nil {
 		s.putEntry(entry)
 	} else {
 		s.removeEntry(id)
+		s.routedDeactivations(ctx)
+	}
+	if !sameHandler(before, sub) {
+		if err := s.store.SetHandler(ctx, principal, id, sub.Handler, sub.Secrets); err != nil {
+			return nil, notFound(err, id)
+		}
 	}
 	s.watchers.changed(before.Delivery, sub.Delivery)
 	if !timePtrEqual(before.ExpiresAt, sub.ExpiresAt) {
@@ -398,5 +402,6 @@ func (s *Service) ForgetPrincipal(ctx context.Context, principal string) error {
 	for _, sub := range subs {
 		s.removeEntry(sub.ID)
 	}
+	s.routedDeactivations(ctx)
 	return nil
 }

@@ -144,7 +144,7 @@ func (s *Service) commitBatch(batch []*publication) {
 	// Once queued an event is committed or refused with its batch, whatever
 	// becomes of the request that brought it.
 	s.commit.Lock()
-	results, err := s.store.Publish(context.WithoutCancel(s.bg()), pubs, s.clock.Now())
+	results, err := s.store.Publish(context.WithoutCancel(s.bg()), PublishBatch{Publications: pubs, Now: s.clock.Now(), Deactivations: s.routed.Load()})
 	var delivered []InboxEntry
 	for i, p := range batch {
 		if p.err = err; err == nil {

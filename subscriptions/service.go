@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
@@ -128,6 +129,9 @@ type Service struct {
 	// to the Deliverer. The store serializes those writes anyway; this
 	// only adds the hand-over.
 	commit sync.Mutex
+	// routed is the store's count of subscriptions that stopped being
+	// active that the index reflects (routedDeactivations).
+	routed atomic.Int64
 	// batch gathers concurrent publications into group commits.
 	batch batcher
 	// watchers hear of changes to the schedules of buffered channels.
@@ -275,6 +279,9 @@ func (s *Service) Start(ctx context.Context) error {
 			s.log.Info("deleted subscriptions of sessions that ended with the previous run", "count", n)
 		}
 	}
+	// Read before the index is loaded: what stops later is counted
+	// after it.
+	s.routedDeactivations(ctx)
 	subs, err := s.store.ListSubscriptions(ctx, ListQuery{Status: mcpe.StatusActive})
 	if err != nil {
 		return fmt.Errorf("load subscriptions: %w", err)
@@ -392,11 +399,30 @@ func (s *Service) expireDue() {
 			s.log.Info("subscription expired", "subscription_id", id)
 		}
 	}
+	if len(entries) > 0 {
+		s.routedDeactivations(s.bg())
+	}
 	s.manage.Unlock()
 	if len(entries) > 0 {
 		s.jobsWritten()
 	}
 	s.armExpiry()
+}
+
+// routedDeactivations records the store's count of subscriptions that
+// stopped being active, once the index has left them out: a publish routed
+// by the index from then on tells the store so (PublishBatch), and the
+// store need not look its targets' status up. The caller holds s.manage,
+// which every change that stops a subscription takes, so no such change is
+// counted before the index reflects it. An error leaves the older count:
+// the store then looks the status up.
+func (s *Service) routedDeactivations(ctx context.Context) {
+	n, err := s.store.Deactivations(ctx)
+	if err != nil {
+		s.log.Warn("read the count of stopped subscriptions", "error", err)
+		return
+	}
+	s.routed.Store(n)
 }
 
 // putEntry adds e to the index, replacing its older version.

@@ -302,12 +302,12 @@ type gatedStore struct {
 	entered, release chan struct{}
 }
 
-func (g *gatedStore) Publish(ctx context.Context, pubs []subscriptions.Publication, now time.Time) ([]subscriptions.PublishResult, error) {
+func (g *gatedStore) Publish(ctx context.Context, b subscriptions.PublishBatch) ([]subscriptions.PublishResult, error) {
 	if g.armed.CompareAndSwap(true, false) {
 		close(g.entered)
 		<-g.release
 	}
-	return g.Store.Publish(ctx, pubs, now)
+	return g.Store.Publish(ctx, b)
 }
 
 // TestPauseWaitsForInFlightPublish checks that a pause does not return
@@ -528,11 +528,11 @@ type countingStore struct {
 	sizes []int
 }
 
-func (c *countingStore) Publish(ctx context.Context, pubs []subscriptions.Publication, now time.Time) ([]subscriptions.PublishResult, error) {
+func (c *countingStore) Publish(ctx context.Context, b subscriptions.PublishBatch) ([]subscriptions.PublishResult, error) {
 	c.mu.Lock()
-	c.sizes = append(c.sizes, len(pubs))
+	c.sizes = append(c.sizes, len(b.Publications))
 	c.mu.Unlock()
-	return c.gatedStore.Publish(ctx, pubs, now)
+	return c.gatedStore.Publish(ctx, b)
 }
 
 // TestConcurrentPublishesShareACommit checks group commit: events published

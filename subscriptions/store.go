@@ -44,18 +44,22 @@ type Store interface {
 	// subscriptions; ok is false when none has one.
 	NextExpiry(ctx context.Context) (t time.Time, ok bool, err error)
 
-	// Publish stores the publications, received at now, in one
+	// Publish stores b's publications, received at b.Now, in one
 	// transaction (a group commit): for each, the event; one inbox entry
 	// per principal among its realtime targets, listing that principal's
 	// target subscriptions; and the event in the buffer of each cron or
 	// scheduled target. A target whose subscription is not active when the
 	// transaction runs (it was paused, expired or deleted after it was
-	// matched) is left out. An event whose ID, or whose type and
-	// sourceEventId, was accepted before (or earlier in the same call) is
-	// not stored again: its result then has Duplicate set and the first
-	// event's ID, and nothing is delivered. The results match pubs one for
-	// one.
-	Publish(ctx context.Context, pubs []Publication, now time.Time) ([]PublishResult, error)
+	// matched) is left out; the store looks their status up unless
+	// b.Deactivations says nothing stopped since. An event whose ID, or
+	// whose type and sourceEventId, was accepted before (or earlier in the
+	// same call) is not stored again: its result then has Duplicate set and
+	// the first event's ID, and nothing is delivered. The results match
+	// b.Publications one for one.
+	Publish(ctx context.Context, b PublishBatch) ([]PublishResult, error)
+	// Deactivations counts the times a subscription stopped being active
+	// (paused, expired, deleted); it only grows, and is never 0.
+	Deactivations(ctx context.Context) (int64, error)
 
 	// Fire delivers what waits in the buffers of reqs' subscriptions, in one
 	// transaction: per request, the oldest waiting events (at most Max, or
@@ -169,6 +173,19 @@ type ListQuery struct {
 	Principal string
 	// Status selects one status; empty selects all.
 	Status mcpe.Status
+}
+
+// PublishBatch is what Store.Publish stores.
+type PublishBatch struct {
+	Publications []Publication
+	// Now is when they were received.
+	Now time.Time
+	// Deactivations is the count (Store.Deactivations) that the routing of
+	// the publications reflects: every subscription that stopped being
+	// active up to it was left out of their targets. When the store's count
+	// is the same, no target can have stopped since, and their status is
+	// not looked up. Zero always looks it up.
+	Deactivations int64
 }
 
 // Publication is one event for Store.Publish: the event, its JSON form,

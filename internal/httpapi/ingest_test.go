@@ -50,8 +50,8 @@ type countingStore struct {
 	stored int
 }
 
-func (s *countingStore) Publish(ctx context.Context, pubs []subscriptions.Publication, at time.Time) ([]subscriptions.PublishResult, error) {
-	res, err := s.Store.Publish(ctx, pubs, at)
+func (s *countingStore) Publish(ctx context.Context, b subscriptions.PublishBatch) ([]subscriptions.PublishResult, error) {
+	res, err := s.Store.Publish(ctx, b)
 	for _, r := range res {
 		if err == nil && !r.Duplicate {
 			s.mu.Lock()

@@ -25,15 +25,26 @@ const (
 	maxInboxRows = 64
 )
 
+// Deactivations implements subscriptions.Store.
+func (s *Store) Deactivations(ctx context.Context) (int64, error) {
+	var n int64
+	st, err := s.rstmts.get(ctx, deactivationsQuery)
+	if err != nil {
+		return 0, err
+	}
+	return n, st.QueryRowContext(ctx).Scan(&n)
+}
+
 // Publish implements subscriptions.Store. It writes each event, one inbox
 // row per principal and one buffer row per cron or scheduled target with
 // plain INSERTs through prepared statements; nothing else is written per
 // delivery, because the counts are derived from the inbox.
-func (s *Store) Publish(ctx context.Context, pubs []subscriptions.Publication, now time.Time) ([]subscriptions.PublishResult, error) {
+func (s *Store) Publish(ctx context.Context, pb subscriptions.PublishBatch) ([]subscriptions.PublishResult, error) {
+	pubs := pb.Publications
 	if len(pubs) == 0 {
 		return nil, nil
 	}
-	b := &batch{s: s, ctx: ctx, now: now.UTC(), pubs: pubs, res: make([]subscriptions.PublishResult, len(pubs))}
+	b := &batch{s: s, ctx: ctx, now: pb.Now.UTC(), pubs: pubs, routed: pb.Deactivations, res: make([]subscriptions.PublishResult, len(pubs))}
 	if err := b.prepare(); err != nil {
 		return nil, err
 	}
@@ -57,7 +68,9 @@ type batch struct {
 	// entries are, per publication, its inbox entries (one per
 	// principal).
 	entries [][]subscriptions.InboxEntry
-	// isActive tells which target subscriptions are active.
+	// routed is the deactivation count the routing reflects; isActive
+	// tells which target subscriptions are active.
+	routed   int64
 	isActive map[string]bool
 	stmts    map[string]*sql.Stmt
 }
@@ -66,7 +79,7 @@ type batch struct {
 const (
 	findDuplicateQuery = `SELECT id FROM events WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`
 	activeQuery        = `SELECT id FROM subscriptions WHERE id IN (SELECT value FROM json_each(?)) AND status = 'active'`
-	countActiveQuery   = `SELECT count(*) FROM subscriptions WHERE id IN (SELECT value FROM json_each(?)) AND status = 'active'`
+	deactivationsQuery = `SELECT deactivations FROM changes WHERE id = 1`
 	insertBufferQuery  = `INSERT INTO buffer (subscription_id, seq, event_id, created_at)
 		SELECT value ->> 0, value ->> 1, value ->> 2, ? FROM json_each(?)`
 )
@@ -74,7 +87,7 @@ const (
 // prepare fetches the statements the transaction will use: they are
 // prepared before it takes the only write connection.
 func (b *batch) prepare() error {
-	queries := []string{findDuplicateQuery, countActiveQuery, activeQuery, insertBufferQuery}
+	queries := []string{findDuplicateQuery, deactivationsQuery, activeQuery, insertBufferQuery}
 	for n := 1; n <= min(len(b.pubs), maxEventRows); n++ {
 		queries = append(queries, insertEvents(n))
 	}
@@ -204,19 +217,19 @@ func (b *batch) active() error {
 	if len(ids) == 0 {
 		return nil
 	}
-	list := mustJSON(ids)
-	// Almost always every target is still active: one row tells.
-	var n int
-	if err := b.stmt(countActiveQuery).QueryRowContext(b.ctx, list).Scan(&n); err != nil {
+	// Almost always no subscription stopped since the routing: then every
+	// target is active, and one row tells.
+	var now int64
+	if err := b.stmt(deactivationsQuery).QueryRowContext(b.ctx).Scan(&now); err != nil {
 		return err
 	}
-	if n == len(ids) {
+	if now == b.routed {
 		for _, id := range ids {
 			b.isActive[id] = true
 		}
 		return nil
 	}
-	active, err := queryStrings(b.ctx, b.stmt(activeQuery), list)
+	active, err := queryStrings(b.ctx, b.stmt(activeQuery), mustJSON(ids))
 	for _, id := range active {
 		b.isActive[id] = true
 	}

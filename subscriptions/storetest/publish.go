@@ -190,7 +190,7 @@ func testPublishBatch(t *testing.T, open Opener) {
 		{Event: c, Raw: rawC, Targets: append(targets(bob, gone), routes(digest)...)},
 		{Event: d, Raw: rawD, Targets: targets(alice)},
 	}
-	res, err := s.Publish(t.Context(), pubs, now)
+	res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Publications: pubs, Now: now})
 	if err != nil {
 		t.Fatalf("Publish: %v", err)
 	}
@@ -211,4 +211,72 @@ func testPublishBatch(t *testing.T, open Opener) {
 	diff(t, "bob's inbox", []subscriptions.InboxEntry{res[2].Delivered[0]}, inbox(t, s, "bob"))
 	diff(t, "the digest's buffer", int64(1), get(t, s, "alice", digest.ID).BufferedEvents)
 	diff(t, "the paused subscription's deliveries", int64(0), get(t, s, "alice", paused.ID).DeliveredCount)
+}
+
+// testDeactivations checks the count of subscriptions that stopped being
+// active, and that a publish routed before a stop leaves the stopped
+// target out.
+func testDeactivations(t *testing.T, open Opener) {
+	ctx := t.Context()
+	s := open(t)
+	count := func() int64 {
+		t.Helper()
+		n, err := s.Deactivations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	start := count()
+	if start == 0 {
+		t.Fatal("Deactivations is 0; it must never be, so that 0 means unknown")
+	}
+	paused, deleted, expiring, stays := newSub(1, "alice"), newSub(2, "alice"), newSub(3, "alice"), newSub(4, "alice")
+	expires := at(time.Hour)
+	expiring.ExpiresAt = &expires
+	create(t, s, paused, deleted, expiring, stays)
+	if n := count(); n != start {
+		t.Errorf("creating subscriptions moved the count from %d to %d", start, n)
+	}
+	routed := count()
+	paused.Status = mcpe.StatusPaused
+	update(t, s, paused)
+	if n := count(); n != start+1 {
+		t.Errorf("after a pause the count is %d; want %d", n, start+1)
+	}
+	// A publish routed before the pause leaves the paused target out.
+	ev, raw := newEvent(1, "test.created", "")
+	res, err := s.Publish(ctx, subscriptions.PublishBatch{
+		Publications:  []subscriptions.Publication{{Event: ev, Raw: raw, Targets: targets(paused, stays)}},
+		Now:           at(time.Minute),
+		Deactivations: routed,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	diff(t, "Delivered", []subscriptions.InboxEntry{entry(0, raw, at(time.Minute), stays)}, res[0].Delivered, ignoreSeq)
+	// Resuming does not count; deleting an active one does, a paused one
+	// not.
+	paused.Status = mcpe.StatusActive
+	update(t, s, paused)
+	if err := s.DeleteSubscription(ctx, "alice", deleted.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != start+2 {
+		t.Errorf("after a resume and a delete the count is %d; want %d", n, start+2)
+	}
+	paused.Status = mcpe.StatusPaused
+	update(t, s, paused)
+	if err := s.DeleteSubscription(ctx, "alice", paused.ID); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != start+3 {
+		t.Errorf("after pausing and deleting the count is %d; want %d", n, start+3)
+	}
+	if _, err := s.ExpireSubscriptions(ctx, at(2*time.Hour)); err != nil {
+		t.Fatal(err)
+	}
+	if n := count(); n != start+4 {
+		t.Errorf("after an expiry the count is %d; want %d", n, start+4)
+	}
 }

@@ -56,6 +56,7 @@ func Run(t *testing.T, open Opener) {
 		{"PublishDuplicates", testPublishDuplicates},
 		{"PublishWithoutTargets", testPublishWithoutTargets},
 		{"PublishBatch", testPublishBatch},
+		{"Deactivations", testDeactivations},
 		{"ReadInbox", testReadInbox},
 		{"ExpireSubscriptions", testExpireSubscriptions},
 		{"NextExpiry", testNextExpiry},
@@ -340,7 +341,7 @@ func diff(t *testing.T, what string, want, got any, opts ...cmp.Option) {
 
 // PublishOne publishes one event through Store.Publish.
 func PublishOne(ctx context.Context, s subscriptions.Store, ev *mcpe.Event, raw json.RawMessage, targets []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
-	res, err := s.Publish(ctx, []subscriptions.Publication{{Event: ev, Raw: raw, Targets: targets}}, now)
+	res, err := s.Publish(ctx, subscriptions.PublishBatch{Publications: []subscriptions.Publication{{Event: ev, Raw: raw, Targets: targets}}, Now: now})
 	if err != nil {
 		return subscriptions.PublishResult{}, err
 	}
