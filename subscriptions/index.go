@@ -493,20 +493,44 @@ func compute(t string, exact *entryList, buckets []patternBucket) *cached {
 }
 
 // typeCache remembers results by event type, within a bound on the number
-// of types and one on the entries they list together. Types are also kept
-// sorted, so that a pattern finds the cached types it may match by their
-// common prefix.
+// of types and one on the entries they list together. Types are also
+// grouped by their first segment, so that a pattern finds the cached types
+// it may match by its literal prefix without looking at the others.
 type typeCache struct {
 	maxTypes, maxEntries int
 
 	mu      sync.RWMutex
 	m       map[string]*cached
-	sorted  []string // the keys of m
-	entries int      // listed by the results in m
+	byFirst map[string]map[string]struct{} // the keys of m by first segment
+	entries int                            // listed by the results in m
+
+	// missed holds the types missed once lately: a type is cached on its
+	// second miss. Types seen once (a stream of distinct types) would only
+	// push the others out and cost their upkeep.
+	missedMu sync.Mutex
+	missed   map[string]struct{}
+}
+
+// maxMissed bounds the types missed once that the cache remembers.
+const maxMissed = 4096
+
+// admit reports whether t was missed lately, and remembers it otherwise.
+func (c *typeCache) admit(t string) bool {
+	c.missedMu.Lock()
+	defer c.missedMu.Unlock()
+	if _, ok := c.missed[t]; ok {
+		delete(c.missed, t)
+		return true
+	}
+	if len(c.missed) >= maxMissed {
+		clear(c.missed)
+	}
+	c.missed[t] = struct{}{}
+	return false
 }
 
 func newTypeCache(maxTypes, maxEntries int) *typeCache {
-	return &typeCache{maxTypes: maxTypes, maxEntries: maxEntries, m: make(map[string]*cached)}
+	return &typeCache{maxTypes: maxTypes, maxEntries: maxEntries, m: make(map[string]*cached), byFirst: make(map[string]map[string]struct{}), missed: make(map[string]struct{})}
 }
 
 func (c *typeCache) get(t string) *cached {
@@ -515,12 +539,21 @@ func (c *typeCache) get(t string) *cached {
 	return c.m[t]
 }
 
-// put remembers r for t if current still reports true once the lock is
-// held: a change since r was computed makes it stale. When full, the cache
-// starts over rather than track recency; it refills with the types that
-// are actually hot.
+// firstSegment returns what precedes the first dot of t, and whether t
+// has one.
+func firstSegment(t string) (string, bool) {
+	if i := strings.IndexByte(t, '.'); i >= 0 {
+		return t[:i], true
+	}
+	return t, false
+}
+
+// put remembers r for t, if t was missed lately too, and if current still
+// reports true once the lock is held: a change since r was computed makes
+// it stale. When full, the cache starts over rather than track recency; it
+// refills with the types that are actually hot.
 func (c *typeCache) put(t string, r *cached, current func() bool) {
-	if len(r.entries) > c.maxEntries {
+	if len(r.entries) > c.maxEntries || !c.admit(t) {
 		return
 	}
 	c.mu.Lock()
@@ -532,13 +565,23 @@ func (c *typeCache) put(t string, r *cached, current func() bool) {
 		return
 	}
 	if len(c.m) >= c.maxTypes || c.entries+len(r.entries) > c.maxEntries {
-		clear(c.m)
-		c.sorted, c.entries = c.sorted[:0], 0
+		c.clearLocked()
 	}
 	c.m[t] = r
 	c.entries += len(r.entries)
-	i, _ := slices.BinarySearch(c.sorted, t)
-	c.sorted = slices.Insert(c.sorted, i, t)
+	first, _ := firstSegment(t)
+	group := c.byFirst[first]
+	if group == nil {
+		group = make(map[string]struct{})
+		c.byFirst[first] = group
+	}
+	group[t] = struct{}{}
+}
+
+func (c *typeCache) clearLocked() {
+	clear(c.m)
+	clear(c.byFirst)
+	c.entries = 0
 }
 
 // forgetWork bounds the pattern matching one change may do to find the
@@ -555,19 +598,40 @@ func (c *typeCache) forget(patterns []Pattern) {
 			c.dropLocked(p.String())
 			continue
 		}
-		start, _ := slices.BinarySearch(c.sorted, p.Prefix())
-		end := start + sort.Search(len(c.sorted)-start, func(i int) bool { return !strings.HasPrefix(c.sorted[start+i], p.Prefix()) })
-		if (end-start)*(1+p.Cost()) > forgetWork {
-			clear(c.m)
-			c.sorted, c.entries = c.sorted[:0], 0
+		// The groups whose types may start with the prefix: one when the
+		// prefix holds a whole first segment, else those whose first
+		// segment starts with it.
+		prefix := p.Prefix()
+		var groups []map[string]struct{}
+		if first, whole := firstSegment(prefix); whole {
+			if g := c.byFirst[first]; g != nil {
+				groups = append(groups, g)
+			}
+		} else {
+			for first, g := range c.byFirst {
+				if strings.HasPrefix(first, prefix) {
+					groups = append(groups, g)
+				}
+			}
+		}
+		n := 0
+		for _, g := range groups {
+			n += len(g)
+		}
+		if n*(1+p.Cost()) > forgetWork {
+			c.clearLocked()
 			return
 		}
-		for i := start; i < len(c.sorted) && strings.HasPrefix(c.sorted[i], p.Prefix()); {
-			if t := c.sorted[i]; p.Match(t) {
-				c.dropLocked(t)
-				continue // sorted[i] is now the next type
+		var drop []string
+		for _, g := range groups {
+			for t := range g {
+				if strings.HasPrefix(t, prefix) && p.Match(t) {
+					drop = append(drop, t)
+				}
 			}
-			i++
+		}
+		for _, t := range drop {
+			c.dropLocked(t)
 		}
 	}
 }
@@ -579,8 +643,12 @@ func (c *typeCache) dropLocked(t string) {
 	}
 	delete(c.m, t)
 	c.entries -= len(r.entries)
-	if i, found := slices.BinarySearch(c.sorted, t); found {
-		c.sorted = slices.Delete(c.sorted, i, i+1)
+	first, _ := firstSegment(t)
+	if g := c.byFirst[first]; g != nil {
+		delete(g, t)
+		if len(g) == 0 {
+			delete(c.byFirst, first)
+		}
 	}
 }
 

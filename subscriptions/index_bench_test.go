@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -41,6 +42,88 @@ func benchmarkRoute(b *testing.B, opts *subscriptions.IndexOptions) {
 			}
 			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
 			b.ReportMetric(float64(matches)/float64(b.N), "matches/op")
+		})
+	}
+}
+
+// BenchmarkRouteDistinctTypes routes events of 100 000 distinct types
+// (svc<g>.t<n>, matched by the svc<g>.* patterns), so that the result cache
+// rarely helps: each type is seen once per 100 000 events.
+func BenchmarkRouteDistinctTypes(b *testing.B) {
+	const types = 100_000
+	events := make([]*mcpe.Event, types)
+	for i := range events {
+		events[i] = &mcpe.Event{Type: fmt.Sprintf("svc%d.t%d", i%100, i), Metadata: mcpe.Metadata{Priority: mcpe.PriorityNormal}}
+	}
+	for _, s := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("S=%d", s), func(b *testing.B) {
+			x := routeWorkloadIndex(b, s, nil)
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				x.Match(events[i%types])
+				i++
+			}
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+		})
+	}
+}
+
+// BenchmarkRouteUnderChurn routes the workload's events while another
+// goroutine creates and removes a subscription every millisecond (1 000 a
+// second, half of them patterns), as the index sees them: each change
+// invalidates only the cached types it can affect.
+func BenchmarkRouteUnderChurn(b *testing.B) {
+	events := routeWorkloadEvents(b, routeEvents)
+	for _, s := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("S=%d", s), func(b *testing.B) {
+			x := routeWorkloadIndex(b, s, nil)
+			stop := make(chan struct{})
+			done := make(chan int)
+			go func() {
+				tick := time.NewTicker(time.Millisecond)
+				defer tick.Stop()
+				n := 0
+				for {
+					select {
+					case <-stop:
+						done <- n
+						return
+					case <-tick.C:
+					}
+					typ := fmt.Sprintf("svc%d.created", n%100)
+					if n%2 == 0 {
+						typ = fmt.Sprintf("svc%d.*", n%100)
+					}
+					id := fmt.Sprintf("churn-%d", n)
+					e, err := subscriptions.NewEntry(&subscriptions.Subscription{
+						Principal: "churn",
+						Subscription: mcpe.Subscription{
+							ID: id, Status: mcpe.StatusActive,
+							Filter:   mcpe.Filter{EventTypes: []string{typ}},
+							Delivery: mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelRealtime}},
+						},
+					})
+					if err != nil {
+						panic(err)
+					}
+					x.Put(e)
+					if n >= 10 {
+						x.Remove(fmt.Sprintf("churn-%d", n-10))
+					}
+					n++
+				}
+			}()
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				x.Match(events[i%len(events)])
+				i++
+			}
+			close(stop)
+			changes := <-done
+			b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "events/s")
+			b.ReportMetric(float64(changes)/b.Elapsed().Seconds(), "changes/s")
 		})
 	}
 }

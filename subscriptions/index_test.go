@@ -346,8 +346,10 @@ func TestIndexCacheBound(t *testing.T) {
 			if diff := cmp.Diff(bruteForceIDs(entries, ev), matchIDs(t, x, ev)); diff != "" {
 				t.Fatalf("round %d, %s: mismatch (-want +got):\n%s", round, ev.Type, diff)
 			}
-			if n := cacheLen(x); n < 1 || n > size {
-				t.Fatalf("round %d, after %s: the cache holds %d types, want 1 to %d", round, ev.Type, n, size)
+			// A type is cached from its second miss on, so from the
+			// second round.
+			if n, least := cacheLen(x), min(round, 1); n < least || n > size {
+				t.Fatalf("round %d, after %s: the cache holds %d types, want %d to %d", round, ev.Type, n, least, size)
 			}
 		}
 	}
@@ -594,14 +596,34 @@ func TestIndexWritersDoNotWaitForMatching(t *testing.T) {
 	}
 }
 
+// TestIndexCacheAdmitsOnSecondMiss checks that a type is cached once it
+// was missed twice: a stream of types each seen once leaves the cache to
+// those that repeat.
+func TestIndexCacheAdmitsOnSecondMiss(t *testing.T) {
+	x := NewIndex(nil)
+	x.Put(testEntry(t, "a", mcpe.Filter{EventTypes: []string{"svc.*"}}))
+	for i := range 100 {
+		matchIDs(t, x, testEvent(fmt.Sprintf("svc.once%d", i), ""))
+	}
+	if n := cacheLen(x); n != 0 {
+		t.Errorf("%d types seen once are cached; want none", n)
+	}
+	matchIDs(t, x, testEvent("svc.once7", ""))
+	if x.cache.get("svc.once7") == nil {
+		t.Error("a type missed twice is not cached")
+	}
+}
+
 // TestIndexChangeKeepsUnrelatedCachedTypes checks that a change drops from
 // the cache only the types it can affect.
 func TestIndexChangeKeepsUnrelatedCachedTypes(t *testing.T) {
 	x := NewIndex(nil)
 	x.Put(testEntry(t, "a", mcpe.Filter{EventTypes: []string{"svc.*"}}))
 	x.Put(testEntry(t, "b", mcpe.Filter{EventTypes: []string{"other.*"}}))
-	for _, typ := range []string{"svc.created", "svc.deleted", "other.created", "other.x.y"} {
-		matchIDs(t, x, testEvent(typ, ""))
+	for range 2 { // cached on the second miss
+		for _, typ := range []string{"svc.created", "svc.deleted", "other.created", "other.x.y"} {
+			matchIDs(t, x, testEvent(typ, ""))
+		}
 	}
 	x.Put(testEntry(t, "c", mcpe.Filter{EventTypes: []string{"svc.c*", "exact.type"}}))
 	var cachedTypes []string
