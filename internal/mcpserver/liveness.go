@@ -59,7 +59,7 @@ type httpSession struct {
 	last          time.Time
 	pinging       bool
 	// stream is the writer of the event stream opened last, while open.
-	stream *heldWriter
+	stream *streamWriter
 }
 
 func newLiveness(clk clock.Clock, timeout time.Duration, opened func(*mcp.ServerSession)) *liveness {
@@ -110,7 +110,7 @@ func (l *liveness) live(id string) bool {
 }
 
 // stream returns the writer of the session's open event stream, or nil.
-func (l *liveness) stream(id string) *heldWriter {
+func (l *liveness) stream(id string) *streamWriter {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if st := l.sessions[id]; st != nil {
@@ -123,9 +123,9 @@ func (l *liveness) stream(id string) *heldWriter {
 func (l *liveness) handler(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		id := r.Header.Get("Mcp-Session-Id")
-		var stream *heldWriter
+		var stream *streamWriter
 		if r.Method == http.MethodGet && id != "" {
-			stream = &heldWriter{ResponseWriter: w}
+			stream = &streamWriter{ResponseWriter: w}
 			w = stream
 		}
 		if ss := l.begin(id, stream); ss != nil && l.opened != nil {
@@ -143,7 +143,7 @@ func (l *liveness) handler(next http.Handler) http.Handler {
 // counted too (its event stream may open before its initialized
 // notification is handled); an ID that never gets attached is forgotten
 // when its requests end.
-func (l *liveness) begin(id string, stream *heldWriter) *mcp.ServerSession {
+func (l *liveness) begin(id string, stream *streamWriter) *mcp.ServerSession {
 	if id == "" {
 		return nil
 	}
@@ -169,7 +169,7 @@ func (l *liveness) begin(id string, stream *heldWriter) *mcp.ServerSession {
 	return nil
 }
 
-func (l *liveness) end(id string, stream *heldWriter) {
+func (l *liveness) end(id string, stream *streamWriter) {
 	if stream != nil {
 		stream.finish()
 	}

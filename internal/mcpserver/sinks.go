@@ -66,10 +66,9 @@ func (s lineSink) Write(ctx context.Context, msgs []realtime.Message) error {
 	return s.w.WriteMessages(ctx, msgs)
 }
 
-// streamSink is the sink of a Streamable HTTP session: notifications go
-// through the SDK's connection to the session's event stream, live while
-// that stream is open. A batch is flushed to the client once, at its end,
-// rather than once per message.
+// streamSink is the sink of a Streamable HTTP session, live while its event
+// stream is open: a batch of notifications is written to the stream in one
+// write and one flush.
 type streamSink struct {
 	*Sink
 	id   string
@@ -79,30 +78,61 @@ type streamSink struct {
 // Live reports whether the session's event stream is open.
 func (s *streamSink) Live() bool { return s.live.live(s.id) }
 
+// Write writes msgs to the session's open event stream as server-sent
+// events, already encoded, in one write and one flush; without an open
+// stream it hands them to the SDK's connection.
 func (s *streamSink) Write(ctx context.Context, msgs []realtime.Message) error {
-	if hw := s.live.stream(s.id); hw != nil && len(msgs) > 1 {
-		hw.hold()
-		defer hw.release()
+	if hw := s.live.stream(s.id); hw != nil {
+		return hw.writeEvents(ctx, msgs)
 	}
 	return s.Sink.Write(ctx, msgs)
 }
 
 var errStreamClosed = errors.New("mcpserver: the event stream is closed")
 
-// heldWriter is the response writer of an event stream. While held, the
-// flushes the SDK makes after each event are put off until release, so
-// that a batch of events reaches the client in one flush. Every write and
-// flush of the stream goes through its lock; once the stream's handler
-// returns, nothing more is written.
-type heldWriter struct {
+// streamWriter is the response writer of an event stream. Every write and
+// flush of the stream goes through its lock, the SDK's (one event per
+// write) and writeEvents' batches alike, so events never interleave. Once
+// the stream's handler returns, nothing more is written.
+type streamWriter struct {
 	http.ResponseWriter
-	mu      sync.Mutex
-	holds   int
-	pending bool
-	done    bool
+	mu   sync.Mutex
+	done bool
+	buf  []byte
 }
 
-func (h *heldWriter) Write(p []byte) (int, error) {
+// writeEvents writes msgs as the SDK writes a message on an event stream
+// (event "message", the JSON-RPC notification as data), in one write, and
+// flushes. The SDK would validate and compact each message again and flush
+// after each.
+func (h *streamWriter) writeEvents(ctx context.Context, msgs []realtime.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.done {
+		return errStreamClosed
+	}
+	b := h.buf[:0]
+	for _, m := range msgs {
+		b = append(b, "event: message\ndata: "...)
+		b = realtime.AppendNotification(b, m)
+		b = append(b, '\n')
+	}
+	_, err := h.ResponseWriter.Write(b)
+	if cap(b) <= maxKeptBuffer {
+		h.buf = b
+	} else {
+		h.buf = nil
+	}
+	if err != nil {
+		return err
+	}
+	return h.flushLocked()
+}
+
+func (h *streamWriter) Write(p []byte) (int, error) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.done {
@@ -112,21 +142,16 @@ func (h *heldWriter) Write(p []byte) (int, error) {
 }
 
 // FlushError is what http.ResponseController calls to flush.
-func (h *heldWriter) FlushError() error {
+func (h *streamWriter) FlushError() error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if h.holds > 0 {
-		h.pending = true
-		return nil
-	}
 	return h.flushLocked()
 }
 
 // Flush is for callers that use http.Flusher.
-func (h *heldWriter) Flush() { _ = h.FlushError() }
+func (h *streamWriter) Flush() { _ = h.FlushError() }
 
-func (h *heldWriter) flushLocked() error {
-	h.pending = false
+func (h *streamWriter) flushLocked() error {
 	if h.done {
 		return nil
 	}
@@ -134,25 +159,11 @@ func (h *heldWriter) flushLocked() error {
 }
 
 // Unwrap gives http.ResponseController the writer underneath, for what
-// heldWriter does not implement itself (deadlines).
-func (h *heldWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
-
-func (h *heldWriter) hold() {
-	h.mu.Lock()
-	h.holds++
-	h.mu.Unlock()
-}
-
-func (h *heldWriter) release() {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if h.holds--; h.holds == 0 && h.pending {
-		_ = h.flushLocked()
-	}
-}
+// streamWriter does not implement itself (deadlines).
+func (h *streamWriter) Unwrap() http.ResponseWriter { return h.ResponseWriter }
 
 // finish marks the stream's handler as returned.
-func (h *heldWriter) finish() {
+func (h *streamWriter) finish() {
 	h.mu.Lock()
 	h.done = true
 	h.mu.Unlock()

@@ -69,32 +69,38 @@ func TestLineWriterKeepsLinesWhole(t *testing.T) {
 	}
 }
 
-// TestHeldWriterFlushesOncePerBatch checks that the flushes the SDK makes
-// while a batch is held are put off to its end, and that nothing is written
-// once the stream's handler has returned.
-func TestHeldWriterFlushesOncePerBatch(t *testing.T) {
+// TestStreamWriterWritesABatchAtOnce checks that a batch of notifications
+// goes out as server-sent events in one write and one flush, beside the
+// SDK's own events, and that nothing is written once the stream's handler
+// has returned.
+func TestStreamWriterWritesABatchAtOnce(t *testing.T) {
 	rec := &flushCounter{ResponseRecorder: httptest.NewRecorder()}
-	h := &heldWriter{ResponseWriter: rec}
-	rc := http.NewResponseController(h)
-	h.hold()
-	for range 3 {
-		io.WriteString(h, "data: x\n\n")
-		if err := rc.Flush(); err != nil {
-			t.Fatal(err)
-		}
+	h := &streamWriter{ResponseWriter: rec}
+	// The SDK writes an event and flushes through the same writer.
+	io.WriteString(h, "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\n")
+	if err := http.NewResponseController(h).Flush(); err != nil {
+		t.Fatal(err)
 	}
-	if rec.flushes != 0 {
-		t.Fatalf("%d flushes while held; want none", rec.flushes)
+	msgs := []realtime.Message{
+		{Method: mcpe.MethodEvent, Params: json.RawMessage(`{"subscriptionId":"s","event":{"n":1}}`)},
+		{Method: mcpe.MethodEvent, Params: json.RawMessage(`{"subscriptionId":"s","event":{"n":2}}`)},
 	}
-	h.release()
-	if rec.flushes != 1 {
-		t.Fatalf("%d flushes after release; want 1", rec.flushes)
+	if err := h.writeEvents(context.Background(), msgs); err != nil {
+		t.Fatal(err)
 	}
-	rc.Flush()
 	if rec.flushes != 2 {
-		t.Fatalf("%d flushes after a flush not held; want 2", rec.flushes)
+		t.Errorf("%d flushes; want 2 (the SDK's event, then the batch)", rec.flushes)
+	}
+	want := "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}\n\n" +
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"events/event\",\"params\":{\"subscriptionId\":\"s\",\"event\":{\"n\":1}}}\n\n" +
+		"event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"events/event\",\"params\":{\"subscriptionId\":\"s\",\"event\":{\"n\":2}}}\n\n"
+	if got := rec.Body.String(); got != want {
+		t.Errorf("stream:\n%s\nwant:\n%s", got, want)
 	}
 	h.finish()
+	if err := h.writeEvents(context.Background(), msgs); err == nil {
+		t.Error("writeEvents after the handler returned succeeded")
+	}
 	if _, err := io.WriteString(h, "late"); err == nil || strings.Contains(rec.Body.String(), "late") {
 		t.Error("a write after the handler returned went through")
 	}
