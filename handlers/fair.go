@@ -3,6 +3,7 @@ package handlers
 import (
 	"maps"
 	"slices"
+	"time"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -18,6 +19,14 @@ const takeAhead = 4
 // shareTaken bounds the jobs of one principal taken and not yet recorded.
 func (r *Runner) shareTaken() int { return takeAhead * r.opts.PerPrincipal }
 
+// lease is how long a job the store hands out stays claimed for this
+// runner (subscriptions.JobQuery.Lease), so that another process sharing
+// the store leaves it alone: long enough for the jobs taken ahead of it to
+// run to their ceiling, and its own run.
+func (r *Runner) lease() time.Duration {
+	return (takeAhead+1)*r.opts.RunTimeout + time.Minute
+}
+
 // queryLocked returns what the store is to leave out: the jobs taken, and
 // the principals at their share.
 func (r *Runner) queryLocked() subscriptions.JobQuery {
@@ -25,6 +34,7 @@ func (r *Runner) queryLocked() subscriptions.JobQuery {
 		Skip:         make([]string, 0, len(r.taken)),
 		PerPrincipal: r.shareTaken(),
 		InFlight:     maps.Clone(r.inFlight),
+		Lease:        r.lease(),
 	}
 	for id := range r.taken {
 		q.Skip = append(q.Skip, id)

@@ -22,6 +22,7 @@ type Jobs interface {
 	DueJobs(ctx context.Context, now time.Time, limit int, q subscriptions.JobQuery) ([]*subscriptions.Invocation, error)
 	FinishJobs(ctx context.Context, done []subscriptions.JobDone) error
 	NextJobDue(ctx context.Context, q subscriptions.JobQuery) (time.Time, bool, error)
+	ReleaseJobs(ctx context.Context, ids []string, now time.Time) error
 }
 
 // Options configure a Runner.

@@ -25,6 +25,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -153,7 +155,28 @@ func (r *Runner) Stop() {
 	r.ready.Broadcast()
 	r.mu.Unlock()
 	r.loops.Wait()
+	r.release()
 }
+
+// release gives back the claims on the jobs taken and not finished, so that
+// they are due at once for the next start or another process sharing the
+// store, rather than after their lease.
+func (r *Runner) release() {
+	r.mu.Lock()
+	ids := slices.Collect(maps.Keys(r.taken))
+	r.mu.Unlock()
+	if len(ids) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
+	defer cancel()
+	if err := r.opts.Jobs.ReleaseJobs(ctx, ids, r.opts.Clock.Now()); err != nil {
+		r.log.Warn("give back unfinished handler jobs; they run again once their lease is over", "jobs", len(ids), "error", err)
+	}
+}
+
+// releaseTimeout bounds the write that gives back unfinished jobs at Stop.
+const releaseTimeout = 5 * time.Second
 
 // dispatchLoop takes due jobs whenever woken and queues them for the
 // workers; when stopped, it waits for the workers and closes the outcome

@@ -105,6 +105,7 @@ func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) 
 			Next:           next,
 			Expire:         next == nil && expire,
 			Pending:        s.opts.Presence != nil && !s.opts.Presence.Connected(d.Principal),
+			Due:            d.Due,
 		}
 	}
 	s.commit.Lock()

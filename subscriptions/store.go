@@ -70,7 +70,8 @@ type Store interface {
 	// InboxExpired entry. Entries of a request with Pending are marked for
 	// delivery when the owner next connects. An empty buffer writes no
 	// delivery entry. A request for a subscription that no longer exists,
-	// is not active or belongs to another principal is skipped. The results
+	// is not active or belongs to another principal is skipped, and so is
+	// one whose Due is set and is not the subscription's next fire. The results
 	// match reqs one for one, in order.
 	Fire(ctx context.Context, reqs []FireRequest, now time.Time) ([]FireResult, error)
 	// DueFires returns the active subscriptions of buffered channel c whose
@@ -141,6 +142,9 @@ type Store interface {
 	// is due: not in q.Skip, of a principal with room left; ok is false
 	// when there is none.
 	NextJobDue(ctx context.Context, q JobQuery) (t time.Time, ok bool, err error)
+	// ReleaseJobs gives back the claims (JobQuery.Lease) on jobs that were
+	// handed out and not finished: they are due at now.
+	ReleaseJobs(ctx context.Context, ids []string, now time.Time) error
 
 	// Close releases the store.
 	Close() error
@@ -156,6 +160,12 @@ type JobQuery struct {
 	PerPrincipal int
 	// InFlight counts each principal's jobs taken and not yet finished.
 	InFlight map[string]int
+	// Lease, when positive, makes DueJobs claim the jobs it returns: each
+	// is due again only Lease after now, so that another process sharing
+	// the store does not run it meanwhile, and a process that dies while
+	// running it leaves it to run again (with the same job ID) once the
+	// lease is over. It must be longer than a run can take.
+	Lease time.Duration
 }
 
 // JobDone is the outcome of one handler run.
@@ -233,6 +243,9 @@ type InboxEntry struct {
 	Events    []json.RawMessage
 	Remaining int
 	CreatedAt time.Time
+	// Pending is true while the entry waits for its owner to connect
+	// (FireRequest.Pending); the store sets it when it reads entries.
+	Pending bool
 }
 
 // DueFire is a subscription whose fire is due, as Store.DueFires returns it.
@@ -240,6 +253,9 @@ type DueFire struct {
 	SubscriptionID string
 	Principal      string
 	Delivery       mcpe.Delivery
+	// Due is the fire's time: the subscription's next fire when it was
+	// read.
+	Due time.Time
 }
 
 // FireRequest asks Store.Fire to deliver one subscription's buffer.
@@ -259,6 +275,11 @@ type FireRequest struct {
 	Expire bool
 	// Pending marks the entries for delivery when the owner next connects.
 	Pending bool
+	// Due, when set, is the fire's time as DueFires read it: the request
+	// is skipped unless the subscription's next fire is still that, so
+	// that of several processes sharing the store that read the same due
+	// fire, one fires it.
+	Due time.Time
 }
 
 // FireResult is what Fire did for one request.
@@ -294,6 +315,41 @@ type PruneStats struct {
 	InboxEntries  int
 	Events        int
 	Subscriptions int
+}
+
+// Shared is implemented by a store that several processes may use at once
+// (several servers on one SQLite file, or replicas on one PostgreSQL
+// database). Each process follows what the others write through it: the
+// inbox entries of the principals it has live sessions for, which it
+// delivers, and the changes to subscriptions, which it routes by.
+type Shared interface {
+	// StoreID names the store: two processes that read the same ID share
+	// it.
+	StoreID(ctx context.Context) (string, error)
+	// Heads returns the newest inbox sequence number and the newest
+	// subscription change number. Entries and changes are numbered in
+	// commit order: once Heads returned n, no entry or change numbered n
+	// or less is committed later.
+	Heads(ctx context.Context) (inbox, changes int64, err error)
+	// InboxRange returns the entries of principals numbered above after
+	// and at most through, oldest first, at most limit (> 0), and whether
+	// more follow.
+	InboxRange(ctx context.Context, principals []string, after, through int64, limit int) ([]InboxEntry, bool, error)
+	// ChangedSubscriptions returns the subscriptions changed by changes
+	// numbered above after and at most through, each once, in the order of
+	// their last change, with what routing needs of their state now.
+	// complete is false when retention removed changes above after: the
+	// caller must then reload every subscription.
+	ChangedSubscriptions(ctx context.Context, after, through int64) (changes []Change, complete bool, err error)
+}
+
+// Change is one changed subscription, as Shared.ChangedSubscriptions reads
+// it.
+type Change struct {
+	SubscriptionID string
+	// Subscription has the ID, principal, status, filter and delivery of
+	// the subscription; nil when it was deleted.
+	Subscription *Subscription
 }
 
 // Publisher accepts events: Service implements it, and the HTTP ingest and

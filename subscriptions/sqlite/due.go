@@ -88,11 +88,18 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, q subscri
 	if err != nil || len(ids) == 0 {
 		return nil, err
 	}
+	dueBy := now
+	if q.Lease > 0 {
+		dueBy = now.Add(q.Lease)
+		if ids, err = s.claimJobs(ctx, ids, now, dueBy); err != nil || len(ids) == 0 {
+			return nil, err
+		}
+	}
 	st, err := s.rstmts.get(ctx, dueJobsQuery)
 	if err != nil {
 		return nil, err
 	}
-	rows, err := st.QueryContext(ctx, mustJSON(ids), nanos(now))
+	rows, err := st.QueryContext(ctx, mustJSON(ids), nanos(dueBy))
 	if err != nil {
 		return nil, fmt.Errorf("read due handler jobs: %w", err)
 	}
@@ -121,6 +128,52 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, q subscri
 		}
 	}
 	return jobs.out, nil
+}
+
+// claimJobs moves the jobs ids that are still due at now to until, and
+// returns those it moved, in the order given: another process sharing the
+// store may have claimed some since they were read.
+func (s *Store) claimJobs(ctx context.Context, ids []int64, now, until time.Time) ([]int64, error) {
+	claimed := make(map[int64]bool, len(ids))
+	err := s.tx(ctx, func(tx *sql.Tx) error {
+		rows, err := tx.QueryContext(ctx, `UPDATE handler_jobs SET due_at = ?1
+			WHERE id IN (SELECT value FROM json_each(?2)) AND due_at <= ?3 RETURNING id`,
+			nanos(until), mustJSON(ids), nanos(now))
+		if err != nil {
+			return err
+		}
+		defer rows.Close()
+		for rows.Next() {
+			var id int64
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			claimed[id] = true
+		}
+		return rows.Err()
+	})
+	if err != nil {
+		return nil, fmt.Errorf("claim handler jobs: %w", err)
+	}
+	out := ids[:0]
+	for _, id := range ids {
+		if claimed[id] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// ReleaseJobs implements subscriptions.Store.
+func (s *Store) ReleaseJobs(ctx context.Context, ids []string, now time.Time) error {
+	if len(ids) == 0 {
+		return nil
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE handler_jobs SET due_at = ?1
+			WHERE id IN (SELECT CAST(value AS INTEGER) FROM json_each(?2)) AND due_at > ?1`, nanos(now), mustJSON(ids))
+		return err
+	})
 }
 
 // dueTurns returns the IDs of the jobs DueJobs hands out, in order.

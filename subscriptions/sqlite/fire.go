@@ -28,9 +28,11 @@ func (s *Store) fireStatements(ctx context.Context) (*fireStmts, error) {
 	st, err := s.prepared(ctx,
 		// Records the fire of each active subscription and names them.
 		`UPDATE subscriptions SET last_fire_at = ?1, next_fire_at = r.next
-			FROM (SELECT value ->> '$.id' AS id, value ->> '$.principal' AS principal, value ->> '$.next' AS next
+			FROM (SELECT value ->> '$.id' AS id, value ->> '$.principal' AS principal, value ->> '$.next' AS next,
+					value ->> '$.due' AS due
 				FROM json_each(?2)) AS r
 			WHERE subscriptions.id = r.id AND subscriptions.principal = r.principal AND subscriptions.status = 'active'
+				AND (r.due IS NULL OR subscriptions.next_fire_at = r.due)
 			RETURNING subscriptions.id`,
 		// How many events wait for each subscription (an index-only count).
 		`SELECT subscription_id, count(*) FROM buffer
@@ -140,6 +142,7 @@ func (ft *fireTx) claim() error {
 		ID        string `json:"id"`
 		Principal string `json:"principal"`
 		Next      *int64 `json:"next"`
+		Due       *int64 `json:"due,omitempty"`
 	}
 	list := make([]next, len(ft.reqs))
 	for i, r := range ft.reqs {
@@ -147,6 +150,10 @@ func (ft *fireTx) claim() error {
 		if r.Next != nil {
 			n := nanos(*r.Next)
 			list[i].Next = &n
+		}
+		if !r.Due.IsZero() {
+			d := nanos(r.Due)
+			list[i].Due = &d
 		}
 	}
 	ids, err := queryStrings(ft.ctx, ft.tx.StmtContext(ft.ctx, ft.fireStmts.claim), nanos(ft.now), mustJSON(list))
@@ -293,7 +300,7 @@ func (ft *fireTx) write() error {
 		}
 		for _, e := range ft.deliveries(r, w) {
 			seq++
-			e.Seq = seq
+			e.Seq, e.Pending = seq, r.Pending
 			ft.entries[i] = append(ft.entries[i], e.InboxEntry)
 			rows = append(rows, []any{seq, e.Principal, mustJSON(e.SubscriptionIDs), string(e.Kind), e.eventID, e.eventIDs, e.Remaining, r.Pending, nanos(ft.now)})
 		}

@@ -16,7 +16,7 @@ import (
 // entryColumns and entryFrom read inbox entries (aliased i) with the body
 // of the event they reference.
 const (
-	entryColumns = `i.seq, i.principal, i.subscription_ids, i.kind, e.body, i.event_ids, i.remaining, i.created_at`
+	entryColumns = `i.seq, i.principal, i.subscription_ids, i.kind, e.body, i.event_ids, i.remaining, i.created_at, i.pending`
 	entryFrom    = ` FROM inbox i LEFT JOIN events e ON e.id = i.event_id `
 )
 
@@ -35,7 +35,7 @@ func (s *Store) readEntries(ctx context.Context, rows *sql.Rows, capacity int) (
 				event, members sql.NullString
 				created        int64
 			)
-			if err := rows.Scan(&e.Seq, &e.Principal, &ids, &kind, &event, &members, &e.Remaining, &created); err != nil {
+			if err := rows.Scan(&e.Seq, &e.Principal, &ids, &kind, &event, &members, &e.Remaining, &created, &e.Pending); err != nil {
 				return err
 			}
 			if err := decodeInto(ids, &e.SubscriptionIDs); err != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -80,6 +81,7 @@ const (
 	findDuplicateQuery = `SELECT id FROM events WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`
 	activeQuery        = `SELECT id FROM subscriptions WHERE id IN (SELECT value FROM json_each(?)) AND status = 'active'`
 	deactivationsQuery = `SELECT deactivations FROM changes WHERE id = 1`
+	bufferSeqQuery     = `UPDATE changes SET buffer_seq = buffer_seq + ? WHERE id = 1 RETURNING buffer_seq`
 	insertBufferQuery  = `INSERT INTO buffer (subscription_id, seq, event_id, created_at)
 		SELECT value ->> 0, value ->> 1, value ->> 2, ? FROM json_each(?)`
 )
@@ -87,7 +89,7 @@ const (
 // prepare fetches the statements the transaction will use: they are
 // prepared before it takes the only write connection.
 func (b *batch) prepare() error {
-	queries := []string{findDuplicateQuery, deactivationsQuery, activeQuery, insertBufferQuery}
+	queries := []string{findDuplicateQuery, deactivationsQuery, activeQuery, insertBufferQuery, bufferSeqQuery}
 	for n := 1; n <= min(len(b.pubs), maxEventRows); n++ {
 		queries = append(queries, insertEvents(n))
 	}
@@ -258,10 +260,12 @@ func (b *batch) readSeqs(st *sql.Stmt, args []any, index map[[2]string]*subscrip
 }
 
 // buffer adds the new events to the buffers of their active cron and
-// scheduled targets, numbered here, while the transaction holds the only
-// write connection, so that buffer order is commit order.
+// scheduled targets, numbered by the store's counter while the transaction
+// holds the write lock, so that buffer order is commit order whichever
+// process commits.
 func (b *batch) buffer() error {
 	var rows [][3]any
+	events := 0
 	for i, p := range b.pubs {
 		if !b.fresh[i] {
 			continue
@@ -270,13 +274,20 @@ func (b *batch) buffer() error {
 		if len(subs) == 0 {
 			continue
 		}
-		seq := b.s.bufferSeq.Add(1)
+		events++
 		for _, sub := range subs {
-			rows = append(rows, [3]any{sub, seq, p.Event.ID})
+			rows = append(rows, [3]any{sub, int64(events), p.Event.ID})
 		}
 	}
 	if len(rows) == 0 {
 		return nil
+	}
+	var last int64
+	if err := b.stmt(bufferSeqQuery).QueryRowContext(b.ctx, events).Scan(&last); err != nil {
+		return fmt.Errorf("number buffered events: %w", err)
+	}
+	for i := range rows {
+		rows[i][1] = last - int64(events) + rows[i][1].(int64)
 	}
 	_, err := b.stmt(insertBufferQuery).ExecContext(b.ctx, nanos(b.now), mustJSON(rows))
 	return err

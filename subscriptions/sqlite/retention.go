@@ -91,12 +91,31 @@ func (s *Store) Prune(ctx context.Context, r subscriptions.Retention, now time.T
 				return err
 			}
 		}
-		return nil
+		return pruneChanges(exec)
 	})
 	if err != nil {
 		return subscriptions.PruneStats{}, err
 	}
 	return st, nil
+}
+
+// ChangesKept is how long a subscription change stays readable by the
+// other processes sharing the store (subscriptions.Shared); one that has
+// not read it by then reloads every subscription.
+const ChangesKept = time.Hour
+
+// pruneChanges drops the subscription changes older than ChangesKept, by
+// SQLite's clock (the triggers that write them date them by it), and
+// records the newest one dropped.
+func pruneChanges(exec execer) error {
+	if _, err := exec.n(`UPDATE changes SET changes_pruned_through = max(changes_pruned_through,
+			coalesce((SELECT max(seq) FROM subscription_changes
+				WHERE changed_at < CAST(unixepoch('subsec') * 1000 AS INTEGER) - ?), 0))
+		WHERE id = 1`, ChangesKept.Milliseconds()); err != nil {
+		return err
+	}
+	_, err := exec.n(`DELETE FROM subscription_changes WHERE seq <= (SELECT changes_pruned_through FROM changes WHERE id = 1)`)
+	return err
 }
 
 // execer runs statements in one transaction.

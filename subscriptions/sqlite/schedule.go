@@ -26,7 +26,7 @@ func (s *Store) DueFires(ctx context.Context, c mcpe.Channel, now time.Time, lim
 	if limit <= 0 {
 		return nil, fmt.Errorf("sqlite: DueFires limit is %d; it must be positive", limit)
 	}
-	st, err := s.rstmts.get(ctx, `SELECT id, principal, delivery FROM subscriptions
+	st, err := s.rstmts.get(ctx, `SELECT id, principal, delivery, next_fire_at FROM subscriptions
 		WHERE timed = ? AND status = 'active' AND next_fire_at IS NOT NULL AND next_fire_at <= ?
 		ORDER BY next_fire_at, id LIMIT ?`)
 	if err != nil {
@@ -41,9 +41,11 @@ func (s *Store) DueFires(ctx context.Context, c mcpe.Channel, now time.Time, lim
 	for rows.Next() {
 		var d subscriptions.DueFire
 		var delivery string
-		if err := rows.Scan(&d.SubscriptionID, &d.Principal, &delivery); err != nil {
+		var due int64
+		if err := rows.Scan(&d.SubscriptionID, &d.Principal, &delivery, &due); err != nil {
 			return nil, err
 		}
+		d.Due = fromNanos(due)
 		if err := json.Unmarshal([]byte(delivery), &d.Delivery); err != nil {
 			return nil, fmt.Errorf("subscription %s: decode delivery: %w", d.SubscriptionID, err)
 		}

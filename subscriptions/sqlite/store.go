@@ -38,8 +38,6 @@ type Store struct {
 	// the only write connection, and preparing needs one.
 	wstmts, rstmts stmtCache
 
-	// bufferSeq numbers the events added to buffers.
-	bufferSeq atomic.Int64
 
 	// commits counts write transactions, so the checkpointer knows when
 	// there is something to do; stop and done end it.
@@ -226,11 +224,6 @@ func (s *Store) init(ctx context.Context) error {
 	if err := s.migrate(ctx); err != nil {
 		return err
 	}
-	var seq int64
-	if err := s.w.QueryRowContext(ctx, `SELECT coalesce(max(seq), 0) FROM buffer`).Scan(&seq); err != nil {
-		return fmt.Errorf("read buffer sequence: %w", err)
-	}
-	s.bufferSeq.Store(seq)
 	return nil
 }
 
@@ -321,6 +314,15 @@ func (s *Store) migrate(ctx context.Context) error {
 			return err
 		}
 		err = s.tx(ctx, func(tx *sql.Tx) error {
+			// Another process sharing the file may have applied it
+			// since: the transaction holds the write lock now.
+			var now int
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&now); err != nil {
+				return err
+			}
+			if now > i {
+				return nil
+			}
 			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
 				return err
 			}

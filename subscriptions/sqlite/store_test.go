@@ -391,3 +391,51 @@ func TestMigrationGivesJobsTheirPrincipal(t *testing.T) {
 		t.Errorf("NextJobDue with alice at her share = %v, %v; want none", ok, err)
 	}
 }
+
+func TestSharedStore(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (a, b storetest.SharedStore) {
+		path := filepath.Join(t.TempDir(), "x.db")
+		return open(t, path), open(t, path)
+	})
+}
+
+// TestChangesPruned checks that a process that has not read the
+// subscription changes retention removed is told to reload.
+func TestChangesPruned(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	s := open(t, path)
+	ctx := t.Context()
+	sub := &subscriptions.Subscription{Principal: "alice", Subscription: mcpe.Subscription{
+		ID: "00000000-0000-4000-8000-000000000001", Status: mcpe.StatusActive,
+		Filter: mcpe.Filter{EventTypes: []string{"test.*"}}, Delivery: mcpe.DefaultDelivery(), CreatedAt: t0, UpdatedAt: t0,
+	}}
+	if err := s.CreateSubscription(ctx, sub, 10); err != nil {
+		t.Fatal(err)
+	}
+	_, head, err := s.Heads(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, complete, err := s.ChangedSubscriptions(ctx, 0, head); err != nil || !complete {
+		t.Fatalf("before retention: complete %v, %v; want complete", complete, err)
+	}
+	// Dated past what retention keeps, by the clock the triggers use.
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	old := time.Now().Add(-sqlite.ChangesKept - time.Minute).UnixMilli()
+	if _, err := db.ExecContext(ctx, `UPDATE subscription_changes SET changed_at = ?`, old); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Prune(ctx, subscriptions.Retention{}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, complete, err := s.ChangedSubscriptions(ctx, 0, head); err != nil || complete {
+		t.Errorf("after retention removed the change: complete %v, %v; want incomplete", complete, err)
+	}
+	if changes, complete, err := s.ChangedSubscriptions(ctx, head, head); err != nil || !complete || len(changes) != 0 {
+		t.Errorf("from the head: %+v, complete %v, %v; want nothing, complete", changes, complete, err)
+	}
+}

@@ -526,9 +526,27 @@ func testFirePending(t *testing.T, open Opener) {
 		diff(t, step.name+": alice's PendingEntries", step.wantAlice, pendingEntries(t, s, "alice", step.limit))
 		diff(t, step.name+": bob's PendingEntries", step.wantBob, pendingEntries(t, s, "bob", step.limit))
 	}
-	// Pending or not, the entries are in the inbox all along.
-	diff(t, "alice's inbox", aliceInbox, inbox(t, s, "alice"))
-	diff(t, "bob's inbox", bobs, inbox(t, s, "bob"))
+	// Pending or not, the entries are in the inbox all along, no longer
+	// marked once cleared.
+	diff(t, "alice's inbox", notPendingNow(aliceInbox), inbox(t, s, "alice"))
+	diff(t, "bob's inbox", notPendingNow(bobs), inbox(t, s, "bob"))
+}
+
+// markPending marks entries pending, as a Fire with Pending writes them.
+func markPending(entries []subscriptions.InboxEntry) []subscriptions.InboxEntry {
+	for i := range entries {
+		entries[i].Pending = true
+	}
+	return entries
+}
+
+// notPendingNow returns copies of entries no longer marked pending.
+func notPendingNow(entries []subscriptions.InboxEntry) []subscriptions.InboxEntry {
+	out := slices.Clone(entries)
+	for i := range out {
+		out[i].Pending = false
+	}
+	return out
 }
 
 // testFireSkipped checks that a request for a subscription that is gone, is
@@ -621,7 +639,7 @@ func testFireManyRequests(t *testing.T, open Opener) {
 		{SubscriptionID: alices.ID, Entries: []subscriptions.InboxEntry{batchEntry(0, alices, now, 1, raws[:2])}, Remaining: 1},
 		{SubscriptionID: bobs.ID, Entries: []subscriptions.InboxEntry{batchEntry(0, bobs, now, 0, raws), expiredEntry(0, bobs, now)}},
 		{SubscriptionID: subID(9), Skipped: true},
-		{SubscriptionID: carols.ID, Entries: sentEntries([]sent{{span(1, 3), 0}}, carols, now, raws, false)},
+		{SubscriptionID: carols.ID, Entries: markPending(sentEntries([]sent{{span(1, 3), 0}}, carols, now, raws, false))},
 		{SubscriptionID: bobsPaused.ID, Skipped: true},
 		{SubscriptionID: alices2.ID, Entries: sentEntries([]sent{{span(1, 1), 2}, {span(2, 2), 1}, {span(3, 3), 0}}, alices2, now, raws, true)},
 	}
