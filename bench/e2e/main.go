@@ -81,6 +81,8 @@ var scenarios = []Scenario{
 	{Name: "S=1000 burst, 16 posters", Subs: 1000, Events: 20000, Posters: 16},
 	{Name: "S=10000 burst, 16 posters", Subs: 10000, Events: 5000, Posters: 16},
 	{Name: "S=1000 paced 1000/s", Subs: 1000, Events: 20000, Posters: 16, Rate: 1000},
+	// Ingest: one match per event, so what bounds the rate is accepting.
+	{Name: "S=100 burst, 16 posters", Subs: 100, Events: 40000, Posters: 16},
 	{Name: "10000 subscribes", Subs: 10000, SubscribeOnly: true},
 }
 

@@ -112,7 +112,7 @@ func (s *Store) ChangedSubscriptions(ctx context.Context, after, through int64) 
 // what routing needs of the subscription, all NULL when it was deleted.
 func scanChange(rows *sql.Rows) (subscriptions.Change, error) {
 	var (
-		c                                    subscriptions.Change
+		c                                   subscriptions.Change
 		principal, status, filter, delivery sql.NullString
 	)
 	if err := rows.Scan(&c.SubscriptionID, &principal, &status, &filter, &delivery); err != nil {

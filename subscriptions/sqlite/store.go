@@ -38,7 +38,6 @@ type Store struct {
 	// the only write connection, and preparing needs one.
 	wstmts, rstmts stmtCache
 
-
 	// commits counts write transactions, so the checkpointer knows when
 	// there is something to do; stop and done end it.
 	commits    atomic.Int64
