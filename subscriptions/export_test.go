@@ -1,5 +1,10 @@
 package subscriptions
 
+import "context"
+
 // SetBeforeMatch makes the index of s run f after reading the candidates
 // of a new type and before matching its patterns.
 func SetBeforeMatch(s *Service, f func()) { s.index.beforeMatch = f }
+
+// FollowNow reads at once what other processes sharing s's store wrote.
+func FollowNow(s *Service) { s.followOnce(context.Background()) }

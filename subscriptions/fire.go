@@ -114,10 +114,11 @@ func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) 
 		s.commit.Unlock()
 		return false, err
 	}
-	var deliver []InboxEntry
+	var written, deliver []InboxEntry
 	recorded := false
 	for i, res := range results {
 		req := reqs[i]
+		written = append(written, res.Entries...)
 		recorded = recorded || len(res.Entries) > 0
 		if !req.Pending {
 			deliver = append(deliver, res.Entries...)
@@ -125,7 +126,7 @@ func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) 
 			s.log.Debug("owner offline: digest kept for its next connection", "subscription_id", req.SubscriptionID, "principal", req.Principal)
 		}
 	}
-	s.deliverer.Deliver(deliver)
+	s.handOver(ctx, written, deliver)
 	s.commit.Unlock()
 	expired := false
 	for i, res := range results {

@@ -264,6 +264,17 @@ func (x *Index) Recheck(matched []*Entry, ev *mcpe.Event) []*Entry {
 	return out
 }
 
+// IDs returns the IDs of the subscriptions in the index.
+func (x *Index) IDs() []string {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	ids := make([]string, 0, len(x.entries))
+	for id := range x.entries {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
 // Get returns the entry with the given ID, or nil.
 func (x *Index) Get(id string) *Entry {
 	x.mu.RLock()

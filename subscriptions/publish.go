@@ -152,7 +152,7 @@ func (s *Service) commitBatch(batch []*publication) {
 			delivered = append(delivered, p.res.Delivered...)
 		}
 	}
-	s.deliverer.Deliver(delivered)
+	s.handOver(s.bg(), delivered, delivered)
 	s.commit.Unlock()
 	s.route.RUnlock()
 	if len(delivered) > 0 {

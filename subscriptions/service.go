@@ -93,6 +93,12 @@ type ServiceOptions struct {
 	// JobsWritten, when set, is called after deliveries were recorded, so
 	// that the handler runner looks for new jobs. It must not block.
 	JobsWritten func()
+	// FollowInterval is how often, when the store is shared with other
+	// processes (it implements Shared), the service reads what they wrote:
+	// the bound on how late a subscription changed there routes here, and
+	// an event accepted there reaches a session here. Zero means
+	// DefaultFollowInterval.
+	FollowInterval time.Duration
 	// EphemeralPrefix names principals that live only as long as one
 	// session: at Start, everything owned by a principal with this prefix is
 	// deleted. Empty disables it.
@@ -136,6 +142,9 @@ type Service struct {
 	batch batcher
 	// watchers hear of changes to the schedules of buffered channels.
 	watchers scheduleWatchers
+	// follow follows the writes of other processes sharing the store; nil
+	// when the store is not shared.
+	follow *follower
 
 	life        sync.Mutex // guards the fields below
 	started     bool
@@ -193,6 +202,12 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.SecretGrace <= 0 {
 		opts.SecretGrace = DefaultSecretGrace
 	}
+	if opts.FollowInterval < 0 {
+		return nil, fmt.Errorf("subscriptions: ServiceOptions.FollowInterval is %v; it must be positive, or zero for %v", opts.FollowInterval, DefaultFollowInterval)
+	}
+	if opts.FollowInterval == 0 {
+		opts.FollowInterval = DefaultFollowInterval
+	}
 	for t, h := range opts.Handlers {
 		if h == nil {
 			return nil, fmt.Errorf("subscriptions: ServiceOptions.Handlers[%q] is nil", t)
@@ -223,6 +238,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		clock:     opts.Clock,
 		log:       opts.Logger,
 		opts:      opts,
+		follow:    newFollower(opts.Store, opts.Deliverer),
 	}
 	for _, c := range []mcpe.Channel{mcpe.ChannelCron, mcpe.ChannelScheduled} {
 		if opts.Timings[c] != nil {
@@ -279,8 +295,11 @@ func (s *Service) Start(ctx context.Context) error {
 			s.log.Info("deleted subscriptions of sessions that ended with the previous run", "count", n)
 		}
 	}
-	// Read before the index is loaded: what stops later is counted
-	// after it.
+	// Read before the index is loaded: what stops or changes later is
+	// counted after it.
+	if err := s.startFollowing(ctx); err != nil {
+		return fmt.Errorf("read the store's change log: %w", err)
+	}
 	s.routedDeactivations(ctx)
 	subs, err := s.store.ListSubscriptions(ctx, ListQuery{Status: mcpe.StatusActive})
 	if err != nil {
@@ -298,6 +317,7 @@ func (s *Service) Start(ctx context.Context) error {
 	s.log.Info("subscriptions loaded", "active", s.index.Len())
 	s.expireDue()
 	s.prune()
+	s.runFollowing()
 	return nil
 }
 
@@ -315,6 +335,7 @@ func (s *Service) Stop() {
 		s.cancel()
 	}
 	s.life.Unlock()
+	s.stopFollowing()
 	s.wg.Wait()
 }
 
@@ -388,7 +409,7 @@ func (s *Service) expireDue() {
 	if err != nil {
 		s.log.Error("expire subscriptions", "error", err)
 	}
-	s.deliverer.Deliver(s.keepForAbsent(entries))
+	s.handOver(s.bg(), entries, s.keepForAbsent(entries))
 	s.commit.Unlock()
 	for _, e := range entries {
 		if e.Kind != mcpe.InboxExpired {
@@ -415,8 +436,13 @@ func (s *Service) expireDue() {
 // store need not look its targets' status up. The caller holds s.manage,
 // which every change that stops a subscription takes, so no such change is
 // counted before the index reflects it. An error leaves the older count:
-// the store then looks the status up.
+// the store then looks the status up. On a shared store, other processes
+// stop subscriptions too: the index first catches up with every change.
 func (s *Service) routedDeactivations(ctx context.Context) {
+	if s.follow != nil {
+		s.followChangesLocked(ctx)
+		return
+	}
 	n, err := s.store.Deactivations(ctx)
 	if err != nil {
 		s.log.Warn("read the count of stopped subscriptions", "error", err)

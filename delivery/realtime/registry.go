@@ -184,6 +184,7 @@ type Registry struct {
 var (
 	_ subscriptions.Deliverer = (*Registry)(nil)
 	_ subscriptions.Presence  = (*Registry)(nil)
+	_ subscriptions.Sessions  = (*Registry)(nil)
 )
 
 // owner is the state of one principal with sessions.
@@ -308,6 +309,19 @@ func (r *Registry) Live(principal string) int {
 		return len(o.sessions)
 	}
 	return 0
+}
+
+// Principals returns the principals with sessions attached: on a store
+// shared with other processes, what those deliver to them is read and
+// handed to Deliver (subscriptions.Sessions).
+func (r *Registry) Principals() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]string, 0, len(r.owners))
+	for p := range r.owners {
+		out = append(out, p)
+	}
+	return out
 }
 
 // Connected reports whether principal has a session that notifications can

@@ -156,6 +156,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 			ExpiredMaxAge:   time.Duration(cfg.Inbox.ExpiredMaxAge),
 		},
 		PruneInterval:   opts.PruneInterval,
+		FollowInterval:  time.Duration(cfg.Delivery.FollowInterval),
 		EphemeralPrefix: mcpserver.SessionPrincipalPrefix,
 		Handlers:        a.handlers.byType,
 		SecretGrace:     secretGrace(cfg),

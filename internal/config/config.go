@@ -140,6 +140,10 @@ type Delivery struct {
 	Window int `yaml:"window"`
 	// Backlog bounds what one live session may be owed and not yet sent.
 	Backlog Backlog `yaml:"backlog"`
+	// FollowInterval is how often this server reads what other servers
+	// sharing its database wrote: events they accepted for sessions here,
+	// and subscriptions changed through them. Default 100ms.
+	FollowInterval Duration `yaml:"followInterval"`
 }
 
 // Backlog bounds what a live session that reads slower than events arrive
@@ -324,6 +328,9 @@ func (c *Config) validate() error {
 	}
 	if opts := c.Delivery.Realtime(); opts.Validate() != nil {
 		return Within("delivery", opts.Validate())
+	}
+	if f := time.Duration(c.Delivery.FollowInterval); f != 0 && (f < time.Millisecond || f > time.Minute) {
+		return fmt.Errorf("delivery.followInterval: is %v; give a duration from 1ms to 1m, or leave it out for 100ms", f)
 	}
 	if m := time.Duration(c.Delivery.MinEvery); m != 0 && m < time.Second {
 		return fmt.Errorf("delivery.minEvery %v is shorter than a second; cron fires at most once a second", m)

@@ -1,0 +1,268 @@
+package subscriptions
+
+import (
+	"context"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
+)
+
+// This file is how a Service shares its store with other processes (a
+// second server on the same SQLite file, or replicas on one PostgreSQL
+// database): when the store implements Shared, the service follows what the
+// others write. Inbox entries of the principals with live sessions here are
+// handed to the Deliverer in sequence order, merged with this process's
+// own; subscription changes are applied to the routing index. It looks
+// every FollowInterval, and before handing over its own entries when others
+// wrote some since.
+
+// DefaultFollowInterval is how often a Service on a shared store looks for
+// what other processes wrote.
+const DefaultFollowInterval = 100 * time.Millisecond
+
+// followBatch bounds the inbox entries read from the store at a time.
+const followBatch = 500
+
+// Sessions is implemented by a Deliverer that knows which principals have
+// live sessions in this process (delivery/realtime): on a shared store,
+// what other processes deliver to those principals is read and handed to
+// it.
+type Sessions interface {
+	Principals() []string
+}
+
+// follower is the state of following a shared store.
+type follower struct {
+	shared Shared
+	// sessions is the Deliverer, when it tells whose sessions are here;
+	// nil follows subscription changes only.
+	sessions Sessions
+	// inbox is the newest inbox entry this process wrote or read (guarded
+	// by Service.commit); changes the newest subscription change the index
+	// reflects (guarded by Service.manage).
+	inbox, changes int64
+	stop           chan struct{}
+	done           chan struct{}
+}
+
+// newFollower returns the follower of s's store, or nil when the store is
+// not shared.
+func newFollower(store Store, deliverer Deliverer) *follower {
+	shared, ok := store.(Shared)
+	if !ok {
+		return nil
+	}
+	f := &follower{shared: shared}
+	f.sessions, _ = deliverer.(Sessions)
+	return f
+}
+
+// startFollowing records where the store's inbox and change log are now:
+// what precedes is not news (Start loads every subscription after it). It
+// is called before the subscriptions are loaded.
+func (s *Service) startFollowing(ctx context.Context) error {
+	if s.follow == nil {
+		return nil
+	}
+	inbox, changes, err := s.follow.shared.Heads(ctx)
+	if err != nil {
+		return err
+	}
+	s.follow.inbox, s.follow.changes = inbox, changes
+	return nil
+}
+
+// runFollowing looks for what other processes wrote every interval, on the
+// wall clock (a poll, not a domain time: a fake clock moved by a day must
+// not run it a million times), until Stop.
+func (s *Service) runFollowing() {
+	f := s.follow
+	if f == nil {
+		return
+	}
+	f.stop, f.done = make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(f.done)
+		t := time.NewTicker(s.opts.FollowInterval)
+		defer t.Stop()
+		for {
+			select {
+			case <-f.stop:
+				return
+			case <-t.C:
+				s.followOnce(s.bg())
+			}
+		}
+	}()
+}
+
+// stopFollowing ends runFollowing and waits for it.
+func (s *Service) stopFollowing() {
+	if f := s.follow; f != nil && f.stop != nil {
+		close(f.stop)
+		<-f.done
+		f.stop = nil
+	}
+}
+
+// followOnce applies the subscription changes and hands over the inbox
+// entries that other processes wrote since it last looked.
+func (s *Service) followOnce(ctx context.Context) {
+	inbox, changes, err := s.follow.shared.Heads(ctx)
+	if err != nil {
+		s.log.Warn("read what other processes sharing the store wrote", "error", err)
+		return
+	}
+	s.manage.Lock()
+	if changes > s.follow.changes {
+		s.followChangesLocked(ctx)
+	}
+	s.manage.Unlock()
+	s.commit.Lock()
+	if inbox > s.follow.inbox {
+		s.followInboxLocked(ctx, inbox)
+	}
+	s.commit.Unlock()
+}
+
+// followChangesLocked brings the index up to date with every subscription
+// change in the store, then records the store's count of deactivations,
+// read first, as reflected (see routedDeactivations). The caller holds
+// s.manage.
+func (s *Service) followChangesLocked(ctx context.Context) {
+	d, err := s.store.Deactivations(ctx)
+	if err != nil {
+		s.log.Warn("read the count of stopped subscriptions", "error", err)
+		d = 0
+	}
+	_, head, err := s.follow.shared.Heads(ctx)
+	if err != nil {
+		s.log.Warn("read the subscription changes of other processes", "error", err)
+		return
+	}
+	if head > s.follow.changes {
+		changes, complete, err := s.follow.shared.ChangedSubscriptions(ctx, s.follow.changes, head)
+		if err != nil {
+			s.log.Warn("read the subscription changes of other processes", "error", err)
+			return
+		}
+		if complete {
+			s.applyChanges(changes)
+		} else if err := s.reloadLocked(ctx); err != nil {
+			s.log.Warn("reload subscriptions after missing changes", "error", err)
+			return
+		}
+		s.follow.changes = head
+		s.watchers.changed(mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelCron}},
+			mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelScheduled}})
+		s.armExpiry()
+	}
+	if d > 0 {
+		s.routed.Store(d)
+	}
+}
+
+// applyChanges puts the changed subscriptions that are active in the index
+// and takes the others out.
+func (s *Service) applyChanges(changes []Change) {
+	for _, c := range changes {
+		sub := c.Subscription
+		if sub == nil || sub.Status != mcpe.StatusActive {
+			s.removeEntry(c.SubscriptionID)
+			continue
+		}
+		e, err := NewEntry(sub)
+		if err != nil {
+			s.log.Error("stored subscription has a filter this version rejects; it receives no new events until updated",
+				"subscription_id", sub.ID, "error", err)
+			s.removeEntry(sub.ID)
+			continue
+		}
+		s.putEntry(e)
+	}
+}
+
+// reloadLocked makes the index hold exactly the active subscriptions of
+// the store. The caller holds s.manage.
+func (s *Service) reloadLocked(ctx context.Context) error {
+	subs, err := s.store.ListSubscriptions(ctx, ListQuery{Status: mcpe.StatusActive})
+	if err != nil {
+		return err
+	}
+	keep := make(map[string]bool, len(subs))
+	changes := make([]Change, len(subs))
+	for i, sub := range subs {
+		keep[sub.ID] = true
+		changes[i] = Change{SubscriptionID: sub.ID, Subscription: sub}
+	}
+	for _, id := range s.index.IDs() {
+		if !keep[id] {
+			s.removeEntry(id)
+		}
+	}
+	s.applyChanges(changes)
+	s.log.Info("subscriptions reloaded: changes made by other processes were removed before this one read them", "active", len(subs))
+	return nil
+}
+
+// followInboxLocked hands the Deliverer the entries of principals with live
+// sessions here that were written after the newest one this process knows,
+// up to through. Entries another process kept for an owner it thought away
+// are delivered here when the owner is here, and no longer kept. The
+// caller holds s.commit.
+func (s *Service) followInboxLocked(ctx context.Context, through int64) {
+	f := s.follow
+	if through <= f.inbox {
+		return
+	}
+	var principals []string
+	if f.sessions != nil {
+		principals = f.sessions.Principals()
+	}
+	after := f.inbox
+	cleared := map[string]int64{}
+	for len(principals) > 0 {
+		entries, more, err := f.shared.InboxRange(ctx, principals, after, through, followBatch)
+		if err != nil {
+			s.log.Warn("read what other processes delivered", "error", err)
+			f.inbox = after
+			return
+		}
+		s.deliverer.Deliver(entries)
+		for _, e := range entries {
+			if e.Pending {
+				cleared[e.Principal] = e.Seq
+			}
+		}
+		if !more || len(entries) == 0 {
+			break
+		}
+		after = entries[len(entries)-1].Seq
+	}
+	f.inbox = through
+	for p, seq := range cleared {
+		if err := s.store.ClearPending(ctx, p, seq); err != nil {
+			s.log.Warn("forget digests kept for an owner connected here", "principal", p, "error", err)
+		}
+	}
+}
+
+// handOver hands the Deliverer deliver, part of written: entries this
+// process just wrote. On a shared store, entries other processes wrote
+// before them go first. The caller holds s.commit.
+func (s *Service) handOver(ctx context.Context, written, deliver []InboxEntry) {
+	f := s.follow
+	if f == nil || len(written) == 0 {
+		s.deliverer.Deliver(deliver)
+		return
+	}
+	lo, hi := written[0].Seq, written[0].Seq
+	for _, e := range written[1:] {
+		lo, hi = min(lo, e.Seq), max(hi, e.Seq)
+	}
+	if lo > f.inbox+1 {
+		s.followInboxLocked(ctx, lo-1)
+	}
+	s.deliverer.Deliver(deliver)
+	f.inbox = max(f.inbox, hi)
+}

@@ -1,0 +1,146 @@
+package subscriptions_test
+
+import (
+	"context"
+	"encoding/json"
+	"path/filepath"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+)
+
+// sessions is a Deliverer with live sessions for some principals, as the
+// realtime registry is: it keeps the types of the events it is given.
+type sessions struct {
+	mu         sync.Mutex
+	principals []string
+	types      []string
+}
+
+func (s *sessions) Principals() []string { return s.principals }
+
+func (s *sessions) Deliver(es []subscriptions.InboxEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, e := range es {
+		var ev mcpe.Event
+		if e.Kind == mcpe.InboxEvent && json.Unmarshal(e.Event, &ev) == nil {
+			s.types = append(s.types, ev.Type)
+		}
+	}
+}
+
+func (s *sessions) Replay(string, []subscriptions.InboxEntry) {}
+
+func (s *sessions) got() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.types)
+}
+
+// process is one server's service on a shared database file.
+type process struct {
+	svc      *subscriptions.Service
+	sessions *sessions
+}
+
+func startProcess(t *testing.T, path string, clk clock.Clock) *process {
+	t.Helper()
+	store, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &process{sessions: &sessions{principals: []string{"alice"}}}
+	// Followed by hand (FollowNow), not by the timer.
+	p.svc, err = subscriptions.NewService(subscriptions.ServiceOptions{
+		Store: store, Deliverer: p.sessions, Clock: clk, FollowInterval: time.Minute,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { p.svc.Stop(); store.Close() })
+	return p
+}
+
+func (p *process) publish(t *testing.T, typ string) subscriptions.PublishResult {
+	t.Helper()
+	res, err := p.svc.Publish(context.Background(), mcpe.Event{Type: typ, Data: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// TestSharedStoreIsFollowed runs two services on one file, as two server
+// processes on one machine: what is subscribed through one routes in the
+// other once it has followed the store, what one accepts reaches the
+// other's sessions in commit order, and a pause through one holds in the
+// other at once.
+func TestSharedStoreIsFollowed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	clk := clock.NewFake(svcStart)
+	a, b := startProcess(t, path, clk), startProcess(t, path, clk)
+	ctx := context.Background()
+
+	sub, err := a.svc.Subscribe(ctx, "alice", every("x.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res := b.publish(t, "x.before"); len(res.Delivered) != 0 {
+		t.Fatalf("b routed by a subscription it has not read yet: %+v", res.Delivered)
+	}
+	subscriptions.FollowNow(b.svc)
+	if res := b.publish(t, "x.one"); len(res.Delivered) != 1 {
+		t.Fatalf("after following, b delivered %d entries; want 1", len(res.Delivered))
+	}
+	if got := b.sessions.got(); !slices.Equal(got, []string{"x.one"}) {
+		t.Fatalf("b's sessions got %q; want x.one", got)
+	}
+	// a hears of what b accepted when it follows the store.
+	subscriptions.FollowNow(a.svc)
+	if got := a.sessions.got(); !slices.Equal(got, []string{"x.one"}) {
+		t.Fatalf("a's sessions got %q; want x.one, accepted by b", got)
+	}
+	// What a accepts just before b's own comes first at b, without waiting
+	// for b to follow.
+	a.publish(t, "x.two")
+	b.publish(t, "x.three")
+	if got := b.sessions.got(); !slices.Equal(got, []string{"x.one", "x.two", "x.three"}) {
+		t.Fatalf("b's sessions got %q; want x.one, x.two (a's), x.three in commit order", got)
+	}
+	subscriptions.FollowNow(a.svc)
+	if got := a.sessions.got(); !slices.Equal(got, []string{"x.one", "x.two", "x.three"}) {
+		t.Fatalf("a's sessions got %q; want each event once, in commit order", got)
+	}
+	// Paused through b: a, which has not followed yet, stores nothing for it.
+	if _, err := b.svc.Pause(ctx, "alice", sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	if res := a.publish(t, "x.paused"); len(res.Delivered) != 0 {
+		t.Fatalf("a delivered to a subscription paused through b: %+v", res.Delivered)
+	}
+	// Resumed through a, deleted through b: a stops routing once it follows.
+	if _, err := a.svc.Resume(ctx, "alice", sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	subscriptions.FollowNow(b.svc)
+	if res := b.publish(t, "x.resumed"); len(res.Delivered) != 1 {
+		t.Fatalf("b did not route by the resume made through a: %+v", res.Delivered)
+	}
+	if err := b.svc.Unsubscribe(ctx, "alice", sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	subscriptions.FollowNow(a.svc)
+	if res := a.publish(t, "x.gone"); len(res.Delivered) != 0 {
+		t.Fatalf("a delivered to a subscription deleted through b: %+v", res.Delivered)
+	}
+}
