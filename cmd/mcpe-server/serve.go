@@ -79,11 +79,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	log.Info("database opened", "path", cfg.DB)
 
 	a, err := app.New(ctx, app.Options{
-		Config:  cfg,
-		Store:   store,
-		HTTP:    serveHTTP != "",
-		Version: version(),
-		Logger:  log,
+		Config:    cfg,
+		Store:     store,
+		StoreName: cfg.DB,
+		HTTP:      serveHTTP != "",
+		Version:   version(),
+		Logger:    log,
 		// The bash handler's sandbox hides them from the programs it runs.
 		PrivatePaths: privatePaths(cfg.DB, *cfgPath),
 	})
@@ -97,10 +98,18 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	errc := make(chan error, 2)
 	if serveHTTP != "" {
 		stopHTTP, err := startHTTP(ctx, serveHTTP, cfg, a, log, errc)
-		if err != nil {
+		switch {
+		case err == nil:
+			defer stopHTTP()
+		case !serveStdio:
 			return err
+		default:
+			if err := portShared(ctx, serveHTTP, err, a.StoreID(), cfg.DB); err != nil {
+				return err
+			}
+			log.Info("HTTP port taken by another mcpe-server on the same database: serving stdio only; what is posted there reaches this server's sessions through the database",
+				"addr", serveHTTP)
 		}
-		defer stopHTTP()
 	}
 	if serveStdio {
 		go func() {

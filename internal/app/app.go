@@ -37,6 +37,9 @@ type Options struct {
 	Config *config.Config
 	// Store keeps everything; required. The App does not close it.
 	Store subscriptions.Store
+	// StoreName names the store for people: its path, or its URL without
+	// credentials. /healthz tells callers on this machine.
+	StoreName string
 	// HTTP says whether the HTTP endpoints will be served: the catalog then
 	// lists POST /v1/events as set up, and configured webhook adapters
 	// without it are warned about.
@@ -83,6 +86,8 @@ type App struct {
 	schedulers delivery.Schedulers
 	sources    *sources
 	closed     sync.Once
+	// storeID is the store's ID when it is shared (subscriptions.Shared).
+	storeID string
 }
 
 // New builds the server that opts describe and starts its background work:
@@ -109,6 +114,11 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 			a.Close()
 		}
 	}()
+	if shared, ok := opts.Store.(subscriptions.Shared); ok {
+		if a.storeID, err = shared.StoreID(ctx); err != nil {
+			return nil, err
+		}
+	}
 
 	// The registry keeps the wall clock: its waits are for transports (an
 	// event stream that is not open yet), which run in real time even when
@@ -239,8 +249,14 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 		Adapters:       a.sources.webhooks,
 		SignedAdapters: a.sources.signed,
 		Health:         a.health,
+		StoreID:        a.storeID,
+		StoreName:      a.opts.StoreName,
 	}), nil
 }
+
+// StoreID returns the ID of a store that several processes may share, or
+// "" for one that only this process uses.
+func (a *App) StoreID() string { return a.storeID }
 
 // health reports whether the server can keep what it accepts: a store that
 // knows (the SQLite store notices its files removed or replaced) says.

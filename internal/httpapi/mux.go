@@ -16,6 +16,12 @@ type MuxOptions struct {
 	Ingest http.Handler
 	// Health reports readiness for /healthz; nil always reports ok.
 	Health func() error
+	// Store identifies the database this server keeps its state in, for
+	// /healthz: its ID (subscriptions.Shared), given to every caller, and
+	// its name (a path or a URL without credentials), given only to callers
+	// on this machine. A second server that finds its HTTP port taken reads
+	// them to tell whether the first serves the same store.
+	StoreID, StoreName string
 	// Adapters serve webhooks from event sources, by path (such as
 	// "/adapters/alertmanager").
 	Adapters map[string]http.Handler
@@ -43,6 +49,12 @@ func NewMux(opts MuxOptions) http.Handler {
 				status, body = http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "error": err.Error()}
 			}
 		}
+		if opts.StoreID != "" {
+			body["store"] = opts.StoreID
+		}
+		if opts.StoreName != "" && fromThisMachine(r) {
+			body["database"] = opts.StoreName
+		}
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(body)
@@ -57,6 +69,12 @@ func NewMux(opts MuxOptions) http.Handler {
 		outer.Handle(path, http.NewCrossOriginProtection().Handler(h))
 	}
 	return Deadlines(outer, 0, 0)
+}
+
+// fromThisMachine reports whether r came from a loopback address.
+func fromThisMachine(r *http.Request) bool {
+	ap, err := netip.ParseAddrPort(r.RemoteAddr)
+	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
 
 // guardLoopback refuses requests that reached a loopback listener with a
