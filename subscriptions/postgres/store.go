@@ -79,8 +79,8 @@ func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error)
 	}
 	cfg, err := pgxpool.ParseConfig(rawURL)
 	if err != nil {
-		// pgconn's parse errors redact the password themselves.
-		return nil, fmt.Errorf("postgres: cannot parse the database URL %s: %w", Redact(rawURL), err)
+		// pgconn's parse errors show the URL with its password hidden.
+		return nil, fmt.Errorf("postgres: cannot parse the database URL (want postgres://user[:password]@host[:port]/database[?sslmode=...]): %w", err)
 	}
 	if opts != nil && opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
