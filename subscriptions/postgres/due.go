@@ -34,7 +34,7 @@ const ownersCTE = `WITH RECURSIVE owners(name) AS (
 // many of its oldest due jobs not in $2 through the index, and orders all
 // by turn (the principal's jobs in flight plus its jobs due before this
 // one), then due time.
-const dueTurnsQuery = ownersCTE + `,
+var dueTurnsQuery = ownersCTE + `,
 	share AS (
 		SELECT o.name, coalesce(b.busy, 0) AS busy,
 			CASE WHEN $4::integer > 0 THEN least($3::integer, $4::integer - coalesce(b.busy, 0)) ELSE $3::integer END AS room
@@ -44,14 +44,20 @@ const dueTurnsQuery = ownersCTE + `,
 	SELECT w.id FROM share s
 	CROSS JOIN LATERAL (
 		SELECT d.id, d.due_at, row_number() OVER (ORDER BY d.due_at, d.id) - 1 AS k
-		FROM (SELECT j.id, j.due_at FROM handler_jobs j JOIN subscriptions t ON t.id = j.subscription_id
+		FROM (SELECT j.id, j.due_at FROM handler_jobs j
 			WHERE j.principal = s.name AND j.due_at <= $1 AND j.id <> ALL($2::bigint[])
-				AND t.handler IS NOT NULL AND t.handler_disabled IS NULL
+				AND ` + handlerOn + `
 			ORDER BY j.due_at, j.id LIMIT s.room) AS d
 	) AS w
 	WHERE s.room > 0
 	ORDER BY s.busy + w.k, w.due_at, w.id
 	LIMIT $3`
+
+// handlerOn says that job j's subscription has a handler that is on. A
+// scalar sub-select, not a join, so that the planner walks the jobs in index
+// order and stops at the limit, whatever its row estimates.
+const handlerOn = `(SELECT t.handler IS NOT NULL AND t.handler_disabled IS NULL
+	FROM subscriptions t WHERE t.id = j.subscription_id)`
 
 // dueJobsQuery reads the runs of the jobs listed in $1, in that order.
 const dueJobsQuery = `SELECT h.id, h.subscription_id, h.attempts, h.created_at, s.principal, s.handler, s.handler_secrets,
