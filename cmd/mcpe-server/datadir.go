@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"runtime"
 
+	"github.com/mcpe-server/mcpe-server/subscriptions/postgres"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
 
@@ -45,7 +46,7 @@ func privatePaths(db, cfgPath string) []string {
 			out = append(out, abs)
 		}
 	}
-	if db != "" && db != sqlite.Memory {
+	if db != "" && db != sqlite.Memory && !postgres.IsURL(db) {
 		add(db) // the sandbox hides its -wal, -shm and -journal with it
 		add(filepath.Dir(db))
 	}

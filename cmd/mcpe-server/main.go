@@ -79,7 +79,8 @@ Usage:
       Serve. With neither --stdio nor --http: stdio, plus HTTP if the config
       file sets http.addr. --http ADDR alone serves HTTP only: /mcp
       (Streamable HTTP), /v1/events (ingest) and /healthz. --stdio --http ADDR
-      serves both. Flags override the config file.
+      serves both. Flags override the config file. --db takes an SQLite
+      file path or a postgres://user@host/db URL (PostgreSQL).
 
   mcpe-server publish --url URL --type TYPE [--data JSON|@FILE|-] [--priority P]
                       [--tag TAG]... [--source-id ID] [--timestamp RFC3339] [--token TOKEN]

@@ -25,6 +25,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/internal/pgtest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -44,7 +45,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, "build mcpe-server:", err)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL cluster if a test started one
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -13,7 +13,6 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/internal/app"
 	"github.com/mcpe-server/mcpe-server/internal/config"
-	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
 
 // shutdownGrace bounds how long a clean shutdown waits for HTTP requests.
@@ -26,7 +25,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	stdio := fs.Bool("stdio", false, "serve MCP on stdin/stdout")
 	httpAddr := fs.String("http", "", "serve HTTP on `ADDR`, e.g. 127.0.0.1:8765")
-	dbPath := fs.String("db", "", "SQLite database `PATH` (\":memory:\" keeps nothing)")
+	dbPath := fs.String("db", "", "SQLite database `PATH` (\":memory:\" keeps nothing), or a postgres:// URL")
 	cfgPath := fs.String("config", "", "YAML configuration `FILE`")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
@@ -71,12 +70,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			return err
 		}
 	}
-	store, err := sqlite.Open(ctx, cfg.DB)
+	store, dbName, err := openStore(ctx, cfg.DB)
 	if err != nil {
 		return err
 	}
 	defer store.Close()
-	log.Info("database opened", "path", cfg.DB)
+	log.Info("database opened", "path", dbName)
 
 	a, err := app.New(ctx, app.Options{
 		Config:    cfg,

@@ -30,8 +30,9 @@ import (
 
 // Config is the whole file.
 type Config struct {
-	// DB is the SQLite database path; ":memory:" keeps nothing. Default: a
-	// file under the user's data directory.
+	// DB is the SQLite database path (":memory:" keeps nothing) or a
+	// postgres:// or postgresql:// URL. Default: a file under the user's
+	// data directory.
 	DB string `yaml:"db"`
 	// HTTP configures the HTTP listener.
 	HTTP HTTP `yaml:"http"`

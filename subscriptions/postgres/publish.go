@@ -1,0 +1,309 @@
+package postgres
+
+import (
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// A publish is set-based, as in the SQLite store: however many events one
+// Publish call takes (a group commit), it runs a fixed handful of
+// statements, sent in three round trips: take the targets' principals,
+// insert the events and read the deactivation count; look up duplicates
+// and, when something stopped since the routing, which targets are still
+// active; write the inbox rows and the buffer rows.
+
+// Deactivations implements subscriptions.Store.
+func (s *Store) Deactivations(ctx context.Context) (int64, error) {
+	var n int64
+	err := s.pool.QueryRow(ctx, deactivationsQuery).Scan(&n)
+	return n, err
+}
+
+// Statements of a publish.
+const (
+	deactivationsQuery = `SELECT deactivations FROM changes WHERE id = 1`
+	insertEventsQuery  = `INSERT INTO events (id, type, source_event_id, body, received_at)
+		SELECT u.id, u.type, u.source, u.body, $5
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[]) WITH ORDINALITY AS u(id, type, source, body, ord)
+		ORDER BY u.ord
+		ON CONFLICT DO NOTHING RETURNING id`
+	findDuplicateQuery = `SELECT id FROM events WHERE id = $1 OR (type = $2 AND source_event_id = $3)
+		ORDER BY id = $1 DESC LIMIT 1`
+	activeQuery = `SELECT id FROM subscriptions WHERE id = ANY($1) AND status = 'active'`
+	// The inbox rows of a publish: sequence numbers are drawn in the order
+	// of the rows (the sub-select fixes it before nextval runs).
+	insertPublishedQuery = `INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, created_at)
+		SELECT nextval('inbox_seq'), u.principal, ARRAY(SELECT jsonb_array_elements_text(u.ids::jsonb)), 'event', u.event_id, $4
+		FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS r(principal, ids, event_id, ord)
+			ORDER BY ord) AS u
+		RETURNING seq, principal, event_id`
+	insertBufferQuery = `INSERT INTO buffer (subscription_id, seq, event_id, created_at)
+		SELECT u.subscription_id, nextval('buffer_seq'), u.event_id, $3
+		FROM (SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(subscription_id, event_id, ord)
+			ORDER BY ord) AS u`
+)
+
+// Publish implements subscriptions.Store. It returns once the transaction
+// has committed.
+func (s *Store) Publish(ctx context.Context, pb subscriptions.PublishBatch) ([]subscriptions.PublishResult, error) {
+	if len(pb.Publications) == 0 {
+		return nil, nil
+	}
+	b := &batch{ctx: ctx, now: pb.Now.UTC(), pubs: pb.Publications, routed: pb.Deactivations}
+	if err := s.tx(ctx, b.write); err != nil {
+		return nil, err
+	}
+	b.finish()
+	return b.res, nil
+}
+
+// batch is one Publish in progress.
+type batch struct {
+	ctx  context.Context
+	tx   pgx.Tx
+	now  time.Time
+	pubs []subscriptions.Publication
+	res  []subscriptions.PublishResult
+	// fresh marks the events stored by this call (not duplicates).
+	fresh []bool
+	// entries are, per publication, its inbox entries (one per
+	// principal).
+	entries [][]subscriptions.InboxEntry
+	// routed is the deactivation count the routing reflects; isActive
+	// tells which target subscriptions are active.
+	routed   int64
+	isActive map[string]bool
+}
+
+// write runs the batch in tx; it starts over when tx is run again.
+func (b *batch) write(tx pgx.Tx) error {
+	b.tx = tx
+	b.res = make([]subscriptions.PublishResult, len(b.pubs))
+	b.fresh = make([]bool, len(b.pubs))
+	b.entries = make([][]subscriptions.InboxEntry, len(b.pubs))
+	b.isActive = make(map[string]bool)
+	var principals, ids []string
+	seen := make(map[string]bool)
+	for _, p := range b.pubs {
+		for _, t := range p.Targets {
+			principals = append(principals, t.Principal)
+			if !seen[t.SubscriptionID] {
+				seen[t.SubscriptionID] = true
+				ids = append(ids, t.SubscriptionID)
+			}
+		}
+	}
+	// The principals first: what this transaction appends to their inboxes
+	// and buffers then commits in sequence order, and a pause, expiry or
+	// deletion of a target (which takes its principal too) either
+	// committed before, and is seen below, or waits for this one.
+	if err := lockPrincipals(b.ctx, tx, principals); err != nil {
+		return err
+	}
+	active, err := b.insertEvents(ids)
+	if err != nil {
+		return err
+	}
+	if err := b.findDuplicates(ids, active); err != nil {
+		return err
+	}
+	return b.route()
+}
+
+// insertEvents stores the events; those the table refuses (the same ID, or
+// the same type and sourceEventId, as one stored before or earlier in the
+// batch) are duplicates. In the same round trip it reads the deactivation
+// count, or which of ids are active when the routing reflects no count.
+func (b *batch) insertEvents(ids []string) (active []string, err error) {
+	n := len(b.pubs)
+	evIDs, types, sources, bodies := make([]string, n), make([]string, n), make([]*string, n), make([][]byte, n)
+	byID := make(map[string][]int, n)
+	for i, p := range b.pubs {
+		evIDs[i], types[i], bodies[i] = p.Event.ID, p.Event.Type, p.Raw
+		if src := p.Event.Metadata.SourceEventID; src != "" {
+			sources[i] = &src
+		}
+		byID[p.Event.ID] = append(byID[p.Event.ID], i)
+	}
+	q := &pgx.Batch{}
+	q.Queue(insertEventsQuery, evIDs, types, sources, bodies, b.now).Query(func(rows pgx.Rows) error {
+		for rows.Next() {
+			var id string
+			if err := rows.Scan(&id); err != nil {
+				return err
+			}
+			// The first publication with that ID is the one stored.
+			b.fresh[byID[id][0]] = true
+		}
+		return rows.Err()
+	})
+	var count int64
+	if b.routed != 0 {
+		q.Queue(deactivationsQuery).QueryRow(func(row pgx.Row) error { return row.Scan(&count) })
+	} else if len(ids) > 0 {
+		q.Queue(activeQuery, ids).Query(func(rows pgx.Rows) (err error) {
+			active, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+	}
+	if err := b.tx.SendBatch(b.ctx, q).Close(); err != nil {
+		return nil, fmt.Errorf("insert events: %w", err)
+	}
+	if b.routed != 0 && count == b.routed {
+		// Almost always no subscription stopped since the routing: then
+		// every target is active.
+		return ids, nil
+	}
+	if b.routed != 0 && len(ids) > 0 {
+		// Looked up in the next round trip.
+		return nil, nil
+	}
+	return active, nil
+}
+
+// findDuplicates gives each duplicate the ID of the event accepted first,
+// and, when active is nil but targets exist, looks up which are active.
+func (b *batch) findDuplicates(ids, active []string) error {
+	q := &pgx.Batch{}
+	for i, p := range b.pubs {
+		b.res[i].EventID = p.Event.ID
+		if b.fresh[i] {
+			continue
+		}
+		b.res[i].Duplicate = true
+		var src *string
+		if v := p.Event.Metadata.SourceEventID; v != "" {
+			src = &v
+		}
+		q.Queue(findDuplicateQuery, p.Event.ID, p.Event.Type, src).QueryRow(func(row pgx.Row) error {
+			return row.Scan(&b.res[i].EventID)
+		})
+	}
+	if active == nil && len(ids) > 0 {
+		q.Queue(activeQuery, ids).Query(func(rows pgx.Rows) (err error) {
+			active, err = pgx.CollectRows(rows, pgx.RowTo[string])
+			return err
+		})
+	}
+	if q.Len() > 0 {
+		if err := b.tx.SendBatch(b.ctx, q).Close(); err != nil {
+			return fmt.Errorf("find duplicates: %w", err)
+		}
+	}
+	for _, id := range active {
+		b.isActive[id] = true
+	}
+	return nil
+}
+
+// route writes the inbox rows of the new events, for the targets whose
+// subscriptions are still active, and adds the new events to the buffers
+// of their active cron and scheduled targets.
+func (b *batch) route() error {
+	var principals, ids, events, bufSubs, bufEvents []string
+	index := make(map[[2]string]*subscriptions.InboxEntry)
+	for i, p := range b.pubs {
+		if !b.fresh[i] {
+			continue
+		}
+		b.entries[i] = groupByPrincipal(p.Targets, b.isActive)
+		for j := range b.entries[i] {
+			e := &b.entries[i][j]
+			principals = append(principals, e.Principal)
+			ids = append(ids, mustJSON(e.SubscriptionIDs))
+			events = append(events, p.Event.ID)
+			index[[2]string{e.Principal, p.Event.ID}] = e
+		}
+		for _, sub := range bufferedTargets(p.Targets, b.isActive) {
+			bufSubs = append(bufSubs, sub)
+			bufEvents = append(bufEvents, p.Event.ID)
+		}
+	}
+	q := &pgx.Batch{}
+	if len(principals) > 0 {
+		q.Queue(insertPublishedQuery, principals, ids, events, b.now).Query(func(rows pgx.Rows) error {
+			for rows.Next() {
+				var seq int64
+				var principal, eventID string
+				if err := rows.Scan(&seq, &principal, &eventID); err != nil {
+					return err
+				}
+				if e := index[[2]string{principal, eventID}]; e != nil {
+					e.Seq = seq
+				}
+			}
+			return rows.Err()
+		})
+	}
+	if len(bufSubs) > 0 {
+		q.Queue(insertBufferQuery, bufSubs, bufEvents, b.now)
+	}
+	if q.Len() == 0 {
+		return nil
+	}
+	if err := b.tx.SendBatch(b.ctx, q).Close(); err != nil {
+		return fmt.Errorf("write deliveries: %w", err)
+	}
+	return nil
+}
+
+// finish fills in the results: each new event's inbox entries, in
+// sequence order.
+func (b *batch) finish() {
+	for i := range b.pubs {
+		if !b.fresh[i] {
+			continue
+		}
+		entries := b.entries[i]
+		for j := range entries {
+			entries[j].Kind, entries[j].Event, entries[j].CreatedAt = mcpe.InboxEvent, b.pubs[i].Raw, b.now
+		}
+		slices.SortFunc(entries, func(x, y subscriptions.InboxEntry) int { return cmp.Compare(x.Seq, y.Seq) })
+		b.res[i].Delivered = entries
+	}
+}
+
+// bufferedTargets lists the active cron and scheduled subscriptions among
+// targets, each once.
+func bufferedTargets(targets []subscriptions.Target, active map[string]bool) []string {
+	var out []string
+	seen := make(map[string]bool)
+	for _, t := range targets {
+		if (t.Channel == mcpe.ChannelCron || t.Channel == mcpe.ChannelScheduled) && active[t.SubscriptionID] && !seen[t.SubscriptionID] {
+			seen[t.SubscriptionID] = true
+			out = append(out, t.SubscriptionID)
+		}
+	}
+	return out
+}
+
+// groupByPrincipal turns the active realtime targets into one inbox entry
+// per principal, in the order the principals first appear, each
+// subscription listed once.
+func groupByPrincipal(targets []subscriptions.Target, active map[string]bool) []subscriptions.InboxEntry {
+	var out []subscriptions.InboxEntry
+	byPrincipal := make(map[string]int)
+	listed := make(map[string]bool)
+	for _, t := range targets {
+		if t.Channel != mcpe.ChannelRealtime || listed[t.SubscriptionID] || !active[t.SubscriptionID] {
+			continue
+		}
+		listed[t.SubscriptionID] = true
+		i, ok := byPrincipal[t.Principal]
+		if !ok {
+			i = len(out)
+			byPrincipal[t.Principal] = i
+			out = append(out, subscriptions.InboxEntry{Principal: t.Principal})
+		}
+		out[i].SubscriptionIDs = append(out[i].SubscriptionIDs, t.SubscriptionID)
+	}
+	return out
+}

@@ -1,0 +1,257 @@
+// Package postgres is the subscriptions.Store on PostgreSQL, through
+// github.com/jackc/pgx/v5 and its pool. Several servers may share one
+// database: migrations run once under an advisory lock, inbox appends take
+// their principals' rows in order, and a transaction that loses a deadlock
+// is run again.
+package postgres
+
+import (
+	"context"
+	"embed"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+//go:embed migrations/*.sql
+var migrations embed.FS
+
+// Store is a subscriptions.Store backed by PostgreSQL.
+type Store struct {
+	pool *pgxpool.Pool
+}
+
+var _ subscriptions.Store = (*Store)(nil)
+
+// Options configure a Store. A nil *Options means all defaults.
+type Options struct {
+	// MaxConns is the most connections the pool opens; zero means pgx's
+	// default (the larger of 4 and the number of CPUs), or pool_max_conns
+	// in the URL.
+	MaxConns int32
+}
+
+// IsURL reports whether s names a PostgreSQL database (a postgres:// or
+// postgresql:// URL) rather than a file.
+func IsURL(s string) bool {
+	scheme, _, ok := strings.Cut(s, "://")
+	return ok && (strings.EqualFold(scheme, "postgres") || strings.EqualFold(scheme, "postgresql"))
+}
+
+// Redact returns rawURL without its password, for logs and errors.
+func Redact(rawURL string) string {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return "(a URL that cannot be parsed)"
+	}
+	if _, ok := u.User.Password(); ok {
+		u.User = url.UserPassword(u.User.Username(), "xxxxx")
+	}
+	q := u.Query()
+	if q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.String()
+}
+
+// Open connects to the database at rawURL (postgres://user@host/db) with the
+// default Options and applies the migrations.
+func Open(ctx context.Context, rawURL string) (*Store, error) { return OpenWith(ctx, rawURL, nil) }
+
+// OpenWith connects to the database at rawURL and applies the migrations
+// that it has not seen, under an advisory lock, so that servers starting
+// together migrate once. An error names the database without its password.
+func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error) {
+	if !IsURL(rawURL) {
+		return nil, fmt.Errorf("postgres: %q is not a postgres:// or postgresql:// URL", Redact(rawURL))
+	}
+	cfg, err := pgxpool.ParseConfig(rawURL)
+	if err != nil {
+		// pgconn's parse errors show the URL with its password hidden.
+		return nil, fmt.Errorf("postgres: cannot parse the database URL (want postgres://user[:password]@host[:port]/database[?sslmode=...]): %w", err)
+	}
+	if opts != nil && opts.MaxConns > 0 {
+		cfg.MaxConns = opts.MaxConns
+	}
+	where := describe(cfg.ConnConfig)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", where, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: cannot reach %s: %w", where, err)
+	}
+	s := &Store{pool: pool}
+	if err := s.migrate(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s: %w", where, err)
+	}
+	return s, nil
+}
+
+// describe names a database as host, port, user and name, never the
+// password.
+func describe(c *pgx.ConnConfig) string {
+	return fmt.Sprintf("database %q on %s port %d as user %q", c.Database, c.Host, c.Port, c.User)
+}
+
+// Close closes the pool. Calling it again does nothing.
+func (s *Store) Close() error {
+	s.pool.Close()
+	return nil
+}
+
+// migrationLock is the key of the advisory lock held while migrating
+// (the bytes "mcpemigr").
+const migrationLock = 0x6d63_7065_6d69_6772
+
+// migrate applies the embedded migrations the database has not seen, in
+// one transaction that holds an advisory lock, recording each version in
+// schema_migrations.
+func (s *Store) migrate(ctx context.Context) error {
+	names, err := fs.Glob(migrations, "migrations/*.sql")
+	if err != nil {
+		return err
+	}
+	sort.Strings(names)
+	return s.tx(ctx, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
+			return fmt.Errorf("take the migration lock: %w", err)
+		}
+		if _, err := tx.Exec(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+			version    integer PRIMARY KEY,
+			name       text NOT NULL,
+			applied_at timestamptz NOT NULL DEFAULT now())`); err != nil {
+			return fmt.Errorf("create schema_migrations: %w", err)
+		}
+		var version int
+		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&version); err != nil {
+			return fmt.Errorf("read schema version: %w", err)
+		}
+		if version > len(names) {
+			return fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer mcpe-server", version, len(names))
+		}
+		for i := version; i < len(names); i++ {
+			body, err := migrations.ReadFile(names[i])
+			if err != nil {
+				return err
+			}
+			if _, err := tx.Exec(ctx, string(body)); err != nil {
+				return fmt.Errorf("apply migration %s: %w", names[i], err)
+			}
+			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`,
+				i+1, strings.TrimPrefix(names[i], "migrations/")); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// maxAttempts is how many times tx runs a transaction that lost a deadlock
+// or a serialization conflict.
+const maxAttempts = 5
+
+// tx runs f in a transaction and commits it; f may run again, from the
+// start, when PostgreSQL aborts it to break a deadlock.
+func (s *Store) tx(ctx context.Context, f func(pgx.Tx) error) error {
+	for attempt := 1; ; attempt++ {
+		err := pgx.BeginFunc(ctx, s.pool, f)
+		if err == nil || attempt == maxAttempts || !retryable(err) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(attempt) * time.Millisecond):
+		}
+	}
+}
+
+// retryable reports whether err is a deadlock or serialization failure,
+// which running the transaction again resolves.
+func retryable(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && (pe.Code == "40P01" || pe.Code == "40001")
+}
+
+// lockPrincipals takes the rows of principals (creating missing ones) for
+// the rest of tx, in name order so that transactions never wait on each
+// other in a circle. Every inbox append holds its principals' rows, and
+// draws its sequence numbers after taking them: a principal's entries then
+// commit in sequence order.
+func lockPrincipals(ctx context.Context, tx pgx.Tx, principals []string) error {
+	if len(principals) == 0 {
+		return nil
+	}
+	names := sortedSet(principals)
+	b := &pgx.Batch{}
+	b.Queue(`INSERT INTO principals (principal) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, names)
+	b.Queue(`SELECT principal FROM principals WHERE principal = ANY($1) ORDER BY principal FOR NO KEY UPDATE`, names)
+	if err := tx.SendBatch(ctx, b).Close(); err != nil {
+		return fmt.Errorf("lock principals: %w", err)
+	}
+	return nil
+}
+
+// sortedSet returns the distinct strings of list, sorted.
+func sortedSet(list []string) []string {
+	out := append([]string(nil), list...)
+	sort.Strings(out)
+	n := 0
+	for i, v := range out {
+		if i == 0 || v != out[n-1] {
+			out[n] = v
+			n++
+		}
+	}
+	return out[:n]
+}
+
+// utc returns t in UTC, as the SQLite store returns times.
+func utc(t time.Time) time.Time { return t.UTC() }
+
+// utcPtr returns a copy of *t in UTC, or nil.
+func utcPtr(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	u := t.UTC()
+	return &u
+}
+
+// expectRow returns ErrNotFound when a statement changed no row.
+func expectRow(tag pgconn.CommandTag, err error) error {
+	if err != nil {
+		return err
+	}
+	if tag.RowsAffected() == 0 {
+		return subscriptions.ErrNotFound
+	}
+	return nil
+}
+
+// jobIDs turns job IDs into the integers the queries take, leaving out what
+// is not one.
+func jobIDs(ids []string) []int64 {
+	n := make([]int64, 0, len(ids))
+	for _, id := range ids {
+		if v, err := strconv.ParseInt(id, 10, 64); err == nil {
+			n = append(n, v)
+		}
+	}
+	return n
+}
