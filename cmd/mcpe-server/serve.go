@@ -80,7 +80,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	a, err := app.New(ctx, app.Options{
 		Config:    cfg,
 		Store:     store,
-		StoreName: cfg.DB,
+		StoreName: dbName,
 		HTTP:      serveHTTP != "",
 		Version:   version(),
 		Logger:    log,
@@ -103,7 +103,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		case !serveStdio:
 			return err
 		default:
-			if err := portShared(ctx, serveHTTP, err, a.StoreID(), cfg.DB); err != nil {
+			if err := portShared(ctx, serveHTTP, err, a.StoreID(), dbName); err != nil {
 				return err
 			}
 			log.Info("HTTP port taken by another mcpe-server on the same database: serving stdio only; what is posted there reaches this server's sessions through the database",
