@@ -11,8 +11,23 @@ import (
 // Store keeps subscriptions, accepted events and each principal's inbox.
 // Every method that takes a principal acts only on that principal's data, and
 // reports another principal's subscription as ErrNotFound. Implementations
-// must pass the contract suite in subscriptions/storetest.
+// must pass the contract suite in subscriptions/storetest. It is made of one
+// contract per concern, so that a second backend implements, and a part of
+// the server depends on, small contracts (the handler runner needs only job
+// methods, the realtime registry only inbox reads).
 type Store interface {
+	SubscriptionStore
+	PublishStore
+	DigestStore
+	InboxStore
+	RetentionStore
+	JobStore
+	// Close releases the store.
+	Close() error
+}
+
+// SubscriptionStore keeps subscriptions, and expires them.
+type SubscriptionStore interface {
 	// CreateSubscription inserts sub (with its NextFireAt) unless its
 	// principal already has max active or paused subscriptions, in which
 	// case it returns a *LimitError. A principal keeps at most max
@@ -43,7 +58,15 @@ type Store interface {
 	// NextExpiry returns the earliest expiresAt among active and paused
 	// subscriptions; ok is false when none has one.
 	NextExpiry(ctx context.Context) (t time.Time, ok bool, err error)
+	// DeletePrincipal removes everything principal owns.
+	DeletePrincipal(ctx context.Context, principal string) error
+	// DeletePrincipalsWithPrefix removes everything owned by principals whose
+	// name starts with prefix, and returns how many subscriptions went.
+	DeletePrincipalsWithPrefix(ctx context.Context, prefix string) (int, error)
+}
 
+// PublishStore stores accepted events and their deliveries.
+type PublishStore interface {
 	// Publish stores b's publications, received at b.Now, in one
 	// transaction (a group commit): for each, the event; one inbox entry
 	// per principal among its realtime targets, listing that principal's
@@ -60,7 +83,11 @@ type Store interface {
 	// Deactivations counts the times a subscription stopped being active
 	// (paused, expired, deleted); it only grows, and is never 0.
 	Deactivations(ctx context.Context) (int64, error)
+}
 
+// DigestStore keeps the buffers of cron and scheduled subscriptions and
+// fires them.
+type DigestStore interface {
 	// Fire delivers what waits in the buffers of reqs' subscriptions, in one
 	// transaction: per request, the oldest waiting events (at most Max, or
 	// all of them in batches of Max when Drain) become one InboxBatch entry
@@ -89,7 +116,10 @@ type Store interface {
 	// MarkPending marks the inbox entries with the given sequence numbers
 	// for delivery when their owners next connect.
 	MarkPending(ctx context.Context, seqs []int64) error
+}
 
+// InboxStore reads each principal's inbox.
+type InboxStore interface {
 	// ReadInbox returns up to limit (> 0) entries of principal's inbox with a
 	// sequence number above after, oldest first, and whether more follow.
 	ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]InboxEntry, bool, error)
@@ -101,13 +131,10 @@ type Store interface {
 	PollCursor(ctx context.Context, principal string) (int64, error)
 	// SetPollCursor records the cursor last handed to principal.
 	SetPollCursor(ctx context.Context, principal string, seq int64) error
+}
 
-	// DeletePrincipal removes everything principal owns.
-	DeletePrincipal(ctx context.Context, principal string) error
-	// DeletePrincipalsWithPrefix removes everything owned by principals whose
-	// name starts with prefix, and returns how many subscriptions went.
-	DeletePrincipalsWithPrefix(ctx context.Context, prefix string) (int, error)
-
+// RetentionStore applies the retention limits.
+type RetentionStore interface {
 	// Prune applies r: it trims inboxes to their size and age limits (but
 	// keeps the entries r.Keep names, and records what it removed for
 	// PrunedThrough), drops
@@ -116,7 +143,10 @@ type Store interface {
 	// an update to expired) long enough ago. Delivery counts survive the
 	// inbox entries they counted. A zero field of r disables that limit.
 	Prune(ctx context.Context, r Retention, now time.Time) (PruneStats, error)
+}
 
+// JobStore keeps handlers and their runs (handler jobs).
+type JobStore interface {
 	// SetHandler replaces the handler of a subscription of principal (nil
 	// removes it) and its signing secrets, and turns it back on if it was
 	// off. A removed handler's pending runs go with it; those of a replaced
@@ -145,9 +175,6 @@ type Store interface {
 	// ReleaseJobs gives back the claims (JobQuery.Lease) on jobs that were
 	// handed out and not finished: they are due at now.
 	ReleaseJobs(ctx context.Context, ids []string, now time.Time) error
-
-	// Close releases the store.
-	Close() error
 }
 
 // JobQuery says which handler jobs DueJobs and NextJobDue consider. The zero

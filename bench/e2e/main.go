@@ -11,6 +11,14 @@
 // i belongs to group i mod 100; blocks of 100 alternate between the pattern
 // svc<g>.* and the exact type svc<g>.created; event e has type
 // svc<e mod 100>.created, so each matches about S/100 subscriptions.
+//
+// With -processes N (N > 1) it starts N servers on one database (an SQLite
+// file, or the PostgreSQL database -db names): the client connects to the
+// last one and subscribes through it, the posters post to all of them in
+// turn, so most events reach the client from another process. CPU per event
+// is then summed over the processes, and a scenario of its own measures how
+// long a subscription made through one process takes to route events
+// posted to another.
 package main
 
 import (
@@ -53,6 +61,11 @@ type Scenario struct {
 	Rate int `json:"rate,omitempty"`
 	// SubscribeOnly measures only the subscriptions' creation.
 	SubscribeOnly bool `json:"-"`
+	// RouteDelay measures, with several processes, how long a subscription
+	// made through one takes to route an event posted to another.
+	RouteDelay bool `json:"-"`
+	// Processes is how many servers share the database.
+	Processes int `json:"processes,omitempty"`
 }
 
 // Result is what one scenario measured.
@@ -74,6 +87,10 @@ type Result struct {
 	RSSMegabytes       float64 `json:"rssMB"`
 	Refused            int64   `json:"refused,omitempty"`
 	SubscribeCPUMicros float64 `json:"subscribeCPUMicrosPerCall,omitempty"`
+	// RouteDelay*Millis: from events_subscribe returning at one process to
+	// the first event posted to another that reaches it.
+	RouteDelayP50Millis float64 `json:"routeDelayP50ms,omitempty"`
+	RouteDelayMaxMillis float64 `json:"routeDelayMaxMs,omitempty"`
 }
 
 var scenarios = []Scenario{
@@ -84,6 +101,7 @@ var scenarios = []Scenario{
 	// Ingest: one match per event, so what bounds the rate is accepting.
 	{Name: "S=100 burst, 16 posters", Subs: 100, Events: 40000, Posters: 16},
 	{Name: "10000 subscribes", Subs: 10000, SubscribeOnly: true},
+	{Name: "subscribe to route, across processes", Subs: 20, RouteDelay: true},
 }
 
 func main() {
@@ -91,17 +109,23 @@ func main() {
 	transport := flag.String("transport", "stdio", "how the client connects: stdio or http")
 	only := flag.String("only", "", "run only the scenarios whose name contains this")
 	quiet := flag.Duration("quiet", 20*time.Second, "after posting, how long without a notification ends the wait for the rest")
+	processes := flag.Int("processes", 1, "how many servers share the database")
+	db := flag.String("db", "", "the database the servers share (default: a new SQLite file); a postgres:// URL must name an empty database")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "e2e: -bin is required")
 		os.Exit(2)
 	}
+	if *processes < 1 {
+		fmt.Fprintln(os.Stderr, "e2e: -processes must be at least 1")
+		os.Exit(2)
+	}
 	for _, sc := range scenarios {
-		if !strings.Contains(sc.Name, *only) {
+		if !strings.Contains(sc.Name, *only) || sc.RouteDelay && *processes < 2 {
 			continue
 		}
-		sc.Transport = *transport
-		res, err := run(*bin, sc, *quiet)
+		sc.Transport, sc.Processes = *transport, *processes
+		res, err := run(*bin, sc, *quiet, *db)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %s: %v\n", sc.Name, err)
 			os.Exit(1)
@@ -111,45 +135,71 @@ func main() {
 	}
 }
 
-// server is a running binary.
+// server is the running binaries: the one the client is connected to, and
+// the others on the same database.
 type server struct {
-	cmd  *exec.Cmd
-	base string // http://host:port
-	cs   *mcp.ClientSession
-	got  *tally
+	cmd    *exec.Cmd
+	base   string // http://host:port
+	cs     *mcp.ClientSession
+	got    *tally
+	others []*exec.Cmd
+	// bases are every process's base URL, the client's last.
+	bases []string
 }
 
-func run(bin string, sc Scenario, quiet time.Duration) (*Result, error) {
+// cpu sums the CPU time of every process.
+func (s *server) cpu() time.Duration {
+	t := cpuTime(s.cmd.Process.Pid)
+	for _, o := range s.others {
+		t += cpuTime(o.Process.Pid)
+	}
+	return t
+}
+
+func run(bin string, sc Scenario, quiet time.Duration, db string) (*Result, error) {
 	dir, err := os.MkdirTemp("", "mcpe-e2e")
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	s, err := start(bin, dir, sc.Transport)
+	if db == "" {
+		db = filepath.Join(dir, "mcpe.db")
+	}
+	s, err := start(bin, dir, sc.Transport, db, sc.Processes)
 	if err != nil {
 		return nil, err
 	}
 	defer s.stop()
 	res := &Result{Scenario: sc, Binary: bin}
 	ctx := context.Background()
+	if sc.RouteDelay {
+		return res, routeDelay(ctx, s, sc, res)
+	}
 
-	cpu0 := cpuTime(s.cmd.Process.Pid)
+	cpu0 := s.cpu()
 	t0 := time.Now()
 	subs, err := subscribe(ctx, s.cs, sc.Subs)
 	if err != nil {
 		return nil, err
 	}
 	res.SubscribeSeconds = time.Since(t0).Seconds()
-	res.SubscribeCPUMicros = (cpuTime(s.cmd.Process.Pid) - cpu0).Seconds() * 1e6 / float64(sc.Subs)
+	res.SubscribeCPUMicros = (s.cpu() - cpu0).Seconds() * 1e6 / float64(sc.Subs)
 	if sc.SubscribeOnly {
 		res.RSSMegabytes = rss(s.cmd.Process.Pid)
 		return res, nil
 	}
 	s.got.expect(subs, sc.Events)
+	if len(s.others) > 0 {
+		// The others route by the subscriptions once they have followed
+		// the database: wait for every one to deliver a probe.
+		if err := s.waitRouted(ctx, subs); err != nil {
+			return nil, err
+		}
+	}
 
-	cpu1 := cpuTime(s.cmd.Process.Pid)
+	cpu1 := s.cpu()
 	t1 := time.Now()
-	refused, err := post(s.base, sc)
+	refused, err := post(s.bases, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -158,7 +208,7 @@ func run(bin string, sc Scenario, quiet time.Duration) (*Result, error) {
 	res.AcceptedPerSecond = float64(int64(sc.Events)-refused) / res.PostSeconds
 	s.got.wait(quiet)
 	last := s.got.lastAt()
-	cpu3 := cpuTime(s.cmd.Process.Pid)
+	cpu3 := s.cpu()
 	res.Expected = s.got.expected
 	res.Received = s.got.received.Load()
 	res.Duplicates = s.got.duplicates.Load()
@@ -175,22 +225,85 @@ func run(bin string, sc Scenario, quiet time.Duration) (*Result, error) {
 
 var listenLine = regexp.MustCompile(`msg="HTTP server listening" addr=(\S+)`)
 
-// start runs the binary with stdio and HTTP on a free loopback port, and
-// connects the client.
-func start(bin, dir, transport string) (*server, error) {
+// start runs the binaries on db, the last with stdio (or HTTP for the
+// client) and each with HTTP on a free loopback port, and connects the
+// client to the last.
+func start(bin, dir, transport, db string, processes int) (*server, error) {
 	// Room for the workload's subscriptions, in a file both old and new
 	// binaries read.
 	cfg := filepath.Join(dir, "config.yaml")
 	if err := os.WriteFile(cfg, []byte("subscriptions:\n  maxPerPrincipal: 20000\n"), 0o600); err != nil {
 		return nil, err
 	}
-	args := []string{"--http", "127.0.0.1:0", "--db", filepath.Join(dir, "mcpe.db"), "--config", cfg}
+	s := &server{got: newTally()}
+	for range processes - 1 {
+		cmd := exec.Command(bin, "--http", "127.0.0.1:0", "--db", db, "--config", cfg)
+		addr, err := listenAddr(cmd)
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		if err := cmd.Start(); err != nil {
+			s.stop()
+			return nil, err
+		}
+		s.others = append(s.others, cmd)
+		base, err := waitAddr(addr)
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		s.bases = append(s.bases, base)
+	}
+	args := []string{"--http", "127.0.0.1:0", "--db", db, "--config", cfg}
 	if transport == "stdio" {
 		// Without it the server serves HTTP only: stdio would end at once.
 		args = append(args, "--stdio")
 	}
 	cmd := exec.Command(bin, args...)
-	s := &server{cmd: cmd, got: newTally()}
+	s.cmd = cmd
+	addr, err := listenAddr(cmd)
+	if err != nil {
+		s.stop()
+		return nil, err
+	}
+	tap := func(method string, params json.RawMessage) { s.got.note(method, params) }
+	mc := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var t mcp.Transport = &mcp.CommandTransport{Command: cmd}
+	if transport == "http" {
+		if err := cmd.Start(); err != nil {
+			s.stop()
+			return nil, err
+		}
+	}
+	if transport == "stdio" {
+		cs, err := mc.Connect(ctx, client.Tap(t, tap), nil)
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		s.cs = cs
+	}
+	if s.base, err = waitAddr(addr); err != nil {
+		s.stop()
+		return nil, err
+	}
+	s.bases = append(s.bases, s.base)
+	if transport == "http" {
+		cs, err := mc.Connect(ctx, client.Tap(&mcp.StreamableClientTransport{Endpoint: s.base + "/mcp"}, tap), nil)
+		if err != nil {
+			s.stop()
+			return nil, err
+		}
+		s.cs = cs
+	}
+	return s, nil
+}
+
+// listenAddr reads cmd's log, once started, for where it listens.
+func listenAddr(cmd *exec.Cmd) (<-chan string, error) {
 	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		return nil, err
@@ -207,51 +320,34 @@ func start(bin, dir, transport string) (*server, error) {
 			}
 		}
 	}()
-	tap := func(method string, params json.RawMessage) { s.got.note(method, params) }
-	mc := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var t mcp.Transport = &mcp.CommandTransport{Command: cmd}
-	if transport == "http" {
-		if err := cmd.Start(); err != nil {
-			return nil, err
-		}
-	}
-	if transport == "stdio" {
-		cs, err := mc.Connect(ctx, client.Tap(t, tap), nil)
-		if err != nil {
-			return nil, err
-		}
-		s.cs = cs
-	}
+	return addr, nil
+}
+
+// waitAddr returns the base URL a server said it listens on.
+func waitAddr(addr <-chan string) (string, error) {
 	select {
 	case a := <-addr:
-		s.base = "http://" + a
-	case <-ctx.Done():
-		return nil, errors.New("the server did not say where it listens")
+		return "http://" + a, nil
+	case <-time.After(30 * time.Second):
+		return "", errors.New("the server did not say where it listens")
 	}
-	if transport == "http" {
-		cs, err := mc.Connect(ctx, client.Tap(&mcp.StreamableClientTransport{Endpoint: s.base + "/mcp"}, tap), nil)
-		if err != nil {
-			return nil, err
-		}
-		s.cs = cs
-	}
-	return s, nil
 }
 
 func (s *server) stop() {
 	if s.cs != nil {
 		s.cs.Close()
 	}
-	if s.cmd.Process != nil {
-		s.cmd.Process.Signal(os.Interrupt)
+	for _, cmd := range append(slices.Clone(s.others), s.cmd) {
+		if cmd == nil || cmd.Process == nil {
+			continue
+		}
+		cmd.Process.Signal(os.Interrupt)
 		done := make(chan struct{})
-		go func() { s.cmd.Wait(); close(done) }()
+		go func() { cmd.Wait(); close(done) }()
 		select {
 		case <-done:
 		case <-time.After(5 * time.Second):
-			s.cmd.Process.Kill()
+			cmd.Process.Kill()
 		}
 	}
 }
@@ -290,9 +386,71 @@ func subscribe(ctx context.Context, cs *mcp.ClientSession, n int) (map[int][]str
 	return byGroup, nil
 }
 
+// settle is how long the other processes get to route by subscriptions
+// just made: several follow intervals (100ms by default).
+const settle = time.Second
+
+// waitRouted gives the other processes time to follow the subscriptions.
+func (s *server) waitRouted(context.Context, map[int][]string) error {
+	time.Sleep(settle)
+	return nil
+}
+
+// routeDelay makes sc.Subs subscriptions through the client's process,
+// one at a time, and for each posts a matching event to the first process
+// every 2ms until one reaches the client: the time from the subscription
+// to that event's arrival is how late the first process routes by it.
+func routeDelay(ctx context.Context, s *server, sc Scenario, res *Result) error {
+	var delays []time.Duration
+	for i := range sc.Subs {
+		typ := fmt.Sprintf("route%d.created", i)
+		r, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpe.ToolSubscribe,
+			Arguments: map[string]any{"filter": map[string]any{"eventTypes": []string{typ}}}})
+		if err != nil || r.IsError {
+			return fmt.Errorf("events_subscribe: %v %+v", err, r)
+		}
+		t0 := time.Now()
+		deadline := t0.Add(30 * time.Second)
+		got := false
+		for !got {
+			if time.Now().After(deadline) {
+				return fmt.Errorf("no event of %s posted to another process arrived within 30s", typ)
+			}
+			body := fmt.Sprintf(`{"type":%q,"data":{}}`, typ)
+			resp, err := http.Post(s.bases[0]+"/v1/events", "application/json", strings.NewReader(body))
+			if err != nil {
+				return err
+			}
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+			wait := time.After(2 * time.Millisecond)
+		drain:
+			for {
+				select {
+				case t := <-s.got.routed:
+					if t == typ {
+						got = true
+						delays = append(delays, time.Since(t0))
+						break drain
+					}
+				case <-wait:
+					break drain
+				}
+			}
+		}
+		// The rest of this type's probes are still on their way.
+		time.Sleep(20 * time.Millisecond)
+	}
+	slices.Sort(delays)
+	res.RouteDelayP50Millis = float64(delays[len(delays)/2]) / 1e6
+	res.RouteDelayMaxMillis = float64(delays[len(delays)-1]) / 1e6
+	res.RSSMegabytes = rss(s.cmd.Process.Pid)
+	return nil
+}
+
 // post sends the scenario's events from its posters and returns how many
 // were refused (429 or 5xx after retries are not expected; they count).
-func post(base string, sc Scenario) (int64, error) {
+func post(bases []string, sc Scenario) (int64, error) {
 	var next atomic.Int64
 	var refused atomic.Int64
 	var firstErr atomic.Value
@@ -317,7 +475,7 @@ func post(base string, sc Scenario) (int64, error) {
 				body.Reset()
 				fmt.Fprintf(&body, `{"type":"svc%d.created","data":{"seq":%d,"sent":%d}}`, e%100, e, time.Now().UnixNano())
 				for attempt := 0; ; attempt++ {
-					resp, err := hc.Post(base+"/v1/events", "application/json", bytes.NewReader(body.Bytes()))
+					resp, err := hc.Post(bases[e%len(bases)]+"/v1/events", "application/json", bytes.NewReader(body.Bytes()))
 					if err != nil {
 						firstErr.CompareAndSwap(nil, err)
 						refused.Add(1)
@@ -354,11 +512,15 @@ type tally struct {
 	lat      []time.Duration
 	last     time.Time
 	arrived  chan struct{}
+	// routed gets the types of the events of routeDelay.
+	routed chan string
 
 	received, duplicates, foreign atomic.Int64
 }
 
-func newTally() *tally { return &tally{arrived: make(chan struct{}, 1)} }
+func newTally() *tally {
+	return &tally{arrived: make(chan struct{}, 1), routed: make(chan string, 1024)}
+}
 
 func (t *tally) expect(byGroup map[int][]string, events int) {
 	t.mu.Lock()
@@ -393,6 +555,13 @@ func (t *tally) note(method string, params json.RawMessage) {
 	}
 	if json.Unmarshal(params, &p) != nil {
 		t.foreign.Add(1)
+		return
+	}
+	if strings.HasPrefix(p.Event.Type, "route") {
+		select {
+		case t.routed <- p.Event.Type:
+		default:
+		}
 		return
 	}
 	t.received.Add(1)
