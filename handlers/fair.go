@@ -42,17 +42,19 @@ func (r *Runner) queryLocked() subscriptions.JobQuery {
 	return q
 }
 
-// take queues up to room jobs for the workers and returns how many it took:
-// a job already taken, or past its principal's share, is left (the store
-// should not have returned it).
-func (r *Runner) take(jobs []*subscriptions.Invocation, room int) int {
+// take queues up to room jobs for the workers and returns how many it took,
+// and the jobs it left: a job already taken, or past its principal's share
+// (the store should not have returned it).
+func (r *Runner) take(jobs []*subscriptions.Invocation, room int) (int, []string) {
 	r.mu.Lock()
 	n := 0
+	var left []string
 	for _, j := range jobs {
-		if n == room {
-			break
+		if _, ok := r.taken[j.JobID]; ok {
+			continue // this runner has it: its claim is this runner's
 		}
-		if _, ok := r.taken[j.JobID]; ok || r.inFlight[j.Principal] >= r.shareTaken() {
+		if n == room || r.inFlight[j.Principal] >= r.shareTaken() {
+			left = append(left, j.JobID)
 			continue
 		}
 		r.taken[j.JobID] = j.Principal
@@ -62,7 +64,7 @@ func (r *Runner) take(jobs []*subscriptions.Invocation, room int) int {
 		n++
 	}
 	r.mu.Unlock()
-	return n
+	return n, left
 }
 
 // next waits for a job a worker may run, and returns it; nil once the

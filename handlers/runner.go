@@ -215,7 +215,14 @@ func (r *Runner) dispatch() {
 			}
 			return
 		}
-		if r.take(jobs, room) == 0 || len(jobs) < room {
+		took, left := r.take(jobs, room)
+		if len(left) > 0 {
+			// Claimed for this runner and not taken: due again at once.
+			if err := r.opts.Jobs.ReleaseJobs(context.WithoutCancel(r.ctx), left, now); err != nil {
+				r.log.Warn("give back handler jobs not taken; they run once their lease is over", "jobs", len(left), "error", err)
+			}
+		}
+		if took == 0 || len(jobs) < room {
 			break
 		}
 	}

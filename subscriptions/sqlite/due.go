@@ -95,6 +95,23 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, q subscri
 			return nil, err
 		}
 	}
+	out, err := s.readJobs(ctx, ids, now, dueBy)
+	if err != nil && q.Lease > 0 {
+		// Claimed and not handed out: give them back, whatever ended ctx.
+		back := make([]string, len(ids))
+		for i, id := range ids {
+			back[i] = strconv.FormatInt(id, 10)
+		}
+		if rerr := s.ReleaseJobs(context.WithoutCancel(ctx), back, now); rerr != nil {
+			err = errors.Join(err, rerr)
+		}
+	}
+	return out, err
+}
+
+// readJobs reads the runs of the jobs ids, due by dueBy, in that order; the
+// jobs whose delivery is gone are finished as failed at now.
+func (s *Store) readJobs(ctx context.Context, ids []int64, now, dueBy time.Time) ([]*subscriptions.Invocation, error) {
 	st, err := s.rstmts.get(ctx, dueJobsQuery)
 	if err != nil {
 		return nil, err
