@@ -171,6 +171,9 @@ func (s *Service) applyChanges(changes []Change) {
 			s.removeEntry(c.SubscriptionID)
 			continue
 		}
+		if e := s.index.Get(sub.ID); e != nil && !sub.UpdatedAt.IsZero() && e.updated.Equal(sub.UpdatedAt) {
+			continue // this version is in the index: this process made it
+		}
 		e, err := NewEntry(sub)
 		if err != nil {
 			s.log.Error("stored subscription has a filter this version rejects; it receives no new events until updated",

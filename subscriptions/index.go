@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -32,6 +33,9 @@ type Entry struct {
 	matcher  *Matcher
 	// cost is the sum of its patterns' costs (mcpe.Pattern.Cost).
 	cost int
+	// updated is the subscription's UpdatedAt: which version of it the
+	// entry is.
+	updated time.Time
 }
 
 // NewEntry compiles the filter of sub into an index entry.
@@ -40,7 +44,7 @@ func NewEntry(sub *Subscription) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Entry{ID: sub.ID, Principal: sub.Principal, Delivery: sub.Delivery, matcher: m}
+	e := &Entry{ID: sub.ID, Principal: sub.Principal, Delivery: sub.Delivery, matcher: m, updated: sub.UpdatedAt}
 	for _, p := range m.patterns {
 		e.cost += p.Cost()
 	}

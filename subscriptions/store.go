@@ -374,8 +374,8 @@ type Shared interface {
 // it.
 type Change struct {
 	SubscriptionID string
-	// Subscription has the ID, principal, status, filter and delivery of
-	// the subscription; nil when it was deleted.
+	// Subscription has the ID, principal, status, filter, delivery and
+	// updatedAt of the subscription; nil when it was deleted.
 	Subscription *Subscription
 }
 

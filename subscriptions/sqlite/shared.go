@@ -87,7 +87,7 @@ func (s *Store) ChangedSubscriptions(ctx context.Context, after, through int64) 
 	st, err := s.rstmts.get(ctx, `WITH changed AS (
 			SELECT subscription_id AS id, max(seq) AS seq FROM subscription_changes
 			WHERE seq > ?1 AND seq <= ?2 GROUP BY subscription_id)
-		SELECT c.id, s.principal, s.status, s.filter, s.delivery
+		SELECT c.id, s.principal, s.status, s.filter, s.delivery, s.updated_at
 		FROM changed c LEFT JOIN subscriptions s ON s.id = c.id ORDER BY c.seq`)
 	if err != nil {
 		return nil, false, err
@@ -114,15 +114,16 @@ func scanChange(rows *sql.Rows) (subscriptions.Change, error) {
 	var (
 		c                                   subscriptions.Change
 		principal, status, filter, delivery sql.NullString
+		updated                             sql.NullInt64
 	)
-	if err := rows.Scan(&c.SubscriptionID, &principal, &status, &filter, &delivery); err != nil {
+	if err := rows.Scan(&c.SubscriptionID, &principal, &status, &filter, &delivery, &updated); err != nil {
 		return c, err
 	}
 	if !principal.Valid {
 		return c, nil
 	}
 	sub := &subscriptions.Subscription{Principal: principal.String}
-	sub.ID, sub.Status = c.SubscriptionID, mcpe.Status(status.String)
+	sub.ID, sub.Status, sub.UpdatedAt = c.SubscriptionID, mcpe.Status(status.String), fromNanos(updated.Int64)
 	if err := json.Unmarshal([]byte(filter.String), &sub.Filter); err != nil {
 		return c, fmt.Errorf("subscription %s: decode filter: %w", sub.ID, err)
 	}

@@ -138,9 +138,9 @@ func testFollowChanges(t *testing.T, open PairOpener) {
 		t.Fatalf("changes = %+v; want %s then %s", changes, sub.ID, other.ID)
 	}
 	got := changes[0].Subscription
-	if got == nil || got.Principal != "alice" || got.Status != mcpe.StatusActive ||
+	if got == nil || got.Principal != "alice" || got.Status != mcpe.StatusActive || !got.UpdatedAt.Equal(sub.UpdatedAt) ||
 		!equalStrings(got.Filter.EventTypes, sub.Filter.EventTypes) || !equalChannels(got.Delivery.Channels, sub.Delivery.Channels) {
-		t.Fatalf("changed subscription = %+v; want alice's, active, with its filter and delivery", got)
+		t.Fatalf("changed subscription = %+v; want alice's, active, with its filter, delivery and updatedAt", got)
 	}
 
 	// Paused through b, then deleted through a: one change each, read
