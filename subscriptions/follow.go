@@ -74,13 +74,18 @@ func (s *Service) startFollowing(ctx context.Context) error {
 
 // runFollowing looks for what other processes wrote every interval, on the
 // wall clock (a poll, not a domain time: a fake clock moved by a day must
-// not run it a million times), until Stop.
+// not run it a million times), and whenever a store that is a Notifier
+// says they wrote, until Stop.
 func (s *Service) runFollowing() {
 	f := s.follow
 	if f == nil {
 		return
 	}
 	f.stop, f.done = make(chan struct{}), make(chan struct{})
+	var written <-chan struct{}
+	if n, ok := f.shared.(Notifier); ok {
+		written = n.Written()
+	}
 	go func() {
 		defer close(f.done)
 		t := time.NewTicker(s.opts.FollowInterval)
@@ -90,8 +95,9 @@ func (s *Service) runFollowing() {
 			case <-f.stop:
 				return
 			case <-t.C:
-				s.followOnce(s.bg())
+			case <-written:
 			}
+			s.followOnce(s.bg())
 		}
 	}()
 }

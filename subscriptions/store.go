@@ -370,6 +370,16 @@ type Shared interface {
 	ChangedSubscriptions(ctx context.Context, after, through int64) (changes []Change, complete bool, err error)
 }
 
+// Notifier is implemented by a Shared store that can tell when another
+// process wrote (PostgreSQL's LISTEN/NOTIFY): a follower then looks at once
+// rather than at its next interval, which stays as the fallback.
+type Notifier interface {
+	// Written returns a channel that receives after other processes
+	// committed inbox entries or subscription changes. It is the same
+	// channel on every call.
+	Written() <-chan struct{}
+}
+
 // Change is one changed subscription, as Shared.ChangedSubscriptions reads
 // it.
 type Change struct {
