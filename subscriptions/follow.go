@@ -2,6 +2,7 @@ package subscriptions
 
 import (
 	"context"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -19,6 +20,11 @@ import (
 // DefaultFollowInterval is how often a Service on a shared store looks for
 // what other processes wrote.
 const DefaultFollowInterval = 100 * time.Millisecond
+
+// wakeSpacing is the least time between two looks that a Notifier's wakes
+// start: what another process wrote arrives that much later at worst, and
+// a busy store costs the follower at most 1/wakeSpacing looks a second.
+const wakeSpacing = 2 * time.Millisecond
 
 // followBatch bounds the inbox entries read from the store at a time.
 const followBatch = 500
@@ -41,8 +47,25 @@ type follower struct {
 	// by Service.commit); changes the newest subscription change the index
 	// reflects (guarded by Service.manage).
 	inbox, changes int64
-	stop           chan struct{}
-	done           chan struct{}
+	// othersAt is when (Unix nanoseconds, wall clock) the follower last
+	// found something another process wrote: a Notifier's wakes are
+	// followed only for a while after, as every commit of this process
+	// wakes it too.
+	othersAt atomic.Int64
+	stop     chan struct{}
+	done     chan struct{}
+}
+
+// othersActive is how long after another process was last seen writing a
+// Notifier's wakes are followed.
+const othersActive = time.Minute
+
+// sawOthers records that another process wrote.
+func (f *follower) sawOthers() { f.othersAt.Store(time.Now().UnixNano()) }
+
+// othersRecently reports whether another process wrote lately.
+func (f *follower) othersRecently() bool {
+	return time.Since(time.Unix(0, f.othersAt.Load())) < othersActive
 }
 
 // newFollower returns the follower of s's store, or nil when the store is
@@ -91,13 +114,27 @@ func (s *Service) runFollowing() {
 		t := time.NewTicker(s.opts.FollowInterval)
 		defer t.Stop()
 		for {
+			woken := false
 			select {
 			case <-f.stop:
 				return
 			case <-t.C:
 			case <-written:
+				if !f.othersRecently() {
+					continue // most likely this process's own commit
+				}
+				woken = true
 			}
 			s.followOnce(s.bg())
+			if woken {
+				// This process's own commits wake it too: under a stream
+				// of writes, look at most once per wakeSpacing.
+				select {
+				case <-f.stop:
+					return
+				case <-time.After(wakeSpacing):
+				}
+			}
 		}
 	}()
 }
@@ -153,7 +190,9 @@ func (s *Service) followChangesLocked(ctx context.Context) {
 			return
 		}
 		if complete {
-			s.applyChanges(changes)
+			if s.applyChanges(changes) > 0 {
+				s.follow.sawOthers()
+			}
 		} else if err := s.reloadLocked(ctx); err != nil {
 			s.log.Warn("reload subscriptions after missing changes", "error", err)
 			return
@@ -169,17 +208,22 @@ func (s *Service) followChangesLocked(ctx context.Context) {
 }
 
 // applyChanges puts the changed subscriptions that are active in the index
-// and takes the others out.
-func (s *Service) applyChanges(changes []Change) {
+// and takes the others out, and returns how many changed the index.
+func (s *Service) applyChanges(changes []Change) int {
+	n := 0
 	for _, c := range changes {
 		sub := c.Subscription
 		if sub == nil || sub.Status != mcpe.StatusActive {
-			s.removeEntry(c.SubscriptionID)
+			if s.index.Get(c.SubscriptionID) != nil {
+				s.removeEntry(c.SubscriptionID)
+				n++
+			}
 			continue
 		}
 		if e := s.index.Get(sub.ID); e != nil && !sub.UpdatedAt.IsZero() && e.updated.Equal(sub.UpdatedAt) {
 			continue // this version is in the index: this process made it
 		}
+		n++
 		e, err := NewEntry(sub)
 		if err != nil {
 			s.log.Error("stored subscription has a filter this version rejects; it receives no new events until updated",
@@ -189,6 +233,7 @@ func (s *Service) applyChanges(changes []Change) {
 		}
 		s.putEntry(e)
 	}
+	return n
 }
 
 // reloadLocked makes the index hold exactly the active subscriptions of
@@ -229,6 +274,7 @@ func (s *Service) followInboxLocked(ctx context.Context, through int64) {
 		principals = f.sessions.Principals()
 	}
 	after := f.inbox
+	f.sawOthers() // entries this process did not write
 	cleared := map[string]int64{}
 	for len(principals) > 0 {
 		entries, more, err := f.shared.InboxRange(ctx, principals, after, through, followBatch)

@@ -16,7 +16,26 @@ import (
 // numbers in that order), and subscription_changes, which triggers append to
 // with every change that routes events differently.
 
-var _ subscriptions.Shared = (*Store)(nil)
+var (
+	_ subscriptions.Shared   = (*Store)(nil)
+	_ subscriptions.Notifier = (*Store)(nil)
+)
+
+// Written implements subscriptions.Notifier: on Linux, a write to the
+// database's write-ahead log by any process (this one's too) is reported.
+// Elsewhere, and for an in-memory database, the channel never receives.
+func (s *Store) Written() <-chan struct{} {
+	s.writtenOnce.Do(func() {
+		s.written = make(chan struct{}, 1)
+		if s.path == "" || s.stop == nil {
+			return
+		}
+		if err := watchWrites(s.path, s.written, s.stop); err != nil {
+			s.writtenErr = err
+		}
+	})
+	return s.written
+}
 
 // StoreID implements subscriptions.Shared.
 func (s *Store) StoreID(ctx context.Context) (string, error) {

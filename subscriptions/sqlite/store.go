@@ -50,6 +50,13 @@ type Store struct {
 	// are gone or replaced.
 	file *fileWatch
 	lost atomic.Pointer[error]
+
+	// path is the database file ("" in memory); written reports writes
+	// to its log (Written), set up once.
+	path        string
+	writtenOnce sync.Once
+	written     chan struct{}
+	writtenErr  error
 }
 
 // Defaults of Options.
@@ -148,7 +155,7 @@ func OpenWith(ctx context.Context, path string, opts *Options) (*Store, error) {
 		return nil, fmt.Errorf("open database %q: %w", path, err)
 	}
 	r.SetMaxOpenConns(4)
-	s := &Store{w: w, r: r, opts: o}
+	s := &Store{w: w, r: r, opts: o, path: path}
 	if err := s.init(ctx); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("database %q: %w", path, explainOpen(err))
