@@ -158,7 +158,7 @@ func (s *Store) checkHealth(every time.Duration) {
 		err := s.pool.QueryRow(ctx, `SELECT 1`).Scan(&one)
 		cancel()
 		if err != nil {
-			err = fmt.Errorf("postgres: %s did not answer SELECT 1 within %v: %w", s.where, healthTimeout, err)
+			err = fmt.Errorf("postgres: %s does not answer (SELECT 1, given %v): %w", s.where, healthTimeout, err)
 			s.health.Store(&err)
 		} else {
 			s.health.Store(nil)
