@@ -236,6 +236,12 @@ func (b *batch) route() error {
 		}
 	}
 	q := &pgx.Batch{}
+	// The buffers first: the inbox rows draw their numbers, which holds
+	// the counters' row (that every other append waits for) until the
+	// commit, so nothing else should follow them.
+	if len(bufSubs) > 0 {
+		q.Queue(insertBufferQuery, bufSubs, bufEvents, b.now)
+	}
 	if len(principals) > 0 {
 		q.Queue(insertPublishedQuery, principals, ids, events, b.now).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -250,9 +256,6 @@ func (b *batch) route() error {
 			}
 			return rows.Err()
 		})
-	}
-	if len(bufSubs) > 0 {
-		q.Queue(insertBufferQuery, bufSubs, bufEvents, b.now)
 	}
 	if q.Len() == 0 {
 		return nil
