@@ -260,8 +260,11 @@ func retryable(err error) bool {
 // lockPrincipals takes the rows of principals (creating missing ones) for
 // the rest of tx, in name order so that transactions never wait on each
 // other in a circle. Every inbox append holds its principals' rows, and
-// draws its sequence numbers after taking them: a principal's entries then
-// commit in sequence order.
+// draws its sequence numbers after taking them, from the counters' row in
+// changes, which is held from the draw to the commit: entries then commit
+// in sequence order, across principals too (shared.go). The counters' row
+// is the last lock a transaction takes: one that held it while waiting
+// for a principal's row would wait on a publish waiting for it.
 func lockPrincipals(ctx context.Context, tx pgx.Tx, principals []string) error {
 	if len(principals) == 0 {
 		return nil
