@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	neturl "net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -335,5 +336,42 @@ func exec(t *testing.T, url, sql string, args ...any) {
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, sql, args...); err != nil {
 		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestMigrationKeepsNumbering applies migration 0002 to a database of the
+// first schema with entries in it: the inbox numbers go on from where its
+// sequence was, and the store gets an ID.
+func TestMigrationKeepsNumbering(t *testing.T) {
+	url := pgtest.Database(t)
+	first, err := os.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, url, string(first))
+	exec(t, url, `CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now());
+		INSERT INTO schema_migrations (version, name) VALUES (1, '0001_init.sql')`)
+	// Entries 1 to 3 were written, and 3 pruned.
+	exec(t, url, `INSERT INTO inbox (seq, principal, subscription_ids, kind, created_at)
+		SELECT nextval('inbox_seq'), 'alice', ARRAY['x'], 'event', now() FROM generate_series(1, 3)`)
+	exec(t, url, `DELETE FROM inbox WHERE seq = 3`)
+	s := open(t, url)
+	inbox, changes, err := s.Heads(t.Context())
+	if err != nil || inbox != 3 || changes != 0 {
+		t.Fatalf("Heads = %d, %d, %v; want 3, 0", inbox, changes, err)
+	}
+	if id, err := s.StoreID(t.Context()); err != nil || len(id) != 32 {
+		t.Errorf("StoreID = %q, %v; want 32 hex digits", id, err)
+	}
+	sub := newSub(1, "alice")
+	if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
+		t.Fatal(err)
+	}
+	ev, raw := newEvent(1)
+	res, err := storetest.PublishOne(t.Context(), s, ev, raw,
+		[]subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}, t0)
+	if err != nil || len(res.Delivered) != 1 || res.Delivered[0].Seq != 4 {
+		t.Fatalf("Publish = %+v, %v; want entry 4", res, err)
 	}
 }
