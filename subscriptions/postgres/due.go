@@ -96,7 +96,14 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, q subscri
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	rows, err = s.pool.Query(ctx, dueJobsQuery, ids, now)
+	dueBy := now
+	if q.Lease > 0 {
+		dueBy = now.Add(q.Lease)
+		if ids, err = s.claimJobs(ctx, ids, now, dueBy); err != nil || len(ids) == 0 {
+			return nil, err
+		}
+	}
+	rows, err = s.pool.Query(ctx, dueJobsQuery, ids, dueBy)
 	if err != nil {
 		return nil, fmt.Errorf("read due handler jobs: %w", err)
 	}
@@ -125,6 +132,49 @@ func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, q subscri
 		}
 	}
 	return jobs.out, nil
+}
+
+// claimJobs moves the jobs ids that are still due at now to until, and
+// returns those it moved, in the order given: another process sharing the
+// database may have claimed some since they were read. The UPDATE takes
+// each row; one that another transaction claimed meanwhile is read again
+// once that one commits (READ COMMITTED re-checks the WHERE clause on the
+// newest version), and is then no longer due, so each job goes to one
+// claimant.
+func (s *Store) claimJobs(ctx context.Context, ids []int64, now, until time.Time) ([]int64, error) {
+	rows, err := s.pool.Query(ctx, `UPDATE handler_jobs SET due_at = $1
+		WHERE id = ANY($2) AND due_at <= $3 RETURNING id`, until, ids, now)
+	if err != nil {
+		return nil, fmt.Errorf("claim handler jobs: %w", err)
+	}
+	got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	if err != nil {
+		return nil, fmt.Errorf("claim handler jobs: %w", err)
+	}
+	claimed := make(map[int64]bool, len(got))
+	for _, id := range got {
+		claimed[id] = true
+	}
+	out := ids[:0]
+	for _, id := range ids {
+		if claimed[id] {
+			out = append(out, id)
+		}
+	}
+	return out, nil
+}
+
+// ReleaseJobs implements subscriptions.Store: the jobs given back are due
+// at now (those due earlier stay so).
+func (s *Store) ReleaseJobs(ctx context.Context, ids []string, now time.Time) error {
+	n := jobIDs(ids)
+	if len(n) == 0 {
+		return nil
+	}
+	if _, err := s.pool.Exec(ctx, `UPDATE handler_jobs SET due_at = $1 WHERE id = ANY($2) AND due_at > $1`, now, n); err != nil {
+		return fmt.Errorf("release handler jobs: %w", err)
+	}
+	return nil
 }
 
 // inFlight returns q.InFlight as two arrays: principals and their counts.

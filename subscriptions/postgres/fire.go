@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -23,8 +22,9 @@ import (
 const (
 	// Records the fire of each active subscription and names them.
 	claimQuery = `UPDATE subscriptions SET last_fire_at = $1, next_fire_at = r.next
-		FROM unnest($2::text[], $3::text[], $4::timestamptz[]) AS r(id, principal, next)
+		FROM unnest($2::text[], $3::text[], $4::timestamptz[], $5::timestamptz[]) AS r(id, principal, next, due)
 		WHERE subscriptions.id = r.id AND subscriptions.principal = r.principal AND subscriptions.status = 'active'
+			AND (r.due IS NULL OR subscriptions.next_fire_at = r.due)
 		RETURNING subscriptions.id`
 	countQuery = `SELECT subscription_id, count(*) FROM buffer
 		WHERE subscription_id = ANY($1) GROUP BY subscription_id`
@@ -34,7 +34,9 @@ const (
 		WHERE subscription_id = $1 ORDER BY seq LIMIT $2`
 	dropAllQuery  = `DELETE FROM buffer WHERE subscription_id = ANY($1)`
 	dropSomeQuery = `DELETE FROM buffer WHERE subscription_id = $1 AND seq <= $2`
-	seqsQuery     = `SELECT nextval('inbox_seq') FROM generate_series(1, $1)`
+	// Draws $1 inbox sequence numbers, the last of which it returns, from
+	// the counter that numbers them in commit order (migration 0002).
+	seqsQuery     = `UPDATE changes SET inbox_seq = inbox_seq + $1 WHERE id = 1 RETURNING inbox_seq`
 	insertEntries = `INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, event_ids, remaining, pending, created_at)
 		SELECT u.seq, u.principal, ARRAY[u.subscription_id], u.kind, u.event_id,
 			CASE WHEN u.event_ids IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(u.event_ids::jsonb)) END,
@@ -116,14 +118,22 @@ type waiting struct {
 }
 
 // claim records the fire of the active subscriptions among the requests,
-// with their next fire, and serves those.
+// with their next fire, and serves those; a request with a Due is served
+// only while the subscription's next fire is still that (another process
+// that read the same due fire may have fired it: its UPDATE holds the row,
+// and this one, once that commits, sees the next fire it recorded).
 func (ft *fireTx) claim() error {
 	n := len(ft.reqs)
-	ids, principals, next := make([]string, n), make([]string, n), make([]*time.Time, n)
+	ids, principals, next, due := make([]string, n), make([]string, n), make([]*time.Time, n), make([]*time.Time, n)
 	for i, r := range ft.reqs {
 		ids[i], principals[i], next[i] = r.SubscriptionID, r.Principal, r.Next
+		if !r.Due.IsZero() {
+			// Read from the store, it has the store's microseconds, and
+			// compares equal.
+			due[i] = &r.Due
+		}
 	}
-	rows, err := ft.tx.Query(ft.ctx, claimQuery, ft.now, ids, principals, next)
+	rows, err := ft.tx.Query(ft.ctx, claimQuery, ft.now, ids, principals, next, due)
 	if err != nil {
 		return fmt.Errorf("claim subscriptions: %w", err)
 	}
@@ -286,8 +296,8 @@ func (ft *fireTx) write() error {
 			pending                 = make([]bool, n)
 		)
 		for k, d := range list {
-			d.Seq = seqs[k]
 			i := owner[k]
+			d.Seq, d.Pending = seqs[k], ft.reqs[i].Pending
 			ft.entries[i] = append(ft.entries[i], d.InboxEntry)
 			principals[k], subs[k], kinds[k] = d.Principal, d.SubscriptionIDs[0], string(d.Kind)
 			eventIDs[k], eventLists[k] = d.eventID, d.eventIDs
@@ -306,17 +316,18 @@ func (ft *fireTx) write() error {
 	return nil
 }
 
-// drawSeqs draws n inbox sequence numbers, in increasing order.
+// drawSeqs draws n inbox sequence numbers, in increasing order. The
+// counter's row stays locked until tx ends: the numbers commit in the
+// order drawn, whichever process draws.
 func drawSeqs(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
-	rows, err := tx.Query(ctx, seqsQuery, n)
-	if err != nil {
+	var last int64
+	if err := tx.QueryRow(ctx, seqsQuery, n).Scan(&last); err != nil {
 		return nil, fmt.Errorf("draw sequence numbers: %w", err)
 	}
-	seqs, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("draw sequence numbers: %w", err)
+	seqs := make([]int64, n)
+	for i := range seqs {
+		seqs[i] = last - int64(n) + 1 + int64(i)
 	}
-	slices.Sort(seqs)
 	return seqs, nil
 }
 

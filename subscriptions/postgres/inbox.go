@@ -15,7 +15,7 @@ import (
 // entryColumns and entryFrom read inbox entries (aliased i) with the body
 // of the event they reference.
 const (
-	entryColumns = `i.seq, i.principal, i.subscription_ids, i.kind, e.body, i.event_ids, i.remaining, i.created_at`
+	entryColumns = `i.seq, i.principal, i.subscription_ids, i.kind, e.body, i.event_ids, i.remaining, i.created_at, i.pending`
 	entryFrom    = ` FROM inbox i LEFT JOIN events e ON e.id = i.event_id `
 )
 
@@ -39,7 +39,7 @@ func readEntries(ctx context.Context, q querier, rows pgx.Rows, capacity int) ([
 				event   []byte
 				members []string
 			)
-			if err := rows.Scan(&e.Seq, &e.Principal, &e.SubscriptionIDs, &kind, &event, &members, &e.Remaining, &e.CreatedAt); err != nil {
+			if err := rows.Scan(&e.Seq, &e.Principal, &e.SubscriptionIDs, &kind, &event, &members, &e.Remaining, &e.CreatedAt, &e.Pending); err != nil {
 				return err
 			}
 			e.Kind = mcpe.InboxKind(kind)

@@ -38,13 +38,21 @@ const (
 	findDuplicateQuery = `SELECT id FROM events WHERE id = $1 OR (type = $2 AND source_event_id = $3)
 		ORDER BY id = $1 DESC LIMIT 1`
 	activeQuery = `SELECT id FROM subscriptions WHERE id = ANY($1) AND status = 'active'`
-	// The inbox rows of a publish: sequence numbers are drawn in the order
-	// of the rows (the sub-select fixes it before nextval runs).
-	insertPublishedQuery = `INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, created_at)
-		SELECT nextval('inbox_seq'), u.principal, ARRAY(SELECT jsonb_array_elements_text(u.ids::jsonb)), 'event', u.event_id, $4
-		FROM (SELECT * FROM unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS r(principal, ids, event_id, ord)
-			ORDER BY ord) AS u
+	// The inbox rows of a publish, numbered in the order of the rows by
+	// the counter in changes (see migration 0002): the UPDATE holds its row
+	// until the transaction ends, so numbers are committed in the order
+	// they are drawn, across every process.
+	insertPublishedQuery = `WITH drawn AS (
+			UPDATE changes SET inbox_seq = inbox_seq + cardinality($1::text[]) WHERE id = 1 RETURNING inbox_seq)
+		INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, created_at)
+		SELECT d.inbox_seq - cardinality($1::text[]) + u.ord, u.principal,
+			ARRAY(SELECT jsonb_array_elements_text(u.ids::jsonb)), 'event', u.event_id, $4
+		FROM drawn d, unnest($1::text[], $2::text[], $3::text[]) WITH ORDINALITY AS u(principal, ids, event_id, ord)
 		RETURNING seq, principal, event_id`
+	// A subscription's buffer is ordered by a sequence: every publish to
+	// it holds its principal's row, so its events commit in that order
+	// (which process draws does not matter: a sequence never hands out a
+	// number twice).
 	insertBufferQuery = `INSERT INTO buffer (subscription_id, seq, event_id, created_at)
 		SELECT u.subscription_id, nextval('buffer_seq'), u.event_id, $3
 		FROM (SELECT * FROM unnest($1::text[], $2::text[]) WITH ORDINALITY AS r(subscription_id, event_id, ord)
@@ -228,6 +236,12 @@ func (b *batch) route() error {
 		}
 	}
 	q := &pgx.Batch{}
+	// The buffers first: the inbox rows draw their numbers, which holds
+	// the counters' row (that every other append waits for) until the
+	// commit, so nothing else should follow them.
+	if len(bufSubs) > 0 {
+		q.Queue(insertBufferQuery, bufSubs, bufEvents, b.now)
+	}
 	if len(principals) > 0 {
 		q.Queue(insertPublishedQuery, principals, ids, events, b.now).Query(func(rows pgx.Rows) error {
 			for rows.Next() {
@@ -242,9 +256,6 @@ func (b *batch) route() error {
 			}
 			return rows.Err()
 		})
-	}
-	if len(bufSubs) > 0 {
-		q.Queue(insertBufferQuery, bufSubs, bufEvents, b.now)
 	}
 	if q.Len() == 0 {
 		return nil

@@ -17,9 +17,12 @@ func (s *Store) DeletePrincipal(ctx context.Context, principal string) error {
 			return err
 		}
 		for _, q := range []string{
+			// The inbox before the subscriptions: deleting a subscription
+			// appends a change, which holds the counters' row (that every
+			// publish waits for) until the transaction ends.
 			`DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions WHERE principal = $1)`,
-			`DELETE FROM subscriptions WHERE principal = $1`,
 			`DELETE FROM inbox WHERE principal = $1`,
+			`DELETE FROM subscriptions WHERE principal = $1`,
 			`DELETE FROM principals WHERE principal = $1`,
 		} {
 			if _, err := tx.Exec(ctx, q, principal); err != nil {
@@ -45,14 +48,15 @@ func (s *Store) DeletePrincipalsWithPrefix(ctx context.Context, prefix string) (
 		if _, err := tx.Exec(ctx, `DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions`+match+`)`, prefix); err != nil {
 			return err
 		}
+		// The inbox before the subscriptions, as in DeletePrincipal.
+		if _, err := tx.Exec(ctx, `DELETE FROM inbox`+match, prefix); err != nil {
+			return err
+		}
 		tag, err := tx.Exec(ctx, `DELETE FROM subscriptions`+match, prefix)
 		if err != nil {
 			return err
 		}
 		n = tag.RowsAffected()
-		if _, err := tx.Exec(ctx, `DELETE FROM inbox`+match, prefix); err != nil {
-			return err
-		}
 		_, err = tx.Exec(ctx, `DELETE FROM principals`+match, prefix)
 		return err
 	})
@@ -95,12 +99,31 @@ func (s *Store) Prune(ctx context.Context, r subscriptions.Retention, now time.T
 				return err
 			}
 		}
-		return nil
+		// Last: it takes the counters' row, which every publish waits for.
+		return pruneChanges(exec)
 	})
 	if err != nil {
 		return subscriptions.PruneStats{}, err
 	}
 	return st, nil
+}
+
+// ChangesKept is how long a subscription change stays readable by the
+// other processes sharing the database (subscriptions.Shared); one that
+// has not read it by then reloads every subscription.
+const ChangesKept = time.Hour
+
+// pruneChanges drops the subscription changes older than ChangesKept, by
+// the database's clock (the triggers that write them date them by it), and
+// records the newest one dropped.
+func pruneChanges(exec execer) error {
+	if _, err := exec.n(`UPDATE changes SET changes_pruned_through = greatest(changes_pruned_through,
+			coalesce((SELECT max(seq) FROM subscription_changes WHERE changed_at < now() - $1::bigint * interval '1 millisecond'), 0))
+		WHERE id = 1`, ChangesKept.Milliseconds()); err != nil {
+		return err
+	}
+	_, err := exec.n(`DELETE FROM subscription_changes WHERE seq <= (SELECT changes_pruned_through FROM changes WHERE id = 1)`)
+	return err
 }
 
 // execer runs statements in one transaction.

@@ -14,14 +14,15 @@ import (
 )
 
 // DueFires implements subscriptions.Store. Like the SQLite store's, it only
-// reads: Fire claims, recording each fire under the owner's row, so that
-// of two servers firing the same subscription at once the second finds its
-// buffer empty and writes nothing.
+// reads: each fire's Due is the subscription's next fire as read (in the
+// store's microseconds), and Fire claims, recording the fire only while
+// the next fire is still that, so that of two servers firing the same due
+// fire one does.
 func (s *Store) DueFires(ctx context.Context, c mcpe.Channel, now time.Time, limit int) ([]subscriptions.DueFire, error) {
 	if limit <= 0 {
 		return nil, fmt.Errorf("postgres: DueFires limit is %d; it must be positive", limit)
 	}
-	rows, err := s.pool.Query(ctx, `SELECT id, principal, delivery FROM subscriptions
+	rows, err := s.pool.Query(ctx, `SELECT id, principal, delivery, next_fire_at FROM subscriptions
 		WHERE timed = $1 AND status = 'active' AND next_fire_at IS NOT NULL AND next_fire_at <= $2
 		ORDER BY next_fire_at, id LIMIT $3`, string(c), now, limit)
 	if err != nil {
@@ -32,9 +33,10 @@ func (s *Store) DueFires(ctx context.Context, c mcpe.Channel, now time.Time, lim
 	for rows.Next() {
 		var d subscriptions.DueFire
 		var delivery string
-		if err := rows.Scan(&d.SubscriptionID, &d.Principal, &delivery); err != nil {
+		if err := rows.Scan(&d.SubscriptionID, &d.Principal, &delivery, &d.Due); err != nil {
 			return nil, err
 		}
+		d.Due = d.Due.UTC()
 		if err := json.Unmarshal([]byte(delivery), &d.Delivery); err != nil {
 			return nil, fmt.Errorf("subscription %s: decode delivery: %w", d.SubscriptionID, err)
 		}

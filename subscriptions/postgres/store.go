@@ -1,8 +1,10 @@
 // Package postgres is the subscriptions.Store on PostgreSQL, through
 // github.com/jackc/pgx/v5 and its pool. Several servers may share one
-// database: migrations run once under an advisory lock, inbox appends take
-// their principals' rows in order, and a transaction that loses a deadlock
-// is run again.
+// database and behave as one (subscriptions.Shared): migrations run once
+// under an advisory lock, inbox appends take their principals' rows in
+// order, inbox entries and subscription changes are numbered in commit
+// order across processes (shared.go), and a transaction that loses a
+// deadlock is run again.
 package postgres
 
 import (
@@ -15,6 +17,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -30,6 +34,14 @@ var migrations embed.FS
 // Store is a subscriptions.Store backed by PostgreSQL.
 type Store struct {
 	pool *pgxpool.Pool
+	// where names the database for errors, without its password.
+	where string
+	// health is the outcome of the latest check that the database answers
+	// (nil: it did); stop and done end the checks, once.
+	health    atomic.Pointer[error]
+	stop      chan struct{}
+	done      chan struct{}
+	closeOnce sync.Once
 }
 
 var _ subscriptions.Store = (*Store)(nil)
@@ -40,7 +52,18 @@ type Options struct {
 	// default (the larger of 4 and the number of CPUs), or pool_max_conns
 	// in the URL.
 	MaxConns int32
+	// HealthEvery is how often the store checks that the database
+	// answers, for Health; zero means DefaultHealthEvery.
+	HealthEvery time.Duration
 }
+
+// DefaultHealthEvery is how often a Store checks that its database
+// answers.
+const DefaultHealthEvery = 5 * time.Second
+
+// healthTimeout bounds one check: a database that has not answered by then
+// is reported unreachable.
+const healthTimeout = 3 * time.Second
 
 // IsURL reports whether s names a PostgreSQL database (a postgres:// or
 // postgresql:// URL) rather than a file.
@@ -94,12 +117,53 @@ func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error)
 		pool.Close()
 		return nil, fmt.Errorf("postgres: cannot reach %s: %w", where, err)
 	}
-	s := &Store{pool: pool}
+	s := &Store{pool: pool, where: where, stop: make(chan struct{}), done: make(chan struct{})}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", where, err)
 	}
+	every := DefaultHealthEvery
+	if opts != nil && opts.HealthEvery > 0 {
+		every = opts.HealthEvery
+	}
+	go s.checkHealth(every)
 	return s, nil
+}
+
+// Health reports whether the database answered the latest check (a SELECT
+// 1 every Options.HealthEvery, through the pool, at most healthTimeout
+// each): nil when it did, else why not. It returns at once: the check runs
+// in the background, so a database that hangs does not hang /healthz.
+func (s *Store) Health() error {
+	if p := s.health.Load(); p != nil {
+		return *p
+	}
+	return nil
+}
+
+// checkHealth checks that the database answers every interval, until
+// Close.
+func (s *Store) checkHealth(every time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-s.stop:
+			return
+		case <-t.C:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), healthTimeout)
+		var one int
+		err := s.pool.QueryRow(ctx, `SELECT 1`).Scan(&one)
+		cancel()
+		if err != nil {
+			err = fmt.Errorf("postgres: %s does not answer (SELECT 1, given %v): %w", s.where, healthTimeout, err)
+			s.health.Store(&err)
+		} else {
+			s.health.Store(nil)
+		}
+	}
 }
 
 // describe names a database as host, port, user and name, never the
@@ -108,9 +172,14 @@ func describe(c *pgx.ConnConfig) string {
 	return fmt.Sprintf("database %q on %s port %d as user %q", c.Database, c.Host, c.Port, c.User)
 }
 
-// Close closes the pool. Calling it again does nothing.
+// Close stops the health checks and closes the pool. Calling it again does
+// nothing.
 func (s *Store) Close() error {
-	s.pool.Close()
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+		s.pool.Close()
+	})
 	return nil
 }
 
@@ -191,8 +260,11 @@ func retryable(err error) bool {
 // lockPrincipals takes the rows of principals (creating missing ones) for
 // the rest of tx, in name order so that transactions never wait on each
 // other in a circle. Every inbox append holds its principals' rows, and
-// draws its sequence numbers after taking them: a principal's entries then
-// commit in sequence order.
+// draws its sequence numbers after taking them, from the counters' row in
+// changes, which is held from the draw to the commit: entries then commit
+// in sequence order, across principals too (shared.go). The counters' row
+// is the last lock a transaction takes: one that held it while waiting
+// for a principal's row would wait on a publish waiting for it.
 func lockPrincipals(ctx context.Context, tx pgx.Tx, principals []string) error {
 	if len(principals) == 0 {
 		return nil

@@ -32,3 +32,10 @@ func open(t *testing.T, url string) *postgres.Store {
 	})
 	return s
 }
+
+func TestSharedStore(t *testing.T) {
+	storetest.RunShared(t, func(t *testing.T) (a, b storetest.SharedStore) {
+		url := pgtest.Database(t)
+		return open(t, url), open(t, url)
+	})
+}

@@ -1,0 +1,377 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	neturl "net/url"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpe-server/mcpe-server/internal/pgtest"
+	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/postgres"
+	"github.com/mcpe-server/mcpe-server/subscriptions/storetest"
+)
+
+// TestWatermarkUnderConcurrency has writers publish, each to a principal
+// of its own (so that no principal's row orders them), through two stores
+// on one database, while a follower does what subscriptions.Service does
+// on a shared store: read Heads, read InboxRange from its watermark
+// through the head, and move its watermark to the head. It must see every
+// entry exactly once. Were the entries numbered by a sequence, in the
+// order numbers are drawn rather than committed, an entry could commit
+// below a head the follower had already passed, and be lost to it.
+func TestWatermarkUnderConcurrency(t *testing.T) {
+	url := pgtest.Database(t)
+	stores := []*postgres.Store{openWith(t, url, 8), openWith(t, url, 8)}
+	const writers, each = 8, 60
+	principals := make([]string, writers)
+	targets := make([][]subscriptions.Target, writers)
+	for w := range writers {
+		principals[w] = fmt.Sprintf("principal-%d", w)
+		sub := newSub(w+1, principals[w])
+		if err := stores[0].CreateSubscription(t.Context(), sub, 10); err != nil {
+			t.Fatal(err)
+		}
+		targets[w] = []subscriptions.Target{{SubscriptionID: sub.ID, Principal: principals[w], Channel: mcpe.ChannelRealtime}}
+	}
+	var last int64
+	var err error
+	if last, _, err = stores[1].Heads(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			s := stores[w%2]
+			for i := range each {
+				ev, raw := newEvent(1 + w*each + i)
+				if _, err := storetest.PublishOne(t.Context(), s, ev, raw, targets[w], t0); err != nil {
+					t.Errorf("Publish: %v", err)
+					return
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+
+	seen := make(map[int64]int)
+	follow := func(s *postgres.Store) {
+		head, _, err := s.Heads(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if head < last {
+			t.Fatalf("Heads went back from %d to %d", last, head)
+		}
+		after := last
+		for {
+			entries, more, err := s.InboxRange(t.Context(), principals, after, head, 16)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, e := range entries {
+				if e.Seq <= after || e.Seq > head {
+					t.Fatalf("InboxRange(after %d, through %d) returned entry %d", after, head, e.Seq)
+				}
+				seen[e.Seq]++
+				after = e.Seq
+			}
+			if !more || len(entries) == 0 {
+				break
+			}
+		}
+		last = head
+	}
+	rounds := 0
+	for finished := false; !finished; rounds++ {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		follow(stores[rounds%2])
+	}
+	follow(stores[0])
+	if t.Failed() {
+		return
+	}
+
+	for seq, n := range seen {
+		if n != 1 {
+			t.Errorf("entry %d seen %d times", seq, n)
+		}
+	}
+	missed := 0
+	for _, p := range principals {
+		entries, _, err := stores[0].ReadInbox(t.Context(), p, 0, writers*each)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if seen[e.Seq] == 0 {
+				missed++
+			}
+		}
+	}
+	if missed > 0 || len(seen) != writers*each {
+		t.Errorf("the follower saw %d entries in %d rounds and missed %d; want all %d, each once (entries committed below a head it had passed)",
+			len(seen), rounds, missed, writers*each)
+	}
+	t.Logf("%d entries followed in %d rounds", len(seen), rounds)
+}
+
+// TestChangesWatermarkUnderConcurrency does the same for subscription
+// changes: writers create, pause and delete subscriptions of principals of
+// their own through two stores while a follower reads Heads and
+// ChangedSubscriptions from its watermark; it must learn of every
+// subscription's last state.
+func TestChangesWatermarkUnderConcurrency(t *testing.T) {
+	url := pgtest.Database(t)
+	stores := []*postgres.Store{openWith(t, url, 8), openWith(t, url, 8)}
+	const writers, each = 6, 20
+	_, last, err := stores[0].Heads(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			s := stores[w%2]
+			for i := range each {
+				sub := newSub(1+w*each+i, fmt.Sprintf("principal-%d", w))
+				if err := s.CreateSubscription(t.Context(), sub, 1000); err != nil {
+					t.Errorf("CreateSubscription: %v", err)
+					return
+				}
+				switch i % 3 {
+				case 1:
+					sub.Status = mcpe.StatusPaused
+					if err := s.UpdateSubscription(t.Context(), sub); err != nil {
+						t.Errorf("UpdateSubscription: %v", err)
+						return
+					}
+				case 2:
+					if err := s.DeleteSubscription(t.Context(), sub.Principal, sub.ID); err != nil {
+						t.Errorf("DeleteSubscription: %v", err)
+						return
+					}
+				}
+			}
+		})
+	}
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	state := make(map[string]*subscriptions.Subscription)
+	follow := func(s *postgres.Store) {
+		_, head, err := s.Heads(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		changes, complete, err := s.ChangedSubscriptions(t.Context(), last, head)
+		if err != nil || !complete {
+			t.Fatalf("ChangedSubscriptions = %v, complete %v", err, complete)
+		}
+		for _, c := range changes {
+			state[c.SubscriptionID] = c.Subscription
+		}
+		last = head
+	}
+	for finished, i := false, 0; !finished; i++ {
+		select {
+		case <-done:
+			finished = true
+		default:
+		}
+		follow(stores[i%2])
+	}
+	follow(stores[1])
+	if t.Failed() {
+		return
+	}
+	for w := range writers {
+		for i := range each {
+			id := newSub(1+w*each+i, "").ID
+			sub, ok := state[id]
+			want := []string{"active", "paused", "deleted"}[i%3]
+			got := "never seen"
+			switch {
+			case ok && sub == nil:
+				got = "deleted"
+			case ok:
+				got = string(sub.Status)
+			}
+			if got != want {
+				t.Errorf("subscription %s: the follower last saw it %s; want %s", id, got, want)
+			}
+		}
+	}
+}
+
+// TestChangesPruned checks that a process that has not read the
+// subscription changes retention removed is told to reload.
+func TestChangesPruned(t *testing.T) {
+	url := pgtest.Database(t)
+	s := open(t, url)
+	ctx := t.Context()
+	if err := s.CreateSubscription(ctx, newSub(1, "alice"), 10); err != nil {
+		t.Fatal(err)
+	}
+	_, head, err := s.Heads(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, complete, err := s.ChangedSubscriptions(ctx, 0, head); err != nil || !complete {
+		t.Fatalf("before retention: complete %v, %v; want complete", complete, err)
+	}
+	// Recent changes stay.
+	if _, err := s.Prune(ctx, subscriptions.Retention{}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if changes, complete, err := s.ChangedSubscriptions(ctx, 0, head); err != nil || !complete || len(changes) != 1 {
+		t.Fatalf("after retention of recent changes: %d changes, complete %v, %v; want the one, complete", len(changes), complete, err)
+	}
+	// Dated past what retention keeps, by the clock the triggers use.
+	exec(t, url, `UPDATE subscription_changes SET changed_at = now() - interval '1 minute' - $1::bigint * interval '1 millisecond'`,
+		postgres.ChangesKept.Milliseconds())
+	if _, err := s.Prune(ctx, subscriptions.Retention{}, t0); err != nil {
+		t.Fatal(err)
+	}
+	if _, complete, err := s.ChangedSubscriptions(ctx, 0, head); err != nil || complete {
+		t.Errorf("after retention removed the change: complete %v, %v; want incomplete", complete, err)
+	}
+	if changes, complete, err := s.ChangedSubscriptions(ctx, head, head); err != nil || !complete || len(changes) != 0 {
+		t.Errorf("from the head: %+v, complete %v, %v; want nothing, complete", changes, complete, err)
+	}
+	// Numbers go on from the head after the rows went.
+	if err := s.CreateSubscription(ctx, newSub(2, "alice"), 10); err != nil {
+		t.Fatal(err)
+	}
+	_, next, err := s.Heads(ctx)
+	if err != nil || next != head+1 {
+		t.Fatalf("Heads changes = %d, %v; want %d", next, err, head+1)
+	}
+	if changes, complete, err := s.ChangedSubscriptions(ctx, head, next); err != nil || !complete || len(changes) != 1 {
+		t.Errorf("the new change: %+v, complete %v, %v; want it, complete", changes, complete, err)
+	}
+}
+
+// TestHealth checks that Health reports a database that stops accepting
+// connections, and that it recovers.
+func TestHealth(t *testing.T) {
+	url := pgtest.Database(t)
+	s, err := postgres.OpenWith(t.Context(), url, &postgres.Options{HealthEvery: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	u, err := neturl.Parse(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	name := strings.TrimPrefix(u.Path, "/")
+	u.Path = "/postgres"
+	admin := u.String()
+	wait := func(want bool) error {
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			err := s.Health()
+			if (err != nil) == want || time.Now().After(deadline) {
+				return err
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	if err := wait(false); err != nil {
+		t.Fatalf("Health of a database that answers = %v", err)
+	}
+	// Connections refused, and those open ended.
+	exec(t, admin, `ALTER DATABASE `+pgx.Identifier{name}.Sanitize()+` ALLOW_CONNECTIONS false`)
+	exec(t, admin, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1`, name)
+	err = wait(true)
+	if err == nil || !strings.Contains(err.Error(), "SELECT 1") {
+		t.Fatalf("Health of a database that refuses connections = %v; want an error", err)
+	}
+	t.Logf("Health: %v", err)
+	start := time.Now()
+	_ = s.Health()
+	if d := time.Since(start); d > 100*time.Millisecond {
+		t.Errorf("Health took %v; want it at once", d)
+	}
+	exec(t, admin, `ALTER DATABASE `+pgx.Identifier{name}.Sanitize()+` ALLOW_CONNECTIONS true`)
+	if err := wait(false); err != nil {
+		t.Errorf("Health once the database accepts connections again = %v", err)
+	}
+}
+
+// openWith opens the database at url with a pool of conns connections and
+// closes it when t ends.
+func openWith(t *testing.T, url string, conns int32) *postgres.Store {
+	t.Helper()
+	s, err := postgres.OpenWith(t.Context(), url, &postgres.Options{MaxConns: conns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+// exec runs one statement on the database at url.
+func exec(t *testing.T, url, sql string, args ...any) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, sql, args...); err != nil {
+		t.Fatalf("%s: %v", sql, err)
+	}
+}
+
+// TestMigrationKeepsNumbering applies migration 0002 to a database of the
+// first schema with entries in it: the inbox numbers go on from where its
+// sequence was, and the store gets an ID.
+func TestMigrationKeepsNumbering(t *testing.T) {
+	url := pgtest.Database(t)
+	first, err := os.ReadFile("migrations/0001_init.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	exec(t, url, string(first))
+	exec(t, url, `CREATE TABLE schema_migrations (version integer PRIMARY KEY, name text NOT NULL,
+		applied_at timestamptz NOT NULL DEFAULT now());
+		INSERT INTO schema_migrations (version, name) VALUES (1, '0001_init.sql')`)
+	// Entries 1 to 3 were written, and 3 pruned.
+	exec(t, url, `INSERT INTO inbox (seq, principal, subscription_ids, kind, created_at)
+		SELECT nextval('inbox_seq'), 'alice', ARRAY['x'], 'event', now() FROM generate_series(1, 3)`)
+	exec(t, url, `DELETE FROM inbox WHERE seq = 3`)
+	s := open(t, url)
+	inbox, changes, err := s.Heads(t.Context())
+	if err != nil || inbox != 3 || changes != 0 {
+		t.Fatalf("Heads = %d, %d, %v; want 3, 0", inbox, changes, err)
+	}
+	if id, err := s.StoreID(t.Context()); err != nil || len(id) != 32 {
+		t.Errorf("StoreID = %q, %v; want 32 hex digits", id, err)
+	}
+	sub := newSub(1, "alice")
+	if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
+		t.Fatal(err)
+	}
+	ev, raw := newEvent(1)
+	res, err := storetest.PublishOne(t.Context(), s, ev, raw,
+		[]subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}, t0)
+	if err != nil || len(res.Delivered) != 1 || res.Delivered[0].Seq != 4 {
+		t.Fatalf("Publish = %+v, %v; want entry 4", res, err)
+	}
+}
