@@ -66,6 +66,8 @@ type Scenario struct {
 	RouteDelay bool `json:"-"`
 	// Processes is how many servers share the database.
 	Processes int `json:"processes,omitempty"`
+	// Remote posts only to the processes the client is not connected to.
+	Remote bool `json:"remote,omitempty"`
 }
 
 // Result is what one scenario measured.
@@ -110,6 +112,8 @@ func main() {
 	only := flag.String("only", "", "run only the scenarios whose name contains this")
 	quiet := flag.Duration("quiet", 20*time.Second, "after posting, how long without a notification ends the wait for the rest")
 	processes := flag.Int("processes", 1, "how many servers share the database")
+	remote := flag.Bool("remote", false, "with several processes, post only to those the client is not connected to")
+	follow := flag.Duration("follow", 0, "delivery.followInterval for the servers (0: their default)")
 	db := flag.String("db", "", "the database the servers share (default: a new SQLite file); a postgres:// URL must name an empty database")
 	flag.Parse()
 	if *bin == "" {
@@ -124,8 +128,8 @@ func main() {
 		if !strings.Contains(sc.Name, *only) || sc.RouteDelay && *processes < 2 {
 			continue
 		}
-		sc.Transport, sc.Processes = *transport, *processes
-		res, err := run(*bin, sc, *quiet, *db)
+		sc.Transport, sc.Processes, sc.Remote = *transport, *processes, *remote && *processes > 1
+		res, err := run(*bin, sc, *quiet, *db, *follow)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %s: %v\n", sc.Name, err)
 			os.Exit(1)
@@ -156,7 +160,7 @@ func (s *server) cpu() time.Duration {
 	return t
 }
 
-func run(bin string, sc Scenario, quiet time.Duration, db string) (*Result, error) {
+func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Duration) (*Result, error) {
 	dir, err := os.MkdirTemp("", "mcpe-e2e")
 	if err != nil {
 		return nil, err
@@ -165,7 +169,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string) (*Result, erro
 	if db == "" {
 		db = filepath.Join(dir, "mcpe.db")
 	}
-	s, err := start(bin, dir, sc.Transport, db, sc.Processes)
+	s, err := start(bin, dir, sc.Transport, db, sc.Processes, follow)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +203,11 @@ func run(bin string, sc Scenario, quiet time.Duration, db string) (*Result, erro
 
 	cpu1 := s.cpu()
 	t1 := time.Now()
-	refused, err := post(s.bases, sc)
+	bases := s.bases
+	if sc.Remote {
+		bases = bases[:len(bases)-1]
+	}
+	refused, err := post(bases, sc)
 	if err != nil {
 		return nil, err
 	}
@@ -228,11 +236,15 @@ var listenLine = regexp.MustCompile(`msg="HTTP server listening" addr=(\S+)`)
 // start runs the binaries on db, the last with stdio (or HTTP for the
 // client) and each with HTTP on a free loopback port, and connects the
 // client to the last.
-func start(bin, dir, transport, db string, processes int) (*server, error) {
+func start(bin, dir, transport, db string, processes int, follow time.Duration) (*server, error) {
 	// Room for the workload's subscriptions, in a file both old and new
 	// binaries read.
 	cfg := filepath.Join(dir, "config.yaml")
-	if err := os.WriteFile(cfg, []byte("subscriptions:\n  maxPerPrincipal: 20000\n"), 0o600); err != nil {
+	body := "subscriptions:\n  maxPerPrincipal: 20000\n"
+	if follow > 0 {
+		body += fmt.Sprintf("delivery:\n  followInterval: %s\n", follow)
+	}
+	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		return nil, err
 	}
 	s := &server{got: newTally()}

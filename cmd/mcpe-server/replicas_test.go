@@ -179,7 +179,7 @@ func testReplicas(t *testing.T, db string) {
 	}
 	c := httpClient(t, baseC, "team-token")
 	var after mcpe.PollResult
-	c.MustCall(t, "events_poll", map[string]any{"cursor": before.Cursor}, &after)
+	c.MustCall(t, "events_poll", map[string]any{"cursor": before.NextCursor}, &after)
 	var types []string
 	for _, it := range after.Items {
 		var ev mcpe.Event

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -76,7 +77,7 @@ func (s *Store) InboxRange(ctx context.Context, principals []string, after, thro
 const changedQuery = `WITH changed AS (
 		SELECT subscription_id AS id, max(seq) AS seq FROM subscription_changes
 		WHERE seq > $1 AND seq <= $2 GROUP BY subscription_id)
-	SELECT c.id, s.principal, s.status, s.filter, s.delivery
+	SELECT c.id, s.principal, s.status, s.filter, s.delivery, s.updated_at
 	FROM changed c LEFT JOIN subscriptions s ON s.id = c.id ORDER BY c.seq`
 
 // ChangedSubscriptions implements subscriptions.Shared. It reads what
@@ -123,8 +124,9 @@ func scanChange(rows pgx.Rows) (subscriptions.Change, error) {
 	var (
 		c                                   subscriptions.Change
 		principal, status, filter, delivery *string
+		updated                             *time.Time
 	)
-	if err := rows.Scan(&c.SubscriptionID, &principal, &status, &filter, &delivery); err != nil {
+	if err := rows.Scan(&c.SubscriptionID, &principal, &status, &filter, &delivery, &updated); err != nil {
 		return c, err
 	}
 	if principal == nil {
@@ -132,6 +134,9 @@ func scanChange(rows pgx.Rows) (subscriptions.Change, error) {
 	}
 	sub := &subscriptions.Subscription{Principal: *principal}
 	sub.ID, sub.Status = c.SubscriptionID, mcpe.Status(*status)
+	if updated != nil {
+		sub.UpdatedAt = updated.UTC()
+	}
 	if err := json.Unmarshal([]byte(*filter), &sub.Filter); err != nil {
 		return c, fmt.Errorf("subscription %s: decode filter: %w", sub.ID, err)
 	}
