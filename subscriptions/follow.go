@@ -106,8 +106,9 @@ func (s *Service) runFollowing() {
 	}
 	f.stop, f.done = make(chan struct{}), make(chan struct{})
 	var written <-chan struct{}
+	own := false
 	if n, ok := f.shared.(Notifier); ok {
-		written = n.Written()
+		written, own = n.Written(), n.OwnWritesTold()
 	}
 	go func() {
 		defer close(f.done)
@@ -120,7 +121,7 @@ func (s *Service) runFollowing() {
 				return
 			case <-t.C:
 			case <-written:
-				if !f.othersRecently() {
+				if own && !f.othersRecently() {
 					continue // most likely this process's own commit
 				}
 				woken = true

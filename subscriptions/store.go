@@ -375,9 +375,13 @@ type Shared interface {
 // rather than at its next interval, which stays as the fallback.
 type Notifier interface {
 	// Written returns a channel that receives after other processes
-	// committed inbox entries or subscription changes. It is the same
-	// channel on every call.
+	// committed inbox entries or subscription changes (and after this
+	// process's own commits too when OwnWritesTold). It is the same channel
+	// on every call.
 	Written() <-chan struct{}
+	// OwnWritesTold reports whether Written also receives after this
+	// process's commits.
+	OwnWritesTold() bool
 }
 
 // Change is one changed subscription, as Shared.ChangedSubscriptions reads

@@ -375,3 +375,53 @@ func TestMigrationKeepsNumbering(t *testing.T) {
 		t.Fatalf("Publish = %+v, %v; want entry 4", res, err)
 	}
 }
+
+// TestWrittenNotifies checks that a store hears at once of what another
+// store on the database committed, and not of its own commits, and that it
+// listens again once its connection is cut.
+func TestWrittenNotifies(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := openWith(t, url, 4), openWith(t, url, 4)
+	written := b.Written()
+	// The wake that follows LISTEN taking effect.
+	expectWake := func(what string) {
+		t.Helper()
+		select {
+		case <-written:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: no notification within 10 s", what)
+		}
+	}
+	expectWake("listening")
+	sub := newSub(1, "alice")
+	if err := a.CreateSubscription(t.Context(), sub, 10); err != nil {
+		t.Fatal(err)
+	}
+	expectWake("a subscription created by another store")
+	target := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}
+	ev, raw := newEvent(1)
+	if _, err := storetest.PublishOne(t.Context(), a, ev, raw, target, t0); err != nil {
+		t.Fatal(err)
+	}
+	expectWake("an event published by another store")
+
+	ev, raw = newEvent(2)
+	if _, err := storetest.PublishOne(t.Context(), b, ev, raw, target, t0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-written:
+		t.Fatal("the store was told of its own commit")
+	case <-time.After(300 * time.Millisecond):
+	}
+
+	// Cut every listening connection: the store listens again.
+	exec(t, url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+		WHERE pid <> pg_backend_pid() AND query LIKE 'LISTEN%'`)
+	expectWake("listening again")
+	ev, raw = newEvent(3)
+	if _, err := storetest.PublishOne(t.Context(), a, ev, raw, target, t0); err != nil {
+		t.Fatal(err)
+	}
+	expectWake("an event published after the connection was made again")
+}

@@ -42,6 +42,16 @@ type Store struct {
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
+
+	// name is this store's application_name, which its notifications
+	// carry; connConfig opens the listening connection (written.go).
+	name        string
+	connConfig  *pgx.ConnConfig
+	writtenOnce sync.Once
+	written     chan struct{}
+	stopListen  context.CancelFunc
+	listening   sync.WaitGroup
+	listenErr   atomic.Pointer[error]
 }
 
 var _ subscriptions.Store = (*Store)(nil)
@@ -108,6 +118,8 @@ func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error)
 	if opts != nil && opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
 	}
+	name := processName()
+	cfg.ConnConfig.RuntimeParams["application_name"] = name
 	where := describe(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
@@ -117,7 +129,8 @@ func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error)
 		pool.Close()
 		return nil, fmt.Errorf("postgres: cannot reach %s: %w", where, err)
 	}
-	s := &Store{pool: pool, where: where, stop: make(chan struct{}), done: make(chan struct{})}
+	s := &Store{pool: pool, where: where, stop: make(chan struct{}), done: make(chan struct{}),
+		name: name, connConfig: cfg.ConnConfig.Copy()}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", where, err)
@@ -178,6 +191,13 @@ func (s *Store) Close() error {
 	s.closeOnce.Do(func() {
 		close(s.stop)
 		<-s.done
+		// Waits for a Written in progress, and keeps any later one from
+		// listening.
+		s.writtenOnce.Do(func() { s.written = make(chan struct{}, 1) })
+		if s.stopListen != nil {
+			s.stopListen()
+		}
+		s.listening.Wait()
 		s.pool.Close()
 	})
 	return nil

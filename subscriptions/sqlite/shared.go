@@ -21,6 +21,10 @@ var (
 	_ subscriptions.Notifier = (*Store)(nil)
 )
 
+// OwnWritesTold implements subscriptions.Notifier: the log does not say
+// who wrote.
+func (s *Store) OwnWritesTold() bool { return true }
+
 // Written implements subscriptions.Notifier: on Linux, a write to the
 // database's write-ahead log by any process (this one's too) is reported.
 // Elsewhere, and for an in-memory database, the channel never receives.
