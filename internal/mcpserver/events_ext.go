@@ -138,11 +138,14 @@ var typeArgsSchema = json.RawMessage(`{"type":"object","properties":{` +
 	`"additionalProperties":false}`)
 
 // filterArgsSchema is the inputSchema of FilterEventType: an MCPE filter.
-var filterArgsSchema = json.RawMessage(`{"type":"object","properties":{` +
-	`"eventTypes":{"type":"array","items":{"type":"string"},"maxItems":64,"description":"Event types or patterns: \"*\" matches one dot-separated segment, \"**\" any number, {a,b} alternatives; e.g. \"github.*\"."},` +
-	`"tags":{"type":"array","items":{"type":"string"},"description":"Keep the events that carry at least one of these tags."},` +
-	`"priority":{"type":"array","items":{"type":"string","enum":["low","normal","high","critical"]},"description":"Keep the events with one of these priorities."}},` +
-	`"minProperties":1,"additionalProperties":false}`)
+var filterArgsSchema = func() json.RawMessage {
+	help, _ := json.Marshal(mcpe.PatternHelp)
+	return json.RawMessage(`{"type":"object","properties":{` +
+		`"eventTypes":{"type":"array","items":{"type":"string"},"maxItems":64,"description":` + string(help) + `},` +
+		`"tags":{"type":"array","items":{"type":"string"},"description":"Keep the events that carry at least one of these tags."},` +
+		`"priority":{"type":"array","items":{"type":"string","enum":["low","normal","high","critical"]},"description":"Keep the events with one of these priorities."}},` +
+		`"minProperties":1,"additionalProperties":false}`)
+}()
 
 // filterPayloadSchema is the payloadSchema of FilterEventType: the whole
 // MCPE event, whose type tells which one it is.

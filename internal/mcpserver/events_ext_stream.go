@@ -69,6 +69,13 @@ func (p *pushStream) notify(method string, params map[string]any) error {
 	return p.sink.Notify(p.ctx, method, raw)
 }
 
+// end is the StreamEventsResult. On stdio it answers a cancelled stream
+// (the SEP allows it; the go-sdk would otherwise answer with an error of
+// code 0); on Streamable HTTP an aborted request has no one to read it.
+func (p *pushStream) end() *eventsStreamResult {
+	return &eventsStreamResult{ResultBase: mcp.ResultBase{Meta: p.meta}, ResultType: "complete"}
+}
+
 func jsonrpcErrorObject(e *jsonrpc.Error) map[string]any {
 	out := map[string]any{"code": e.Code, "message": e.Message}
 	if len(e.Data) > 0 {
@@ -157,12 +164,12 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 				floor = time.Time{}
 			}
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return ps.end(), nil
 			}
 			if r.expired {
 				e := eventsError(CodeNotFound, map[string]any{"kind": "subscription", "reason": "the subscription expired (an expiresAt set with events_update); open a new stream to subscribe again"})
 				_ = ps.notify(notifyEventsTerminated, map[string]any{"error": jsonrpcErrorObject(e)})
-				return &eventsStreamResult{ResultBase: mcp.ResultBase{Meta: ps.meta}, ResultType: "complete"}, nil
+				return ps.end(), nil
 			}
 			if err != nil {
 				var jerr *jsonrpc.Error
@@ -181,7 +188,7 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 		}
 		select {
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return ps.end(), nil
 		case <-wake:
 		case <-beat:
 			// The subscription may have been deleted (events_unsubscribe):
@@ -197,7 +204,7 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 				err = ps.notify(notifyEventsHeartbeat, map[string]any{"cursor": formatEventsCursor(sub, seq)})
 			}
 			if err != nil && ctx.Err() != nil {
-				return nil, ctx.Err()
+				return ps.end(), nil
 			}
 			stop = arm()
 		}
