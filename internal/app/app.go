@@ -202,6 +202,8 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Commands: a.handlers.commands,
 		Catalog:  a.Catalog,
 		Clock:    opts.Clock,
+		// The SEP-3415 events/stream heartbeat.
+		EventsHeartbeat: time.Duration(cfg.Delivery.HeartbeatInterval),
 	})
 	if err != nil {
 		return nil, err

@@ -145,6 +145,10 @@ type Delivery struct {
 	// sharing its database wrote: events they accepted for sessions here,
 	// and subscriptions changed through them. Default 100ms.
 	FollowInterval Duration `yaml:"followInterval"`
+	// HeartbeatInterval is how often an events/stream of the SEP-3415
+	// events extension sends notifications/events/heartbeat with its
+	// cursor. Default 30s, the most the SEP allows.
+	HeartbeatInterval Duration `yaml:"heartbeatInterval"`
 }
 
 // Backlog bounds what a live session that reads slower than events arrive
@@ -332,6 +336,9 @@ func (c *Config) validate() error {
 	}
 	if f := time.Duration(c.Delivery.FollowInterval); f != 0 && (f < time.Millisecond || f > time.Minute) {
 		return fmt.Errorf("delivery.followInterval: is %v; give a duration from 1ms to 1m, or leave it out for 100ms", f)
+	}
+	if h := time.Duration(c.Delivery.HeartbeatInterval); h != 0 && (h < 10*time.Millisecond || h > 30*time.Second) {
+		return fmt.Errorf("delivery.heartbeatInterval: is %v; give a duration from 10ms to 30s, or leave it out for 30s", h)
 	}
 	if m := time.Duration(c.Delivery.MinEvery); m != 0 && m < time.Second {
 		return fmt.Errorf("delivery.minEvery %v is shorter than a second; cron fires at most once a second", m)

@@ -136,6 +136,7 @@ func TestParseErrors(t *testing.T) {
 		{name: "negative maxEntries", yaml: "inbox:\n  maxEntries: -5\n", want: []string{"inbox.maxEntries must be positive"}},
 		{name: "negative window", yaml: "delivery:\n  window: -1\n", want: []string{"delivery.window", "is -1", "between 1 and"}},
 		{name: "follow interval too long", yaml: "delivery:\n  followInterval: 2h\n", want: []string{"delivery.followInterval", "is 2h0m0s", "from 1ms to 1m"}},
+		{name: "heartbeat interval too long", yaml: "delivery:\n  heartbeatInterval: 1m\n", want: []string{"delivery.heartbeatInterval", "is 1m0s", "from 10ms to 30s"}},
 		{name: "follow interval negative", yaml: "delivery:\n  followInterval: -1s\n", want: []string{"line 2", "delivery.followInterval", "is negative"}},
 		{name: "unknown onFull", yaml: "delivery:\n  backlog:\n    onFull: drop\n", want: []string{"delivery.backlog.onFull", `"drop"`, `"refuse"`, `"skip"`}},
 		{name: "negative backlog entries", yaml: "delivery:\n  backlog:\n    maxEntries: -1\n", want: []string{"delivery.backlog.maxEntries", "is -1"}},

@@ -83,8 +83,12 @@ type Options struct {
 	// Catalog, when set, is offered as the events_catalog tool and the
 	// events://catalog resource.
 	Catalog tools.Catalog
-	// Clock times the activity of HTTP sessions; nil is the wall clock.
+	// Clock times the activity of HTTP sessions and the heartbeats of
+	// events/stream; nil is the wall clock.
 	Clock clock.Clock
+	// EventsHeartbeat is how often an events/stream (SEP-3415) sends a
+	// heartbeat; zero means DefaultEventsHeartbeat.
+	EventsHeartbeat time.Duration
 }
 
 // resourceCaps is the resources capability: present when a resource is.
@@ -136,6 +140,10 @@ type Server struct {
 	// principal.
 	live        *liveness
 	maxSessions int
+	// events serves the SEP-3415 events extension; nil when the Service
+	// cannot.
+	events          EventsBackend
+	eventsHeartbeat time.Duration
 }
 
 // DefaultInstructions tell a client what the server is for.
@@ -175,19 +183,28 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
+		s.opts.Clock = opts.Clock
 	}
 	s.live = newLiveness(opts.Clock, DefaultSessionTimeout, s.streamOpened)
+	caps := &mcp.ServerCapabilities{
+		Logging:      &mcp.LoggingCapabilities{},
+		Tools:        &mcp.ToolCapabilities{},
+		Resources:    resourceCaps(opts.Catalog != nil),
+		Experimental: map[string]any{"events": s.caps},
+	}
+	s.events, _ = opts.Service.(EventsBackend)
+	if s.events != nil {
+		caps.AddExtension(EventsExtension, map[string]any{"listChanged": true})
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: opts.Instructions,
 		Logger:       redactSessionIDs(opts.Logger),
-		Capabilities: &mcp.ServerCapabilities{
-			Logging:      &mcp.LoggingCapabilities{},
-			Tools:        &mcp.ToolCapabilities{},
-			Resources:    resourceCaps(opts.Catalog != nil),
-			Experimental: map[string]any{"events": s.caps},
-		},
+		Capabilities: caps,
 	})
 	s.mcp.AddReceivingMiddleware(s.middleware)
+	if err := s.addEventsExtension(opts.EventsHeartbeat); err != nil {
+		return nil, err
+	}
 	s.tools = tools.Register(s.mcp, tools.Options{
 		Service:   opts.Service,
 		Principal: s.principal,
@@ -236,7 +253,7 @@ func (s *Server) ConnectIO(ctx context.Context, r io.ReadCloser, w io.Writer, pr
 }
 
 func (s *Server) connect(ctx context.Context, t mcp.Transport, principal string, lw *lineWriter) (*mcp.ServerSession, error) {
-	ss, err := s.mcp.Connect(ctx, t, nil)
+	ss, err := s.mcp.Connect(ctx, stampTransport{t}, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -472,7 +489,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	s.mu.Unlock()
 	s.live.setTimeout(opts.SessionTimeout)
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{Logger: redactSessionIDs(s.log)})
-	h = s.live.handler(h)
+	h = eventsHTTP(s.live.handler(h))
 	if opts.Tokens.Len() == 0 {
 		return h
 	}

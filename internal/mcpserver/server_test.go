@@ -25,6 +25,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+	"github.com/mcpe-server/mcpe-server/tools"
 )
 
 var start = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
@@ -45,6 +46,8 @@ type envOptions struct {
 	clock  *clock.Fake
 	max    int
 	logger *slog.Logger
+	// catalog, when set, is the server's event catalog.
+	catalog tools.Catalog
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -87,7 +90,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg, Clock: o.clock, Logger: o.logger})
+	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg, Clock: o.clock, Logger: o.logger, Catalog: o.catalog})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,438 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/mcpe"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/events_ext")
+
+// The golden tests of the SEP-3415 events extension replay the script of
+// each testdata/events_ext/*.txtar file, raw JSON-RPC on stdio and on
+// Streamable HTTP, and compare the exchange with its golden section. A
+// script's lines are:
+//
+//	send JSON         write a message; a call other than events/stream
+//	                  waits for its response
+//	read N            read N more messages (notifications, a stream's end)
+//	publish ID TYPE DATA [TAG,...]
+//	                  publish an event through the Go API
+//	advance DURATION  move the fake clock
+//	principal NAME    (first line) the principal of the session
+//
+// Every wait is bounded. Run with -update to rewrite the golden sections.
+
+type txtarFile struct {
+	comment  string
+	sections []txtarSection
+}
+
+type txtarSection struct {
+	name string
+	data string
+}
+
+func parseTxtar(b []byte) txtarFile {
+	var f txtarFile
+	cur := -1
+	for line := range strings.SplitAfterSeq(string(b), "\n") {
+		trimmed := strings.TrimRight(line, "\n")
+		if strings.HasPrefix(trimmed, "-- ") && strings.HasSuffix(trimmed, " --") && len(trimmed) > 6 {
+			f.sections = append(f.sections, txtarSection{name: strings.TrimSuffix(strings.TrimPrefix(trimmed, "-- "), " --")})
+			cur = len(f.sections) - 1
+			continue
+		}
+		if cur < 0 {
+			f.comment += line
+		} else {
+			f.sections[cur].data += line
+		}
+	}
+	return f
+}
+
+func (f txtarFile) get(name string) (string, bool) {
+	for _, s := range f.sections {
+		if s.name == name {
+			return s.data, true
+		}
+	}
+	return "", false
+}
+
+func (f *txtarFile) set(name, data string) {
+	for i, s := range f.sections {
+		if s.name == name {
+			f.sections[i].data = data
+			return
+		}
+	}
+	f.sections = append(f.sections, txtarSection{name, data})
+}
+
+func (f txtarFile) format() []byte {
+	var b bytes.Buffer
+	b.WriteString(f.comment)
+	for _, s := range f.sections {
+		fmt.Fprintf(&b, "-- %s --\n%s", s.name, s.data)
+	}
+	return b.Bytes()
+}
+
+// wire is one raw JSON-RPC connection to the server.
+type wire interface {
+	// send writes msg; for a call, the messages that answer it (the
+	// response, or a stream's notifications) become readable.
+	send(t *testing.T, msg string)
+	// next returns the next message, or fails after a bound.
+	next(t *testing.T) string
+}
+
+// stdioWire is a session served by ConnectIO on pipes, as on stdio.
+type stdioWire struct {
+	in  *io.PipeWriter
+	out chan string
+}
+
+func newStdioWire(t *testing.T, e *env, principal string) *stdioWire {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	if _, err := e.srv.ConnectIO(context.Background(), inR, outW, principal); err != nil {
+		t.Fatal(err)
+	}
+	w := &stdioWire{in: inW, out: make(chan string, 1024)}
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			w.out <- sc.Text()
+		}
+		close(w.out)
+	}()
+	t.Cleanup(func() { inW.Close(); outW.Close() })
+	return w
+}
+
+func (w *stdioWire) send(t *testing.T, msg string) {
+	if _, err := io.WriteString(w.in, msg+"\n"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (w *stdioWire) next(t *testing.T) string {
+	select {
+	case m, ok := <-w.out:
+		if !ok {
+			t.Fatal("the server closed its output")
+		}
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message from the server within 10s")
+	}
+	return ""
+}
+
+// httpWire posts each message to the Streamable HTTP endpoint, with the
+// session ID initialize returned; answers, plain JSON or server-sent
+// events, are read as they come.
+type httpWire struct {
+	url     string
+	session string
+	out     chan string
+	t       *testing.T
+}
+
+func newHTTPWire(t *testing.T, url string) *httpWire {
+	return &httpWire{url: url, out: make(chan string, 1024), t: t}
+}
+
+func (w *httpWire) send(t *testing.T, msg string) {
+	req, err := http.NewRequest(http.MethodPost, w.url, strings.NewReader(msg))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if w.session != "" {
+		req.Header.Set("Mcp-Session-Id", w.session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if id := resp.Header.Get("Mcp-Session-Id"); id != "" {
+		w.session = id
+	}
+	ct := resp.Header.Get("Content-Type")
+	if resp.StatusCode == http.StatusAccepted {
+		resp.Body.Close()
+		return
+	}
+	if !strings.HasPrefix(ct, "text/event-stream") {
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		w.out <- fmt.Sprintf("HTTP %d %s %s", resp.StatusCode, ct, bytes.TrimSpace(body))
+		return
+	}
+	go func() {
+		defer resp.Body.Close()
+		sc := bufio.NewScanner(resp.Body)
+		sc.Buffer(make([]byte, 1<<20), 1<<24)
+		for sc.Scan() {
+			if data, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				w.out <- data
+			}
+		}
+	}()
+}
+
+func (w *httpWire) next(t *testing.T) string {
+	select {
+	case m := <-w.out:
+		return m
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message from the server within 10s")
+	}
+	return ""
+}
+
+// aliases names the cursors of an exchange @c1, @c2… in order of
+// appearance: a cursor derives from the subscription's ID, and on HTTP
+// that from the random session's principal. Scripts send them back by
+// name.
+type aliases struct {
+	byValue map[string]string
+	byName  map[string]string
+}
+
+func newAliases() *aliases {
+	return &aliases{byValue: map[string]string{}, byName: map[string]string{}}
+}
+
+func (a *aliases) alias(v string) string {
+	if n, ok := a.byValue[v]; ok {
+		return n
+	}
+	n := fmt.Sprintf("@c%d", len(a.byValue)+1)
+	a.byValue[v], a.byName[n] = n, v
+	return n
+}
+
+// expand puts the real cursors in place of their names in msg.
+func (a *aliases) expand(msg string) string {
+	for i := len(a.byName); i > 0; i-- {
+		n := fmt.Sprintf("@c%d", i)
+		msg = strings.ReplaceAll(msg, `"`+n+`"`, `"`+a.byName[n]+`"`)
+	}
+	return msg
+}
+
+// canonicalSent re-encodes a message the script sends, keys sorted.
+func canonicalSent(msg string) string {
+	var v any
+	if json.Unmarshal([]byte(msg), &v) != nil {
+		return msg
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// canonical re-encodes a JSON message with sorted keys, and blanks what
+// changes from run to run.
+func (a *aliases) canonical(msg string) string {
+	prefix := ""
+	if strings.HasPrefix(msg, "HTTP ") {
+		i := strings.Index(msg, " {")
+		if i < 0 {
+			return msg
+		}
+		prefix, msg = msg[:i+1], msg[i+1:]
+	}
+	var v any
+	if json.Unmarshal([]byte(msg), &v) != nil {
+		return prefix + msg
+	}
+	a.scrub(v)
+	b, _ := json.Marshal(v)
+	return prefix + string(b)
+}
+
+func (a *aliases) scrub(v any) {
+	switch v := v.(type) {
+	case map[string]any:
+		for k, x := range v {
+			if k == "version" || k == "instructions" {
+				v[k] = "…"
+				continue
+			}
+			if c, ok := x.(string); ok && k == "cursor" && !strings.HasPrefix(c, "@c") {
+				v[k] = a.alias(c)
+				continue
+			}
+			a.scrub(x)
+		}
+	case []any:
+		for _, x := range v {
+			a.scrub(x)
+		}
+	}
+}
+
+// isMCPENotification reports whether msg is one of the MCPE
+// notifications (events/event and the like) that the session's principal
+// receives for every delivery, the SEP-3415 subscriptions' included: they
+// arrive beside the exchange at their own pace, and are left out of it.
+func isMCPENotification(msg string) bool {
+	var m struct {
+		ID     json.RawMessage `json:"id"`
+		Method string          `json:"method"`
+	}
+	return json.Unmarshal([]byte(msg), &m) == nil && len(m.ID) == 0 && strings.HasPrefix(m.Method, "events/")
+}
+
+// runScript plays script on w and returns the exchange.
+func runScript(t *testing.T, e *env, w wire, script string) string {
+	var out strings.Builder
+	a := newAliases()
+	read := func() {
+		raw := w.next(t)
+		for isMCPENotification(raw) {
+			raw = w.next(t)
+		}
+		m := a.canonical(raw)
+		out.WriteString("< " + m + "\n")
+	}
+	for line := range strings.Lines(script) {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") || strings.HasPrefix(line, "principal ") {
+			continue
+		}
+		verb, rest, _ := strings.Cut(line, " ")
+		switch verb {
+		case "send":
+			out.WriteString("> " + canonicalSent(rest) + "\n")
+			rest = a.expand(rest)
+			w.send(t, rest)
+			var msg struct {
+				ID     json.RawMessage `json:"id"`
+				Method string          `json:"method"`
+			}
+			if err := json.Unmarshal([]byte(rest), &msg); err != nil {
+				t.Fatalf("script line %q: %v", line, err)
+			}
+			if len(msg.ID) > 0 && msg.Method != "events/stream" {
+				read()
+			}
+		case "read":
+			var n int
+			fmt.Sscan(rest, &n)
+			for range n {
+				read()
+			}
+		case "publish":
+			f := strings.Fields(rest)
+			md := mcpe.Metadata{Priority: mcpe.PriorityNormal}
+			if len(f) > 3 {
+				md.Tags = strings.Split(f[3], ",")
+			}
+			res, err := e.svc.Publish(context.Background(), mcpe.Event{ID: f[0], Type: f[1], Data: json.RawMessage(f[2]), Metadata: md})
+			if err != nil {
+				t.Fatalf("publish: %v", err)
+			}
+			_ = res
+			out.WriteString("# " + line + "\n")
+		case "advance":
+			d, err := time.ParseDuration(rest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.clock.Advance(d)
+			out.WriteString("# " + line + "\n")
+		default:
+			t.Fatalf("unknown script line %q", line)
+		}
+	}
+	return out.String()
+}
+
+func TestEventsExtensionGolden(t *testing.T) {
+	files, err := filepath.Glob("testdata/events_ext/*.txtar")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no golden files: %v", err)
+	}
+	for _, file := range files {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f := parseTxtar(b)
+		changed := false
+		for _, transport := range []string{"stdio", "stdio-2026", "http"} {
+			script, ok := f.get(transport)
+			if !ok {
+				continue
+			}
+			t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar")+"/"+transport, func(t *testing.T) {
+				var w wire
+				e := newEnv(t, envOptions{catalog: goldenCatalog{}})
+				if strings.HasPrefix(transport, "stdio") {
+					principal := mcpserver.LocalPrincipal
+					if first, _, _ := strings.Cut(script, "\n"); strings.HasPrefix(first, "principal ") {
+						principal = strings.TrimPrefix(first, "principal ")
+					}
+					w = newStdioWire(t, e, principal)
+				} else {
+					ts := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
+					t.Cleanup(ts.Close)
+					w = newHTTPWire(t, ts.URL)
+				}
+				got := runScript(t, e, w, script)
+				name := transport + ".golden"
+				want, _ := f.get(name)
+				if *update {
+					f.set(name, got)
+					changed = true
+					return
+				}
+				if got != want {
+					t.Errorf("%s: exchange differs from %s (run with -update to accept):\n--- got ---\n%s--- want ---\n%s", file, name, got, want)
+				}
+			})
+		}
+		if changed {
+			if err := os.WriteFile(file, f.format(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
+// goldenCatalog is the event catalog of the golden tests.
+type goldenCatalog struct{}
+
+func (goldenCatalog) Get(context.Context, mcpe.CatalogRequest) (*mcpe.Catalog, error) {
+	return &mcpe.Catalog{Types: []mcpe.CatalogType{
+		{Source: "github", EventType: mcpe.EventType{Type: "github.push", Description: "Commits were pushed.",
+			DataSchema: json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string"}}}`)}},
+		{Source: "mcp", EventType: mcpe.EventType{Type: "mcp.<name>.log", Description: "A family: left out."}},
+		{Source: "demo", EventType: mcpe.EventType{Type: "demo.ping", Description: "A ping."}},
+	}}, nil
+}

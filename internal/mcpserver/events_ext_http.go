@@ -1,0 +1,260 @@
+package mcpserver
+
+// What the go-sdk v1.8 does not do for the events extension, done around
+// it: telling an events/stream handler its request's JSON-RPC id (the
+// stream's subscription ID) and, on Streamable HTTP, when the client
+// aborted the request; answering an unknown method with JSON-RPC -32601 on
+// Streamable HTTP (the SDK answers 400 in plain text under 2025-11-25); and
+// answering a request without Mcp-Session-Id other than initialize with
+// 400 and a JSON-RPC error (the SDK opens a session for it and answers 200
+// with an error of code 0). An upstream fix of the last two, and a request
+// id in the context of custom method handlers, would remove this file.
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// metaStreamTicket is the private _meta key the server writes into every
+// events/stream request it reads (overwriting whatever a client put
+// there): the request's id and, on HTTP, a ticket for its abort.
+const metaStreamTicket = "mcpe-server/stream"
+
+const methodEventsStream = "events/stream"
+
+// streamTicket is what an events/stream handler learns of its request.
+type streamTicket struct {
+	id    any
+	abort <-chan struct{}
+}
+
+// tickets maps the tickets of events/stream POSTs in progress to their
+// requests' ends.
+type tickets struct {
+	mu sync.Mutex
+	m  map[string]<-chan struct{}
+}
+
+var streamTickets = &tickets{m: make(map[string]<-chan struct{})}
+
+func (t *tickets) add(done <-chan struct{}) (string, func()) {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	key := hex.EncodeToString(b[:])
+	t.mu.Lock()
+	t.m[key] = done
+	t.mu.Unlock()
+	return key, func() {
+		t.mu.Lock()
+		delete(t.m, key)
+		t.mu.Unlock()
+	}
+}
+
+func (t *tickets) get(key string) <-chan struct{} {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[key]
+}
+
+// streamTicketOf reads the stamp of an events/stream request.
+func streamTicketOf(meta mcp.Meta) (streamTicket, bool) {
+	v, ok := meta[metaStreamTicket].(map[string]any)
+	if !ok || v["id"] == nil {
+		return streamTicket{}, false
+	}
+	t := streamTicket{id: v["id"]}
+	if key, _ := v["ticket"].(string); key != "" {
+		t.abort = streamTickets.get(key)
+	}
+	return t, true
+}
+
+// stampParams writes the stamp into params' _meta; params that are not an
+// object are left for the SDK to refuse.
+func stampParams(params json.RawMessage, id any, ticket string) json.RawMessage {
+	fields := map[string]json.RawMessage{}
+	if t := bytes.TrimSpace(params); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		if err := json.Unmarshal(t, &fields); err != nil {
+			return params
+		}
+	}
+	meta := map[string]json.RawMessage{}
+	if raw, ok := fields["_meta"]; ok {
+		if err := json.Unmarshal(raw, &meta); err != nil {
+			return params
+		}
+	}
+	stamp := map[string]any{"id": id}
+	if ticket != "" {
+		stamp["ticket"] = ticket
+	}
+	meta[metaStreamTicket], _ = json.Marshal(stamp)
+	fields["_meta"], _ = json.Marshal(meta)
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return params
+	}
+	return out
+}
+
+// stampTransport stamps the events/stream requests read on a transport
+// the server connects itself (stdio, in-memory).
+type stampTransport struct{ mcp.Transport }
+
+func (t stampTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return stampConn{c}, nil
+}
+
+type stampConn struct{ mcp.Connection }
+
+func (c stampConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.Connection.Read(ctx)
+	if req, ok := m.(*jsonrpc.Request); ok && err == nil && req.Method == methodEventsStream && req.IsCall() {
+		req.Params = stampParams(req.Params, req.ID.Raw(), "")
+	}
+	return m, err
+}
+
+// maxPeekBody bounds the POST bodies eventsHTTP reads before the SDK: a
+// larger one goes to the SDK as it is.
+const maxPeekBody = 8 << 20
+
+// eventsHTTP wraps the SDK's Streamable HTTP handler.
+func eventsHTTP(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			h.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxPeekBody+1))
+		if err != nil {
+			http.Error(w, "failed to read body", http.StatusBadRequest)
+			return
+		}
+		if len(body) > maxPeekBody {
+			r.Body = struct {
+				io.Reader
+				io.Closer
+			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+			h.ServeHTTP(w, r)
+			return
+		}
+		var msg struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+			Params json.RawMessage `json:"params"`
+		}
+		if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
+			// A batch, a response, or not JSON: the SDK's to answer.
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			h.ServeHTTP(w, r)
+			return
+		}
+		id := msg.ID
+		if len(id) == 0 {
+			id = json.RawMessage("null")
+		}
+		if r.Header.Get("Mcp-Session-Id") == "" && msg.Method != "initialize" && msg.Method != "server/discover" &&
+			r.Header.Get("Mcp-Protocol-Version") < "2026-07-28" {
+			writeHTTPJSONRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,
+				"Bad Request: Mcp-Session-Id header is required for "+msg.Method+"; send initialize first, then the session ID it returns with every request")
+			return
+		}
+		if msg.Method == methodEventsStream && len(msg.ID) > 0 {
+			var rawID any
+			if json.Unmarshal(msg.ID, &rawID) == nil && rawID != nil {
+				key, drop := streamTickets.add(r.Context().Done())
+				defer drop()
+				var full map[string]json.RawMessage
+				if json.Unmarshal(body, &full) == nil {
+					full["params"] = stampParams(msg.Params, rawID, key)
+					if b, err := json.Marshal(full); err == nil {
+						body = b
+					}
+				}
+			}
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		mw := &methodWriter{ResponseWriter: w, id: id, method: msg.Method}
+		h.ServeHTTP(mw, r)
+		mw.finish()
+	})
+}
+
+// writeHTTPJSONRPCError answers with a JSON-RPC error response.
+func writeHTTPJSONRPCError(w http.ResponseWriter, status int, id json.RawMessage, code int64, message string) {
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": code, "message": message}})
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+// methodWriter turns the SDK's plain-text 400 for a method it does not
+// handle into a JSON-RPC -32601 response; anything else passes through.
+type methodWriter struct {
+	http.ResponseWriter
+	id      json.RawMessage
+	method  string
+	holding bool
+	held    bytes.Buffer
+	status  int
+}
+
+// notHandled starts the SDK's text for an unknown method
+// (jsonrpc2.ErrNotHandled).
+const notHandled = "JSON RPC not handled"
+
+func (m *methodWriter) WriteHeader(status int) {
+	if status == http.StatusBadRequest && strings.HasPrefix(m.Header().Get("Content-Type"), "text/plain") {
+		m.holding, m.status = true, status
+		return
+	}
+	m.ResponseWriter.WriteHeader(status)
+}
+
+func (m *methodWriter) Write(p []byte) (int, error) {
+	if m.holding {
+		return m.held.Write(p)
+	}
+	return m.ResponseWriter.Write(p)
+}
+
+func (m *methodWriter) Flush() {
+	if !m.holding {
+		_ = http.NewResponseController(m.ResponseWriter).Flush()
+	}
+}
+
+func (m *methodWriter) Unwrap() http.ResponseWriter { return m.ResponseWriter }
+
+func (m *methodWriter) finish() {
+	if !m.holding {
+		return
+	}
+	text := m.held.String()
+	if strings.HasPrefix(text, notHandled) && !bytes.Equal(m.id, []byte("null")) {
+		m.Header().Del("X-Content-Type-Options")
+		writeHTTPJSONRPCError(m.ResponseWriter, http.StatusOK, m.id, jsonrpc.CodeMethodNotFound,
+			fmt.Sprintf("method not found: %q", m.method))
+		return
+	}
+	m.ResponseWriter.WriteHeader(m.status)
+	_, _ = m.ResponseWriter.Write(m.held.Bytes())
+}

@@ -1,0 +1,212 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+)
+
+// The notifications of a push stream.
+const (
+	notifyEventsActive     = "notifications/events/active"
+	notifyEventsEvent      = "notifications/events/event"
+	notifyEventsError      = "notifications/events/error"
+	notifyEventsHeartbeat  = "notifications/events/heartbeat"
+	notifyEventsTerminated = "notifications/events/terminated"
+)
+
+// eventsStreamParams are the params of events/stream.
+type eventsStreamParams struct {
+	mcp.ParamsBase
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Cursor    *string         `json:"cursor,omitempty"`
+	MaxAgeMs  *int64          `json:"maxAgeMs,omitempty"`
+}
+
+// eventsStreamResult is the final frame of a stream the server ends.
+type eventsStreamResult struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+// wakeSink is attached to the realtime registry for the principal of a
+// push stream: every delivery to that principal wakes the stream, which
+// then reads the inbox. It never blocks the registry.
+type wakeSink struct{ wake chan struct{} }
+
+func (w wakeSink) Write(context.Context, []realtime.Message) error {
+	select {
+	case w.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// pushStream is one events/stream request being served.
+type pushStream struct {
+	s    *Server
+	ctx  context.Context
+	sink *Sink
+	meta map[string]any
+}
+
+// notify writes one notifications/events/* message with the stream's
+// subscription ID in _meta. The request's context routes it to the
+// request's own response stream on Streamable HTTP.
+func (p *pushStream) notify(method string, params map[string]any) error {
+	params["_meta"] = p.meta
+	raw, err := json.Marshal(params)
+	if err != nil {
+		return err
+	}
+	return p.sink.Notify(p.ctx, method, raw)
+}
+
+// end is the StreamEventsResult. On stdio it answers a cancelled stream
+// (the SEP allows it; the go-sdk would otherwise answer with an error of
+// code 0); on Streamable HTTP an aborted request has no one to read it.
+func (p *pushStream) end() *eventsStreamResult {
+	return &eventsStreamResult{ResultBase: mcp.ResultBase{Meta: p.meta}, ResultType: "complete"}
+}
+
+func jsonrpcErrorObject(e *jsonrpc.Error) map[string]any {
+	out := map[string]any{"code": e.Code, "message": e.Message}
+	if len(e.Data) > 0 {
+		out["data"] = e.Data
+	}
+	return out
+}
+
+func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eventsStreamParams) (*eventsStreamResult, error) {
+	if p == nil {
+		return nil, invalidParams("params are required: name, and arguments and cursor when needed")
+	}
+	ticket, ok := streamTicketOf(p.Meta)
+	if !ok {
+		return nil, eventsError(jsonrpc.CodeInternalError, map[string]any{"reason": "this transport does not tell the server the request's id; events/stream needs it"})
+	}
+	floor, err := s.floorOf(p.MaxAgeMs, p.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	principal, k, sub, err := s.subscribeKeyed(ctx, ss, p.Name, p.Arguments)
+	if err != nil {
+		return nil, err
+	}
+	seq, truncated, err := s.start(ctx, s.events, principal, sub, p.Cursor)
+	if err != nil {
+		return nil, err
+	}
+	sink, err := SessionSink(ss)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if ticket.abort != nil {
+		// Streamable HTTP: the client ends the stream by aborting its POST.
+		go func() {
+			select {
+			case <-ticket.abort:
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	ps := &pushStream{s: s, ctx: ctx, sink: sink, meta: map[string]any{metaSubscriptionID: ticket.id}}
+	wake := make(chan struct{}, 1)
+	detach := s.opts.Sessions.Attach(principal, wakeSink{wake})
+	defer detach()
+	beat := make(chan struct{}, 1)
+	arm := func() func() bool {
+		return s.opts.Clock.AfterFunc(s.eventsHeartbeat, func() {
+			select {
+			case beat <- struct{}{}:
+			default:
+			}
+		}).Stop
+	}
+	stop := arm()
+	defer func() { stop() }()
+
+	if err := ps.notify(notifyEventsActive, map[string]any{"cursor": formatEventsCursor(sub, seq), "truncated": truncated}); err != nil {
+		return nil, err
+	}
+	if p.Cursor == nil || *p.Cursor == "" {
+		floor = time.Time{}
+	}
+	for {
+		// Drain what is there, in pages.
+		for {
+			pruned, err := s.events.PrunedThrough(ctx, principal)
+			if err == nil && pruned > seq {
+				seq = pruned
+				err = ps.notify(notifyEventsActive, map[string]any{"cursor": formatEventsCursor(sub, seq), "truncated": true})
+			}
+			var r readResult
+			if err == nil {
+				r, err = s.readSub(ctx, principal, k, sub.ID, seq, floor, 0, func(o occurrence, at int64) error {
+					c := formatEventsCursor(sub, at)
+					o.Cursor = &c
+					return ps.notify(notifyEventsEvent, map[string]any{"eventId": o.EventID, "name": o.Name, "timestamp": o.Timestamp, "data": o.Data, "cursor": c})
+				})
+				seq = r.seq
+				if err == nil && r.skipped > 0 {
+					err = ps.notify(notifyEventsActive, map[string]any{"cursor": formatEventsCursor(sub, seq), "truncated": true})
+				}
+				floor = time.Time{}
+			}
+			if ctx.Err() != nil {
+				return ps.end(), nil
+			}
+			if r.expired {
+				e := eventsError(CodeNotFound, map[string]any{"kind": "subscription", "reason": "the subscription expired (an expiresAt set with events_update); open a new stream to subscribe again"})
+				_ = ps.notify(notifyEventsTerminated, map[string]any{"error": jsonrpcErrorObject(e)})
+				return ps.end(), nil
+			}
+			if err != nil {
+				var jerr *jsonrpc.Error
+				if !errors.As(err, &jerr) {
+					jerr = eventsError(jsonrpc.CodeInternalError, map[string]any{"reason": "reading the inbox failed; the server retries"})
+				}
+				s.log.Warn("events/stream: read failed", "principal", principal, "error", err)
+				if ps.notify(notifyEventsError, map[string]any{"error": jsonrpcErrorObject(jerr)}) != nil {
+					return nil, err
+				}
+				break
+			}
+			if !r.more {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return ps.end(), nil
+		case <-wake:
+		case <-beat:
+			// The subscription may have been deleted (events_unsubscribe):
+			// then it is made again, and what came meanwhile was missed.
+			again, created, err := s.events.Keyed(ctx, principal, sub.ID, k.filter)
+			if err == nil && created {
+				sub = again
+				if seq, err = s.events.InboxHead(ctx, principal); err == nil {
+					err = ps.notify(notifyEventsActive, map[string]any{"cursor": formatEventsCursor(sub, seq), "truncated": true})
+				}
+			}
+			if err == nil {
+				err = ps.notify(notifyEventsHeartbeat, map[string]any{"cursor": formatEventsCursor(sub, seq)})
+			}
+			if err != nil && ctx.Err() != nil {
+				return ps.end(), nil
+			}
+			stop = arm()
+		}
+	}
+}

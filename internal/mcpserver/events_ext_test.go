@@ -1,0 +1,187 @@
+package mcpserver_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+const initialize2025 = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
+
+// sepSession is a raw stdio session of one principal.
+func sepSession(t *testing.T, e *env, principal string) *stdioWire {
+	w := newStdioWire(t, e, principal)
+	w.send(t, initialize2025)
+	w.next(t)
+	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return w
+}
+
+// nextSEP returns the next message that is not an MCPE notification.
+func nextSEP(t *testing.T, w wire) map[string]any {
+	t.Helper()
+	for {
+		raw := w.next(t)
+		if isMCPENotification(raw) {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(raw), &m); err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+}
+
+func pollResult(t *testing.T, w wire, params string) map[string]any {
+	t.Helper()
+	w.send(t, `{"jsonrpc":"2.0","id":1,"method":"events/poll","params":`+params+`}`)
+	m := nextSEP(t, w)
+	res, ok := m["result"].(map[string]any)
+	if !ok {
+		t.Fatalf("events/poll %s: %v", params, m)
+	}
+	return res
+}
+
+func eventIDs(res map[string]any) []string {
+	var out []string
+	for _, ev := range res["events"].([]any) {
+		out = append(out, ev.(map[string]any)["eventId"].(string))
+	}
+	return out
+}
+
+const (
+	idA = "01900000-0000-7000-8000-0000000000a1"
+	idB = "01900000-0000-7000-8000-0000000000b1"
+)
+
+func TestEventsPollPrincipalIsolation(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	alice, bob := sepSession(t, e, "alice"), sepSession(t, e, "bob")
+	args := `"name":"mcpe.filter","arguments":{"eventTypes":["iso.*"]}`
+	ca := pollResult(t, alice, `{`+args+`}`)["cursor"].(string)
+	if _, err := e.svc.Publish(context.Background(), mcpe.Event{ID: idA, Type: "iso.one", Data: json.RawMessage(`{}`)}); err != nil {
+		t.Fatal(err)
+	}
+	// Bob presenting Alice's cursor learns nothing of her inbox: the cursor
+	// is not one of his subscription's.
+	res := pollResult(t, bob, `{`+args+`,"cursor":"`+ca+`"}`)
+	if res["truncated"] != true || len(res["events"].([]any)) != 0 {
+		t.Errorf("bob with alice's cursor: %v; want truncated and no events", res)
+	}
+	if got := eventIDs(pollResult(t, alice, `{`+args+`,"cursor":"`+ca+`"}`)); len(got) != 1 || got[0] != idA {
+		t.Errorf("alice's events %v; want [%s]", got, idA)
+	}
+}
+
+// TestEventsStreamIsolation: a stream carries its own subscription's
+// deliveries only, never another principal's, nor those of its principal's
+// other subscriptions.
+func TestEventsStreamIsolation(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	alice, bob := sepSession(t, e, "alice"), sepSession(t, e, "bob")
+	pollResult(t, bob, `{"name":"mcpe.filter","arguments":{"eventTypes":["bob.*"]}}`)
+	pollResult(t, alice, `{"name":"mcpe.filter","arguments":{"eventTypes":["other.*"]}}`)
+	alice.send(t, `{"jsonrpc":"2.0","id":5,"method":"events/stream","params":{"name":"mcpe.filter","arguments":{"eventTypes":["alice.*"]}}}`)
+	if m := nextSEP(t, alice); m["method"] != "notifications/events/active" {
+		t.Fatalf("got %v; want notifications/events/active", m)
+	}
+	for i, typ := range []string{"bob.one", "other.one", "alice.one"} {
+		id := "01900000-0000-7000-8000-00000000000" + string(rune('1'+i))
+		if _, err := e.svc.Publish(context.Background(), mcpe.Event{ID: id, Type: typ, Data: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := nextSEP(t, alice)
+	if m["method"] != "notifications/events/event" || m["params"].(map[string]any)["data"].(map[string]any)["type"] != "alice.one" {
+		t.Fatalf("got %v; want alice.one only", m)
+	}
+	e.clock.Advance(mcpserver.DefaultEventsHeartbeat)
+	if m := nextSEP(t, alice); m["method"] != "notifications/events/heartbeat" {
+		t.Fatalf("got %v; want the heartbeat, nothing else", m)
+	}
+}
+
+// TestEventsRetentionTruncates: a cursor below what retention removed gives
+// truncated: true on poll and on a stream, never an error or a silent gap.
+func TestEventsRetentionTruncates(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	w := sepSession(t, e, "carol")
+	args := `"name":"mcpe.filter","arguments":{"eventTypes":["ret.*"]}`
+	c := pollResult(t, w, `{`+args+`}`)["cursor"].(string)
+	for i := range 3 {
+		id := "01900000-0000-7000-8000-00000000010" + string(rune('1'+i))
+		if _, err := e.svc.Publish(context.Background(), mcpe.Event{ID: id, Type: "ret.x", Data: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := e.store.Prune(context.Background(), subscriptions.Retention{InboxMaxEntries: 1}, e.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	res := pollResult(t, w, `{`+args+`,"cursor":"`+c+`"}`)
+	if res["truncated"] != true || len(eventIDs(res)) != 1 {
+		t.Errorf("poll past retention: %v; want truncated and the one event kept", res)
+	}
+	w.send(t, `{"jsonrpc":"2.0","id":9,"method":"events/stream","params":{`+args+`,"cursor":"`+c+`"}}`)
+	m := nextSEP(t, w)
+	if m["method"] != "notifications/events/active" || m["params"].(map[string]any)["truncated"] != true {
+		t.Fatalf("stream past retention: %v; want active with truncated", m)
+	}
+	if m := nextSEP(t, w); m["method"] != "notifications/events/event" {
+		t.Fatalf("got %v; want the event kept", m)
+	}
+}
+
+// TestEventsStreamHTTPAbort: aborting the POST of an events/stream ends
+// the stream on the server.
+func TestEventsStreamHTTPAbort(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ts := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
+	t.Cleanup(ts.Close)
+	w := newHTTPWire(t, ts.URL)
+	w.send(t, initialize2025)
+	w.next(t)
+	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(`{"jsonrpc":"2.0","id":3,"method":"events/stream","params":{"name":"mcpe.filter","arguments":{"eventTypes":["a.*"]}}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", w.session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), "notifications/events/active") {
+	}
+	principal := ""
+	for _, p := range e.reg.Principals() {
+		if strings.HasPrefix(p, mcpserver.SessionPrincipalPrefix) {
+			principal = p
+		}
+	}
+	open := e.reg.Live(principal)
+	cancel()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.reg.Live(principal) != open-1 {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream still runs 10s after its request was aborted (%d sessions attached)", e.reg.Live(principal))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
