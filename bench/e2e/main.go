@@ -32,6 +32,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -43,6 +44,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/client"
@@ -166,8 +168,17 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
-	if db == "" {
+	switch {
+	case db == "":
 		db = filepath.Join(dir, "mcpe.db")
+	case strings.HasPrefix(db, "postgres"):
+		// A database of its own for each scenario.
+		fresh, drop, err := freshDatabase(db)
+		if err != nil {
+			return nil, err
+		}
+		defer drop()
+		db = fresh
 	}
 	s, err := start(bin, dir, sc.Transport, db, sc.Processes, follow)
 	if err != nil {
@@ -396,6 +407,36 @@ func subscribe(ctx context.Context, cs *mcp.ClientSession, n int) (map[int][]str
 		byGroup[g] = append(byGroup[g], sub.ID)
 	}
 	return byGroup, nil
+}
+
+// databases counts the PostgreSQL databases made for scenarios.
+var databases atomic.Int64
+
+// freshDatabase creates a new database on the server of the PostgreSQL URL
+// db and returns its URL, and a function that drops it.
+func freshDatabase(db string) (string, func(), error) {
+	u, err := url.Parse(db)
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, db)
+	if err != nil {
+		return "", nil, err
+	}
+	name := fmt.Sprintf("e2e_%d_%d", os.Getpid(), databases.Add(1))
+	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		conn.Close(ctx)
+		return "", nil, err
+	}
+	u.Path = "/" + name
+	return u.String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
+		conn.Close(ctx)
+	}, nil
 }
 
 // settle is how long the other processes get to route by subscriptions
