@@ -45,7 +45,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch {
 	case len(args) > 0 && args[0] == "publish":
 		err = publish(ctx, args[1:], stdin, stdout, stderr)
-	case len(args) > 0 && args[0] == "version":
+	case len(args) > 0 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version"):
 		fmt.Fprintln(stdout, "mcpe-server", version())
 		return 0
 	case len(args) > 0 && (args[0] == "help" || args[0] == "-h" || args[0] == "--help"):
@@ -90,12 +90,7 @@ Usage:
       (default 30s) bounds the request. Exit 1 when the server refuses the
       event (its reason is printed), 2 on bad usage.
 
-  mcpe-server version
+  mcpe-server version | --version
+      Print the version: the module version, and for a build from a clone the
+      commit and whether the tree was modified.
 `
-
-func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "dev"
-}

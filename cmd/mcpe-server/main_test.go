@@ -39,7 +39,9 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	binary = filepath.Join(dir, "mcpe-server")
-	build := exec.Command("go", "build", "-o", binary, ".")
+	// -buildvcs=auto: the version names the commit when this is a clone,
+	// whatever GOFLAGS says.
+	build := exec.Command("go", "build", "-buildvcs=auto", "-o", binary, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build mcpe-server:", err)
