@@ -18,47 +18,69 @@ import (
 // shutdownGrace bounds how long a clean shutdown waits for HTTP requests.
 const shutdownGrace = 5 * time.Second
 
-// serve runs the server until stdin closes (stdio), or a signal arrives.
-func serve(ctx context.Context, args []string, stderr io.Writer) error {
+// serveFlags are the flags of serve.
+type serveFlags struct {
+	stdio                      bool
+	http, db, config, logLevel string
+}
+
+// parseServeFlags parses serve's command line.
+func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
+	var f serveFlags
 	fs := flag.NewFlagSet("mcpe-server", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
-	stdio := fs.Bool("stdio", false, "serve MCP on stdin/stdout")
-	httpAddr := fs.String("http", "", "serve HTTP on `ADDR`, e.g. 127.0.0.1:8765")
-	dbPath := fs.String("db", "", "SQLite database `PATH` (\":memory:\" keeps nothing), or a postgres:// URL")
-	cfgPath := fs.String("config", "", "YAML configuration `FILE`")
-	logLevel := fs.String("log-level", "", "debug, info, warn or error")
+	fs.BoolVar(&f.stdio, "stdio", false, "serve MCP on stdin/stdout")
+	fs.StringVar(&f.http, "http", "", "serve HTTP on `ADDR`, e.g. 127.0.0.1:8765")
+	fs.StringVar(&f.db, "db", "", "SQLite database `PATH` (\":memory:\" keeps nothing), or a postgres:// URL")
+	fs.StringVar(&f.config, "config", "", "YAML configuration `FILE`")
+	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return nil, err
 		}
-		return usageError{err}
+		return nil, usageError{err}
 	}
 	if fs.NArg() > 0 {
-		return usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
+		return nil, usageError{fmt.Errorf("unexpected argument %q", fs.Arg(0))}
 	}
+	return &f, nil
+}
 
+// serve runs the server until a signal arrives, or stdin closes when it
+// serves stdio because --stdio asked for it, or because nothing else is
+// served. A server that serves HTTP from the configuration's http.addr,
+// without --stdio, keeps serving HTTP when stdin closes (or is /dev/null,
+// as under a service manager).
+func serve(ctx context.Context, args []string, stderr io.Writer) error {
+	flags, err := parseServeFlags(args, stderr)
+	if err != nil {
+		return err
+	}
 	cfg := &config.Config{}
-	if *cfgPath != "" {
+	if flags.config != "" {
 		var err error
-		if cfg, err = config.Load(*cfgPath); err != nil {
+		if cfg, err = config.Load(flags.config); err != nil {
 			return err
 		}
 	}
-	if *dbPath != "" {
-		cfg.DB = *dbPath
+	if flags.db != "" {
+		cfg.DB = flags.db
 	}
-	if *logLevel != "" {
-		cfg.Log.Level = *logLevel
+	if flags.logLevel != "" {
+		cfg.Log.Level = flags.logLevel
 	}
 	serveHTTP := cfg.HTTP.Addr
-	serveStdio := *stdio
+	serveStdio := flags.stdio
 	switch {
-	case *httpAddr != "":
-		serveHTTP = *httpAddr
-	case !*stdio:
+	case flags.http != "":
+		serveHTTP = flags.http
+	case !flags.stdio:
 		serveStdio = true
 	}
+	// Stdio that nobody asked for does not outlive stdin unless HTTP is
+	// served.
+	implicitStdio := !flags.stdio && flags.http == ""
 	level, err := config.ParseLevel(cfg.Log.Level)
 	if err != nil {
 		return usageError{err}
@@ -85,7 +107,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		Version:   version(),
 		Logger:    log,
 		// The bash handler's sandbox hides them from the programs it runs.
-		PrivatePaths: privatePaths(cfg.DB, *cfgPath),
+		PrivatePaths: privatePaths(cfg.DB, flags.config),
 	})
 	if err != nil {
 		return err
@@ -95,10 +117,12 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	errc := make(chan error, 2)
+	servingHTTP := false
 	if serveHTTP != "" {
 		stopHTTP, err := startHTTP(ctx, serveHTTP, cfg, a, log, errc)
 		switch {
 		case err == nil:
+			servingHTTP = true
 			defer stopHTTP()
 		case !serveStdio:
 			return err
@@ -113,6 +137,10 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if serveStdio {
 		go func() {
 			err := a.Server.RunStdio(ctx)
+			if implicitStdio && servingHTTP && ctx.Err() == nil && (err == nil || errors.Is(err, io.EOF)) {
+				log.Info("standard input closed; serving HTTP until stopped (give --stdio to stop with stdin)")
+				return
+			}
 			log.Info("stdio client disconnected")
 			errc <- err
 		}()
