@@ -75,12 +75,13 @@ type usageError struct{ error }
 const usage = `mcpe-server: MCP Events server.
 
 Usage:
-  mcpe-server [--stdio] [--http ADDR] [--db PATH] [--config FILE] [--log-level LEVEL]
+  mcpe-server [--stdio] [--http ADDR] [--db PATH] [--config FILE] [--log-level LEVEL] [--pprof ADDR]
       Serve. With neither --stdio nor --http: stdio, plus HTTP if the config
       file sets http.addr. --http ADDR alone serves HTTP only: /mcp
       (Streamable HTTP), /v1/events (ingest) and /healthz. --stdio --http ADDR
       serves both. Flags override the config file. --db takes an SQLite
-      file path or a postgres://user@host/db URL (PostgreSQL).
+      file path or a postgres://user@host/db URL (PostgreSQL). --pprof ADDR
+      serves Go's profiles on a loopback listener of their own.
 
   mcpe-server publish --url URL --type TYPE [--data JSON|@FILE|-] [--priority P]
                       [--tag TAG]... [--source-id ID] [--timestamp RFC3339] [--token TOKEN]

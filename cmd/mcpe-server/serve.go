@@ -20,8 +20,8 @@ const shutdownGrace = 5 * time.Second
 
 // serveFlags are the flags of serve.
 type serveFlags struct {
-	stdio                      bool
-	http, db, config, logLevel string
+	stdio                             bool
+	http, db, config, logLevel, pprof string
 }
 
 // parseServeFlags parses serve's command line.
@@ -35,6 +35,7 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.db, "db", "", "SQLite database `PATH` (\":memory:\" keeps nothing), or a postgres:// URL")
 	fs.StringVar(&f.config, "config", "", "YAML configuration `FILE`")
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
+	fs.StringVar(&f.pprof, "pprof", "", "serve Go's profiles on the loopback `ADDR`, e.g. 127.0.0.1:6060")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return nil, err
@@ -69,6 +70,9 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	if flags.logLevel != "" {
 		cfg.Log.Level = flags.logLevel
+	}
+	if flags.pprof != "" {
+		cfg.Debug.PprofAddr = flags.pprof
 	}
 	serveHTTP := cfg.HTTP.Addr
 	serveStdio := flags.stdio
@@ -116,6 +120,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if cfg.Debug.PprofAddr != "" {
+		stopPprof, err := startPprof(ctx, cfg.Debug.PprofAddr, log)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
+	}
 	errc := make(chan error, 2)
 	servingHTTP := false
 	if serveHTTP != "" {

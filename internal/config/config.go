@@ -17,6 +17,8 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net"
+	"net/netip"
 	"os"
 	"strconv"
 	"strings"
@@ -52,6 +54,16 @@ type Config struct {
 	Adapters Adapters `yaml:"adapters"`
 	// Log configures logging to stderr.
 	Log Log `yaml:"log"`
+	// Debug configures what helps find a problem in a running server.
+	Debug Debug `yaml:"debug"`
+}
+
+// Debug configures diagnostics.
+type Debug struct {
+	// PprofAddr, when set, serves Go's profiles (net/http/pprof, under
+	// /debug/pprof/) on a listener of their own at this loopback address,
+	// e.g. 127.0.0.1:6060. Off by default.
+	PprofAddr string `yaml:"pprofAddr"`
 }
 
 // HTTP configures the HTTP listener.
@@ -334,6 +346,11 @@ func (c *Config) validate() error {
 	if opts := c.Delivery.Realtime(); opts.Validate() != nil {
 		return Within("delivery", opts.Validate())
 	}
+	if a := c.Debug.PprofAddr; a != "" {
+		if err := CheckLoopback(a); err != nil {
+			return fmt.Errorf("debug.pprofAddr: %w", err)
+		}
+	}
 	if f := time.Duration(c.Delivery.FollowInterval); f != 0 && (f < time.Millisecond || f > time.Minute) {
 		return fmt.Errorf("delivery.followInterval: is %v; give a duration from 1ms to 1m, or leave it out for 100ms", f)
 	}
@@ -465,4 +482,22 @@ func tokens[T any](field string, list []T, split func(T) (Secret, string)) (map[
 		out[v] = principal
 	}
 	return out, nil
+}
+
+// CheckLoopback checks that addr (host:port) names a loopback address: the
+// profiles show the server's memory, and must not be reachable from other
+// machines.
+func CheckLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port (e.g. 127.0.0.1:6060): %w", addr, err)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("%q is not a loopback address; give 127.0.0.1:PORT, [::1]:PORT or localhost:PORT", addr)
+	}
+	return nil
 }
