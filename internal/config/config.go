@@ -312,6 +312,10 @@ func Parse(r io.Reader) (*Config, error) {
 					}
 				}
 			}
+			var te *yaml.TypeError
+			if errors.As(err, &te) {
+				return nil, explainDecodeError(te, body)
+			}
 			return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
 		}
 	}
@@ -321,85 +325,89 @@ func Parse(r io.Reader) (*Config, error) {
 	return &c, nil
 }
 
+// validate checks c and returns every problem it finds, joined.
 func (c *Config) validate() error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
 	if c.Subscriptions.MaxPerPrincipal < 0 {
-		return errors.New("subscriptions.maxPerPrincipal must be positive (or left out for 100)")
+		add(errors.New("subscriptions.maxPerPrincipal must be positive (or left out for 100)"))
 	}
 	if err := (&httpapi.IngestOptions{MaxBodyBytes: c.Ingest.MaxBodyBytes}).Validate(); err != nil {
-		return Within("ingest", err)
+		add(Within("ingest", err))
 	}
 	if c.Inbox.MaxEntries < 0 {
-		return errors.New("inbox.maxEntries must be positive (or left out for 1000)")
+		add(errors.New("inbox.maxEntries must be positive (or left out for 1000)"))
 	}
 	if c.Subscriptions.MaxPatternCost < 0 {
-		return errors.New("subscriptions.maxPatternCost must be positive (or left out for 4096)")
+		add(errors.New("subscriptions.maxPatternCost must be positive (or left out for 4096)"))
 	}
 	if d := c.Ingest.MaxDataDepth; d < 0 || d > 512 {
-		return fmt.Errorf("ingest.maxDataDepth: is %d; give 1 to 512, or leave it out for 64", d)
+		add(fmt.Errorf("ingest.maxDataDepth: is %d; give 1 to 512, or leave it out for 64", d))
 	}
 	if c.HTTP.MaxSessionsPerPrincipal < 0 {
-		return errors.New("http.maxSessionsPerPrincipal must be positive (or left out for 100)")
+		add(errors.New("http.maxSessionsPerPrincipal must be positive (or left out for 100)"))
 	}
 	if c.Delivery.PendingDigests < 0 {
-		return errors.New("delivery.pendingDigests must be positive (or left out for 10)")
+		add(errors.New("delivery.pendingDigests must be positive (or left out for 10)"))
 	}
 	if opts := c.Delivery.Realtime(); opts.Validate() != nil {
-		return Within("delivery", opts.Validate())
+		add(Within("delivery", opts.Validate()))
 	}
 	if a := c.Debug.PprofAddr; a != "" {
 		if err := CheckLoopback(a); err != nil {
-			return fmt.Errorf("debug.pprofAddr: %w", err)
+			add(fmt.Errorf("debug.pprofAddr: %w", err))
 		}
 	}
 	if f := time.Duration(c.Delivery.FollowInterval); f != 0 && (f < time.Millisecond || f > time.Minute) {
-		return fmt.Errorf("delivery.followInterval: is %v; give a duration from 1ms to 1m, or leave it out for 100ms", f)
+		add(fmt.Errorf("delivery.followInterval: is %v; give a duration from 1ms to 1m, or leave it out for 100ms", f))
 	}
 	if h := time.Duration(c.Delivery.HeartbeatInterval); h != 0 && (h < 10*time.Millisecond || h > 30*time.Second) {
-		return fmt.Errorf("delivery.heartbeatInterval: is %v; give a duration from 10ms to 30s, or leave it out for 30s", h)
+		add(fmt.Errorf("delivery.heartbeatInterval: is %v; give a duration from 10ms to 30s, or leave it out for 30s", h))
 	}
 	if m := time.Duration(c.Delivery.MinEvery); m != 0 && m < time.Second {
-		return fmt.Errorf("delivery.minEvery %v is shorter than a second; cron fires at most once a second", m)
+		add(fmt.Errorf("delivery.minEvery %v is shorter than a second; cron fires at most once a second", m))
 	}
 	seen := map[string]string{}
 	for i, t := range c.Auth.Tokens {
 		field := fmt.Sprintf("auth.tokens[%d]", i)
 		switch p := t.Principal; {
 		case p == "":
-			return fmt.Errorf("%s.principal is required: name who owns the subscriptions made with this token", field)
+			add(fmt.Errorf("%s.principal is required: name who owns the subscriptions made with this token", field))
 		case strings.HasPrefix(p, "session:"):
-			return fmt.Errorf("%s.principal %q: names starting with \"session:\" are reserved for HTTP sessions without a token", field, p)
+			add(fmt.Errorf("%s.principal %q: names starting with \"session:\" are reserved for HTTP sessions without a token", field, p))
 		case len(p) > 128:
-			return fmt.Errorf("%s.principal is longer than 128 characters", field)
+			add(fmt.Errorf("%s.principal is longer than 128 characters", field))
 		}
 		v, err := t.Secret.Value(field)
 		if err != nil {
-			return err
+			add(err)
+			continue
 		}
 		if prev, dup := seen[v]; dup {
-			return fmt.Errorf("%s has the same token as %s; each token must be unique", field, prev)
+			add(fmt.Errorf("%s has the same token as %s; each token must be unique", field, prev))
 		}
 		seen[v] = field
 	}
 	for i, t := range c.Ingest.Tokens {
 		if _, err := t.Value(fmt.Sprintf("ingest.tokens[%d]", i)); err != nil {
-			return err
+			add(err)
 		}
 	}
-	if err := c.Handlers.validate(); err != nil {
-		return err
-	}
-	if err := c.Adapters.validate(); err != nil {
-		return err
-	}
+	add(c.Handlers.validate())
+	add(c.Adapters.validate())
 	if _, err := c.Log.SlogLevel(); err != nil {
-		return fmt.Errorf("log.level %q: use debug, info, warn or error", c.Log.Level)
+		add(fmt.Errorf("log.level %q: use debug, info, warn or error", c.Log.Level))
 	}
 	switch c.Log.Format {
 	case "", "text", "json":
 	default:
-		return fmt.Errorf("log.format %q: use \"text\" or \"json\"", c.Log.Format)
+		add(fmt.Errorf("log.format %q: use \"text\" or \"json\"", c.Log.Format))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 // Value returns the secret, reading the environment variable if one is named.

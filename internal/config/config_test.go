@@ -110,7 +110,10 @@ func TestParseErrors(t *testing.T) {
 		// and what is wrong.
 		want []string
 	}{
-		{name: "unknown top-level key", yaml: "db: x\nlistener: 1\n", want: []string{"line 2", "listener"}},
+		{name: "unknown top-level key", yaml: "db: x\nlistener: 1\n", want: []string{"line 2: listener: unknown key", "The keys at the top level are: db, http, auth"}},
+		{name: "every problem at once", yaml: "subscriptions:\n  maxPerPrincipal: -1\nlog:\n  format: xml\nauth:\n  tokens:\n    - principal: a\n      tokenEnv: MCPE_TEST_UNSET_TOKEN\n", want: []string{"subscriptions.maxPerPrincipal", `log.format "xml"`, "MCPE_TEST_UNSET_TOKEN is not set"}},
+		{name: "misspelt key", yaml: "http:\n  adr: 127.0.0.1:1\n", want: []string{`line 2: http.adr: unknown key; did you mean "addr"?`, "The keys under http are: addr, sessionTimeout"}},
+		{name: "several unknown keys", yaml: "http:\n  adr: 1\ninbx: {}\n", want: []string{"2 problems", "http.adr", `inbx: unknown key; did you mean "inbox"?`}},
 		{name: "misspelled nested key", yaml: "inbox:\n  maxEntries: 5\n  maxAgee: 1h\n", want: []string{"line 3", "maxAgee"}},
 		{name: "unknown key in a token", yaml: "auth:\n  tokens:\n    - principal: a\n      token: x\n      secret: y\n", want: []string{"line 5", "secret"}},
 		{name: "not a mapping", yaml: "- db\n", want: []string{"line 1"}},
