@@ -45,6 +45,10 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	switch {
 	case len(args) > 0 && args[0] == "publish":
 		err = publish(ctx, args[1:], stdin, stdout, stderr)
+	case len(args) > 0 && args[0] == "check":
+		if err = check(ctx, args[1:], stdout, stderr); errors.Is(err, errCheckFailed) {
+			return 1
+		}
 	case len(args) > 0 && (args[0] == "version" || args[0] == "--version" || args[0] == "-version"):
 		fmt.Fprintln(stdout, "mcpe-server", version())
 		return 0
@@ -90,6 +94,12 @@ Usage:
       MCPE_URL and MCPE_TOKEN may stand in for --url and --token; --timeout
       (default 30s) bounds the request. Exit 1 when the server refuses the
       event (its reason is printed), 2 on bad usage.
+
+  mcpe-server check --config FILE [--db PATH]
+      Check a configuration without starting: every key and value, the
+      tokens and secrets it reads from the environment, the database path,
+      the bash handler's programs and sandbox, the upstream MCP commands.
+      Prints every problem at once; exit 1 when there is one.
 
   mcpe-server version | --version
       Print the version: the module version, and for a build from a clone the

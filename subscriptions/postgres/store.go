@@ -347,3 +347,15 @@ func jobIDs(ids []string) []int64 {
 	}
 	return n
 }
+
+// CheckURL says whether rawURL is a database URL this store can use,
+// without connecting.
+func CheckURL(rawURL string) error {
+	if !IsURL(rawURL) {
+		return fmt.Errorf("postgres: %q is not a postgres:// or postgresql:// URL", Redact(rawURL))
+	}
+	if _, err := pgxpool.ParseConfig(rawURL); err != nil {
+		return fmt.Errorf("postgres: cannot parse the database URL (want postgres://user[:password]@host[:port]/database[?sslmode=...]): %w", err)
+	}
+	return nil
+}

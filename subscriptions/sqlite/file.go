@@ -146,3 +146,63 @@ func (w *fileWatch) walSize() int64 {
 	}
 	return info.Size()
 }
+
+// CheckPath says whether a server could keep its database at path, without
+// creating or changing anything: an existing file must be a non-empty
+// regular file the server's user may write, in a directory it may write
+// (SQLite makes the -wal and -shm files there); a missing one needs its
+// nearest existing directory to be writable.
+func CheckPath(path string) error {
+	if path == Memory {
+		return nil
+	}
+	info, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		dir := filepath.Dir(path)
+		for {
+			d, err := os.Stat(dir)
+			if err == nil {
+				if !d.IsDir() {
+					return fmt.Errorf("database %q: %q is not a directory", path, dir)
+				}
+				break
+			}
+			if parent := filepath.Dir(dir); parent != dir {
+				dir = parent
+				continue
+			}
+			return fmt.Errorf("database %q: %w", path, err)
+		}
+		if err := writable(dir); err != nil {
+			return fmt.Errorf("database %q does not exist and cannot be created in %q: %w", path, dir, explainOS(err))
+		}
+		return nil
+	case err != nil:
+		return fmt.Errorf("database %q: %w", path, explainOS(err))
+	case info.IsDir():
+		return fmt.Errorf("database %q is a directory; give the path of a file in it, such as %q", path, filepath.Join(path, "mcpe.db"))
+	case !info.Mode().IsRegular():
+		return fmt.Errorf("database %q is not a regular file (%v); give the path of a database file", path, info.Mode().Type())
+	case info.Size() == 0:
+		return fmt.Errorf("database %q exists but is empty (0 bytes), so it is no database this server made; move it away or remove it, and a new one is created", path)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("database %q: cannot open it for writing: %w", path, explainOS(err))
+	}
+	f.Close()
+	if err := writable(filepath.Dir(path)); err != nil {
+		return fmt.Errorf("database %q: its directory cannot be written, where SQLite keeps the -wal and -shm files: %w", path, explainOS(err))
+	}
+	return nil
+}
+
+// writable reports whether the server's user may create files in dir.
+func writable(dir string) error {
+	const wOK = 2 // W_OK
+	if err := syscall.Access(dir, wOK); err != nil {
+		return &fs.PathError{Op: "write", Path: dir, Err: err}
+	}
+	return nil
+}
