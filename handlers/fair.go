@@ -24,7 +24,7 @@ func (r *Runner) shareTaken() int { return takeAhead * r.opts.PerPrincipal }
 // the store leaves it alone: long enough for the jobs taken ahead of it to
 // run to their ceiling, and its own run.
 func (r *Runner) lease() time.Duration {
-	return (takeAhead+1)*r.opts.RunTimeout + time.Minute
+	return (takeAhead+1)*r.opts.RunTimeout + min(r.opts.RunTimeout, time.Minute)
 }
 
 // queryLocked returns what the store is to leave out: the jobs taken, and

@@ -61,6 +61,9 @@ func (o *Options) Validate() error {
 	if c := cmp.Or(o.Concurrency, DefaultConcurrency); o.PerPrincipal > c {
 		return mcpe.Invalid("perPrincipal", "is %d, more than concurrency (%d); give at most %d", o.PerPrincipal, c, c)
 	}
+	if t := o.RunTimeout; t != 0 && (t < time.Second || t > 24*time.Hour) {
+		return mcpe.Invalid("runTimeout", "is %v; give a duration from 1s to 24h, or leave it out for %v", t, DefaultRunTimeout)
+	}
 	return nil
 }
 

@@ -140,6 +140,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Logger:       log,
 		Concurrency:  cfg.Handlers.Concurrency,
 		PerPrincipal: cfg.Handlers.PerPrincipal,
+		RunTimeout:   time.Duration(cfg.Handlers.RunTimeout),
 	})
 	if err != nil {
 		return nil, err

@@ -23,6 +23,10 @@ type Handlers struct {
 	// waiting, so that one principal's runs cannot hold every worker.
 	// Default a quarter of concurrency (8 of 32); at most concurrency.
 	PerPrincipal int `yaml:"perPrincipal"`
+	// RunTimeout is a ceiling on one run, above each handler's own
+	// timeouts; a run past it is cut off and retried. It also sizes the
+	// lease by which servers sharing a database claim runs. Default 10m.
+	RunTimeout Duration `yaml:"runTimeout"`
 	// Bash runs allowed programs; on when it lists at least one command.
 	Bash *BashHandler `yaml:"bash"`
 	// Webhook POSTs deliveries; on with enabled: true.
@@ -151,7 +155,7 @@ type AgentEndpoint struct {
 }
 
 func (h *Handlers) validate() error {
-	if err := (&handlers.Options{Concurrency: h.Concurrency, PerPrincipal: h.PerPrincipal}).Validate(); err != nil {
+	if err := (&handlers.Options{Concurrency: h.Concurrency, PerPrincipal: h.PerPrincipal, RunTimeout: time.Duration(h.RunTimeout)}).Validate(); err != nil {
 		return Within("handlers", err)
 	}
 	if b := h.Bash; b != nil {

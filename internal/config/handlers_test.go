@@ -109,6 +109,7 @@ func TestParseHandlerErrors(t *testing.T) {
 		{"handlers:\n  webhook:\n    retrySchedule: [0s]\n", "handlers.webhook.retrySchedule[0]: is 0s; give a positive duration"},
 		{"handlers:\n  agent:\n    endpoint: {url: 'ftp://x', model: m}\n", `handlers.agent.endpoint.url: "ftp://x" is not an http or https URL; give the full chat-completions URL`},
 		{"handlers:\n  agent:\n    endpoint: {url: 'https://x/v1/chat/completions'}\n", "handlers.agent.endpoint.model: is required"},
+		{"handlers:\n  runTimeout: 100ms\n", "handlers.runTimeout: is 100ms; give a duration from 1s to 24h"},
 		{"handlers:\n  agent:\n    endpont: {}\n", `handlers.agent.endpont: unknown key; did you mean "endpoint"?`},
 		{"handlers:\n  bash:\n    maxTimeout: 10s\n", "handlers.bash.maxTimeout: 10s is shorter than the default timeout 30s; set defaultTimeout too"},
 		{"handlers:\n  webhook:\n    maxTimeout: 5s\n", "handlers.webhook.maxTimeout: 5s is shorter than the default timeout 10s; set defaultTimeout too"},
