@@ -45,6 +45,10 @@ type envOptions struct {
 	clock  *clock.Fake
 	max    int
 	logger *slog.Logger
+	// handlers are the handlers subscriptions may carry; conversation
+	// configures conversation events.
+	handlers     map[mcpe.HandlerType]subscriptions.Handler
+	conversation mcpserver.ConversationOptions
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -71,6 +75,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 			mcpe.ChannelScheduled: scheduled.Channel{},
 		},
 		Clock:            o.clock,
+		Handlers:         o.handlers,
 		MaxSubscriptions: o.max,
 		EphemeralPrefix:  mcpserver.SessionPrincipalPrefix,
 		// Tests move the fake clock by hours and days; retention has its
@@ -87,7 +92,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg, Clock: o.clock, Logger: o.logger})
+	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg, Clock: o.clock, Logger: o.logger, Conversation: o.conversation})
 	if err != nil {
 		t.Fatal(err)
 	}
