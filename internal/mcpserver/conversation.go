@@ -251,6 +251,7 @@ type contextItem struct {
 	priority int
 	line     []byte // the full line
 	short    []byte // the summary line
+	omitted  []byte // the summary line, saying the data was left out
 }
 
 // contextLine is one event in the context, encoded as one line of JSON:
@@ -264,6 +265,7 @@ type contextLine struct {
 	Tags            []string        `json:"tags,omitempty"`
 	SubscriptionIDs []string        `json:"subscriptionIds"`
 	Data            json.RawMessage `json:"data,omitempty"`
+	DataOmitted     string          `json:"dataOmitted,omitempty"`
 }
 
 const (
@@ -321,7 +323,7 @@ func (s *Server) conversationContext(ctx context.Context, principal string, mode
 	maxBytes := cmp.Or(s.opts.Conversation.MaxBytes, DefaultContextMaxBytes)
 
 	var body strings.Builder
-	shown := 0
+	shown, omitted := 0, 0
 	// Room kept for the opening, the explanation and the closing lines.
 	const overhead = 1024
 	budget := maxBytes - overhead
@@ -334,7 +336,8 @@ func (s *Server) conversationContext(ctx context.Context, principal string, mode
 			line = it.line
 		}
 		if body.Len()+len(line)+1 > budget && mode == ContextFull {
-			line = it.short
+			line = it.omitted
+			omitted++
 		}
 		if body.Len()+len(line)+1 > budget {
 			break
@@ -359,7 +362,7 @@ func (s *Server) conversationContext(ctx context.Context, principal string, mode
 		b.WriteString(n)
 		b.WriteString("\n")
 	}
-	if shown < unread || more || mode == ContextSummary {
+	if shown < unread || more || mode == ContextSummary || omitted > 0 {
 		fmt.Fprintf(&b, "To read them all with their data, call events_poll with cursor %q.\n", start)
 	}
 	b.WriteString(contextClose)
@@ -382,12 +385,17 @@ func newContextItem(seq int64, order int, subIDs []string, raw json.RawMessage) 
 	if err != nil {
 		return contextItem{}, err
 	}
-	l.Data = ev.Data
+	l.DataOmitted = fmt.Sprintf("%d bytes, too large for this context; events_poll returns it", len(ev.Data))
+	omitted, err := json.Marshal(l)
+	if err != nil {
+		return contextItem{}, err
+	}
+	l.Data, l.DataOmitted = ev.Data, ""
 	full, err := json.Marshal(l)
 	if err != nil {
 		return contextItem{}, err
 	}
-	return contextItem{seq: seq, order: order, priority: priorityRank(ev.Metadata.Priority), line: full, short: short}, nil
+	return contextItem{seq: seq, order: order, priority: priorityRank(ev.Metadata.Priority), line: full, short: short, omitted: omitted}, nil
 }
 
 func priorityRank(p mcpe.Priority) int {
