@@ -202,6 +202,8 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Commands: a.handlers.commands,
 		Catalog:  a.Catalog,
 		Clock:    opts.Clock,
+
+		Conversation: cfg.Conversation.Options(),
 	})
 	if err != nil {
 		return nil, err

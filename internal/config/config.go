@@ -51,6 +51,8 @@ type Config struct {
 	Adapters Adapters `yaml:"adapters"`
 	// Log configures logging to stderr.
 	Log Log `yaml:"log"`
+	// Conversation configures conversation events (conversation/userMessage).
+	Conversation Conversation `yaml:"conversation"`
 }
 
 // HTTP configures the HTTP listener.
@@ -365,6 +367,9 @@ func (c *Config) validate() error {
 	}
 	if err := c.Adapters.validate(); err != nil {
 		return err
+	}
+	if err := c.Conversation.Options().Validate(); err != nil {
+		return Within("conversation", err)
 	}
 	if _, err := c.Log.SlogLevel(); err != nil {
 		return fmt.Errorf("log.level %q: use debug, info, warn or error", c.Log.Level)

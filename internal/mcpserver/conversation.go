@@ -21,6 +21,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"unicode/utf8"
@@ -85,37 +86,39 @@ type ConversationOptions struct {
 	MaxBytes int
 }
 
-// Validate checks the options, naming fields by their configuration keys.
+// Validate checks the options, naming fields by their configuration keys
+// (errors are *mcpe.InvalidError).
 func (o ConversationOptions) Validate() error {
-	if err := o.Context.validate(); err != nil {
-		return fmt.Errorf("context: %w", err)
+	if err := o.Context.validate("context"); err != nil {
+		return err
 	}
-	for p, m := range o.Principals {
+	for _, p := range slices.Sorted(maps.Keys(o.Principals)) {
 		if p == "" {
-			return errors.New("principals: a principal name is empty")
+			return mcpe.Invalid("principals", "a principal name is empty")
 		}
-		if m == "" {
-			return fmt.Errorf("principals.%s.context: is empty; use \"off\", \"summary\" or \"full\"", p)
+		field := "principals." + p + ".context"
+		if o.Principals[p] == "" {
+			return mcpe.Invalid(field, "is empty; use \"off\", \"summary\" or \"full\"")
 		}
-		if err := m.validate(); err != nil {
-			return fmt.Errorf("principals.%s.context: %w", p, err)
+		if err := o.Principals[p].validate(field); err != nil {
+			return err
 		}
 	}
 	if o.MaxEvents < 0 || o.MaxEvents > mcpe.MaxPollLimit {
-		return fmt.Errorf("maxEvents: %d is out of range; use 1 to %d (or leave it out for %d)", o.MaxEvents, mcpe.MaxPollLimit, DefaultContextMaxEvents)
+		return mcpe.Invalid("maxEvents", "%d is out of range; use 1 to %d (or leave it out for %d)", o.MaxEvents, mcpe.MaxPollLimit, DefaultContextMaxEvents)
 	}
 	if o.MaxBytes < 0 || (o.MaxBytes > 0 && o.MaxBytes < 1024) || o.MaxBytes > MaxContextBytes {
-		return fmt.Errorf("maxBytes: %d is out of range; use 1024 to %d (or leave it out for %d)", o.MaxBytes, MaxContextBytes, DefaultContextMaxBytes)
+		return mcpe.Invalid("maxBytes", "%d is out of range; use 1024 to %d (or leave it out for %d)", o.MaxBytes, MaxContextBytes, DefaultContextMaxBytes)
 	}
 	return nil
 }
 
-func (m ContextMode) validate() error {
+func (m ContextMode) validate(field string) error {
 	switch m {
 	case "", ContextOff, ContextSummary, ContextFull:
 		return nil
 	}
-	return fmt.Errorf("%q is not a context mode; use \"off\", \"summary\" or \"full\"", string(m))
+	return mcpe.Invalid(field, "%q is not a context mode; use \"off\", \"summary\" or \"full\"", string(m))
 }
 
 func (o ConversationOptions) mode(principal string) ContextMode {
