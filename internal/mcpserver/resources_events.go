@@ -18,6 +18,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -76,10 +77,73 @@ type resourceSub struct {
 type resourceSubs struct {
 	mu        sync.Mutex
 	bySession map[*mcp.ServerSession]map[string]*resourceSub
+	// plain are the subscriptions to other resources, which the SDK keeps
+	// and notifies; counted here to bound them.
+	plain map[*mcp.ServerSession]map[string]bool
+	// watched are the sessions whose end is watched.
+	watched map[*mcp.ServerSession]bool
 }
 
 func newResourceSubs() *resourceSubs {
-	return &resourceSubs{bySession: make(map[*mcp.ServerSession]map[string]*resourceSub)}
+	return &resourceSubs{
+		bySession: make(map[*mcp.ServerSession]map[string]*resourceSub),
+		plain:     make(map[*mcp.ServerSession]map[string]bool),
+		watched:   make(map[*mcp.ServerSession]bool),
+	}
+}
+
+// maxPlainSubscriptions bounds one session's subscriptions to resources
+// other than event://, and maxURI the length of a URI.
+const (
+	maxPlainSubscriptions = 64
+	maxURI                = 2048
+)
+
+// watchLocked makes sure the resource subscriptions of ss go when it ends.
+// The caller holds s.res.mu.
+func (s *Server) watchLocked(ss *mcp.ServerSession) {
+	if s.res.watched[ss] {
+		return
+	}
+	s.res.watched[ss] = true
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ss.Wait()
+		s.dropResourceSubs(ss)
+	}()
+}
+
+// subscribePlain takes a subscription to a resource that is not an event
+// type, as MCP's resources/subscribe has it: the SDK records it, and
+// notifies it when the server reports that resource updated
+// (events://catalog never is yet; a URI the server does not serve,
+// never). It is accepted so that generic MCP clients work, bounded per
+// session.
+func (s *Server) subscribePlain(ss *mcp.ServerSession, uri string) error {
+	switch {
+	case len(uri) > maxURI:
+		return invalidParams("uri: is %d bytes long; at most %d are accepted", len(uri), maxURI)
+	case strings.HasPrefix(uri, SubscriptionScheme):
+		return invalidParams("uri: %q is an out-of-band subscription, which delivers to its webhook; read it with resources/read, or subscribe in band to an event:// URI", uri)
+	}
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme == "" || !printable(uri) {
+		return invalidParams("uri: %q is not an absolute URI; give event://<type> to receive events, such as \"event://github.issues.opened\"", uri)
+	}
+	s.res.mu.Lock()
+	defer s.res.mu.Unlock()
+	m := s.res.plain[ss]
+	if m == nil {
+		m = make(map[string]bool)
+		s.res.plain[ss] = m
+	}
+	if !m[uri] && len(m) >= maxPlainSubscriptions {
+		return invalidParams("uri: this session subscribes to %d resources other than event:// already; at most %d are accepted", len(m), maxPlainSubscriptions)
+	}
+	m[uri] = true
+	s.watchLocked(ss)
+	return nil
 }
 
 // bySubID returns the subscriptions of ss keyed by backing subscription ID,
@@ -195,6 +259,9 @@ func (s *Server) subscribeResource(ctx context.Context, req *mcp.SubscribeReques
 		return invalidParams("resources/subscribe needs params.uri")
 	}
 	uri := req.Params.URI
+	if !strings.HasPrefix(uri, EventScheme) {
+		return s.subscribePlain(req.Session, uri)
+	}
 	pattern, err := parseEventURI("uri", uri)
 	if err != nil {
 		return err
@@ -232,13 +299,8 @@ func (s *Server) subscribeResource(ctx context.Context, req *mcp.SubscribeReques
 	if m == nil {
 		m = make(map[string]*resourceSub)
 		s.res.bySession[ss] = m
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			ss.Wait()
-			s.dropResourceSubs(ss)
-		}()
 	}
+	s.watchLocked(ss)
 	m[uri] = rs
 	s.res.mu.Unlock()
 	s.log.Info("resource subscribed", "principal", principal, "uri", uri, "subscription_id", sub.ID)
@@ -250,6 +312,12 @@ func (s *Server) subscribeResource(ctx context.Context, req *mcp.SubscribeReques
 func (s *Server) unsubscribeResource(ctx context.Context, req *mcp.UnsubscribeRequest) error {
 	if req.Params == nil {
 		return invalidParams("resources/unsubscribe needs params.uri")
+	}
+	if !strings.HasPrefix(req.Params.URI, EventScheme) {
+		s.res.mu.Lock()
+		delete(s.res.plain[req.Session], req.Params.URI)
+		s.res.mu.Unlock()
+		return nil
 	}
 	if _, err := parseEventURI("uri", req.Params.URI); err != nil {
 		return err
@@ -286,6 +354,8 @@ func (s *Server) dropResourceSubs(ss *mcp.ServerSession) {
 	s.res.mu.Lock()
 	m := s.res.bySession[ss]
 	delete(s.res.bySession, ss)
+	delete(s.res.plain, ss)
+	delete(s.res.watched, ss)
 	s.res.mu.Unlock()
 	for _, rs := range m {
 		_ = s.removeBacking(rs)

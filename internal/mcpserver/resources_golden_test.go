@@ -88,9 +88,13 @@ func TestGoldenEventResources(t *testing.T) {
 
 			var listen int
 			if tr.proto == proto2025 {
-				w.comment("a URI that is not an event resource, and one that names no type, are refused")
-				w.call("resources/subscribe", map[string]any{"uri": "https://example.com/x"})
+				w.comment("refused: an event URI that names no type, a subscription:// URI, a relative URI")
 				w.call("resources/subscribe", map[string]any{"uri": "event://deploy..failed"})
+				w.call("resources/subscribe", map[string]any{"uri": "subscription://x"})
+				w.call("resources/subscribe", map[string]any{"uri": "watched-resource"})
+				w.comment("another resource is subscribed to as MCP has it, with no MCPE subscription behind it")
+				w.call("resources/subscribe", map[string]any{"uri": "test://watched-resource"})
+				w.call("resources/unsubscribe", map[string]any{"uri": "test://watched-resource"})
 				w.comment("subscribe to a pattern")
 				w.call("resources/subscribe", map[string]any{"uri": "event://deploy.*"})
 			} else {
