@@ -570,6 +570,8 @@ func (s *Server) addListedResources(ctx context.Context, r *mcp.ListResourcesRes
 	}
 	if p, ok := ctx.Value(principalKey{}).(string); ok {
 		r.Resources = append(r.Resources, s.webhookResources(ctx, p)...)
+		// The list holds the caller's own subscriptions.
+		r.CacheScope = "private"
 	}
 }
 

@@ -240,5 +240,7 @@ func (s *Server) readSubscriptionResource(ctx context.Context, req *mcp.ReadReso
 	if err != nil {
 		return nil, err
 	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}, nil
+	res := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}
+	res.CacheScope = "private" // the caller's own subscription
+	return res, nil
 }
