@@ -107,6 +107,9 @@ type ListResult struct {
 type UnsubscribeResult struct {
 	SubscriptionID string `json:"subscriptionId"`
 	Unsubscribed   bool   `json:"unsubscribed"`
+	// Success repeats Unsubscribed under the name the MCPE reference
+	// client reads.
+	Success bool `json:"success"`
 }
 
 // PollRequest are the arguments of events_poll.

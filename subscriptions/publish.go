@@ -17,6 +17,12 @@ import (
 // returns once the event is committed; events published at the same time
 // are committed together, in one store transaction.
 func (s *Service) Publish(ctx context.Context, ev mcpe.Event) (PublishResult, error) {
+	return s.publish(ctx, ev, "")
+}
+
+// publish publishes ev to the subscriptions of principal, or of every
+// principal when it is empty.
+func (s *Service) publish(ctx context.Context, ev mcpe.Event, principal string) (PublishResult, error) {
 	now := s.clock.Now()
 	if err := NormalizeEvent(&ev, now); err != nil {
 		return PublishResult{}, err
@@ -35,6 +41,9 @@ func (s *Service) Publish(ctx context.Context, ev mcpe.Event) (PublishResult, er
 	// changed before it is.
 	p := &publication{ev: ev, raw: raw, gen: s.index.Generation(), done: make(chan struct{}), lead: make(chan struct{})}
 	p.matches = s.index.Match(&p.ev)
+	if principal != "" {
+		p.matches = ownedBy(p.matches, principal)
+	}
 	if s.behind(p.matches) {
 		return PublishResult{}, ErrBusy
 	}

@@ -82,18 +82,18 @@ func Register(s *mcp.Server, opts Options) *Set {
 		if err := svc.Unsubscribe(ctx, p, in.SubscriptionID); err != nil {
 			return nil, err
 		}
-		return mcpe.UnsubscribeResult{SubscriptionID: in.SubscriptionID, Unsubscribed: true}, nil
+		return mcpe.UnsubscribeResult{SubscriptionID: in.SubscriptionID, Unsubscribed: true, Success: true}, nil
 	})
 	add(r, d.listTool(), func(ctx context.Context, p string, in *mcpe.ListRequest) (any, error) {
 		subs, err := svc.List(ctx, p, in.Status)
 		if err != nil {
 			return nil, err
 		}
-		views := make([]*mcpe.Subscription, len(subs))
+		items := make([]listItem, len(subs))
 		for i, sub := range subs {
-			views[i] = sub.View()
+			items[i] = listItem{ID: sub.ID, Subscription: sub.View()}
 		}
-		return mcpe.ListResult{Subscriptions: views}, nil
+		return listResult{Subscriptions: items}, nil
 	})
 	add(r, d.pauseTool(), func(ctx context.Context, p string, in *mcpe.SubscriptionRef) (any, error) {
 		return view(svc.Pause(ctx, p, in.SubscriptionID))
@@ -117,6 +117,18 @@ func Register(s *mcp.Server, opts Options) *Set {
 		})
 	}
 	return set
+}
+
+// listResult is mcpe.ListResult with each subscription's ID also under
+// "id", the name the MCPE reference client reads; subscriptionId stays for
+// the clients that read it.
+type listResult struct {
+	Subscriptions []listItem `json:"subscriptions"`
+}
+
+type listItem struct {
+	ID string `json:"id"`
+	*mcpe.Subscription
 }
 
 // Names are the names of the tools Register always adds, in order;

@@ -205,6 +205,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Clock:    opts.Clock,
 		// The SEP-3415 events/stream heartbeat.
 		EventsHeartbeat: time.Duration(cfg.Delivery.HeartbeatInterval),
+		Conversation:    cfg.Conversation.Options(),
 	})
 	if err != nil {
 		return nil, err

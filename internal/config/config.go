@@ -54,6 +54,8 @@ type Config struct {
 	Adapters Adapters `yaml:"adapters"`
 	// Log configures logging to stderr.
 	Log Log `yaml:"log"`
+	// Conversation configures conversation events (conversation/userMessage).
+	Conversation Conversation `yaml:"conversation"`
 	// Debug configures what helps find a problem in a running server.
 	Debug Debug `yaml:"debug"`
 }
@@ -399,6 +401,9 @@ func (c *Config) validate() error {
 	}
 	add(c.Handlers.validate())
 	add(c.Adapters.validate())
+	if err := c.Conversation.Options().Validate(); err != nil {
+		add(Within("conversation", err))
+	}
 	if _, err := c.Log.SlogLevel(); err != nil {
 		add(fmt.Errorf("log.level %q: use debug, info, warn or error", c.Log.Level))
 	}

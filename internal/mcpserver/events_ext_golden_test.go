@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,8 +18,6 @@ import (
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden files under testdata/events_ext")
 
 // The golden tests of the SEP-3415 events extension replay the script of
 // each testdata/events_ext/*.txtar file, raw JSON-RPC on stdio and on
@@ -94,8 +91,8 @@ func (f txtarFile) format() []byte {
 	return b.Bytes()
 }
 
-// wire is one raw JSON-RPC connection to the server.
-type wire interface {
+// txWire is one raw JSON-RPC connection to the server.
+type txWire interface {
 	// send writes msg; for a call, the messages that answer it (the
 	// response, or a stream's notifications) become readable.
 	send(t *testing.T, msg string)
@@ -103,19 +100,19 @@ type wire interface {
 	next(t *testing.T) string
 }
 
-// stdioWire is a session served by ConnectIO on pipes, as on stdio.
-type stdioWire struct {
+// txStdioWire is a session served by ConnectIO on pipes, as on stdio.
+type txStdioWire struct {
 	in  *io.PipeWriter
 	out chan string
 }
 
-func newStdioWire(t *testing.T, e *env, principal string) *stdioWire {
+func newTxStdioWire(t *testing.T, e *env, principal string) *txStdioWire {
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	if _, err := e.srv.ConnectIO(context.Background(), inR, outW, principal); err != nil {
 		t.Fatal(err)
 	}
-	w := &stdioWire{in: inW, out: make(chan string, 1024)}
+	w := &txStdioWire{in: inW, out: make(chan string, 1024)}
 	go func() {
 		sc := bufio.NewScanner(outR)
 		sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -128,13 +125,13 @@ func newStdioWire(t *testing.T, e *env, principal string) *stdioWire {
 	return w
 }
 
-func (w *stdioWire) send(t *testing.T, msg string) {
+func (w *txStdioWire) send(t *testing.T, msg string) {
 	if _, err := io.WriteString(w.in, msg+"\n"); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func (w *stdioWire) next(t *testing.T) string {
+func (w *txStdioWire) next(t *testing.T) string {
 	select {
 	case m, ok := <-w.out:
 		if !ok {
@@ -147,21 +144,21 @@ func (w *stdioWire) next(t *testing.T) string {
 	return ""
 }
 
-// httpWire posts each message to the Streamable HTTP endpoint, with the
+// txHTTPWire posts each message to the Streamable HTTP endpoint, with the
 // session ID initialize returned; answers, plain JSON or server-sent
 // events, are read as they come.
-type httpWire struct {
+type txHTTPWire struct {
 	url     string
 	session string
 	out     chan string
 	t       *testing.T
 }
 
-func newHTTPWire(t *testing.T, url string) *httpWire {
-	return &httpWire{url: url, out: make(chan string, 1024), t: t}
+func newTxHTTPWire(t *testing.T, url string) *txHTTPWire {
+	return &txHTTPWire{url: url, out: make(chan string, 1024), t: t}
 }
 
-func (w *httpWire) send(t *testing.T, msg string) {
+func (w *txHTTPWire) send(t *testing.T, msg string) {
 	req, err := http.NewRequest(http.MethodPost, w.url, strings.NewReader(msg))
 	if err != nil {
 		t.Fatal(err)
@@ -204,7 +201,7 @@ func (w *httpWire) send(t *testing.T, msg string) {
 	}()
 }
 
-func (w *httpWire) next(t *testing.T) string {
+func (w *txHTTPWire) next(t *testing.T) string {
 	select {
 	case m := <-w.out:
 		return m
@@ -309,7 +306,7 @@ func isMCPENotification(msg string) bool {
 }
 
 // runScript plays script on w and returns the exchange.
-func runScript(t *testing.T, e *env, w wire, script string) string {
+func runScript(t *testing.T, e *env, w txWire, script string) string {
 	var out strings.Builder
 	a := newAliases()
 	read := func() {
@@ -391,18 +388,18 @@ func TestEventsExtensionGolden(t *testing.T) {
 				continue
 			}
 			t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar")+"/"+transport, func(t *testing.T) {
-				var w wire
+				var w txWire
 				e := newEnv(t, envOptions{catalog: goldenCatalog{}})
 				if strings.HasPrefix(transport, "stdio") {
 					principal := mcpserver.LocalPrincipal
 					if first, _, _ := strings.Cut(script, "\n"); strings.HasPrefix(first, "principal ") {
 						principal = strings.TrimPrefix(first, "principal ")
 					}
-					w = newStdioWire(t, e, principal)
+					w = newTxStdioWire(t, e, principal)
 				} else {
 					ts := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
 					t.Cleanup(ts.Close)
-					w = newHTTPWire(t, ts.URL)
+					w = newTxHTTPWire(t, ts.URL)
 				}
 				got := runScript(t, e, w, script)
 				name := transport + ".golden"

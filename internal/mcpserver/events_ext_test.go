@@ -18,8 +18,8 @@ import (
 const initialize2025 = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 // sepSession is a raw stdio session of one principal.
-func sepSession(t *testing.T, e *env, principal string) *stdioWire {
-	w := newStdioWire(t, e, principal)
+func sepSession(t *testing.T, e *env, principal string) *txStdioWire {
+	w := newTxStdioWire(t, e, principal)
 	w.send(t, initialize2025)
 	w.next(t)
 	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -27,7 +27,7 @@ func sepSession(t *testing.T, e *env, principal string) *stdioWire {
 }
 
 // nextSEP returns the next message that is not an MCPE notification.
-func nextSEP(t *testing.T, w wire) map[string]any {
+func nextSEP(t *testing.T, w txWire) map[string]any {
 	t.Helper()
 	for {
 		raw := w.next(t)
@@ -42,7 +42,7 @@ func nextSEP(t *testing.T, w wire) map[string]any {
 	}
 }
 
-func pollResult(t *testing.T, w wire, params string) map[string]any {
+func pollResult(t *testing.T, w txWire, params string) map[string]any {
 	t.Helper()
 	w.send(t, `{"jsonrpc":"2.0","id":1,"method":"events/poll","params":`+params+`}`)
 	m := nextSEP(t, w)
@@ -149,7 +149,7 @@ func TestEventsStreamHTTPAbort(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ts := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
 	t.Cleanup(ts.Close)
-	w := newHTTPWire(t, ts.URL)
+	w := newTxHTTPWire(t, ts.URL)
 	w.send(t, initialize2025)
 	w.next(t)
 	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)

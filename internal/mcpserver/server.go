@@ -59,6 +59,7 @@ const SessionPrincipalPrefix = "session:"
 // Service is what the server needs from the subscriptions domain.
 type Service interface {
 	tools.Service
+	EventService
 	ForgetPrincipal(ctx context.Context, principal string) error
 	// Redeliver sends the digests that fired while principal was away.
 	Redeliver(ctx context.Context, principal string) error
@@ -89,14 +90,9 @@ type Options struct {
 	// EventsHeartbeat is how often an events/stream (SEP-3415) sends a
 	// heartbeat; zero means DefaultEventsHeartbeat.
 	EventsHeartbeat time.Duration
-}
-
-// resourceCaps is the resources capability: present when a resource is.
-func resourceCaps(on bool) *mcp.ResourceCapabilities {
-	if !on {
-		return nil
-	}
-	return &mcp.ResourceCapabilities{}
+	// Conversation configures conversation events
+	// (conversation/userMessage); the zero value injects summaries.
+	Conversation ConversationOptions
 }
 
 // CatalogURI is the resource that holds the event catalog.
@@ -130,6 +126,7 @@ type Server struct {
 	mcp   *mcp.Server
 	caps  mcpe.Capability
 	tools *tools.Set
+	res   *resourceSubs // event:// resource subscriptions
 
 	mu       sync.Mutex
 	attached map[*mcp.ServerSession]string      // session -> principal
@@ -172,7 +169,11 @@ func New(opts Options) (*Server, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	if err := opts.Conversation.Validate(); err != nil {
+		return nil, fmt.Errorf("server: Options.Conversation: %w", err)
+	}
 	s := &Server{
+		res:         newResourceSubs(),
 		opts:        opts,
 		log:         opts.Logger,
 		caps:        opts.Service.Capability(),
@@ -189,7 +190,7 @@ func New(opts Options) (*Server, error) {
 	caps := &mcp.ServerCapabilities{
 		Logging:      &mcp.LoggingCapabilities{},
 		Tools:        &mcp.ToolCapabilities{},
-		Resources:    resourceCaps(opts.Catalog != nil),
+		Resources:    &mcp.ResourceCapabilities{},
 		Experimental: map[string]any{"events": s.caps},
 	}
 	s.events, _ = opts.Service.(EventsBackend)
@@ -197,11 +198,14 @@ func New(opts Options) (*Server, error) {
 		caps.AddExtension(EventsExtension, map[string]any{"listChanged": true})
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: opts.Instructions,
-		Logger:       redactSessionIDs(opts.Logger),
-		Capabilities: caps,
+		Instructions:       opts.Instructions,
+		Logger:             redactSessionIDs(opts.Logger),
+		Capabilities:       caps,
+		SubscribeHandler:   s.subscribeResource,
+		UnsubscribeHandler: s.unsubscribeResource,
 	})
-	s.mcp.AddReceivingMiddleware(s.middleware)
+	s.mcp.AddReceivingMiddleware(s.middleware, s.requestMiddleware)
+	s.mcp.AddSendingMiddleware(s.ackMiddleware)
 	if err := s.addEventsExtension(opts.EventsHeartbeat); err != nil {
 		return nil, err
 	}
@@ -214,6 +218,13 @@ func New(opts Options) (*Server, error) {
 	})
 	if opts.Catalog != nil {
 		s.addCatalogResource(opts.Catalog)
+	}
+	s.addEventTemplates()
+	if err := s.addWebhookMethods(); err != nil {
+		return nil, err
+	}
+	if err := s.addConversation(); err != nil {
+		return nil, err
 	}
 	return s, nil
 }
@@ -319,9 +330,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
-			return &initializeResult{InitializeResult: r, events: s.caps}, nil
+			return &initializeResult{InitializeResult: r, events: s.caps, extras: s.capabilityExtras}, nil
 		case *mcp.DiscoverResult:
-			return &discoverResult{DiscoverResult: r, events: s.caps}, nil
+			return &discoverResult{DiscoverResult: r, events: s.caps, extras: s.capabilityExtras}, nil
 		}
 		return res, nil
 	}
@@ -406,11 +417,11 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 			old.Close()
 		}
 		s.live.add(ss, principal)
-		detach = s.opts.Sessions.Attach(principal, &streamSink{Sink: sink, id: id, live: s.live})
+		detach = s.opts.Sessions.Attach(principal, s.wrapSink(ss, &streamSink{Sink: sink, id: id, live: s.live}))
 	} else if lw := s.lineWriter(ss); lw != nil {
-		detach = s.opts.Sessions.Attach(principal, lineSink{lw})
+		detach = s.opts.Sessions.Attach(principal, s.wrapSink(ss, lineSink{lw}))
 	} else {
-		detach = s.opts.Sessions.Attach(principal, sink)
+		detach = s.opts.Sessions.Attach(principal, s.wrapSink(ss, sink))
 	}
 	s.log.Info("session connected", "principal", principal)
 	s.log.Debug("session connected", "principal", principal, "session_id", ss.ID())
@@ -516,23 +527,25 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 type initializeResult struct {
 	*mcp.InitializeResult
 	events mcpe.Capability
+	extras func(map[string]json.RawMessage) error
 }
 
 func (r *initializeResult) MarshalJSON() ([]byte, error) {
-	return withEventsCapability(r.InitializeResult, r.events)
+	return withEventsCapability(r.InitializeResult, r.events, r.extras)
 }
 
 // discoverResult does the same for server/discover (protocol 2026-07-28).
 type discoverResult struct {
 	*mcp.DiscoverResult
 	events mcpe.Capability
+	extras func(map[string]json.RawMessage) error
 }
 
 func (r *discoverResult) MarshalJSON() ([]byte, error) {
-	return withEventsCapability(r.DiscoverResult, r.events)
+	return withEventsCapability(r.DiscoverResult, r.events, r.extras)
 }
 
-func withEventsCapability(result any, events mcpe.Capability) ([]byte, error) {
+func withEventsCapability(result any, events mcpe.Capability, extras func(map[string]json.RawMessage) error) ([]byte, error) {
 	b, err := json.Marshal(result)
 	if err != nil {
 		return nil, err
@@ -552,6 +565,11 @@ func withEventsCapability(result any, events mcpe.Capability) ([]byte, error) {
 	}
 	if caps["events"], err = json.Marshal(events); err != nil {
 		return nil, err
+	}
+	if extras != nil {
+		if err := extras(caps); err != nil {
+			return nil, err
+		}
 	}
 	if fields["capabilities"], err = json.Marshal(caps); err != nil {
 		return nil, err

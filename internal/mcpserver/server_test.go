@@ -48,6 +48,10 @@ type envOptions struct {
 	logger *slog.Logger
 	// catalog, when set, is the server's event catalog.
 	catalog tools.Catalog
+	// handlers are the handlers subscriptions may carry; conversation
+	// configures conversation events.
+	handlers     map[mcpe.HandlerType]subscriptions.Handler
+	conversation mcpserver.ConversationOptions
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -74,6 +78,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 			mcpe.ChannelScheduled: scheduled.Channel{},
 		},
 		Clock:            o.clock,
+		Handlers:         o.handlers,
 		MaxSubscriptions: o.max,
 		EphemeralPrefix:  mcpserver.SessionPrincipalPrefix,
 		// Tests move the fake clock by hours and days; retention has its
@@ -90,7 +95,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg, Clock: o.clock, Logger: o.logger, Catalog: o.catalog})
+	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg, Clock: o.clock, Logger: o.logger, Catalog: o.catalog, Conversation: o.conversation})
 	if err != nil {
 		t.Fatal(err)
 	}

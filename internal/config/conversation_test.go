@@ -1,0 +1,48 @@
+package config
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+)
+
+func TestConversation(t *testing.T) {
+	c, err := Parse(strings.NewReader(`
+conversation:
+  context: off
+  maxEvents: 5
+  maxBytes: 4096
+  principals:
+    alice: {context: full}
+    local: {context: summary}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := mcpserver.ConversationOptions{
+		Context: mcpserver.ContextOff, MaxEvents: 5, MaxBytes: 4096,
+		Principals: map[string]mcpserver.ContextMode{"alice": mcpserver.ContextFull, "local": mcpserver.ContextSummary},
+	}
+	if diff := cmp.Diff(want, c.Conversation.Options()); diff != "" {
+		t.Errorf("options mismatch (-want +got):\n%s", diff)
+	}
+}
+
+func TestConversationErrors(t *testing.T) {
+	for _, tc := range []struct{ yaml, want string }{
+		{"conversation:\n  context: loud\n", `conversation.context: "loud" is not a context mode; use "off", "summary" or "full"`},
+		{"conversation:\n  principals:\n    alice: {context: all}\n", `conversation.principals.alice.context: "all" is not a context mode`},
+		{"conversation:\n  principals:\n    alice: {}\n", `conversation.principals.alice.context: is empty`},
+		{"conversation:\n  maxEvents: 1000\n", `conversation.maxEvents: 1000 is out of range`},
+		{"conversation:\n  maxBytes: 100\n", `conversation.maxBytes: 100 is out of range`},
+		{"conversation:\n  principals:\n    alice: {mode: full}\n", `mode`},
+	} {
+		_, err := Parse(strings.NewReader(tc.yaml))
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("Parse(%q) = %v; want an error containing %q", tc.yaml, err, tc.want)
+		}
+	}
+}
