@@ -3,10 +3,14 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -208,4 +212,86 @@ func webhookSubscribe(t *testing.T, c *mcpetest.Client, rcv *receiver, typ strin
 	rcv.mu.Lock()
 	rcv.secret = sub.Handler.Secret
 	rcv.mu.Unlock()
+}
+
+// TestHandlerRunOutlivesItsServer kills the server that is running a
+// handler (its webhook receiver holds the request), and expects another
+// server on the same database to run it once its lease is over, with the
+// same webhook-id: at least once, never lost.
+func TestHandlerRunOutlivesItsServer(t *testing.T) {
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) { testHandlerRunOutlivesItsServer(t, db.open(t)) })
+	}
+}
+
+func testHandlerRunOutlivesItsServer(t *testing.T, db string) {
+	var (
+		mu      sync.Mutex
+		ids     []string
+		release = make(chan struct{})
+		arrived = make(chan struct{}, 4)
+	)
+	rcv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		ids = append(ids, r.Header.Get("webhook-id"))
+		first := len(ids) == 1
+		mu.Unlock()
+		arrived <- struct{}{}
+		if first {
+			// The first attempt hangs until its server is gone.
+			select {
+			case <-release:
+			case <-r.Context().Done():
+			}
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(func() { close(release); rcv.Close() })
+	// A run may take 1s: the lease is 5 x 1s + 1s.
+	cfg := writeConfig(t, `
+auth:
+  tokens:
+    - principal: team
+      token: team-token
+delivery:
+  followInterval: 10ms
+handlers:
+  runTimeout: 1s
+  webhook:
+    enabled: true
+    allowHTTP: true
+    allowNetworks: ["127.0.0.1"]
+`)
+	baseA, cmdA, _ := startHTTPServer(t, "--db", db, "--config", cfg)
+	a := httpClient(t, baseA, "team-token")
+	a.Subscribe(t, map[string]any{
+		"filter":  map[string]any{"eventTypes": []string{"deploy.*"}},
+		"handler": map[string]any{"type": "webhook", "url": rcv.URL + "/hook"},
+	})
+	if code, body := post(t, baseA, "team-token", `{"type":"deploy.failed","data":{}}`); code != 202 {
+		t.Fatalf("POST = %d %s", code, body)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(mcpetest.Wait):
+		t.Fatal("the first server did not run the handler")
+	}
+	// The second server starts while the first holds the run, then the
+	// first is killed mid-run.
+	startHTTPServer(t, "--db", db, "--config", cfg)
+	if err := cmdA.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-arrived:
+	case <-time.After(20 * time.Second):
+		t.Fatal("no other server ran the handler after the one running it was killed")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(ids) != 2 || ids[0] == "" || ids[0] != ids[1] {
+		t.Fatalf("webhook-ids of the attempts: %q; want two attempts of one delivery, with the same id", ids)
+	}
 }
