@@ -29,8 +29,9 @@ import (
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
-// binary is the mcpe-server built once for these tests.
-var binary string
+// binary is the mcpe-server built once for these tests; builtAt is the
+// commit it was built at, when this is a git clone.
+var binary, builtAt string
 
 func TestMain(m *testing.M) {
 	dir, err := os.MkdirTemp("", "mcpe-server-test")
@@ -41,6 +42,9 @@ func TestMain(m *testing.M) {
 	binary = filepath.Join(dir, "mcpe-server")
 	// -buildvcs=auto: the version names the commit when this is a clone,
 	// whatever GOFLAGS says.
+	if head, err := exec.Command("git", "rev-parse", "HEAD").Output(); err == nil {
+		builtAt = strings.TrimSpace(string(head))
+	}
 	build := exec.Command("go", "build", "-buildvcs=auto", "-o", binary, ".")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
