@@ -204,6 +204,8 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Clock:    opts.Clock,
 		// The SEP-3415 events/stream heartbeat.
 		EventsHeartbeat: time.Duration(cfg.Delivery.HeartbeatInterval),
+		// SEP-3415 webhook delivery, when the webhook handler is on.
+		Webhooks: a.handlers.webhook,
 	})
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/tools"
@@ -89,6 +90,10 @@ type Options struct {
 	// EventsHeartbeat is how often an events/stream (SEP-3415) sends a
 	// heartbeat; zero means DefaultEventsHeartbeat.
 	EventsHeartbeat time.Duration
+	// Webhooks, when set, offers the SEP-3415 webhook delivery mode
+	// (events/subscribe) through the operator's webhook handler; its
+	// jobs must then run through WebhookHandler. Nil: poll and push only.
+	Webhooks *webhook.Sender
 }
 
 // resourceCaps is the resources capability: present when a resource is.
@@ -144,6 +149,8 @@ type Server struct {
 	// cannot.
 	events          EventsBackend
 	eventsHeartbeat time.Duration
+	// webhooks serves SEP-3415 webhook subscriptions; nil when not offered.
+	webhooks *webhookState
 }
 
 // DefaultInstructions tell a client what the server is for.
@@ -193,6 +200,10 @@ func New(opts Options) (*Server, error) {
 		Experimental: map[string]any{"events": s.caps},
 	}
 	s.events, _ = opts.Service.(EventsBackend)
+	if backend, ok := opts.Service.(webhookBackend); ok && s.events != nil && opts.Webhooks != nil {
+		s.webhooks = &webhookState{sender: opts.Webhooks, backend: backend,
+			verified: make(map[string]time.Time), timers: make(map[string]clock.Timer)}
+	}
 	if s.events != nil {
 		caps.AddExtension(EventsExtension, map[string]any{"listChanged": true})
 	}
@@ -448,7 +459,10 @@ func (s *Server) streamOpened(ss *mcp.ServerSession) {
 
 // Close stops the watch on HTTP sessions. Sessions themselves end with
 // their transports (App.CloseSessions closes them all).
-func (s *Server) Close() { s.live.stop() }
+func (s *Server) Close() {
+	s.live.stop()
+	s.closeWebhooks()
+}
 
 // redeliver sends principal the digests and expiry notices kept for it
 // while it had no live session.
