@@ -184,6 +184,9 @@ func grant(ttl optionalMs, now time.Time) (*time.Time, error) {
 // it must carry one.
 func (w *webhookState) checkDelivery(d *webhookParams, secret bool) error {
 	if d == nil {
+		if !secret {
+			return invalidParams("delivery is required: {\"url\":\"https://...\"}, the URL the subscription delivers to")
+		}
 		return invalidParams("delivery is required: {\"mode\":\"webhook\",\"url\":\"https://...\",\"secret\":\"whsec_...\"}")
 	}
 	if d.Mode != "" && d.Mode != "webhook" {
@@ -193,7 +196,7 @@ func (w *webhookState) checkDelivery(d *webhookParams, secret bool) error {
 	if err := w.sender.CheckURL(d.URL); err != nil {
 		var inv *mcpe.InvalidError
 		if errors.As(err, &inv) {
-			return invalidParams("delivery.url %s", strings.TrimPrefix(inv.Error(), "handler.url "))
+			return invalidParams("delivery.url: %s", inv.Message)
 		}
 		return invalidParams("delivery.url: %v", err)
 	}
@@ -260,7 +263,7 @@ func (s *Server) eventsSubscribe(ctx context.Context, ss *mcp.ServerSession, p *
 	if err != nil {
 		var inv *mcpe.InvalidError
 		if errors.As(err, &inv) && strings.HasPrefix(inv.Field, "handler") {
-			return nil, invalidParams("delivery: %s", inv.Error())
+			return nil, invalidParams("delivery: %s", inv.Message)
 		}
 		return nil, domainError(err)
 	}

@@ -43,6 +43,8 @@ type env struct {
 	srv        *mcpserver.Server
 	// runner runs handler jobs when envOptions.webhooks is set.
 	runner *handlers.Runner
+	// hookURL replaces @hook in the golden scripts: a webhook receiver.
+	hookURL string
 }
 
 type envOptions struct {
