@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -119,4 +120,29 @@ func (s *Service) KeyedWebhook(ctx context.Context, principal, id string, f mcpe
 		s.armExpiry()
 	}
 	return s.view(sub), true, nil
+}
+
+// Expiring returns the subscriptions of every principal whose ID starts
+// with one of prefixes and that have an expiry, expired ones included: a
+// caller that watches the expiry of the subscriptions it made (SEP-3415
+// webhook subscriptions end with a body POSTed to their endpoint) finds
+// them again after a restart.
+func (s *Service) Expiring(ctx context.Context, prefixes ...string) ([]*Subscription, error) {
+	subs, err := s.store.ListSubscriptions(ctx, ListQuery{})
+	if err != nil {
+		return nil, err
+	}
+	var out []*Subscription
+	for _, sub := range subs {
+		if sub.ExpiresAt == nil {
+			continue
+		}
+		for _, p := range prefixes {
+			if strings.HasPrefix(sub.ID, p) {
+				out = append(out, sub)
+				break
+			}
+		}
+	}
+	return out, nil
 }

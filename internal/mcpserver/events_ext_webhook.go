@@ -79,6 +79,7 @@ type webhookBackend interface {
 	KeyedWebhook(ctx context.Context, principal, id string, f mcpe.Filter, spec *mcpe.HandlerSpec, secret string, expiresAt *time.Time) (*subscriptions.Subscription, bool, error)
 	Get(ctx context.Context, principal, id string) (*subscriptions.Subscription, error)
 	Unsubscribe(ctx context.Context, principal, id string) error
+	Expiring(ctx context.Context, prefixes ...string) ([]*subscriptions.Subscription, error)
 }
 
 // webhookState is the server's side of webhook subscriptions: the
@@ -424,6 +425,24 @@ func (s *Server) armWebhookExpiry(principal, id string, expiresAt *time.Time) {
 			s.expireWebhook(principal, id)
 		}()
 	})
+}
+
+// rearmWebhooks sets the expiry timers of the webhook subscriptions a
+// previous run of the server made.
+func (s *Server) rearmWebhooks() {
+	if s.webhooks == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	subs, err := s.webhooks.backend.Expiring(ctx, webhookIDPrefix, webhookFilterIDPrefix)
+	if err != nil {
+		s.log.Error("find the webhook subscriptions to expire; those made before this start end without a terminated body", "error", err)
+		return
+	}
+	for _, sub := range subs {
+		s.armWebhookExpiry(sub.Principal, sub.ID, sub.ExpiresAt)
+	}
 }
 
 // closeWebhooks stops the expiry timers.

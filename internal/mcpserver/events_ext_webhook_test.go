@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -340,6 +341,56 @@ func TestEventsWebhookIsolation(t *testing.T) {
 	publishWH(t, e, idA, "wh.one")
 	if d := r.next(t); d.secret != secretA || d.header.Get("X-MCP-Subscription-Id") != ida {
 		t.Fatalf("alice's delivery: %v", d.header)
+	}
+	r.none(t)
+}
+
+// TestEventsWebhookSurvivesRestart: a delivery accepted and not yet taken
+// by the endpoint is delivered after a restart, the stored subscription
+// needs no new handshake, and one not refreshed still ends at its TTL with
+// a terminated body.
+func TestEventsWebhookSurvivesRestart(t *testing.T) {
+	c := clock.NewFake(start)
+	r := newReceiver(t, c, secretA)
+	db := filepath.Join(t.TempDir(), "mcpe.db")
+	e := newEnv(t, envOptions{dbPath: db, clock: c, webhooks: r.options()})
+	w := sepSession(t, e, "alice")
+	url := r.ts.URL + "/ok/restart"
+	m := call(t, w, "events/subscribe", subscribeParams(url, secretA, ``))
+	id, _ := m["result"].(map[string]any)["id"].(string)
+	r.next(t) // verification
+	short := r.ts.URL + "/ok/short"
+	m = call(t, w, "events/subscribe", `{"name":"mcpe.filter","arguments":{"eventTypes":["none.*"]},"delivery":{"url":"`+short+`","secret":"`+secretA+`"},"ttlMs":300000}`)
+	shortID, _ := m["result"].(map[string]any)["id"].(string)
+	r.next(t) // verification
+	r.setStatus(func(hookRequest) int { return http.StatusServiceUnavailable })
+	publishWH(t, e, idA, "wh.one")
+	if d := r.next(t); d.body["eventId"] != idA {
+		t.Fatalf("first attempt: %v", d.body)
+	}
+	waitFor(t, "the failed attempt recorded", func() bool {
+		sub, err := e.svc.Get(context.Background(), "alice", id)
+		return err == nil && sub.HandlerStatus != nil && sub.HandlerStatus.LastError != ""
+	})
+	e.close()
+
+	r.setStatus(nil)
+	e2 := newEnv(t, envOptions{dbPath: db, clock: c, webhooks: r.options()})
+	c.Advance(time.Minute)
+	d := r.next(t)
+	if d.body["eventId"] != idA || d.header.Get("X-MCP-Subscription-Id") != id || d.secret != secretA {
+		t.Fatalf("after restart: %v %v", d.header, d.body)
+	}
+	w2 := sepSession(t, e2, "alice")
+	m = call(t, w2, "events/subscribe", subscribeParams(url, secretA, ``))
+	if res, _ := m["result"].(map[string]any); res["id"] != id {
+		t.Fatalf("refresh after restart: %v", m)
+	}
+	r.none(t)
+	c.Advance(5 * time.Minute)
+	term := r.next(t)
+	if term.body["type"] != "terminated" || term.header.Get("X-MCP-Subscription-Id") != shortID || term.path != "/ok/short" {
+		t.Fatalf("terminated after restart: %v %v", term.header, term.body)
 	}
 	r.none(t)
 }

@@ -216,6 +216,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.addEventsExtension(opts.EventsHeartbeat); err != nil {
 		return nil, err
 	}
+	s.rearmWebhooks()
 	s.tools = tools.Register(s.mcp, tools.Options{
 		Service:   opts.Service,
 		Principal: s.principal,
