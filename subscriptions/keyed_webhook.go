@@ -3,7 +3,6 @@ package subscriptions
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -26,6 +25,22 @@ import (
 //
 // The deliveries are durable handler jobs, as for any webhook handler.
 func (s *Service) KeyedWebhook(ctx context.Context, principal, id string, f mcpe.Filter, spec *mcpe.HandlerSpec, secret string, expiresAt *time.Time) (sub *Subscription, created bool, err error) {
+	for range 2 {
+		sub, created, err = s.keyedWebhook(ctx, principal, id, f, spec, secret, expiresAt)
+		if !errors.Is(err, errMadeMeanwhile) {
+			break
+		}
+		// Another call made it between the refresh and the creation:
+		// refresh that one.
+	}
+	return sub, created, err
+}
+
+// errMadeMeanwhile is keyedWebhook's when another call created the
+// subscription after it found none.
+var errMadeMeanwhile = errors.New("the subscription was made meanwhile; subscribe again")
+
+func (s *Service) keyedWebhook(ctx context.Context, principal, id string, f mcpe.Filter, spec *mcpe.HandlerSpec, secret string, expiresAt *time.Time) (sub *Subscription, created bool, err error) {
 	if err := checkID(id); err != nil {
 		return nil, false, err
 	}
@@ -100,7 +115,7 @@ func (s *Service) KeyedWebhook(ctx context.Context, principal, id string, f mcpe
 	defer s.manage.Unlock()
 	if got, err := s.store.GetSubscription(ctx, principal, id); err == nil {
 		if got.Status != mcpe.StatusExpired && (got.ExpiresAt == nil || got.ExpiresAt.After(now)) {
-			return nil, false, fmt.Errorf("subscription %q was made meanwhile; subscribe again", id)
+			return nil, false, errMadeMeanwhile
 		}
 		if err := s.store.DeleteSubscription(ctx, principal, id); err != nil {
 			return nil, false, err
