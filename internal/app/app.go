@@ -206,6 +206,8 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		// The SEP-3415 events/stream heartbeat.
 		EventsHeartbeat: time.Duration(cfg.Delivery.HeartbeatInterval),
 		Conversation:    cfg.Conversation.Options(),
+		// SEP-3415 webhook delivery, when the webhook handler is on.
+		Webhooks: a.handlers.webhook,
 	})
 	if err != nil {
 		return nil, err

@@ -25,6 +25,9 @@ type handlerSet struct {
 	// commands are the bash handler's allowed command names.
 	commands []string
 	closers  []func()
+	// webhook is the webhook handler's sender, which also serves SEP-3415
+	// webhook subscriptions; nil when webhooks are off.
+	webhook *webhook.Sender
 }
 
 func (h *handlerSet) close() {
@@ -65,7 +68,10 @@ func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk
 		if err != nil {
 			return nil, config.Within("handlers.webhook", err)
 		}
-		set.byType[mcpe.HandlerWebhook] = sender
+		// SEP-3415 webhook subscriptions' jobs are delivered as the SEP
+		// says; the others as MCPE webhook handlers.
+		set.byType[mcpe.HandlerWebhook] = mcpserver.WebhookHandler(sender, clk)
+		set.webhook = sender
 		set.closers = append(set.closers, sender.Close)
 		log.Info("webhook handler on", "allow_http", w.AllowHTTP, "allow_networks", w.AllowNetworks)
 	}

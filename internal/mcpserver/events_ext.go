@@ -127,8 +127,13 @@ type eventTypeInfo struct {
 	Meta          map[string]any  `json:"_meta,omitempty"`
 }
 
-// eventsDelivery are the delivery modes this server offers for every type.
-var eventsDelivery = []string{"poll", "push"}
+// deliveryModes are the delivery modes this server offers for every type.
+func (s *Server) deliveryModes() []string {
+	if s.webhooks != nil {
+		return []string{"poll", "push", "webhook"}
+	}
+	return []string{"poll", "push"}
+}
 
 // typeArgsSchema is the inputSchema of a catalog type: optional tags and
 // priorities that narrow it, as in an MCPE filter.
@@ -167,7 +172,7 @@ func (s *Server) eventTypes(ctx context.Context) ([]eventTypeInfo, error) {
 		Name: FilterEventType,
 		Description: "Every event that matches an MCPE filter, from any source (the same filter as events_subscribe): " +
 			"eventTypes patterns, tags and priorities. Each occurrence's data is the whole event; its type field tells which.",
-		Delivery:      eventsDelivery,
+		Delivery:      s.deliveryModes(),
 		InputSchema:   filterArgsSchema,
 		PayloadSchema: filterPayloadSchema,
 	}}
@@ -191,7 +196,7 @@ func (s *Server) eventTypes(ctx context.Context) ([]eventTypeInfo, error) {
 		out = append(out, eventTypeInfo{
 			Name:          t.Type,
 			Description:   t.Description,
-			Delivery:      eventsDelivery,
+			Delivery:      s.deliveryModes(),
 			InputSchema:   typeArgsSchema,
 			PayloadSchema: payload,
 			Meta:          map[string]any{"source": t.Source},
@@ -573,6 +578,17 @@ func (s *Server) addEventsExtension(heartbeat time.Duration) error {
 		mcp.AddReceivingCustomMethod(s.mcp, "events/list", s.eventsList),
 		mcp.AddReceivingCustomMethod(s.mcp, "events/poll", s.eventsPoll),
 		mcp.AddReceivingCustomMethod(s.mcp, methodEventsStream, s.eventsStream),
+	} {
+		if err != nil {
+			return fmt.Errorf("register the events extension: %w", err)
+		}
+	}
+	if s.webhooks == nil {
+		return nil
+	}
+	for _, err := range []error{
+		mcp.AddReceivingCustomMethod(s.mcp, "events/subscribe", s.eventsSubscribe),
+		mcp.AddReceivingCustomMethod(s.mcp, "events/unsubscribe", s.eventsUnsubscribe),
 	} {
 		if err != nil {
 			return fmt.Errorf("register the events extension: %w", err)

@@ -15,6 +15,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -30,7 +32,11 @@ import (
 //	publish ID TYPE DATA [TAG,...]
 //	                  publish an event through the Go API
 //	advance DURATION  move the fake clock
-//	principal NAME    (first line) the principal of the session
+//	principal NAME    (first line) the principal of the session; on
+//	                  HTTP, the bearer token NAME authenticates it
+//
+// "@hook" in a message stands for the URL of a webhook receiver on
+// loopback that the operator allows (see receiver).
 //
 // Every wait is bounded. Run with -update to rewrite the golden sections.
 
@@ -149,6 +155,7 @@ func (w *txStdioWire) next(t *testing.T) string {
 // events, are read as they come.
 type txHTTPWire struct {
 	url     string
+	token   string
 	session string
 	out     chan string
 	t       *testing.T
@@ -165,6 +172,9 @@ func (w *txHTTPWire) send(t *testing.T, msg string) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json, text/event-stream")
+	if w.token != "" {
+		req.Header.Set("Authorization", "Bearer "+w.token)
+	}
 	if w.session != "" {
 		req.Header.Set("Mcp-Session-Id", w.session)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
@@ -218,10 +228,13 @@ func (w *txHTTPWire) next(t *testing.T) string {
 type aliases struct {
 	byValue map[string]string
 	byName  map[string]string
+	// ids name the webhook subscriptions' ids @s1, @s2…: they derive from
+	// the principal and the receiver's URL, whose port changes.
+	ids map[string]string
 }
 
 func newAliases() *aliases {
-	return &aliases{byValue: map[string]string{}, byName: map[string]string{}}
+	return &aliases{byValue: map[string]string{}, byName: map[string]string{}, ids: map[string]string{}}
 }
 
 func (a *aliases) alias(v string) string {
@@ -284,6 +297,13 @@ func (a *aliases) scrub(v any) {
 				v[k] = a.alias(c)
 				continue
 			}
+			if c, ok := x.(string); ok && k == "id" && strings.HasPrefix(c, "sepw") {
+				if _, ok := a.ids[c]; !ok {
+					a.ids[c] = fmt.Sprintf("@s%d", len(a.ids)+1)
+				}
+				v[k] = a.ids[c]
+				continue
+			}
 			a.scrub(x)
 		}
 	case []any:
@@ -326,7 +346,7 @@ func runScript(t *testing.T, e *env, w txWire, script string) string {
 		switch verb {
 		case "send":
 			out.WriteString("> " + canonicalSent(rest) + "\n")
-			rest = a.expand(rest)
+			rest = strings.ReplaceAll(a.expand(rest), "@hook", e.hookURL)
 			w.send(t, rest)
 			var msg struct {
 				ID     json.RawMessage `json:"id"`
@@ -389,17 +409,29 @@ func TestEventsExtensionGolden(t *testing.T) {
 			}
 			t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar")+"/"+transport, func(t *testing.T) {
 				var w txWire
-				e := newEnv(t, envOptions{catalog: goldenCatalog{}})
+				c := clock.NewFake(start)
+				hook := newReceiver(t, c, secretA, secretB)
+				e := newEnv(t, envOptions{catalog: goldenCatalog{}, clock: c, webhooks: hook.options()})
+				e.hookURL = hook.ts.URL
+				principal := ""
+				if first, _, _ := strings.Cut(script, "\n"); strings.HasPrefix(first, "principal ") {
+					principal = strings.TrimPrefix(first, "principal ")
+				}
 				if strings.HasPrefix(transport, "stdio") {
-					principal := mcpserver.LocalPrincipal
-					if first, _, _ := strings.Cut(script, "\n"); strings.HasPrefix(first, "principal ") {
-						principal = strings.TrimPrefix(first, "principal ")
+					if principal == "" {
+						principal = mcpserver.LocalPrincipal
 					}
 					w = newTxStdioWire(t, e, principal)
 				} else {
-					ts := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
+					var opts mcpserver.HTTPOptions
+					if principal != "" {
+						opts.Tokens = httpapi.NewTokens(map[string]string{principal: principal})
+					}
+					ts := httptest.NewServer(e.srv.HTTPHandler(opts))
 					t.Cleanup(ts.Close)
-					w = newTxHTTPWire(t, ts.URL)
+					hw := newTxHTTPWire(t, ts.URL)
+					hw.token = principal
+					w = hw
 				}
 				got := runScript(t, e, w, script)
 				name := transport + ".golden"

@@ -24,6 +24,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/tools"
@@ -93,6 +94,10 @@ type Options struct {
 	// Conversation configures conversation events
 	// (conversation/userMessage); the zero value injects summaries.
 	Conversation ConversationOptions
+	// Webhooks, when set, offers the SEP-3415 webhook delivery mode
+	// (events/subscribe) through the operator's webhook handler; its
+	// jobs must then run through WebhookHandler. Nil: poll and push only.
+	Webhooks *webhook.Sender
 }
 
 // CatalogURI is the resource that holds the event catalog.
@@ -141,6 +146,8 @@ type Server struct {
 	// cannot.
 	events          EventsBackend
 	eventsHeartbeat time.Duration
+	// webhooks serves SEP-3415 webhook subscriptions; nil when not offered.
+	webhooks *webhookState
 }
 
 // DefaultInstructions tell a client what the server is for.
@@ -194,6 +201,10 @@ func New(opts Options) (*Server, error) {
 		Experimental: map[string]any{"events": s.caps},
 	}
 	s.events, _ = opts.Service.(EventsBackend)
+	if backend, ok := opts.Service.(webhookBackend); ok && s.events != nil && opts.Webhooks != nil {
+		s.webhooks = &webhookState{sender: opts.Webhooks, backend: backend,
+			verified: make(map[string]time.Time), timers: make(map[string]clock.Timer)}
+	}
 	if s.events != nil {
 		caps.AddExtension(EventsExtension, map[string]any{"listChanged": true})
 	}
@@ -209,6 +220,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.addEventsExtension(opts.EventsHeartbeat); err != nil {
 		return nil, err
 	}
+	s.rearmWebhooks()
 	s.tools = tools.Register(s.mcp, tools.Options{
 		Service:   opts.Service,
 		Principal: s.principal,
@@ -459,7 +471,10 @@ func (s *Server) streamOpened(ss *mcp.ServerSession) {
 
 // Close stops the watch on HTTP sessions. Sessions themselves end with
 // their transports (App.CloseSessions closes them all).
-func (s *Server) Close() { s.live.stop() }
+func (s *Server) Close() {
+	s.live.stop()
+	s.closeWebhooks()
+}
 
 // redeliver sends principal the digests and expiry notices kept for it
 // while it had no live session.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http/httptest"
 	"path/filepath"
 	"slices"
@@ -20,6 +21,8 @@ import (
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
+	"github.com/mcpe-server/mcpe-server/handlers"
+	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -39,6 +42,10 @@ type env struct {
 	schedulers delivery.Schedulers
 	reg        *realtime.Registry
 	srv        *mcpserver.Server
+	// runner runs handler jobs when envOptions.webhooks is set.
+	runner *handlers.Runner
+	// hookURL replaces @hook in the golden scripts: a webhook receiver.
+	hookURL string
 }
 
 type envOptions struct {
@@ -52,6 +59,10 @@ type envOptions struct {
 	// configures conversation events.
 	handlers     map[mcpe.HandlerType]subscriptions.Handler
 	conversation mcpserver.ConversationOptions
+	// webhooks, when set, turns the webhook handler on with these
+	// options (its clock is the env's), and with it SEP-3415 webhook
+	// delivery; a handler runner runs the jobs.
+	webhooks *webhook.Options
 }
 
 func newEnv(t *testing.T, o envOptions) *env {
@@ -68,6 +79,27 @@ func newEnv(t *testing.T, o envOptions) *env {
 		t.Fatal(err)
 	}
 	reg := realtime.NewRegistry(&realtime.Options{Inbox: store})
+	var (
+		sender  *webhook.Sender
+		runner  *handlers.Runner
+		byType  = maps.Clone(o.handlers)
+		written func()
+	)
+	if o.webhooks != nil {
+		wo := *o.webhooks
+		wo.Clock = o.clock
+		if sender, err = webhook.New(&wo); err != nil {
+			t.Fatal(err)
+		}
+		if byType == nil {
+			byType = map[mcpe.HandlerType]subscriptions.Handler{}
+		}
+		byType[mcpe.HandlerWebhook] = mcpserver.WebhookHandler(sender, o.clock)
+		if runner, err = handlers.New(handlers.Options{Jobs: store, Handlers: byType, Clock: o.clock}); err != nil {
+			t.Fatal(err)
+		}
+		written = runner.Wake
+	}
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:     store,
 		Deliverer: reg,
@@ -78,12 +110,13 @@ func newEnv(t *testing.T, o envOptions) *env {
 			mcpe.ChannelScheduled: scheduled.Channel{},
 		},
 		Clock:            o.clock,
-		Handlers:         o.handlers,
 		MaxSubscriptions: o.max,
 		EphemeralPrefix:  mcpserver.SessionPrincipalPrefix,
 		// Tests move the fake clock by hours and days; retention has its
 		// own tests.
 		PruneInterval: 24 * time.Hour,
+		Handlers:      byType,
+		JobsWritten:   written,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -91,15 +124,20 @@ func newEnv(t *testing.T, o envOptions) *env {
 	if err := svc.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
+	if runner != nil {
+		if err := runner.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
 	schedulers, err := delivery.StartAll(ctx, svc, svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: o.clock})
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg, Clock: o.clock, Logger: o.logger, Catalog: o.catalog, Conversation: o.conversation})
+	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg, Clock: o.clock, Logger: o.logger, Catalog: o.catalog, Conversation: o.conversation, Webhooks: sender})
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &env{t: t, clock: o.clock, store: store, svc: svc, schedulers: schedulers, reg: reg, srv: srv}
+	e := &env{t: t, clock: o.clock, store: store, svc: svc, schedulers: schedulers, reg: reg, srv: srv, runner: runner}
 	t.Cleanup(e.close)
 	return e
 }
@@ -112,6 +150,9 @@ func (e *env) close() {
 	e.reg.Close()
 	e.srv.Close()
 	e.srv.Wait()
+	if e.runner != nil {
+		e.runner.Stop()
+	}
 	e.schedulers.Stop()
 	e.svc.Stop()
 	e.store.Close()
