@@ -6,8 +6,8 @@ import "fmt"
 // bars of an SVG drawn on the server (no script, no inline style).
 const (
 	chartMinutes = 60
-	chartWidth   = 720
-	chartHeight  = 160
+	chartWidth   = 1000
+	chartHeight  = 150
 	chartLeft    = 36
 	chartBottom  = 20
 	chartTop     = 10

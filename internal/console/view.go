@@ -396,9 +396,11 @@ func cut(s string, n int) string {
 
 // funcs are the templates' helpers.
 var funcs = template.FuncMap{
+	// short is the end of an ID: the random part of a UUIDv7, whose
+	// start is a time shared by IDs made close together.
 	"short": func(id string) string {
 		if len(id) > 8 {
-			return id[:8]
+			return "…" + id[len(id)-8:]
 		}
 		return id
 	},
