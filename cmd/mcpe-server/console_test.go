@@ -254,3 +254,45 @@ func TestConsoleIsolationAndCSRF(t *testing.T) {
 		t.Errorf("alice's subscriptions after refused actions: %+v", list.Subscriptions)
 	}
 }
+
+// TestConsoleWithoutTokens checks the console of a server without
+// auth.tokens: off without an admin token, the administrator's only with
+// one, where each HTTP session's principal is listed.
+func TestConsoleWithoutTokens(t *testing.T) {
+	base, _, _ := startHTTPServer(t)
+	resp, err := http.Get(base + "/console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("GET /console without tokens or an admin token: %s, want 404", resp.Status)
+	}
+
+	cfg := filepath.Join(t.TempDir(), "config.yaml")
+	os.WriteFile(cfg, []byte("console:\n  adminTokenEnv: TEST_CONSOLE_ADMIN\n"), 0o600)
+	t.Setenv("TEST_CONSOLE_ADMIN", "console-admin-token-0123456789")
+	base, _, _ = startHTTPServer(t, "--config", cfg)
+	session := httpClient(t, base, "")
+	sub := session.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"a.*"}}})
+	admin := consoleLogin(t, base, "console-admin-token-0123456789")
+	resp, err = admin.c.Get(base + "/console")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if !strings.Contains(string(body), sub.ID) || !strings.Contains(string(body), "session:") {
+		t.Errorf("the admin's console does not list the session's principal and subscription:\n%s", body)
+	}
+	jar, _ := cookiejar.New(nil)
+	c := &http.Client{Jar: jar}
+	resp, err = c.PostForm(base+"/console/login", url.Values{"token": {"anything"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusUnauthorized {
+		t.Errorf("login with another token: %s, want 401", resp.Status)
+	}
+}

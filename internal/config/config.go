@@ -400,12 +400,6 @@ func (c *Config) validate() error {
 	if opts := c.Delivery.Realtime(); opts.Validate() != nil {
 		add(Within("delivery", opts.Validate()))
 	}
-	if c.Console.AdminTokenEnv == "" || c.Console.AdminToken != "" {
-		// The environment is read when the server starts (and by check).
-		if _, err := c.ConsoleAdminToken(); err != nil {
-			add(err)
-		}
-	}
 	if a := c.Debug.PprofAddr; a != "" {
 		if err := CheckLoopback(a); err != nil {
 			add(fmt.Errorf("debug.pprofAddr: %w", err))
@@ -440,6 +434,11 @@ func (c *Config) validate() error {
 			add(fmt.Errorf("%s has the same token as %s; each token must be unique", field, prev))
 		}
 		seen[v] = field
+	}
+	if admin, err := c.ConsoleAdminToken(); err != nil {
+		add(err)
+	} else if field, dup := seen[admin]; dup && admin != "" {
+		add(fmt.Errorf("console: the admin token is the token of %s; give the administrator a token of its own", field))
 	}
 	for i, t := range c.Ingest.Tokens {
 		if _, err := t.Value(fmt.Sprintf("ingest.tokens[%d]", i)); err != nil {
