@@ -8,11 +8,14 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
 	"log/slog"
 	"net/http"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,6 +27,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/handlers"
 	"github.com/mcpe-server/mcpe-server/internal/config"
+	"github.com/mcpe-server/mcpe-server/internal/console"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -245,9 +249,15 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	principals := httpapi.NewTokens(principalTokens)
+	console, err := a.console(principals)
+	if err != nil {
+		return nil, err
+	}
 	return httpapi.NewMux(httpapi.MuxOptions{
+		Console: console,
 		MCP: a.Server.HTTPHandler(mcpserver.HTTPOptions{
-			Tokens:                  httpapi.NewTokens(principalTokens),
+			Tokens:                  principals,
 			SessionTimeout:          time.Duration(a.cfg.HTTP.SessionTimeout),
 			MaxSessionsPerPrincipal: a.cfg.HTTP.MaxSessionsPerPrincipal,
 		}),
@@ -258,6 +268,52 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 		StoreID:        a.storeID,
 		StoreName:      a.opts.StoreName,
 	}), nil
+}
+
+// console returns the web console, or nil when it is off: turned off in the
+// configuration, or with nobody to log in (no auth.tokens and no admin
+// token: without tokens, each HTTP session is its own principal, which no
+// browser could log in as).
+func (a *App) console(principals *httpapi.Tokens) (http.Handler, error) {
+	if a.cfg.Console.Disabled {
+		return nil, nil
+	}
+	admin, err := a.cfg.ConsoleAdminToken()
+	if err != nil {
+		return nil, err
+	}
+	opts := console.Options{
+		Service:    a.Service,
+		AdminToken: admin,
+		Sessions:   a.liveSessions,
+		Cursors:    a.Sessions.Cursors,
+		Clock:      a.opts.Clock,
+		Logger:     a.log.With("component", "console"),
+	}
+	if principals.Len() > 0 {
+		opts.Tokens = principals
+	} else if admin == "" {
+		return nil, nil
+	}
+	return console.New(opts)
+}
+
+// liveSessions lists the live MCP sessions for the console.
+func (a *App) liveSessions() []console.LiveSession {
+	var out []console.LiveSession
+	for _, p := range a.Sessions.Principals() {
+		for _, ss := range a.Server.SessionsOf(p) {
+			ls := console.LiveSession{Principal: p, ID: ss.ID()}
+			if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
+				ls.Client = strings.TrimSpace(ip.ClientInfo.Name + " " + ip.ClientInfo.Version)
+			}
+			out = append(out, ls)
+		}
+	}
+	slices.SortFunc(out, func(x, y console.LiveSession) int {
+		return cmp.Or(strings.Compare(x.Principal, y.Principal), strings.Compare(x.ID, y.ID))
+	})
+	return out
 }
 
 // StoreID returns the ID of a store that several processes may share, or

@@ -58,6 +58,49 @@ type Config struct {
 	Conversation Conversation `yaml:"conversation"`
 	// Debug configures what helps find a problem in a running server.
 	Debug Debug `yaml:"debug"`
+	// Console configures the web console at /console.
+	Console Console `yaml:"console"`
+}
+
+// Console configures the web console served at /console with HTTP. A
+// principal logs in with its auth.tokens token and sees its own
+// subscriptions; the admin token sees every principal's. With neither
+// (no auth.tokens and no admin token), the console is off.
+type Console struct {
+	// AdminToken logs in as the administrator; AdminTokenEnv names an
+	// environment variable holding it instead. Neither: no administrator.
+	AdminToken    string `yaml:"adminToken"`
+	AdminTokenEnv string `yaml:"adminTokenEnv"`
+	// Disabled turns the console off even when it could log people in.
+	Disabled bool `yaml:"disabled"`
+}
+
+// ConsoleAdminToken returns the console's admin token, or "" when none is
+// configured.
+func (c *Config) ConsoleAdminToken() (string, error) {
+	cc := c.Console
+	if cc.AdminToken == "" && cc.AdminTokenEnv == "" {
+		return "", nil
+	}
+	switch {
+	case cc.AdminToken != "" && cc.AdminTokenEnv != "":
+		return "", mcpe.Invalid("console", "give adminToken or adminTokenEnv, not both")
+	case cc.AdminTokenEnv != "":
+		v := os.Getenv(cc.AdminTokenEnv)
+		if v == "" {
+			return "", mcpe.Invalid("console.adminTokenEnv", "environment variable %s is not set or empty", cc.AdminTokenEnv)
+		}
+		return checkAdminToken("console.adminTokenEnv", v)
+	}
+	return checkAdminToken("console.adminToken", cc.AdminToken)
+}
+
+// checkAdminToken refuses an admin token short enough to guess.
+func checkAdminToken(field, v string) (string, error) {
+	if len(v) < 16 {
+		return "", mcpe.Invalid(field, "the admin token has %d characters; give at least 16 (e.g. the output of: openssl rand -hex 32)", len(v))
+	}
+	return v, nil
 }
 
 // Debug configures diagnostics.
@@ -393,6 +436,11 @@ func (c *Config) validate() error {
 			add(fmt.Errorf("%s has the same token as %s; each token must be unique", field, prev))
 		}
 		seen[v] = field
+	}
+	if admin, err := c.ConsoleAdminToken(); err != nil {
+		add(err)
+	} else if field, dup := seen[admin]; dup && admin != "" {
+		add(fmt.Errorf("console: the admin token is the token of %s; give the administrator a token of its own", field))
 	}
 	for i, t := range c.Ingest.Tokens {
 		if _, err := t.Value(fmt.Sprintf("ingest.tokens[%d]", i)); err != nil {

@@ -157,6 +157,10 @@ func TestParseErrors(t *testing.T) {
 		{name: "empty duration", yaml: "inbox:\n  maxAge: \"\"\n", want: []string{"inbox.maxAge", `"" is not a duration`}},
 		{name: "duration as a list", yaml: "inbox:\n  maxAge: [1h]\n", want: []string{"line 2", "inbox.maxAge", "want a duration"}},
 		{name: "days beyond a time.Duration", yaml: "inbox:\n  maxAge: 106752d\n", want: []string{"inbox.maxAge", `"106752d" is too long`}},
+		{name: "short console admin token", yaml: "console:\n  adminToken: short\n", want: []string{"console.adminToken", "at least 16"}},
+		{name: "console admin token twice", yaml: "console:\n  adminToken: a-long-admin-token-123\n  adminTokenEnv: MCPE_TEST_SET_TOKEN\n", want: []string{"console", "not both"}},
+		{name: "console admin token unset", yaml: "console:\n  adminTokenEnv: MCPE_TEST_UNSET_TOKEN\n", want: []string{"console.adminTokenEnv", "MCPE_TEST_UNSET_TOKEN is not set"}},
+		{name: "console admin token is a principal's", yaml: "auth:\n  tokens:\n    - principal: a\n      token: a-long-admin-token-123\nconsole:\n  adminToken: a-long-admin-token-123\n", want: []string{"console", "auth.tokens[0]"}},
 		{name: "duration error on a later line", yaml: "db: x\n\ninbox:\n  maxEntries: 3\n  dedupWindow: soon\n", want: []string{"line 5", "inbox.dedupWindow", `"soon"`}},
 	}
 	for _, tt := range tests {

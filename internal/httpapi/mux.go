@@ -31,6 +31,9 @@ type MuxOptions struct {
 	// (whose Host header names the tunnel) would otherwise fail: a
 	// DNS-rebinding page cannot sign its requests.
 	SignedAdapters map[string]http.Handler
+	// Console serves the web console at /console and under it; nil
+	// serves none.
+	Console http.Handler
 }
 
 // NewMux returns the server's HTTP handler, with per-request deadlines
@@ -41,6 +44,10 @@ func NewMux(opts MuxOptions) http.Handler {
 	mux.Handle("/v1/events", opts.Ingest)
 	for path, h := range opts.Adapters {
 		mux.Handle(path, h)
+	}
+	if opts.Console != nil {
+		mux.Handle("/console", opts.Console)
+		mux.Handle("/console/", opts.Console)
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		status, body := http.StatusOK, map[string]string{"status": "ok"}

@@ -1,0 +1,108 @@
+package console
+
+import (
+	"crypto/rand"
+	"encoding/base64"
+	"sync"
+	"time"
+)
+
+// maxSessions bounds the console sessions kept; a login past it ends the
+// session closest to its end.
+const maxSessions = 1000
+
+// session is one logged-in browser.
+type session struct {
+	// principal is who the browser acts as; "" with admin.
+	principal string
+	admin     bool
+	// csrf is the token every form of the session carries.
+	csrf    string
+	expires time.Time
+	// flash is the outcome of the last action, shown once.
+	flash      string
+	flashError bool
+}
+
+// sessions keeps console sessions in memory: a restart logs everyone out.
+type sessions struct {
+	mu sync.Mutex
+	m  map[string]*session
+}
+
+// randomToken returns 32 random bytes, URL-safe base64.
+func randomToken() string {
+	b := make([]byte, 32)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// create starts a session and returns its ID.
+func (s *sessions) create(principal string, admin bool, expires, now time.Time) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.m == nil {
+		s.m = map[string]*session{}
+	}
+	for id, ss := range s.m {
+		if !ss.expires.After(now) {
+			delete(s.m, id)
+		}
+	}
+	for len(s.m) >= maxSessions {
+		var oldest string
+		for id, ss := range s.m {
+			if oldest == "" || ss.expires.Before(s.m[oldest].expires) {
+				oldest = id
+			}
+		}
+		delete(s.m, oldest)
+	}
+	id := randomToken()
+	s.m[id] = &session{principal: principal, admin: admin, csrf: randomToken(), expires: expires}
+	return id
+}
+
+// get returns a copy of the session id, unless it is unknown or over.
+func (s *sessions) get(id string, now time.Time) (session, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.m[id]
+	if !ok || id == "" {
+		return session{}, false
+	}
+	if !ss.expires.After(now) {
+		delete(s.m, id)
+		return session{}, false
+	}
+	return *ss, true
+}
+
+// setFlash records the outcome of an action for the next page.
+func (s *sessions) setFlash(id, msg string, isError bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ss, ok := s.m[id]; ok {
+		ss.flash, ss.flashError = msg, isError
+	}
+}
+
+// takeFlash returns and forgets the session's flash.
+func (s *sessions) takeFlash(id string) (string, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ss, ok := s.m[id]
+	if !ok {
+		return "", false
+	}
+	msg, isErr := ss.flash, ss.flashError
+	ss.flash, ss.flashError = "", false
+	return msg, isErr
+}
+
+// end forgets the session id.
+func (s *sessions) end(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.m, id)
+}

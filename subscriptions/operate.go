@@ -1,0 +1,154 @@
+package subscriptions
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
+)
+
+// This file is what an operator does by hand to a subscription, from the
+// web console: fire a digest before its time, and send an event again.
+
+// ErrNoLiveSession is returned by Replay when the owner has no live session
+// to send the event to.
+var ErrNoLiveSession = errors.New("no live session")
+
+// maxEventIDLen bounds the event IDs Replay looks for.
+const maxEventIDLen = 200
+
+// replayScan bounds how many inbox entries Replay reads looking for the
+// event, newest last.
+const replayScan = 100_000
+
+// FireNow fires a cron or scheduled subscription of principal now, as its
+// schedule would: what waits in its buffer is delivered (to the live
+// sessions, or kept for the owner's return), and the next fire is counted
+// from now: a cron subscription fires next at its first time after now; a
+// one-time (scheduled) one fired before its deliverAt still fires then, and
+// expires. An empty buffer delivers nothing.
+func (s *Service) FireNow(ctx context.Context, principal, id string) (*Subscription, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	s.manage.Lock()
+	sub, err := s.store.GetSubscription(ctx, principal, id)
+	if err != nil {
+		s.manage.Unlock()
+		return nil, notFound(err, id)
+	}
+	if sub.Delivery.Timed() == "" {
+		s.manage.Unlock()
+		return nil, invalid("subscriptionId", "subscription %q delivers in real time: it has no digest to fire", id)
+	}
+	if sub.Status != mcpe.StatusActive {
+		s.manage.Unlock()
+		return nil, invalid("subscriptionId", "subscription %q is %s; resume it before firing it", id, sub.Status)
+	}
+	now := s.clock.Now().UTC()
+	fired, err := s.fireLocked(ctx, []DueFire{{SubscriptionID: id, Principal: principal, Delivery: sub.Delivery}}, now)
+	s.manage.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	s.watchers.changed(sub.Delivery)
+	if fired {
+		s.jobsWritten()
+	}
+	stored, err := s.store.GetSubscription(ctx, principal, id)
+	if err != nil {
+		return nil, notFound(err, id)
+	}
+	return s.view(stored), nil
+}
+
+// Replay sends an event that principal received earlier, found in its
+// inbox by ID, again to principal's live sessions as a notification for
+// its subscription subscriptionID, with the event's original cursor. The
+// subscription must be active and its filter must match the event. The
+// event is not written to the inbox again, is not counted as a delivery
+// and does not run the subscription's handler: it is a notification
+// resent, for an agent that missed or mishandled it. A principal can
+// replay only what it was delivered, so no other principal's events.
+func (s *Service) Replay(ctx context.Context, principal, subscriptionID, eventID string) error {
+	if err := checkID(subscriptionID); err != nil {
+		return err
+	}
+	if eventID == "" || len(eventID) > maxEventIDLen {
+		return invalid("eventId", "give the ID of an event in your inbox (at most %d bytes)", maxEventIDLen)
+	}
+	sub, err := s.store.GetSubscription(ctx, principal, subscriptionID)
+	if err != nil {
+		return notFound(err, subscriptionID)
+	}
+	if sub.Status != mcpe.StatusActive {
+		return invalid("subscriptionId", "subscription %q is %s; resume it before replaying events to it", subscriptionID, sub.Status)
+	}
+	entry, ev, err := s.findEvent(ctx, principal, eventID)
+	if err != nil {
+		return err
+	}
+	m, err := CompileFilter(sub.Filter)
+	if err != nil {
+		return err
+	}
+	if !m.Match(ev) {
+		return invalid("subscriptionId", "the filter of subscription %q does not match event %q (type %q)", subscriptionID, eventID, ev.Type)
+	}
+	if s.opts.Presence != nil && !s.opts.Presence.Connected(principal) {
+		return fmt.Errorf("%w: the owner of subscription %q has no live session to replay event %q to", ErrNoLiveSession, subscriptionID, eventID)
+	}
+	s.deliverer.Replay(principal, []InboxEntry{{
+		Seq:             entry.Seq,
+		Principal:       principal,
+		SubscriptionIDs: []string{subscriptionID},
+		Kind:            mcpe.InboxEvent,
+		Event:           entry.Event,
+		CreatedAt:       entry.CreatedAt,
+	}})
+	return nil
+}
+
+// findEvent returns the newest InboxEvent entry of principal's inbox with
+// the event eventID, and the event.
+func (s *Service) findEvent(ctx context.Context, principal, eventID string) (InboxEntry, *mcpe.Event, error) {
+	var found InboxEntry
+	var ev *mcpe.Event
+	after, err := s.store.PrunedThrough(ctx, principal)
+	if err != nil {
+		return found, nil, err
+	}
+	for read := 0; read < replayScan; {
+		entries, more, err := s.store.ReadInbox(ctx, principal, after, 1000)
+		if err != nil {
+			return found, nil, err
+		}
+		read += len(entries)
+		for _, e := range entries {
+			after = e.Seq
+			if e.Kind != mcpe.InboxEvent {
+				continue
+			}
+			var head struct {
+				ID string `json:"id"`
+			}
+			if json.Unmarshal(e.Event, &head) != nil || head.ID != eventID {
+				continue
+			}
+			var parsed mcpe.Event
+			if err := json.Unmarshal(e.Event, &parsed); err != nil {
+				return found, nil, err
+			}
+			found, ev = e, &parsed
+		}
+		if !more || len(entries) == 0 {
+			break
+		}
+	}
+	if ev == nil {
+		return found, nil, invalid("eventId", "no event %q in your inbox; replay takes an event delivered to you in real time that retention kept", eventID)
+	}
+	return found, ev, nil
+}

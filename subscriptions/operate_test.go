@@ -1,0 +1,145 @@
+package subscriptions_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+func TestFireNow(t *testing.T) {
+	ctx := context.Background()
+	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, newYork)))
+	sub := f.subscribe("alice", cronReq("0 9 * * *", "America/New_York", "gh.*"))
+	rt := f.subscribe("alice", every("gh.*"))
+	for n := 1; n <= 2; n++ {
+		f.publishN("gh.issue", n)
+	}
+	got, err := f.svc.FireNow(ctx, "alice", sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{sub.ID[:8] + ": 1 2 (remaining 0)"}, f.rec.batches()); diff != "" {
+		t.Errorf("digest mismatch (-want +got):\n%s", diff)
+	}
+	if got.BufferedEvents != 0 || got.DeliveredCount != 2 || got.NextDelivery == nil || got.NextDelivery.UTC != "2026-03-02T14:00:00Z" {
+		t.Errorf("after FireNow: buffered %d, delivered %d, next %+v", got.BufferedEvents, got.DeliveredCount, got.NextDelivery)
+	}
+	// The scheduled fire still comes, with nothing left to send.
+	f.clock.AdvanceTo(time.Date(2026, 3, 2, 9, 0, 0, 0, newYork))
+	if n := len(f.rec.batches()); n != 1 {
+		t.Errorf("%d digests after the scheduled fire, want 1", n)
+	}
+
+	for _, tc := range []struct {
+		name, principal, id string
+		want                error
+	}{
+		{"another principal's", "bob", sub.ID, subscriptions.ErrNotFound},
+		{"unknown", "alice", "nope", subscriptions.ErrNotFound},
+		{"realtime", "alice", rt.ID, errInvalid},
+	} {
+		if _, err := f.svc.FireNow(ctx, tc.principal, tc.id); !isErr(err, tc.want) {
+			t.Errorf("FireNow of %s subscription: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if _, err := f.svc.Pause(ctx, "alice", sub.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.FireNow(ctx, "alice", sub.ID); !isErr(err, errInvalid) {
+		t.Errorf("FireNow of a paused subscription: %v, want invalid", err)
+	}
+}
+
+func TestFireNowBeforeAOneTimeDelivery(t *testing.T) {
+	ctx := context.Background()
+	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(svcStart))
+	sub := f.subscribe("alice", mcpe.SubscribeRequest{
+		Filter:   mcpe.Filter{EventTypes: []string{"gh.*"}},
+		Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelScheduled}, ScheduledDelivery: &mcpe.ScheduledDelivery{DeliverAt: svcStart.Add(time.Hour).Format(time.RFC3339)}},
+	})
+	f.publishN("gh.issue", 7)
+	got, err := f.svc.FireNow(ctx, "alice", sub.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != mcpe.StatusActive || got.DeliveredCount != 1 || got.NextDelivery == nil {
+		t.Errorf("after FireNow: status %s, delivered %d, next %v; want active, 1, deliverAt", got.Status, got.DeliveredCount, got.NextDelivery)
+	}
+	// At deliverAt it fires (nothing left) and expires, as it would have.
+	f.clock.AdvanceTo(svcStart.Add(time.Hour))
+	if got := f.get(sub.ID); got.Status != mcpe.StatusExpired {
+		t.Errorf("after deliverAt: status %s, want expired", got.Status)
+	}
+}
+
+func TestReplay(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	a := f.subscribe("alice", every("gh.*"))
+	other := f.subscribe("alice", every("slack.*"))
+	b := f.subscribe("bob", every("gh.*"))
+	res := f.publish("gh.push")
+	before := f.rec.delivered()
+
+	if err := f.svc.Replay(ctx, "alice", a.ID, res.EventID); err != nil {
+		t.Fatal(err)
+	}
+	got := f.rec.delivered()[len(before):]
+	if diff := cmp.Diff([]string{"alice " + a.ID}, got); diff != "" {
+		t.Errorf("replayed mismatch (-want +got):\n%s", diff)
+	}
+	if n := f.get(a.ID).DeliveredCount; n != 1 {
+		t.Errorf("deliveredCount after a replay = %d, want 1 (a replay is not a delivery)", n)
+	}
+
+	for _, tc := range []struct {
+		name, principal, sub, event string
+		want                        error
+	}{
+		{"to another principal's subscription", "alice", b.ID, res.EventID, subscriptions.ErrNotFound},
+		{"of an event not in the inbox", "alice", a.ID, "00000000-0000-0000-0000-000000000000", errInvalid},
+		{"to a subscription that does not match", "alice", other.ID, res.EventID, errInvalid},
+		{"of an empty event ID", "alice", a.ID, "", errInvalid},
+	} {
+		if err := f.svc.Replay(ctx, tc.principal, tc.sub, tc.event); !isErr(err, tc.want) {
+			t.Errorf("Replay %s: %v, want %v", tc.name, err, tc.want)
+		}
+	}
+	if _, err := f.svc.Pause(ctx, "alice", a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.Replay(ctx, "alice", a.ID, res.EventID); !isErr(err, errInvalid) {
+		t.Errorf("Replay to a paused subscription: %v, want invalid", err)
+	}
+}
+
+func TestReplayNeedsALiveSession(t *testing.T) {
+	p := &presence{}
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{Presence: p})
+	a := f.subscribe("alice", every("gh.*"))
+	res := f.publish("gh.push")
+	p.away.Store(true)
+	if err := f.svc.Replay(context.Background(), "alice", a.ID, res.EventID); !errors.Is(err, subscriptions.ErrNoLiveSession) {
+		t.Errorf("Replay with no live session: %v, want ErrNoLiveSession", err)
+	}
+}
+
+// errInvalid stands for any *mcpe.InvalidError in isErr.
+var errInvalid = errors.New("invalid input")
+
+// isErr reports whether err is want, or an *mcpe.InvalidError for
+// errInvalid.
+func isErr(err, want error) bool {
+	if want == errInvalid {
+		var ie *mcpe.InvalidError
+		return errors.As(err, &ie)
+	}
+	return errors.Is(err, want)
+}
