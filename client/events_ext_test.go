@@ -197,6 +197,30 @@ func TestRunPoll(t *testing.T) {
 	}
 }
 
+// TestRunPollTruncated polls from a cursor the server does not know: it
+// answers truncated, which OnCursor hears, and its error stops the loop.
+func TestRunPollTruncated(t *testing.T) {
+	l := memoryLink(t, "")
+	c := connect(t, l, nil, nil)
+	stop := errors.New("stop")
+	bogus := "bm90LWEtY3Vyc29y"
+	var got string
+	cursor, err := c.RunPoll(ctxT(t), client.PollLoop{
+		Request: client.EventsPollRequest{Name: "mcpe.filter", Arguments: sepFilter, Cursor: &bogus},
+		OnEvent: newOccurrences().handle,
+		OnCursor: func(_ context.Context, cursor string, truncated bool) error {
+			if !truncated {
+				return fmt.Errorf("cursor %s not truncated", cursor)
+			}
+			got = cursor
+			return stop
+		},
+	})
+	if !errors.Is(err, stop) || cursor == "" || cursor != got || cursor == bogus {
+		t.Errorf("RunPoll = %q, %v; want the new cursor %q and the error of OnCursor", cursor, err, got)
+	}
+}
+
 // streamUntil runs a stream in the background and returns a channel that
 // is closed once it is active, and one that receives its end.
 func streamUntil(ctx context.Context, c *client.Client, loop client.StreamLoop) (active <-chan struct{}, done <-chan error) {
