@@ -49,11 +49,14 @@ func (l *PollLoop) validate() error {
 // RunPoll polls one subscription with events/poll until ctx ends (it then
 // returns ctx.Err()), OnEvent or OnCursor fails, or the server refuses a
 // poll (a JSON-RPC error, such as an unknown event type). It polls again
-// at once while the server says hasMore, and otherwise waits nextPollMs.
-// A poll that fails for the connection is retried with the Client's
-// backoff, over the new session when Options.Reconnect replaces it, from
-// the last cursor: no event is skipped, and none is handled twice unless
-// OnEvent failed. It returns the last cursor reached.
+// at once while the server says hasMore, and otherwise waits nextPollMs
+// (DefaultNextPoll when the server gives none), within MinInterval and
+// MaxInterval. A poll that fails for the connection is retried with the
+// Client's backoff, over the new session when Options.Reconnect replaces
+// it, from the last cursor: no event is skipped, and none is handled
+// twice unless OnEvent failed. Without Options.Reconnect, the end of the
+// session ends the loop (ErrSessionEnded). It returns the last cursor
+// reached.
 func (c *Client) RunPoll(ctx context.Context, loop PollLoop) (cursor string, err error) {
 	if err := loop.validate(); err != nil {
 		return "", err
@@ -73,7 +76,7 @@ func (c *Client) RunPoll(ctx context.Context, loop PollLoop) (cursor string, err
 			if ctx.Err() != nil {
 				return cursor, ctx.Err()
 			}
-			if isRefusal(err) || c.opts.Reconnect == nil {
+			if isRefusal(err) {
 				return cursor, err
 			}
 			c.log.Warn("events/poll failed; retrying", "name", req.Name, "attempt", failures+1, "error", err)

@@ -97,12 +97,15 @@ func (e *StreamTerminatedError) Unwrap() error {
 
 // RunStream keeps one events/stream open until ctx ends (it then returns
 // ctx.Err()), OnEvent or OnCursor fails, the server refuses the stream (a
-// JSON-RPC error) or terminates it (a *StreamTerminatedError). When the
+// JSON-RPC error) or terminates it (a *StreamTerminatedError), or the
+// session ends without Options.Reconnect (ErrSessionEnded). When the
 // stream breaks (the session ends, the server restarts, or no heartbeat
 // or event comes within StreamLoop.Silence) it is opened again from the
-// last cursor, over a new session when Options.Reconnect replaces it:
-// OnEvent sees each event once, in order, and none is skipped that the
-// server still keeps. It returns the last cursor reached.
+// last cursor, with the Client's backoff, over a new session when
+// Options.Reconnect replaces it: OnEvent sees each event once, in order,
+// and none is skipped that the server still keeps. It returns the last
+// cursor passed to OnCursor, which a later run may resume from (see
+// StreamLoop.OnCursor).
 func (c *Client) RunStream(ctx context.Context, loop StreamLoop) (cursor string, err error) {
 	if err := loop.validate(); err != nil {
 		return "", err
@@ -130,7 +133,7 @@ func (c *Client) RunStream(ctx context.Context, loop StreamLoop) (cursor string,
 			return r.resume, ctx.Err()
 		case errors.As(err, &stop):
 			return r.resume, stop.err
-		case err != nil && (isRefusal(err) || c.opts.Reconnect == nil):
+		case err != nil && isRefusal(err):
 			return r.resume, err
 		}
 		if bound {
