@@ -111,8 +111,8 @@ func npmCI(t *testing.T, dir string) string {
 // events/list, events/poll and events/stream of the binary over stdio with
 // the official TypeScript client.
 func TestTypeScriptClient(t *testing.T) {
-	bin := serverBinary(t)
 	dir := npmCI(t, "ts")
+	bin := serverBinary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", "interop.mjs", bin)
