@@ -121,6 +121,7 @@ type Client struct {
 
 	handlers handlers
 	queue    queue
+	streams  streamRouter  // the SEP-3415 push streams
 	done     chan struct{} // closed by stop
 	stopOnce sync.Once
 	err      error // why done was closed
@@ -172,6 +173,10 @@ func New(opts *Options) (*Client, error) {
 		seen:    newDedup(o.DedupSize),
 	}
 	c.queue.init()
+	c.streams.init()
+	if err := addEventsMethods(c.mcp); err != nil {
+		return nil, err
+	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
 	if o.Cursor != "" {
 		c.advance(o.Cursor)

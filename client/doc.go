@@ -49,6 +49,19 @@
 // its inbox retention). Client.Cursor is the highest position handled; a
 // program that saves it can start again from it with Options.Cursor.
 //
+// # The SEP-3415 events extension
+//
+// The Client also speaks the draft SEP-3415 events extension
+// (io.modelcontextprotocol/events) at the protocol level, for poll and
+// push: ListEventTypes reads every page of events/list, PollEvents makes
+// one events/poll, RunPoll polls in a loop (hasMore, nextPollMs,
+// truncated, the cursor handed to the caller to persist), and RunStream
+// keeps an events/stream open, with a watchdog that reopens a stream
+// silent for longer than StreamLoop.Silence and a resume from the last
+// cursor after a break, so that OnEvent sees each event once. The
+// notifications/events/* of a stream, which the go-sdk drops, reach it
+// through Tap. Webhook delivery (events/subscribe) is not here.
+//
 // Reconnection needs a principal that outlives a session: stdio, an
 // in-memory transport bound to a principal, or Streamable HTTP with a bearer
 // token. Without tokens, each HTTP session is its own principal and its

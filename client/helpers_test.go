@@ -180,9 +180,14 @@ func serverBinary(t *testing.T) string {
 // uses the same database. It lets "@every 1s" digests through. The principal
 // of stdio is "local".
 func stdioLink(t *testing.T, protocol string) link {
+	return stdioLinkConfig(t, protocol, "delivery:\n  minEvery: 1s\n")
+}
+
+// stdioLinkConfig is stdioLink with the server's configuration file.
+func stdioLinkConfig(t *testing.T, protocol, config string) link {
 	s := &stdioServer{bin: serverBinary(t), dir: t.TempDir()}
 	s.cfg = filepath.Join(s.dir, "config.yaml")
-	if err := os.WriteFile(s.cfg, []byte("delivery:\n  minEvery: 1s\n"), 0o600); err != nil {
+	if err := os.WriteFile(s.cfg, []byte(config), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {

@@ -91,7 +91,7 @@ func (f *lineFilter) next() {
 // take hands line to the handler and reports whether it was an MCPE
 // notification.
 func (f *lineFilter) take(line []byte) bool {
-	if !bytes.Contains(line, []byte(`"events/`)) {
+	if !bytes.Contains(line, []byte(`"events/`)) && !bytes.Contains(line, []byte(`"`+notifyEventsPrefix)) {
 		return false
 	}
 	var m struct {

@@ -35,6 +35,12 @@ func TestLineFilter(t *testing.T) {
 		{name: "long line inspected", input: long + response, pass: response, want: []notification{{"events/event", `{"pad":"` + strings.Repeat("p", 300) + `"}`}}},
 		{name: "over-long line passes", maxLine: 100, input: long + expiredMsg + "\n", pass: long, want: []notification{{"events/subscription_expired", `{"subscriptionId":"s2"}`}}},
 		{name: "empty", input: "", pass: "", want: []notification{}},
+		{
+			name:  "SEP-3415 push-stream notification taken",
+			input: `{"jsonrpc":"2.0","method":"notifications/events/heartbeat","params":{"cursor":"c"}}` + "\n" + response,
+			pass:  response,
+			want:  []notification{{"notifications/events/heartbeat", `{"cursor":"c"}`}},
+		},
 	}
 	for _, tt := range tests {
 		for _, src := range []struct {

@@ -2,6 +2,7 @@ package client
 
 import (
 	"encoding/json"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
@@ -29,5 +30,9 @@ func (c *Client) wrap(t mcp.Transport) mcp.Transport {
 // and a slow handler never holds up the connection (or a tool call that
 // handler makes).
 func (c *Client) received(method string, params json.RawMessage) {
+	if strings.HasPrefix(method, notifyEventsPrefix) {
+		c.streams.route(c.log, method, params)
+		return
+	}
 	c.queue.push(item{method: method, params: params})
 }

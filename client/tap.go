@@ -31,14 +31,20 @@ import (
 // long.
 type TapHandler func(method string, params json.RawMessage)
 
-// methodPrefix is the prefix of the notifications Tap carries.
+// methodPrefix is the prefix of the MCPE notifications Tap carries; every
+// method Tap carries contains it.
 const methodPrefix = "events/"
 
-// isEventsMethod reports whether method is one of the MCPE notifications.
-func isEventsMethod(method string) bool { return strings.HasPrefix(method, methodPrefix) }
+// isEventsMethod reports whether method is one of the MCPE notifications
+// (events/*) or of the SEP-3415 push-stream notifications
+// (notifications/events/*).
+func isEventsMethod(method string) bool {
+	return strings.HasPrefix(method, methodPrefix) || strings.HasPrefix(method, notifyEventsPrefix)
+}
 
 // Tap returns a transport that behaves like t and also hands every MCPE
-// notification (method prefix "events/") to h. Any go-sdk client can use it
+// notification (method prefix "events/") and every SEP-3415 push-stream
+// notification (prefix "notifications/events/") to h. Any go-sdk client can use it
 // to hear events; Client uses it for its own connections.
 func Tap(t mcp.Transport, h TapHandler) mcp.Transport {
 	switch t := t.(type) {

@@ -110,10 +110,16 @@ func TestSSEReader(t *testing.T) {
 		{
 			name: "other methods ignored",
 			input: sseEvent(`{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"events/event"}}`) +
-				sseEvent(`{"jsonrpc":"2.0","method":"notifications/events/x","params":{}}`) +
+				sseEvent(`{"jsonrpc":"2.0","method":"notifications/eventsx","params":{}}`) +
 				sseEvent(`{"jsonrpc":"2.0","method":"eventsevent","params":{}}`),
 			pass: same,
 			want: []notification{},
+		},
+		{
+			name:  "SEP-3415 push-stream notifications taken",
+			input: sseEvent(`{"jsonrpc":"2.0","method":"notifications/events/heartbeat","params":{"cursor":"c"}}`),
+			pass:  "",
+			want:  []notification{{"notifications/events/heartbeat", `{"cursor":"c"}`}},
 		},
 		{
 			name: "requests with an id ignored",
@@ -354,7 +360,7 @@ func TestTapFilterTransport(t *testing.T) {
 		&jsonrpc.Request{ID: id1, Method: "events/poll", Params: json.RawMessage(`{}`)},
 		&jsonrpc.Request{Method: "notifications/message", Params: json.RawMessage(`{"data":"x"}`)},
 		&jsonrpc.Response{ID: id2, Result: json.RawMessage(`{"tools":[]}`)},
-		&jsonrpc.Request{Method: "notifications/events/event", Params: json.RawMessage(`{}`)},
+		&jsonrpc.Request{Method: "notifications/eventsx", Params: json.RawMessage(`{}`)},
 	}
 	conn := &fakeConn{end: end, in: []jsonrpc.Message{
 		&jsonrpc.Request{Method: "events/event", Params: json.RawMessage(`{"cursor":"1"}`)},
@@ -364,6 +370,7 @@ func TestTapFilterTransport(t *testing.T) {
 		passed[1],
 		passed[2],
 		passed[3],
+		&jsonrpc.Request{Method: "notifications/events/event", Params: json.RawMessage(`{}`)},
 		&jsonrpc.Request{Method: "events/batch", Params: json.RawMessage(`{"events":[]}`)},
 	}}
 	h, got := recording()
@@ -390,6 +397,7 @@ func TestTapFilterTransport(t *testing.T) {
 		{"events/event", `{"cursor":"1"}`},
 		{"events/event", `{"cursor":"2"}`},
 		{"events/subscription_expired", `{"subscriptionId":"s"}`},
+		{"notifications/events/event", `{}`},
 		{"events/batch", `{"events":[]}`},
 	}
 	if diff := cmp.Diff(want, got()); diff != "" {
