@@ -31,6 +31,8 @@ type MuxOptions struct {
 	// (whose Host header names the tunnel) would otherwise fail: a
 	// DNS-rebinding page cannot sign its requests.
 	SignedAdapters map[string]http.Handler
+	// Metrics, when set, serves GET /metrics (Prometheus).
+	Metrics http.Handler
 }
 
 // NewMux returns the server's HTTP handler, with per-request deadlines
@@ -41,6 +43,9 @@ func NewMux(opts MuxOptions) http.Handler {
 	mux.Handle("/v1/events", opts.Ingest)
 	for path, h := range opts.Adapters {
 		mux.Handle(path, h)
+	}
+	if opts.Metrics != nil {
+		mux.Handle("/metrics", opts.Metrics)
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		status, body := http.StatusOK, map[string]string{"status": "ok"}
