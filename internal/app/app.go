@@ -124,12 +124,12 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}
 
-	// The registry keeps the wall clock: its waits are for transports (an
-	// event stream that is not open yet), which run in real time even when
-	// a test moves the server's clock.
 	if cfg.Metrics.On() {
 		a.Metrics = metrics.New(metrics.Options{Principals: cfg.Metrics.PrincipalLabel, Clock: opts.Clock, Logger: log})
 	}
+	// The registry keeps the wall clock: its waits are for transports (an
+	// event stream that is not open yet), which run in real time even when
+	// a test moves the server's clock.
 	rt := cfg.Delivery.Realtime()
 	rt.Inbox, rt.Logger = opts.Store, log
 	var ran func(*subscriptions.Invocation, subscriptions.Outcome, time.Duration)
