@@ -46,6 +46,10 @@ type Options struct {
 	// RunTimeout is a ceiling on one run, above the handlers' own
 	// timeouts; zero means DefaultRunTimeout.
 	RunTimeout time.Duration
+	// Ran, when set, is called after each run whose outcome is recorded,
+	// with how long the handler took, for metrics. It must be cheap and
+	// must not block.
+	Ran func(inv *subscriptions.Invocation, o subscriptions.Outcome, took time.Duration)
 }
 
 // Validate checks the settings of o. An error is an *mcpe.InvalidError

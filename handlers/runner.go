@@ -277,7 +277,9 @@ func (r *Runner) arm(t time.Time) {
 // run runs one job and hands its outcome to the finish loop, unless the
 // runner was stopped meanwhile: then the job stays due.
 func (r *Runner) run(inv *subscriptions.Invocation) {
+	began := time.Now()
 	o := r.handle(inv)
+	took := time.Since(began)
 	if r.ctx.Err() != nil {
 		r.log.Info("handler run cut short by shutdown; it runs again at the next start",
 			"subscription_id", inv.SubscriptionID, "job_id", inv.JobID)
@@ -291,6 +293,9 @@ func (r *Runner) run(inv *subscriptions.Invocation) {
 		r.log.Warn("handler failed; retrying", append(attrs, "error", o.Err, "retry_in", o.RetryIn)...)
 	default:
 		r.log.Warn("handler failed", append(attrs, "error", o.Err, "disabled", o.Disable)...)
+	}
+	if r.opts.Ran != nil {
+		r.opts.Ran(inv, o, took)
 	}
 	r.done <- subscriptions.JobDone{JobID: inv.JobID, SubscriptionID: inv.SubscriptionID, Outcome: o, At: r.opts.Clock.Now()}
 }

@@ -109,11 +109,16 @@ func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) 
 		}
 	}
 	s.commit.Lock()
+	began := time.Now()
 	results, err := s.store.Fire(ctx, reqs, now)
+	if o := s.opts.Observer; o != nil {
+		o.StoreOp("fire", time.Since(began), err)
+	}
 	if err != nil {
 		s.commit.Unlock()
 		return false, err
 	}
+	s.observeFires(due, results, now)
 	var written, deliver []InboxEntry
 	recorded := false
 	for i, res := range results {
@@ -182,4 +187,28 @@ func (s *Service) view(sub *Subscription) *Subscription {
 		UTC: at.UTC().Format(time.RFC3339),
 	}
 	return sub
+}
+
+// observeFires tells the Observer how late each fire that ran was, and
+// whether it stood for fires missed meanwhile.
+func (s *Service) observeFires(due []DueFire, results []FireResult, now time.Time) {
+	o := s.opts.Observer
+	if o == nil {
+		return
+	}
+	for i, res := range results {
+		if res.Skipped || i >= len(due) {
+			continue
+		}
+		d := due[i]
+		c := d.Delivery.Timed()
+		missed := false
+		if timing := s.timings[c]; timing != nil && !d.Due.IsZero() {
+			last := d.Due
+			if after, ok := timing.Next(d.Delivery, d.Due, &last); ok && !after.After(now) {
+				missed = true
+			}
+		}
+		o.Fired(c, max(now.Sub(d.Due), 0), missed)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -153,7 +154,11 @@ func (s *Service) commitBatch(batch []*publication) {
 	// Once queued an event is committed or refused with its batch, whatever
 	// becomes of the request that brought it.
 	s.commit.Lock()
+	began := time.Now()
 	results, err := s.store.Publish(context.WithoutCancel(s.bg()), PublishBatch{Publications: pubs, Now: s.clock.Now(), Deactivations: s.routed.Load()})
+	if o := s.opts.Observer; o != nil {
+		o.StoreOp("publish", time.Since(began), err)
+	}
 	var delivered []InboxEntry
 	for i, p := range batch {
 		if p.err = err; err == nil {

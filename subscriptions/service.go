@@ -103,6 +103,9 @@ type ServiceOptions struct {
 	// session: at Start, everything owned by a principal with this prefix is
 	// deleted. Empty disables it.
 	EphemeralPrefix string
+	// Observer hears of store writes and digest fires, for metrics; nil
+	// hears nothing.
+	Observer Observer
 }
 
 // Service manages subscriptions, routes published events, and records the

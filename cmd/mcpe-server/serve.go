@@ -127,6 +127,13 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 		defer stopPprof()
 	}
+	if cfg.Metrics.Addr != "" {
+		stopMetrics, err := startMetrics(ctx, cfg.Metrics.Addr, a, log)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	errc := make(chan error, 2)
 	servingHTTP := false
 	if serveHTTP != "" {

@@ -101,6 +101,10 @@ type Options struct {
 	Clock clock.Clock
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+	// Sent, when set, is called after each successful write with the
+	// notifications written, for metrics. It runs on the session's writer:
+	// it must be cheap and must not block.
+	Sent func(msgs []Message)
 }
 
 func (o *Options) defaults() {
@@ -477,6 +481,39 @@ func (r *Registry) Replay(principal string, entries []subscriptions.InboxEntry) 
 	}
 }
 
+// TransportSink is a Sink that names its transport, such as "stdio" or
+// "http", for Transports.
+type TransportSink interface {
+	Sink
+	Transport() string
+}
+
+// Transports counts the attached sessions by transport: a TransportSink
+// names its own; otherwise a LiveSink (which has an event stream to open)
+// counts as "http" and any other Sink as "stdio".
+func (r *Registry) Transports() map[string]int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]int, 2)
+	for _, o := range r.owners {
+		for s := range o.sessions {
+			out[transportOf(s.sink)]++
+		}
+	}
+	return out
+}
+
+func transportOf(sink Sink) string {
+	switch s := sink.(type) {
+	case TransportSink:
+		return s.Transport()
+	case LiveSink:
+		return "http"
+	default:
+		return "stdio"
+	}
+}
+
 // Lag is how far one live session is behind.
 type Lag struct {
 	Principal string
@@ -667,6 +704,9 @@ func (r *Registry) send(s *session, msgs []Message, lastOK *time.Time) bool {
 		cancel()
 		if err == nil {
 			r.sent.Add(int64(len(msgs)))
+			if r.opts.Sent != nil {
+				r.opts.Sent(msgs)
+			}
 			*lastOK = began
 			return true
 		}

@@ -30,6 +30,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/internal/console"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/internal/metrics"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -80,6 +81,9 @@ type App struct {
 	Sessions *realtime.Registry
 	Server   *mcpserver.Server
 	Catalog  *catalog.Catalog
+	// Metrics are the Prometheus metrics; nil unless the configuration
+	// turns them on (metrics.enabled or metrics.addr).
+	Metrics *metrics.Metrics
 
 	cfg      *config.Config
 	opts     Options
@@ -124,15 +128,29 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		}
 	}
 
+	if cfg.Metrics.On() {
+		a.Metrics = metrics.New(metrics.Options{Principals: cfg.Metrics.PrincipalLabel, Clock: opts.Clock, Logger: log})
+	}
 	// The registry keeps the wall clock: its waits are for transports (an
 	// event stream that is not open yet), which run in real time even when
 	// a test moves the server's clock.
 	rt := cfg.Delivery.Realtime()
 	rt.Inbox, rt.Logger = opts.Store, log
+	var ran func(*subscriptions.Invocation, subscriptions.Outcome, time.Duration)
+	var observer subscriptions.Observer
+	if a.Metrics != nil {
+		rt.Sent, ran, observer = a.Metrics.NotificationsSent, a.Metrics.HandlerRan, a.Metrics
+	}
 	if opts.WindowEntries > 0 {
 		rt.WindowEntries = opts.WindowEntries
 	}
 	a.Sessions = realtime.NewRegistry(&rt)
+	if a.Metrics != nil {
+		a.Metrics.WatchSessions(a.Sessions)
+		if c, ok := opts.Store.(subscriptions.Counts); ok {
+			a.Metrics.WatchStore(c)
+		}
+	}
 	late := &lateServer{}
 	if a.handlers, err = buildHandlers(&cfg.Handlers, opts.PrivatePaths, late, opts.Clock, log); err != nil {
 		return nil, err
@@ -145,6 +163,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Concurrency:  cfg.Handlers.Concurrency,
 		PerPrincipal: cfg.Handlers.PerPrincipal,
 		RunTimeout:   time.Duration(cfg.Handlers.RunTimeout),
+		Ran:          ran,
 	})
 	if err != nil {
 		return nil, err
@@ -176,6 +195,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Handlers:        a.handlers.byType,
 		SecretGrace:     secretGrace(cfg),
 		JobsWritten:     a.runner.Wake,
+		Observer:        observer,
 	})
 	if err != nil {
 		return nil, err
@@ -192,7 +212,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		a.schedulers = append(a.schedulers, sch)
 	}
 
-	if a.sources, err = buildSources(&cfg.Adapters, svc, opts.HTTP, opts.Clock, log); err != nil {
+	if a.sources, err = buildSources(&cfg.Adapters, a.publisher(svc), opts.HTTP, opts.Clock, log); err != nil {
 		return nil, err
 	}
 	a.Catalog = a.sources.catalog
@@ -239,12 +259,17 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
+	var refused func(string)
+	if a.Metrics != nil {
+		refused = func(string) { a.Metrics.Refused("ingest") }
+	}
 	ingestHandler, err := httpapi.NewIngest(httpapi.IngestOptions{
-		Publisher:    a.Catalog.Publisher(a.Service),
+		Publisher:    a.publisher(a.Catalog.Publisher(a.Service))("ingest"),
 		MaxBodyBytes: a.cfg.Ingest.MaxBodyBytes,
 		Tokens:       httpapi.NewTokens(ingestTokens),
 		Clock:        a.opts.Clock,
 		Logger:       a.log,
+		Refused:      refused,
 	})
 	if err != nil {
 		return nil, err
@@ -253,6 +278,12 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 	console, err := a.console(principals)
 	if err != nil {
 		return nil, err
+	}
+	var metricsHandler http.Handler
+	if a.Metrics != nil && a.cfg.Metrics.Addr == "" {
+		if metricsHandler, err = a.MetricsHandler(); err != nil {
+			return nil, err
+		}
 	}
 	return httpapi.NewMux(httpapi.MuxOptions{
 		Console: console,
@@ -267,6 +298,7 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 		Health:         a.health,
 		StoreID:        a.storeID,
 		StoreName:      a.opts.StoreName,
+		Metrics:        metricsHandler,
 	}), nil
 }
 
@@ -314,6 +346,31 @@ func (a *App) liveSessions() []console.LiveSession {
 		return cmp.Or(strings.Compare(x.Principal, y.Principal), strings.Compare(x.ID, y.ID))
 	})
 	return out
+}
+
+// MetricsHandler returns GET /metrics, behind metrics.tokens when they are
+// given. It is served on the HTTP listener, or on metrics.addr when that is
+// set; it fails when metrics are off.
+func (a *App) MetricsHandler() (http.Handler, error) {
+	if a.Metrics == nil {
+		return nil, errors.New("app: metrics are off; set metrics.enabled or metrics.addr")
+	}
+	tokens, err := a.cfg.MetricsTokens()
+	if err != nil {
+		return nil, err
+	}
+	return a.Metrics.Handler(httpapi.NewTokens(tokens)), nil
+}
+
+// publisher returns a function giving each event source p, counted under
+// its name when metrics are on.
+func (a *App) publisher(p subscriptions.Publisher) func(source string) subscriptions.Publisher {
+	return func(source string) subscriptions.Publisher {
+		if a.Metrics == nil {
+			return p
+		}
+		return a.Metrics.Publisher(source, p)
+	}
 }
 
 // StoreID returns the ID of a store that several processes may share, or

@@ -28,9 +28,10 @@ type sources struct {
 	catalog   *catalog.Catalog
 }
 
-// buildSources builds the adapters of cfg. Each publishes through pub, the
-// same path as POST /v1/events; httpServed says whether that endpoint is.
-func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed bool, clk clock.Clock, log *slog.Logger) (*sources, error) {
+// buildSources builds the adapters of cfg. Each publishes through
+// pubFor(its source name), the same path as POST /v1/events; httpServed
+// says whether that endpoint is.
+func buildSources(cfg *config.Adapters, pubFor func(source string) subscriptions.Publisher, httpServed bool, clk clock.Clock, log *slog.Logger) (*sources, error) {
 	s := &sources{webhooks: map[string]http.Handler{}, signed: map[string]http.Handler{}}
 	list := []catalog.Source{{
 		Name:        "ingest",
@@ -49,7 +50,7 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 		if err != nil {
 			return nil, config.Within("adapters.github", err)
 		}
-		opts.Publisher, opts.Clock, opts.Logger = pub, clk, log.With("adapter", "github")
+		opts.Publisher, opts.Clock, opts.Logger = pubFor("github"), clk, log.With("adapter", "github")
 		a, err := github.New(opts)
 		if err != nil {
 			return nil, config.Within("adapters.github", err)
@@ -69,7 +70,7 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 		if err != nil {
 			return nil, config.Within("adapters.slack", err)
 		}
-		opts.Publisher, opts.Clock, opts.Logger = pub, clk, log.With("adapter", "slack")
+		opts.Publisher, opts.Clock, opts.Logger = pubFor("slack"), clk, log.With("adapter", "slack")
 		a, err := slack.New(opts)
 		if err != nil {
 			return nil, config.Within("adapters.slack", err)
@@ -89,7 +90,7 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 		if err != nil {
 			return nil, config.Within("adapters.alertmanager", err)
 		}
-		opts.Publisher, opts.Clock, opts.Logger = pub, clk, log.With("adapter", "alertmanager")
+		opts.Publisher, opts.Clock, opts.Logger = pubFor("alertmanager"), clk, log.With("adapter", "alertmanager")
 		a, err := alertmanager.New(opts)
 		if err != nil {
 			return nil, config.Within("adapters.alertmanager", err)
@@ -112,7 +113,7 @@ func buildSources(cfg *config.Adapters, pub subscriptions.Publisher, httpServed 
 	}
 	if c := cfg.MCP; c != nil && len(c.Upstreams) > 0 {
 		opts := c.Options()
-		opts.Publisher, opts.Clock, opts.Logger = pub, clk, log.With("adapter", "mcp")
+		opts.Publisher, opts.Clock, opts.Logger = pubFor(mcpadapter.SourceName), clk, log.With("adapter", "mcp")
 		a, err := mcpadapter.New(opts)
 		if err != nil {
 			return nil, config.Within("adapters.mcp", err)

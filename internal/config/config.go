@@ -60,6 +60,8 @@ type Config struct {
 	Debug Debug `yaml:"debug"`
 	// Console configures the web console at /console.
 	Console Console `yaml:"console"`
+	// Metrics configures the Prometheus metrics on GET /metrics.
+	Metrics Metrics `yaml:"metrics"`
 }
 
 // Console configures the web console served at /console with HTTP. A
@@ -102,6 +104,25 @@ func checkAdminToken(field, v string) (string, error) {
 	}
 	return v, nil
 }
+
+// Metrics configures GET /metrics (Prometheus). Off unless Enabled or Addr
+// is set.
+type Metrics struct {
+	// Enabled serves /metrics on the HTTP listener.
+	Enabled bool `yaml:"enabled"`
+	// Addr serves /metrics on a listener of its own instead, e.g.
+	// 127.0.0.1:9464. An address other machines reach needs Tokens.
+	Addr string `yaml:"addr"`
+	// Tokens, when given, are required of scrapers (a bearer token). On
+	// the HTTP listener they are required when auth.tokens is configured.
+	Tokens []Secret `yaml:"tokens"`
+	// PrincipalLabel labels the inbox gauges with each principal; off,
+	// they are totals. Turn it on only with a bounded set of principals.
+	PrincipalLabel bool `yaml:"principalLabel"`
+}
+
+// On reports whether /metrics is served.
+func (m Metrics) On() bool { return m.Enabled || m.Addr != "" }
 
 // Debug configures diagnostics.
 type Debug struct {
@@ -447,6 +468,7 @@ func (c *Config) validate() error {
 			add(err)
 		}
 	}
+	add(c.Metrics.validate(len(c.Auth.Tokens) > 0))
 	add(c.Handlers.validate())
 	add(c.Adapters.validate())
 	if err := c.Conversation.Options().Validate(); err != nil {
@@ -518,6 +540,35 @@ func ParseLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, fmt.Errorf("log level %q: use debug, info, warn or error", s)
+}
+
+// validate checks the metrics section; auth says whether auth.tokens is
+// configured.
+func (m Metrics) validate(auth bool) error {
+	var errs []error
+	for i, t := range m.Tokens {
+		if _, err := t.Value(fmt.Sprintf("metrics.tokens[%d]", i)); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	switch {
+	case !m.On() && (len(m.Tokens) > 0 || m.PrincipalLabel):
+		errs = append(errs, errors.New("metrics: tokens or principalLabel are set but metrics are off; set metrics.enabled: true (on the HTTP listener) or metrics.addr (a listener of their own)"))
+	case m.Addr != "":
+		if _, _, err := net.SplitHostPort(m.Addr); err != nil {
+			errs = append(errs, fmt.Errorf("metrics.addr: %q is not host:port (e.g. 127.0.0.1:9464): %w", m.Addr, err))
+		} else if CheckLoopback(m.Addr) != nil && len(m.Tokens) == 0 {
+			errs = append(errs, fmt.Errorf("metrics.tokens: metrics.addr %q is reachable from other machines; give metrics.tokens for the scraper's bearer token, or a loopback address", m.Addr))
+		}
+	case m.Enabled && auth && len(m.Tokens) == 0:
+		errs = append(errs, errors.New("metrics.tokens: auth.tokens is configured, so /metrics on the HTTP listener needs tokens of its own; give metrics.tokens (the scraper's bearer token), or serve metrics on a loopback metrics.addr"))
+	}
+	return errors.Join(errs...)
+}
+
+// MetricsTokens returns the metrics tokens, each mapped to "metrics".
+func (c *Config) MetricsTokens() (map[string]string, error) {
+	return tokens("metrics.tokens", c.Metrics.Tokens, func(s Secret) (Secret, string) { return s, "metrics" })
 }
 
 // PrincipalTokens returns token -> principal for auth.tokens.

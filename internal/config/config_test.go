@@ -20,6 +20,11 @@ func TestParseValid(t *testing.T) {
 		{name: "only blank lines", yaml: "\n  \n\t\n", want: Config{}},
 		{name: "only a comment", yaml: "# nothing configured yet\n", want: Config{}},
 		{name: "empty sections", yaml: "http:\ninbox:\nlog:\n", want: Config{}},
+		{name: "metrics on the HTTP listener with auth", yaml: "auth:\n  tokens:\n    - principal: a\n      token: x\nmetrics:\n  enabled: true\n  principalLabel: true\n  tokens:\n    - token: scrape\n", want: Config{
+			Auth:    Auth{Tokens: []PrincipalToken{{Principal: "a", Secret: Secret{Token: "x"}}}},
+			Metrics: Metrics{Enabled: true, PrincipalLabel: true, Tokens: []Secret{{Token: "scrape"}}},
+		}},
+		{name: "metrics on a loopback listener of their own", yaml: "metrics:\n  addr: 127.0.0.1:9464\n", want: Config{Metrics: Metrics{Addr: "127.0.0.1:9464"}}},
 		{
 			name: "full file",
 			yaml: `
@@ -132,6 +137,12 @@ func TestParseErrors(t *testing.T) {
 		{name: "duplicate token through tokenEnv", yaml: "auth:\n  tokens:\n    - principal: a\n      token: shared-secret\n    - principal: b\n      tokenEnv: MCPE_TEST_SET_TOKEN\n", want: []string{"auth.tokens[1] has the same token as auth.tokens[0]"}},
 		{name: "ingest token and tokenEnv", yaml: "ingest:\n  tokens:\n    - token: x\n      tokenEnv: MCPE_TEST_SET_TOKEN\n", want: []string{"ingest.tokens[0]", "not both"}},
 		{name: "ingest token empty", yaml: "ingest:\n  tokens:\n    - token: \"\"\n", want: []string{"ingest.tokens[0]", "give token"}},
+		{name: "metrics without tokens beside auth", yaml: "auth:\n  tokens:\n    - principal: a\n      token: x\nmetrics:\n  enabled: true\n", want: []string{"metrics.tokens: auth.tokens is configured"}},
+		{name: "metrics addr not host:port", yaml: "metrics:\n  addr: nine\n", want: []string{"metrics.addr", `"nine" is not host:port`}},
+		{name: "metrics addr reachable without tokens", yaml: "metrics:\n  addr: 0.0.0.0:9464\n", want: []string{"metrics.tokens", "reachable from other machines"}},
+		{name: "metrics tokens while off", yaml: "metrics:\n  tokens:\n    - token: x\n", want: []string{"metrics: tokens or principalLabel are set but metrics are off"}},
+		{name: "metrics tokenEnv not set", yaml: "metrics:\n  enabled: true\n  tokens:\n    - tokenEnv: MCPE_TEST_UNSET_TOKEN_9F3A\n", want: []string{"metrics.tokens[0].tokenEnv", "MCPE_TEST_UNSET_TOKEN_9F3A"}},
+		{name: "misspelt metrics key", yaml: "metrics:\n  principalLabels: true\n", want: []string{"metrics.principalLabels: unknown key", `did you mean "principalLabel"?`}},
 		{name: "ingest tokenEnv not set", yaml: "ingest:\n  tokens:\n    - token: x\n    - tokenEnv: MCPE_TEST_UNSET_TOKEN_9F3A\n", want: []string{"ingest.tokens[1].tokenEnv", "MCPE_TEST_UNSET_TOKEN_9F3A"}},
 
 		{name: "negative maxPerPrincipal", yaml: "subscriptions:\n  maxPerPrincipal: -1\n", want: []string{"subscriptions.maxPerPrincipal must be positive"}},

@@ -34,6 +34,11 @@ type IngestOptions struct {
 	Clock clock.Clock
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+	// Refused, when set, is called with the refusal's code when a request
+	// is refused before its event reaches the Publisher (a body that is not
+	// JSON, too large, or not an event), for metrics. What the Publisher
+	// refuses it sees itself.
+	Refused func(code string)
 }
 
 // Ingest serves POST /v1/events.
@@ -95,7 +100,7 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// Requiring JSON also makes a browser preflight the request, so a web
 	// page cannot post events to a local server behind the user's back.
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		WriteError(w, http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+		h.refuse(w, http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
 			"send the event as JSON with \"Content-Type: application/json\" (with curl: -H 'Content-Type: application/json')")
 		return
 	}
@@ -103,21 +108,21 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
-			WriteError(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+			h.refuse(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
 				fmt.Sprintf("the body is larger than this server's limit of %d bytes; send less data, or ask the operator to raise ingest.maxBodyBytes", h.opts.MaxBodyBytes))
 			return
 		}
-		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, "could not read the body: "+err.Error())
+		h.refuse(w, http.StatusBadRequest, CodeInvalidJSON, "could not read the body: "+err.Error())
 		return
 	}
 	in, err := decode(body)
 	if err != nil {
-		WriteError(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
+		h.refuse(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
 		return
 	}
 	ev, err := subscriptions.EventFromInput(in, h.opts.Clock.Now())
 	if err != nil {
-		WriteError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
+		h.refuse(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
 		return
 	}
 	res, err := h.opts.Publisher.Publish(r.Context(), ev)
@@ -137,6 +142,15 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	h.opts.Logger.Debug("event accepted", "event_id", res.EventID, "type", ev.Type, "duplicate", res.Duplicate, "deliveries", len(res.Delivered))
 	WriteJSON(w, http.StatusAccepted, IngestResponse{ID: res.EventID, Duplicate: res.Duplicate})
+}
+
+// refuse writes a refusal of a request whose event did not reach the
+// Publisher, and reports it to IngestOptions.Refused.
+func (h *Ingest) refuse(w http.ResponseWriter, status int, code, message string) {
+	if h.opts.Refused != nil {
+		h.opts.Refused(code)
+	}
+	WriteError(w, status, code, message)
 }
 
 // eventBody phrases the errors of decoding a POST /v1/events body.

@@ -34,6 +34,8 @@ type MuxOptions struct {
 	// Console serves the web console at /console and under it; nil
 	// serves none.
 	Console http.Handler
+	// Metrics, when set, serves GET /metrics (Prometheus).
+	Metrics http.Handler
 }
 
 // NewMux returns the server's HTTP handler, with per-request deadlines
@@ -48,6 +50,9 @@ func NewMux(opts MuxOptions) http.Handler {
 	if opts.Console != nil {
 		mux.Handle("/console", opts.Console)
 		mux.Handle("/console/", opts.Console)
+	}
+	if opts.Metrics != nil {
+		mux.Handle("/metrics", opts.Metrics)
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		status, body := http.StatusOK, map[string]string{"status": "ok"}

@@ -85,6 +85,7 @@ func Run(t *testing.T, open Opener) {
 		{"JobsSurvivePrune", testJobsSurvivePrune},
 		{"DueJobsTakeTurns", testDueJobsTakeTurns},
 		{"Concurrency", testConcurrency},
+		{"Counts", testCounts},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })
