@@ -9,6 +9,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -191,5 +193,65 @@ func TestStreamUnreadableCursorIsTruncated(t *testing.T) {
 	postN(t, r.base, 1, 1)
 	if m := r.next(t, streamNote); m["method"] != "notifications/events/event" || stepOf(t, m) != 1 {
 		t.Fatalf("got %v; want the event posted after", m)
+	}
+}
+
+// TestShutdownWithAnOpenStream stops a server with SIGTERM while an
+// events/stream is open on Streamable HTTP: the stream ends and the server
+// exits (it used to wait on the stream for ever).
+func TestShutdownWithAnOpenStream(t *testing.T) {
+	base, cmd, done := startHTTPServer(t)
+	post := func(session, body string) *http.Response {
+		req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp
+	}
+	init := post("", `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	io.Copy(io.Discard, init.Body)
+	init.Body.Close()
+	session := init.Header.Get("Mcp-Session-Id")
+	if session == "" {
+		t.Fatal("no Mcp-Session-Id")
+	}
+	post(session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`).Body.Close()
+	stream := post(session, `{"jsonrpc":"2.0","id":1,"method":"events/stream","params":{"name":"mcpe.filter","arguments":{"eventTypes":["deploy.*"]}}}`)
+	defer stream.Body.Close()
+	active := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stream.Body)
+		for sc.Scan() {
+			if strings.Contains(sc.Text(), "notifications/events/active") {
+				close(active)
+				io.Copy(io.Discard, stream.Body)
+				return
+			}
+		}
+	}()
+	select {
+	case <-active:
+	case <-time.After(mcpetest.Wait):
+		t.Fatal("the stream did not start")
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(mcpetest.Wait):
+		t.Fatal("the server did not exit after SIGTERM while a stream was open")
 	}
 }

@@ -481,6 +481,14 @@ func (r *Registry) Replay(principal string, entries []subscriptions.InboxEntry) 
 	}
 }
 
+// WakeSink is a Sink that sends nothing itself: it only tells a reader of
+// the inbox (an SEP-3415 events/stream) that there is news. What is written
+// to it is not counted as sent, and it is no session for Transports.
+type WakeSink interface {
+	Sink
+	OnlyWakes()
+}
+
 // TransportSink is a Sink that names its transport, such as "stdio" or
 // "http", for Transports.
 type TransportSink interface {
@@ -497,7 +505,9 @@ func (r *Registry) Transports() map[string]int {
 	out := make(map[string]int, 2)
 	for _, o := range r.owners {
 		for s := range o.sessions {
-			out[transportOf(s.sink)]++
+			if _, wakes := s.sink.(WakeSink); !wakes {
+				out[transportOf(s.sink)]++
+			}
 		}
 	}
 	return out
@@ -703,9 +713,11 @@ func (r *Registry) send(s *session, msgs []Message, lastOK *time.Time) bool {
 		err := s.sink.Write(ctx, msgs)
 		cancel()
 		if err == nil {
-			r.sent.Add(int64(len(msgs)))
-			if r.opts.Sent != nil {
-				r.opts.Sent(msgs)
+			if _, wakes := s.sink.(WakeSink); !wakes {
+				r.sent.Add(int64(len(msgs)))
+				if r.opts.Sent != nil {
+					r.opts.Sent(msgs)
+				}
 			}
 			*lastOK = began
 			return true

@@ -392,6 +392,7 @@ func (a *App) CloseSessions() {
 	if a.Server == nil {
 		return
 	}
+	a.Server.EndStreams()
 	for ss := range a.Server.MCP().Sessions() {
 		ss.Close()
 	}

@@ -41,6 +41,12 @@ type eventsStreamResult struct {
 // then reads the inbox. It never blocks the registry.
 type wakeSink struct{ wake chan struct{} }
 
+var _ realtime.WakeSink = wakeSink{}
+
+// OnlyWakes marks wakeSink as a realtime.WakeSink: it is no session, and
+// sends nothing itself.
+func (wakeSink) OnlyWakes() {}
+
 func (w wakeSink) Write(context.Context, []realtime.Message) error {
 	select {
 	case w.wake <- struct{}{}:
@@ -110,6 +116,15 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The server's shutdown ends the stream: the SDK waits for it to close
+	// the session, and would wait for ever.
+	go func() {
+		select {
+		case <-s.streamsEnd:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
 	if ticket.abort != nil {
 		// Streamable HTTP: the client ends the stream by aborting its POST.
 		go func() {

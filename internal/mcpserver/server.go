@@ -126,12 +126,15 @@ func (s *Server) addCatalogResource(c tools.Catalog) {
 
 // Server is the MCP side of mcpe-server.
 type Server struct {
-	opts  Options
-	log   *slog.Logger
-	mcp   *mcp.Server
-	caps  mcpe.Capability
-	tools *tools.Set
-	res   *resourceSubs // event:// resource subscriptions
+	opts Options
+	log  *slog.Logger
+	// streamsEnd is closed, once, when events/streams are to end.
+	streamsEnd chan struct{}
+	endStreams sync.Once
+	mcp        *mcp.Server
+	caps       mcpe.Capability
+	tools      *tools.Set
+	res        *resourceSubs // event:// resource subscriptions
 
 	mu       sync.Mutex
 	attached map[*mcp.ServerSession]string      // session -> principal
@@ -180,6 +183,7 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: Options.Conversation: %w", err)
 	}
 	s := &Server{
+		streamsEnd:  make(chan struct{}),
 		res:         newResourceSubs(),
 		opts:        opts,
 		log:         opts.Logger,
@@ -472,8 +476,16 @@ func (s *Server) streamOpened(ss *mcp.ServerSession) {
 // Close stops the watch on HTTP sessions. Sessions themselves end with
 // their transports (App.CloseSessions closes them all).
 func (s *Server) Close() {
+	s.EndStreams()
 	s.live.stop()
 	s.closeWebhooks()
+}
+
+// EndStreams ends every events/stream in progress (with its empty result),
+// so that closing their sessions does not wait on them. Call it before
+// closing sessions at shutdown.
+func (s *Server) EndStreams() {
+	s.endStreams.Do(func() { close(s.streamsEnd) })
 }
 
 // redeliver sends principal the digests and expiry notices kept for it
