@@ -60,7 +60,10 @@
 // silent for longer than StreamLoop.Silence and a resume from the last
 // cursor after a break, so that OnEvent sees each event once. The
 // notifications/events/* of a stream, which the go-sdk drops, reach it
-// through Tap. Webhook delivery (events/subscribe) is not here.
+// through Tap. For webhook delivery, SubscribeWebhook makes (or
+// refreshes) an events/subscribe subscription signed with the caller's
+// whsec_ secret, RunWebhook renews it before each refreshBefore, and
+// UnsubscribeWebhook ends it.
 //
 // Reconnection needs a principal that outlives a session: stdio, an
 // in-memory transport bound to a principal, or Streamable HTTP with a bearer

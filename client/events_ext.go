@@ -20,9 +20,11 @@ const EventsExtension = "io.modelcontextprotocol/events"
 
 // The methods of the events extension this package calls.
 const (
-	MethodEventsList   = "events/list"
-	MethodEventsPoll   = "events/poll"
-	MethodEventsStream = "events/stream"
+	MethodEventsList        = "events/list"
+	MethodEventsPoll        = "events/poll"
+	MethodEventsStream      = "events/stream"
+	MethodEventsSubscribe   = "events/subscribe"
+	MethodEventsUnsubscribe = "events/unsubscribe"
 )
 
 // The notifications of an events/stream.
@@ -167,6 +169,8 @@ func addEventsMethods(c *mcp.Client) error {
 		mcp.AddSendingCustomMethod[*listParams, *listResult](c, MethodEventsList),
 		mcp.AddSendingCustomMethod[*pollParams, *pollResult](c, MethodEventsPoll),
 		mcp.AddSendingCustomMethod[*streamParams, *streamResult](c, MethodEventsStream),
+		mcp.AddSendingCustomMethod[*subscribeParams, *subscribeResult](c, MethodEventsSubscribe),
+		mcp.AddSendingCustomMethod[*unsubscribeParams, *unsubscribeResult](c, MethodEventsUnsubscribe),
 	} {
 		if err != nil {
 			return fmt.Errorf("client: register the events extension: %w", err)
