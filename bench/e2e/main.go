@@ -47,6 +47,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/bench/internal/proc"
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -155,9 +156,9 @@ type server struct {
 
 // cpu sums the CPU time of every process.
 func (s *server) cpu() time.Duration {
-	t := cpuTime(s.cmd.Process.Pid)
+	t := proc.CPUTime(s.cmd.Process.Pid)
 	for _, o := range s.others {
-		t += cpuTime(o.Process.Pid)
+		t += proc.CPUTime(o.Process.Pid)
 	}
 	return t
 }
@@ -200,7 +201,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 	res.SubscribeSeconds = time.Since(t0).Seconds()
 	res.SubscribeCPUMicros = (s.cpu() - cpu0).Seconds() * 1e6 / float64(sc.Subs)
 	if sc.SubscribeOnly {
-		res.RSSMegabytes = rss(s.cmd.Process.Pid)
+		res.RSSMegabytes = proc.RSS(s.cmd.Process.Pid)
 		return res, nil
 	}
 	s.got.expect(subs, sc.Events)
@@ -238,7 +239,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 	}
 	res.CPUMicrosPerEvent = (cpu3 - cpu1).Seconds() * 1e6 / float64(sc.Events)
 	res.LatencyP50Millis, res.LatencyP99Millis = s.got.percentiles()
-	res.RSSMegabytes = rss(s.cmd.Process.Pid)
+	res.RSSMegabytes = proc.RSS(s.cmd.Process.Pid)
 	return res, nil
 }
 
@@ -497,7 +498,7 @@ func routeDelay(ctx context.Context, s *server, sc Scenario, res *Result) error 
 	slices.Sort(delays)
 	res.RouteDelayP50Millis = float64(delays[len(delays)/2]) / 1e6
 	res.RouteDelayMaxMillis = float64(delays[len(delays)-1]) / 1e6
-	res.RSSMegabytes = rss(s.cmd.Process.Pid)
+	res.RSSMegabytes = proc.RSS(s.cmd.Process.Pid)
 	return nil
 }
 
@@ -671,33 +672,4 @@ func (t *tally) percentiles() (p50, p99 float64) {
 	slices.Sort(s)
 	at := func(q float64) float64 { return float64(s[int(q*float64(len(s)-1))]) / 1e6 }
 	return at(0.50), at(0.99)
-}
-
-// cpuTime reads the user and system CPU time of process pid.
-func cpuTime(pid int) time.Duration {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0
-	}
-	// Fields after the command name, which is in parentheses.
-	f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+2:]))
-	utime, _ := strconv.ParseInt(f[11], 10, 64)
-	stime, _ := strconv.ParseInt(f[12], 10, 64)
-	const hz = 100 // USER_HZ on Linux
-	return time.Duration(utime+stime) * time.Second / hz
-}
-
-// rss reads the resident set size of process pid, in megabytes.
-func rss(pid int) float64 {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0
-	}
-	for _, line := range strings.Split(string(b), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			kb, _ := strconv.ParseFloat(strings.Fields(rest)[0], 64)
-			return kb / 1024
-		}
-	}
-	return 0
 }
