@@ -97,24 +97,27 @@ func (s *Service) startFollowing(ctx context.Context) error {
 
 // runFollowing looks for what other processes wrote every interval, on the
 // wall clock (a poll, not a domain time: a fake clock moved by a day must
-// not run it a million times), and whenever a store that is a Notifier
-// says they wrote, until Stop.
+// not run it a million times), and, once another process has been seen
+// writing, whenever a store that is a Notifier says they wrote, until Stop.
 func (s *Service) runFollowing() {
 	f := s.follow
 	if f == nil {
 		return
 	}
 	f.stop, f.done = make(chan struct{}), make(chan struct{})
-	var written <-chan struct{}
-	own := false
-	if n, ok := f.shared.(Notifier); ok {
-		written, own = n.Written(), n.OwnWritesTold()
-	}
+	notifier, _ := f.shared.(Notifier)
 	go func() {
 		defer close(f.done)
 		t := time.NewTicker(s.opts.FollowInterval)
 		defer t.Stop()
+		// The Notifier is listened to only once another process has been
+		// seen writing: a server alone takes no wake-up per commit.
+		var written <-chan struct{}
+		own := false
 		for {
+			if written == nil && notifier != nil && f.othersRecently() {
+				written, own = notifier.Written(), notifier.OwnWritesTold()
+			}
 			woken := false
 			select {
 			case <-f.stop:

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"os"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -51,6 +52,9 @@ type Store struct {
 	file *fileWatch
 	lost atomic.Pointer[error]
 
+	// processes is the lock held on <database>.lock while the database is
+	// open (share).
+	processes *os.File
 	// path is the database file ("" in memory); written reports writes
 	// to its log (Written), set up once.
 	path        string
@@ -164,9 +168,31 @@ func OpenWith(ctx context.Context, path string, opts *Options) (*Store, error) {
 		s.Close()
 		return nil, err
 	}
+	if err := s.share(ctx, path); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("database %q: %w", path, err)
+	}
 	s.stop, s.done = make(chan struct{}), make(chan struct{})
 	go s.checkpoint()
 	return s, nil
+}
+
+// share records, once another process has the database open too, that
+// subscription changes are to be logged for the processes to follow
+// (migration 0008): a process alone logs none.
+func (s *Store) share(ctx context.Context, path string) error {
+	lock, others, err := joinProcesses(path)
+	if err != nil {
+		return fmt.Errorf("lock %s.lock, by which the processes that share the database find each other: %w", path, err)
+	}
+	s.processes = lock
+	if !others {
+		return nil
+	}
+	return s.tx(ctx, func(tx *sql.Tx) error {
+		_, err := tx.ExecContext(ctx, `UPDATE meta SET value = '1' WHERE key = 'shared' AND value <> '1'`)
+		return err
+	})
 }
 
 // checkpoint runs beside the writers until Close: every CheckEvery it
@@ -295,6 +321,9 @@ func (s *Store) close() error {
 	err := errors.Join(s.wstmts.close(), s.rstmts.close(), s.w.Close())
 	if s.r != s.w {
 		err = errors.Join(err, s.r.Close())
+	}
+	if s.processes != nil {
+		s.processes.Close()
 	}
 	return err
 }

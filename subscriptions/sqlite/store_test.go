@@ -404,6 +404,7 @@ func TestSharedStore(t *testing.T) {
 func TestChangesPruned(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "x.db")
 	s := open(t, path)
+	open(t, path) // another process: changes are logged
 	ctx := t.Context()
 	sub := &subscriptions.Subscription{Principal: "alice", Subscription: mcpe.Subscription{
 		ID: "00000000-0000-4000-8000-000000000001", Status: mcpe.StatusActive,
@@ -437,5 +438,38 @@ func TestChangesPruned(t *testing.T) {
 	}
 	if changes, complete, err := s.ChangedSubscriptions(ctx, head, head); err != nil || !complete || len(changes) != 0 {
 		t.Errorf("from the head: %+v, complete %v, %v; want nothing, complete", changes, complete, err)
+	}
+}
+
+// TestChangesLoggedOnceShared checks that a store alone logs no
+// subscription changes, and that once another process opens the database
+// both log them.
+func TestChangesLoggedOnceShared(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	a := open(t, path)
+	ctx := t.Context()
+	sub := func(n int) *subscriptions.Subscription {
+		return &subscriptions.Subscription{Principal: "alice", Subscription: mcpe.Subscription{
+			ID: fmt.Sprintf("00000000-0000-4000-8000-%012d", n), Status: mcpe.StatusActive,
+			Filter: mcpe.Filter{EventTypes: []string{"test.*"}}, Delivery: mcpe.DefaultDelivery(), CreatedAt: t0, UpdatedAt: t0,
+		}}
+	}
+	if err := a.CreateSubscription(ctx, sub(1), 10); err != nil {
+		t.Fatal(err)
+	}
+	if _, head, err := a.Heads(ctx); err != nil || head != 0 {
+		t.Fatalf("alone, the change log's head is %d (%v); want 0: nothing logged", head, err)
+	}
+	b := open(t, path)
+	if err := a.CreateSubscription(ctx, sub(2), 10); err != nil {
+		t.Fatal(err)
+	}
+	_, head, err := b.Heads(ctx)
+	if err != nil || head == 0 {
+		t.Fatalf("shared, the change log's head is %d (%v); want the new subscription logged", head, err)
+	}
+	changes, complete, err := b.ChangedSubscriptions(ctx, 0, head)
+	if err != nil || !complete || len(changes) != 1 || changes[0].SubscriptionID != sub(2).ID {
+		t.Fatalf("changes = %+v, %v, %v; want the one made once shared", changes, complete, err)
 	}
 }
