@@ -295,3 +295,98 @@ handlers:
 		t.Fatalf("webhook-ids of the attempts: %q; want two attempts of one delivery, with the same id", ids)
 	}
 }
+
+// TestDigestsOnceWhileServersAreKilled has two servers fire the digests of
+// 50 cron subscriptions every second while one of them is killed with
+// SIGKILL, again and again, and started again: a fire is one transaction
+// with the move of the subscription's next fire, so a server killed in the
+// middle of one leaves it whole to the other. Every event reaches each
+// subscription's digests exactly once.
+func TestDigestsOnceWhileServersAreKilled(t *testing.T) {
+	for _, db := range databases {
+		t.Run(db.name, func(t *testing.T) { testDigestsOnceWhileKilled(t, db.open(t)) })
+	}
+}
+
+func testDigestsOnceWhileKilled(t *testing.T, db string) {
+	cfg := writeConfig(t, `
+auth:
+  tokens:
+    - principal: team
+      token: team-token
+delivery:
+  followInterval: 10ms
+  minEvery: 1s
+`)
+	baseB, _, _ := startHTTPServer(t, "--db", db, "--config", cfg)
+	b := httpClient(t, baseB, "team-token")
+	const subs, events = 50, 12
+	ids := map[string]bool{}
+	for range subs {
+		sub := b.Subscribe(t, map[string]any{
+			"filter":   map[string]any{"eventTypes": []string{"build.*"}},
+			"delivery": map[string]any{"channels": []string{"cron"}, "cronSchedule": map[string]any{"expression": "@every 1s"}},
+		})
+		ids[sub.ID] = true
+	}
+	baseA, cmdA, _ := startHTTPServer(t, "--db", db, "--config", cfg)
+	for i := range events {
+		if code, body := post(t, []string{baseA, baseB}[i%2], "team-token", fmt.Sprintf(`{"type":"build.done","data":{"n":%d}}`, i)); code != 202 {
+			t.Fatalf("POST = %d %s", code, body)
+		}
+		if i%4 == 3 {
+			// Kill the other server at some point of its fires, and start
+			// it again.
+			time.Sleep(time.Duration(300+i*37) * time.Millisecond)
+			cmdA.Process.Kill()
+			baseA, cmdA, _ = startHTTPServer(t, "--db", db, "--config", cfg)
+		}
+	}
+	got := map[string][]string{}
+	want := subs * events
+	total := 0
+	for deadline := time.Now().Add(20 * time.Second); total < want && time.Now().Before(deadline); {
+		pending := b.Pending()
+		if len(pending) == 0 {
+			time.Sleep(20 * time.Millisecond)
+			continue
+		}
+		for _, n := range pending {
+			if n.Method != mcpe.MethodBatch {
+				continue
+			}
+			var p mcpe.BatchParams
+			if err := json.Unmarshal(n.Params, &p); err != nil {
+				t.Fatal(err)
+			}
+			if !ids[p.SubscriptionID] {
+				t.Fatalf("a digest for %s, not one of the test's", p.SubscriptionID)
+			}
+			data := batchData(t, p)
+			got[p.SubscriptionID] = append(got[p.SubscriptionID], data...)
+			total += len(data)
+		}
+	}
+	time.Sleep(1500 * time.Millisecond) // one more fire: nothing may come again
+	for _, n := range b.Pending() {
+		if n.Method == mcpe.MethodBatch {
+			var p mcpe.BatchParams
+			json.Unmarshal(n.Params, &p)
+			got[p.SubscriptionID] = append(got[p.SubscriptionID], batchData(t, p)...)
+		}
+	}
+	for id := range ids {
+		seen := map[string]int{}
+		for _, d := range got[id] {
+			seen[d]++
+		}
+		if len(seen) != events {
+			t.Errorf("subscription %s got %d distinct events in its digests; want %d", id, len(seen), events)
+		}
+		for d, k := range seen {
+			if k != 1 {
+				t.Errorf("subscription %s got %s %d times", id, d, k)
+			}
+		}
+	}
+}
