@@ -13,6 +13,12 @@ import (
 type Message struct {
 	Method string
 	Params json.RawMessage
+	// Subscription is the subscription the message is for, when it is for
+	// one, and Seq the inbox entry it delivers: a sink that serves some
+	// subscriptions only (SEP-3415 streams) reads them instead of the
+	// params.
+	Subscription string
+	Seq          int64
 }
 
 // messages turns an inbox entry into its notifications: MCPE notifies each
@@ -28,11 +34,11 @@ func messages(e subscriptions.InboxEntry) []Message {
 		var m Message
 		switch e.Kind {
 		case mcpe.InboxEvent:
-			m = Message{mcpe.MethodEvent, eventParams(id, cursor, e.Event)}
+			m = Message{Method: mcpe.MethodEvent, Params: eventParams(id, cursor, e.Event), Subscription: id, Seq: e.Seq}
 		case mcpe.InboxBatch:
-			m = Message{mcpe.MethodBatch, batchParams(id, cursor, e.Events, e.Remaining)}
+			m = Message{Method: mcpe.MethodBatch, Params: batchParams(id, cursor, e.Events, e.Remaining), Subscription: id, Seq: e.Seq}
 		case mcpe.InboxExpired:
-			m = Message{mcpe.MethodSubscriptionExpired, expiredParams(id, cursor)}
+			m = Message{Method: mcpe.MethodSubscriptionExpired, Params: expiredParams(id, cursor), Subscription: id, Seq: e.Seq}
 		default:
 			continue
 		}

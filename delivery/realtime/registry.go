@@ -418,7 +418,7 @@ func (r *Registry) skipLocked(s *session, reason string) {
 
 func missed(from, to int64, reason string) Message {
 	params, _ := json.Marshal(mcpe.MissedParams{FromCursor: mcpe.FormatCursor(from), ToCursor: mcpe.FormatCursor(to), Reason: reason})
-	return Message{mcpe.MethodMissed, params}
+	return Message{Method: mcpe.MethodMissed, Params: params}
 }
 
 // Full reports whether a live session of principal is owed as much as it

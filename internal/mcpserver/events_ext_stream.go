@@ -8,8 +8,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-
-	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 )
 
 // The notifications of a push stream.
@@ -34,25 +32,6 @@ type eventsStreamParams struct {
 type eventsStreamResult struct {
 	mcp.ResultBase
 	ResultType string `json:"resultType"`
-}
-
-// wakeSink is attached to the realtime registry for the principal of a
-// push stream: every delivery to that principal wakes the stream, which
-// then reads the inbox. It never blocks the registry.
-type wakeSink struct{ wake chan struct{} }
-
-var _ realtime.WakeSink = wakeSink{}
-
-// OnlyWakes marks wakeSink as a realtime.WakeSink: it is no session, and
-// sends nothing itself.
-func (wakeSink) OnlyWakes() {}
-
-func (w wakeSink) Write(context.Context, []realtime.Message) error {
-	select {
-	case w.wake <- struct{}{}:
-	default:
-	}
-	return nil
 }
 
 // pushStream is one events/stream request being served.
@@ -136,9 +115,9 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 		}()
 	}
 	ps := &pushStream{s: s, ctx: ctx, sink: sink, meta: map[string]any{metaSubscriptionID: ticket.id}}
-	wake := make(chan struct{}, 1)
-	detach := s.opts.Sessions.Attach(principal, wakeSink{wake})
-	defer detach()
+	wake := newStreamWake()
+	remove := s.streams.add(principal, sub.ID, wake)
+	defer func() { remove() }()
 	beat := make(chan struct{}, 1)
 	arm := func() func() bool {
 		return s.opts.Clock.AfterFunc(s.eventsHeartbeat, func() {
@@ -204,13 +183,16 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 		select {
 		case <-ctx.Done():
 			return ps.end(), nil
-		case <-wake:
+		case <-wake.ch:
+			seq = wake.skipTo(seq)
 		case <-beat:
 			// The subscription may have been deleted (events_unsubscribe):
 			// then it is made again, and what came meanwhile was missed.
 			again, created, err := s.events.Keyed(ctx, principal, sub.ID, k.filter)
 			if err == nil && created {
 				sub = again
+				remove()
+				remove = s.streams.add(principal, sub.ID, wake)
 				if seq, err = s.events.InboxHead(ctx, principal); err == nil {
 					err = ps.notify(notifyEventsActive, map[string]any{"cursor": formatEventsCursor(sub, seq), "truncated": true})
 				}

@@ -128,8 +128,10 @@ func (s *Server) addCatalogResource(c tools.Catalog) {
 type Server struct {
 	opts Options
 	log  *slog.Logger
-	// streamsEnd is closed, once, when events/streams are to end.
+	// streamsEnd is closed, once, when events/streams are to end;
+	// streams wakes them when deliveries are for them.
 	streamsEnd chan struct{}
+	streams    *streamHub
 	endStreams sync.Once
 	mcp        *mcp.Server
 	caps       mcpe.Capability
@@ -184,6 +186,7 @@ func New(opts Options) (*Server, error) {
 	}
 	s := &Server{
 		streamsEnd:  make(chan struct{}),
+		streams:     newStreamHub(opts.Sessions),
 		res:         newResourceSubs(),
 		opts:        opts,
 		log:         opts.Logger,
