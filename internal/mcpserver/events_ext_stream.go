@@ -97,13 +97,7 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 	defer cancel()
 	// The server's shutdown ends the stream: the SDK waits for it to close
 	// the session, and would wait for ever.
-	go func() {
-		select {
-		case <-s.streamsEnd:
-			cancel()
-		case <-ctx.Done():
-		}
-	}()
+	defer context.AfterFunc(s.streamsCtx, cancel)()
 	if ticket.abort != nil {
 		// Streamable HTTP: the client ends the stream by aborting its POST.
 		go func() {

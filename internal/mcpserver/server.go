@@ -128,11 +128,11 @@ func (s *Server) addCatalogResource(c tools.Catalog) {
 type Server struct {
 	opts Options
 	log  *slog.Logger
-	// streamsEnd is closed, once, when events/streams are to end;
+	// streamsCtx ends, with EndStreams, when events/streams are to end;
 	// streams wakes them when deliveries are for them.
-	streamsEnd chan struct{}
+	streamsCtx context.Context
+	endStreams context.CancelFunc
 	streams    *streamHub
-	endStreams sync.Once
 	mcp        *mcp.Server
 	caps       mcpe.Capability
 	tools      *tools.Set
@@ -185,7 +185,6 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("server: Options.Conversation: %w", err)
 	}
 	s := &Server{
-		streamsEnd:  make(chan struct{}),
 		streams:     newStreamHub(opts.Sessions),
 		res:         newResourceSubs(),
 		opts:        opts,
@@ -196,6 +195,7 @@ func New(opts Options) (*Server, error) {
 		lines:       make(map[*mcp.ServerSession]*lineWriter),
 		maxSessions: DefaultMaxSessionsPerPrincipal,
 	}
+	s.streamsCtx, s.endStreams = context.WithCancel(context.Background())
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 		s.opts.Clock = opts.Clock
@@ -487,9 +487,7 @@ func (s *Server) Close() {
 // EndStreams ends every events/stream in progress (with its empty result),
 // so that closing their sessions does not wait on them. Call it before
 // closing sessions at shutdown.
-func (s *Server) EndStreams() {
-	s.endStreams.Do(func() { close(s.streamsEnd) })
-}
+func (s *Server) EndStreams() { s.endStreams() }
 
 // redeliver sends principal the digests and expiry notices kept for it
 // while it had no live session.
