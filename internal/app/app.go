@@ -330,12 +330,22 @@ func (a *App) console(principals *httpapi.Tokens) (http.Handler, error) {
 	return console.New(opts)
 }
 
+// shortSessionID is the start of a session ID, for display.
+func shortSessionID(id string) string {
+	if len(id) <= 6 {
+		return id
+	}
+	return id[:6] + "…"
+}
+
 // liveSessions lists the live MCP sessions for the console.
 func (a *App) liveSessions() []console.LiveSession {
 	var out []console.LiveSession
 	for _, p := range a.Sessions.Principals() {
 		for _, ss := range a.Server.SessionsOf(p) {
-			ls := console.LiveSession{Principal: p, ID: ss.ID()}
+			// Without tokens a session ID is the credential: the console shows
+			// enough of it to tell sessions apart, not to use one.
+			ls := console.LiveSession{Principal: p, ID: shortSessionID(ss.ID())}
 			if ip := ss.InitializeParams(); ip != nil && ip.ClientInfo != nil {
 				ls.Client = strings.TrimSpace(ip.ClientInfo.Name + " " + ip.ClientInfo.Version)
 			}

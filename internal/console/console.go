@@ -40,7 +40,8 @@ type Tokens interface {
 // LiveSession is one live MCP session, as the console lists it.
 type LiveSession struct {
 	Principal string
-	// ID is the MCP session ID; Client the client's name and version.
+	// ID names the MCP session (its ID's first characters: without tokens
+	// the whole ID is a credential); Client the client's name and version.
 	ID, Client string
 }
 
