@@ -91,10 +91,13 @@ func TestRemovedDatabaseIsNoticed(t *testing.T) {
 		{"removed", os.Remove, "was removed while the server ran"},
 		{"removed WAL", func(p string) error { return os.Remove(p + "-wal") }, "-wal\" was removed"},
 		{"replaced", func(p string) error {
-			if err := os.Remove(p); err != nil {
+			// In one step (rename over it): a check between a removal and a
+			// new file would rightly say "removed".
+			other := p + ".other"
+			if err := os.WriteFile(other, []byte("x"), 0o600); err != nil {
 				return err
 			}
-			return os.WriteFile(p, []byte("x"), 0o600)
+			return os.Rename(other, p)
 		}, "was replaced by another file"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
