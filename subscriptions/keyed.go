@@ -3,6 +3,7 @@ package subscriptions
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -26,7 +27,9 @@ func (s *Service) Keyed(ctx context.Context, principal, id string, f mcpe.Filter
 	} else if err != nil && !errors.Is(err, ErrNotFound) {
 		return nil, false, err
 	}
-	now := s.clock.Now().UTC()
+	// Microseconds: what every store keeps of a time, so that the
+	// subscription read back is the one made (cursors hash its creation).
+	now := s.clock.Now().UTC().Truncate(time.Microsecond)
 	sub = &Subscription{Principal: principal, Subscription: mcpe.Subscription{
 		ID:        id,
 		Status:    mcpe.StatusActive,

@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -444,13 +445,18 @@ func (s *Server) floorOf(maxAgeMs *int64, cursor *string) (time.Time, error) {
 	if cursor == nil || *cursor == "" {
 		return time.Time{}, nil
 	}
+	if *maxAgeMs > math.MaxInt64/int64(time.Millisecond) {
+		return time.Time{}, nil // longer than any history: no floor
+	}
 	return s.opts.Clock.Now().Add(-time.Duration(*maxAgeMs) * time.Millisecond), nil
 }
 
 // subscribeKeyed resolves name and arguments for the principal of ss and
 // returns its subscription, made now if it is new.
 func (s *Server) subscribeKeyed(ctx context.Context, ss *mcp.ServerSession, name string, args json.RawMessage) (string, subscriptionKey, *subscriptions.Subscription, error) {
-	principal := s.principalOf(ss, nil)
+	// The principal requestMiddleware read from the request, token included:
+	// the session may not be attached yet.
+	principal := s.requestPrincipal(ctx, ss, nil)
 	k, err := s.resolve(ctx, name, args)
 	if err != nil {
 		return "", k, nil, err

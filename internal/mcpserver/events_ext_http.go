@@ -16,6 +16,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -131,9 +132,9 @@ func (c stampConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	return m, err
 }
 
-// maxPeekBody bounds the POST bodies eventsHTTP reads before the SDK: a
-// larger one goes to the SDK as it is.
-const maxPeekBody = 8 << 20
+// maxPeekBody bounds the POST bodies eventsHTTP reads: the SDK's own limit
+// on a request body, which it would answer 413 past.
+const maxPeekBody = mcp.DefaultMaxRequestBodyBytes
 
 // eventsHTTP wraps the SDK's Streamable HTTP handler.
 func eventsHTTP(h http.Handler) http.Handler {
@@ -142,17 +143,15 @@ func eventsHTTP(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		body, err := io.ReadAll(io.LimitReader(r.Body, maxPeekBody+1))
-		if err != nil {
-			http.Error(w, "failed to read body", http.StatusBadRequest)
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPeekBody))
+		var tooLarge *http.MaxBytesError
+		switch {
+		case errors.As(err, &tooLarge):
+			writeHTTPJSONRPCError(w, http.StatusRequestEntityTooLarge, json.RawMessage("null"), jsonrpc.CodeInvalidRequest,
+				fmt.Sprintf("Request Entity Too Large: a request body may have at most %d bytes", maxPeekBody))
 			return
-		}
-		if len(body) > maxPeekBody {
-			r.Body = struct {
-				io.Reader
-				io.Closer
-			}{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
-			h.ServeHTTP(w, r)
+		case err != nil:
+			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return
 		}
 		var msg struct {
@@ -177,8 +176,11 @@ func eventsHTTP(h http.Handler) http.Handler {
 			return
 		}
 		if msg.Method == methodEventsStream && len(msg.ID) > 0 {
+			// As a json.Number, an id keeps its digits past 2^53.
 			var rawID any
-			if json.Unmarshal(msg.ID, &rawID) == nil && rawID != nil {
+			dec := json.NewDecoder(bytes.NewReader(msg.ID))
+			dec.UseNumber()
+			if dec.Decode(&rawID) == nil && rawID != nil {
 				key, drop := streamTickets.add(r.Context().Done())
 				defer drop()
 				var full map[string]json.RawMessage

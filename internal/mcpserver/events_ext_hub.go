@@ -80,11 +80,20 @@ func newStreamHub(sessions interface {
 	return &streamHub{sessions: sessions, hub: make(map[string]*principalStreams)}
 }
 
+// maxStreamsPerPrincipal bounds the events/streams one principal may have
+// open at once: each holds a request, its goroutine and a timer.
+const maxStreamsPerPrincipal = 10000
+
 // add registers wake for the deliveries of principal's subscription sub,
-// and returns the function that removes it.
-func (h *streamHub) add(principal, sub string, wake *streamWake) (remove func()) {
+// and returns the function that removes it; ok is false, and nothing is
+// added, when principal has maxStreamsPerPrincipal streams already.
+func (h *streamHub) add(principal, sub string, wake *streamWake) (remove func(), ok bool) {
 	h.mu.Lock()
 	ps := h.hub[principal]
+	if ps != nil && ps.count >= maxStreamsPerPrincipal {
+		h.mu.Unlock()
+		return func() {}, false
+	}
 	attach := ps == nil
 	if attach {
 		ps = &principalStreams{bySub: make(map[string]map[*streamWake]struct{})}
@@ -109,7 +118,7 @@ func (h *streamHub) add(principal, sub string, wake *streamWake) (remove func())
 		}
 	}
 	var once sync.Once
-	return func() { once.Do(func() { h.remove(principal, sub, wake, ps) }) }
+	return func() { once.Do(func() { h.remove(principal, sub, wake, ps) }) }, true
 }
 
 func (h *streamHub) remove(principal, sub string, wake *streamWake, ps *principalStreams) {

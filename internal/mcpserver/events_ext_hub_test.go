@@ -36,9 +36,9 @@ func TestStreamHubWakesOnlyTheStreamsOfADelivery(t *testing.T) {
 	a := &attachments{sinks: map[string]realtime.Sink{}}
 	h := newStreamHub(a)
 	one, two, three := newStreamWake(), newStreamWake(), newStreamWake()
-	removeOne := h.add("alice", "sub-1", one)
-	removeTwo := h.add("alice", "sub-2", two)
-	removeThree := h.add("alice", "sub-2", three)
+	removeOne, _ := h.add("alice", "sub-1", one)
+	removeTwo, _ := h.add("alice", "sub-2", two)
+	removeThree, _ := h.add("alice", "sub-2", three)
 	if len(a.sinks) != 1 {
 		t.Fatalf("%d attachments for one principal's streams; want 1", len(a.sinks))
 	}
@@ -75,5 +75,29 @@ func TestStreamHubWakesOnlyTheStreamsOfADelivery(t *testing.T) {
 	removeThree()
 	if len(a.sinks) != 0 {
 		t.Fatal("the attachment stayed after the last stream ended")
+	}
+}
+
+// TestStreamHubBoundsStreamsPerPrincipal checks that one principal cannot
+// open more than maxStreamsPerPrincipal streams, and that another still can.
+func TestStreamHubBoundsStreamsPerPrincipal(t *testing.T) {
+	h := newStreamHub(&attachments{sinks: map[string]realtime.Sink{}})
+	var removes []func()
+	for i := range maxStreamsPerPrincipal {
+		remove, ok := h.add("alice", "sub", newStreamWake())
+		if !ok {
+			t.Fatalf("stream %d refused; want %d allowed", i, maxStreamsPerPrincipal)
+		}
+		removes = append(removes, remove)
+	}
+	if _, ok := h.add("alice", "sub", newStreamWake()); ok {
+		t.Fatal("a stream past the bound was added")
+	}
+	if _, ok := h.add("bob", "sub", newStreamWake()); !ok {
+		t.Fatal("another principal's stream was refused")
+	}
+	removes[0]()
+	if _, ok := h.add("alice", "sub", newStreamWake()); !ok {
+		t.Fatal("a stream was refused after one ended")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -33,6 +34,10 @@ type eventsStreamResult struct {
 	mcp.ResultBase
 	ResultType string `json:"resultType"`
 }
+
+// errStreamsFull refuses a stream past maxStreamsPerPrincipal.
+var errStreamsFull = eventsError(CodeResourceExhausted, map[string]any{"limit": "streams",
+	"reason": fmt.Sprintf("this principal has %d events/streams open, the most it may; end one first", maxStreamsPerPrincipal)})
 
 // pushStream is one events/stream request being served.
 type pushStream struct {
@@ -110,7 +115,10 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 	}
 	ps := &pushStream{s: s, ctx: ctx, sink: sink, meta: map[string]any{metaSubscriptionID: ticket.id}}
 	wake := newStreamWake()
-	remove := s.streams.add(principal, sub.ID, wake)
+	remove, ok := s.streams.add(principal, sub.ID, wake)
+	if !ok {
+		return nil, errStreamsFull
+	}
 	defer func() { remove() }()
 	beat := make(chan struct{}, 1)
 	arm := func() func() bool {
@@ -186,15 +194,30 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 			if err == nil && created {
 				sub = again
 				remove()
-				remove = s.streams.add(principal, sub.ID, wake)
-				if seq, err = s.events.InboxHead(ctx, principal); err == nil {
+				var added bool
+				if remove, added = s.streams.add(principal, sub.ID, wake); !added {
+					err = errStreamsFull
+				} else if seq, err = s.events.InboxHead(ctx, principal); err == nil {
 					err = ps.notify(notifyEventsActive, map[string]any{"cursor": formatEventsCursor(sub, seq), "truncated": true})
 				}
 			}
 			if err == nil {
 				err = ps.notify(notifyEventsHeartbeat, map[string]any{"cursor": formatEventsCursor(sub, seq)})
 			}
-			if err != nil && ctx.Err() != nil {
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return ps.end(), nil
+			case err != nil:
+				// The subscription could not be kept (made again after a
+				// deletion past the principal's quota, or the store failed),
+				// or the client cannot be written to: the stream ends, and
+				// says why when it can.
+				s.log.Warn("events/stream: ended at a heartbeat", "principal", principal, "subscription_id", sub.ID, "error", err)
+				var jerr *jsonrpc.Error
+				if !errors.As(err, &jerr) && !errors.As(domainError(err), &jerr) {
+					jerr = eventsError(jsonrpc.CodeInternalError, map[string]any{"reason": "the stream's subscription could not be kept; open a new stream"})
+				}
+				_ = ps.notify(notifyEventsTerminated, map[string]any{"error": jsonrpcErrorObject(jerr)})
 				return ps.end(), nil
 			}
 			stop = arm()

@@ -13,6 +13,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const initialize2025 = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
@@ -183,5 +184,62 @@ func TestEventsStreamHTTPAbort(t *testing.T) {
 			t.Fatalf("the stream still runs 10s after its request was aborted (%d sessions attached)", e.reg.Live(principal))
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// TestEventsStreamEndsWhenItsSubscriptionCannotBeKept: the stream's
+// subscription is deleted and the principal's quota filled meanwhile; at
+// the next heartbeat the stream cannot make it again, and ends saying so
+// instead of staying open on nothing.
+func TestEventsStreamEndsWhenItsSubscriptionCannotBeKept(t *testing.T) {
+	e := newEnv(t, envOptions{max: 1})
+	w := sepSession(t, e, "dave")
+	w.send(t, `{"jsonrpc":"2.0","id":5,"method":"events/stream","params":{"name":"mcpe.filter","arguments":{"eventTypes":["dave.*"]}}}`)
+	if m := nextSEP(t, w); m["method"] != "notifications/events/active" {
+		t.Fatalf("got %v; want notifications/events/active", m)
+	}
+	ctx := context.Background()
+	subs, err := e.svc.List(ctx, "dave", "")
+	if err != nil || len(subs) != 1 {
+		t.Fatalf("List = %d, %v; want the stream's subscription", len(subs), err)
+	}
+	if err := e.svc.Unsubscribe(ctx, "dave", subs[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.svc.Subscribe(ctx, "dave", mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"other.*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	e.clock.Advance(mcpserver.DefaultEventsHeartbeat)
+	m := nextSEP(t, w)
+	if m["method"] != "notifications/events/terminated" {
+		t.Fatalf("got %v; want notifications/events/terminated", m)
+	}
+	code := m["params"].(map[string]any)["error"].(map[string]any)["code"]
+	if code != float64(mcpserver.CodeResourceExhausted) {
+		t.Errorf("terminated with code %v; want ResourceExhausted (%d)", code, mcpserver.CodeResourceExhausted)
+	}
+}
+
+// TestHTTPBodyBounded: the wrapper around the SDK's HTTP handler reads no
+// more of a body than the SDK would, and answers a larger one 413 with a
+// JSON-RPC error.
+func TestHTTPBodyBounded(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ts := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
+	t.Cleanup(ts.Close)
+	big := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"pad":"` + strings.Repeat("x", int(mcp.DefaultMaxRequestBodyBytes)) + `"}}`
+	req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(big))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Error struct{ Message string } `json:"error"`
+	}
+	if resp.StatusCode != http.StatusRequestEntityTooLarge || json.NewDecoder(resp.Body).Decode(&body) != nil || !strings.Contains(body.Error.Message, "at most") {
+		t.Fatalf("a %d-byte body got %d %+v; want 413 with a JSON-RPC error saying the bound", len(big), resp.StatusCode, body)
 	}
 }
