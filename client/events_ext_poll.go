@@ -46,10 +46,15 @@ func (l *PollLoop) validate() error {
 	return l.Request.validate()
 }
 
+// maxNextPollMs bounds the wait a server's nextPollMs asks for (a day):
+// a larger one is taken as that.
+const maxNextPollMs = 24 * 60 * 60 * 1000
+
 // RunPoll polls one subscription with events/poll until ctx ends (it then
 // returns ctx.Err()), OnEvent or OnCursor fails, or the server refuses a
 // poll (a JSON-RPC error, such as an unknown event type). It polls again
-// at once while the server says hasMore, and otherwise waits nextPollMs
+// at once while the server says hasMore and the cursor moves, and
+// otherwise waits nextPollMs
 // (DefaultNextPoll when the server gives none), within MinInterval and
 // MaxInterval. A poll that fails for the connection is retried with the
 // Client's backoff, over the new session when Options.Reconnect replaces
@@ -100,12 +105,16 @@ func (c *Client) RunPoll(ctx context.Context, loop PollLoop) (cursor string, err
 				return cursor, err
 			}
 		}
-		if res.HasMore {
+		// More at once, but only when the cursor moved: a server that says
+		// hasMore without moving it would make the loop spin.
+		if res.HasMore && changed {
 			continue
 		}
-		wait := time.Duration(res.NextPollMs) * time.Millisecond
-		if res.NextPollMs <= 0 {
-			wait = DefaultNextPoll
+		wait := DefaultNextPoll
+		if res.NextPollMs > 0 && res.NextPollMs <= maxNextPollMs {
+			wait = time.Duration(res.NextPollMs) * time.Millisecond
+		} else if res.NextPollMs > maxNextPollMs {
+			wait = maxNextPollMs * time.Millisecond
 		}
 		wait = max(wait, loop.MinInterval)
 		if loop.MaxInterval > 0 {
