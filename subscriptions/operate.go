@@ -19,9 +19,9 @@ var ErrNoLiveSession = errors.New("no live session")
 // maxEventIDLen bounds the event IDs Replay looks for.
 const maxEventIDLen = 200
 
-// replayScan bounds how many inbox entries Replay reads looking for the
-// event, newest last.
-const replayScan = 100_000
+// replayScan bounds how many of the newest inbox entries Replay reads
+// looking for the event.
+const replayScan = 5000
 
 // FireNow fires a cron or scheduled subscription of principal now, as its
 // schedule would: what waits in its buffer is delivered (to the live
@@ -112,43 +112,33 @@ func (s *Service) Replay(ctx context.Context, principal, subscriptionID, eventID
 }
 
 // findEvent returns the newest InboxEvent entry of principal's inbox with
-// the event eventID, and the event.
+// the event eventID, and the event, among the newest replayScan entries.
 func (s *Service) findEvent(ctx context.Context, principal, eventID string) (InboxEntry, *mcpe.Event, error) {
 	var found InboxEntry
 	var ev *mcpe.Event
-	after, err := s.store.PrunedThrough(ctx, principal)
+	entries, err := s.store.LatestInbox(ctx, principal, replayScan)
 	if err != nil {
 		return found, nil, err
 	}
-	for read := 0; read < replayScan; {
-		entries, more, err := s.store.ReadInbox(ctx, principal, after, 1000)
-		if err != nil {
+	for i := len(entries) - 1; i >= 0 && ev == nil; i-- {
+		e := entries[i]
+		if e.Kind != mcpe.InboxEvent {
+			continue
+		}
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(e.Event, &head) != nil || head.ID != eventID {
+			continue
+		}
+		var parsed mcpe.Event
+		if err := json.Unmarshal(e.Event, &parsed); err != nil {
 			return found, nil, err
 		}
-		read += len(entries)
-		for _, e := range entries {
-			after = e.Seq
-			if e.Kind != mcpe.InboxEvent {
-				continue
-			}
-			var head struct {
-				ID string `json:"id"`
-			}
-			if json.Unmarshal(e.Event, &head) != nil || head.ID != eventID {
-				continue
-			}
-			var parsed mcpe.Event
-			if err := json.Unmarshal(e.Event, &parsed); err != nil {
-				return found, nil, err
-			}
-			found, ev = e, &parsed
-		}
-		if !more || len(entries) == 0 {
-			break
-		}
+		found, ev = e, &parsed
 	}
 	if ev == nil {
-		return found, nil, invalid("eventId", "no event %q in your inbox; replay takes an event delivered to you in real time that retention kept", eventID)
+		return found, nil, invalid("eventId", "no event %q among the newest %d entries of your inbox; replay takes an event delivered to you in real time that retention kept", eventID, replayScan)
 	}
 	return found, ev, nil
 }

@@ -2,6 +2,7 @@ package subscriptions_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
 
 func TestFireNow(t *testing.T) {
@@ -142,4 +144,94 @@ func isErr(err, want error) bool {
 		return errors.As(err, &ie)
 	}
 	return errors.Is(err, want)
+}
+
+// deepInbox is a store whose principals' inboxes begin with filler
+// entries: filler of them, before what the store holds.
+type deepInbox struct {
+	subscriptions.Store
+	filler int
+}
+
+func (d *deepInbox) all(ctx context.Context, principal string) ([]subscriptions.InboxEntry, error) {
+	out := make([]subscriptions.InboxEntry, 0, d.filler)
+	for i := range d.filler {
+		out = append(out, subscriptions.InboxEntry{Seq: int64(i + 1), Principal: principal, Kind: mcpe.InboxEvent, SubscriptionIDs: []string{"filler"}})
+	}
+	for after := int64(0); ; {
+		entries, more, err := d.Store.ReadInbox(ctx, principal, after, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			after = e.Seq
+			e.Seq += int64(d.filler)
+			out = append(out, e)
+		}
+		if !more {
+			return out, nil
+		}
+	}
+}
+
+func (d *deepInbox) ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]subscriptions.InboxEntry, bool, error) {
+	all, err := d.all(ctx, principal)
+	if err != nil {
+		return nil, false, err
+	}
+	var out []subscriptions.InboxEntry
+	for _, e := range all {
+		if e.Seq > after {
+			out = append(out, e)
+		}
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+func (d *deepInbox) LatestInbox(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error) {
+	all, err := d.all(ctx, principal)
+	if err != nil {
+		return nil, err
+	}
+	return all[max(0, len(all)-limit):], nil
+}
+
+// TestReplayFindsTheNewestInALongInbox replays the newest event of an
+// inbox far longer than what Replay reads: it reads the newest entries, not
+// the oldest.
+func TestReplayFindsTheNewestInALongInbox(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, subscriptionsMemory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	rec := &recorder{}
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+		Store: &deepInbox{Store: store, filler: 120_000}, Clock: clock.NewFake(svcStart), Deliverer: rec,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Stop)
+	sub, err := svc.Subscribe(ctx, "alice", every("gh.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Publish(ctx, mcpe.Event{Type: "gh.push", Data: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Replay(ctx, "alice", sub.ID, res.EventID); err != nil {
+		t.Fatalf("Replay of the newest event: %v", err)
+	}
+	if head, err := svc.InboxHead(ctx, "alice"); err != nil || head != 120_001 {
+		t.Errorf("InboxHead = %d, %v; want 120001", head, err)
+	}
 }

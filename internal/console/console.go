@@ -28,8 +28,7 @@ type Service interface {
 	Unsubscribe(ctx context.Context, principal, id string) error
 	FireNow(ctx context.Context, principal, id string) (*subscriptions.Subscription, error)
 	Replay(ctx context.Context, principal, subscriptionID, eventID string) error
-	ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]subscriptions.InboxEntry, bool, error)
-	PrunedThrough(ctx context.Context, principal string) (int64, error)
+	LatestInbox(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error)
 }
 
 // Tokens maps a bearer token to its principal (httpapi.Tokens).
