@@ -102,6 +102,11 @@ func guardLoopback(next http.Handler) http.Handler {
 	})
 }
 
+// IsLoopbackHost reports whether hostport (a Host header or a listen
+// address) names this machine: localhost, or a loopback IP, with or without
+// a port.
+func IsLoopbackHost(hostport string) bool { return isLoopback(hostport) }
+
 // isLoopback reports whether hostport names this machine: localhost, or a
 // loopback IP, with or without a port.
 func isLoopback(hostport string) bool {
