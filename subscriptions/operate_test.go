@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -233,5 +235,72 @@ func TestReplayFindsTheNewestInALongInbox(t *testing.T) {
 	}
 	if head, err := svc.InboxHead(ctx, "alice"); err != nil || head != 120_001 {
 		t.Errorf("InboxHead = %d, %v; want 120001", head, err)
+	}
+}
+
+// TestReplayRefusesTimed checks that an event is not replayed to a cron or
+// scheduled subscription, even one whose filter matches it.
+func TestReplayRefusesTimed(t *testing.T) {
+	ctx := context.Background()
+	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, newYork)))
+	cron := f.subscribe("alice", cronReq("0 9 * * *", "America/New_York", "gh.*"))
+	f.subscribe("alice", every("gh.*"))
+	res := f.publish("gh.push")
+	before := len(f.rec.delivered())
+	err := f.svc.Replay(ctx, "alice", cron.ID, res.EventID)
+	if !isErr(err, errInvalid) || !strings.Contains(err.Error(), "digests") {
+		t.Errorf("Replay to a cron subscription: %v, want invalid, naming digests", err)
+	}
+	if n := len(f.rec.delivered()) - before; n != 0 {
+		t.Errorf("%d entries replayed to a cron subscription", n)
+	}
+}
+
+// pausingPresence pauses the subscription (in another goroutine) when
+// Replay asks whether its owner is connected, which it does between its
+// check of the subscription and its send, and reports whether the pause
+// got through before Connected returned.
+type pausingPresence struct {
+	svc      *subscriptions.Service
+	id       string
+	paused   chan struct{}
+	slipped  atomic.Bool
+	disarmed atomic.Bool
+}
+
+func (p *pausingPresence) Connected(principal string) bool {
+	if p.disarmed.Swap(true) {
+		return true
+	}
+	go func() {
+		p.svc.Pause(context.Background(), principal, p.id)
+		close(p.paused)
+	}()
+	select {
+	case <-p.paused:
+		p.slipped.Store(true)
+	case <-time.After(100 * time.Millisecond):
+	}
+	return true
+}
+
+// TestReplayHoldsOffAPause checks that a pause cannot come between
+// Replay's check that the subscription is active and its send.
+func TestReplayHoldsOffAPause(t *testing.T) {
+	p := &pausingPresence{paused: make(chan struct{})}
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{Presence: p})
+	p.svc = f.svc
+	a := f.subscribe("alice", every("gh.*"))
+	p.id = a.ID
+	res := f.publish("gh.push")
+	if err := f.svc.Replay(context.Background(), "alice", a.ID, res.EventID); err != nil {
+		t.Fatal(err)
+	}
+	<-p.paused
+	if p.slipped.Load() {
+		t.Error("a pause went through between Replay's check of the subscription and its send")
+	}
+	if got := f.get(a.ID).Status; got != mcpe.StatusPaused {
+		t.Errorf("status after the pause = %s, want paused", got)
 	}
 }
