@@ -88,20 +88,18 @@ func (s *Service) InboxHead(ctx context.Context, principal string) (int64, error
 		head, _, err := sh.Heads(ctx)
 		return head, err
 	}
-	after, err := s.store.PrunedThrough(ctx, principal)
+	latest, err := s.store.LatestInbox(ctx, principal, 1)
 	if err != nil {
 		return 0, err
 	}
-	for {
-		entries, more, err := s.store.ReadInbox(ctx, principal, after, 1000)
-		if err != nil {
-			return 0, err
-		}
-		if len(entries) > 0 {
-			after = entries[len(entries)-1].Seq
-		}
-		if !more {
-			return after, nil
-		}
+	if len(latest) > 0 {
+		return latest[0].Seq, nil
 	}
+	return s.store.PrunedThrough(ctx, principal)
+}
+
+// LatestInbox returns the newest limit (> 0) entries of principal's inbox,
+// oldest first.
+func (s *Service) LatestInbox(ctx context.Context, principal string, limit int) ([]InboxEntry, error) {
+	return s.store.LatestInbox(ctx, principal, limit)
 }

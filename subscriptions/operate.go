@@ -19,9 +19,9 @@ var ErrNoLiveSession = errors.New("no live session")
 // maxEventIDLen bounds the event IDs Replay looks for.
 const maxEventIDLen = 200
 
-// replayScan bounds how many inbox entries Replay reads looking for the
-// event, newest last.
-const replayScan = 100_000
+// replayScan bounds how many of the newest inbox entries Replay reads
+// looking for the event.
+const replayScan = 5000
 
 // FireNow fires a cron or scheduled subscription of principal now, as its
 // schedule would: what waits in its buffer is delivered (to the live
@@ -67,11 +67,16 @@ func (s *Service) FireNow(ctx context.Context, principal, id string) (*Subscript
 // Replay sends an event that principal received earlier, found in its
 // inbox by ID, again to principal's live sessions as a notification for
 // its subscription subscriptionID, with the event's original cursor. The
-// subscription must be active and its filter must match the event. The
-// event is not written to the inbox again, is not counted as a delivery
-// and does not run the subscription's handler: it is a notification
-// resent, for an agent that missed or mishandled it. A principal can
-// replay only what it was delivered, so no other principal's events.
+// subscription must be active and deliver in real time (a cron or
+// scheduled one sends digests, not notifications of one event), and its
+// filter must match the event. The event is not written to the inbox
+// again, is not counted as a delivery and does not run the subscription's
+// handler: it is a notification resent, for an agent that missed or
+// mishandled it. A principal can replay only what it was delivered, so no
+// other principal's events. The subscription's state is checked and the
+// event sent under s.manage, so that a pause, update or delete made
+// meanwhile comes before or after the replay, not between the check and
+// the send.
 func (s *Service) Replay(ctx context.Context, principal, subscriptionID, eventID string) error {
 	if err := checkID(subscriptionID); err != nil {
 		return err
@@ -79,15 +84,25 @@ func (s *Service) Replay(ctx context.Context, principal, subscriptionID, eventID
 	if eventID == "" || len(eventID) > maxEventIDLen {
 		return invalid("eventId", "give the ID of an event in your inbox (at most %d bytes)", maxEventIDLen)
 	}
+	// A first look, so that a wrong subscription is reported before the
+	// inbox is read (unlocked: the inbox read can take a while).
 	sub, err := s.store.GetSubscription(ctx, principal, subscriptionID)
 	if err != nil {
 		return notFound(err, subscriptionID)
 	}
-	if sub.Status != mcpe.StatusActive {
-		return invalid("subscriptionId", "subscription %q is %s; resume it before replaying events to it", subscriptionID, sub.Status)
+	if err := replayable(sub); err != nil {
+		return err
 	}
 	entry, ev, err := s.findEvent(ctx, principal, eventID)
 	if err != nil {
+		return err
+	}
+	s.manage.Lock()
+	defer s.manage.Unlock()
+	if sub, err = s.store.GetSubscription(ctx, principal, subscriptionID); err != nil {
+		return notFound(err, subscriptionID)
+	}
+	if err := replayable(sub); err != nil {
 		return err
 	}
 	m, err := CompileFilter(sub.Filter)
@@ -111,44 +126,45 @@ func (s *Service) Replay(ctx context.Context, principal, subscriptionID, eventID
 	return nil
 }
 
+// replayable returns why an event cannot be replayed to sub, or nil.
+func replayable(sub *Subscription) error {
+	if timed := sub.Delivery.Timed(); timed != "" {
+		return invalid("subscriptionId", "subscription %q delivers %s digests, not notifications of single events; replay to a realtime subscription", sub.ID, timed)
+	}
+	if sub.Status != mcpe.StatusActive {
+		return invalid("subscriptionId", "subscription %q is %s; resume it before replaying events to it", sub.ID, sub.Status)
+	}
+	return nil
+}
+
 // findEvent returns the newest InboxEvent entry of principal's inbox with
-// the event eventID, and the event.
+// the event eventID, and the event, among the newest replayScan entries.
 func (s *Service) findEvent(ctx context.Context, principal, eventID string) (InboxEntry, *mcpe.Event, error) {
 	var found InboxEntry
 	var ev *mcpe.Event
-	after, err := s.store.PrunedThrough(ctx, principal)
+	entries, err := s.store.LatestInbox(ctx, principal, replayScan)
 	if err != nil {
 		return found, nil, err
 	}
-	for read := 0; read < replayScan; {
-		entries, more, err := s.store.ReadInbox(ctx, principal, after, 1000)
-		if err != nil {
+	for i := len(entries) - 1; i >= 0 && ev == nil; i-- {
+		e := entries[i]
+		if e.Kind != mcpe.InboxEvent {
+			continue
+		}
+		var head struct {
+			ID string `json:"id"`
+		}
+		if json.Unmarshal(e.Event, &head) != nil || head.ID != eventID {
+			continue
+		}
+		var parsed mcpe.Event
+		if err := json.Unmarshal(e.Event, &parsed); err != nil {
 			return found, nil, err
 		}
-		read += len(entries)
-		for _, e := range entries {
-			after = e.Seq
-			if e.Kind != mcpe.InboxEvent {
-				continue
-			}
-			var head struct {
-				ID string `json:"id"`
-			}
-			if json.Unmarshal(e.Event, &head) != nil || head.ID != eventID {
-				continue
-			}
-			var parsed mcpe.Event
-			if err := json.Unmarshal(e.Event, &parsed); err != nil {
-				return found, nil, err
-			}
-			found, ev = e, &parsed
-		}
-		if !more || len(entries) == 0 {
-			break
-		}
+		found, ev = e, &parsed
 	}
 	if ev == nil {
-		return found, nil, invalid("eventId", "no event %q in your inbox; replay takes an event delivered to you in real time that retention kept", eventID)
+		return found, nil, invalid("eventId", "no event %q among the newest %d entries of your inbox; replay takes an event delivered to you in real time that retention kept", eventID, replayScan)
 	}
 	return found, ev, nil
 }

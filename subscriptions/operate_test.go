@@ -2,7 +2,10 @@ package subscriptions_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -11,6 +14,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
 
 func TestFireNow(t *testing.T) {
@@ -142,4 +146,161 @@ func isErr(err, want error) bool {
 		return errors.As(err, &ie)
 	}
 	return errors.Is(err, want)
+}
+
+// deepInbox is a store whose principals' inboxes begin with filler
+// entries: filler of them, before what the store holds.
+type deepInbox struct {
+	subscriptions.Store
+	filler int
+}
+
+func (d *deepInbox) all(ctx context.Context, principal string) ([]subscriptions.InboxEntry, error) {
+	out := make([]subscriptions.InboxEntry, 0, d.filler)
+	for i := range d.filler {
+		out = append(out, subscriptions.InboxEntry{Seq: int64(i + 1), Principal: principal, Kind: mcpe.InboxEvent, SubscriptionIDs: []string{"filler"}})
+	}
+	for after := int64(0); ; {
+		entries, more, err := d.Store.ReadInbox(ctx, principal, after, 1000)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			after = e.Seq
+			e.Seq += int64(d.filler)
+			out = append(out, e)
+		}
+		if !more {
+			return out, nil
+		}
+	}
+}
+
+func (d *deepInbox) ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]subscriptions.InboxEntry, bool, error) {
+	all, err := d.all(ctx, principal)
+	if err != nil {
+		return nil, false, err
+	}
+	var out []subscriptions.InboxEntry
+	for _, e := range all {
+		if e.Seq > after {
+			out = append(out, e)
+		}
+	}
+	if len(out) > limit {
+		return out[:limit], true, nil
+	}
+	return out, false, nil
+}
+
+func (d *deepInbox) LatestInbox(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error) {
+	all, err := d.all(ctx, principal)
+	if err != nil {
+		return nil, err
+	}
+	return all[max(0, len(all)-limit):], nil
+}
+
+// TestReplayFindsTheNewestInALongInbox replays the newest event of an
+// inbox far longer than what Replay reads: it reads the newest entries, not
+// the oldest.
+func TestReplayFindsTheNewestInALongInbox(t *testing.T) {
+	ctx := context.Background()
+	store, err := sqlite.Open(ctx, subscriptionsMemory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	rec := &recorder{}
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+		Store: &deepInbox{Store: store, filler: 120_000}, Clock: clock.NewFake(svcStart), Deliverer: rec,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Stop)
+	sub, err := svc.Subscribe(ctx, "alice", every("gh.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := svc.Publish(ctx, mcpe.Event{Type: "gh.push", Data: json.RawMessage(`{}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Replay(ctx, "alice", sub.ID, res.EventID); err != nil {
+		t.Fatalf("Replay of the newest event: %v", err)
+	}
+	if head, err := svc.InboxHead(ctx, "alice"); err != nil || head != 120_001 {
+		t.Errorf("InboxHead = %d, %v; want 120001", head, err)
+	}
+}
+
+// TestReplayRefusesTimed checks that an event is not replayed to a cron or
+// scheduled subscription, even one whose filter matches it.
+func TestReplayRefusesTimed(t *testing.T) {
+	ctx := context.Background()
+	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, newYork)))
+	cron := f.subscribe("alice", cronReq("0 9 * * *", "America/New_York", "gh.*"))
+	f.subscribe("alice", every("gh.*"))
+	res := f.publish("gh.push")
+	before := len(f.rec.delivered())
+	err := f.svc.Replay(ctx, "alice", cron.ID, res.EventID)
+	if !isErr(err, errInvalid) || !strings.Contains(err.Error(), "digests") {
+		t.Errorf("Replay to a cron subscription: %v, want invalid, naming digests", err)
+	}
+	if n := len(f.rec.delivered()) - before; n != 0 {
+		t.Errorf("%d entries replayed to a cron subscription", n)
+	}
+}
+
+// pausingPresence pauses the subscription (in another goroutine) when
+// Replay asks whether its owner is connected, which it does between its
+// check of the subscription and its send, and reports whether the pause
+// got through before Connected returned.
+type pausingPresence struct {
+	svc      *subscriptions.Service
+	id       string
+	paused   chan struct{}
+	slipped  atomic.Bool
+	disarmed atomic.Bool
+}
+
+func (p *pausingPresence) Connected(principal string) bool {
+	if p.disarmed.Swap(true) {
+		return true
+	}
+	go func() {
+		p.svc.Pause(context.Background(), principal, p.id)
+		close(p.paused)
+	}()
+	select {
+	case <-p.paused:
+		p.slipped.Store(true)
+	case <-time.After(100 * time.Millisecond):
+	}
+	return true
+}
+
+// TestReplayHoldsOffAPause checks that a pause cannot come between
+// Replay's check that the subscription is active and its send.
+func TestReplayHoldsOffAPause(t *testing.T) {
+	p := &pausingPresence{paused: make(chan struct{})}
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{Presence: p})
+	p.svc = f.svc
+	a := f.subscribe("alice", every("gh.*"))
+	p.id = a.ID
+	res := f.publish("gh.push")
+	if err := f.svc.Replay(context.Background(), "alice", a.ID, res.EventID); err != nil {
+		t.Fatal(err)
+	}
+	<-p.paused
+	if p.slipped.Load() {
+		t.Error("a pause went through between Replay's check of the subscription and its send")
+	}
+	if got := f.get(a.ID).Status; got != mcpe.StatusPaused {
+		t.Errorf("status after the pause = %s, want paused", got)
+	}
 }

@@ -123,6 +123,9 @@ type InboxStore interface {
 	// ReadInbox returns up to limit (> 0) entries of principal's inbox with a
 	// sequence number above after, oldest first, and whether more follow.
 	ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]InboxEntry, bool, error)
+	// LatestInbox returns the newest limit (> 0) entries of principal's
+	// inbox, oldest first: all of them when it holds fewer.
+	LatestInbox(ctx context.Context, principal string, limit int) ([]InboxEntry, error)
 	// PrunedThrough returns the highest sequence number of principal's
 	// inbox that retention removed, or 0.
 	PrunedThrough(ctx context.Context, principal string) (int64, error)

@@ -15,7 +15,8 @@ import (
 
 // startMetrics serves GET /metrics on a listener of its own at addr
 // (metrics.addr), apart from the MCP and ingest endpoints, until the
-// returned function is called.
+// returned function is called. On a loopback address it answers only
+// requests addressed to localhost (DNS rebinding), as the MCP listener does.
 func startMetrics(ctx context.Context, addr string, a *app.App, log *slog.Logger) (func(), error) {
 	handler, err := a.MetricsHandler()
 	if err != nil {
@@ -28,7 +29,7 @@ func startMetrics(ctx context.Context, addr string, a *app.App, log *slog.Logger
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", handler)
 	hs := &http.Server{
-		Handler:           httpapi.Deadlines(mux, 0, 0),
+		Handler:           httpapi.Deadlines(httpapi.GuardLoopback(mux), 0, 0),
 		ReadHeaderTimeout: 10 * time.Second,
 		IdleTimeout:       2 * time.Minute,
 		BaseContext:       func(net.Listener) context.Context { return context.WithoutCancel(ctx) },

@@ -67,4 +67,17 @@ func TestMetricsAddr(t *testing.T) {
 	if code, _ := get(base+"/metrics", "scrape-secret"); code != http.StatusNotFound {
 		t.Errorf("GET /metrics on the MCP listener = %d; want 404 with metrics.addr", code)
 	}
+	// The loopback listener answers only requests addressed to localhost:
+	// a DNS-rebinding page names its own host.
+	req, _ := http.NewRequest(http.MethodGet, "http://"+addr+"/metrics", nil)
+	req.Host = "rebound.example.com"
+	req.Header.Set("Authorization", "Bearer scrape-secret")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusForbidden {
+		t.Errorf("GET /metrics on the loopback metrics listener with Host %s = %d; want 403", req.Host, resp.StatusCode)
+	}
 }

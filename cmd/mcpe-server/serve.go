@@ -187,11 +187,8 @@ func startHTTP(ctx context.Context, addr string, cfg *config.Config, a *app.App,
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
 	if !isLoopbackAddr(ln.Addr()) {
-		if len(cfg.Auth.Tokens) == 0 {
-			log.Warn("HTTP is reachable from other machines and auth.tokens is empty: anyone who can connect can subscribe")
-		}
-		if len(cfg.Ingest.Tokens) == 0 {
-			log.Warn("HTTP is reachable from other machines and ingest.tokens is empty: anyone who can connect can publish events")
+		for _, w := range exposedWarnings(cfg) {
+			log.Warn(w)
 		}
 	}
 	hs := &http.Server{
@@ -217,6 +214,22 @@ func startHTTP(ctx context.Context, addr string, cfg *config.Config, a *app.App,
 			hs.Close()
 		}
 	}, nil
+}
+
+// exposedWarnings are the warnings for an HTTP listener that other
+// machines reach, with cfg: what anyone who can connect may do.
+func exposedWarnings(cfg *config.Config) []string {
+	var out []string
+	if len(cfg.Auth.Tokens) == 0 {
+		out = append(out, "HTTP is reachable from other machines and auth.tokens is empty: anyone who can connect can subscribe")
+	}
+	if len(cfg.Ingest.Tokens) == 0 {
+		out = append(out, "HTTP is reachable from other machines and ingest.tokens is empty: anyone who can connect can publish events")
+	}
+	if cfg.Metrics.Enabled && cfg.Metrics.Addr == "" && len(cfg.Metrics.Tokens) == 0 {
+		out = append(out, "HTTP is reachable from other machines, metrics.enabled is on and metrics.tokens is empty: anyone who can connect can read /metrics")
+	}
+	return out
 }
 
 func isLoopbackAddr(a net.Addr) bool {

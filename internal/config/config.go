@@ -551,6 +551,9 @@ func (m Metrics) validate(auth bool) error {
 			errs = append(errs, err)
 		}
 	}
+	if m.On() && m.PrincipalLabel && !auth {
+		errs = append(errs, errors.New("metrics.principalLabel: auth.tokens is empty, so each HTTP session is a principal of its own and would be a label value: the series would grow without bound; configure auth.tokens (a bounded set of principals) or turn principalLabel off"))
+	}
 	switch {
 	case !m.On() && (len(m.Tokens) > 0 || m.PrincipalLabel):
 		errs = append(errs, errors.New("metrics: tokens or principalLabel are set but metrics are off; set metrics.enabled: true (on the HTTP listener) or metrics.addr (a listener of their own)"))

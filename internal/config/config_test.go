@@ -140,6 +140,8 @@ func TestParseErrors(t *testing.T) {
 		{name: "metrics without tokens beside auth", yaml: "auth:\n  tokens:\n    - principal: a\n      token: x\nmetrics:\n  enabled: true\n", want: []string{"metrics.tokens: auth.tokens is configured"}},
 		{name: "metrics addr not host:port", yaml: "metrics:\n  addr: nine\n", want: []string{"metrics.addr", `"nine" is not host:port`}},
 		{name: "metrics addr reachable without tokens", yaml: "metrics:\n  addr: 0.0.0.0:9464\n", want: []string{"metrics.tokens", "reachable from other machines"}},
+		{name: "metrics principalLabel without auth", yaml: "metrics:\n  enabled: true\n  principalLabel: true\n", want: []string{"metrics.principalLabel: auth.tokens is empty", "without bound"}},
+		{name: "metrics principalLabel without auth on metrics.addr", yaml: "metrics:\n  addr: 127.0.0.1:9464\n  principalLabel: true\n", want: []string{"metrics.principalLabel: auth.tokens is empty"}},
 		{name: "metrics tokens while off", yaml: "metrics:\n  tokens:\n    - token: x\n", want: []string{"metrics: tokens or principalLabel are set but metrics are off"}},
 		{name: "metrics tokenEnv not set", yaml: "metrics:\n  enabled: true\n  tokens:\n    - tokenEnv: MCPE_TEST_UNSET_TOKEN_9F3A\n", want: []string{"metrics.tokens[0].tokenEnv", "MCPE_TEST_UNSET_TOKEN_9F3A"}},
 		{name: "misspelt metrics key", yaml: "metrics:\n  principalLabels: true\n", want: []string{"metrics.principalLabels: unknown key", `did you mean "principalLabel"?`}},

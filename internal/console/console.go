@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -28,8 +29,7 @@ type Service interface {
 	Unsubscribe(ctx context.Context, principal, id string) error
 	FireNow(ctx context.Context, principal, id string) (*subscriptions.Subscription, error)
 	Replay(ctx context.Context, principal, subscriptionID, eventID string) error
-	ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]subscriptions.InboxEntry, bool, error)
-	PrunedThrough(ctx context.Context, principal string) (int64, error)
+	LatestInbox(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error)
 }
 
 // Tokens maps a bearer token to its principal (httpapi.Tokens).
@@ -187,6 +187,14 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/console", http.StatusSeeOther)
 }
 
+// secure reports whether the session cookie must be Secure: when r came
+// over TLS, or named a host other than this machine (the server serves no
+// TLS itself, so such a console is reached through a TLS proxy). On
+// loopback it is not, so that http://localhost works.
+func secure(r *http.Request) bool {
+	return r.TLS != nil || !httpapi.IsLoopbackHost(r.Host)
+}
+
 func (c *Console) cookie(r *http.Request, value string, expires time.Time) *http.Cookie {
 	ck := &http.Cookie{
 		Name:     cookieName,
@@ -194,7 +202,7 @@ func (c *Console) cookie(r *http.Request, value string, expires time.Time) *http
 		Path:     "/console",
 		HttpOnly: true,
 		SameSite: http.SameSiteStrictMode,
-		Secure:   r.TLS != nil,
+		Secure:   secure(r),
 		Expires:  expires,
 	}
 	if value == "" {

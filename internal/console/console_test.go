@@ -346,3 +346,37 @@ func TestNewNeedsSomeoneToLogIn(t *testing.T) {
 		t.Error("New without tokens or an admin token: no error")
 	}
 }
+
+// TestCookieSecureBehindAProxy checks that the session cookie is Secure
+// when the console is reached by a name other than loopback (through a TLS
+// proxy, as the server serves no TLS), and not on loopback.
+func TestCookieSecureBehindAProxy(t *testing.T) {
+	f := newFixture(t)
+	c, err := console.New(console.Options{Service: f.svc, Tokens: tokens})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		host string
+		want bool
+	}{
+		{"console.example.com", true},
+		{"console.example.com:8080", true},
+		{"192.0.2.7:8080", true},
+		{"localhost:8080", false},
+		{"127.0.0.1:8080", false},
+		{"[::1]:8080", false},
+	} {
+		req := httptest.NewRequest(http.MethodPost, "http://"+tc.host+"/console/login", strings.NewReader(url.Values{"token": {"alice-token"}}.Encode()))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		rec := httptest.NewRecorder()
+		c.ServeHTTP(rec, req)
+		cookies := rec.Result().Cookies()
+		if len(cookies) != 1 {
+			t.Fatalf("login at %s: %d, %d cookies", tc.host, rec.Code, len(cookies))
+		}
+		if cookies[0].Secure != tc.want {
+			t.Errorf("login at %s: cookie Secure %t, want %t", tc.host, cookies[0].Secure, tc.want)
+		}
+	}
+}

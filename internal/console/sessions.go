@@ -7,9 +7,15 @@ import (
 	"time"
 )
 
-// maxSessions bounds the console sessions kept; a login past it ends the
-// session closest to its end.
-const maxSessions = 1000
+// Bounds of the console sessions kept. A login past maxPerPrincipal ends
+// the session of the same principal (the administrator counts as one)
+// closest to its end, so that logging in again and again ends only one's
+// own sessions; maxSessions is a backstop over all principals, past which
+// a login ends the session closest to its end, whoever owns it.
+const (
+	maxPerPrincipal = 20
+	maxSessions     = 1000
+)
 
 // session is one logged-in browser.
 type session struct {
@@ -49,18 +55,31 @@ func (s *sessions) create(principal string, admin bool, expires, now time.Time) 
 			delete(s.m, id)
 		}
 	}
-	for len(s.m) >= maxSessions {
-		var oldest string
+	for {
+		var own int
+		var oldest, oldestOwn string
 		for id, ss := range s.m {
 			if oldest == "" || ss.expires.Before(s.m[oldest].expires) {
 				oldest = id
 			}
+			if ss.principal == principal && ss.admin == admin {
+				own++
+				if oldestOwn == "" || ss.expires.Before(s.m[oldestOwn].expires) {
+					oldestOwn = id
+				}
+			}
 		}
-		delete(s.m, oldest)
+		switch {
+		case own >= maxPerPrincipal:
+			delete(s.m, oldestOwn)
+		case len(s.m) >= maxSessions:
+			delete(s.m, oldest)
+		default:
+			id := randomToken()
+			s.m[id] = &session{principal: principal, admin: admin, csrf: randomToken(), expires: expires}
+			return id
+		}
 	}
-	id := randomToken()
-	s.m[id] = &session{principal: principal, admin: admin, csrf: randomToken(), expires: expires}
-	return id
 }
 
 // get returns a copy of the session id, unless it is unknown or over.

@@ -18,8 +18,9 @@ import (
 const (
 	// inboxShown is how many of the newest inbox entries are listed.
 	inboxShown = 25
-	// inboxScan bounds the entries read for the list and the chart.
-	inboxScan = 100_000
+	// inboxScan is how many of the newest inbox entries are read for the
+	// chart of the last hour (the list is the newest of them).
+	inboxScan = 5000
 	// dataShown bounds the JSON of an event's data shown, in bytes.
 	dataShown = 600
 	// outputShown bounds a handler's last output shown, in bytes.
@@ -42,6 +43,11 @@ type page struct {
 	Inbox      []inboxRow
 	// InboxCount counts the entries read (at most inboxScan).
 	InboxCount int
+	// InboxMore tells that the inbox may hold more than InboxCount.
+	InboxMore bool
+	// ChartCut tells that the last hour had more entries than were read,
+	// so that the chart counts only the newest InboxCount.
+	ChartCut   bool
 	Chart      chart
 	Flash      string
 	FlashError bool
@@ -124,11 +130,11 @@ func (c *Console) build(ctx context.Context, ss session, want string) (*page, er
 	if c.opts.Cursors != nil {
 		cursor, connected = c.opts.Cursors()[p.Principal]
 	}
-	entries, count, buckets, err := c.readInbox(ctx, p.Principal, now)
+	entries, count, cut, buckets, err := c.readInbox(ctx, p.Principal, now)
 	if err != nil {
 		return nil, err
 	}
-	p.InboxCount = count
+	p.InboxCount, p.InboxMore, p.ChartCut = count, count >= inboxScan, cut
 	for i := len(entries) - 1; i >= 0; i-- {
 		p.Inbox = append(p.Inbox, newInboxRow(entries[i], cursor, connected, active))
 	}
@@ -170,44 +176,33 @@ func pickPrincipal(subs []*subscriptions.Subscription, live []LiveSession, want 
 	return shown, rows
 }
 
-// readInbox reads principal's inbox: the newest inboxShown entries, oldest
-// first, how many it read, and the counts per minute of the last hour.
-func (c *Console) readInbox(ctx context.Context, principal string, now time.Time) ([]subscriptions.InboxEntry, int, []bucket, error) {
+// readInbox reads the newest inboxScan entries of principal's inbox and
+// returns the newest inboxShown of them, oldest first, how many it read,
+// whether the last hour had more entries than it read (the chart then
+// misses the oldest of them), and the counts per minute of the last hour.
+func (c *Console) readInbox(ctx context.Context, principal string, now time.Time) ([]subscriptions.InboxEntry, int, bool, []bucket, error) {
 	buckets := make([]bucket, chartMinutes)
 	start := now.Truncate(time.Minute).Add(-(chartMinutes - 1) * time.Minute)
-	after, err := c.opts.Service.PrunedThrough(ctx, principal)
+	entries, err := c.opts.Service.LatestInbox(ctx, principal, inboxScan)
 	if err != nil {
-		return nil, 0, nil, err
+		return nil, 0, false, nil, err
 	}
-	var newest []subscriptions.InboxEntry
-	count := 0
-	for count < inboxScan {
-		entries, more, err := c.opts.Service.ReadInbox(ctx, principal, after, 1000)
-		if err != nil {
-			return nil, 0, nil, err
-		}
-		for _, e := range entries {
-			after = e.Seq
-			count++
-			if i := int(e.CreatedAt.Sub(start) / time.Minute); !e.CreatedAt.Before(start) && i < chartMinutes {
-				buckets[i].notifications += len(e.SubscriptionIDs)
-				switch e.Kind {
-				case mcpe.InboxEvent:
-					buckets[i].events++
-				case mcpe.InboxBatch:
-					buckets[i].events += len(e.Events)
-				}
+	for _, e := range entries {
+		if i := int(e.CreatedAt.Sub(start) / time.Minute); !e.CreatedAt.Before(start) && i < chartMinutes {
+			buckets[i].notifications += len(e.SubscriptionIDs)
+			switch e.Kind {
+			case mcpe.InboxEvent:
+				buckets[i].events++
+			case mcpe.InboxBatch:
+				buckets[i].events += len(e.Events)
 			}
 		}
-		newest = append(newest, entries...)
-		if len(newest) > inboxShown {
-			newest = slices.Clone(newest[len(newest)-inboxShown:])
-		}
-		if !more || len(entries) == 0 {
-			break
-		}
 	}
-	return newest, count, buckets, nil
+	// Entries are numbered in the order they are written, so the oldest
+	// read is in the last hour only when more of the hour may precede it.
+	cut := len(entries) >= inboxScan && !entries[0].CreatedAt.Before(start)
+	newest := entries[max(0, len(entries)-inboxShown):]
+	return newest, len(entries), cut, buckets, nil
 }
 
 func newSubRow(s *subscriptions.Subscription) subRow {

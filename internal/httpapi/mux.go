@@ -71,7 +71,7 @@ func NewMux(opts MuxOptions) http.Handler {
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(body)
 	})
-	guarded := guardLoopback(http.NewCrossOriginProtection().Handler(mux))
+	guarded := GuardLoopback(http.NewCrossOriginProtection().Handler(mux))
 	if len(opts.SignedAdapters) == 0 {
 		return Deadlines(guarded, 0, 0)
 	}
@@ -89,10 +89,10 @@ func fromThisMachine(r *http.Request) bool {
 	return err == nil && ap.Addr().Unmap().IsLoopback()
 }
 
-// guardLoopback refuses requests that reached a loopback listener with a
+// GuardLoopback refuses requests that reached a loopback listener with a
 // Host header naming another machine: a DNS-rebinding page in the user's
 // browser would otherwise reach a local server as if it were its own origin.
-func guardLoopback(next http.Handler) http.Handler {
+func GuardLoopback(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(local.String()) && !isLoopback(r.Host) {
 			http.Error(w, "Forbidden: this server listens on loopback and only answers requests addressed to localhost", http.StatusForbidden)
@@ -101,6 +101,11 @@ func guardLoopback(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
+
+// IsLoopbackHost reports whether hostport (a Host header or a listen
+// address) names this machine: localhost, or a loopback IP, with or without
+// a port.
+func IsLoopbackHost(hostport string) bool { return isLoopback(hostport) }
 
 // isLoopback reports whether hostport names this machine: localhost, or a
 // loopback IP, with or without a port.

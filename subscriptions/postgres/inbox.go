@@ -116,6 +116,19 @@ func (s *Store) ReadInbox(ctx context.Context, principal string, after int64, li
 	return out, false, nil
 }
 
+// LatestInbox implements subscriptions.Store.
+func (s *Store) LatestInbox(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("postgres: LatestInbox limit is %d; it must be positive", limit)
+	}
+	rows, err := s.pool.Query(ctx, `SELECT * FROM (SELECT `+entryColumns+entryFrom+`
+		WHERE i.principal = $1 ORDER BY i.seq DESC LIMIT $2) AS latest ORDER BY seq`, principal, limit)
+	if err != nil {
+		return nil, err
+	}
+	return readEntries(ctx, s.pool, rows, min(limit, 1024))
+}
+
 // PendingEntries implements subscriptions.Store.
 func (s *Store) PendingEntries(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error) {
 	if limit <= 0 {

@@ -133,6 +133,23 @@ func (s *Store) ReadInbox(ctx context.Context, principal string, after int64, li
 	return out, false, nil
 }
 
+// LatestInbox implements subscriptions.Store.
+func (s *Store) LatestInbox(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error) {
+	if limit <= 0 {
+		return nil, fmt.Errorf("sqlite: LatestInbox limit is %d; it must be positive", limit)
+	}
+	st, err := s.rstmts.get(ctx, `SELECT * FROM (SELECT `+entryColumns+entryFrom+`
+		WHERE i.principal = ? ORDER BY i.seq DESC LIMIT ?) ORDER BY seq`)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := st.QueryContext(ctx, principal, limit)
+	if err != nil {
+		return nil, err
+	}
+	return s.readEntries(ctx, rows, min(limit, 1024))
+}
+
 // PendingEntries implements subscriptions.Store.
 func (s *Store) PendingEntries(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error) {
 	if limit <= 0 {

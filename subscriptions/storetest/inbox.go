@@ -70,6 +70,48 @@ func testReadInbox(t *testing.T, open Opener) {
 	}
 }
 
+// testLatestInbox checks that LatestInbox returns the newest entries of a
+// principal, oldest first, whatever other principals' entries come between.
+func testLatestInbox(t *testing.T, open Opener) {
+	s := open(t)
+	alices, bobs := newSub(1, "alice"), newSub(2, "bob")
+	create(t, s, alices, bobs)
+	var want []subscriptions.InboxEntry // alice's inbox
+	for i := range 5 {
+		ev, raw := newEvent(i+1, "test.created", "")
+		now := at(time.Duration(i) * time.Minute)
+		res := publish(t, s, ev, raw, targets(alices, bobs), now)
+		want = append(want, entry(seqOf(t, res, alices), raw, now, alices))
+		// bob gets one more of his own after each, so he has more entries.
+		ev, raw = newEvent(100+i, "test.created", "")
+		publish(t, s, ev, raw, targets(bobs), now)
+	}
+	tests := []struct {
+		name      string
+		principal string
+		limit     int
+		want      []subscriptions.InboxEntry
+	}{
+		{"newest one", "alice", 1, want[4:]},
+		{"newest three", "alice", 3, want[2:]},
+		{"all, exactly", "alice", 5, want},
+		{"more than there are", "alice", 100, want},
+		{"empty inbox", "carol", 10, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := s.LatestInbox(t.Context(), tt.principal, tt.limit)
+			if err != nil {
+				t.Fatalf("LatestInbox: %v", err)
+			}
+			diff(t, "LatestInbox", tt.want, got)
+		})
+	}
+	if _, err := s.LatestInbox(t.Context(), "alice", 0); err == nil {
+		t.Error("LatestInbox with limit 0 succeeded; want an error")
+	}
+}
+
 // testExpireSubscriptions checks which subscriptions ExpireSubscriptions
 // expires and the inbox entries it writes.
 func testExpireSubscriptions(t *testing.T, open Opener) {

@@ -58,6 +58,7 @@ func Run(t *testing.T, open Opener) {
 		{"PublishBatch", testPublishBatch},
 		{"Deactivations", testDeactivations},
 		{"ReadInbox", testReadInbox},
+		{"LatestInbox", testLatestInbox},
 		{"ExpireSubscriptions", testExpireSubscriptions},
 		{"NextExpiry", testNextExpiry},
 		{"PollCursor", testPollCursor},
