@@ -213,10 +213,14 @@ func (w *webhookState) checkDelivery(d *webhookParams, secret bool) error {
 	return nil
 }
 
-// webhookPrincipal returns the principal of ss, or Forbidden when the
-// caller is not authenticated: webhook subscriptions need one (the SEP).
-func (s *Server) webhookPrincipal(ss *mcp.ServerSession) (string, error) {
-	principal := s.principalOf(ss, nil)
+// webhookPrincipal returns the principal of the request ctx belongs to
+// (its bearer token's, even before its session is attached), or Forbidden
+// when the caller is not authenticated: webhook subscriptions outlive the
+// session, so they need a principal that does too, stdio's or a bearer
+// token's (the SEP). resources/subscriptions/register applies the same
+// rule.
+func (s *Server) webhookPrincipal(ctx context.Context, ss *mcp.ServerSession) (string, error) {
+	principal := s.requestPrincipal(ctx, ss, nil)
 	if strings.HasPrefix(principal, SessionPrincipalPrefix) {
 		return "", eventsError(CodeForbidden, map[string]any{"reason": "webhook subscriptions need an authenticated principal: connect with a bearer token the operator configured (auth.tokens); events/poll and events/stream need none"})
 	}
@@ -238,7 +242,7 @@ func (s *Server) eventsSubscribe(ctx context.Context, ss *mcp.ServerSession, p *
 	if err != nil {
 		return nil, err
 	}
-	principal, err := s.webhookPrincipal(ss)
+	principal, err := s.webhookPrincipal(ctx, ss)
 	if err != nil {
 		return nil, err
 	}
@@ -285,7 +289,7 @@ func (s *Server) eventsUnsubscribe(ctx context.Context, ss *mcp.ServerSession, p
 	if err := w.checkDelivery(p.Delivery, false); err != nil {
 		return nil, err
 	}
-	principal, err := s.webhookPrincipal(ss)
+	principal, err := s.webhookPrincipal(ctx, ss)
 	if err != nil {
 		return nil, err
 	}

@@ -17,6 +17,8 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -394,3 +396,39 @@ func TestEventsWebhookSurvivesRestart(t *testing.T) {
 	}
 	r.none(t)
 }
+
+// httpSEP opens a Streamable HTTP session with token ("" for none) and
+// sends initialize only: the session is not attached yet.
+func httpSEP(t *testing.T, e *env, token string) *txHTTPWire {
+	var opts mcpserver.HTTPOptions
+	if token != "" {
+		opts.Tokens = httpapi.NewTokens(map[string]string{token: token})
+	}
+	ts := httptest.NewServer(e.srv.HTTPHandler(opts))
+	t.Cleanup(ts.Close)
+	w := newTxHTTPWire(t, ts.URL)
+	w.token = token
+	w.send(t, initialize2025)
+	w.next(t)
+	return w
+}
+
+// TestEventsWebhookTokenBeforeAttach: events/subscribe on a session not
+// attached yet (no notifications/initialized) takes the principal of the
+// request's bearer token, not the session's.
+func TestEventsWebhookTokenBeforeAttach(t *testing.T) {
+	c := clock.NewFake(start)
+	r := newReceiver(t, c, secretA)
+	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
+	w := httpSEP(t, e, "alice")
+	m := call(t, w, "events/subscribe", subscribeParams(r.ts.URL+"/ok/early", secretA, ``))
+	res, _ := m["result"].(map[string]any)
+	if res == nil {
+		t.Fatalf("subscribe before attach: %v", m)
+	}
+	r.next(t) // verification
+	if _, err := e.svc.Get(context.Background(), "alice", res["id"].(string)); err != nil {
+		t.Fatalf("the subscription is not alice's: %v", err)
+	}
+}
+
