@@ -432,3 +432,23 @@ func TestEventsWebhookTokenBeforeAttach(t *testing.T) {
 	}
 }
 
+// TestRegisterNeedsAuthenticatedPrincipal: resources/subscriptions/register
+// refuses a session without a token, as events/subscribe does.
+func TestRegisterNeedsAuthenticatedPrincipal(t *testing.T) {
+	c := clock.NewFake(start)
+	r := newReceiver(t, c, secretA)
+	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
+	w := httpSEP(t, e, "")
+	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	params := `{"uris":["event://wh.*"],"targetUri":"` + r.ts.URL + `/ok/reg"}`
+	m := call(t, w, "resources/subscriptions/register", params)
+	errObj, _ := m["error"].(map[string]any)
+	if errObj == nil || errObj["code"] != float64(mcpserver.CodeForbidden) {
+		t.Fatalf("register without a token: %v; want Forbidden", m)
+	}
+	sub := call(t, w, "events/subscribe", subscribeParams(r.ts.URL+"/ok/reg", secretA, ``))
+	if e2, _ := sub["error"].(map[string]any); e2 == nil || e2["code"] != errObj["code"] || e2["message"] != errObj["message"] {
+		t.Fatalf("events/subscribe without a token: %v; want the same error as register's %v", sub, errObj)
+	}
+}
+
