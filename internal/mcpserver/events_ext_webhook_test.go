@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -452,3 +453,25 @@ func TestRegisterNeedsAuthenticatedPrincipal(t *testing.T) {
 	}
 }
 
+// TestConcurrentResourceSubscribeNoLeak: concurrent resources/subscribe
+// for one URI on one session leave one backing subscription.
+func TestConcurrentResourceSubscribeNoLeak(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	w := sepSession(t, e, "alice")
+	const n = 16
+	for i := range n {
+		w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":"event://race.*"}}`, 100+i))
+	}
+	for range n {
+		if m := nextSEP(t, w); m["error"] != nil {
+			t.Fatalf("subscribe: %v", m)
+		}
+	}
+	subs, err := e.svc.List(context.Background(), "alice", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subs) != 1 {
+		t.Fatalf("%d backing subscriptions after %d concurrent subscribes; want 1", len(subs), n)
+	}
+}
