@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -523,12 +524,13 @@ func WebhookHandler(sender *webhook.Sender, clk clock.Clock) subscriptions.Handl
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &webhookJobs{sender: sender, clock: clk}
+	return &webhookJobs{sender: sender, clock: clk, log: slog.Default()}
 }
 
 type webhookJobs struct {
 	sender *webhook.Sender
 	clock  clock.Clock
+	log    *slog.Logger
 }
 
 func (h *webhookJobs) Check(ctx context.Context, principal string, spec *mcpe.HandlerSpec) error {
@@ -549,16 +551,21 @@ func (h *webhookJobs) Handle(ctx context.Context, inv *subscriptions.Invocation)
 	}
 	attempt := max(inv.Attempt, 1)
 	sent := 0
-	for _, raw := range raws {
+	var gone []string // events the receiver declined with 410
+	for i, raw := range raws {
 		var ev mcpe.Event
 		if err := json.Unmarshal(raw, &ev); err != nil {
+			h.log.Error("a webhook delivery holds an event that cannot be decoded; it is not sent", "subscription_id", inv.SubscriptionID, "job_id", inv.JobID, "index", i, "error", err)
 			continue
 		}
 		k := subscriptionKey{name: ev.Type}
 		if strings.HasPrefix(inv.SubscriptionID, webhookFilterIDPrefix) {
 			k.name = FilterEventType
 		}
-		occ, _ := occurrences(k, subscriptions.InboxEntry{Kind: mcpe.InboxEvent, Event: raw}, time.Time{})
+		occ, skipped := occurrences(k, subscriptions.InboxEntry{Kind: mcpe.InboxEvent, Event: raw}, time.Time{})
+		if skipped > 0 {
+			h.log.Error("a webhook delivery holds an event that cannot be made an EventOccurrence; it is not sent", "subscription_id", inv.SubscriptionID, "job_id", inv.JobID, "event_id", ev.ID, "skipped", skipped)
+		}
 		for _, o := range occ {
 			body, _ := json.Marshal(o)
 			msgID := o.EventID
@@ -582,8 +589,10 @@ func (h *webhookJobs) Handle(ctx context.Context, inv *subscriptions.Invocation)
 				sent++
 				continue
 			case code == http.StatusGone:
-				// The receiver declined this event; the subscription goes on.
-				return subscriptions.Outcome{Output: out, Err: fmt.Errorf("the receiver answered %s: event %s is not sent again", out, o.EventID)}
+				// The receiver declined this event; the subscription, and
+				// the rest of the delivery, go on.
+				gone = append(gone, o.EventID)
+				continue
 			case code == http.StatusRequestEntityTooLarge, code >= 300 && code <= 399:
 				return h.abandon(ctx, inv, secrets, subscriptions.Outcome{Output: out, Err: fmt.Errorf("the receiver answered %s, which is not retried", out)})
 			default:
@@ -591,7 +600,11 @@ func (h *webhookJobs) Handle(ctx context.Context, inv *subscriptions.Invocation)
 			}
 		}
 	}
-	return subscriptions.Outcome{Output: fmt.Sprintf("%d delivered", sent)}
+	out := fmt.Sprintf("%d delivered", sent)
+	if len(gone) > 0 {
+		return subscriptions.Outcome{Output: out, Err: fmt.Errorf("the receiver answered 410 Gone for event(s) %s: not sent again", strings.Join(gone, ", "))}
+	}
+	return subscriptions.Outcome{Output: out}
 }
 
 // isInvalid reports whether err is the refusal of a URL by its checks.

@@ -21,6 +21,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // Signing secrets of the tests' clients.
@@ -473,5 +474,46 @@ func TestConcurrentResourceSubscribeNoLeak(t *testing.T) {
 	}
 	if len(subs) != 1 {
 		t.Fatalf("%d backing subscriptions after %d concurrent subscribes; want 1", len(subs), n)
+	}
+}
+
+// TestEventsWebhookBatchGoneGoesOn: in a batch, a 410 on one event does
+// not drop the rest; an event that cannot be decoded is not sent nor
+// counted as delivered.
+func TestEventsWebhookBatchGoneGoesOn(t *testing.T) {
+	c := clock.NewFake(start)
+	r := newReceiver(t, c, secretA)
+	wo := r.options()
+	wo.Clock = c
+	sender, err := webhook.New(wo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sender.Close)
+	r.setStatus(func(hr hookRequest) int {
+		if hr.body["eventId"] == idA {
+			return http.StatusGone
+		}
+		return http.StatusOK
+	})
+	ev := func(id string) json.RawMessage {
+		b, _ := json.Marshal(mcpe.Event{ID: id, Type: "wh.one", Metadata: mcpe.Metadata{Timestamp: start}, Data: json.RawMessage(`{"n":1}`)})
+		return b
+	}
+	h := mcpserver.WebhookHandler(sender, c)
+	out := h.Handle(context.Background(), &subscriptions.Invocation{
+		JobID: "job1", SubscriptionID: "sepwf-0123", Principal: "alice",
+		Spec:    &mcpe.HandlerSpec{Type: mcpe.HandlerWebhook, URL: r.ts.URL + "/ok/batch"},
+		Secrets: &subscriptions.WebhookSecrets{Current: secretA}, Attempt: 1,
+		Kind: mcpe.InboxBatch, Events: []json.RawMessage{json.RawMessage(`{"id":`), ev(idA), ev(idB)},
+	})
+	if a := r.next(t); a.body["eventId"] != idA {
+		t.Fatalf("first POST: %v", a.body)
+	}
+	if b := r.next(t); b.body["eventId"] != idB {
+		t.Fatalf("second POST: %v; want the event after the 410", b.body)
+	}
+	if out.Output != "1 delivered" || out.Err == nil || !strings.Contains(out.Err.Error(), idA) || out.RetryIn != 0 {
+		t.Fatalf("outcome %+v; want 1 delivered, the 410 recorded, no retry", out)
 	}
 }
