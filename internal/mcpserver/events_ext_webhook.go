@@ -65,6 +65,9 @@ const (
 	// controlTimeout bounds the POST of a control body sent on the side
 	// (verification, gap, terminated).
 	controlTimeout = 10 * time.Second
+	// expiryRetry is how soon the expiry of a subscription is tried
+	// again when it could not be looked up.
+	expiryRetry = 30 * time.Second
 )
 
 // Prefixes of the IDs of webhook subscriptions: those of FilterEventType
@@ -473,7 +476,15 @@ func (s *Server) expireWebhook(principal, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*controlTimeout)
 	defer cancel()
 	sub, err := w.backend.Get(ctx, principal, id)
+	if errors.Is(err, subscriptions.ErrNotFound) {
+		return // removed already
+	}
 	if err != nil {
+		// Its timer is gone: without another, the subscription would
+		// never end.
+		s.log.Warn("look up a webhook subscription whose TTL is over; trying again shortly", "subscription_id", id, "retry_in", expiryRetry, "error", err)
+		t := s.opts.Clock.Now().Add(expiryRetry)
+		s.armWebhookExpiry(principal, id, &t)
 		return
 	}
 	now := s.opts.Clock.Now()
