@@ -43,7 +43,8 @@ const HeaderSubscriptionID = "X-MCP-Subscription-Id"
 
 // The TTLs of webhook subscriptions: a suggestion is clamped into
 // [MinWebhookTTL, MaxWebhookTTL]; none gets DefaultWebhookTTL; ttlMs null
-// gets no expiry.
+// (a request for no expiry) gets MaxWebhookTTL: every subscription ends
+// unless refreshed, and the SEP lets the server grant less than asked.
 const (
 	DefaultWebhookTTL = time.Hour
 	MinWebhookTTL     = time.Minute
@@ -166,16 +167,17 @@ func (k subscriptionKey) webhookID(principal, url string) string {
 	return prefix + hex.EncodeToString(sum[:16])
 }
 
-// grant returns the expiry granted for a ttlMs suggestion, nil for none.
+// grant returns the expiry granted for a ttlMs suggestion; null, a
+// request for none, is granted the longest TTL.
 func grant(ttl optionalMs, now time.Time) (*time.Time, error) {
-	if ttl.null {
-		return nil, nil
-	}
 	d := DefaultWebhookTTL
-	if ttl.set {
+	switch {
+	case ttl.null:
+		d = MaxWebhookTTL
+	case ttl.set:
 		ms, err := ttl.ms.Int64()
 		if err != nil {
-			return nil, invalidParams("ttlMs is %s; give a whole number of milliseconds, null for no expiry, or leave it out for %v", ttl.ms, DefaultWebhookTTL)
+			return nil, invalidParams("ttlMs is %s; give a whole number of milliseconds (at most %v), or leave it out for %v", ttl.ms, MaxWebhookTTL, DefaultWebhookTTL)
 		}
 		// The SEP has no rejection path for TTLs: a suggestion out of
 		// bounds is clamped, and the grant says so.

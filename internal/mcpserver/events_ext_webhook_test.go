@@ -278,8 +278,9 @@ func TestEventsWebhookRetriesBounded(t *testing.T) {
 	w := sepSession(t, e, "alice")
 	r.setStatus(func(hookRequest) int { return http.StatusServiceUnavailable })
 	m := call(t, w, "events/subscribe", subscribeParams(r.ts.URL+"/ok/retry", secretA, `,"ttlMs":null`))
-	if res, _ := m["result"].(map[string]any); res == nil || res["refreshBefore"] != nil {
-		t.Fatalf("no-expiry subscribe: %v", m)
+	// A request for no expiry is granted the longest TTL.
+	if res, _ := m["result"].(map[string]any); res == nil || res["refreshBefore"] != start.Add(mcpserver.MaxWebhookTTL).UTC().Format(time.RFC3339Nano) {
+		t.Fatalf("no-expiry subscribe: %v; want refreshBefore %v", m, start.Add(mcpserver.MaxWebhookTTL))
 	}
 	r.next(t) // verification
 	publishWH(t, e, idA, "wh.one")
