@@ -63,6 +63,10 @@ const maxWebhookRetryAfter = 10 * time.Minute
 const (
 	verifiedTTL = 24 * time.Hour
 	maxVerified = 10000
+	// maxVerifiedPerPrincipal bounds one principal's share of the
+	// verification cache, and maxVerifying its handshakes in flight.
+	maxVerifiedPerPrincipal = 100
+	maxVerifying            = 4
 	// controlTimeout bounds the POST of a control body sent on the side
 	// (verification, gap, terminated).
 	controlTimeout = 10 * time.Second
@@ -97,6 +101,32 @@ type webhookState struct {
 	verified map[string]time.Time   // principal NUL url -> until
 	timers   map[string]clock.Timer // principal NUL id -> expiry
 	closed   bool
+	// perPrincipal counts the entries of verified by principal, and
+	// verifying the handshakes in flight by principal.
+	perPrincipal map[string]int
+	verifying    map[string]int
+}
+
+// startVerify takes one of principal's maxVerifying handshake slots, or
+// answers ResourceExhausted when they are all in use; done gives it back.
+func (w *webhookState) startVerify(principal string) (done func(), err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.verifying == nil {
+		w.verifying = make(map[string]int)
+	}
+	if w.verifying[principal] >= maxVerifying {
+		return nil, eventsError(CodeResourceExhausted, map[string]any{"limit": "verifications",
+			"reason": fmt.Sprintf("%d endpoint verifications of yours are in flight already, the most at once; try again when they end", maxVerifying)})
+	}
+	w.verifying[principal]++
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.verifying[principal]--; w.verifying[principal] <= 0 {
+			delete(w.verifying, principal)
+		}
+	}, nil
 }
 
 // webhookParams is the delivery of events/subscribe and events/unsubscribe.
@@ -263,7 +293,13 @@ func (s *Server) eventsSubscribe(ctx context.Context, ss *mcp.ServerSession, p *
 	// this principal lately.
 	if old, err := w.backend.Get(ctx, principal, id); err != nil || old.Status == mcpe.StatusExpired {
 		if !w.isVerified(principal, url, s.opts.Clock.Now()) {
-			if err := w.verify(ctx, id, url, secret); err != nil {
+			done, err := w.startVerify(principal)
+			if err != nil {
+				return nil, err
+			}
+			err = w.verify(ctx, id, url, secret)
+			done()
+			if err != nil {
 				return nil, err
 			}
 			w.markVerified(principal, url, s.opts.Clock.Now())
@@ -393,17 +429,30 @@ func (w *webhookState) isVerified(principal, url string, now time.Time) bool {
 func (w *webhookState) markVerified(principal, url string, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.verified) >= maxVerified {
+	if w.perPrincipal == nil {
+		w.perPrincipal = make(map[string]int)
+	}
+	key := principal + "\x00" + url
+	if _, ok := w.verified[key]; ok {
+		w.verified[key] = now.Add(verifiedTTL)
+		return
+	}
+	if len(w.verified) >= maxVerified || w.perPrincipal[principal] >= maxVerifiedPerPrincipal {
 		for k, until := range w.verified {
 			if !now.Before(until) {
 				delete(w.verified, k)
+				p, _, _ := strings.Cut(k, "\x00")
+				if w.perPrincipal[p]--; w.perPrincipal[p] <= 0 {
+					delete(w.perPrincipal, p)
+				}
 			}
 		}
-		if len(w.verified) >= maxVerified {
+		if len(w.verified) >= maxVerified || w.perPrincipal[principal] >= maxVerifiedPerPrincipal {
 			return // verified again next time
 		}
 	}
-	w.verified[principal+"\x00"+url] = now.Add(verifiedTTL)
+	w.verified[key] = now.Add(verifiedTTL)
+	w.perPrincipal[principal]++
 }
 
 // armWebhookExpiry sets the timer that ends subscription id of principal
