@@ -22,6 +22,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -42,7 +43,8 @@ const HeaderSubscriptionID = "X-MCP-Subscription-Id"
 
 // The TTLs of webhook subscriptions: a suggestion is clamped into
 // [MinWebhookTTL, MaxWebhookTTL]; none gets DefaultWebhookTTL; ttlMs null
-// gets no expiry.
+// (a request for no expiry) gets MaxWebhookTTL: every subscription ends
+// unless refreshed, and the SEP lets the server grant less than asked.
 const (
 	DefaultWebhookTTL = time.Hour
 	MinWebhookTTL     = time.Minute
@@ -61,9 +63,16 @@ const maxWebhookRetryAfter = 10 * time.Minute
 const (
 	verifiedTTL = 24 * time.Hour
 	maxVerified = 10000
+	// maxVerifiedPerPrincipal bounds one principal's share of the
+	// verification cache, and maxVerifying its handshakes in flight.
+	maxVerifiedPerPrincipal = 100
+	maxVerifying            = 4
 	// controlTimeout bounds the POST of a control body sent on the side
 	// (verification, gap, terminated).
 	controlTimeout = 10 * time.Second
+	// expiryRetry is how soon the expiry of a subscription is tried
+	// again when it could not be looked up.
+	expiryRetry = 30 * time.Second
 )
 
 // Prefixes of the IDs of webhook subscriptions: those of FilterEventType
@@ -92,6 +101,32 @@ type webhookState struct {
 	verified map[string]time.Time   // principal NUL url -> until
 	timers   map[string]clock.Timer // principal NUL id -> expiry
 	closed   bool
+	// perPrincipal counts the entries of verified by principal, and
+	// verifying the handshakes in flight by principal.
+	perPrincipal map[string]int
+	verifying    map[string]int
+}
+
+// startVerify takes one of principal's maxVerifying handshake slots, or
+// answers ResourceExhausted when they are all in use; done gives it back.
+func (w *webhookState) startVerify(principal string) (done func(), err error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.verifying == nil {
+		w.verifying = make(map[string]int)
+	}
+	if w.verifying[principal] >= maxVerifying {
+		return nil, eventsError(CodeResourceExhausted, map[string]any{"limit": "verifications",
+			"reason": fmt.Sprintf("%d endpoint verifications of yours are in flight already, the most at once; try again when they end", maxVerifying)})
+	}
+	w.verifying[principal]++
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.verifying[principal]--; w.verifying[principal] <= 0 {
+			delete(w.verifying, principal)
+		}
+	}, nil
 }
 
 // webhookParams is the delivery of events/subscribe and events/unsubscribe.
@@ -162,16 +197,17 @@ func (k subscriptionKey) webhookID(principal, url string) string {
 	return prefix + hex.EncodeToString(sum[:16])
 }
 
-// grant returns the expiry granted for a ttlMs suggestion, nil for none.
+// grant returns the expiry granted for a ttlMs suggestion; null, a
+// request for none, is granted the longest TTL.
 func grant(ttl optionalMs, now time.Time) (*time.Time, error) {
-	if ttl.null {
-		return nil, nil
-	}
 	d := DefaultWebhookTTL
-	if ttl.set {
+	switch {
+	case ttl.null:
+		d = MaxWebhookTTL
+	case ttl.set:
 		ms, err := ttl.ms.Int64()
 		if err != nil {
-			return nil, invalidParams("ttlMs is %s; give a whole number of milliseconds, null for no expiry, or leave it out for %v", ttl.ms, DefaultWebhookTTL)
+			return nil, invalidParams("ttlMs is %s; give a whole number of milliseconds (at most %v), or leave it out for %v", ttl.ms, MaxWebhookTTL, DefaultWebhookTTL)
 		}
 		// The SEP has no rejection path for TTLs: a suggestion out of
 		// bounds is clamped, and the grant says so.
@@ -213,10 +249,14 @@ func (w *webhookState) checkDelivery(d *webhookParams, secret bool) error {
 	return nil
 }
 
-// webhookPrincipal returns the principal of ss, or Forbidden when the
-// caller is not authenticated: webhook subscriptions need one (the SEP).
-func (s *Server) webhookPrincipal(ss *mcp.ServerSession) (string, error) {
-	principal := s.principalOf(ss, nil)
+// webhookPrincipal returns the principal of the request ctx belongs to
+// (its bearer token's, even before its session is attached), or Forbidden
+// when the caller is not authenticated: webhook subscriptions outlive the
+// session, so they need a principal that does too, stdio's or a bearer
+// token's (the SEP). resources/subscriptions/register applies the same
+// rule.
+func (s *Server) webhookPrincipal(ctx context.Context, ss *mcp.ServerSession) (string, error) {
+	principal := s.requestPrincipal(ctx, ss, nil)
 	if strings.HasPrefix(principal, SessionPrincipalPrefix) {
 		return "", eventsError(CodeForbidden, map[string]any{"reason": "webhook subscriptions need an authenticated principal: connect with a bearer token the operator configured (auth.tokens); events/poll and events/stream need none"})
 	}
@@ -238,7 +278,7 @@ func (s *Server) eventsSubscribe(ctx context.Context, ss *mcp.ServerSession, p *
 	if err != nil {
 		return nil, err
 	}
-	principal, err := s.webhookPrincipal(ss)
+	principal, err := s.webhookPrincipal(ctx, ss)
 	if err != nil {
 		return nil, err
 	}
@@ -253,7 +293,13 @@ func (s *Server) eventsSubscribe(ctx context.Context, ss *mcp.ServerSession, p *
 	// this principal lately.
 	if old, err := w.backend.Get(ctx, principal, id); err != nil || old.Status == mcpe.StatusExpired {
 		if !w.isVerified(principal, url, s.opts.Clock.Now()) {
-			if err := w.verify(ctx, id, url, secret); err != nil {
+			done, err := w.startVerify(principal)
+			if err != nil {
+				return nil, err
+			}
+			err = w.verify(ctx, id, url, secret)
+			done()
+			if err != nil {
 				return nil, err
 			}
 			w.markVerified(principal, url, s.opts.Clock.Now())
@@ -285,7 +331,7 @@ func (s *Server) eventsUnsubscribe(ctx context.Context, ss *mcp.ServerSession, p
 	if err := w.checkDelivery(p.Delivery, false); err != nil {
 		return nil, err
 	}
-	principal, err := s.webhookPrincipal(ss)
+	principal, err := s.webhookPrincipal(ctx, ss)
 	if err != nil {
 		return nil, err
 	}
@@ -383,17 +429,30 @@ func (w *webhookState) isVerified(principal, url string, now time.Time) bool {
 func (w *webhookState) markVerified(principal, url string, now time.Time) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if len(w.verified) >= maxVerified {
+	if w.perPrincipal == nil {
+		w.perPrincipal = make(map[string]int)
+	}
+	key := principal + "\x00" + url
+	if _, ok := w.verified[key]; ok {
+		w.verified[key] = now.Add(verifiedTTL)
+		return
+	}
+	if len(w.verified) >= maxVerified || w.perPrincipal[principal] >= maxVerifiedPerPrincipal {
 		for k, until := range w.verified {
 			if !now.Before(until) {
 				delete(w.verified, k)
+				p, _, _ := strings.Cut(k, "\x00")
+				if w.perPrincipal[p]--; w.perPrincipal[p] <= 0 {
+					delete(w.perPrincipal, p)
+				}
 			}
 		}
-		if len(w.verified) >= maxVerified {
+		if len(w.verified) >= maxVerified || w.perPrincipal[principal] >= maxVerifiedPerPrincipal {
 			return // verified again next time
 		}
 	}
-	w.verified[principal+"\x00"+url] = now.Add(verifiedTTL)
+	w.verified[key] = now.Add(verifiedTTL)
+	w.perPrincipal[principal]++
 }
 
 // armWebhookExpiry sets the timer that ends subscription id of principal
@@ -468,7 +527,15 @@ func (s *Server) expireWebhook(principal, id string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*controlTimeout)
 	defer cancel()
 	sub, err := w.backend.Get(ctx, principal, id)
+	if errors.Is(err, subscriptions.ErrNotFound) {
+		return // removed already
+	}
 	if err != nil {
+		// Its timer is gone: without another, the subscription would
+		// never end.
+		s.log.Warn("look up a webhook subscription whose TTL is over; trying again shortly", "subscription_id", id, "retry_in", expiryRetry, "error", err)
+		t := s.opts.Clock.Now().Add(expiryRetry)
+		s.armWebhookExpiry(principal, id, &t)
 		return
 	}
 	now := s.opts.Clock.Now()
@@ -519,12 +586,13 @@ func WebhookHandler(sender *webhook.Sender, clk clock.Clock) subscriptions.Handl
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &webhookJobs{sender: sender, clock: clk}
+	return &webhookJobs{sender: sender, clock: clk, log: slog.Default()}
 }
 
 type webhookJobs struct {
 	sender *webhook.Sender
 	clock  clock.Clock
+	log    *slog.Logger
 }
 
 func (h *webhookJobs) Check(ctx context.Context, principal string, spec *mcpe.HandlerSpec) error {
@@ -545,16 +613,21 @@ func (h *webhookJobs) Handle(ctx context.Context, inv *subscriptions.Invocation)
 	}
 	attempt := max(inv.Attempt, 1)
 	sent := 0
-	for _, raw := range raws {
+	var gone []string // events the receiver declined with 410
+	for i, raw := range raws {
 		var ev mcpe.Event
 		if err := json.Unmarshal(raw, &ev); err != nil {
+			h.log.Error("a webhook delivery holds an event that cannot be decoded; it is not sent", "subscription_id", inv.SubscriptionID, "job_id", inv.JobID, "index", i, "error", err)
 			continue
 		}
 		k := subscriptionKey{name: ev.Type}
 		if strings.HasPrefix(inv.SubscriptionID, webhookFilterIDPrefix) {
 			k.name = FilterEventType
 		}
-		occ, _ := occurrences(k, subscriptions.InboxEntry{Kind: mcpe.InboxEvent, Event: raw}, time.Time{})
+		occ, skipped := occurrences(k, subscriptions.InboxEntry{Kind: mcpe.InboxEvent, Event: raw}, time.Time{})
+		if skipped > 0 {
+			h.log.Error("a webhook delivery holds an event that cannot be made an EventOccurrence; it is not sent", "subscription_id", inv.SubscriptionID, "job_id", inv.JobID, "event_id", ev.ID, "skipped", skipped)
+		}
 		for _, o := range occ {
 			body, _ := json.Marshal(o)
 			msgID := o.EventID
@@ -578,8 +651,10 @@ func (h *webhookJobs) Handle(ctx context.Context, inv *subscriptions.Invocation)
 				sent++
 				continue
 			case code == http.StatusGone:
-				// The receiver declined this event; the subscription goes on.
-				return subscriptions.Outcome{Output: out, Err: fmt.Errorf("the receiver answered %s: event %s is not sent again", out, o.EventID)}
+				// The receiver declined this event; the subscription, and
+				// the rest of the delivery, go on.
+				gone = append(gone, o.EventID)
+				continue
 			case code == http.StatusRequestEntityTooLarge, code >= 300 && code <= 399:
 				return h.abandon(ctx, inv, secrets, subscriptions.Outcome{Output: out, Err: fmt.Errorf("the receiver answered %s, which is not retried", out)})
 			default:
@@ -587,7 +662,11 @@ func (h *webhookJobs) Handle(ctx context.Context, inv *subscriptions.Invocation)
 			}
 		}
 	}
-	return subscriptions.Outcome{Output: fmt.Sprintf("%d delivered", sent)}
+	out := fmt.Sprintf("%d delivered", sent)
+	if len(gone) > 0 {
+		return subscriptions.Outcome{Output: out, Err: fmt.Errorf("the receiver answered 410 Gone for event(s) %s: not sent again", strings.Join(gone, ", "))}
+	}
+	return subscriptions.Outcome{Output: out}
 }
 
 // isInvalid reports whether err is the refusal of a URL by its checks.

@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -17,7 +18,10 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // Signing secrets of the tests' clients.
@@ -274,8 +278,9 @@ func TestEventsWebhookRetriesBounded(t *testing.T) {
 	w := sepSession(t, e, "alice")
 	r.setStatus(func(hookRequest) int { return http.StatusServiceUnavailable })
 	m := call(t, w, "events/subscribe", subscribeParams(r.ts.URL+"/ok/retry", secretA, `,"ttlMs":null`))
-	if res, _ := m["result"].(map[string]any); res == nil || res["refreshBefore"] != nil {
-		t.Fatalf("no-expiry subscribe: %v", m)
+	// A request for no expiry is granted the longest TTL.
+	if res, _ := m["result"].(map[string]any); res == nil || res["refreshBefore"] != start.Add(mcpserver.MaxWebhookTTL).UTC().Format(time.RFC3339Nano) {
+		t.Fatalf("no-expiry subscribe: %v; want refreshBefore %v", m, start.Add(mcpserver.MaxWebhookTTL))
 	}
 	r.next(t) // verification
 	publishWH(t, e, idA, "wh.one")
@@ -393,4 +398,123 @@ func TestEventsWebhookSurvivesRestart(t *testing.T) {
 		t.Fatalf("terminated after restart: %v %v", term.header, term.body)
 	}
 	r.none(t)
+}
+
+// httpSEP opens a Streamable HTTP session with token ("" for none) and
+// sends initialize only: the session is not attached yet.
+func httpSEP(t *testing.T, e *env, token string) *txHTTPWire {
+	var opts mcpserver.HTTPOptions
+	if token != "" {
+		opts.Tokens = httpapi.NewTokens(map[string]string{token: token})
+	}
+	ts := httptest.NewServer(e.srv.HTTPHandler(opts))
+	t.Cleanup(ts.Close)
+	w := newTxHTTPWire(t, ts.URL)
+	w.token = token
+	w.send(t, initialize2025)
+	w.next(t)
+	return w
+}
+
+// TestEventsWebhookTokenBeforeAttach: events/subscribe on a session not
+// attached yet (no notifications/initialized) takes the principal of the
+// request's bearer token, not the session's.
+func TestEventsWebhookTokenBeforeAttach(t *testing.T) {
+	c := clock.NewFake(start)
+	r := newReceiver(t, c, secretA)
+	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
+	w := httpSEP(t, e, "alice")
+	m := call(t, w, "events/subscribe", subscribeParams(r.ts.URL+"/ok/early", secretA, ``))
+	res, _ := m["result"].(map[string]any)
+	if res == nil {
+		t.Fatalf("subscribe before attach: %v", m)
+	}
+	r.next(t) // verification
+	if _, err := e.svc.Get(context.Background(), "alice", res["id"].(string)); err != nil {
+		t.Fatalf("the subscription is not alice's: %v", err)
+	}
+}
+
+// TestRegisterNeedsAuthenticatedPrincipal: resources/subscriptions/register
+// refuses a session without a token, as events/subscribe does.
+func TestRegisterNeedsAuthenticatedPrincipal(t *testing.T) {
+	c := clock.NewFake(start)
+	r := newReceiver(t, c, secretA)
+	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
+	w := httpSEP(t, e, "")
+	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	params := `{"uris":["event://wh.*"],"targetUri":"` + r.ts.URL + `/ok/reg"}`
+	m := call(t, w, "resources/subscriptions/register", params)
+	errObj, _ := m["error"].(map[string]any)
+	if errObj == nil || errObj["code"] != float64(mcpserver.CodeForbidden) {
+		t.Fatalf("register without a token: %v; want Forbidden", m)
+	}
+	sub := call(t, w, "events/subscribe", subscribeParams(r.ts.URL+"/ok/reg", secretA, ``))
+	if e2, _ := sub["error"].(map[string]any); e2 == nil || e2["code"] != errObj["code"] || e2["message"] != errObj["message"] {
+		t.Fatalf("events/subscribe without a token: %v; want the same error as register's %v", sub, errObj)
+	}
+}
+
+// TestConcurrentResourceSubscribeNoLeak: concurrent resources/subscribe
+// for one URI on one session leave one backing subscription.
+func TestConcurrentResourceSubscribeNoLeak(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	w := sepSession(t, e, "alice")
+	const n = 16
+	for i := range n {
+		w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"resources/subscribe","params":{"uri":"event://race.*"}}`, 100+i))
+	}
+	for range n {
+		if m := nextSEP(t, w); m["error"] != nil {
+			t.Fatalf("subscribe: %v", m)
+		}
+	}
+	subs, err := e.svc.List(context.Background(), "alice", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(subs) != 1 {
+		t.Fatalf("%d backing subscriptions after %d concurrent subscribes; want 1", len(subs), n)
+	}
+}
+
+// TestEventsWebhookBatchGoneGoesOn: in a batch, a 410 on one event does
+// not drop the rest; an event that cannot be decoded is not sent nor
+// counted as delivered.
+func TestEventsWebhookBatchGoneGoesOn(t *testing.T) {
+	c := clock.NewFake(start)
+	r := newReceiver(t, c, secretA)
+	wo := r.options()
+	wo.Clock = c
+	sender, err := webhook.New(wo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sender.Close)
+	r.setStatus(func(hr hookRequest) int {
+		if hr.body["eventId"] == idA {
+			return http.StatusGone
+		}
+		return http.StatusOK
+	})
+	ev := func(id string) json.RawMessage {
+		b, _ := json.Marshal(mcpe.Event{ID: id, Type: "wh.one", Metadata: mcpe.Metadata{Timestamp: start}, Data: json.RawMessage(`{"n":1}`)})
+		return b
+	}
+	h := mcpserver.WebhookHandler(sender, c)
+	out := h.Handle(context.Background(), &subscriptions.Invocation{
+		JobID: "job1", SubscriptionID: "sepwf-0123", Principal: "alice",
+		Spec:    &mcpe.HandlerSpec{Type: mcpe.HandlerWebhook, URL: r.ts.URL + "/ok/batch"},
+		Secrets: &subscriptions.WebhookSecrets{Current: secretA}, Attempt: 1,
+		Kind: mcpe.InboxBatch, Events: []json.RawMessage{json.RawMessage(`{"id":`), ev(idA), ev(idB)},
+	})
+	if a := r.next(t); a.body["eventId"] != idA {
+		t.Fatalf("first POST: %v", a.body)
+	}
+	if b := r.next(t); b.body["eventId"] != idB {
+		t.Fatalf("second POST: %v; want the event after the 410", b.body)
+	}
+	if out.Output != "1 delivered" || out.Err == nil || !strings.Contains(out.Err.Error(), idA) || out.RetryIn != 0 {
+		t.Fatalf("outcome %+v; want 1 delivered, the 410 recorded, no retry", out)
+	}
 }

@@ -300,6 +300,15 @@ func (s *Server) subscribeResource(ctx context.Context, req *mcp.SubscribeReques
 		m = make(map[string]*resourceSub)
 		s.res.bySession[ss] = m
 	}
+	if old := m[uri]; old != nil {
+		// A concurrent resources/subscribe for the same URI got there
+		// first: it wins, as a repeated subscribe does, and the backing
+		// subscription made here goes.
+		old.listen, old.listenID, old.sink = rs.listen, nil, rs.sink
+		s.res.mu.Unlock()
+		_ = s.removeBacking(rs) // logged; the subscription stands
+		return nil
+	}
 	s.watchLocked(ss)
 	m[uri] = rs
 	s.res.mu.Unlock()

@@ -121,7 +121,12 @@ func (s *Server) register(ctx context.Context, ss *mcp.ServerSession, p *Registe
 	if p.TargetURI == "" {
 		return nil, paramsError("targetUri: give the https:// URL the server should POST events to")
 	}
-	principal := s.requestPrincipal(ctx, ss, nil)
+	// An out-of-band subscription outlives the session, as a webhook
+	// subscription of events/subscribe does: the same rule applies.
+	principal, err := s.webhookPrincipal(ctx, ss)
+	if err != nil {
+		return nil, err
+	}
 	sub, err := s.opts.Service.Subscribe(ctx, principal, mcpe.SubscribeRequest{
 		Filter:   mcpe.Filter{EventTypes: patterns},
 		Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelRealtime}},
