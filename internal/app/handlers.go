@@ -70,7 +70,7 @@ func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk
 		}
 		// SEP-3415 webhook subscriptions' jobs are delivered as the SEP
 		// says; the others as MCPE webhook handlers.
-		set.byType[mcpe.HandlerWebhook] = mcpserver.WebhookHandler(sender, clk)
+		set.byType[mcpe.HandlerWebhook] = mcpserver.WebhookHandler(sender, clk, log.With("handler", "webhook"))
 		set.webhook = sender
 		set.closers = append(set.closers, sender.Close)
 		log.Info("webhook handler on", "allow_http", w.AllowHTTP, "allow_networks", w.AllowNetworks)

@@ -581,12 +581,16 @@ func postControl(ctx context.Context, sender *webhook.Sender, url, typ, id strin
 // at most five attempts within about 12 minutes, 410 and 413 never retried,
 // and a gap body when a delivery is abandoned. The jobs of other
 // subscriptions go to sender's own Handle. clk tells the time of secret
-// rotations; nil is the wall clock.
-func WebhookHandler(sender *webhook.Sender, clk clock.Clock) subscriptions.Handler {
+// rotations; nil is the wall clock. log receives what cannot be delivered;
+// nil discards it.
+func WebhookHandler(sender *webhook.Sender, clk clock.Clock, log *slog.Logger) subscriptions.Handler {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &webhookJobs{sender: sender, clock: clk, log: slog.Default()}
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &webhookJobs{sender: sender, clock: clk, log: log}
 }
 
 type webhookJobs struct {

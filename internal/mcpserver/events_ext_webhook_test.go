@@ -501,7 +501,7 @@ func TestEventsWebhookBatchGoneGoesOn(t *testing.T) {
 		b, _ := json.Marshal(mcpe.Event{ID: id, Type: "wh.one", Metadata: mcpe.Metadata{Timestamp: start}, Data: json.RawMessage(`{"n":1}`)})
 		return b
 	}
-	h := mcpserver.WebhookHandler(sender, c)
+	h := mcpserver.WebhookHandler(sender, c, nil)
 	out := h.Handle(context.Background(), &subscriptions.Invocation{
 		JobID: "job1", SubscriptionID: "sepwf-0123", Principal: "alice",
 		Spec:    &mcpe.HandlerSpec{Type: mcpe.HandlerWebhook, URL: r.ts.URL + "/ok/batch"},

@@ -94,7 +94,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		if byType == nil {
 			byType = map[mcpe.HandlerType]subscriptions.Handler{}
 		}
-		byType[mcpe.HandlerWebhook] = mcpserver.WebhookHandler(sender, o.clock)
+		byType[mcpe.HandlerWebhook] = mcpserver.WebhookHandler(sender, o.clock, o.logger)
 		if runner, err = handlers.New(handlers.Options{Jobs: store, Handlers: byType, Clock: o.clock}); err != nil {
 			t.Fatal(err)
 		}
