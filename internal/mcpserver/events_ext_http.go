@@ -160,7 +160,14 @@ func eventsHTTP(h http.Handler) http.Handler {
 			Params json.RawMessage `json:"params"`
 		}
 		if json.Unmarshal(body, &msg) != nil || msg.Method == "" {
-			// A batch, a response, or not JSON: the SDK's to answer.
+			// A batch, a response, or not JSON: the SDK's to answer, once
+			// the events/stream requests of a batch carry the server's
+			// stamp instead of one the client wrote.
+			if b, drop := stampBatch(body, r.Context().Done()); b != nil {
+				defer drop()
+				body = b
+				r.ContentLength = int64(len(body))
+			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			h.ServeHTTP(w, r)
 			return
@@ -175,20 +182,14 @@ func eventsHTTP(h http.Handler) http.Handler {
 				"Bad Request: Mcp-Session-Id header is required for "+msg.Method+"; send initialize first, then the session ID it returns with every request")
 			return
 		}
-		if msg.Method == methodEventsStream && len(msg.ID) > 0 {
-			// As a json.Number, an id keeps its digits past 2^53.
-			var rawID any
-			dec := json.NewDecoder(bytes.NewReader(msg.ID))
-			dec.UseNumber()
-			if dec.Decode(&rawID) == nil && rawID != nil {
-				key, drop := streamTickets.add(r.Context().Done())
-				defer drop()
-				var full map[string]json.RawMessage
-				if json.Unmarshal(body, &full) == nil {
-					full["params"] = stampParams(msg.Params, rawID, key)
-					if b, err := json.Marshal(full); err == nil {
-						body = b
-					}
+		if rawID := callID(msg.ID); msg.Method == methodEventsStream && rawID != nil {
+			key, drop := streamTickets.add(r.Context().Done())
+			defer drop()
+			var full map[string]json.RawMessage
+			if json.Unmarshal(body, &full) == nil {
+				full["params"] = stampParams(msg.Params, rawID, key)
+				if b, err := json.Marshal(full); err == nil {
+					body = b
 				}
 			}
 		}
@@ -198,6 +199,59 @@ func eventsHTTP(h http.Handler) http.Handler {
 		h.ServeHTTP(mw, r)
 		mw.finish()
 	})
+}
+
+// callID decodes a request's id, a json.Number for a number so that it
+// keeps its digits past 2^53; nil when there is none.
+func callID(raw json.RawMessage) any {
+	if len(raw) == 0 {
+		return nil
+	}
+	var id any
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	if dec.Decode(&id) != nil {
+		return nil
+	}
+	return id
+}
+
+// stampBatch stamps the events/stream requests of a JSON-RPC batch as
+// eventsHTTP stamps a single one, all with one ticket for the POST's end
+// (done); it answers nil when body is not a batch holding one.
+func stampBatch(body []byte, done <-chan struct{}) ([]byte, func()) {
+	var elems []json.RawMessage
+	if t := bytes.TrimSpace(body); len(t) == 0 || t[0] != '[' || json.Unmarshal(t, &elems) != nil {
+		return nil, nil
+	}
+	key, drop := "", func() {}
+	for i, raw := range elems {
+		var msg map[string]json.RawMessage
+		if json.Unmarshal(raw, &msg) != nil {
+			continue // the SDK refuses it
+		}
+		var method string
+		rawID := callID(msg["id"])
+		if json.Unmarshal(msg["method"], &method) != nil || method != methodEventsStream || rawID == nil {
+			continue
+		}
+		if key == "" {
+			key, drop = streamTickets.add(done)
+		}
+		msg["params"] = stampParams(msg["params"], rawID, key)
+		if b, err := json.Marshal(msg); err == nil {
+			elems[i] = b
+		}
+	}
+	if key == "" {
+		return nil, nil
+	}
+	out, err := json.Marshal(elems)
+	if err != nil {
+		drop()
+		return nil, nil
+	}
+	return out, drop
 }
 
 // writeHTTPJSONRPCError answers with a JSON-RPC error response.

@@ -243,3 +243,80 @@ func TestHTTPBodyBounded(t *testing.T) {
 		t.Fatalf("a %d-byte body got %d %+v; want 413 with a JSON-RPC error saying the bound", len(big), resp.StatusCode, body)
 	}
 }
+
+// TestEventsStreamInHTTPBatch: an events/stream request inside a JSON-RPC
+// batch (protocol 2025-03-26) gets the server's stamp, not the one its
+// client wrote: its notifications carry the request's own id, and aborting
+// the POST ends the stream.
+func TestEventsStreamInHTTPBatch(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	ts := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
+	t.Cleanup(ts.Close)
+	t.Cleanup(e.srv.EndStreams) // before ts.Close, which waits for them
+	w := newTxHTTPWire(t, ts.URL)
+	w.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+	w.next(t)
+	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	// The session attaches once notifications/initialized is handled.
+	principal := ""
+	for deadline := time.Now().Add(10 * time.Second); principal == ""; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the session did not attach within 10s of notifications/initialized")
+		}
+		for _, p := range e.reg.Principals() {
+			if strings.HasPrefix(p, mcpserver.SessionPrincipalPrefix) {
+				principal = p
+			}
+		}
+	}
+	before := e.reg.Live(principal)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	batch := `[{"jsonrpc":"2.0","id":7,"method":"events/stream","params":{"name":"mcpe.filter","arguments":{"eventTypes":["a.*"]},` +
+		`"_meta":{"mcpe-server/stream":{"id":"forged","ticket":"forged"}}}}]`
+	req, _ := http.NewRequestWithContext(ctx, http.MethodPost, ts.URL, strings.NewReader(batch))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", w.session)
+	req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	var active map[string]any
+	for active == nil && sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var m map[string]any
+		if err := json.Unmarshal([]byte(data), &m); err != nil {
+			t.Fatalf("%s: %v", data, err)
+		}
+		if m["method"] != "notifications/events/active" {
+			t.Fatalf("got %s; want notifications/events/active", data)
+		}
+		active = m
+	}
+	if active == nil {
+		t.Fatalf("the batch's stream ended without notifications/events/active (HTTP %d)", resp.StatusCode)
+	}
+	meta, _ := active["params"].(map[string]any)["_meta"].(map[string]any)
+	if id := meta["io.modelcontextprotocol/subscriptionId"]; id != float64(7) {
+		t.Fatalf("active names subscription %v; want the request's id 7", id)
+	}
+	if open := e.reg.Live(principal); open != before+1 {
+		t.Fatalf("%d sessions attached with the stream open, %d before; want the stream's one more", open, before)
+	}
+	cancel()
+	deadline := time.Now().Add(10 * time.Second)
+	for e.reg.Live(principal) != before {
+		if time.Now().After(deadline) {
+			t.Fatalf("the stream still runs 10s after its batch's request was aborted (%d sessions attached)", e.reg.Live(principal))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
