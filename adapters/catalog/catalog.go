@@ -58,6 +58,11 @@ type Catalog struct {
 
 	mu   sync.Mutex
 	seen map[string]*mcpe.SeenType
+	// watchers are called when the set of seen types changes; expiry is
+	// armed for the oldest seen type while there is one.
+	watchers map[int]func()
+	nextID   int
+	expiry   clock.Timer
 }
 
 // New returns a Catalog.
@@ -78,16 +83,93 @@ func New(opts Options) *Catalog {
 func (c *Catalog) Observe(t string) {
 	now := c.opts.Clock.Now().UTC()
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if s := c.seen[t]; s != nil {
 		s.Count++
 		s.LastSeenAt = now
+		c.mu.Unlock()
 		return
 	}
 	if len(c.seen) >= c.opts.SeenLimit {
 		c.evictLocked(now)
 	}
 	c.seen[t] = &mcpe.SeenType{Type: t, Count: 1, LastSeenAt: now}
+	c.armLocked(now)
+	watchers := c.watchersLocked()
+	c.mu.Unlock()
+	notify(watchers)
+}
+
+// Watch calls f, in a goroutine of the caller's or a timer's, whenever the
+// set of types the catalog lists may have changed: a type posted to
+// /v1/events for the first time within the window, or one that aged out
+// of it or was evicted. The sources' own types are fixed while the server
+// runs. Stop ends the calls.
+func (c *Catalog) Watch(f func()) (stop func()) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.watchers == nil {
+		c.watchers = make(map[int]func())
+	}
+	id := c.nextID
+	c.nextID++
+	c.watchers[id] = f
+	return func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.watchers, id)
+	}
+}
+
+func (c *Catalog) watchersLocked() []func() {
+	out := make([]func(), 0, len(c.watchers))
+	for _, f := range c.watchers {
+		out = append(out, f)
+	}
+	return out
+}
+
+func notify(watchers []func()) {
+	for _, f := range watchers {
+		f()
+	}
+}
+
+// armLocked makes sure a timer is due when the oldest seen type leaves
+// the window.
+func (c *Catalog) armLocked(now time.Time) {
+	if c.expiry != nil || len(c.seen) == 0 {
+		return
+	}
+	oldest := now
+	for _, s := range c.seen {
+		if s.LastSeenAt.Before(oldest) {
+			oldest = s.LastSeenAt
+		}
+	}
+	// Past the window by a hair: Get keeps a type seen exactly a window
+	// ago.
+	c.expiry = c.opts.Clock.AfterFunc(oldest.Add(c.opts.SeenWindow).Sub(now)+time.Millisecond, c.expire)
+}
+
+// expire drops the types that left the window and tells the watchers.
+func (c *Catalog) expire() {
+	now := c.opts.Clock.Now().UTC()
+	c.mu.Lock()
+	c.expiry = nil
+	dropped := false
+	for t, s := range c.seen {
+		if now.Sub(s.LastSeenAt) > c.opts.SeenWindow {
+			delete(c.seen, t)
+			dropped = true
+		}
+	}
+	c.armLocked(now)
+	var watchers []func()
+	if dropped {
+		watchers = c.watchersLocked()
+	}
+	c.mu.Unlock()
+	notify(watchers)
 }
 
 // evictLocked drops the types older than the window, or else the least

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -79,5 +80,60 @@ func TestCatalog(t *testing.T) {
 	got, _ = c.Get(context.Background(), mcpe.CatalogRequest{})
 	if len(got.SeenRecently) != 0 {
 		t.Errorf("after the window: %+v", got.SeenRecently)
+	}
+}
+
+func TestWatchSeenTypes(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
+	clk := clock.NewFake(t0)
+	c := New(Options{Clock: clk, SeenWindow: time.Hour, SeenLimit: 10})
+	calls := 0
+	stop := c.Watch(func() { calls++ })
+	seen := func() []string {
+		got, err := c.Get(context.Background(), mcpe.CatalogRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range got.SeenRecently {
+			out = append(out, s.Type)
+		}
+		return out
+	}
+
+	c.Observe("deploy.failed")
+	c.Observe("deploy.failed") // seen again: the list is the same
+	if calls != 1 {
+		t.Fatalf("watcher called %d times after one new type, want 1", calls)
+	}
+	clk.Advance(30 * time.Minute)
+	c.Observe("build.done")
+	if calls != 2 {
+		t.Fatalf("watcher called %d times after two new types, want 2", calls)
+	}
+	// deploy.failed leaves the window an hour after it was last seen; the
+	// timer drops it and says so.
+	clk.Advance(30*time.Minute + time.Second)
+	if calls != 3 {
+		t.Fatalf("watcher called %d times after a type aged out, want 3", calls)
+	}
+	if got := seen(); !slices.Equal(got, []string{"build.done"}) {
+		t.Fatalf("seen after expiry = %v, want [build.done]", got)
+	}
+	// Seen again, build.done stays; the timer re-arms for its new time.
+	clk.Advance(20 * time.Minute)
+	c.Observe("build.done")
+	clk.Advance(20 * time.Minute)
+	if calls != 3 {
+		t.Fatalf("watcher called %d times while nothing left the window, want 3", calls)
+	}
+	clk.Advance(time.Hour)
+	if calls != 4 || len(seen()) != 0 {
+		t.Fatalf("after build.done aged out: %d calls, seen %v; want 4 calls and nothing", calls, seen())
+	}
+	stop()
+	c.Observe("other.type")
+	if calls != 4 {
+		t.Fatalf("watcher called after stop")
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/adapters/catalog"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
@@ -355,7 +356,7 @@ func runScript(t *testing.T, e *env, w txWire, script string) string {
 			if err := json.Unmarshal([]byte(rest), &msg); err != nil {
 				t.Fatalf("script line %q: %v", line, err)
 			}
-			if len(msg.ID) > 0 && msg.Method != "events/stream" {
+			if len(msg.ID) > 0 && msg.Method != "events/stream" && msg.Method != "subscriptions/listen" {
 				read()
 			}
 		case "read":
@@ -375,6 +376,13 @@ func runScript(t *testing.T, e *env, w txWire, script string) string {
 				t.Fatalf("publish: %v", err)
 			}
 			_ = res
+			out.WriteString("# " + line + "\n")
+		case "post":
+			// As POST /v1/events does: through the catalog, which lists
+			// the type from then on.
+			if _, err := e.catalog.Publisher(e.svc).Publish(context.Background(), mcpe.Event{Type: rest, Data: json.RawMessage(`{}`)}); err != nil {
+				t.Fatalf("post: %v", err)
+			}
 			out.WriteString("# " + line + "\n")
 		case "advance":
 			d, err := time.ParseDuration(rest)
@@ -411,7 +419,9 @@ func TestEventsExtensionGolden(t *testing.T) {
 				var w txWire
 				c := clock.NewFake(start)
 				hook := newReceiver(t, c, secretA, secretB)
-				e := newEnv(t, envOptions{catalog: goldenCatalog{}, clock: c, webhooks: hook.options()})
+				cat := goldenCatalog(c)
+				e := newEnv(t, envOptions{catalog: cat, clock: c, webhooks: hook.options()})
+				e.catalog = cat
 				e.hookURL = hook.ts.URL
 				principal := ""
 				if first, _, _ := strings.Cut(script, "\n"); strings.HasPrefix(first, "principal ") {
@@ -454,14 +464,14 @@ func TestEventsExtensionGolden(t *testing.T) {
 	}
 }
 
-// goldenCatalog is the event catalog of the golden tests.
-type goldenCatalog struct{}
-
-func (goldenCatalog) Get(context.Context, mcpe.CatalogRequest) (*mcpe.Catalog, error) {
-	return &mcpe.Catalog{Types: []mcpe.CatalogType{
-		{Source: "github", EventType: mcpe.EventType{Type: "github.push", Description: "Commits were pushed.",
-			DataSchema: json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string"}}}`)}},
-		{Source: "mcp", EventType: mcpe.EventType{Type: "mcp.<name>.log", Description: "A family: left out."}},
-		{Source: "demo", EventType: mcpe.EventType{Type: "demo.ping", Description: "A ping."}},
-	}}, nil
+// goldenCatalog is the event catalog of the golden tests: three declared
+// types, and the types the script posts.
+func goldenCatalog(clk clock.Clock) *catalog.Catalog {
+	types := func(ts ...mcpe.EventType) func() []mcpe.EventType { return func() []mcpe.EventType { return ts } }
+	return catalog.New(catalog.Options{Clock: clk, Sources: []catalog.Source{
+		{Name: "github", Configured: true, Types: types(mcpe.EventType{Type: "github.push", Description: "Commits were pushed.",
+			DataSchema: json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string"}}}`)})},
+		{Name: "mcp", Configured: true, Types: types(mcpe.EventType{Type: "mcp.<name>.log", Description: "A family: left out."})},
+		{Name: "demo", Configured: true, Types: types(mcpe.EventType{Type: "demo.ping", Description: "A ping."})},
+	}})
 }

@@ -82,9 +82,31 @@ func streamTicketOf(meta mcp.Meta) (streamTicket, bool) {
 	return t, true
 }
 
-// stampParams writes the stamp into params' _meta; params that are not an
-// object are left for the SDK to refuse.
+// stampParams writes the stamp of an events/stream request into params'
+// _meta; params that are not an object are left for the SDK to refuse.
 func stampParams(params json.RawMessage, id any, ticket string) json.RawMessage {
+	stamp := map[string]any{"id": id}
+	if ticket != "" {
+		stamp["ticket"] = ticket
+	}
+	return stampMeta(params, metaStreamTicket, stamp)
+}
+
+// stampListen writes the stamp of a subscriptions/listen request: whether
+// its filter asked for eventsListChanged, a field the SDK does not know.
+func stampListen(params json.RawMessage, id any) json.RawMessage {
+	var p struct {
+		Notifications struct {
+			EventsListChanged bool `json:"eventsListChanged"`
+		} `json:"notifications"`
+	}
+	_ = json.Unmarshal(params, &p)
+	return stampMeta(params, metaListen, map[string]any{"id": id, "eventsListChanged": p.Notifications.EventsListChanged})
+}
+
+// stampMeta sets _meta[key] of params to stamp, overwriting what a client
+// put there.
+func stampMeta(params json.RawMessage, key string, stamp map[string]any) json.RawMessage {
 	fields := map[string]json.RawMessage{}
 	if t := bytes.TrimSpace(params); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
 		if err := json.Unmarshal(t, &fields); err != nil {
@@ -97,11 +119,7 @@ func stampParams(params json.RawMessage, id any, ticket string) json.RawMessage 
 			return params
 		}
 	}
-	stamp := map[string]any{"id": id}
-	if ticket != "" {
-		stamp["ticket"] = ticket
-	}
-	meta[metaStreamTicket], _ = json.Marshal(stamp)
+	meta[key], _ = json.Marshal(stamp)
 	fields["_meta"], _ = json.Marshal(meta)
 	out, err := json.Marshal(fields)
 	if err != nil {
@@ -126,8 +144,13 @@ type stampConn struct{ mcp.Connection }
 
 func (c stampConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	m, err := c.Connection.Read(ctx)
-	if req, ok := m.(*jsonrpc.Request); ok && err == nil && req.Method == methodEventsStream && req.IsCall() {
-		req.Params = stampParams(req.Params, req.ID.Raw(), "")
+	if req, ok := m.(*jsonrpc.Request); ok && err == nil && req.IsCall() {
+		switch req.Method {
+		case methodEventsStream:
+			req.Params = stampParams(req.Params, req.ID.Raw(), "")
+		case methodListen:
+			req.Params = stampListen(req.Params, req.ID.Raw())
+		}
 	}
 	return m, err
 }
@@ -188,6 +211,15 @@ func eventsHTTP(h http.Handler) http.Handler {
 			var full map[string]json.RawMessage
 			if json.Unmarshal(body, &full) == nil {
 				full["params"] = stampParams(msg.Params, rawID, key)
+				if b, err := json.Marshal(full); err == nil {
+					body = b
+				}
+			}
+		}
+		if rawID := callID(msg.ID); msg.Method == methodListen && rawID != nil {
+			var full map[string]json.RawMessage
+			if json.Unmarshal(body, &full) == nil {
+				full["params"] = stampListen(msg.Params, rawID)
 				if b, err := json.Marshal(full); err == nil {
 					body = b
 				}

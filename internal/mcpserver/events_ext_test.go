@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -318,5 +319,65 @@ func TestEventsStreamInHTTPBatch(t *testing.T) {
 			t.Fatalf("the stream still runs 10s after its batch's request was aborted (%d sessions attached)", e.reg.Live(principal))
 		}
 		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// listChangedEnv is an env whose catalog the test posts types to.
+func listChangedEnv(t *testing.T) *env {
+	c := clock.NewFake(start)
+	cat := goldenCatalog(c)
+	e := newEnv(t, envOptions{catalog: cat, clock: c})
+	e.catalog = cat
+	return e
+}
+
+func (e *env) post(typ string) {
+	e.t.Helper()
+	if _, err := e.catalog.Publisher(e.svc).Publish(context.Background(), mcpe.Event{Type: typ, Data: json.RawMessage(`{}`)}); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+// A 2025-11-25 client that declared the extension in initialize hears of
+// changes without listing the types first; one that did neither does not.
+func TestListChangedToDeclaringSessions(t *testing.T) {
+	e := listChangedEnv(t)
+	declared := newTxStdioWire(t, e, "alice")
+	declared.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"extensions":{"io.modelcontextprotocol/events":{}}},"clientInfo":{"name":"t","version":"1"}}}`)
+	declared.next(t)
+	declared.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	plain := sepSession(t, e, "bob")
+	// Both attached (a request answered after initialized).
+	for _, w := range []*txStdioWire{declared, plain} {
+		w.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
+		nextSEP(t, w)
+	}
+	e.post("deploy.failed")
+	e.clock.Advance(mcpserver.DefaultListChangedDelay)
+	if m := nextSEP(t, declared); m["method"] != "notifications/events/list_changed" {
+		t.Fatalf("declaring session got %v, want notifications/events/list_changed", m)
+	}
+	plain.send(t, `{"jsonrpc":"2.0","id":2,"method":"ping"}`)
+	if m := nextSEP(t, plain); m["id"] != float64(2) {
+		t.Fatalf("a session that neither declared the extension nor listed the types got %v before its ping's answer", m)
+	}
+}
+
+// Shutting down ends a subscriptions/listen that asked for
+// eventsListChanged with its empty result, as graceful close is.
+func TestListenEndsAtShutdown(t *testing.T) {
+	e := listChangedEnv(t)
+	w := newTxStdioWire(t, e, "alice")
+	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+	w.send(t, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{`+meta+`}}`)
+	nextSEP(t, w)
+	w.send(t, `{"jsonrpc":"2.0","id":7,"method":"subscriptions/listen","params":{`+meta+`,"notifications":{"eventsListChanged":true}}}`)
+	if m := nextSEP(t, w); m["method"] != "notifications/subscriptions/acknowledged" {
+		t.Fatalf("got %v, want the acknowledgement", m)
+	}
+	e.srv.EndStreams()
+	m := nextSEP(t, w)
+	if m["id"] != float64(7) || m["result"] == nil {
+		t.Fatalf("got %v, want the listen's result", m)
 	}
 }

@@ -203,7 +203,8 @@ func (s *Server) requestPrincipal(ctx context.Context, ss *mcp.ServerSession, ex
 
 // ackMiddleware learns the ID of each subscriptions/listen request from
 // its acknowledgement, so that the events of its resource subscriptions
-// carry it in _meta as protocol 2026-07-28 asks.
+// carry it in _meta as protocol 2026-07-28 asks, and writes the
+// acknowledgement itself when the request asked for eventsListChanged.
 func (s *Server) ackMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method == "notifications/subscriptions/acknowledged" {
@@ -211,6 +212,9 @@ func (s *Server) ackMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 					s.res.acknowledged(ss, p.Meta[metaListenID], p.Notifications.ResourceSubscriptions)
 				}
+			}
+			if done, err := s.ackListen(ctx, method, req); done {
+				return nil, err
 			}
 		}
 		return next(ctx, method, req)

@@ -94,6 +94,10 @@ type Options struct {
 	// Conversation configures conversation events
 	// (conversation/userMessage); the zero value injects summaries.
 	Conversation ConversationOptions
+	// ListChangedDelay is how long after a change of the event types
+	// notifications/events/list_changed goes out, one for a burst; zero
+	// means DefaultListChangedDelay.
+	ListChangedDelay time.Duration
 	// Webhooks, when set, offers the SEP-3415 webhook delivery mode
 	// (events/subscribe) through the operator's webhook handler; its
 	// jobs must then run through WebhookHandler. Nil: poll and push only.
@@ -153,6 +157,8 @@ type Server struct {
 	eventsHeartbeat time.Duration
 	// webhooks serves SEP-3415 webhook subscriptions; nil when not offered.
 	webhooks *webhookState
+	// types sends notifications/events/list_changed.
+	types *typeWatch
 }
 
 // DefaultInstructions tell a client what the server is for.
@@ -222,7 +228,7 @@ func New(opts Options) (*Server, error) {
 		SubscribeHandler:   s.subscribeResource,
 		UnsubscribeHandler: s.unsubscribeResource,
 	})
-	s.mcp.AddReceivingMiddleware(s.middleware, s.requestMiddleware)
+	s.mcp.AddReceivingMiddleware(s.middleware, s.requestMiddleware, s.listenMiddleware)
 	s.mcp.AddSendingMiddleware(s.ackMiddleware)
 	if err := s.addEventsExtension(opts.EventsHeartbeat); err != nil {
 		return nil, err
@@ -239,6 +245,7 @@ func New(opts Options) (*Server, error) {
 		s.addCatalogResource(opts.Catalog)
 	}
 	s.addEventTemplates()
+	s.watchTypes(opts.ListChangedDelay)
 	if err := s.addWebhookMethods(); err != nil {
 		return nil, err
 	}
@@ -479,6 +486,7 @@ func (s *Server) streamOpened(ss *mcp.ServerSession) {
 // Close stops the watch on HTTP sessions. Sessions themselves end with
 // their transports (App.CloseSessions closes them all).
 func (s *Server) Close() {
+	s.closeTypeWatch()
 	s.EndStreams()
 	s.live.stop()
 	s.closeWebhooks()

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/mcpe-server/mcpe-server/adapters/catalog"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
@@ -46,6 +47,8 @@ type env struct {
 	runner *handlers.Runner
 	// hookURL replaces @hook in the golden scripts: a webhook receiver.
 	hookURL string
+	// catalog is the golden tests' catalog, which their scripts post to.
+	catalog *catalog.Catalog
 }
 
 type envOptions struct {

@@ -1,0 +1,349 @@
+package mcpserver
+
+// This file sends notifications/events/list_changed (SEP-3415, "Dynamic
+// event types") when what events/list answers changes while the server
+// runs: a type posted to POST /v1/events for the first time in the
+// catalog's window, or one that left it. The sources' own types are fixed
+// by the configuration.
+//
+// Under protocol 2026-07-28 the notification goes only on a
+// subscriptions/listen stream whose filter set eventsListChanged, as the
+// text says. The go-sdk v1.8 handles subscriptions/listen itself and knows
+// nothing of that field: the server reads it before the SDK does (the
+// stamp of events_ext_http.go), writes the acknowledgement itself with
+// eventsListChanged echoed, and keeps the stream open until the client
+// cancels it, the session ends or the server shuts down (then with the
+// empty result that closes a stream gracefully). Under 2025-11-25, which
+// has no subscriptions/listen, it goes on the session's channel, as the
+// core list_changed notifications do there, to the sessions that declared
+// the extension in initialize or called events/list.
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+)
+
+const (
+	notifyEventsListChanged = "notifications/events/list_changed"
+	methodListen            = "subscriptions/listen"
+	methodListenAck         = "notifications/subscriptions/acknowledged"
+	// metaListen is the private _meta key the server writes into every
+	// subscriptions/listen request it reads: the request's id and whether
+	// its filter asked for eventsListChanged.
+	metaListen = "mcpe-server/listen"
+	// protocolListen is the first protocol version with
+	// subscriptions/listen.
+	protocolListen = "2026-07-28"
+)
+
+// DefaultListChangedDelay is how long the server waits after a change of
+// the event types before it tells the listeners, so that a burst of new
+// types makes one notification.
+const DefaultListChangedDelay = time.Second
+
+// listChangedSendTimeout bounds one list_changed write to a 2025-11-25
+// session.
+const listChangedSendTimeout = 5 * time.Second
+
+// typeWatch is who hears of changes to the event types, and what they
+// were last told.
+type typeWatch struct {
+	clk   clock.Clock
+	delay time.Duration
+	stop  func() // ends the catalog's watch
+
+	mu      sync.Mutex
+	timer   clock.Timer // the pending announcement
+	closed  bool
+	last    [sha256.Size]byte
+	streams map[*listenState]struct{}
+	legacy  map[*mcp.ServerSession]struct{}
+}
+
+// listenState is a subscriptions/listen request that asked for
+// eventsListChanged; set in its context before the SDK handles it, filled
+// in when its acknowledgement is written.
+type listenState struct {
+	id   any
+	ctx  context.Context
+	sink *Sink
+	// mu is held while the acknowledgement is written, so that no
+	// notification goes before it; acked says it went.
+	mu    sync.Mutex
+	acked bool
+}
+
+// notify sends st a list_changed.
+func (st *listenState) notify() error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if !st.acked {
+		return nil
+	}
+	raw, _ := json.Marshal(map[string]any{"_meta": map[string]any{metaSubscriptionID: st.id}})
+	return st.sink.Notify(st.ctx, notifyEventsListChanged, raw)
+}
+
+type listenStateKey struct{}
+
+// watchTypes starts watching the catalog, when it can say that it changed.
+func (s *Server) watchTypes(delay time.Duration) {
+	if delay <= 0 {
+		delay = DefaultListChangedDelay
+	}
+	w := &typeWatch{clk: s.opts.Clock, delay: delay,
+		streams: make(map[*listenState]struct{}), legacy: make(map[*mcp.ServerSession]struct{})}
+	s.types = w
+	watcher, ok := s.opts.Catalog.(interface{ Watch(func()) func() })
+	if s.events == nil || !ok {
+		return
+	}
+	w.last, _ = s.typesFingerprint()
+	w.stop = watcher.Watch(s.typesChanged)
+}
+
+// typesFingerprint is a digest of what events/list answers.
+func (s *Server) typesFingerprint() ([sha256.Size]byte, error) {
+	types, err := s.eventTypes(context.Background())
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	b, err := json.Marshal(types)
+	if err != nil {
+		return [sha256.Size]byte{}, err
+	}
+	return sha256.Sum256(b), nil
+}
+
+// typesChanged is called by the catalog, on the path that accepted an
+// event: it only arms the announcement.
+func (s *Server) typesChanged() {
+	w := s.types
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.timer != nil || w.closed {
+		return
+	}
+	w.timer = w.clk.AfterFunc(w.delay, s.announceTypes)
+}
+
+// announceTypes tells the listeners that the event types changed, when
+// what events/list answers is not what it was at the last announcement.
+func (s *Server) announceTypes() {
+	w := s.types
+	w.mu.Lock()
+	w.timer = nil
+	w.mu.Unlock()
+	fp, err := s.typesFingerprint()
+	if err != nil {
+		s.log.Warn("events/list_changed: listing the event types failed", "error", err)
+		return
+	}
+	w.mu.Lock()
+	if w.closed || fp == w.last {
+		w.mu.Unlock()
+		return
+	}
+	w.last = fp
+	streams := make([]*listenState, 0, len(w.streams))
+	for st := range w.streams {
+		streams = append(streams, st)
+	}
+	legacy := make(map[*mcp.ServerSession]struct{}, len(w.legacy))
+	for ss := range w.legacy {
+		legacy[ss] = struct{}{}
+	}
+	w.mu.Unlock()
+	s.mu.Lock()
+	for ss := range s.attached {
+		if declaresEvents(ss) {
+			legacy[ss] = struct{}{}
+		}
+	}
+	s.mu.Unlock()
+
+	for _, st := range streams {
+		if err := st.notify(); err != nil && st.ctx.Err() == nil {
+			s.log.Debug("events/list_changed: a listen stream did not take it", "error", err)
+		}
+	}
+	for ss := range legacy {
+		sink, err := SessionSink(ss)
+		if err != nil {
+			continue
+		}
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			ctx, cancel := context.WithTimeout(context.Background(), listChangedSendTimeout)
+			defer cancel()
+			if err := sink.Notify(ctx, notifyEventsListChanged, json.RawMessage(`{}`)); err != nil {
+				s.log.Debug("events/list_changed: a session did not take it", "error", err)
+			}
+		}()
+	}
+}
+
+// closeTypeWatch stops the announcements.
+func (s *Server) closeTypeWatch() {
+	w := s.types
+	w.mu.Lock()
+	w.closed = true
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	w.mu.Unlock()
+	if w.stop != nil {
+		w.stop()
+	}
+}
+
+// legacySession reports whether ss speaks a protocol older than
+// 2026-07-28, where notifications go on the session's own channel.
+func legacySession(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	return p != nil && p.ProtocolVersion < protocolListen
+}
+
+// declaresEvents reports whether ss is a 2025-11-25 session whose client
+// declared the events extension in initialize.
+func declaresEvents(ss *mcp.ServerSession) bool {
+	p := ss.InitializeParams()
+	if p == nil || p.ProtocolVersion >= protocolListen || p.Capabilities == nil {
+		return false
+	}
+	_, ok := p.Capabilities.Extensions[EventsExtension]
+	return ok
+}
+
+// listsTypes records that ss, a 2025-11-25 session, called events/list:
+// it hears of changes from then on, until it ends.
+func (s *Server) listsTypes(ss *mcp.ServerSession) {
+	if ss == nil || !legacySession(ss) || s.types.stop == nil {
+		return
+	}
+	w := s.types
+	w.mu.Lock()
+	_, known := w.legacy[ss]
+	if !known && !w.closed {
+		w.legacy[ss] = struct{}{}
+	}
+	w.mu.Unlock()
+	if known {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ss.Wait()
+		w.mu.Lock()
+		delete(w.legacy, ss)
+		w.mu.Unlock()
+	}()
+}
+
+// listenMiddleware serves eventsListChanged on subscriptions/listen: it
+// marks the request's context before the SDK handles it and, once the SDK
+// answered, keeps the stream open while the client listens.
+func (s *Server) listenMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != methodListen || s.types.stop == nil {
+			return next(ctx, method, req)
+		}
+		p, _ := req.GetParams().(*mcp.SubscriptionsListenParams)
+		if p == nil || !listenAsksTypes(p.Meta) {
+			return next(ctx, method, req)
+		}
+		st := &listenState{}
+		ctx = context.WithValue(ctx, listenStateKey{}, st)
+		res, err := next(ctx, method, req)
+		w := s.types
+		w.mu.Lock()
+		_, listening := w.streams[st]
+		w.mu.Unlock()
+		if err != nil || !listening {
+			return res, err
+		}
+		defer func() {
+			w.mu.Lock()
+			delete(w.streams, st)
+			w.mu.Unlock()
+		}()
+		select {
+		case <-ctx.Done():
+		case <-s.streamsCtx.Done():
+		}
+		return res, nil
+	}
+}
+
+// listenAsksTypes reads the stamp of a subscriptions/listen request.
+func listenAsksTypes(meta mcp.Meta) bool {
+	v, _ := meta[metaListen].(map[string]any)
+	ask, _ := v["eventsListChanged"].(bool)
+	return ask
+}
+
+// ackListen writes the acknowledgement of a subscriptions/listen request
+// that asked for eventsListChanged, with it echoed, in place of the SDK's,
+// and starts sending that stream the notifications. It reports false for
+// any other notification, which the SDK sends.
+func (s *Server) ackListen(ctx context.Context, method string, req mcp.Request) (bool, error) {
+	if method != methodListenAck {
+		return false, nil
+	}
+	st, _ := ctx.Value(listenStateKey{}).(*listenState)
+	p, _ := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams)
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	if st == nil || p == nil || ss == nil {
+		return false, nil
+	}
+	raw, err := json.Marshal(p)
+	if err != nil {
+		return false, nil
+	}
+	var fields map[string]json.RawMessage
+	var notes map[string]json.RawMessage
+	if json.Unmarshal(raw, &fields) != nil || json.Unmarshal(bytes.TrimSpace(fields["notifications"]), &notes) != nil {
+		return false, nil
+	}
+	if notes == nil {
+		notes = make(map[string]json.RawMessage)
+	}
+	notes["eventsListChanged"] = json.RawMessage("true")
+	fields["notifications"], _ = json.Marshal(notes)
+	raw, _ = json.Marshal(fields)
+	sink, err := SessionSink(ss)
+	if err != nil {
+		return true, err
+	}
+	// Listed before the acknowledgement is written, so that a change
+	// right after it is not missed; held, so that its notification waits
+	// for the acknowledgement.
+	st.id, st.ctx, st.sink = p.Meta[metaListenID], ctx, sink
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	w := s.types
+	w.mu.Lock()
+	if !w.closed {
+		w.streams[st] = struct{}{}
+	}
+	w.mu.Unlock()
+	if err := sink.Notify(ctx, methodListenAck, raw); err != nil {
+		w.mu.Lock()
+		delete(w.streams, st)
+		w.mu.Unlock()
+		return true, err
+	}
+	st.acked = true
+	return true, nil
+}
