@@ -291,6 +291,7 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 			Tokens:                  principals,
 			SessionTimeout:          time.Duration(a.cfg.HTTP.SessionTimeout),
 			MaxSessionsPerPrincipal: a.cfg.HTTP.MaxSessionsPerPrincipal,
+			Stateless:               a.cfg.HTTP.Stateless,
 		}),
 		Ingest:         ingestHandler,
 		Adapters:       a.sources.webhooks,

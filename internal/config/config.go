@@ -144,6 +144,13 @@ type HTTP struct {
 	// MaxSessionsPerPrincipal bounds the live MCP sessions of one
 	// principal; past it the one idle longest is closed. Default 100.
 	MaxSessionsPerPrincipal int `yaml:"maxSessionsPerPrincipal"`
+	// Stateless serves MCP protocol 2026-07-28 to the clients that ask
+	// for it (its Streamable HTTP is stateless: a session per request,
+	// notifications only on subscriptions/listen streams). It needs
+	// auth.tokens, the only identity such a client has. Off, those
+	// clients are told the versions this endpoint speaks and fall back to
+	// 2025-11-25, as go-sdk clients do. Default false.
+	Stateless bool `yaml:"stateless"`
 }
 
 // Auth configures bearer tokens for the MCP endpoint.
@@ -416,6 +423,9 @@ func (c *Config) validate() error {
 	}
 	if c.HTTP.MaxSessionsPerPrincipal < 0 {
 		add(errors.New("http.maxSessionsPerPrincipal must be positive (or left out for 100)"))
+	}
+	if c.HTTP.Stateless && len(c.Auth.Tokens) == 0 {
+		add(errors.New("http.stateless needs auth.tokens: a client of protocol 2026-07-28 has no session, so a bearer token is the only way to tell who it is; add tokens, or leave http.stateless out"))
 	}
 	if c.Delivery.PendingDigests < 0 {
 		add(errors.New("delivery.pendingDigests must be positive (or left out for 10)"))

@@ -125,6 +125,8 @@ func TestParseErrors(t *testing.T) {
 		{name: "broken YAML", yaml: "db: [\n", want: []string{"line 1"}},
 		{name: "wrong type for a number", yaml: "inbox:\n  maxEntries: many\n", want: []string{"line 2", "many"}},
 
+		{name: "stateless without tokens", yaml: "http:\n  stateless: true\n", want: []string{"http.stateless needs auth.tokens"}},
+
 		{name: "principal missing", yaml: "auth:\n  tokens:\n    - token: x\n", want: []string{"auth.tokens[0].principal is required"}},
 		{name: "principal missing in second token", yaml: "auth:\n  tokens:\n    - principal: a\n      token: x\n    - token: y\n", want: []string{"auth.tokens[1].principal is required"}},
 		{name: "reserved session: prefix", yaml: "auth:\n  tokens:\n    - principal: \"session:abc\"\n      token: x\n", want: []string{"auth.tokens[0].principal", `"session:abc"`, "reserved"}},

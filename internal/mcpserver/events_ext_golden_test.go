@@ -33,6 +33,9 @@ import (
 //	publish ID TYPE DATA [TAG,...]
 //	                  publish an event through the Go API
 //	advance DURATION  move the fake clock
+//	post TYPE         post an event of TYPE as POST /v1/events does
+//	                  (through the catalog)
+//	abort ID          (HTTP) end the POST of the request with JSON id ID
 //	principal NAME    (first line) the principal of the session; on
 //	                  HTTP, the bearer token NAME authenticates it
 //
@@ -158,8 +161,32 @@ type txHTTPWire struct {
 	url     string
 	token   string
 	session string
-	out     chan string
-	t       *testing.T
+	// protocol, when set, goes in Mcp-Protocol-Version of every request
+	// (2026-07-28, which has no session).
+	protocol string
+	out      chan string
+	t        *testing.T
+	// aborts end the POSTs in progress, by the JSON id of their request,
+	// and read says when one's response is read to its end.
+	aborts map[string]context.CancelFunc
+	read   map[string]chan struct{}
+}
+
+// abort ends the POST of the request with JSON id id, as a client that
+// closes the connection does, and returns once nothing more of it is read.
+func (w *txHTTPWire) abort(t *testing.T, id string) {
+	cancel, ok := w.aborts[id]
+	if !ok {
+		t.Fatalf("abort %s: no such request", id)
+	}
+	cancel()
+	if done := w.read[id]; done != nil {
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("abort %s: its response is still read after 10s", id)
+		}
+	}
 }
 
 func newTxHTTPWire(t *testing.T, url string) *txHTTPWire {
@@ -180,8 +207,39 @@ func (w *txHTTPWire) send(t *testing.T, msg string) {
 		req.Header.Set("Mcp-Session-Id", w.session)
 		req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
 	}
+	if w.protocol != "" {
+		// Protocol 2026-07-28 repeats the method (and the name of what a
+		// call is for) in headers.
+		req.Header.Set("Mcp-Protocol-Version", w.protocol)
+		var m struct {
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+				URI  string `json:"uri"`
+			} `json:"params"`
+		}
+		if json.Unmarshal([]byte(msg), &m) == nil && m.Method != "" {
+			req.Header.Set("Mcp-Method", m.Method)
+			switch m.Method {
+			case "tools/call", "prompts/get":
+				req.Header.Set("Mcp-Name", m.Params.Name)
+			case "resources/read":
+				req.Header.Set("Mcp-Name", m.Params.URI)
+			}
+		}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
+	var call struct {
+		ID json.RawMessage `json:"id"`
+	}
+	done := make(chan struct{})
+	if json.Unmarshal([]byte(msg), &call) == nil && len(call.ID) > 0 {
+		if w.aborts == nil {
+			w.aborts, w.read = make(map[string]context.CancelFunc), make(map[string]chan struct{})
+		}
+		w.aborts[string(call.ID)], w.read[string(call.ID)] = cancel, done
+	}
 	resp, err := http.DefaultClient.Do(req.WithContext(ctx))
 	if err != nil {
 		t.Fatal(err)
@@ -192,15 +250,18 @@ func (w *txHTTPWire) send(t *testing.T, msg string) {
 	ct := resp.Header.Get("Content-Type")
 	if resp.StatusCode == http.StatusAccepted {
 		resp.Body.Close()
+		close(done)
 		return
 	}
 	if !strings.HasPrefix(ct, "text/event-stream") {
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
+		close(done)
 		w.out <- fmt.Sprintf("HTTP %d %s %s", resp.StatusCode, ct, bytes.TrimSpace(body))
 		return
 	}
 	go func() {
+		defer close(done)
 		defer resp.Body.Close()
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -359,6 +420,13 @@ func runScript(t *testing.T, e *env, w txWire, script string) string {
 			if len(msg.ID) > 0 && msg.Method != "events/stream" && msg.Method != "subscriptions/listen" {
 				read()
 			}
+		case "abort":
+			hw, ok := w.(*txHTTPWire)
+			if !ok {
+				t.Fatalf("script line %q: abort is for HTTP", line)
+			}
+			hw.abort(t, rest)
+			out.WriteString("# " + line + "\n")
 		case "read":
 			var n int
 			fmt.Sscan(rest, &n)
@@ -410,8 +478,12 @@ func TestEventsExtensionGolden(t *testing.T) {
 		}
 		f := parseTxtar(b)
 		changed := false
-		for _, transport := range []string{"stdio", "stdio-2026", "http"} {
+		for _, transport := range []string{"stdio", "stdio-2026", "http", "http-2026"} {
 			script, ok := f.get(transport)
+			if !ok && transport == "http-2026" {
+				// The same exchange as on stdio, over stateless HTTP.
+				script, ok = f.get("stdio-2026")
+			}
 			if !ok {
 				continue
 			}
@@ -434,13 +506,21 @@ func TestEventsExtensionGolden(t *testing.T) {
 					w = newTxStdioWire(t, e, principal)
 				} else {
 					var opts mcpserver.HTTPOptions
+					if principal == "" && transport == "http-2026" {
+						// Stateless HTTP needs a token.
+						principal = mcpserver.LocalPrincipal
+					}
 					if principal != "" {
 						opts.Tokens = httpapi.NewTokens(map[string]string{principal: principal})
 					}
+					opts.Stateless = transport == "http-2026"
 					ts := httptest.NewServer(e.srv.HTTPHandler(opts))
 					t.Cleanup(ts.Close)
 					hw := newTxHTTPWire(t, ts.URL)
 					hw.token = principal
+					if transport == "http-2026" {
+						hw.protocol = "2026-07-28"
+					}
 					w = hw
 				}
 				got := runScript(t, e, w, script)

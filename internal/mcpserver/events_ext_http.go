@@ -92,16 +92,16 @@ func stampParams(params json.RawMessage, id any, ticket string) json.RawMessage 
 	return stampMeta(params, metaStreamTicket, stamp)
 }
 
-// stampListen writes the stamp of a subscriptions/listen request: whether
-// its filter asked for eventsListChanged, a field the SDK does not know.
+// stampListen writes the stamp of a subscriptions/listen request: which of
+// the filter fields the SDK does not know (eventsListChanged, mcpeEvents)
+// it set.
 func stampListen(params json.RawMessage, id any) json.RawMessage {
 	var p struct {
-		Notifications struct {
-			EventsListChanged bool `json:"eventsListChanged"`
-		} `json:"notifications"`
+		Notifications listenFields `json:"notifications"`
 	}
 	_ = json.Unmarshal(params, &p)
-	return stampMeta(params, metaListen, map[string]any{"id": id, "eventsListChanged": p.Notifications.EventsListChanged})
+	return stampMeta(params, metaListen, map[string]any{"id": id,
+		fieldEventsListChanged: p.Notifications.EventsListChanged, fieldMCPEEvents: p.Notifications.MCPEEvents})
 }
 
 // stampMeta sets _meta[key] of params to stamp, overwriting what a client

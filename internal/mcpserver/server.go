@@ -351,7 +351,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if err != nil {
 			return res, err
 		}
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && attaches(method, ss) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && attaches(method, ss) && !statelessHTTP(ss, req.GetExtra()) {
 			s.attach(ss, req.GetExtra())
 		}
 		switch r := res.(type) {
@@ -365,7 +365,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // attaches reports whether completing method makes ss a session that
-// notifications can reach. Stateful HTTP sessions (those with an ID) speak
+// notifications can reach. A session of stateless Streamable HTTP
+// (protocol 2026-07-28) lasts one request and never is: notifications
+// reach such a client on its subscriptions/listen streams (listen.go). Stateful HTTP sessions (those with an ID) speak
 // 2025-11-25 and wait for notifications/initialized; there, server/discover
 // is only the go-sdk client's probe for the 2026-07-28 protocol, answered in a
 // session of its own that is dropped at once.
@@ -519,11 +521,22 @@ type HTTPOptions struct {
 	// principal; a new one past it closes the one idle longest. Zero means
 	// DefaultMaxSessionsPerPrincipal.
 	MaxSessionsPerPrincipal int
+	// Stateless serves protocol 2026-07-28 to the clients that ask for it
+	// (a request whose Mcp-Protocol-Version says so), statelessly: each
+	// request is a session of its own, and notifications reach the client
+	// only on its subscriptions/listen streams (listen.go). It needs
+	// Tokens: without them an HTTP client's only identity is its session.
+	// Off, or without tokens, such requests go to the stateful handler,
+	// which refuses them with the versions it accepts, and the client
+	// falls back to 2025-11-25.
+	Stateless bool
 }
 
-// HTTPHandler returns the Streamable HTTP handler (stateful sessions;
-// notifications go out on each session's standalone GET stream). Call it
-// once; Close stops the watch on its sessions.
+// HTTPHandler returns the Streamable HTTP handler. Protocol 2025-11-25 and
+// older are served in stateful sessions, whose notifications go out on
+// each session's standalone GET stream; protocol 2026-07-28 statelessly
+// when opts.Stateless says so. Call it once; Close stops the watch on its
+// sessions.
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	if opts.SessionTimeout <= 0 {
 		opts.SessionTimeout = DefaultSessionTimeout
@@ -535,10 +548,14 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	s.maxSessions = opts.MaxSessionsPerPrincipal
 	s.mu.Unlock()
 	s.live.setTimeout(opts.SessionTimeout)
-	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{Logger: redactSessionIDs(s.log)})
-	h = eventsHTTP(s.live.handler(h))
+	stateful := s.live.handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{Logger: redactSessionIDs(s.log)}))
 	if opts.Tokens.Len() == 0 {
-		return h
+		return eventsHTTP(stateful)
+	}
+	h := eventsHTTP(stateful)
+	if opts.Stateless {
+		h = eventsHTTP(s.byProtocol(stateful))
 	}
 	verify := func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
 		principal, ok := opts.Tokens.Lookup(token)
@@ -555,6 +572,20 @@ func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 		if _, ok := opts.Tokens.Authenticate(w, r, "a token of auth.tokens"); ok {
 			sdk.ServeHTTP(w, r)
 		}
+	})
+}
+
+// byProtocol sends the requests of protocol 2026-07-28 to a stateless
+// handler, the others to stateful.
+func (s *Server) byProtocol(stateful http.Handler) http.Handler {
+	stateless := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
+		&mcp.StreamableHTTPOptions{Logger: redactSessionIDs(s.log), Stateless: true})
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Mcp-Protocol-Version") >= protocolListen {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
 	})
 }
 

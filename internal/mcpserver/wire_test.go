@@ -20,6 +20,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 )
 
@@ -47,6 +48,10 @@ type wire struct {
 	// held are hidden messages read while waiting for another, for a
 	// later await.
 	held []json.RawMessage
+	// cancel ends a request in progress; on stateless HTTP by aborting
+	// its POST, which then has no response.
+	cancel    func(id int)
+	stateless bool
 }
 
 // The protocol versions of the golden exchanges.
@@ -56,7 +61,11 @@ const (
 )
 
 func newWire(t *testing.T, proto string) *wire {
-	return &wire{t: t, proto: proto, in: make(chan json.RawMessage, 256)}
+	w := &wire{t: t, proto: proto, in: make(chan json.RawMessage, 256)}
+	w.cancel = func(id int) {
+		w.send(map[string]any{"method": "notifications/cancelled", "params": map[string]any{"requestId": id}})
+	}
+	return w
 }
 
 func (w *wire) record(dir string, msg []byte) {
@@ -380,6 +389,117 @@ func httpWire(t *testing.T, e *env) *wire {
 		readSSE(resp.Body, w.in)
 	}()
 	return w
+}
+
+// statelessWire connects a wire to the server over stateless Streamable
+// HTTP (protocol 2026-07-28), with principal's bearer token: each message
+// is a POST of its own, answered as it comes.
+func statelessWire(t *testing.T, e *env, principal string) *wire {
+	t.Helper()
+	w := newWire(t, proto2026)
+	w.stateless = true
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{
+		Tokens: httpapi.NewTokens(map[string]string{principal + "-token": principal}), Stateless: true}))
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+		hs.CloseClientConnections()
+		hs.Close()
+	})
+	var mu sync.Mutex
+	aborts := map[int]context.CancelFunc{}
+	read := map[int]chan struct{}{}
+	w.cancel = func(id int) {
+		mu.Lock()
+		abort, done := aborts[id], read[id]
+		mu.Unlock()
+		if abort == nil {
+			t.Fatalf("cancel %d: no such request", id)
+		}
+		abort()
+		// Nothing more of its response is read after this.
+		select {
+		case <-done:
+		case <-time.After(wireWait):
+			t.Fatalf("cancel %d: its response is still read after %v", id, wireWait)
+		}
+	}
+	w.write = func(b []byte) {
+		var msg struct {
+			ID     *int   `json:"id"`
+			Method string `json:"method"`
+			Params struct {
+				Name string `json:"name"`
+				URI  string `json:"uri"`
+			} `json:"params"`
+		}
+		if err := json.Unmarshal(b, &msg); err != nil {
+			t.Fatal(err)
+		}
+		rctx, abort := context.WithCancel(ctx)
+		done := make(chan struct{})
+		if msg.ID != nil {
+			mu.Lock()
+			aborts[*msg.ID], read[*msg.ID] = abort, done
+			mu.Unlock()
+		}
+		req, err := http.NewRequestWithContext(rctx, http.MethodPost, hs.URL, bytes.NewReader(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+principal+"-token")
+		req.Header.Set("Mcp-Protocol-Version", proto2026)
+		req.Header.Set("Mcp-Method", msg.Method)
+		switch msg.Method {
+		case "tools/call", "prompts/get":
+			req.Header.Set("Mcp-Name", msg.Params.Name)
+		case "resources/read":
+			req.Header.Set("Mcp-Name", msg.Params.URI)
+		}
+		resp, err := hs.Client().Do(req)
+		if err != nil {
+			abort()
+			close(done)
+			t.Errorf("POST: %v", err)
+			return
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer close(done)
+			defer abort()
+			defer resp.Body.Close()
+			switch ct := resp.Header.Get("Content-Type"); {
+			case resp.StatusCode == http.StatusAccepted:
+			case strings.HasPrefix(ct, "text/event-stream"):
+				readSSE(resp.Body, w.in)
+			case strings.HasPrefix(ct, "application/json"):
+				body, _ := io.ReadAll(resp.Body)
+				w.in <- body
+			default:
+				body, _ := io.ReadAll(resp.Body)
+				t.Errorf("POST answered %s %q: %s", resp.Status, ct, body)
+			}
+		}()
+	}
+	w.handshake()
+	return w
+}
+
+// listenMCPE opens, unrecorded, the subscriptions/listen with mcpeEvents
+// on which a stateless HTTP client hears its subscriptions' deliveries.
+func (w *wire) listenMCPE() {
+	w.t.Helper()
+	w.setRecording(false)
+	w.request("subscriptions/listen", map[string]any{"notifications": map[string]any{"mcpeEvents": true}})
+	w.await("the acknowledgement of mcpeEvents", func(m map[string]any) bool {
+		return m["method"] == "notifications/subscriptions/acknowledged"
+	})
+	w.setRecording(true)
 }
 
 // readSSE sends the data of each server-sent event of r to out.

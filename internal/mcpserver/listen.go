@@ -1,34 +1,41 @@
 package mcpserver
 
-// This file sends notifications/events/list_changed (SEP-3415, "Dynamic
-// event types") when what events/list answers changes while the server
-// runs: a type posted to POST /v1/events for the first time in the
-// catalog's window, or one that left it. The sources' own types are fixed
-// by the configuration.
+// This file serves what the go-sdk v1.8 does not on subscriptions/listen
+// (protocol 2026-07-28), the stream on which a client hears notifications
+// it opted in to: SEP-3415's eventsListChanged, and, on stateless
+// Streamable HTTP, where a session lasts one request, the deliveries of
+// MCPE subscriptions (this server's mcpeEvents field) and of event://
+// resources. The SDK handles subscriptions/listen itself and drops filter
+// fields it does not know: the server reads them first (the stamp of
+// events_ext_http.go), writes the acknowledgement itself with them echoed,
+// and keeps the stream open until the client cancels it, the session ends
+// or the server shuts down (then with the empty result that closes a
+// stream gracefully).
 //
-// Under protocol 2026-07-28 the notification goes only on a
-// subscriptions/listen stream whose filter set eventsListChanged, as the
-// text says. The go-sdk v1.8 handles subscriptions/listen itself and knows
-// nothing of that field: the server reads it before the SDK does (the
-// stamp of events_ext_http.go), writes the acknowledgement itself with
-// eventsListChanged echoed, and keeps the stream open until the client
-// cancels it, the session ends or the server shuts down (then with the
-// empty result that closes a stream gracefully). Under 2025-11-25, which
-// has no subscriptions/listen, it goes on the session's channel, as the
-// core list_changed notifications do there, to the sessions that declared
-// the extension in initialize or called events/list.
+// notifications/events/list_changed (SEP-3415, "Dynamic event types")
+// goes out when what events/list answers changes while the server runs: a
+// type posted to POST /v1/events for the first time in the catalog's
+// window, or one that left it (the sources' own types are fixed by the
+// configuration). Under 2026-07-28 it goes only on a listen stream that
+// asked for it, as the text says; under 2025-11-25, which has no
+// subscriptions/listen, on the session's channel, as the core list_changed
+// notifications do there, to the sessions that declared the extension in
+// initialize or called events/list.
 
 import (
 	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 )
 
 const (
@@ -72,17 +79,25 @@ type typeWatch struct {
 // eventsListChanged; set in its context before the SDK handles it, filled
 // in when its acknowledgement is written.
 type listenState struct {
+	// asked is what the request's filter asked for of what the SDK does
+	// not serve; stateless says the request is a Streamable HTTP POST of
+	// protocol 2026-07-28, whose session lives as long as the request.
+	asked     listenFields
+	stateless bool
+	principal string
+
 	id   any
 	ctx  context.Context
 	sink *Sink
 	// mu is held while the acknowledgement is written, so that no
 	// notification goes before it; acked says it went.
-	mu    sync.Mutex
-	acked bool
+	mu     sync.Mutex
+	acked  bool
+	detach func() // ends the delivery of the principal's events, if any
 }
 
-// notify sends st a list_changed.
-func (st *listenState) notify() error {
+// notifyTypes sends st a list_changed.
+func (st *listenState) notifyTypes() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	if !st.acked {
@@ -171,7 +186,7 @@ func (s *Server) announceTypes() {
 	s.mu.Unlock()
 
 	for _, st := range streams {
-		if err := st.notify(); err != nil && st.ctx.Err() == nil {
+		if err := st.notifyTypes(); err != nil && st.ctx.Err() == nil {
 			s.log.Debug("events/list_changed: a listen stream did not take it", "error", err)
 		}
 	}
@@ -251,33 +266,80 @@ func (s *Server) listsTypes(ss *mcp.ServerSession) {
 	}()
 }
 
-// listenMiddleware serves eventsListChanged on subscriptions/listen: it
-// marks the request's context before the SDK handles it and, once the SDK
-// answered, keeps the stream open while the client listens.
+// listenFields are the fields of a subscriptions/listen filter that the
+// go-sdk does not know.
+type listenFields struct {
+	// EventsListChanged is SEP-3415's: notifications/events/list_changed.
+	EventsListChanged bool `json:"eventsListChanged,omitempty"`
+	// MCPEEvents is this server's: the deliveries of the caller's MCPE
+	// subscriptions (events/event, events/batch,
+	// events/subscription_expired) on this stream. Only Streamable HTTP
+	// under 2026-07-28 needs it: there a session lasts one request, and a
+	// listen stream is the only way notifications reach the client. On
+	// stdio they come on the connection, as under 2025-11-25.
+	MCPEEvents bool `json:"mcpeEvents,omitempty"`
+}
+
+const (
+	fieldEventsListChanged = "eventsListChanged"
+	fieldMCPEEvents        = "mcpeEvents"
+)
+
+// listenStamp reads the stamp of a subscriptions/listen request.
+func listenStamp(meta mcp.Meta) listenFields {
+	v, _ := meta[metaListen].(map[string]any)
+	types, _ := v[fieldEventsListChanged].(bool)
+	events, _ := v[fieldMCPEEvents].(bool)
+	return listenFields{EventsListChanged: types, MCPEEvents: events}
+}
+
+// statelessHTTP reports whether ss serves one Streamable HTTP request of
+// protocol 2026-07-28: no session ID, and HTTP headers.
+func statelessHTTP(ss *mcp.ServerSession, extra *mcp.RequestExtra) bool {
+	return ss != nil && ss.ID() == "" && extra != nil && extra.Header != nil
+}
+
+// listenMiddleware serves what the SDK does not on subscriptions/listen:
+// eventsListChanged, and on stateless Streamable HTTP the deliveries of
+// MCPE subscriptions (mcpeEvents) and of event:// resources. It marks the
+// request's context before the SDK handles it (ackListen then does the
+// rest when the acknowledgement goes out) and, once the SDK answered,
+// keeps the stream open while the client listens.
 func (s *Server) listenMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method != methodListen || s.types.stop == nil {
+		if method != methodListen {
 			return next(ctx, method, req)
 		}
 		p, _ := req.GetParams().(*mcp.SubscriptionsListenParams)
-		if p == nil || !listenAsksTypes(p.Meta) {
+		ss, _ := req.GetSession().(*mcp.ServerSession)
+		if p == nil || ss == nil {
 			return next(ctx, method, req)
 		}
-		st := &listenState{}
+		st := &listenState{asked: listenStamp(p.Meta), stateless: statelessHTTP(ss, req.GetExtra())}
+		if s.types.stop == nil {
+			st.asked.EventsListChanged = false
+		}
+		if !st.stateless {
+			st.asked.MCPEEvents = false
+		}
+		resources := st.stateless && p.Notifications != nil && slices.ContainsFunc(p.Notifications.ResourceSubscriptions,
+			func(uri string) bool { return strings.HasPrefix(uri, EventScheme) })
+		if !st.asked.EventsListChanged && !st.asked.MCPEEvents && !resources {
+			return next(ctx, method, req)
+		}
+		st.principal = s.requestPrincipal(ctx, ss, req.GetExtra())
 		ctx = context.WithValue(ctx, listenStateKey{}, st)
 		res, err := next(ctx, method, req)
-		w := s.types
-		w.mu.Lock()
-		_, listening := w.streams[st]
-		w.mu.Unlock()
-		if err != nil || !listening {
+		st.mu.Lock()
+		acked := st.acked
+		st.mu.Unlock()
+		if !acked {
 			return res, err
 		}
-		defer func() {
-			w.mu.Lock()
-			delete(w.streams, st)
-			w.mu.Unlock()
-		}()
+		defer s.endListen(st)
+		if err != nil {
+			return res, err
+		}
 		select {
 		case <-ctx.Done():
 		case <-s.streamsCtx.Done():
@@ -286,17 +348,25 @@ func (s *Server) listenMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-// listenAsksTypes reads the stamp of a subscriptions/listen request.
-func listenAsksTypes(meta mcp.Meta) bool {
-	v, _ := meta[metaListen].(map[string]any)
-	ask, _ := v["eventsListChanged"].(bool)
-	return ask
+// endListen stops what ackListen started.
+func (s *Server) endListen(st *listenState) {
+	w := s.types
+	w.mu.Lock()
+	delete(w.streams, st)
+	w.mu.Unlock()
+	st.mu.Lock()
+	detach := st.detach
+	st.detach = nil
+	st.mu.Unlock()
+	if detach != nil {
+		detach()
+	}
 }
 
 // ackListen writes the acknowledgement of a subscriptions/listen request
-// that asked for eventsListChanged, with it echoed, in place of the SDK's,
-// and starts sending that stream the notifications. It reports false for
-// any other notification, which the SDK sends.
+// that listenMiddleware marked, in place of the SDK's, with what it asked
+// of this server echoed, and starts what it asked for. It reports false
+// for any other notification, which the SDK sends.
 func (s *Server) ackListen(ctx context.Context, method string, req mcp.Request) (bool, error) {
 	if method != methodListenAck {
 		return false, nil
@@ -319,31 +389,91 @@ func (s *Server) ackListen(ctx context.Context, method string, req mcp.Request) 
 	if notes == nil {
 		notes = make(map[string]json.RawMessage)
 	}
-	notes["eventsListChanged"] = json.RawMessage("true")
+	if st.asked.EventsListChanged {
+		notes[fieldEventsListChanged] = json.RawMessage("true")
+	}
+	if st.asked.MCPEEvents {
+		notes[fieldMCPEEvents] = json.RawMessage("true")
+	}
 	fields["notifications"], _ = json.Marshal(notes)
 	raw, _ = json.Marshal(fields)
 	sink, err := SessionSink(ss)
 	if err != nil {
 		return true, err
 	}
-	// Listed before the acknowledgement is written, so that a change
-	// right after it is not missed; held, so that its notification waits
-	// for the acknowledgement.
+	// Started before the acknowledgement is written, so that nothing
+	// right after it is missed; held, so that what they send waits for
+	// the acknowledgement.
 	st.id, st.ctx, st.sink = p.Meta[metaListenID], ctx, sink
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	w := s.types
-	w.mu.Lock()
-	if !w.closed {
-		w.streams[st] = struct{}{}
+	if st.asked.EventsListChanged {
+		w.mu.Lock()
+		if !w.closed {
+			w.streams[st] = struct{}{}
+		}
+		w.mu.Unlock()
 	}
-	w.mu.Unlock()
+	if st.stateless {
+		st.detach = s.opts.Sessions.Attach(st.principal, s.wrapSink(ss, listenSink{st}))
+	}
 	if err := sink.Notify(ctx, methodListenAck, raw); err != nil {
 		w.mu.Lock()
 		delete(w.streams, st)
 		w.mu.Unlock()
+		if st.detach != nil {
+			st.detach()
+			st.detach = nil
+		}
 		return true, err
 	}
 	st.acked = true
 	return true, nil
+}
+
+// listenSink delivers the MCPE notifications of a principal on a
+// subscriptions/listen stream of stateless Streamable HTTP, each with the
+// listen's id in _meta; when the listen did not ask for them (it is there
+// for event:// resources, which wrapSink serves), it passes over them:
+// they stay in the inbox, which events_poll reads.
+type listenSink struct{ st *listenState }
+
+func (l listenSink) Write(ctx context.Context, msgs []realtime.Message) error {
+	st := l.st
+	if !st.asked.MCPEEvents {
+		return nil
+	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	wctx, cancel := context.WithCancel(st.ctx)
+	defer cancel()
+	defer context.AfterFunc(ctx, cancel)()
+	id, err := json.Marshal(st.id)
+	if err != nil {
+		return err
+	}
+	for _, m := range msgs {
+		if err := st.sink.Notify(wctx, m.Method, withListenID(m.Params, id)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withListenID puts _meta with the listen's id first in params, a JSON
+// object without _meta of its own.
+func withListenID(params json.RawMessage, id []byte) json.RawMessage {
+	t := bytes.TrimSpace(params)
+	if len(t) < 2 || t[0] != '{' {
+		return params
+	}
+	out := make([]byte, 0, len(t)+len(id)+48)
+	out = append(out, `{"_meta":{"`+metaSubscriptionID+`":`...)
+	out = append(out, id...)
+	out = append(out, '}')
+	if rest := bytes.TrimSpace(t[1:]); len(rest) > 0 && rest[0] != '}' {
+		out = append(out, ',')
+	}
+	return append(out, t[1:]...)
 }
