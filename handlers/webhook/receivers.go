@@ -110,10 +110,12 @@ func (s *Sender) Preverified(raw string) bool {
 	return false
 }
 
-// receiverDocs caches the receiver documents by origin.
+// receiverDocs caches the receiver documents by origin, and makes one
+// lookup of an origin at a time: those who ask meanwhile wait for it.
 type receiverDocs struct {
-	mu      sync.Mutex
-	entries map[string]receiverDoc // "host:port" of an https origin
+	mu       sync.Mutex
+	entries  map[string]receiverDoc   // "host:port" of an https origin
+	inflight map[string]chan struct{} // closed when the lookup ends
 }
 
 // receiverDoc is an origin's document: its prefixes (none when it has no
@@ -128,11 +130,12 @@ type receiverDoc struct {
 // rule as Preverified's). The document is fetched with GET through the
 // same guard as deliveries (the address checked when dialled against the
 // special-purpose ranges and AllowNetworks, TLS, no proxy, no redirects),
-// within ReceiverDocumentTimeout, at most MaxReceiverDocument bytes, and
-// cached per origin (see MinReceiverDocumentCache). Anything else (an http
-// URL, the lookup turned off by Options.NoWellKnownReceivers, no answer, a
-// status other than 200, a document too large or not valid, no prefix
-// covering raw) is false, and the caller falls back to the challenge.
+// within ReceiverDocumentTimeout, at most MaxReceiverDocument bytes, one
+// lookup of an origin at a time, and cached per origin (see
+// MinReceiverDocumentCache). Anything else (an http URL, the lookup turned
+// off by Options.NoWellKnownReceivers, no answer, a status other than 200,
+// a document too large or not valid, no prefix covering raw) is false, and
+// the caller falls back to the challenge.
 func (s *Sender) ReceiverDeclares(ctx context.Context, raw string) bool {
 	if s.opts.NoWellKnownReceivers {
 		return false
@@ -145,22 +148,9 @@ func (s *Sender) ReceiverDeclares(ctx context.Context, raw string) bool {
 	if !ok {
 		return false
 	}
-	key := fmt.Sprintf("%s:%d", origin.host, origin.port)
-	now := s.opts.Clock.Now()
-	s.docs.mu.Lock()
-	doc, cached := s.docs.entries[key]
-	s.docs.mu.Unlock()
-	if !cached || !now.Before(doc.until) {
-		prefixes, ttl, err := s.fetchReceiverDoc(ctx, u, origin)
-		if err != nil {
-			s.opts.Logger.Debug("no receiver document; the challenge decides", "origin", "https://"+u.Host, "error", err)
-			if ctx.Err() != nil {
-				return false // the caller gave up: nothing learnt of the origin
-			}
-			ttl = NegativeReceiverDocumentCache
-		}
-		doc = receiverDoc{prefixes: prefixes, until: now.Add(ttl)}
-		s.docs.put(key, doc, now)
+	doc, ok := s.receiverDoc(ctx, u, origin)
+	if !ok {
+		return false
 	}
 	for _, p := range doc.prefixes {
 		if p.matches(u) {
@@ -168,6 +158,59 @@ func (s *Sender) ReceiverDeclares(ctx context.Context, raw string) bool {
 		}
 	}
 	return false
+}
+
+// receiverDoc returns the document of u's origin, cached or fetched; ok is
+// false when ctx ended first.
+func (s *Sender) receiverDoc(ctx context.Context, u *url.URL, origin urlPrefix) (receiverDoc, bool) {
+	key := fmt.Sprintf("%s:%d", origin.host, origin.port)
+	d := &s.docs
+	for {
+		now := s.opts.Clock.Now()
+		d.mu.Lock()
+		doc, cached := d.entries[key]
+		if cached && now.Before(doc.until) {
+			d.mu.Unlock()
+			return doc, true
+		}
+		wait, busy := d.inflight[key]
+		if !busy {
+			if d.inflight == nil {
+				d.inflight = make(map[string]chan struct{})
+			}
+			done := make(chan struct{})
+			d.inflight[key] = done
+			d.mu.Unlock()
+			doc, ok := s.lookupReceiverDoc(ctx, u, key, origin, now)
+			d.mu.Lock()
+			delete(d.inflight, key)
+			close(done)
+			d.mu.Unlock()
+			return doc, ok
+		}
+		d.mu.Unlock()
+		select {
+		case <-wait: // cached now, unless its caller gave up: look again
+		case <-ctx.Done():
+			return receiverDoc{}, false
+		}
+	}
+}
+
+// lookupReceiverDoc fetches the document of u's origin and caches it
+// under key; a failure is cached as a document with no prefixes.
+func (s *Sender) lookupReceiverDoc(ctx context.Context, u *url.URL, key string, origin urlPrefix, now time.Time) (receiverDoc, bool) {
+	prefixes, ttl, err := s.fetchReceiverDoc(ctx, u, origin)
+	if err != nil {
+		s.opts.Logger.Debug("no receiver document; the challenge decides", "origin", "https://"+u.Host, "error", err)
+		if ctx.Err() != nil {
+			return receiverDoc{}, false // the caller gave up: nothing learnt of the origin
+		}
+		ttl = NegativeReceiverDocumentCache
+	}
+	doc := receiverDoc{prefixes: prefixes, until: now.Add(ttl)}
+	s.docs.put(key, doc, now)
+	return doc, true
 }
 
 // put caches doc for key, making room when the cache is full: the entries

@@ -345,3 +345,53 @@ func FuzzParseReceiverDoc(f *testing.F) {
 		}
 	})
 }
+
+// TestReceiverDeclaresOneLookup: callers asking for an origin whose
+// document is being fetched wait for that lookup instead of making their
+// own.
+func TestReceiverDeclaresOneLookup(t *testing.T) {
+	ctx := context.Background()
+	d := newDocServer(t)
+	arrived, release := make(chan struct{}, 16), make(chan struct{})
+	d.set(func(w http.ResponseWriter, r *http.Request) {
+		arrived <- struct{}{}
+		<-release
+		document(`{"receivers":["/hooks/"]}`, "")(w, r)
+	})
+	s := newSender(t, d.tlsOptions(clock.NewFake(t0)))
+	const callers = 8
+	results := make(chan bool, callers)
+	go func() { results <- s.ReceiverDeclares(ctx, d.URL+"/hooks/0") }()
+	<-arrived
+	for i := 1; i < callers; i++ {
+		go func() { results <- s.ReceiverDeclares(ctx, fmt.Sprintf("%s/hooks/%d", d.URL, i)) }()
+	}
+	// Give the others time to ask while the first lookup is in flight;
+	// whenever they ask, they must not fetch again.
+	time.Sleep(100 * time.Millisecond)
+	close(release)
+	for range callers {
+		if !<-results {
+			t.Fatal("a caller was not answered from the lookup")
+		}
+	}
+	if n := d.gets(); n != 1 {
+		t.Fatalf("%d GETs for %d concurrent callers; want 1", n, callers)
+	}
+}
+
+// TestReceiverDeclaresCallerGivesUp: a lookup whose caller gave up is not
+// cached as a missing document.
+func TestReceiverDeclaresCallerGivesUp(t *testing.T) {
+	d := newDocServer(t)
+	d.set(document(`{"receivers":["/hooks/"]}`, ""))
+	s := newSender(t, d.tlsOptions(clock.NewFake(t0)))
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	if s.ReceiverDeclares(cancelled, d.URL+"/hooks/a") {
+		t.Fatal("declared for a caller that gave up")
+	}
+	if !s.ReceiverDeclares(context.Background(), d.URL+"/hooks/a") {
+		t.Fatal("the caller that gave up left a missing document in the cache")
+	}
+}
