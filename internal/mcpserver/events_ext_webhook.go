@@ -8,7 +8,10 @@ package mcpserver
 // event is recorded as a durable handler job in the transaction that
 // accepts it, and the handler runner POSTs it (WebhookHandler) as an
 // EventOccurrence, with retries, across restarts. Its expiresAt is the
-// granted TTL, which events/subscribe grants again on every refresh.
+// granted TTL, which events/subscribe grants again on every refresh. A new
+// subscription is made only once its endpoint is verified (confirm): by
+// the operator's verifiedURLs, a verification cached, the receiver
+// document of the URL's origin, or the challenge handshake.
 
 import (
 	"context"
