@@ -73,4 +73,13 @@
 // against every address it resolves to (so DNS rebinding gains nothing),
 // and the socket's address is checked once more just before connecting.
 // Proxies from the environment are ignored and redirects are not followed.
+//
+// # Endpoints verified without a challenge (SEP-3415)
+//
+// Before a SEP-3415 webhook subscription delivers to a new endpoint, the
+// server confirms the endpoint wants the deliveries. Two ways need no
+// challenge POST: the operator's Options.VerifiedURLs (Preverified), and a
+// receiver document the callback URL's https origin publishes at
+// WellKnownPath (ReceiverDeclares), fetched with a GET through the same
+// guard as deliveries and cached per origin.
 package webhook

@@ -92,6 +92,18 @@ type Options struct {
 	UserAgent string
 	// Logger logs refused addresses. Zero: discard.
 	Logger *slog.Logger
+	// VerifiedURLs are prefixes of SEP-3415 callback URLs whose intent to
+	// receive deliveries the operator vouches for, by allowlisting them
+	// or having verified them out of band: events/subscribe to a URL
+	// under one needs no challenge handshake (Preverified). Each is
+	// https://host[:port][/path], with no user information, query or
+	// fragment, at most MaxVerifiedURLLen bytes; at most MaxVerifiedURLs
+	// of them. A prefix covers a URL as a Secret's URLs do. Zero: none.
+	VerifiedURLs []string
+	// NoWellKnownReceivers turns off the lookup of the receiver document
+	// (WellKnownPath) of a callback URL's origin (ReceiverDeclares).
+	// Zero: it is looked up.
+	NoWellKnownReceivers bool
 }
 
 // secretName is the form of a secret's name, as written in ${NAME}.
@@ -149,6 +161,7 @@ func (o *Options) withDefaults() (Options, error) {
 		nets = append(nets, p.Masked())
 	}
 	c.AllowNetworks = nets
+	c.VerifiedURLs = slices.Clone(c.VerifiedURLs)
 	c.Secrets = maps.Clone(c.Secrets)
 	for name, sec := range c.Secrets {
 		sec.URLs = slices.Clone(sec.URLs)
@@ -169,6 +182,9 @@ func (o *Options) Validate() error {
 		if !p.IsValid() || p.Addr().Zone() != "" {
 			return mcpe.Invalid(fmt.Sprintf("allowNetworks[%d]", i), "%q is not a valid prefix; give e.g. 10.0.0.0/8 or 127.0.0.1/32", p)
 		}
+	}
+	if err := validateVerifiedURLs(o.VerifiedURLs); err != nil {
+		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Secrets)) {
 		field := "secrets." + name

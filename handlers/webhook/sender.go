@@ -34,7 +34,11 @@ const (
 type Sender struct {
 	opts Options
 	// secrets are Options.Secrets with their URLs parsed.
-	secrets   map[string]secret
+	secrets map[string]secret
+	// verified are Options.VerifiedURLs parsed; docs caches the
+	// receiver documents.
+	verified  []urlPrefix
+	docs      receiverDocs
 	transport *http.Transport
 	client    *http.Client
 	// dial connects to a checked address; a net.Dialer whose Control
@@ -53,6 +57,11 @@ func New(opts *Options) (*Sender, error) {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	s := &Sender{opts: o, secrets: parseSecrets(o.Secrets), rand: rand.Float64}
+	for _, raw := range o.VerifiedURLs {
+		if p, msg := parseVerifiedURL(raw); msg == "" { // Validate checked
+			s.verified = append(s.verified, p)
+		}
+	}
 	dialer := &net.Dialer{KeepAlive: 30 * time.Second, Control: s.control}
 	s.dial = dialer.DialContext
 	s.transport = &http.Transport{

@@ -73,7 +73,8 @@ func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk
 		set.byType[mcpe.HandlerWebhook] = mcpserver.WebhookHandler(sender, clk, log.With("handler", "webhook"))
 		set.webhook = sender
 		set.closers = append(set.closers, sender.Close)
-		log.Info("webhook handler on", "allow_http", w.AllowHTTP, "allow_networks", w.AllowNetworks)
+		log.Info("webhook handler on", "allow_http", w.AllowHTTP, "allow_networks", w.AllowNetworks,
+			"verified_urls", len(w.VerifiedURLs), "well_known_receivers", !opts.NoWellKnownReceivers)
 	}
 	if a := cfg.Agent; a != nil && a.Enabled {
 		opts, err := a.Options()

@@ -116,6 +116,14 @@ type WebhookHandler struct {
 	RetrySchedule []Duration `yaml:"retrySchedule"`
 	// SecretGrace is how long a rotated secret keeps signing. Default 24h.
 	SecretGrace Duration `yaml:"secretGrace"`
+	// VerifiedURLs are prefixes of SEP-3415 callback URLs whose endpoints
+	// the operator vouches for (allowlisted, or verified out of band):
+	// events/subscribe to a URL under one delivers without a challenge.
+	// Each is https://host[:port][/path]; at most 100.
+	VerifiedURLs []string `yaml:"verifiedURLs"`
+	// WellKnownReceivers looks up the /.well-known/mcp-webhook-receiver.json
+	// of a callback URL's origin before sending a challenge. Default true.
+	WellKnownReceivers *bool `yaml:"wellKnownReceivers"`
 }
 
 // WebhookSecret is a secret for webhook headers and where it may be sent.
@@ -228,6 +236,9 @@ func (w *WebhookHandler) Options() (webhook.Options, error) {
 		DefaultTimeout: time.Duration(w.DefaultTimeout),
 		MaxTimeout:     time.Duration(w.MaxTimeout),
 		RetrySchedule:  schedule,
+		VerifiedURLs:   w.VerifiedURLs,
+		// Off only when set to false.
+		NoWellKnownReceivers: w.WellKnownReceivers != nil && !*w.WellKnownReceivers,
 	}, nil
 }
 

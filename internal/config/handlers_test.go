@@ -115,12 +115,38 @@ func TestParseHandlerErrors(t *testing.T) {
 		{"handlers:\n  webhook:\n    maxTimeout: 5s\n", "handlers.webhook.maxTimeout: 5s is shorter than the default timeout 10s; set defaultTimeout too"},
 		{"handlers:\n  webhook:\n    defaultTimeout: 1m\n    maxTimeout: 30s\n", "handlers.webhook.defaultTimeout: 1m0s is longer than maxTimeout 30s"},
 		{"handlers:\n  webhook:\n    secretGrace: -1h\n", `handlers.webhook.secretGrace: "-1h" is negative`},
+		{"handlers:\n  webhook:\n    verifiedURLs: ['http://hooks.example.com/']\n", `handlers.webhook.verifiedURLs[0]: "http://hooks.example.com/" uses the scheme "http"; SEP-3415 callback URLs are https only, give an https URL prefix such as "https://hooks.example.com/mcp/"`},
+		{"handlers:\n  webhook:\n    verifiedURLs: ['https://ok.example/', 'hooks.example.com/mcp']\n", `handlers.webhook.verifiedURLs[1]: "hooks.example.com/mcp" is not a URL prefix; give scheme, host`},
+		{"handlers:\n  webhook:\n    verifiedURLs: ['https://me:pw@hooks.example.com/']\n", `handlers.webhook.verifiedURLs[0]: "https://me:pw@hooks.example.com/" contains user information`},
+		{"handlers:\n  webhook:\n    verifiedURLs: ['https://hooks.example.com/mcp?tenant=1']\n", `handlers.webhook.verifiedURLs[0]: "https://hooks.example.com/mcp?tenant=1" has a query or a fragment`},
+		{"handlers:\n  webhook:\n    verifiedURLs: ['https://hooks.example.com/mcp#x']\n", `handlers.webhook.verifiedURLs[0]: "https://hooks.example.com/mcp#x" has a query or a fragment`},
+		{"handlers:\n  webhook:\n    verifiedURLs: ['https://hooks.example.com/" + strings.Repeat("a", 2048) + "']\n", "handlers.webhook.verifiedURLs[0]: is 2074 bytes long; at most 2048 are accepted"},
+		{"handlers:\n  webhook:\n    verifiedURLs: [" + strings.Repeat("'https://h.example/',", 100) + "'https://h.example/']\n", "handlers.webhook.verifiedURLs: has 101 entries; at most 100 are accepted"},
 		{"handlers:\n  agent:\n    maxTurns: 5000\n", "handlers.agent.maxTurns: is 5000; give a number from 1 to 1000"},
 		{"handlers:\n  agent:\n    maxTokens: -1\n", "handlers.agent.maxTokens: is -1; give a number from 1 to 64000"},
 	} {
 		_, err := Parse(strings.NewReader(tt.yaml))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%q) = %v; want an error containing %q", tt.yaml, err, tt.want)
+		}
+	}
+}
+
+// TestWellKnownReceiversDefault: the receiver document is looked up unless
+// wellKnownReceivers is false.
+func TestWellKnownReceiversDefault(t *testing.T) {
+	for y, off := range map[string]bool{
+		"handlers:\n  webhook:\n    enabled: true\n":                               false,
+		"handlers:\n  webhook:\n    enabled: true\n    wellKnownReceivers: true\n": false,
+		"handlers:\n  webhook:\n    wellKnownReceivers: false\n":                   true,
+	} {
+		c, err := Parse(strings.NewReader(y))
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := c.Handlers.Webhook.Options()
+		if err != nil || o.NoWellKnownReceivers != off {
+			t.Errorf("Parse(%q): NoWellKnownReceivers %v, %v; want %v", y, o.NoWellKnownReceivers, err, off)
 		}
 	}
 }
@@ -186,6 +212,8 @@ handlers:
       HOOK: {tokenEnv: MCPE_TEST_HOOK_TOKEN, urls: ["https://hooks.example.com/"]}
     maxTimeout: 30s
     retrySchedule: [1s, 1m]
+    verifiedURLs: ["https://gateway.example.com/mcp/"]
+    wellKnownReceivers: false
   agent:
     maxTokens: 300
     maxRunTime: 1m
@@ -221,6 +249,9 @@ handlers:
 		Secrets:       map[string]webhook.Secret{"HOOK": {Value: "hook-secret", URLs: []string{"https://hooks.example.com/"}}},
 		MaxTimeout:    30 * time.Second,
 		RetrySchedule: []time.Duration{time.Second, time.Minute},
+		VerifiedURLs:  []string{"https://gateway.example.com/mcp/"},
+		// wellKnownReceivers: false
+		NoWellKnownReceivers: true,
 	}
 	if diff := cmp.Diff(wantHook, hook, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 		t.Errorf("webhook options mismatch (-want +got):\n%s", diff)

@@ -8,7 +8,10 @@ package mcpserver
 // event is recorded as a durable handler job in the transaction that
 // accepts it, and the handler runner POSTs it (WebhookHandler) as an
 // EventOccurrence, with retries, across restarts. Its expiresAt is the
-// granted TTL, which events/subscribe grants again on every refresh.
+// granted TTL, which events/subscribe grants again on every refresh. A new
+// subscription is made only once its endpoint is verified (confirm): by
+// the operator's verifiedURLs, a verification cached, the receiver
+// document of the URL's origin, or the challenge handshake.
 
 import (
 	"context"
@@ -289,20 +292,10 @@ func (s *Server) eventsSubscribe(ctx context.Context, ss *mcp.ServerSession, p *
 	url, secret := p.Delivery.URL, p.Delivery.Secret
 	id := k.webhookID(principal, url)
 	// A subscription that is stored exists only because its endpoint was
-	// verified; a new one is verified first, unless the endpoint was for
-	// this principal lately.
+	// verified; a new one is verified first.
 	if old, err := w.backend.Get(ctx, principal, id); err != nil || old.Status == mcpe.StatusExpired {
-		if !w.isVerified(principal, url, s.opts.Clock.Now()) {
-			done, err := w.startVerify(principal)
-			if err != nil {
-				return nil, err
-			}
-			err = w.verify(ctx, id, url, secret)
-			done()
-			if err != nil {
-				return nil, err
-			}
-			w.markVerified(principal, url, s.opts.Clock.Now())
+		if err := w.confirm(ctx, s.opts.Clock, principal, id, url, secret); err != nil {
+			return nil, err
 		}
 	}
 	spec := &mcpe.HandlerSpec{Type: mcpe.HandlerWebhook, URL: url}
@@ -416,6 +409,34 @@ func (w *webhookState) verify(ctx context.Context, id, url, secret string) error
 	if json.Unmarshal(resp.Body, &answer) != nil || subtle.ConstantTimeCompare([]byte(answer.Challenge), []byte(challenge)) != 1 {
 		return callbackError("challenge_failed")
 	}
+	return nil
+}
+
+// confirm establishes that the endpoint url wants the deliveries of
+// principal, by the first of (the SEP's endpoint verification): the
+// operator's verifiedURLs (an allowlist, or a verification out of band),
+// this principal's verification of url cached, a receiver document on
+// url's origin that covers it, and the challenge handshake. What confirms
+// it is recorded per (principal, url).
+func (w *webhookState) confirm(ctx context.Context, clk clock.Clock, principal, id, url, secret string) error {
+	if w.sender.Preverified(url) {
+		w.markVerified(principal, url, clk.Now())
+		return nil
+	}
+	if w.isVerified(principal, url, clk.Now()) {
+		return nil
+	}
+	done, err := w.startVerify(principal)
+	if err != nil {
+		return err
+	}
+	defer done()
+	if !w.sender.ReceiverDeclares(ctx, url) {
+		if err := w.verify(ctx, id, url, secret); err != nil {
+			return err
+		}
+	}
+	w.markVerified(principal, url, clk.Now())
 	return nil
 }
 

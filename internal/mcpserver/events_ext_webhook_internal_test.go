@@ -2,16 +2,21 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -82,5 +87,42 @@ func TestVerificationBoundsPerPrincipal(t *testing.T) {
 	w.markVerified("alice", "https://new.example/", later)
 	if !w.isVerified("alice", "https://new.example/", later) {
 		t.Fatal("alice's expired entries do not make room")
+	}
+}
+
+// noDNS resolves nothing, at once.
+type noDNS struct{}
+
+func (noDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+}
+
+// TestConfirmVerifiedURLsFirst: a URL under the operator's verifiedURLs is
+// confirmed before anything goes on the network (its host resolves to
+// nothing here), and recorded for that principal only; a URL beside it is
+// looked up and challenged, and fails with the challenge's error.
+func TestConfirmVerifiedURLsFirst(t *testing.T) {
+	sender, err := webhook.New(&webhook.Options{VerifiedURLs: []string{"https://hooks.example.com/mcp/"}, Resolver: noDNS{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(sender.Close)
+	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("s", 32)))
+	c := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	w := &webhookState{sender: sender, verified: map[string]time.Time{}, timers: map[string]clock.Timer{}}
+	url := "https://hooks.example.com/mcp/a"
+	if err := w.confirm(context.Background(), c, "alice", webhookFilterIDPrefix+"x", url, secret); err != nil {
+		t.Fatalf("confirm of an allowlisted URL: %v", err)
+	}
+	if !w.isVerified("alice", url, c.Now()) || w.isVerified("bob", url, c.Now()) {
+		t.Fatal("the allowlist hit is not recorded for (alice, url) only")
+	}
+	err = w.confirm(context.Background(), c, "alice", webhookFilterIDPrefix+"x", "https://hooks.example.com/mcpX", secret)
+	var je *jsonrpc.Error
+	if !errors.As(err, &je) || je.Code != CodeCallbackEndpointError {
+		t.Fatalf("confirm of a URL beside the prefix: %v; want CallbackEndpointError", err)
+	}
+	if w.isVerified("alice", "https://hooks.example.com/mcpX", c.Now()) {
+		t.Fatal("a failed verification is recorded")
 	}
 }

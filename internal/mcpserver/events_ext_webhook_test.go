@@ -43,7 +43,9 @@ type hookRequest struct {
 // against the secrets it knows, as a receiver must, before anything else
 // (401 otherwise). Under /ok/ it answers a verification body with its
 // challenge and an event with the status status chooses (200 when nil);
-// /silent/ answers 200 with no challenge, /fail/ 500.
+// /silent/ answers 200 with no challenge, /fail/ 500. A GET of its
+// receiver document (webhook.WellKnownPath) is answered by doc (404 when
+// nil); every request is counted by method and path.
 type receiver struct {
 	ts      *httptest.Server
 	clock   *clock.Fake
@@ -52,6 +54,8 @@ type receiver struct {
 
 	mu     sync.Mutex
 	status func(hookRequest) int
+	doc    http.HandlerFunc
+	seen   map[string]int // "METHOD /path" -> requests
 }
 
 func newReceiver(t *testing.T, c *clock.Fake, secrets ...string) *receiver {
@@ -78,7 +82,36 @@ func (r *receiver) setStatus(f func(hookRequest) int) {
 	r.mu.Unlock()
 }
 
+// setDoc sets what answers a GET of the receiver document.
+func (r *receiver) setDoc(f http.HandlerFunc) {
+	r.mu.Lock()
+	r.doc = f
+	r.mu.Unlock()
+}
+
+// count returns how many requests of method to path the receiver got.
+func (r *receiver) count(method, path string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.seen[method+" "+path]
+}
+
 func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	if r.seen == nil {
+		r.seen = make(map[string]int)
+	}
+	r.seen[req.Method+" "+req.URL.Path]++
+	doc := r.doc
+	r.mu.Unlock()
+	if req.Method == http.MethodGet {
+		if req.URL.Path != webhook.WellKnownPath || doc == nil {
+			http.NotFound(w, req)
+			return
+		}
+		doc(w, req)
+		return
+	}
 	body, _ := io.ReadAll(req.Body)
 	hr := hookRequest{path: req.URL.Path, header: req.Header.Clone(), raw: body}
 	for _, s := range r.secrets {
