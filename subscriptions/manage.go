@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -206,6 +207,13 @@ func (s *Service) Resume(ctx context.Context, principal, id string) (*Subscripti
 func (s *Service) Update(ctx context.Context, principal string, req mcpe.UpdateRequest) (*Subscription, error) {
 	if err := checkID(req.SubscriptionID); err != nil {
 		return nil, err
+	}
+	for _, m := range s.opts.Managed {
+		if strings.HasPrefix(req.SubscriptionID, m.Prefix) {
+			return nil, invalid("subscriptionId", "%s is managed by %s, which keys it on what it is for: "+
+				"to change it, subscribe there again with the new arguments (and unsubscribe the old one); "+
+				"events_pause, events_resume and events_unsubscribe work on it", req.SubscriptionID, m.Owner)
+		}
 	}
 	if req.Filter == nil && req.Delivery == nil && !req.ExpiresAt.Set && !req.Handler.Set && !req.RotateSecret {
 		return nil, invalid("", "nothing to update: give at least one of filter, delivery, expiresAt, handler or rotateSecret")

@@ -103,6 +103,11 @@ type ServiceOptions struct {
 	// session: at Start, everything owned by a principal with this prefix is
 	// deleted. Empty disables it.
 	EphemeralPrefix string
+	// Managed are the ID prefixes of subscriptions another interface owns
+	// (the SEP-3415 events extension's keyed subscriptions): Update
+	// refuses them, since that interface keys them on what they are for
+	// and verified where they deliver; pause, resume and unsubscribe work.
+	Managed []ManagedPrefix
 	// Observer hears of store writes and digest fires, for metrics; nil
 	// hears nothing.
 	Observer Observer
@@ -515,4 +520,13 @@ func (s *Service) prune() {
 	s.life.Lock()
 	s.pruneTimer = t
 	s.life.Unlock()
+}
+
+// ManagedPrefix is one prefix of Options.Managed, with what to tell a
+// caller of Update.
+type ManagedPrefix struct {
+	Prefix string
+	// Owner says where the subscription is changed instead, such as
+	// "events/subscribe (SEP-3415 webhook delivery)".
+	Owner string
 }

@@ -192,6 +192,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		PruneInterval:   opts.PruneInterval,
 		FollowInterval:  time.Duration(cfg.Delivery.FollowInterval),
 		EphemeralPrefix: mcpserver.SessionPrincipalPrefix,
+		Managed:         mcpserver.ManagedPrefixes(),
 		Handlers:        a.handlers.byType,
 		SecretGrace:     secretGrace(cfg),
 		JobsWritten:     a.runner.Wake,

@@ -322,11 +322,26 @@ func (s *Server) resolve(ctx context.Context, name string, args json.RawMessage)
 	return subscriptionKey{name: name, filter: f}, nil
 }
 
+// pollIDPrefix starts the ID of a poll or push subscription.
+const pollIDPrefix = "sep-"
+
 // id derives the MCPE subscription ID of (principal, k).
 func (k subscriptionKey) id(principal string) string {
 	f, _ := json.Marshal(k.filter)
 	sum := sha256.Sum256([]byte(principal + "\x00" + k.name + "\x00" + string(f)))
-	return "sep-" + hex.EncodeToString(sum[:16])
+	return pollIDPrefix + hex.EncodeToString(sum[:16])
+}
+
+// ManagedPrefixes are the ID prefixes of the subscriptions the events
+// extension makes, keyed on what they are for, and whose webhook endpoint
+// it verified: events_update does not change them (subscriptions.Options
+// Managed).
+func ManagedPrefixes() []subscriptions.ManagedPrefix {
+	return []subscriptions.ManagedPrefix{
+		{Prefix: webhookFilterIDPrefix, Owner: "SEP-3415 events/subscribe (webhook delivery)"},
+		{Prefix: webhookIDPrefix, Owner: "SEP-3415 events/subscribe (webhook delivery)"},
+		{Prefix: pollIDPrefix, Owner: "SEP-3415 events/poll and events/stream"},
+	}
 }
 
 // cursorCheck ties cursors to one life of one subscription: one that was

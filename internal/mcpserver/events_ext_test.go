@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -379,5 +380,30 @@ func TestListenEndsAtShutdown(t *testing.T) {
 	m := nextSEP(t, w)
 	if m["id"] != float64(7) || m["result"] == nil {
 		t.Fatalf("got %v, want the listen's result", m)
+	}
+}
+
+// events_update does not change what the extension keyed on its
+// arguments (and, for webhooks, verified): a poll subscription's filter,
+// a webhook subscription's URL or expiry. events_pause still works.
+func TestEventsUpdateRefusesExtensionSubscriptions(t *testing.T) {
+	e := newEnv(t, envOptions{catalog: goldenCatalog(clock.NewFake(start))})
+	w := sepSession(t, e, "alice")
+	pollResult(t, w, `{"name":"github.push","arguments":{"tags":["repo:a"]},"cursor":null}`)
+	ids := e.listSubscriptions("alice")
+	if len(ids) != 1 || !strings.HasPrefix(ids[0], "sep-") {
+		t.Fatalf("subscriptions after the first poll: %v", ids)
+	}
+	call := func(id int, tool, args string) map[string]any {
+		w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id, tool, args))
+		return nextSEP(t, w)["result"].(map[string]any)
+	}
+	res := call(2, "events_update", `{"subscriptionId":"`+ids[0]+`","filter":{"eventTypes":["*"]},"expiresAt":null}`)
+	text, _ := json.Marshal(res["content"])
+	if res["isError"] != true || !strings.Contains(string(text), "managed by SEP-3415 events/poll and events/stream") {
+		t.Fatalf("events_update on %s answered %v; want it refused, naming the extension", ids[0], res)
+	}
+	if res := call(3, "events_pause", `{"subscriptionId":"`+ids[0]+`"}`); res["isError"] == true {
+		t.Fatalf("events_pause on %s: %v", ids[0], res)
 	}
 }

@@ -115,6 +115,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		Clock:            o.clock,
 		MaxSubscriptions: o.max,
 		EphemeralPrefix:  mcpserver.SessionPrincipalPrefix,
+		Managed:          mcpserver.ManagedPrefixes(),
 		// Tests move the fake clock by hours and days; retention has its
 		// own tests.
 		PruneInterval: 24 * time.Hour,
