@@ -42,7 +42,11 @@ type Options struct {
 	// {Name: "mcpe-client", Version: "dev"}.
 	Implementation *mcp.Implementation
 	// ProtocolVersion is the MCP version asked for, such as "2025-11-25";
-	// empty lets the go-sdk choose. The server may settle on another.
+	// empty lets the go-sdk choose, except over Streamable HTTP, where it
+	// means 2025-11-25: under 2026-07-28 HTTP is stateless, and a server
+	// that serves it so (mcpe-server's http.stateless) sends notifications
+	// only on subscriptions/listen streams, which this Client does not
+	// open. The server may settle on another.
 	ProtocolVersion string
 	// ClientOptions are passed to mcp.NewClient: a sampling handler, a
 	// keep-alive, and the like; nil means the go-sdk's defaults.
@@ -261,10 +265,18 @@ func (c *Client) Connect(ctx context.Context, t mcp.Transport) (err error) {
 	return nil
 }
 
+// httpProtocol is the version asked for over Streamable HTTP when
+// Options.ProtocolVersion leaves it open.
+const httpProtocol = "2025-11-25"
+
 // dial connects a session over t and makes sure the server attached it
 // before returning, so that every delivery from then on is notified to it.
 func (c *Client) dial(ctx context.Context, t mcp.Transport) (*mcp.ClientSession, error) {
-	cs, err := c.mcp.Connect(ctx, c.wrap(t), &mcp.ClientSessionOptions{ProtocolVersion: c.opts.ProtocolVersion})
+	version := c.opts.ProtocolVersion
+	if _, ok := t.(*mcp.StreamableClientTransport); ok && version == "" {
+		version = httpProtocol
+	}
+	cs, err := c.mcp.Connect(ctx, c.wrap(t), &mcp.ClientSessionOptions{ProtocolVersion: version})
 	if err != nil {
 		return nil, fmt.Errorf("client: connect: %w", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/mcpe-server/mcpe-server/client"
+	"github.com/mcpe-server/mcpe-server/client/clienttest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -211,4 +212,28 @@ func ids(subs []*mcpe.Subscription) []string {
 		out = append(out, s.ID)
 	}
 	return out
+}
+
+// A server that serves protocol 2026-07-28 statelessly over HTTP sends
+// notifications only on subscriptions/listen streams; the Client, asked
+// for no version, settles on 2025-11-25 there and keeps receiving. Asked
+// for 2026-07-28, it gets it.
+func TestStatelessHTTPServer(t *testing.T) {
+	s, _ := inProcess(t, &clienttest.Options{Stateless: true})
+	l := link{name: "http", negotiated: "2025-11-25", transport: client.StreamableHTTP(s.MCPEndpoint, token), publish: publisher(s)}
+	rec := newRecorder()
+	c := connect(t, l, nil, func(c *client.Client) {
+		if _, err := c.OnEvent("*", rec.event("all")); err != nil {
+			t.Fatal(err)
+		}
+	})
+	sub, err := c.Subscribe(ctxT(t), mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"deploy.*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := l.publish(t, "deploy.failed", `{}`)
+	rec.expect(t, received{Handler: "all", SubscriptionID: sub.ID, Type: "deploy.failed", ID: id})
+
+	l.protocol, l.negotiated = "2026-07-28", "2026-07-28"
+	connect(t, l, nil, nil)
 }

@@ -17,8 +17,9 @@
 // is called: pass it as Options.Reconnect and call Connect with a nil
 // transport. Register handlers between New and Connect, so that none of the
 // first notifications is missed. Both protocol versions of the go-sdk work
-// (2026-07-28 and 2025-11-25, see Options.ProtocolVersion); the go-sdk
-// settles stateful Streamable HTTP sessions on 2025-11-25.
+// on stdio and in memory (2026-07-28 and 2025-11-25, see
+// Options.ProtocolVersion); over Streamable HTTP the Client asks for
+// 2025-11-25 unless told otherwise, since 2026-07-28 makes HTTP stateless.
 //
 // # Handlers
 //

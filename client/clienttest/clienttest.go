@@ -50,6 +50,9 @@ type Options struct {
 	OnFullBacklog string
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
+	// Stateless turns the server's http.stateless on: protocol 2026-07-28
+	// over Streamable HTTP, for a client that asks for it. It needs Tokens.
+	Stateless bool
 }
 
 // Server is a running in-process mcpe-server. Close it when done.
@@ -82,6 +85,7 @@ func Start(ctx context.Context, opts *Options) (s *Server, err error) {
 	}
 	cfg := &config.Config{Inbox: config.Inbox{MaxEntries: 100000}}
 	cfg.Delivery.Backlog = config.Backlog{MaxEntries: o.MaxBacklog, OnFull: o.OnFullBacklog}
+	cfg.HTTP.Stateless = o.Stateless
 	for token, principal := range o.Tokens {
 		cfg.Auth.Tokens = append(cfg.Auth.Tokens, config.PrincipalToken{Principal: principal, Secret: config.Secret{Token: token}})
 	}
