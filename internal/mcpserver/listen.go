@@ -80,10 +80,11 @@ type typeWatch struct {
 // in when its acknowledgement is written.
 type listenState struct {
 	// asked is what the request's filter asked for of what the SDK does
-	// not serve; stateless says the request is a Streamable HTTP POST of
-	// protocol 2026-07-28, whose session lives as long as the request.
+	// not serve; delivers says the listen's session is to receive the
+	// principal's deliveries while it is open (stateless Streamable HTTP,
+	// where a session lives as long as its request).
 	asked     listenFields
-	stateless bool
+	delivers  bool
 	principal string
 
 	id   any
@@ -315,16 +316,20 @@ func (s *Server) listenMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		if p == nil || ss == nil {
 			return next(ctx, method, req)
 		}
-		st := &listenState{asked: listenStamp(p.Meta), stateless: statelessHTTP(ss, req.GetExtra())}
+		st := &listenState{asked: listenStamp(p.Meta)}
 		if s.types.stop == nil {
 			st.asked.EventsListChanged = false
 		}
-		if !st.stateless {
+		stateless := statelessHTTP(ss, req.GetExtra())
+		if !stateless {
 			st.asked.MCPEEvents = false
 		}
-		resources := st.stateless && p.Notifications != nil && slices.ContainsFunc(p.Notifications.ResourceSubscriptions,
-			func(uri string) bool { return strings.HasPrefix(uri, EventScheme) })
-		if !st.asked.EventsListChanged && !st.asked.MCPEEvents && !resources {
+		// On stateless HTTP the listen's session is one that deliveries
+		// go to while it is open, when it asked for them or for event://
+		// resources.
+		st.delivers = st.asked.MCPEEvents || stateless && p.Notifications != nil &&
+			slices.ContainsFunc(p.Notifications.ResourceSubscriptions, func(uri string) bool { return strings.HasPrefix(uri, EventScheme) })
+		if !st.asked.EventsListChanged && !st.delivers {
 			return next(ctx, method, req)
 		}
 		st.principal = s.requestPrincipal(ctx, ss, req.GetExtra())
@@ -415,7 +420,7 @@ func (s *Server) ackListen(ctx context.Context, method string, req mcp.Request) 
 		}
 		w.mu.Unlock()
 	}
-	if st.stateless {
+	if st.delivers {
 		st.detach = s.opts.Sessions.Attach(st.principal, s.wrapSink(ss, listenSink{st}))
 	}
 	if err := sink.Notify(ctx, methodListenAck, raw); err != nil {
@@ -429,6 +434,15 @@ func (s *Server) ackListen(ctx context.Context, method string, req mcp.Request) 
 		return true, err
 	}
 	st.acked = true
+	if st.asked.MCPEEvents {
+		// What was kept while the principal had no live session: sent
+		// once the acknowledgement has gone (the lock is held until then).
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			s.redeliver(st.principal)
+		}()
+	}
 	return true, nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -71,4 +72,24 @@ func TestMCPEEventsOnlyOnStatelessHTTP(t *testing.T) {
 	if got := ack["params"].(map[string]any)["notifications"].(map[string]any); len(got) != 0 {
 		t.Fatalf("acknowledged %v on stdio; want nothing", got)
 	}
+}
+
+// A digest that fired while a stateless client had no listen open comes
+// on the next listen that asks for mcpeEvents; one that asks only for
+// eventsListChanged is not a session deliveries go to.
+func TestStatelessHTTPDigestKeptForListen(t *testing.T) {
+	e := newEnv(t, envOptions{catalog: goldenCatalog(clock.NewFake(start))})
+	w := statelessWire(t, e, "alice")
+	w.call("tools/call", map[string]any{"name": "events_subscribe", "arguments": map[string]any{
+		"filter":   map[string]any{"eventTypes": []string{"x"}},
+		"delivery": map[string]any{"channels": []string{"cron"}, "cronSchedule": map[string]any{"expression": "@hourly"}}}})
+	w.request("subscriptions/listen", map[string]any{"notifications": map[string]any{"eventsListChanged": true}})
+	w.await("the acknowledgement", func(m map[string]any) bool { return m["method"] == "notifications/subscriptions/acknowledged" })
+	if e.reg.Connected("alice") {
+		t.Fatal("a listen for eventsListChanged only counts as a session deliveries go to")
+	}
+	e.publish("x", `{}`, mcpe.Metadata{})
+	e.clock.Advance(time.Hour) // the digest fires; nothing can reach alice
+	w.request("subscriptions/listen", map[string]any{"notifications": map[string]any{"mcpeEvents": true}})
+	w.await("the digest", func(m map[string]any) bool { return m["method"] == mcpe.MethodBatch })
 }
