@@ -310,9 +310,10 @@ func BenchmarkThroughMCP(b *testing.B) {
 // BenchmarkSubscribe measures 10 000-subscription workloads from one
 // principal: through the events_subscribe tool on an in-memory transport, on
 // the protocol the go-sdk negotiates there (tool, 2026-07-28) and on the one
-// most hosts speak today (tool-2025-11-25), and through Service.Subscribe
-// without MCP (service); each subscription is committed to a SQLite file
-// before the call returns. It reports the time per 10 000 calls, the CPU
+// most hosts speak today (tool-2025-11-25), through the tool on a session
+// that ConnectIO serves on OS pipes, as stdio does (tool-stdio), and
+// through Service.Subscribe without MCP (service); each subscription is
+// committed to a SQLite file before the call returns. It reports the time per 10 000 calls, the CPU
 // time per call and the heap retained per subscription. Sessions have the
 // server's defaults, and the collector runs at mcpserver.GCPercent
 // unless GOGC is set, as in the binary.
@@ -321,16 +322,19 @@ func BenchmarkSubscribe(b *testing.B) {
 	if os.Getenv("GOGC") == "" {
 		defer debug.SetGCPercent(debug.SetGCPercent(mcpserver.GCPercent))
 	}
-	for _, via := range []string{"tool", "tool-2025-11-25", "service"} {
+	for _, via := range []string{"tool", "tool-2025-11-25", "tool-stdio", "service"} {
 		b.Run(via, func(b *testing.B) {
 			e := newBenchEnv(b, 0, benchPrincipal)
 			client := e.client
-			if via == "tool-2025-11-25" {
+			switch via {
+			case "tool-2025-11-25":
 				ct, st := mcp.NewInMemoryTransports()
 				if _, err := e.srv.Connect(context.Background(), st, benchPrincipal); err != nil {
 					b.Fatal(err)
 				}
 				client = mcpetest.Connect(b, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			case "tool-stdio":
+				client = mcpetest.Connect(b, stdioPipes(b, e.srv), nil)
 			}
 			var before, after runtime.MemStats
 			runtime.GC()
@@ -354,6 +358,31 @@ func BenchmarkSubscribe(b *testing.B) {
 			b.ReportMetric(float64(int64(after.HeapAlloc)-int64(before.HeapAlloc))/float64(b.N), "heap-B/subscription")
 		})
 	}
+}
+
+// stdioPipes connects a session of benchPrincipal to srv through
+// ConnectIO on two OS pipes, as the binary serves stdio, and returns the
+// client's end as a transport.
+func stdioPipes(b *testing.B, srv *mcpserver.Server) mcp.Transport {
+	b.Helper()
+	sr, cw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	cr, sw, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		cw.Close()
+		sw.Close()
+		sr.Close()
+		cr.Close()
+	})
+	if _, err := srv.ConnectIO(context.Background(), sr, sw, benchPrincipal); err != nil {
+		b.Fatal(err)
+	}
+	return &mcp.IOTransport{Reader: cr, Writer: cw}
 }
 
 // cpuMeter starts counting the process's CPU time; the returned function

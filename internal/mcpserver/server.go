@@ -286,7 +286,7 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, principal string)
 // w in batches.
 func (s *Server) ConnectIO(ctx context.Context, r io.ReadCloser, w io.Writer, principal string) (*mcp.ServerSession, error) {
 	lw := newLineWriter(w)
-	return s.connect(ctx, &mcp.IOTransport{Reader: r, Writer: lw}, principal, lw)
+	return s.connect(ctx, &stdioTransport{r: r, w: lw}, principal, lw)
 }
 
 func (s *Server) connect(ctx context.Context, t mcp.Transport, principal string, lw *lineWriter) (*mcp.ServerSession, error) {

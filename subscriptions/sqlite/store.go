@@ -386,13 +386,37 @@ func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	if err := tx.Commit(); err != nil {
 		return err
 	}
-	// Every walCheckCommits commits the committer looks at the WAL, so
-	// that however fast writes come it passes WALLimit by at most that
-	// many commits.
+	s.committed()
+	return nil
+}
+
+// exec runs st, a statement of the writer's that writes, as a transaction
+// of its own, and returns how many rows it changed.
+func (s *Store) exec(ctx context.Context, st *sql.Stmt, args ...any) (int64, error) {
+	if err := s.Health(); err != nil {
+		return 0, err
+	}
+	res, err := st.ExecContext(ctx, args...)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if n > 0 {
+		s.committed()
+	}
+	return n, nil
+}
+
+// committed follows a commit of the writer's: every walCheckCommits
+// commits the committer looks at the WAL, so that however fast writes come
+// it passes WALLimit by at most that many commits.
+func (s *Store) committed() {
 	if n := s.commits.Add(1); n%walCheckCommits == 0 && s.file != nil {
 		s.boundWAL()
 	}
-	return nil
 }
 
 func nanos(t time.Time) int64 { return t.UnixNano() }

@@ -29,7 +29,32 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	if sub.Status == mcpe.StatusExpired {
 		expiredAt = nullNanos(&sub.UpdatedAt)
 	}
-	st, err := s.prepared(ctx,
+	args := []any{
+		sub.ID, sub.Principal, string(sub.Status), filter, delivery,
+		nanos(sub.CreatedAt), nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt), expiredAt,
+		sub.DeliveredCount, nullNanos(sub.LastDeliveredAt), nullNanos(sub.NextFireAt), nullNanos(sub.LastFireAt),
+		handler, secrets, timed(sub.Delivery), max,
+	}
+	// Most creations neither reach the limit nor have expired
+	// subscriptions to drop: one statement, its own transaction, inserts
+	// when the principal's subscriptions, expired ones included, leave
+	// room. A statement that writes takes the write lock before it reads,
+	// as BEGIN IMMEDIATE does, so the count it checks is the one it
+	// commits with.
+	st, err := s.prepared(ctx, `INSERT INTO subscriptions
+		(id, principal, status, filter, delivery, created_at, updated_at, expires_at, expired_at,
+		 delivered_base, last_delivered_base, next_fire_at, last_fire_at, handler, handler_secrets, timed)
+		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16
+		WHERE coalesce((SELECT live_subscriptions FROM principals WHERE principal = ?2), 0)
+			+ (SELECT count(*) FROM subscriptions WHERE principal = ?2 AND status = 'expired') < ?17`)
+	if err != nil {
+		return err
+	}
+	inserted, err := s.exec(ctx, st[0], args...)
+	if err != nil || inserted > 0 {
+		return err
+	}
+	st, err = s.prepared(ctx,
 		`SELECT coalesce((SELECT live_subscriptions FROM principals WHERE principal = ?1), 0),
 			(SELECT count(*) FROM subscriptions WHERE principal = ?1 AND status = 'expired')`,
 		`INSERT INTO subscriptions
@@ -39,6 +64,8 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	if err != nil {
 		return err
 	}
+	// At the limit, or room to make: count, drop and insert in one
+	// transaction.
 	return s.tx(ctx, func(tx *sql.Tx) error {
 		var live, expired int
 		if err := tx.StmtContext(ctx, st[0]).QueryRowContext(ctx, sub.Principal).Scan(&live, &expired); err != nil {
@@ -52,11 +79,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 				return err
 			}
 		}
-		_, err := tx.StmtContext(ctx, st[1]).ExecContext(ctx,
-			sub.ID, sub.Principal, string(sub.Status), filter, delivery,
-			nanos(sub.CreatedAt), nanos(sub.UpdatedAt), nullNanos(sub.ExpiresAt), expiredAt,
-			sub.DeliveredCount, nullNanos(sub.LastDeliveredAt), nullNanos(sub.NextFireAt), nullNanos(sub.LastFireAt),
-			handler, secrets, timed(sub.Delivery))
+		_, err := tx.StmtContext(ctx, st[1]).ExecContext(ctx, args[:16]...)
 		return err
 	})
 }

@@ -1,0 +1,426 @@
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
+)
+
+// stdioTransport serves newline-delimited JSON-RPC on a reader and a
+// writer, as mcp.IOTransport does, with the same framing, limits, batches
+// and errors, but decodes a message once instead of up to three times.
+//
+// The SDK's connection (go-sdk v1.8.0) decodes each line through its
+// internal json.Unmarshal, which makes a new decoder, and so a new 32 KiB
+// buffer, per call: once to see whether the line is a batch, once for the
+// message and once more for its method name. Here a line that is a JSON
+// object is decoded by one call of the same decoder (segmentio's, with the
+// SDK's flags and depth limit) into the SDK's wire form, without a
+// buffer; anything else (a batch, a value that is not an object, a message
+// that fails to decode) takes the SDK's path, so that it is accepted or
+// refused as before, with the same error.
+//
+// The SDK refuses batches once the session has negotiated 2025-06-18 or
+// later, but learns the version through an unexported method that the
+// server's stampConn wrapper never passed on: on ConnectIO's sessions
+// batches were always served, and still are.
+type stdioTransport struct {
+	r io.ReadCloser
+	w io.Writer
+	// maxLine bounds the bytes buffered while decoding one message, as
+	// mcp.IOTransport.MaxLineLength does: zero means
+	// mcp.DefaultMaxLineLength, a negative value no bound.
+	maxLine int
+}
+
+// Connect implements mcp.Transport.
+func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+	return newStdioConn(t.r, t.w, t.maxLine), nil
+}
+
+// stdioConn is the connection of a stdioTransport. Its reading goroutine
+// and its Read, Write and Close follow the SDK's ioConn.
+type stdioConn struct {
+	r io.ReadCloser
+	w io.Writer
+
+	writeMu sync.Mutex // keeps a batch's answer whole
+
+	incoming <-chan rawOrErr
+	// queue holds the unread messages of the last batch; reads are
+	// serialized.
+	queue []jsonrpc.Message
+
+	// batches correlate the calls of a batch to its answers.
+	batchMu sync.Mutex
+	batches map[jsonrpc.ID]*callBatch
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+}
+
+type rawOrErr struct {
+	raw json.RawMessage
+	err error
+}
+
+// callBatch is a batch of calls read together, answered together.
+type callBatch struct {
+	unresolved map[jsonrpc.ID]int
+	responses  []*jsonrpc.Response
+}
+
+func newStdioConn(r io.ReadCloser, w io.Writer, maxLine int) *stdioConn {
+	limit := maxLine
+	if limit == 0 {
+		limit = mcp.DefaultMaxLineLength
+	}
+	incoming := make(chan rawOrErr)
+	closed := make(chan struct{})
+	// Reads happen on a goroutine of their own, so that Read returns as
+	// soon as Close is called, even when the reader does not unblock.
+	go func() {
+		var (
+			reader  io.Reader = r
+			limiter *lineLimitReader
+		)
+		if limit > 0 {
+			limiter = &lineLimitReader{r: r, limit: limit}
+			reader = limiter
+		}
+		dec := json.NewDecoder(reader)
+		for {
+			var raw json.RawMessage
+			err := dec.Decode(&raw)
+			if err == nil {
+				// What follows a message in the buffer must end its line.
+				var tr [1]byte
+				if n, readErr := dec.Buffered().Read(tr[:]); n > 0 {
+					if tr[0] != '\n' && tr[0] != '\r' {
+						err = errors.New("invalid trailing data at the end of stream")
+					}
+				} else if readErr != nil && readErr != io.EOF {
+					err = readErr
+				}
+			}
+			select {
+			case incoming <- rawOrErr{raw: raw, err: err}:
+			case <-closed:
+				return
+			}
+			if err != nil {
+				return
+			}
+			if limiter != nil {
+				limiter.count = 0
+			}
+		}
+	}()
+	return &stdioConn{r: r, w: w, incoming: incoming, closed: closed}
+}
+
+// lineLimitReader bounds the bytes the decoder may buffer for one message.
+type lineLimitReader struct {
+	r     io.Reader
+	limit int
+	count int
+}
+
+var errLineTooLarge = errors.New("inbound JSON-RPC frame exceeded the configured maximum line length")
+
+func (r *lineLimitReader) Read(p []byte) (int, error) {
+	if r.count >= r.limit {
+		return 0, errLineTooLarge
+	}
+	if len(p) > r.limit-r.count {
+		p = p[:r.limit-r.count]
+	}
+	n, err := r.r.Read(p)
+	r.count += n
+	return n, err
+}
+
+// SessionID implements mcp.Connection: stdio has no session ID.
+func (c *stdioConn) SessionID() string { return "" }
+
+// Read implements mcp.Connection.
+func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	default:
+	}
+	if len(c.queue) > 0 {
+		next := c.queue[0]
+		c.queue = c.queue[1:]
+		return next, nil
+	}
+	var raw json.RawMessage
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case v := <-c.incoming:
+		if v.err != nil {
+			return nil, v.err
+		}
+		raw = v.raw
+	case <-c.closed:
+		return nil, io.EOF
+	}
+	if len(raw) > 0 && raw[0] == '{' {
+		if msg, ok := decodeObject(raw); ok {
+			return msg, nil
+		}
+	}
+	msgs, batch, err := sdkReadBatch(raw)
+	if err != nil {
+		return nil, err
+	}
+	c.queue = msgs[1:]
+	if batch {
+		var calls *callBatch
+		for _, msg := range msgs {
+			if req, ok := msg.(*jsonrpc.Request); ok {
+				if calls == nil {
+					calls = &callBatch{unresolved: make(map[jsonrpc.ID]int)}
+				}
+				if _, ok := calls.unresolved[req.ID]; ok {
+					return nil, fmt.Errorf("duplicate message ID %q", req.ID)
+				}
+				calls.unresolved[req.ID] = len(calls.responses)
+				calls.responses = append(calls.responses, nil)
+			}
+		}
+		if calls != nil {
+			if err := c.addBatch(calls); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return msgs[0], nil
+}
+
+func (c *stdioConn) addBatch(b *callBatch) error {
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
+	for id := range b.unresolved {
+		if _, ok := c.batches[id]; ok {
+			return fmt.Errorf("%w: batch contains previously seen request %v", errInvalidRequest, id.Raw())
+		}
+	}
+	for id := range b.unresolved {
+		if c.batches == nil {
+			c.batches = make(map[jsonrpc.ID]*callBatch)
+		}
+		c.batches[id] = b
+	}
+	return nil
+}
+
+// errInvalidRequest is the SDK's jsonrpc2.ErrInvalidRequest, which is not
+// exported: a wire error matches another of the same code.
+var errInvalidRequest = &jsonrpc.Error{Code: jsonrpc.CodeInvalidRequest, Message: "invalid request"}
+
+// updateBatch records resp in the batch of its call, if any. It reports
+// whether resp belongs to a batch, and returns the batch's answers once
+// resp completes it.
+func (c *stdioConn) updateBatch(resp *jsonrpc.Response) ([]*jsonrpc.Response, bool) {
+	c.batchMu.Lock()
+	defer c.batchMu.Unlock()
+	b, ok := c.batches[resp.ID]
+	if !ok {
+		return nil, false
+	}
+	idx, ok := b.unresolved[resp.ID]
+	if !ok {
+		panic("internal error: inconsistent batches")
+	}
+	b.responses[idx] = resp
+	delete(b.unresolved, resp.ID)
+	delete(c.batches, resp.ID)
+	if len(b.unresolved) == 0 {
+		return b.responses, true
+	}
+	return nil, true
+}
+
+// Write implements mcp.Connection: msg as one line, or with the rest of
+// its batch once the batch is complete.
+func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	default:
+	}
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	if resp, ok := msg.(*jsonrpc.Response); ok {
+		if batch, ok := c.updateBatch(resp); ok {
+			if len(batch) == 0 {
+				return nil
+			}
+			raws := make([]json.RawMessage, 0, len(batch))
+			for _, r := range batch {
+				raw, err := jsonrpc.EncodeMessage(r)
+				if err != nil {
+					return fmt.Errorf("encoding batch message: %w", err)
+				}
+				raws = append(raws, raw)
+			}
+			data, err := json.Marshal(raws)
+			if err != nil {
+				return err
+			}
+			_, err = c.w.Write(append(data, '\n'))
+			return err
+		}
+	}
+	data, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("marshaling message: %v", err)
+	}
+	_, err = c.w.Write(append(data, '\n'))
+	return err
+}
+
+// Close implements mcp.Connection. It closes the reader, and the writer
+// if it is an io.Closer.
+func (c *stdioConn) Close() error {
+	c.closeOnce.Do(func() {
+		err := c.r.Close()
+		if wc, ok := c.w.(io.Closer); ok {
+			err = errors.Join(err, wc.Close())
+		}
+		c.closeErr = err
+		close(c.closed)
+	})
+	return c.closeErr
+}
+
+// sdkFlags are the decoding flags of the SDK's internal json.Unmarshal:
+// struct fields match their names exactly.
+const sdkFlags = sjson.DontMatchCaseInsensitiveStructFields
+
+// sdkMaxDepth is the nesting the SDK's internal json.Unmarshal accepts.
+const sdkMaxDepth = 1000
+
+// wireMessage is the SDK's decoding form of a JSON-RPC message
+// (jsonrpc2.wireDecode): Method is raw so that a "method" key is told
+// apart from none, even with an empty name.
+type wireMessage struct {
+	VersionTag string          `json:"jsonrpc"`
+	ID         any             `json:"id,omitempty"`
+	Method     json.RawMessage `json:"method"`
+	Params     json.RawMessage `json:"params,omitempty"`
+	Result     json.RawMessage `json:"result,omitempty"`
+	Error      *jsonrpc.Error  `json:"error,omitempty"`
+}
+
+// decodeObject decodes raw, one JSON object, as jsonrpc.DecodeMessage
+// does. It reports false when DecodeMessage would fail, leaving the error
+// to it.
+func decodeObject(raw []byte) (jsonrpc.Message, bool) {
+	if !withinDepth(raw, sdkMaxDepth) {
+		return nil, false
+	}
+	var w wireMessage
+	if _, err := sjson.Parse(raw, &w, sdkFlags); err != nil || w.VersionTag != "2.0" {
+		return nil, false
+	}
+	id, err := jsonrpc.MakeID(w.ID)
+	if err != nil {
+		return nil, false
+	}
+	if len(w.Method) > 0 {
+		var method string
+		if _, err := sjson.Parse(w.Method, &method, sdkFlags); err != nil {
+			return nil, false
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: w.Params}, true
+	}
+	if !id.IsValid() {
+		return nil, false
+	}
+	resp := &jsonrpc.Response{ID: id, Result: w.Result}
+	if w.Error != nil {
+		resp.Error = w.Error
+	}
+	return resp, true
+}
+
+// sdkReadBatch is the SDK's readBatch: data is a batch (a JSON array) of
+// messages or one message.
+func sdkReadBatch(data []byte) (msgs []jsonrpc.Message, isBatch bool, _ error) {
+	var rawBatch []json.RawMessage
+	if err := sdkUnmarshal(data, &rawBatch); err == nil {
+		if len(rawBatch) == 0 {
+			return nil, true, errors.New("empty batch")
+		}
+		for _, raw := range rawBatch {
+			msg, err := jsonrpc.DecodeMessage(raw)
+			if err != nil {
+				return nil, true, err
+			}
+			msgs = append(msgs, msg)
+		}
+		return msgs, true, nil
+	}
+	msg, err := jsonrpc.DecodeMessage(data)
+	return []jsonrpc.Message{msg}, false, err
+}
+
+// sdkUnmarshal is the SDK's internal json.Unmarshal.
+func sdkUnmarshal(data []byte, v any) error {
+	if !withinDepth(data, sdkMaxDepth) {
+		return errors.New("json: exceeded maximum nesting depth")
+	}
+	dec := sjson.NewDecoder(bytes.NewReader(data))
+	dec.DontMatchCaseInsensitiveStructFields()
+	return dec.Decode(v)
+}
+
+// withinDepth reports whether the objects and arrays of data nest at most
+// maxDepth deep, counted as the SDK counts them.
+func withinDepth(data []byte, maxDepth int) bool {
+	var (
+		depth    int
+		inString bool
+		escaped  bool
+	)
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth > maxDepth {
+				return false
+			}
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return true
+}
