@@ -75,9 +75,10 @@ type typeWatch struct {
 	legacy  map[*mcp.ServerSession]struct{}
 }
 
-// listenState is a subscriptions/listen request that asked for
-// eventsListChanged; set in its context before the SDK handles it, filled
-// in when its acknowledgement is written.
+// listenState is a subscriptions/listen request that asked for something
+// the SDK does not serve (listenFields, or event:// resources on stateless
+// HTTP); set in its context before the SDK handles it, filled in when its
+// acknowledgement is written.
 type listenState struct {
 	// asked is what the request's filter asked for of what the SDK does
 	// not serve; delivers says the listen's session is to receive the
