@@ -95,12 +95,12 @@ func stampParams(params json.RawMessage, id any, ticket string) json.RawMessage 
 // stampListen writes the stamp of a subscriptions/listen request: which of
 // the filter fields the SDK does not know (eventsListChanged, mcpeEvents)
 // it set.
-func stampListen(params json.RawMessage, id any) json.RawMessage {
+func stampListen(params json.RawMessage) json.RawMessage {
 	var p struct {
 		Notifications listenFields `json:"notifications"`
 	}
 	_ = json.Unmarshal(params, &p)
-	return stampMeta(params, metaListen, map[string]any{"id": id,
+	return stampMeta(params, metaListen, map[string]any{
 		fieldEventsListChanged: p.Notifications.EventsListChanged, fieldMCPEEvents: p.Notifications.MCPEEvents})
 }
 
@@ -149,7 +149,7 @@ func (c stampConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 		case methodEventsStream:
 			req.Params = stampParams(req.Params, req.ID.Raw(), "")
 		case methodListen:
-			req.Params = stampListen(req.Params, req.ID.Raw())
+			req.Params = stampListen(req.Params)
 		}
 	}
 	return m, err
@@ -216,10 +216,10 @@ func eventsHTTP(h http.Handler) http.Handler {
 				}
 			}
 		}
-		if rawID := callID(msg.ID); msg.Method == methodListen && rawID != nil {
+		if msg.Method == methodListen && callID(msg.ID) != nil {
 			var full map[string]json.RawMessage
 			if json.Unmarshal(body, &full) == nil {
-				full["params"] = stampListen(msg.Params, rawID)
+				full["params"] = stampListen(msg.Params)
 				if b, err := json.Marshal(full); err == nil {
 					body = b
 				}

@@ -27,6 +27,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -43,8 +44,8 @@ const (
 	methodListen            = "subscriptions/listen"
 	methodListenAck         = "notifications/subscriptions/acknowledged"
 	// metaListen is the private _meta key the server writes into every
-	// subscriptions/listen request it reads: the request's id and whether
-	// its filter asked for eventsListChanged.
+	// subscriptions/listen request it reads (overwriting what a client put
+	// there): which of the filter fields the SDK drops it set.
 	metaListen = "mcpe-server/listen"
 	// protocolListen is the first protocol version with
 	// subscriptions/listen.
@@ -73,6 +74,7 @@ type typeWatch struct {
 	last    [sha256.Size]byte
 	streams map[*listenState]struct{}
 	legacy  map[*mcp.ServerSession]struct{}
+	listens map[string]int // by principal, see holdListen
 }
 
 // listenState is a subscriptions/listen request that asked for something
@@ -117,7 +119,7 @@ func (s *Server) watchTypes(delay time.Duration) {
 		delay = DefaultListChangedDelay
 	}
 	w := &typeWatch{clk: s.opts.Clock, delay: delay,
-		streams: make(map[*listenState]struct{}), legacy: make(map[*mcp.ServerSession]struct{})}
+		streams: make(map[*listenState]struct{}), legacy: make(map[*mcp.ServerSession]struct{}), listens: make(map[string]int)}
 	s.types = w
 	watcher, ok := s.opts.Catalog.(interface{ Watch(func()) func() })
 	if s.events == nil || !ok {
@@ -334,6 +336,11 @@ func (s *Server) listenMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 			return next(ctx, method, req)
 		}
 		st.principal = s.requestPrincipal(ctx, ss, req.GetExtra())
+		release, err := s.holdListen(st.principal)
+		if err != nil {
+			return nil, err
+		}
+		defer release()
 		ctx = context.WithValue(ctx, listenStateKey{}, st)
 		res, err := next(ctx, method, req)
 		st.mu.Lock()
@@ -352,6 +359,30 @@ func (s *Server) listenMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, nil
 	}
+}
+
+// holdListen counts a listen of principal that this server serves (held
+// open, and on stateless HTTP a session deliveries go to), refusing one
+// past http.maxSessionsPerPrincipal; release ends it.
+func (s *Server) holdListen(principal string) (release func(), err error) {
+	s.mu.Lock()
+	max := s.maxSessions
+	s.mu.Unlock()
+	w := s.types
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.listens[principal] >= max {
+		return nil, eventsError(CodeResourceExhausted, map[string]any{"limit": "listens",
+			"reason": fmt.Sprintf("this principal has %d subscriptions/listen streams open that ask for eventsListChanged, mcpeEvents or event:// resources, the most it may (http.maxSessionsPerPrincipal); end one first", max)})
+	}
+	w.listens[principal]++
+	return func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.listens[principal]--; w.listens[principal] <= 0 {
+			delete(w.listens, principal)
+		}
+	}, nil
 }
 
 // endListen stops what ackListen started.

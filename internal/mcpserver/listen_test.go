@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -92,4 +93,30 @@ func TestStatelessHTTPDigestKeptForListen(t *testing.T) {
 	e.clock.Advance(time.Hour) // the digest fires; nothing can reach alice
 	w.request("subscriptions/listen", map[string]any{"notifications": map[string]any{"mcpeEvents": true}})
 	w.await("the digest", func(m map[string]any) bool { return m["method"] == mcpe.MethodBatch })
+}
+
+// A principal's listens that the server holds open are bounded like its
+// sessions (http.maxSessionsPerPrincipal); one that ends makes room.
+func TestListensBounded(t *testing.T) {
+	e := newEnv(t, envOptions{catalog: goldenCatalog(clock.NewFake(start))})
+	// The handler is not served: making it sets the bound.
+	e.srv.HTTPHandler(mcpserver.HTTPOptions{MaxSessionsPerPrincipal: 2})
+	w := stdioWire(t, e, "alice", proto2026)
+	isAck := func(m map[string]any) bool { return m["method"] == "notifications/subscriptions/acknowledged" }
+	first := w.request("subscriptions/listen", map[string]any{"notifications": map[string]any{"eventsListChanged": true}})
+	w.await("the first acknowledgement", isAck)
+	w.request("subscriptions/listen", map[string]any{"notifications": map[string]any{"eventsListChanged": true}})
+	w.await("the second acknowledgement", isAck)
+	third := w.request("subscriptions/listen", map[string]any{"notifications": map[string]any{"eventsListChanged": true}})
+	m := w.await("the third listen's answer", func(m map[string]any) bool { return m["id"] == float64(third) })
+	errObj, _ := m["error"].(map[string]any)
+	if errObj == nil || errObj["code"] != float64(mcpserver.CodeResourceExhausted) {
+		t.Fatalf("a third listen answered %v; want ResourceExhausted", m)
+	}
+	w.cancel(first)
+	w.await("the first listen's end", func(m map[string]any) bool { return m["id"] == float64(first) })
+	again := w.request("subscriptions/listen", map[string]any{"notifications": map[string]any{"eventsListChanged": true}})
+	if m := w.await("a listen after one ended", func(m map[string]any) bool { return isAck(m) || m["id"] == float64(again) }); !isAck(m) {
+		t.Fatalf("a listen after one ended answered %v; want it acknowledged", m)
+	}
 }
