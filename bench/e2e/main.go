@@ -23,7 +23,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -37,6 +36,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -76,22 +76,28 @@ type Scenario struct {
 // Result is what one scenario measured.
 type Result struct {
 	Scenario
-	Binary             string  `json:"binary"`
-	SubscribeSeconds   float64 `json:"subscribeSeconds"`
-	PostSeconds        float64 `json:"postSeconds,omitempty"`
-	AcceptedPerSecond  float64 `json:"acceptedPerSecond,omitempty"`
-	Expected           int64   `json:"expectedNotifications,omitempty"`
-	Received           int64   `json:"receivedNotifications,omitempty"`
-	Lost               int64   `json:"lost"`
-	Duplicates         int64   `json:"duplicates"`
-	Foreign            int64   `json:"foreign"`
-	NotesPerSecond     float64 `json:"notificationsPerSecond,omitempty"`
-	CPUMicrosPerEvent  float64 `json:"serverCPUMicrosPerEvent,omitempty"`
-	LatencyP50Millis   float64 `json:"latencyP50ms,omitempty"`
-	LatencyP99Millis   float64 `json:"latencyP99ms,omitempty"`
-	RSSMegabytes       float64 `json:"rssMB"`
-	Refused            int64   `json:"refused,omitempty"`
-	SubscribeCPUMicros float64 `json:"subscribeCPUMicrosPerCall,omitempty"`
+	Binary            string  `json:"binary"`
+	SubscribeSeconds  float64 `json:"subscribeSeconds"`
+	PostSeconds       float64 `json:"postSeconds,omitempty"`
+	AcceptedPerSecond float64 `json:"acceptedPerSecond,omitempty"`
+	Expected          int64   `json:"expectedNotifications,omitempty"`
+	Received          int64   `json:"receivedNotifications,omitempty"`
+	Lost              int64   `json:"lost"`
+	Duplicates        int64   `json:"duplicates"`
+	Foreign           int64   `json:"foreign"`
+	NotesPerSecond    float64 `json:"notificationsPerSecond,omitempty"`
+	CPUMicrosPerEvent float64 `json:"serverCPUMicrosPerEvent,omitempty"`
+	// BenchCPUMicrosPerEvent is this program's CPU (posters and client)
+	// per event: on one machine it competes with the server's.
+	BenchCPUMicrosPerEvent float64 `json:"benchCPUMicrosPerEvent,omitempty"`
+	LatencyP50Millis       float64 `json:"latencyP50ms,omitempty"`
+	LatencyP99Millis       float64 `json:"latencyP99ms,omitempty"`
+	RSSMegabytes           float64 `json:"rssMB"`
+	Refused                int64   `json:"refused,omitempty"`
+	SubscribeCPUMicros     float64 `json:"subscribeCPUMicrosPerCall,omitempty"`
+	// SubscribeBenchCPUMicros is this program's CPU (the go-sdk client) per
+	// events_subscribe call.
+	SubscribeBenchCPUMicros float64 `json:"subscribeBenchCPUMicrosPerCall,omitempty"`
 	// RouteDelay*Millis: from events_subscribe returning at one process to
 	// the first event posted to another that reaches it.
 	RouteDelayP50Millis float64 `json:"routeDelayP50ms,omitempty"`
@@ -118,6 +124,8 @@ func main() {
 	remote := flag.Bool("remote", false, "with several processes, post only to those the client is not connected to")
 	follow := flag.Duration("follow", 0, "delivery.followInterval for the servers (0: their default)")
 	db := flag.String("db", "", "the database the servers share (default: a new SQLite file); a postgres:// URL must name an empty database")
+	posters := flag.Int("posters", 0, "posters in every scenario that posts (0: each scenario's own)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this program (the posters and the client) to this file")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "e2e: -bin is required")
@@ -127,14 +135,29 @@ func main() {
 		fmt.Fprintln(os.Stderr, "e2e: -processes must be at least 1")
 		os.Exit(2)
 	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintf(os.Stderr, "e2e: -cpuprofile: %v\n", err)
+			os.Exit(2)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	for _, sc := range scenarios {
 		if !strings.Contains(sc.Name, *only) || sc.RouteDelay && *processes < 2 {
 			continue
 		}
 		sc.Transport, sc.Processes, sc.Remote = *transport, *processes, *remote && *processes > 1
+		if *posters > 0 && sc.Posters > 0 {
+			sc.Posters = *posters
+		}
 		res, err := run(*bin, sc, *quiet, *db, *follow)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %s: %v\n", sc.Name, err)
+			pprof.StopCPUProfile()
 			os.Exit(1)
 		}
 		out, _ := json.Marshal(res)
@@ -192,7 +215,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 		return res, routeDelay(ctx, s, sc, res)
 	}
 
-	cpu0 := s.cpu()
+	cpu0, own0 := s.cpu(), proc.CPUTime(os.Getpid())
 	t0 := time.Now()
 	subs, err := subscribe(ctx, s.cs, sc.Subs)
 	if err != nil {
@@ -200,6 +223,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 	}
 	res.SubscribeSeconds = time.Since(t0).Seconds()
 	res.SubscribeCPUMicros = (s.cpu() - cpu0).Seconds() * 1e6 / float64(sc.Subs)
+	res.SubscribeBenchCPUMicros = (proc.CPUTime(os.Getpid()) - own0).Seconds() * 1e6 / float64(sc.Subs)
 	if sc.SubscribeOnly {
 		res.RSSMegabytes = proc.RSS(s.cmd.Process.Pid)
 		return res, nil
@@ -213,7 +237,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 		}
 	}
 
-	cpu1 := s.cpu()
+	cpu1, own1 := s.cpu(), proc.CPUTime(os.Getpid())
 	t1 := time.Now()
 	bases := s.bases
 	if sc.Remote {
@@ -228,7 +252,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 	res.AcceptedPerSecond = float64(int64(sc.Events)-refused) / res.PostSeconds
 	s.got.wait(quiet)
 	last := s.got.lastAt()
-	cpu3 := s.cpu()
+	cpu3, own3 := s.cpu(), proc.CPUTime(os.Getpid())
 	res.Expected = s.got.expected
 	res.Received = s.got.received.Load()
 	res.Duplicates = s.got.duplicates.Load()
@@ -238,6 +262,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 		res.NotesPerSecond = float64(res.Received) / span
 	}
 	res.CPUMicrosPerEvent = (cpu3 - cpu1).Seconds() * 1e6 / float64(sc.Events)
+	res.BenchCPUMicrosPerEvent = (own3 - own1).Seconds() * 1e6 / float64(sc.Events)
 	res.LatencyP50Millis, res.LatencyP99Millis = s.got.percentiles()
 	res.RSSMegabytes = proc.RSS(s.cmd.Process.Pid)
 	return res, nil
@@ -508,15 +533,19 @@ func post(bases []string, sc Scenario) (int64, error) {
 	var next atomic.Int64
 	var refused atomic.Int64
 	var firstErr atomic.Value
-	tr := &http.Transport{MaxIdleConnsPerHost: sc.Posters, DialContext: (&net.Dialer{}).DialContext}
-	hc := &http.Client{Transport: tr, Timeout: 30 * time.Second}
 	var wg sync.WaitGroup
 	start := time.Now()
 	for range sc.Posters {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var body bytes.Buffer
+			conns := make(map[string]*poster, len(bases))
+			defer func() {
+				for _, c := range conns {
+					c.close()
+				}
+			}()
+			var body []byte
 			for {
 				e := int(next.Add(1)) - 1
 				if e >= sc.Events {
@@ -526,23 +555,25 @@ func post(bases []string, sc Scenario) (int64, error) {
 					due := start.Add(time.Duration(e) * time.Second / time.Duration(sc.Rate))
 					time.Sleep(time.Until(due))
 				}
-				body.Reset()
-				fmt.Fprintf(&body, `{"type":"svc%d.created","data":{"seq":%d,"sent":%d}}`, e%100, e, time.Now().UnixNano())
+				body = fmt.Appendf(body[:0], `{"type":"svc%d.created","data":{"seq":%d,"sent":%d}}`, e%100, e, time.Now().UnixNano())
+				base := bases[e%len(bases)]
+				c := conns[base]
+				if c == nil {
+					c = &poster{base: base}
+					conns[base] = c
+				}
 				for attempt := 0; ; attempt++ {
-					resp, err := hc.Post(bases[e%len(bases)]+"/v1/events", "application/json", bytes.NewReader(body.Bytes()))
+					status, retryAfter, err := c.post(body)
 					if err != nil {
 						firstErr.CompareAndSwap(nil, err)
 						refused.Add(1)
 						break
 					}
-					io.Copy(io.Discard, resp.Body)
-					resp.Body.Close()
-					if resp.StatusCode == http.StatusTooManyRequests && attempt < 100 {
-						wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-						time.Sleep(time.Duration(max(wait, 1)) * 100 * time.Millisecond)
+					if status == http.StatusTooManyRequests && attempt < 100 {
+						time.Sleep(time.Duration(max(retryAfter, 1)) * 100 * time.Millisecond)
 						continue
 					}
-					if resp.StatusCode != http.StatusAccepted {
+					if status != http.StatusAccepted {
 						refused.Add(1)
 					}
 					break
@@ -555,6 +586,76 @@ func post(bases []string, sc Scenario) (int64, error) {
 		return refused.Load(), err
 	}
 	return refused.Load(), nil
+}
+
+// poster is one keep-alive HTTP/1.1 connection to a server's ingest. It
+// writes each request and reads its response on the calling goroutine:
+// net/http's client runs two goroutines per connection and hands every
+// request between them, which on a shared 2-core machine took as much CPU
+// per event as a third of the server's.
+type poster struct {
+	base string // http://host:port
+	conn net.Conn
+	br   *bufio.Reader
+	req  []byte
+	// used is whether conn has carried a request: one the server closed
+	// while idle fails the next, which is then sent once more on a new
+	// connection (as net/http's client does).
+	used bool
+}
+
+// post sends body as one event and returns the response's status and its
+// Retry-After in seconds.
+func (p *poster) post(body []byte) (status, retryAfter int, err error) {
+	reused := p.used
+	status, retryAfter, err = p.try(body)
+	if err != nil && reused {
+		p.close()
+		status, retryAfter, err = p.try(body)
+	}
+	if err != nil {
+		p.close()
+	}
+	return status, retryAfter, err
+}
+
+func (p *poster) try(body []byte) (int, int, error) {
+	host := strings.TrimPrefix(p.base, "http://")
+	if p.conn == nil {
+		c, err := net.DialTimeout("tcp", host, 10*time.Second)
+		if err != nil {
+			return 0, 0, err
+		}
+		p.conn, p.br, p.used = c, bufio.NewReader(c), false
+	}
+	p.req = fmt.Appendf(p.req[:0], "POST /v1/events HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", host, len(body))
+	p.req = append(p.req, body...)
+	p.conn.SetDeadline(time.Now().Add(30 * time.Second))
+	if _, err := p.conn.Write(p.req); err != nil {
+		return 0, 0, err
+	}
+	p.used = true
+	resp, err := http.ReadResponse(p.br, nil)
+	if err != nil {
+		return 0, 0, err
+	}
+	_, err = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if err != nil {
+		return 0, 0, err
+	}
+	if resp.Close {
+		p.close()
+	}
+	wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
+	return resp.StatusCode, wait, nil
+}
+
+func (p *poster) close() {
+	if p.conn != nil {
+		p.conn.Close()
+		p.conn, p.br, p.used = nil, nil, false
+	}
 }
 
 // tally checks and counts the events/event notifications received.
