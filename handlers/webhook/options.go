@@ -25,6 +25,11 @@ const (
 	DefaultJitter          = 0.2
 	DefaultMaxRetryAfter   = time.Hour
 	DefaultMaxConnsPerHost = 32
+	// DefaultChallengesPerHostPerMinute is Options.
+	// ChallengesPerHostPerMinute when it is zero.
+	DefaultChallengesPerHostPerMinute = 30
+	// MaxChallengesPerHostPerMinute is the most it may be set to.
+	MaxChallengesPerHostPerMinute = 6000
 	DefaultUserAgent       = "mcpe-server-webhook/1"
 )
 
@@ -104,6 +109,12 @@ type Options struct {
 	// (WellKnownPath) of a callback URL's origin (ReceiverDeclares).
 	// Zero: it is looked up.
 	NoWellKnownReceivers bool
+	// ChallengesPerHostPerMinute bounds the SEP-3415 verification
+	// challenges POSTed to one destination host, whichever principals ask
+	// (AllowChallenge): that many at once, then that many per minute.
+	// Zero: DefaultChallengesPerHostPerMinute; at most
+	// MaxChallengesPerHostPerMinute.
+	ChallengesPerHostPerMinute int
 }
 
 // secretName is the form of a secret's name, as written in ${NAME}.
@@ -146,6 +157,9 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.MaxConnsPerHost == 0 {
 		c.MaxConnsPerHost = DefaultMaxConnsPerHost
+	}
+	if c.ChallengesPerHostPerMinute == 0 {
+		c.ChallengesPerHostPerMinute = DefaultChallengesPerHostPerMinute
 	}
 	if c.UserAgent == "" {
 		c.UserAgent = DefaultUserAgent
@@ -227,6 +241,9 @@ func (o *Options) Validate() error {
 	}
 	if o.MaxConnsPerHost < 0 {
 		return mcpe.Invalid("maxConnsPerHost", "is %d; give a positive number, or leave it out for %d", o.MaxConnsPerHost, DefaultMaxConnsPerHost)
+	}
+	if n := o.ChallengesPerHostPerMinute; n < 0 || n > MaxChallengesPerHostPerMinute {
+		return mcpe.Invalid("challengesPerHostPerMinute", "is %d; give a number from 1 to %d, or leave it out for %d", n, MaxChallengesPerHostPerMinute, DefaultChallengesPerHostPerMinute)
 	}
 	if strings.ContainsAny(o.UserAgent, "\r\n") || !validHeaderValue(o.UserAgent) {
 		return mcpe.Invalid("userAgent", "%q cannot go in an HTTP header", o.UserAgent)

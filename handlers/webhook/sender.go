@@ -39,6 +39,8 @@ type Sender struct {
 	// receiver documents.
 	verified  []urlPrefix
 	docs      receiverDocs
+	// challenges are the verification budgets of the destination hosts.
+	challenges challengeLimits
 	transport *http.Transport
 	client    *http.Client
 	// dial connects to a checked address; a net.Dialer whose Control
@@ -57,6 +59,7 @@ func New(opts *Options) (*Sender, error) {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
 	s := &Sender{opts: o, secrets: parseSecrets(o.Secrets), rand: rand.Float64}
+	s.challenges.per = o.ChallengesPerHostPerMinute
 	for _, raw := range o.VerifiedURLs {
 		if p, msg := parseVerifiedURL(raw); msg == "" { // Validate checked
 			s.verified = append(s.verified, p)

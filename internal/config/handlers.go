@@ -124,6 +124,10 @@ type WebhookHandler struct {
 	// WellKnownReceivers looks up the /.well-known/mcp-webhook-receiver.json
 	// of a callback URL's origin before sending a challenge. Default true.
 	WellKnownReceivers *bool `yaml:"wellKnownReceivers"`
+	// ChallengesPerHostPerMinute bounds the verification challenges sent
+	// to one destination host, whichever principals subscribe: that many
+	// at once, then that many per minute. Default 30.
+	ChallengesPerHostPerMinute int `yaml:"challengesPerHostPerMinute"`
 }
 
 // WebhookSecret is a secret for webhook headers and where it may be sent.
@@ -238,7 +242,8 @@ func (w *WebhookHandler) Options() (webhook.Options, error) {
 		RetrySchedule:  schedule,
 		VerifiedURLs:   w.VerifiedURLs,
 		// Off only when set to false.
-		NoWellKnownReceivers: w.WellKnownReceivers != nil && !*w.WellKnownReceivers,
+		NoWellKnownReceivers:       w.WellKnownReceivers != nil && !*w.WellKnownReceivers,
+		ChallengesPerHostPerMinute: w.ChallengesPerHostPerMinute,
 	}, nil
 }
 

@@ -214,6 +214,7 @@ handlers:
     retrySchedule: [1s, 1m]
     verifiedURLs: ["https://gateway.example.com/mcp/"]
     wellKnownReceivers: false
+    challengesPerHostPerMinute: 5
   agent:
     maxTokens: 300
     maxRunTime: 1m
@@ -251,7 +252,8 @@ handlers:
 		RetrySchedule: []time.Duration{time.Second, time.Minute},
 		VerifiedURLs:  []string{"https://gateway.example.com/mcp/"},
 		// wellKnownReceivers: false
-		NoWellKnownReceivers: true,
+		NoWellKnownReceivers:       true,
+		ChallengesPerHostPerMinute: 5,
 	}
 	if diff := cmp.Diff(wantHook, hook, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 		t.Errorf("webhook options mismatch (-want +got):\n%s", diff)

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"net/http"
 	"strings"
@@ -432,6 +433,13 @@ func (w *webhookState) confirm(ctx context.Context, clk clock.Clock, principal, 
 	}
 	defer done()
 	if !w.sender.ReceiverDeclares(ctx, url) {
+		// The SEP: challenges are rate-limited per destination host,
+		// whichever principals ask for them.
+		if wait, ok := w.sender.AllowChallenge(url); !ok {
+			secs := max(1, int(math.Ceil(wait.Round(time.Millisecond).Seconds())))
+			return eventsError(CodeResourceExhausted, map[string]any{"limit": "challengesPerHost", "retryAfterSeconds": secs,
+				"reason": fmt.Sprintf("this server sends a limited number of verification challenges to one host per minute, and that host has had its share; try again in %d s, or have the receiver publish %s or the operator list the URL in handlers.webhook.verifiedURLs", secs, webhook.WellKnownPath)})
+		}
 		if err := w.verify(ctx, id, url, secret); err != nil {
 			return err
 		}

@@ -265,3 +265,45 @@ func TestEventsWebhookVerifiedAcrossRestart(t *testing.T) {
 		t.Fatalf("%d document lookups; want only the first", n)
 	}
 }
+
+// TestEventsWebhookChallengesPerHost: the challenges POSTed to one host are
+// bounded whichever principals subscribe (handlers.webhook.
+// challengesPerHostPerMinute): past the budget events/subscribe answers
+// ResourceExhausted, naming the limit and when to try again, and nothing
+// is sent; a verification cached is not challenged again, so it is not
+// refused; once the budget refills the challenge goes.
+func TestEventsWebhookChallengesPerHost(t *testing.T) {
+	c := clock.NewFake(start)
+	r := newReceiver(t, c, secretA, secretB)
+	o := r.options()
+	o.ChallengesPerHostPerMinute = 2
+	e := newEnv(t, envOptions{clock: c, webhooks: o})
+	alice, bob := sepSession(t, e, "alice"), sepSession(t, e, "bob")
+
+	subscribeOK(t, alice, r.ts.URL+"/ok/a", secretA, ``)
+	challenged(t, r, "/ok/a")
+	subscribeOK(t, bob, r.ts.URL+"/ok/b", secretB, ``)
+	challenged(t, r, "/ok/b")
+
+	m := call(t, bob, "events/subscribe", subscribeParams(r.ts.URL+"/ok/c", secretB, ``))
+	errObj, _ := m["error"].(map[string]any)
+	data, _ := errObj["data"].(map[string]any)
+	if code, _ := errObj["code"].(float64); int(code) != mcpserver.CodeResourceExhausted || data["limit"] != "challengesPerHost" || data["retryAfterSeconds"] != float64(30) {
+		t.Fatalf("third challenge to the host within a minute: %v; want ResourceExhausted, limit challengesPerHost, retryAfterSeconds 30", m)
+	}
+	if reason, _ := data["reason"].(string); !strings.Contains(reason, "try again in 30 s") || strings.Contains(reason, "alice") {
+		t.Fatalf("reason %q; want when to try again, and nothing of other principals", reason)
+	}
+	r.none(t)
+
+	// Alice's verification of /ok/a is cached: no challenge, no refusal.
+	subscribeOK(t, alice, r.ts.URL+"/ok/a", secretA, `,"ttlMs":60000`)
+	r.none(t)
+
+	c.Advance(30 * time.Second)
+	subscribeOK(t, bob, r.ts.URL+"/ok/c", secretB, ``)
+	challenged(t, r, "/ok/c")
+	if n := r.count(http.MethodPost, "/ok/c"); n != 1 {
+		t.Fatalf("%d POSTs to /ok/c; want the one challenge after the refill", n)
+	}
+}
