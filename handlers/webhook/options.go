@@ -30,7 +30,7 @@ const (
 	DefaultChallengesPerHostPerMinute = 30
 	// MaxChallengesPerHostPerMinute is the most it may be set to.
 	MaxChallengesPerHostPerMinute = 6000
-	DefaultUserAgent       = "mcpe-server-webhook/1"
+	DefaultUserAgent              = "mcpe-server-webhook/1"
 )
 
 // DefaultRetrySchedule is the retry schedule when Options.RetrySchedule is

@@ -37,12 +37,12 @@ type Sender struct {
 	secrets map[string]secret
 	// verified are Options.VerifiedURLs parsed; docs caches the
 	// receiver documents.
-	verified  []urlPrefix
-	docs      receiverDocs
+	verified []urlPrefix
+	docs     receiverDocs
 	// challenges are the verification budgets of the destination hosts.
 	challenges challengeLimits
-	transport *http.Transport
-	client    *http.Client
+	transport  *http.Transport
+	client     *http.Client
 	// dial connects to a checked address; a net.Dialer whose Control
 	// checks the address again. Tests replace it.
 	dial func(ctx context.Context, network, address string) (net.Conn, error)
