@@ -90,15 +90,25 @@ const (
 // prepared before it takes the only write connection.
 func (b *batch) prepare() error {
 	queries := []string{findDuplicateQuery, deactivationsQuery, activeQuery, insertBufferQuery, bufferSeqQuery}
-	for n := 1; n <= min(len(b.pubs), maxEventRows); n++ {
-		queries = append(queries, insertEvents(n))
+	for _, n := range chunkSizes(len(b.pubs), maxEventRows) {
+		queries = append(queries, insertEventsSQL[n])
 	}
+	// An event has an inbox row per principal among its realtime targets,
+	// unless it is a duplicate or some of them stopped since the routing:
+	// any chunk length up to that may come up.
 	rows := 0
+	principals := make(map[string]bool)
 	for _, p := range b.pubs {
-		rows += len(p.Targets)
+		clear(principals)
+		for _, t := range p.Targets {
+			if t.Channel == mcpe.ChannelRealtime && !principals[t.Principal] {
+				principals[t.Principal] = true
+				rows++
+			}
+		}
 	}
 	for n := 1; n <= min(rows, maxInboxRows); n++ {
-		queries = append(queries, insertInbox(n))
+		queries = append(queries, insertInboxSQL[n])
 	}
 	st, err := b.s.prepared(b.ctx, queries...)
 	if err != nil {
@@ -137,7 +147,7 @@ func (b *batch) insertEvents() error {
 			args = append(args, p.Event.ID, p.Event.Type, sourceID(p.Event), string(p.Raw), nanos(b.now))
 			byID[p.Event.ID] = append(byID[p.Event.ID], start+i)
 		}
-		inserted, err := queryStrings(b.ctx, b.stmt(insertEvents(len(chunk))), args...)
+		inserted, err := queryStrings(b.ctx, b.stmt(insertEventsSQL[len(chunk)]), args...)
 		if err != nil {
 			return err
 		}
@@ -193,7 +203,7 @@ func (b *batch) route() error {
 			args = append(args, e.Principal, mustJSON(e.SubscriptionIDs), id, nanos(b.now))
 			index[[2]string{e.Principal, id}] = e
 		}
-		if err := b.readSeqs(b.stmt(insertInbox(len(chunk))), args, index); err != nil {
+		if err := b.readSeqs(b.stmt(insertInboxSQL[len(chunk)]), args, index); err != nil {
 			return err
 		}
 	}
@@ -351,6 +361,35 @@ func groupByPrincipal(targets []subscriptions.Target, active map[string]bool) []
 		out[i].SubscriptionIDs = append(out[i].SubscriptionIDs, t.SubscriptionID)
 	}
 	return out
+}
+
+// insertEventsSQL[n] and insertInboxSQL[n] are the INSERTs of n rows,
+// made once: a publish looks its statements up by their text.
+var (
+	insertEventsSQL = bySize(maxEventRows, insertEvents)
+	insertInboxSQL  = bySize(maxInboxRows, insertInbox)
+)
+
+// bySize returns the texts of query(n) for n from 0 (empty) to max.
+func bySize(max int, query func(n int) string) []string {
+	out := make([]string, max+1)
+	for n := 1; n <= max; n++ {
+		out[n] = query(n)
+	}
+	return out
+}
+
+// chunkSizes are the lengths of the chunks of at most max that n rows are
+// written in: max, and what is left.
+func chunkSizes(n, max int) []int {
+	var sizes []int
+	if n >= max {
+		sizes = append(sizes, max)
+	}
+	if r := n % max; r > 0 {
+		sizes = append(sizes, r)
+	}
+	return sizes
 }
 
 // insertEvents is the INSERT of n events, naming those it stored.

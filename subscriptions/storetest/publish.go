@@ -90,6 +90,44 @@ func testPublishManyPrincipals(t *testing.T, open Opener) {
 	}
 }
 
+// testPublishLargeBatch checks a batch of more events, and more inbox rows,
+// than one statement writes, with chunks of every length: 70 events, the
+// first 35 reaching two principals and the rest one (105 inbox rows), every
+// one delivered once, in order.
+func testPublishLargeBatch(t *testing.T, open Opener) {
+	s := open(t)
+	alice, bob := newSub(1, "alice"), newSub(2, "bob")
+	create(t, s, alice, bob)
+	var pubs []subscriptions.Publication
+	for i := range 70 {
+		ev, raw := newEvent(i+1, "test.created", "")
+		ts := targets(alice)
+		if i < 35 {
+			ts = targets(alice, bob)
+		}
+		pubs = append(pubs, subscriptions.Publication{Event: ev, Raw: raw, Targets: ts})
+	}
+	res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Publications: pubs, Now: at(time.Hour)})
+	if err != nil {
+		t.Fatalf("Publish of %d events: %v", len(pubs), err)
+	}
+	var all []subscriptions.InboxEntry
+	for i, r := range res {
+		want := 1
+		if i < 35 {
+			want = 2
+		}
+		if r.Duplicate || r.EventID != pubs[i].Event.ID || len(r.Delivered) != want {
+			t.Fatalf("result %d: %+v; want %s stored, %d entries", i, r, pubs[i].Event.ID, want)
+		}
+		all = append(all, r.Delivered...)
+	}
+	checkSeqsIncrease(t, "Delivered", all)
+	if a, b := len(inbox(t, s, "alice")), len(inbox(t, s, "bob")); a != 70 || b != 35 {
+		t.Fatalf("inboxes of %d and %d entries; want 70 and 35", a, b)
+	}
+}
+
 // testPublishDuplicates checks which events Publish refuses as duplicates,
 // and that a refused event changes nothing.
 func testPublishDuplicates(t *testing.T, open Opener) {

@@ -53,6 +53,7 @@ func Run(t *testing.T, open Opener) {
 		{"PrincipalIsolation", testPrincipalIsolation},
 		{"PublishRoutesToActive", testPublishRoutesToActive},
 		{"PublishManyPrincipals", testPublishManyPrincipals},
+		{"PublishLargeBatch", testPublishLargeBatch},
 		{"PublishDuplicates", testPublishDuplicates},
 		{"PublishWithoutTargets", testPublishWithoutTargets},
 		{"PublishBatch", testPublishBatch},
