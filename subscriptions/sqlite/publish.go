@@ -370,23 +370,23 @@ var (
 	insertInboxSQL  = bySize(maxInboxRows, insertInbox)
 )
 
-// bySize returns the texts of query(n) for n from 0 (empty) to max.
-func bySize(max int, query func(n int) string) []string {
-	out := make([]string, max+1)
-	for n := 1; n <= max; n++ {
+// bySize returns the texts of query(n) for n from 0 (empty) to most.
+func bySize(most int, query func(n int) string) []string {
+	out := make([]string, most+1)
+	for n := 1; n <= most; n++ {
 		out[n] = query(n)
 	}
 	return out
 }
 
-// chunkSizes are the lengths of the chunks of at most max that n rows are
-// written in: max, and what is left.
-func chunkSizes(n, max int) []int {
+// chunkSizes are the lengths of the chunks of at most most rows that n
+// rows are written in: most, and what is left.
+func chunkSizes(n, most int) []int {
 	var sizes []int
-	if n >= max {
-		sizes = append(sizes, max)
+	if n >= most {
+		sizes = append(sizes, most)
 	}
-	if r := n % max; r > 0 {
+	if r := n % most; r > 0 {
 		sizes = append(sizes, r)
 	}
 	return sizes
