@@ -24,6 +24,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	sjson "github.com/segmentio/encoding/json"
 )
 
 // TapHandler receives one MCPE notification. It is called from the
@@ -246,9 +247,13 @@ func (r *sseReader) dispatch() {
 	r.event, r.data, r.id = r.event[:0], r.data[:0], r.id[:0]
 }
 
-// eventsNotification decodes data as an MCPE notification.
+// eventsNotification decodes data (one JSON-RPC message, with or without a
+// line end) as an MCPE or SEP-3415 push-stream notification. It decodes as
+// the go-sdk does (segmentio's decoder, field names matched exactly, at
+// most maxDepth levels deep), in one pass that copies params; anything it
+// does not take goes on to the SDK as it came.
 func eventsNotification(data []byte) (json.RawMessage, string, bool) {
-	if len(data) == 0 || !bytes.Contains(data, []byte(methodPrefix)) {
+	if len(data) == 0 || !bytes.Contains(data, []byte(methodPrefix)) || tooDeep(data) {
 		return nil, "", false
 	}
 	var msg struct {
@@ -256,7 +261,8 @@ func eventsNotification(data []byte) (json.RawMessage, string, bool) {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	if json.Unmarshal(data, &msg) != nil || msg.ID != nil || !isEventsMethod(msg.Method) {
+	rest, err := sjson.Parse(data, &msg, sjson.DontMatchCaseInsensitiveStructFields)
+	if err != nil || len(bytes.TrimSpace(rest)) > 0 || msg.ID != nil || !isEventsMethod(msg.Method) {
 		return nil, "", false
 	}
 	return msg.Params, msg.Method, true
