@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync"
 
+	sjson "github.com/segmentio/encoding/json"
+
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -169,17 +171,17 @@ func (c *Client) notification(method string, params json.RawMessage) {
 	switch method {
 	case mcpe.MethodEvent:
 		var p mcpe.EventParams
-		if err = json.Unmarshal(params, &p); err == nil {
+		if err = sjson.Unmarshal(params, &p); err == nil {
 			c.deliverEvent(p.SubscriptionID, p.Cursor, p.Event)
 		}
 	case mcpe.MethodBatch:
 		var p mcpe.BatchParams
-		if err = json.Unmarshal(params, &p); err == nil {
+		if err = sjson.Unmarshal(params, &p); err == nil {
 			c.deliverBatch(p)
 		}
 	case mcpe.MethodSubscriptionExpired:
 		var p mcpe.ExpiredParams
-		if err = json.Unmarshal(params, &p); err == nil {
+		if err = sjson.Unmarshal(params, &p); err == nil {
 			c.deliverExpired(p.SubscriptionID, p.Cursor)
 		}
 	case mcpe.MethodMissed:
@@ -187,7 +189,7 @@ func (c *Client) notification(method string, params json.RawMessage) {
 		// them from the inbox, from the last cursor seen, before what
 		// follows.
 		var p mcpe.MissedParams
-		if err = json.Unmarshal(params, &p); err == nil {
+		if err = sjson.Unmarshal(params, &p); err == nil {
 			c.log.Warn("the server skipped deliveries; catching up from the inbox", "from", p.FromCursor, "to", p.ToCursor, "reason", p.Reason)
 			if cerr := c.catchUp(false); cerr != nil {
 				c.log.Warn("catch up after events/missed", "error", cerr)
@@ -224,7 +226,7 @@ func (c *Client) pollItem(it mcpe.PollItem) {
 func (c *Client) deliverEvent(subscriptionID, cursor string, raw json.RawMessage) {
 	c.advance(cursor)
 	var ev mcpe.Event
-	if err := json.Unmarshal(raw, &ev); err != nil {
+	if err := sjson.Unmarshal(raw, &ev); err != nil {
 		c.log.Warn("dropping an event that does not decode", "subscription_id", subscriptionID, "cursor", cursor, "error", err)
 		return
 	}
