@@ -9,7 +9,9 @@ package client
 // bytes decode at more than 80 000/s. Filtered here, the notifications cost
 // one decode each (eventsNotification: the SDK's decoder without its
 // buffer, ~0.4 µs for a typical events/event in BenchmarkLineFilter), and
-// the SDK sees only its own messages.
+// the SDK sees only its own messages, which reach it through
+// internal/stdio's transport (each decoded once, as the server's stdio
+// sessions are) rather than the SDK's.
 
 import (
 	"bufio"
@@ -24,6 +26,8 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/internal/stdio"
 )
 
 // lineFilter reads newline-delimited JSON-RPC from src, hands the MCPE
@@ -168,7 +172,7 @@ func (c *commandTap) Connect(ctx context.Context) (mcp.Connection, error) {
 	// The connection is closed by closing the process's input, not its
 	// output.
 	r := newLineFilter(io.NopCloser(stdout), c.h)
-	tr := &mcp.IOTransport{Reader: r, Writer: &processInput{WriteCloser: stdin, cmd: cmd, terminate: td}}
+	tr := stdio.NewTransport(r, &processInput{WriteCloser: stdin, cmd: cmd, terminate: td}, 0)
 	return (&filterTransport{Transport: tr, handler: c.h}).Connect(ctx)
 }
 

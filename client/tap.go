@@ -25,6 +25,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
+
+	"github.com/mcpe-server/mcpe-server/internal/stdio"
 )
 
 // TapHandler receives one MCPE notification. It is called from the
@@ -54,9 +56,7 @@ func Tap(t mcp.Transport, h TapHandler) mcp.Transport {
 	case *mcp.CommandTransport:
 		return &commandTap{t: t, h: h}
 	case *mcp.IOTransport:
-		cp := *t
-		cp.Reader = newLineFilter(t.Reader, h)
-		return &filterTransport{Transport: &cp, handler: h}
+		return &filterTransport{Transport: stdio.NewTransport(newLineFilter(t.Reader, h), t.Writer, t.MaxLineLength), handler: h}
 	}
 	return &filterTransport{Transport: t, handler: h}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
+	"github.com/mcpe-server/mcpe-server/internal/stdio"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/tools"
 )
@@ -286,7 +287,7 @@ func (s *Server) Connect(ctx context.Context, t mcp.Transport, principal string)
 // w in batches.
 func (s *Server) ConnectIO(ctx context.Context, r io.ReadCloser, w io.Writer, principal string) (*mcp.ServerSession, error) {
 	lw := newLineWriter(w)
-	return s.connect(ctx, &stdioTransport{r: r, w: lw}, principal, lw)
+	return s.connect(ctx, stdio.NewTransport(r, lw, 0), principal, lw)
 }
 
 func (s *Server) connect(ctx context.Context, t mcp.Transport, principal string, lw *lineWriter) (*mcp.ServerSession, error) {

@@ -1,4 +1,8 @@
-package mcpserver
+// Package stdio is a transport for newline-delimited JSON-RPC on a reader
+// and a writer (stdio, a subprocess), as the go-sdk's mcp.IOTransport, that
+// decodes each message once. The server serves stdio sessions on it, and
+// the client reads its subprocesses through it.
+package stdio
 
 import (
 	"bytes"
@@ -14,8 +18,8 @@ import (
 	sjson "github.com/segmentio/encoding/json"
 )
 
-// stdioTransport serves newline-delimited JSON-RPC on a reader and a
-// writer, as mcp.IOTransport does, with the same framing, limits, batches
+// Transport serves newline-delimited JSON-RPC on a reader and a writer,
+// as mcp.IOTransport does, with the same framing, limits, batches
 // and errors, but decodes a message once instead of up to three times.
 //
 // The SDK's connection (go-sdk v1.8.0) decodes each line through its
@@ -29,10 +33,11 @@ import (
 // refused as before, with the same error.
 //
 // The SDK refuses batches once the session has negotiated 2025-06-18 or
-// later, but learns the version through an unexported method that the
-// server's stampConn wrapper never passed on: on ConnectIO's sessions
-// batches were always served, and still are.
-type stdioTransport struct {
+// later, but learns the version through an unexported method that a
+// connection outside the SDK cannot have: on this transport batches are
+// always read, as they were on the server's stdio sessions, whose wrapper
+// never passed that method on.
+type Transport struct {
 	r io.ReadCloser
 	w io.Writer
 	// maxLine bounds the bytes buffered while decoding one message, as
@@ -41,12 +46,20 @@ type stdioTransport struct {
 	maxLine int
 }
 
+// NewTransport returns a Transport on r and w. maxLine bounds the bytes
+// buffered while decoding one message, as mcp.IOTransport.MaxLineLength
+// does: zero means mcp.DefaultMaxLineLength, a negative value no bound.
+// Closing the connection closes r, and w when it is an io.Closer.
+func NewTransport(r io.ReadCloser, w io.Writer, maxLine int) *Transport {
+	return &Transport{r: r, w: w, maxLine: maxLine}
+}
+
 // Connect implements mcp.Transport.
-func (t *stdioTransport) Connect(context.Context) (mcp.Connection, error) {
+func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
 	return newStdioConn(t.r, t.w, t.maxLine), nil
 }
 
-// stdioConn is the connection of a stdioTransport. Its reading goroutine
+// stdioConn is the connection of a Transport. Its reading goroutine
 // and its Read, Write and Close follow the SDK's ioConn.
 type stdioConn struct {
 	r io.ReadCloser

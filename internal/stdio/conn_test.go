@@ -1,4 +1,4 @@
-package mcpserver
+package stdio
 
 import (
 	"bytes"
@@ -109,7 +109,7 @@ func connPair(t *testing.T, input string) (sdk, ours mcp.Connection, sdkOut, our
 	if err != nil {
 		t.Fatal(err)
 	}
-	ours, err = (&stdioTransport{r: io.NopCloser(strings.NewReader(input)), w: ourOut, maxLine: stdioLimit}).Connect(context.Background())
+	ours, err = NewTransport(io.NopCloser(strings.NewReader(input)), ourOut, stdioLimit).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func describe(rs []connRead) string {
 	return b.String()
 }
 
-// TestStdioConnAsSDK: ConnectIO's transport reads, refuses and answers
+// TestStdioConnAsSDK: the Transport reads, refuses and answers
 // what a client sends exactly as the SDK's mcp.IOTransport does: the same
 // messages, the same errors for malformed input, lines past the limit and
 // bad batches, and the same bytes written, batches answered whole.
@@ -178,7 +178,7 @@ func TestStdioConnAsSDK(t *testing.T) {
 	}
 }
 
-// FuzzStdioConn compares ConnectIO's transport with the SDK's on any
+// FuzzStdioConn compares the Transport with the SDK's on any
 // input.
 func FuzzStdioConn(f *testing.F) {
 	for _, input := range stdioInputs {
@@ -205,7 +205,7 @@ func TestStdioConnLimit(t *testing.T) {
 func TestStdioConnClose(t *testing.T) {
 	r, w := io.Pipe()
 	defer w.Close()
-	c, err := (&stdioTransport{r: blockingCloser{r}, w: io.Discard}).Connect(context.Background())
+	c, err := NewTransport(blockingCloser{r}, io.Discard, 0).Connect(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
