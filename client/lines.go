@@ -15,7 +15,6 @@ package client
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -104,42 +103,6 @@ func (f *lineFilter) take(line []byte) bool {
 }
 
 func (f *lineFilter) Close() error { return f.src.Close() }
-
-// maxDepth is the deepest nesting of objects and arrays the go-sdk decodes
-// (v1.8 internal/json).
-const maxDepth = 1000
-
-// tooDeep reports whether line nests objects and arrays more than maxDepth
-// deep, looking at each byte once without recursion: a decoder that
-// recursed into a line of a million '[' could run out of stack.
-func tooDeep(line []byte) bool {
-	if bytes.Count(line, []byte{'{'})+bytes.Count(line, []byte{'['}) <= maxDepth {
-		return false // not that many openings anywhere
-	}
-	depth, inString, escaped := 0, false, false
-	for _, b := range line {
-		switch {
-		case inString:
-			switch {
-			case escaped:
-				escaped = false
-			case b == '\\':
-				escaped = true
-			case b == '"':
-				inString = false
-			}
-		case b == '"':
-			inString = true
-		case b == '{' || b == '[':
-			if depth++; depth > maxDepth {
-				return true
-			}
-		case b == '}' || b == ']':
-			depth--
-		}
-	}
-	return false
-}
 
 // commandTap starts a command as CommandTransport does, reads its output
 // through a lineFilter, and stops it as CommandTransport does.

@@ -24,7 +24,6 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	sjson "github.com/segmentio/encoding/json"
 
 	"github.com/mcpe-server/mcpe-server/internal/stdio"
 )
@@ -248,12 +247,11 @@ func (r *sseReader) dispatch() {
 }
 
 // eventsNotification decodes data (one JSON-RPC message, with or without a
-// line end) as an MCPE or SEP-3415 push-stream notification. It decodes as
-// the go-sdk does (segmentio's decoder, field names matched exactly, at
-// most maxDepth levels deep), in one pass that copies params; anything it
-// does not take goes on to the SDK as it came.
+// line end) as an MCPE or SEP-3415 push-stream notification, decoded as the
+// go-sdk decodes it (stdio.Parse); anything it does not take goes on to the
+// SDK as it came.
 func eventsNotification(data []byte) (json.RawMessage, string, bool) {
-	if len(data) == 0 || !bytes.Contains(data, []byte(methodPrefix)) || tooDeep(data) {
+	if !bytes.Contains(data, []byte(methodPrefix)) {
 		return nil, "", false
 	}
 	var msg struct {
@@ -261,8 +259,7 @@ func eventsNotification(data []byte) (json.RawMessage, string, bool) {
 		Method string          `json:"method"`
 		Params json.RawMessage `json:"params"`
 	}
-	rest, err := sjson.Parse(data, &msg, sjson.DontMatchCaseInsensitiveStructFields)
-	if err != nil || len(bytes.TrimSpace(rest)) > 0 || msg.ID != nil || !isEventsMethod(msg.Method) {
+	if stdio.Parse(data, &msg) != nil || msg.ID != nil || !isEventsMethod(msg.Method) {
 		return nil, "", false
 	}
 	return msg.Params, msg.Method, true

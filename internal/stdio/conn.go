@@ -326,6 +326,26 @@ const sdkFlags = sjson.DontMatchCaseInsensitiveStructFields
 // sdkMaxDepth is the nesting the SDK's internal json.Unmarshal accepts.
 const sdkMaxDepth = 1000
 
+// Parse decodes data, one JSON value that only white space may follow,
+// into v as the SDK's internal json.Unmarshal would (segmentio's decoder,
+// struct fields matched by their exact names, at most 1000 levels deep,
+// checked without recursion), in one pass and without the SDK's buffer.
+// What v keeps is copied out of data. The client decodes the notifications
+// it takes out of a stream with it.
+func Parse(data []byte, v any) error {
+	if !withinDepth(data, sdkMaxDepth) {
+		return errors.New("json: exceeded maximum nesting depth")
+	}
+	rest, err := sjson.Parse(data, v, sdkFlags)
+	if err != nil {
+		return err
+	}
+	if len(bytes.TrimSpace(rest)) > 0 {
+		return errors.New("json: invalid data after the value")
+	}
+	return nil
+}
+
 // wireMessage is the SDK's decoding form of a JSON-RPC message
 // (jsonrpc2.wireDecode): Method is raw so that a "method" key is told
 // apart from none, even with an empty name.
@@ -342,11 +362,8 @@ type wireMessage struct {
 // does. It reports false when DecodeMessage would fail, leaving the error
 // to it.
 func decodeObject(raw []byte) (jsonrpc.Message, bool) {
-	if !withinDepth(raw, sdkMaxDepth) {
-		return nil, false
-	}
 	var w wireMessage
-	if _, err := sjson.Parse(raw, &w, sdkFlags); err != nil || w.VersionTag != "2.0" {
+	if Parse(raw, &w) != nil || w.VersionTag != "2.0" {
 		return nil, false
 	}
 	id, err := jsonrpc.MakeID(w.ID)
@@ -404,6 +421,9 @@ func sdkUnmarshal(data []byte, v any) error {
 // withinDepth reports whether the objects and arrays of data nest at most
 // maxDepth deep, counted as the SDK counts them.
 func withinDepth(data []byte, maxDepth int) bool {
+	if bytes.Count(data, []byte{'{'})+bytes.Count(data, []byte{'['}) <= maxDepth {
+		return true // not that many openings anywhere
+	}
 	var (
 		depth    int
 		inString bool
