@@ -48,7 +48,7 @@ func (s *Store) fireStatements(ctx context.Context) (*fireStmts, error) {
 		// lock, so what was read is exactly what these ranges hold.
 		`DELETE FROM buffer WHERE subscription_id IN (SELECT value FROM json_each(?))`,
 		`DELETE FROM buffer WHERE subscription_id = ? AND seq <= ?`,
-		`SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'inbox'), 0)`,
+		`SELECT `+inboxHead,
 		`UPDATE subscriptions SET status = 'expired', expired_at = ?1, updated_at = ?1, next_fire_at = NULL
 			WHERE id IN (SELECT value FROM json_each(?2))`)
 	if err != nil {

@@ -20,6 +20,11 @@ const (
 	entryFrom    = ` FROM inbox i LEFT JOIN events e ON e.id = i.event_id `
 )
 
+// inboxHead is the highest inbox number given out: the newest entry's, or
+// that of one deleted since if higher (migration 0009). Only a transaction
+// that holds the write lock may number entries from it.
+const inboxHead = `max(coalesce((SELECT max(seq) FROM inbox), 0), (SELECT inbox_deleted_through FROM changes WHERE id = 1))`
+
 // readEntries reads rows of entryColumns, then the bodies of the events of
 // the batches among them.
 func (s *Store) readEntries(ctx context.Context, rows *sql.Rows, capacity int) ([]subscriptions.InboxEntry, error) {

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -73,7 +72,10 @@ type batch struct {
 	// tells which target subscriptions are active.
 	routed   int64
 	isActive map[string]bool
-	stmts    map[string]*sql.Stmt
+	// head is the highest inbox number given out before this batch: its
+	// entries are numbered from the next one.
+	head  int64
+	stmts map[string]*sql.Stmt
 }
 
 // Statements of a publish besides the multi-row INSERTs.
@@ -81,6 +83,7 @@ const (
 	findDuplicateQuery = `SELECT id FROM events WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`
 	activeQuery        = `SELECT id FROM subscriptions WHERE id IN (SELECT value FROM json_each(?)) AND status = 'active'`
 	deactivationsQuery = `SELECT deactivations FROM changes WHERE id = 1`
+	publishStateQuery  = `SELECT deactivations, ` + inboxHead + ` FROM changes WHERE id = 1`
 	bufferSeqQuery     = `UPDATE changes SET buffer_seq = buffer_seq + ? WHERE id = 1 RETURNING buffer_seq`
 	insertBufferQuery  = `INSERT INTO buffer (subscription_id, seq, event_id, created_at)
 		SELECT value ->> 0, value ->> 1, value ->> 2, ? FROM json_each(?)`
@@ -89,7 +92,7 @@ const (
 // prepare fetches the statements the transaction will use: they are
 // prepared before it takes the only write connection.
 func (b *batch) prepare() error {
-	queries := []string{findDuplicateQuery, deactivationsQuery, activeQuery, insertBufferQuery, bufferSeqQuery}
+	queries := []string{findDuplicateQuery, publishStateQuery, activeQuery, insertBufferQuery, bufferSeqQuery}
 	for _, n := range chunkSizes(len(b.pubs), maxEventRows) {
 		queries = append(queries, insertEventsSQL[n])
 	}
@@ -193,17 +196,17 @@ func (b *batch) route() error {
 			rows = append(rows, row{i, j})
 		}
 	}
+	seq := b.head
 	for start := 0; start < len(rows); start += maxInboxRows {
 		chunk := rows[start:min(start+maxInboxRows, len(rows))]
-		args := make([]any, 0, 4*len(chunk))
-		index := make(map[[2]string]*subscriptions.InboxEntry, len(chunk))
+		args := make([]any, 0, 5*len(chunk))
 		for _, r := range chunk {
 			e := &b.entries[r.pub][r.entry]
-			id := b.pubs[r.pub].Event.ID
-			args = append(args, e.Principal, mustJSON(e.SubscriptionIDs), id, nanos(b.now))
-			index[[2]string{e.Principal, id}] = e
+			seq++
+			e.Seq = seq
+			args = append(args, seq, e.Principal, mustJSON(e.SubscriptionIDs), b.pubs[r.pub].Event.ID, nanos(b.now))
 		}
-		if err := b.readSeqs(b.stmt(insertInboxSQL[len(chunk)]), args, index); err != nil {
+		if _, err := b.stmt(insertInboxSQL[len(chunk)]).ExecContext(b.ctx, args...); err != nil {
 			return err
 		}
 	}
@@ -230,9 +233,10 @@ func (b *batch) active() error {
 		return nil
 	}
 	// Almost always no subscription stopped since the routing: then every
-	// target is active, and one row tells.
+	// target is active, and one row tells (with the inbox's head, which
+	// route numbers the entries from).
 	var now int64
-	if err := b.stmt(deactivationsQuery).QueryRowContext(b.ctx).Scan(&now); err != nil {
+	if err := b.stmt(publishStateQuery).QueryRowContext(b.ctx).Scan(&now, &b.head); err != nil {
 		return err
 	}
 	if now == b.routed {
@@ -246,27 +250,6 @@ func (b *batch) active() error {
 		b.isActive[id] = true
 	}
 	return err
-}
-
-// readSeqs runs an inbox INSERT and sets the Seq of each entry written,
-// found by principal and event (RETURNING promises no order).
-func (b *batch) readSeqs(st *sql.Stmt, args []any, index map[[2]string]*subscriptions.InboxEntry) error {
-	rows, err := st.QueryContext(b.ctx, args...)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		var seq int64
-		var principal, eventID string
-		if err := rows.Scan(&seq, &principal, &eventID); err != nil {
-			rows.Close()
-			return err
-		}
-		if e := index[[2]string{principal, eventID}]; e != nil {
-			e.Seq = seq
-		}
-	}
-	return errors.Join(rows.Err(), rows.Close())
 }
 
 // buffer adds the new events to the buffers of their active cron and
@@ -399,9 +382,8 @@ func insertEvents(n int) string {
 		VALUES ` + values + ` ON CONFLICT DO NOTHING RETURNING id`
 }
 
-// insertInbox is the INSERT of n inbox rows.
+// insertInbox is the INSERT of n numbered inbox rows.
 func insertInbox(n int) string {
-	values := strings.TrimSuffix(strings.Repeat(`(?, ?, 'event', ?, ?), `, n), ", ")
-	return `INSERT INTO inbox (principal, subscription_ids, kind, event_id, created_at)
-		VALUES ` + values + ` RETURNING seq, principal, event_id`
+	values := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, 'event', ?, ?), `, n), ", ")
+	return `INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, created_at) VALUES ` + values
 }

@@ -51,10 +51,10 @@ func (s *Store) StoreID(ctx context.Context) (string, error) {
 	return id, nil
 }
 
-// headsQuery reads the newest inbox entry's and the newest subscription
-// change's numbers: two rows of sqlite_sequence, which AUTOINCREMENT keeps.
-const headsQuery = `SELECT
-	coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'inbox'), 0),
+// headsQuery reads the highest inbox number given out and the newest
+// subscription change's number (a row of sqlite_sequence, which
+// AUTOINCREMENT keeps).
+const headsQuery = `SELECT ` + inboxHead + `,
 	coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'subscription_changes'), 0)`
 
 // Heads implements subscriptions.Shared.

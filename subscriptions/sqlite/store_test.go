@@ -473,3 +473,105 @@ func TestChangesLoggedOnceShared(t *testing.T) {
 		t.Fatalf("changes = %+v, %v, %v; want the one made once shared", changes, complete, err)
 	}
 }
+
+// TestMigrationNumbersTheInbox opens a database made by the migrations
+// before 0009, whose inbox AUTOINCREMENT numbered, with its newest entries
+// deleted: the entries there are kept as they were, and the store numbers
+// new ones past every number given out, the deleted ones' too.
+func TestMigrationNumbersTheInbox(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "x.db")
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := filepath.Glob(filepath.Join("migrations", "*.sql"))
+	if err != nil || len(names) < 9 {
+		t.Fatalf("migrations: %v, %v", names, err)
+	}
+	for _, name := range names[:8] {
+		body, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := db.ExecContext(t.Context(), string(body)); err != nil {
+			t.Fatalf("apply %s: %v", name, err)
+		}
+	}
+	for _, q := range []string{
+		`PRAGMA user_version = 8`,
+		`INSERT INTO inbox (principal, subscription_ids, kind, pending, created_at) VALUES
+			('alice', '["s1"]', 'expired', 0, 1), ('alice', '["s1"]', 'expired', 1, 2), ('bob', '["s2"]', 'expired', 0, 3),
+			('alice', '["s1"]', 'expired', 0, 4), ('alice', '["s1"]', 'expired', 0, 5)`,
+		`DELETE FROM inbox WHERE seq > 3`,
+	} {
+		if _, err := db.ExecContext(t.Context(), q); err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+	}
+	db.Close()
+
+	s := open(t, path)
+	got, _, err := s.ReadInbox(t.Context(), "alice", 0, 10)
+	if err != nil {
+		t.Fatalf("ReadInbox: %v", err)
+	}
+	var seqs []int64
+	var pending []bool
+	for _, e := range got {
+		seqs, pending = append(seqs, e.Seq), append(pending, e.Pending)
+	}
+	if diff := cmp.Diff([]int64{1, 2}, seqs); diff != "" {
+		t.Errorf("alice's entries after the migration (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]bool{false, true}, pending); diff != "" {
+		t.Errorf("pending after the migration (-want +got):\n%s", diff)
+	}
+	if inbox, _, err := s.Heads(t.Context()); err != nil || inbox != 5 {
+		t.Errorf("Heads after the migration: inbox %d, %v; want 5, the last number AUTOINCREMENT gave", inbox, err)
+	}
+
+	sub := &subscriptions.Subscription{Principal: "alice", Subscription: mcpe.Subscription{
+		ID: "00000000-0000-4000-8000-000000000001", Status: mcpe.StatusActive,
+		Filter: mcpe.Filter{EventTypes: []string{"*"}}, Delivery: mcpe.DefaultDelivery(), CreatedAt: t0, UpdatedAt: t0,
+	}}
+	if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
+		t.Fatalf("CreateSubscription: %v", err)
+	}
+	ev := &mcpe.Event{ID: "00000000-0000-4000-9000-000000000001", Type: "test.created", Data: json.RawMessage(`{}`),
+		Metadata: mcpe.Metadata{Timestamp: t0, Priority: mcpe.PriorityNormal}}
+	raw, err := json.Marshal(ev)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := storetest.PublishOne(t.Context(), s, ev, raw,
+		[]subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}, t0)
+	if err != nil {
+		t.Fatalf("Publish after the migration: %v", err)
+	}
+	if len(res.Delivered) != 1 || res.Delivered[0].Seq != 6 {
+		t.Fatalf("Publish after the migration delivered %d entries (first numbered %d); want one numbered 6",
+			len(res.Delivered), func() int64 {
+				if len(res.Delivered) == 0 {
+					return 0
+				}
+				return res.Delivered[0].Seq
+			}())
+	}
+	// The triggers on the inbox came back with it.
+	var triggers int
+	if err := sqlDB(t, path).QueryRowContext(t.Context(), `SELECT count(*) FROM sqlite_schema
+		WHERE type = 'trigger' AND tbl_name = 'inbox' AND name IN ('inbox_handler_jobs', 'inbox_deleted')`).Scan(&triggers); err != nil || triggers != 2 {
+		t.Errorf("triggers on the inbox: %d, %v; want inbox_handler_jobs and inbox_deleted", triggers, err)
+	}
+}
+
+// sqlDB opens the database at path beside the store, closed when t ends.
+func sqlDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return db
+}
