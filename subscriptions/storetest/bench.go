@@ -22,7 +22,7 @@ type BenchOpener = func(b *testing.B) subscriptions.Store
 // subscriptions of a store, spread over up to 10 principals (one
 // inbox entry each).
 func BenchPublish(b *testing.B, open BenchOpener) {
-	for _, n := range []int{0, 10, 100} {
+	for _, n := range []int{0, 1, 10, 100} {
 		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
 			s := open(b)
 			targets := make([]subscriptions.Target, 0, n)
