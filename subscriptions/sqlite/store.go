@@ -145,7 +145,8 @@ func OpenWith(ctx context.Context, path string, opts *Options) (*Store, error) {
 	// Commits do not checkpoint (that would stall a publish for the time of
 	// a checkpoint and its fsync); checkpoint runs beside them instead.
 	params.Add("_pragma", "wal_autocheckpoint(0)")
-	params.Add("_pragma", "journal_size_limit(67108864)")
+	// A WAL that went past WALLimit is cut back to it when it starts over.
+	params.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", o.WALLimit))
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params.Encode()
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
