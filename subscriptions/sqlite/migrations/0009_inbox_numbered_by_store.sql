@@ -39,6 +39,17 @@ BEGIN
         WHERE s.handler IS NOT NULL AND s.handler_disabled IS NULL;
 END;
 
+-- An entry numbered at or below one deleted is refused: that is what an
+-- mcpe-server from before this migration would write beside a newer one
+-- on this file once the newest entries were deleted (it lets SQLite number
+-- its entries, and its digests it numbers from sqlite_sequence, which no
+-- longer counts the inbox).
+CREATE TRIGGER inbox_numbered_past_deleted AFTER INSERT ON inbox
+WHEN NEW.seq <= (SELECT inbox_deleted_through FROM changes WHERE id = 1)
+BEGIN
+    SELECT RAISE(ABORT, 'inbox entry numbered at or below a deleted one: every mcpe-server sharing this database must run the same version');
+END;
+
 -- Whatever deletes entries (retention, a principal deleted), the highest
 -- number deleted is kept.
 CREATE TRIGGER inbox_deleted AFTER DELETE ON inbox
