@@ -5,6 +5,8 @@
 -- (changes.inbox_deleted_through, kept by the trigger below), so no number
 -- is given twice and no cursor ever points past a reused one.
 ALTER TABLE changes ADD COLUMN inbox_deleted_through INTEGER NOT NULL DEFAULT 0;
+-- It starts at the last number AUTOINCREMENT gave, whether or not that
+-- entry is still there.
 UPDATE changes SET inbox_deleted_through = coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'inbox'), 0);
 
 CREATE TABLE inbox_numbered (
