@@ -101,7 +101,8 @@ type ServiceOptions struct {
 	FollowInterval time.Duration
 	// EphemeralPrefix names principals that live only as long as one
 	// session: at Start, everything owned by a principal with this prefix is
-	// deleted. Empty disables it.
+	// deleted, unless the store was opened beside other processes
+	// (Companions), whose live sessions may own some. Empty disables it.
 	EphemeralPrefix string
 	// Managed are the ID prefixes of subscriptions another interface owns
 	// (the SEP-3415 events extension's keyed subscriptions): Update
@@ -295,12 +296,16 @@ func (s *Service) Start(ctx context.Context) error {
 	s.life.Unlock()
 
 	if p := s.opts.EphemeralPrefix; p != "" {
-		n, err := s.store.DeletePrincipalsWithPrefix(ctx, p)
-		if err != nil {
-			return fmt.Errorf("delete session-scoped subscriptions: %w", err)
-		}
-		if n > 0 {
-			s.log.Info("deleted subscriptions of sessions that ended with the previous run", "count", n)
+		if c, ok := s.store.(Companions); ok && c.OpenedBeside() {
+			s.log.Info("kept the subscriptions of sessions from earlier runs: other servers use the store, and some are their live sessions'; a server that opens it alone deletes those left over")
+		} else {
+			n, err := s.store.DeletePrincipalsWithPrefix(ctx, p)
+			if err != nil {
+				return fmt.Errorf("delete session-scoped subscriptions: %w", err)
+			}
+			if n > 0 {
+				s.log.Info("deleted subscriptions of sessions that ended with the previous run", "count", n)
+			}
 		}
 	}
 	// Read before the index is loaded: what stops or changes later is

@@ -172,6 +172,27 @@ func TestStartDeletesSessionScopedPrincipals(t *testing.T) {
 	}
 }
 
+// TestStartKeepsSessionScopedPrincipalsOfOthers starts a second server on
+// the database of a running one: the first one's live session keeps its
+// subscription, which the second routes events to as well.
+func TestStartKeepsSessionScopedPrincipalsOfOthers(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcpe.db")
+	clk := clock.NewFake(svcStart)
+	opts := subscriptions.ServiceOptions{EphemeralPrefix: "session:"}
+	f := newFixture(t, path, clk, opts)
+	sub := f.subscribe("session:abc", every("x"))
+
+	f2 := newFixture(t, path, clk, opts)
+	subs, err := f2.store.ListSubscriptions(context.Background(), subscriptions.ListQuery{})
+	if err != nil || len(subs) != 1 || subs[0].ID != sub.ID {
+		t.Fatalf("stored subscriptions after a second server started = %+v, %v; want the live session's", subs, err)
+	}
+	f2.publish("x")
+	if diff := cmp.Diff([]string{"session:abc " + sub.ID}, f2.rec.delivered()); diff != "" {
+		t.Errorf("deliveries by the second server mismatch (-want +got):\n%s", diff)
+	}
+}
+
 func TestForgetPrincipal(t *testing.T) {
 	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
 	f.subscribe("session:abc", every("x"))

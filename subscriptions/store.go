@@ -373,6 +373,15 @@ type Shared interface {
 	ChangedSubscriptions(ctx context.Context, after, through int64) (changes []Change, complete bool, err error)
 }
 
+// Companions is implemented by a store that knows whether other processes
+// had it open when this one opened it. Service.Start deletes what the
+// sessions of earlier runs left behind (ServiceOptions.EphemeralPrefix)
+// only when none had: otherwise the live sessions of those processes
+// would lose their subscriptions.
+type Companions interface {
+	OpenedBeside() bool
+}
+
 // Notifier is implemented by a Shared store that can tell when another
 // process wrote (PostgreSQL's LISTEN/NOTIFY): a follower then looks at once
 // rather than at its next interval, which stays as the fallback.

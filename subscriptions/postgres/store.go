@@ -45,6 +45,9 @@ type Store struct {
 
 	// name is this store's application_name, which its notifications
 	// carry; connConfig opens the listening connection (written.go).
+	// beside is whether other servers were connected to the database when
+	// this one opened it.
+	beside      bool
 	name        string
 	connConfig  *pgx.ConnConfig
 	writtenOnce sync.Once
@@ -54,7 +57,10 @@ type Store struct {
 	listenErr   atomic.Pointer[error]
 }
 
-var _ subscriptions.Store = (*Store)(nil)
+var (
+	_ subscriptions.Store      = (*Store)(nil)
+	_ subscriptions.Companions = (*Store)(nil)
+)
 
 // Options configure a Store. A nil *Options means all defaults.
 type Options struct {
@@ -134,6 +140,10 @@ func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error)
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", where, err)
+	}
+	if err := pool.QueryRow(ctx, othersQuery, name).Scan(&s.beside); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("postgres: %s: look for other servers on the database: %w", where, err)
 	}
 	every := DefaultHealthEvery
 	if opts != nil && opts.HealthEvery > 0 {
@@ -359,3 +369,12 @@ func CheckURL(rawURL string) error {
 	}
 	return nil
 }
+
+// othersQuery tells whether a server other than the one named $1 (each
+// names its connections with processName) is connected to this database.
+const othersQuery = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
+	WHERE datname = current_database() AND application_name LIKE 'mcpe-server/%' AND application_name <> $1)`
+
+// OpenedBeside implements subscriptions.Companions: whether another server
+// was connected to the database when this one opened it.
+func (s *Store) OpenedBeside() bool { return s.beside }

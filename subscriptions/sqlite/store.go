@@ -53,8 +53,10 @@ type Store struct {
 	lost atomic.Pointer[error]
 
 	// processes is the lock held on <database>.lock while the database is
-	// open (share).
+	// open (share); beside is whether other processes held it when this
+	// one opened the database.
 	processes *os.File
+	beside    bool
 	// path is the database file ("" in memory); written reports writes
 	// to its log (Written), set up once.
 	path        string
@@ -91,7 +93,10 @@ type Options struct {
 	CheckEvery time.Duration
 }
 
-var _ subscriptions.Store = (*Store)(nil)
+var (
+	_ subscriptions.Store      = (*Store)(nil)
+	_ subscriptions.Companions = (*Store)(nil)
+)
 
 // Open opens (creating if needed) the database at path with the default
 // Options and applies the migrations. Path may be Memory.
@@ -186,7 +191,7 @@ func (s *Store) share(ctx context.Context, path string) error {
 	if err != nil {
 		return fmt.Errorf("lock %s.lock, by which the processes that share the database find each other: %w", path, err)
 	}
-	s.processes = lock
+	s.processes, s.beside = lock, others
 	if !others {
 		return nil
 	}
@@ -195,6 +200,10 @@ func (s *Store) share(ctx context.Context, path string) error {
 		return err
 	})
 }
+
+// OpenedBeside implements subscriptions.Companions: whether another process
+// had the database file open when this one opened it (never in memory).
+func (s *Store) OpenedBeside() bool { return s.beside }
 
 // checkpoint runs beside the writers until Close: every CheckEvery it
 // copies the WAL back into the database when there were commits, without

@@ -15,6 +15,7 @@ import (
 type SharedStore interface {
 	subscriptions.Store
 	subscriptions.Shared
+	subscriptions.Companions
 }
 
 // PairOpener returns two stores on one new, empty database, as two
@@ -28,6 +29,7 @@ func RunShared(t *testing.T, open PairOpener) {
 		run  func(*testing.T, PairOpener)
 	}{
 		{"StoreID", testStoreID},
+		{"OpenedBeside", testOpenedBeside},
 		{"FollowInbox", testFollowInbox},
 		{"FollowChanges", testFollowChanges},
 		{"BuffersFromBoth", testBuffersFromBoth},
@@ -46,6 +48,15 @@ func heads(t *testing.T, s SharedStore) (inbox, changes int64) {
 		t.Fatalf("Heads: %v", err)
 	}
 	return inbox, changes
+}
+
+// testOpenedBeside checks that the store opened second knows the first
+// had the database open, and the first that it was alone.
+func testOpenedBeside(t *testing.T, open PairOpener) {
+	a, b := open(t)
+	if a.OpenedBeside() || !b.OpenedBeside() {
+		t.Errorf("OpenedBeside: first %v, second %v; want false, true", a.OpenedBeside(), b.OpenedBeside())
+	}
 }
 
 func testStoreID(t *testing.T, open PairOpener) {
