@@ -142,8 +142,9 @@ func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error)
 		return nil, fmt.Errorf("postgres: %s: %w", where, err)
 	}
 	if err := pool.QueryRow(ctx, othersQuery, name).Scan(&s.beside); err != nil {
-		pool.Close()
-		return nil, fmt.Errorf("postgres: %s: look for other servers on the database: %w", where, err)
+		// Unable to tell, take it that there are: that can only keep what
+		// sessions of earlier runs left, never delete a live one's.
+		s.beside = true
 	}
 	every := DefaultHealthEvery
 	if opts != nil && opts.HealthEvery > 0 {
