@@ -31,14 +31,19 @@ type challengeLimits struct {
 // AllowChallenge takes one challenge POST to raw's host from the host's
 // budget (Options.ChallengesPerHostPerMinute): ok is false when the host
 // has had its share of challenges lately, and retryIn says when the next
-// one may go. The host is raw's host name in lower case, without the port:
-// the ports of one host share its budget. An unparsable URL is not allowed.
+// one may go. The host is raw's host name in lower case, without the port
+// or a final dot: the ports and spellings of one name share its budget. An
+// unparsable URL is not allowed.
 func (s *Sender) AllowChallenge(raw string) (retryIn time.Duration, ok bool) {
 	u, err := url.Parse(raw)
-	if err != nil || u.Hostname() == "" {
+	if err != nil {
 		return 0, false
 	}
-	return s.challenges.allow(strings.ToLower(u.Hostname()), s.opts.Clock.Now())
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return 0, false
+	}
+	return s.challenges.allow(host, s.opts.Clock.Now())
 }
 
 func (c *challengeLimits) allow(host string, now time.Time) (time.Duration, bool) {

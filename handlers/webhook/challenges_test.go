@@ -28,6 +28,9 @@ func TestAllowChallenge(t *testing.T) {
 	if ok || !near(wait, 20*time.Second) {
 		t.Fatalf("fourth challenge: ok %v, retry in %v; want refused, 20s", ok, wait)
 	}
+	if _, ok := s.AllowChallenge("https://HOOKS.example.com./d"); ok {
+		t.Fatal("the host name with a final dot allowed; it is the same host")
+	}
 	if _, ok := s.AllowChallenge("https://other.example.com/a"); !ok {
 		t.Fatal("another host's challenge refused; each host has its own budget")
 	}
@@ -39,7 +42,7 @@ func TestAllowChallenge(t *testing.T) {
 	if _, ok := s.AllowChallenge("https://hooks.example.com/d"); !ok {
 		t.Fatal("after 20s the budget has one challenge again")
 	}
-	for _, u := range []string{"", "https://", "::bad"} {
+	for _, u := range []string{"", "https://", "::bad", "https://./"} {
 		if _, ok := s.AllowChallenge(u); ok {
 			t.Fatalf("AllowChallenge(%q) allowed; want refused", u)
 		}
