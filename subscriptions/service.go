@@ -102,8 +102,24 @@ type ServiceOptions struct {
 	// EphemeralPrefix names principals that live only as long as one
 	// session: at Start, everything owned by a principal with this prefix is
 	// deleted, unless the store was opened beside other processes
-	// (Companions), whose live sessions may own some. Empty disables it.
+	// (Companions), whose live sessions may own some. Those of this run's
+	// sessions start with RunPrefix(). On a store that implements Runs, the
+	// run is marked there every MarkInterval, and what a run that stopped
+	// marking for MarkLapse owned is deleted by another. Empty disables it.
 	EphemeralPrefix string
+	// MarkInterval is how often the run is marked, and lapsed runs looked
+	// for; zero means DefaultMarkInterval.
+	MarkInterval time.Duration
+	// MarkLapse is how long a run may go unmarked before another server
+	// takes it as ended; zero means DefaultMarkLapse. It must be at least
+	// twice MarkInterval, and on a database shared by several machines
+	// longer than their clocks drift apart.
+	MarkLapse time.Duration
+	// RunLost is called when this run finds that another server took it
+	// as ended (its marks failed for MarkLapse) and deleted what its
+	// ephemeral principals owned: it should end their sessions, whose
+	// clients then start new ones. Nil only logs it.
+	RunLost func()
 	// Managed are the ID prefixes of subscriptions another interface owns
 	// (the SEP-3415 events extension's keyed subscriptions): Update
 	// refuses them, since that interface keys them on what they are for
@@ -154,12 +170,19 @@ type Service struct {
 	// follow follows the writes of other processes sharing the store; nil
 	// when the store is not shared.
 	follow *follower
+	// run names this process's run; runs is the store, when it marks runs
+	// (nil without ephemeral principals); marked is whether a mark of run
+	// went in (only markRun, which runs one at a time, uses it).
+	run    string
+	runs   Runs
+	marked bool
 
 	life        sync.Mutex // guards the fields below
 	started     bool
 	stopped     bool
 	expiryTimer clock.Timer
 	pruneTimer  clock.Timer
+	markTimer   clock.Timer
 	wg          sync.WaitGroup
 	ctx         context.Context
 	cancel      context.CancelFunc
@@ -217,6 +240,16 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.FollowInterval == 0 {
 		opts.FollowInterval = DefaultFollowInterval
 	}
+	if opts.MarkInterval == 0 {
+		opts.MarkInterval = DefaultMarkInterval
+	}
+	if opts.MarkLapse == 0 {
+		opts.MarkLapse = max(DefaultMarkLapse, 2*opts.MarkInterval)
+	}
+	if opts.MarkInterval < 0 || opts.MarkLapse < 2*opts.MarkInterval {
+		return nil, fmt.Errorf("subscriptions: ServiceOptions.MarkInterval %v and MarkLapse %v: the interval must be positive and the lapse at least twice it (zero for %v and %v)",
+			opts.MarkInterval, opts.MarkLapse, DefaultMarkInterval, DefaultMarkLapse)
+	}
 	for t, h := range opts.Handlers {
 		if h == nil {
 			return nil, fmt.Errorf("subscriptions: ServiceOptions.Handlers[%q] is nil", t)
@@ -248,6 +281,10 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		log:       opts.Logger,
 		opts:      opts,
 		follow:    newFollower(opts.Store, opts.Deliverer),
+		run:       newRun(),
+	}
+	if r, ok := opts.Store.(Runs); ok && opts.EphemeralPrefix != "" {
+		s.runs = r
 	}
 	for _, c := range []mcpe.Channel{mcpe.ChannelCron, mcpe.ChannelScheduled} {
 		if opts.Timings[c] != nil {
@@ -281,8 +318,8 @@ func (s *Service) Capability() mcpe.Capability {
 func (s *Service) Retention() Retention { return s.opts.Retention }
 
 // Start loads the active subscriptions into the index, expires those that
-// passed their time while the server was down, applies retention, and
-// starts the expiry and retention timers. The digests of cron and scheduled
+// passed their time while the server was down, applies retention, marks
+// the run (Runs), and starts the expiry, retention and mark timers. The digests of cron and scheduled
 // subscriptions are fired by the schedulers of package delivery, started
 // after it.
 func (s *Service) Start(ctx context.Context) error {
@@ -297,7 +334,8 @@ func (s *Service) Start(ctx context.Context) error {
 
 	if p := s.opts.EphemeralPrefix; p != "" {
 		if c, ok := s.store.(Companions); ok && c.OpenedBeside() {
-			s.log.Info("kept the subscriptions of sessions from earlier runs: other servers use the store, and some are their live sessions'; a server that opens it alone deletes those left over")
+			s.log.Info("kept the subscriptions of sessions without a token of other servers: they use the store too; those of a server that ended without deleting them go once its marks lapse",
+				"lapse", s.opts.MarkLapse)
 		} else {
 			n, err := s.store.DeletePrincipalsWithPrefix(ctx, p)
 			if err != nil {
@@ -330,6 +368,9 @@ func (s *Service) Start(ctx context.Context) error {
 	s.log.Info("subscriptions loaded", "active", s.index.Len())
 	s.expireDue()
 	s.prune()
+	if s.runs != nil {
+		s.markRun()
+	}
 	s.runFollowing()
 	return nil
 }
@@ -338,8 +379,9 @@ func (s *Service) Start(ctx context.Context) error {
 // than once.
 func (s *Service) Stop() {
 	s.life.Lock()
+	ending := s.started && !s.stopped
 	s.stopped = true
-	for _, t := range []clock.Timer{s.expiryTimer, s.pruneTimer} {
+	for _, t := range []clock.Timer{s.expiryTimer, s.pruneTimer, s.markTimer} {
 		if t != nil {
 			t.Stop()
 		}
@@ -350,6 +392,9 @@ func (s *Service) Stop() {
 	s.life.Unlock()
 	s.stopFollowing()
 	s.wg.Wait()
+	if ending {
+		s.endRun()
+	}
 }
 
 // after runs f once d has passed, unless the service is stopping; it returns

@@ -382,6 +382,28 @@ type Companions interface {
 	OpenedBeside() bool
 }
 
+// Runs is implemented by a store that several servers may share. A Service
+// with ephemeral principals (ServiceOptions.EphemeralPrefix) names those of
+// its run after it, and marks the run in the store every MarkInterval. A
+// run whose mark is older than MarkLapse ended without deleting what its
+// sessions own (its process was killed, or lost the store for that long):
+// a live Service reclaims it.
+type Runs interface {
+	// MarkRun records that run was alive at t. known is false when the
+	// store held no mark of run: its first, or after another server
+	// reclaimed it.
+	MarkRun(ctx context.Context, run string, t time.Time) (known bool, err error)
+	// LapsedRuns returns at most limit runs whose mark is older than
+	// before, oldest first.
+	LapsedRuns(ctx context.Context, before time.Time, limit int) ([]string, error)
+	// ReclaimRun deletes, in one transaction, run's mark if it is older
+	// than before (whatever its age when before is zero) and then
+	// everything owned by principals whose name starts with prefix. It
+	// reports whether the mark went, and how many subscriptions; nothing is
+	// deleted when run was marked at or after before.
+	ReclaimRun(ctx context.Context, run string, before time.Time, prefix string) (reclaimed bool, subscriptions int, err error)
+}
+
 // Notifier is implemented by a Shared store that can tell when another
 // process wrote (PostgreSQL's LISTEN/NOTIFY): a follower then looks at once
 // rather than at its next interval, which stays as the fallback.

@@ -66,6 +66,11 @@ type Options struct {
 	// clock by a day sets it longer, so as not to prune once per minute
 	// passed.
 	PruneInterval time.Duration
+	// MarkInterval and MarkLapse are how often this run is marked in the
+	// store, and how long another server waits past a run's last mark
+	// before deleting what its sessions without a token own; zero means
+	// the subscriptions package's defaults (30 seconds, 3 minutes).
+	MarkInterval, MarkLapse time.Duration
 	// PrivatePaths are paths no handler program may see: the database and
 	// its directory, the configuration file, the data directory. The bash
 	// handler's sandbox hides them (bash.Options.HiddenPaths); nil hides
@@ -192,11 +197,18 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		PruneInterval:   opts.PruneInterval,
 		FollowInterval:  time.Duration(cfg.Delivery.FollowInterval),
 		EphemeralPrefix: mcpserver.SessionPrincipalPrefix,
+		MarkInterval:    opts.MarkInterval,
+		MarkLapse:       opts.MarkLapse,
 		Managed:         mcpserver.ManagedPrefixes(),
 		Handlers:        a.handlers.byType,
 		SecretGrace:     secretGrace(cfg),
 		JobsWritten:     a.runner.Wake,
 		Observer:        observer,
+		RunLost: func() {
+			if srv := late.get(); srv != nil {
+				srv.CloseTokenlessSessions()
+			}
+		},
 	})
 	if err != nil {
 		return nil, err

@@ -218,9 +218,51 @@ func TestSessionIDsStayOutOfLogs(t *testing.T) {
 	if strings.Contains(subs[0].Principal, r.id) || !strings.HasPrefix(subs[0].Principal, mcpserver.SessionPrincipalPrefix) {
 		t.Errorf("stored principal %q holds the session ID %q", subs[0].Principal, r.id)
 	}
+	if !strings.HasPrefix(subs[0].Principal, e.svc.RunPrefix()) || e.svc.RunPrefix() == mcpserver.SessionPrincipalPrefix {
+		t.Errorf("stored principal %q is not named after the run, %q", subs[0].Principal, e.svc.RunPrefix())
+	}
 	if out := logs.String(); strings.Contains(out, r.id) || !strings.Contains(out, "session connected") {
 		t.Errorf("logs at info show the session ID %q:\n%s", r.id, out)
 	}
+}
+
+// TestCloseTokenlessSessions checks what a server does when another took
+// its run as ended: its sessions without a token end, and what they owned
+// goes with them; a client must start a new session. Other sessions stay.
+func TestCloseTokenlessSessions(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
+	t.Cleanup(hs.Close)
+	r := openRaw(t, hs.URL, "")
+	r.post("tools/call", map[string]any{"name": "events_subscribe",
+		"arguments": map[string]any{"filter": map[string]any{"eventTypes": []string{"x"}}}}, true)
+	local := e.connect(mcpserver.LocalPrincipal, nil)
+	local.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"x"}}})
+	if n := e.count(""); n != 2 {
+		t.Fatalf("%d subscriptions stored, want 2", n)
+	}
+
+	if n := e.srv.CloseTokenlessSessions(); n != 1 {
+		t.Errorf("CloseTokenlessSessions = %d, want 1", n)
+	}
+	waitFor(t, "the tokenless session's subscription deleted", func() bool { return e.count("") == 1 })
+	if e.count(mcpserver.LocalPrincipal) != 1 {
+		t.Errorf("the local session's subscription was deleted")
+	}
+	body, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 9, "method": "tools/list"})
+	req, _ := http.NewRequest(http.MethodPost, hs.URL, bytes.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", r.id)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNotFound {
+		t.Errorf("a request on the closed session: %s; want 404 Not Found, so that the client starts anew", resp.Status)
+	}
+	local.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"y"}}})
 }
 
 // syncBuffer is a bytes.Buffer safe for the logger's goroutines.

@@ -54,8 +54,10 @@ const MemoryLimit = 1 << 30
 const LocalPrincipal = "local"
 
 // SessionPrincipalPrefix starts the principal of an HTTP session when no
-// bearer tokens are configured: each session is then its own principal, and
-// what it owns is deleted when it ends.
+// bearer tokens are configured: each session is then its own principal,
+// named after the server's run (Service.RunPrefix), and what it owns is
+// deleted when it ends, when the server stops, or by another server on the
+// same store once this one's run lapsed.
 const SessionPrincipalPrefix = "session:"
 
 // Service is what the server needs from the subscriptions domain.
@@ -65,6 +67,11 @@ type Service interface {
 	ForgetPrincipal(ctx context.Context, principal string) error
 	// Redeliver sends the digests that fired while principal was away.
 	Redeliver(ctx context.Context, principal string) error
+	// RunPrefix starts the principals of this run's sessions without a
+	// token (SessionPrincipalPrefix, the run, a colon); "" when the
+	// service deletes none, and then they start with
+	// SessionPrincipalPrefix alone.
+	RunPrefix() string
 }
 
 // Options configure a Server.
@@ -191,6 +198,9 @@ func New(opts Options) (*Server, error) {
 	if err := opts.Conversation.Validate(); err != nil {
 		return nil, fmt.Errorf("server: Options.Conversation: %w", err)
 	}
+	if p := opts.Service.RunPrefix(); p != "" && !strings.HasPrefix(p, SessionPrincipalPrefix) {
+		return nil, fmt.Errorf("server: the service names sessions' principals %q...; they must start with %q (its EphemeralPrefix)", p, SessionPrincipalPrefix)
+	}
 	s := &Server{
 		streams:     newStreamHub(opts.Sessions),
 		res:         newResourceSubs(),
@@ -271,6 +281,26 @@ func (s *Server) SessionsOf(principal string) []*mcp.ServerSession {
 		}
 	}
 	return out
+}
+
+// CloseTokenlessSessions ends every session without a token (its principal
+// is its own, SessionPrincipalPrefix): when another server took this run
+// as ended and deleted what they owned, their clients must start new
+// sessions rather than go on without their subscriptions. Each ending
+// deletes what the session made since.
+func (s *Server) CloseTokenlessSessions() int {
+	s.mu.Lock()
+	var gone []*mcp.ServerSession
+	for ss, p := range s.attached {
+		if strings.HasPrefix(p, SessionPrincipalPrefix) {
+			gone = append(gone, ss)
+		}
+	}
+	s.mu.Unlock()
+	for _, ss := range gone {
+		ss.Close()
+	}
+	return len(gone)
 }
 
 // MCP returns the underlying go-sdk server.
@@ -397,17 +427,21 @@ func (s *Server) principalOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) str
 	case extra != nil && extra.TokenInfo != nil && extra.TokenInfo.UserID != "":
 		return extra.TokenInfo.UserID
 	case ss.ID() != "":
-		return sessionPrincipal(ss.ID())
+		return s.sessionPrincipal(ss.ID())
 	}
 	return LocalPrincipal
 }
 
 // sessionPrincipal is the principal of an HTTP session without a token:
-// named after a hash of its ID, which is its only credential and must not
-// end up in logs or in the database.
-func sessionPrincipal(id string) string {
+// the run's prefix and a hash of its ID, which is its only credential and
+// must not end up in logs or in the database.
+func (s *Server) sessionPrincipal(id string) string {
+	prefix := s.opts.Service.RunPrefix()
+	if prefix == "" {
+		prefix = SessionPrincipalPrefix
+	}
 	sum := sha256.Sum256([]byte(id))
-	return SessionPrincipalPrefix + hex.EncodeToString(sum[:16])
+	return prefix + hex.EncodeToString(sum[:16])
 }
 
 func (s *Server) principal(ctx context.Context, req *mcp.CallToolRequest) (string, error) {

@@ -38,29 +38,36 @@ func (s *Store) DeletePrincipalsWithPrefix(ctx context.Context, prefix string) (
 	if prefix == "" {
 		return 0, errors.New("postgres: empty principal prefix")
 	}
-	var n int64
+	var n int
 	err := s.tx(ctx, func(tx pgx.Tx) error {
-		// starts_with instead of LIKE: the prefix may hold % or _.
-		const match = ` WHERE starts_with(principal, $1)`
-		if _, err := tx.Exec(ctx, `SELECT 1 FROM principals`+match+` ORDER BY principal FOR NO KEY UPDATE`, prefix); err != nil {
-			return err
-		}
-		if _, err := tx.Exec(ctx, `DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions`+match+`)`, prefix); err != nil {
-			return err
-		}
-		// The inbox before the subscriptions, as in DeletePrincipal.
-		if _, err := tx.Exec(ctx, `DELETE FROM inbox`+match, prefix); err != nil {
-			return err
-		}
-		tag, err := tx.Exec(ctx, `DELETE FROM subscriptions`+match, prefix)
-		if err != nil {
-			return err
-		}
-		n = tag.RowsAffected()
-		_, err = tx.Exec(ctx, `DELETE FROM principals`+match, prefix)
+		var err error
+		n, err = deletePrefix(ctx, tx, prefix)
 		return err
 	})
-	return int(n), err
+	return n, err
+}
+
+// deletePrefix deletes, in tx, everything owned by principals whose name
+// starts with prefix, and returns how many subscriptions went.
+func deletePrefix(ctx context.Context, tx pgx.Tx, prefix string) (int, error) {
+	// starts_with instead of LIKE: the prefix may hold % or _.
+	const match = ` WHERE starts_with(principal, $1)`
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM principals`+match+` ORDER BY principal FOR NO KEY UPDATE`, prefix); err != nil {
+		return 0, err
+	}
+	if _, err := tx.Exec(ctx, `DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions`+match+`)`, prefix); err != nil {
+		return 0, err
+	}
+	// The inbox before the subscriptions, as in DeletePrincipal.
+	if _, err := tx.Exec(ctx, `DELETE FROM inbox`+match, prefix); err != nil {
+		return 0, err
+	}
+	tag, err := tx.Exec(ctx, `DELETE FROM subscriptions`+match, prefix)
+	if err != nil {
+		return 0, err
+	}
+	_, err = tx.Exec(ctx, `DELETE FROM principals`+match, prefix)
+	return int(tag.RowsAffected()), err
 }
 
 // Prune implements subscriptions.Store. The inbox entries it deletes are

@@ -34,26 +34,35 @@ func (s *Store) DeletePrincipalsWithPrefix(ctx context.Context, prefix string) (
 	if prefix == "" {
 		return 0, errors.New("sqlite: empty principal prefix")
 	}
-	var n int64
+	var n int
 	err := s.tx(ctx, func(tx *sql.Tx) error {
-		// substr instead of LIKE: the prefix may hold % or _.
-		const match = ` WHERE substr(principal, 1, length(?1)) = ?1`
-		if _, err := tx.ExecContext(ctx, `DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions`+match+`)`, prefix); err != nil {
-			return err
-		}
-		res, err := tx.ExecContext(ctx, `DELETE FROM subscriptions`+match, prefix)
-		if err != nil {
-			return err
-		}
-		if n, err = res.RowsAffected(); err != nil {
-			return err
-		}
-		if _, err := tx.ExecContext(ctx, `DELETE FROM inbox`+match, prefix); err != nil {
-			return err
-		}
-		_, err = tx.ExecContext(ctx, `DELETE FROM principals`+match, prefix)
+		var err error
+		n, err = deletePrefix(ctx, tx, prefix)
 		return err
 	})
+	return n, err
+}
+
+// deletePrefix deletes, in tx, everything owned by principals whose name
+// starts with prefix, and returns how many subscriptions went.
+func deletePrefix(ctx context.Context, tx *sql.Tx, prefix string) (int, error) {
+	// substr instead of LIKE: the prefix may hold % or _.
+	const match = ` WHERE substr(principal, 1, length(?1)) = ?1`
+	if _, err := tx.ExecContext(ctx, `DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions`+match+`)`, prefix); err != nil {
+		return 0, err
+	}
+	res, err := tx.ExecContext(ctx, `DELETE FROM subscriptions`+match, prefix)
+	if err != nil {
+		return 0, err
+	}
+	n, err := res.RowsAffected()
+	if err != nil {
+		return 0, err
+	}
+	if _, err := tx.ExecContext(ctx, `DELETE FROM inbox`+match, prefix); err != nil {
+		return 0, err
+	}
+	_, err = tx.ExecContext(ctx, `DELETE FROM principals`+match, prefix)
 	return int(n), err
 }
 

@@ -16,6 +16,7 @@ type SharedStore interface {
 	subscriptions.Store
 	subscriptions.Shared
 	subscriptions.Companions
+	subscriptions.Runs
 }
 
 // PairOpener returns two stores on one new, empty database, as two
@@ -35,6 +36,7 @@ func RunShared(t *testing.T, open PairOpener) {
 		{"BuffersFromBoth", testBuffersFromBoth},
 		{"FireOnce", testFireOnce},
 		{"JobLease", testJobLease},
+		{"Runs", testRuns},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })

@@ -1,0 +1,148 @@
+package subscriptions_test
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
+)
+
+func runOpts(lost *atomic.Int32) subscriptions.ServiceOptions {
+	return subscriptions.ServiceOptions{
+		EphemeralPrefix: "session:",
+		MarkInterval:    30 * time.Second,
+		MarkLapse:       3 * time.Minute,
+		RunLost:         func() { lost.Add(1) },
+	}
+}
+
+func storedIDs(t *testing.T, s subscriptions.Store) []string {
+	t.Helper()
+	subs, err := s.ListSubscriptions(context.Background(), subscriptions.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, sub := range subs {
+		ids = append(ids, sub.ID)
+	}
+	return ids
+}
+
+// TestLapsedRunIsReclaimed runs two servers on one database, each on a
+// clock of its own. The first stops marking its run (as a killed or frozen
+// process does): once its last mark is MarkLapse old, the second deletes
+// what its sessions own, and routes nothing more to them; the first, back,
+// learns it at its next mark and calls RunLost.
+func TestLapsedRunIsReclaimed(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcpe.db")
+	var lostA, lostB atomic.Int32
+	clkA, clkB := clock.NewFake(svcStart), clock.NewFake(svcStart)
+	a := newFixture(t, path, clkA, runOpts(&lostA))
+	gone := a.subscribe(a.svc.RunPrefix()+"s1", every("x"))
+	older := a.subscribe("session:abc", every("x")) // a principal named before runs
+	local := a.subscribe("local", every("x"))
+	// b loads a's subscriptions as it starts.
+	b := newFixture(t, path, clkB, runOpts(&lostB))
+	if pa, pb := a.svc.RunPrefix(), b.svc.RunPrefix(); !strings.HasPrefix(pa, "session:") || !strings.HasSuffix(pa, ":") || pa == pb {
+		t.Fatalf("RunPrefix = %q and %q; want two distinct session:RUN: prefixes", pa, pb)
+	}
+	ofB := b.subscribe(b.svc.RunPrefix()+"s1", every("x"))
+
+	// b marks every 30 seconds; a, frozen, does not. Short of the lapse,
+	// nothing goes.
+	for range 5 {
+		clkB.Advance(30 * time.Second)
+	}
+	if diff := cmp.Diff([]string{gone.ID, older.ID, local.ID, ofB.ID}, storedIDs(t, b.store)); diff != "" {
+		t.Fatalf("stored before the lapse (-want +got):\n%s", diff)
+	}
+	b.publish("x")
+	if got := len(b.rec.delivered()); got != 4 {
+		t.Fatalf("b delivered %d before the lapse, want 4: %v", got, b.rec.delivered())
+	}
+
+	// a's mark, made at the start, is now more than 3 minutes old.
+	clkB.Advance(30 * time.Second)
+	clkB.Advance(30 * time.Second)
+	if diff := cmp.Diff([]string{older.ID, local.ID, ofB.ID}, storedIDs(t, b.store)); diff != "" {
+		t.Fatalf("stored after a's run lapsed (-want +got):\n%s", diff)
+	}
+	b.publish("x")
+	want := []string{"session:abc " + older.ID, "local " + local.ID, b.svc.RunPrefix() + "s1 " + ofB.ID}
+	got := b.rec.delivered()[4:]
+	slices.Sort(want)
+	slices.Sort(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("b's deliveries after a's run lapsed (-want +got):\n%s", diff)
+	}
+	if lostA.Load() != 0 || lostB.Load() != 0 {
+		t.Fatalf("RunLost called %d and %d times before a marked again", lostA.Load(), lostB.Load())
+	}
+
+	// a wakes up: its next mark finds its run taken as ended.
+	clkA.Advance(30 * time.Second)
+	if lostA.Load() != 1 || lostB.Load() != 0 {
+		t.Errorf("RunLost called %d times on a and %d on b; want once on a", lostA.Load(), lostB.Load())
+	}
+	clkA.Advance(30 * time.Second)
+	if lostA.Load() != 1 {
+		t.Errorf("RunLost called %d times after a marked again; want once", lostA.Load())
+	}
+}
+
+// TestRunMarkedIsKept checks that a run that goes on marking keeps its
+// sessions' subscriptions however long it lives, and that Stop deletes
+// them.
+func TestRunMarkedIsKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcpe.db")
+	var lost atomic.Int32
+	clk := clock.NewFake(svcStart)
+	a := newFixture(t, path, clk, runOpts(&lost))
+	b := newFixture(t, path, clk, runOpts(&lost))
+	subA := a.subscribe(a.svc.RunPrefix()+"s1", every("x"))
+	subB := b.subscribe(b.svc.RunPrefix()+"s1", every("x"))
+	for range 20 {
+		clk.Advance(30 * time.Second)
+	}
+	if diff := cmp.Diff([]string{subA.ID, subB.ID}, storedIDs(t, b.store)); diff != "" {
+		t.Fatalf("stored after ten minutes of both marking (-want +got):\n%s", diff)
+	}
+	a.stop()
+	if diff := cmp.Diff([]string{subB.ID}, storedIDs(t, b.store)); diff != "" {
+		t.Errorf("stored after a stopped (-want +got):\n%s", diff)
+	}
+	if runs, err := b.store.LapsedRuns(context.Background(), svcStart.Add(time.Hour), 10); err != nil || len(runs) != 1 {
+		t.Errorf("runs marked after a stopped = %q, %v; want b's alone", runs, err)
+	}
+	if lost.Load() != 0 {
+		t.Errorf("RunLost called %d times", lost.Load())
+	}
+}
+
+func TestMarkOptionsChecked(t *testing.T) {
+	store, err := sqlite.Open(context.Background(), subscriptionsMemory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	for _, o := range []subscriptions.ServiceOptions{
+		{MarkInterval: time.Minute, MarkLapse: time.Minute},
+		{MarkInterval: -time.Second},
+		{MarkLapse: 50 * time.Second}, // under twice the default interval
+	} {
+		o.Store, o.Deliverer = store, &recorder{}
+		if _, err := subscriptions.NewService(o); err == nil || !strings.Contains(err.Error(), "MarkLapse") {
+			t.Errorf("NewService(MarkInterval %v, MarkLapse %v) = %v; want an error naming MarkLapse", o.MarkInterval, o.MarkLapse, err)
+		}
+	}
+}
