@@ -62,7 +62,7 @@ func (s *Service) markRun() {
 		s.log.Error("mark this server's run in the store; once its marks fail for the mark lapse, other servers take it as ended and delete what its sessions without a token own",
 			"error", err, "lapse", s.opts.MarkLapse)
 	case !known && s.marked:
-		s.log.Error("another server took this one as ended (its marks in the store failed for the mark lapse) and deleted what its sessions without a token owned; ending those sessions, whose clients start new ones",
+		s.log.Error("another server took this one as ended (no mark of its run reached the store for the mark lapse: the store was unreachable, or this process stopped) and deleted what its sessions without a token owned; ending those sessions, whose clients start new ones",
 			"lapse", s.opts.MarkLapse)
 		if s.opts.RunLost != nil {
 			s.opts.RunLost()

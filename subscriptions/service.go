@@ -116,9 +116,9 @@ type ServiceOptions struct {
 	// longer than their clocks drift apart.
 	MarkLapse time.Duration
 	// RunLost is called when this run finds that another server took it
-	// as ended (its marks failed for MarkLapse) and deleted what its
-	// ephemeral principals owned: it should end their sessions, whose
-	// clients then start new ones. Nil only logs it.
+	// as ended (no mark of it reached the store for MarkLapse) and
+	// deleted what its ephemeral principals owned: it should end their
+	// sessions, whose clients then start new ones. Nil only logs it.
 	RunLost func()
 	// Managed are the ID prefixes of subscriptions another interface owns
 	// (the SEP-3415 events extension's keyed subscriptions): Update
