@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -162,17 +163,26 @@ func eventParams(t *testing.T, event string) json.RawMessage {
 	return raw
 }
 
-// notifyUntilDelivered writes one notification with sink, retrying while
-// the session cannot take it yet: over Streamable HTTP the client opens its
-// standalone event stream shortly after it connects.
-func notifyUntilDelivered(t *testing.T, sink *mcpserver.Sink, method string, params json.RawMessage) {
+// notifyUntilDelivered writes one notification to the adapter's session on
+// up, retrying while none can take it yet: over Streamable HTTP the client
+// opens its standalone event stream shortly after it connects, and a
+// stateless upstream has a session per request in progress, some of which
+// end while it is tried, so every attempt looks at the sessions there are
+// then.
+func notifyUntilDelivered(t *testing.T, up *httpUpstream, method string, params json.RawMessage) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
 	for {
-		err := sink.Notify(ctx, method, params)
-		if err == nil {
-			return
+		err := errors.New("the upstream has no session")
+		for ss := range up.server.Sessions() {
+			var sink *mcpserver.Sink
+			if sink, err = mcpserver.SessionSink(ss); err != nil {
+				t.Fatalf("SessionSink: %v", err)
+			}
+			if err = sink.Notify(ctx, method, params); err == nil {
+				return
+			}
 		}
 		if ctx.Err() != nil {
 			t.Fatalf("Sink.Notify(%s) kept failing: %v", method, err)

@@ -23,7 +23,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
-	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -152,27 +151,6 @@ func (up *httpUpstream) session(t *testing.T) *mcp.ServerSession {
 	return found[0]
 }
 
-// sink returns a Sink to the adapter's session, once it takes
-// notifications.
-func (up *httpUpstream) sink(t *testing.T) *mcpserver.Sink {
-	t.Helper()
-	sink, err := mcpserver.SessionSink(up.session(t))
-	if err != nil {
-		t.Fatalf("SessionSink: %v", err)
-	}
-	return sink
-}
-
-// notify sends a notification that the session is known to take.
-func notify(t *testing.T, sink *mcpserver.Sink, method string, params json.RawMessage) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
-	defer cancel()
-	if err := sink.Notify(ctx, method, params); err != nil {
-		t.Fatalf("Notify(%s): %v", method, err)
-	}
-}
-
 // ignoreServerAssigned leaves out what the publisher fills in.
 var ignoreServerAssigned = cmpopts.IgnoreFields(mcpe.Event{}, "ID")
 
@@ -200,8 +178,7 @@ func testHTTPUpstream(t *testing.T, mode httpMode) {
 	}
 
 	// The upstream's own event, re-published.
-	sink := up.sink(t)
-	notifyUntilDelivered(t, sink, "events/event", eventParams(t,
+	notifyUntilDelivered(t, up, "events/event", eventParams(t,
 		`{"id":"e1","type":"build.finished","data":{"ok":true},"metadata":{"timestamp":"2026-01-15T09:00:00Z","priority":"high","tags":["ci"]}}`))
 	got := rec.wait(t, "mcp.up.build.finished", 1)[0]
 	want := mcpe.Event{
@@ -278,7 +255,7 @@ func testHTTPUpstream(t *testing.T, mode httpMode) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	notify(t, sink, "events/batch", batch)
+	notifyUntilDelivered(t, up, "events/batch", batch)
 	rec.wait(t, "mcp.up.a.c", 1)
 	if got := rec.ofType("mcp.up.a.b"); len(got) != 1 || got[0].Metadata.SourceEventID != "up:e2" {
 		t.Errorf("a.b events = %+v; want one with sourceEventId up:e2", got)
@@ -404,7 +381,7 @@ func testHTTPUpstreamReconnects(t *testing.T, mode httpMode) {
 	if st := state(t, a); st.Status != StatusConnected {
 		t.Errorf("state after the retry = %+v; want connected", st)
 	}
-	notifyUntilDelivered(t, up2.sink(t), "events/event", eventParams(t, `{"id":"e9","type":"after.restart","data":{}}`))
+	notifyUntilDelivered(t, up2, "events/event", eventParams(t, `{"id":"e9","type":"after.restart","data":{}}`))
 	rec.wait(t, "mcp.up.after.restart", 1)
 	rec.noRejects(t)
 }
