@@ -147,8 +147,10 @@ type Server struct {
 	streams    *streamHub
 	mcp        *mcp.Server
 	caps       mcpe.Capability
-	tools      *tools.Set
-	res        *resourceSubs // event:// resource subscriptions
+	// sessionPrefix starts the principals of sessions without a token.
+	sessionPrefix string
+	tools         *tools.Set
+	res           *resourceSubs // event:// resource subscriptions
 
 	mu       sync.Mutex
 	attached map[*mcp.ServerSession]string      // session -> principal
@@ -198,19 +200,24 @@ func New(opts Options) (*Server, error) {
 	if err := opts.Conversation.Validate(); err != nil {
 		return nil, fmt.Errorf("server: Options.Conversation: %w", err)
 	}
-	if p := opts.Service.RunPrefix(); p != "" && !strings.HasPrefix(p, SessionPrincipalPrefix) {
-		return nil, fmt.Errorf("server: the service names sessions' principals %q...; they must start with %q (its EphemeralPrefix)", p, SessionPrincipalPrefix)
+	sessionPrefix := opts.Service.RunPrefix()
+	switch {
+	case sessionPrefix == "":
+		sessionPrefix = SessionPrincipalPrefix
+	case !strings.HasPrefix(sessionPrefix, SessionPrincipalPrefix):
+		return nil, fmt.Errorf("server: the service names sessions' principals %q...; they must start with %q (its EphemeralPrefix)", sessionPrefix, SessionPrincipalPrefix)
 	}
 	s := &Server{
-		streams:     newStreamHub(opts.Sessions),
-		res:         newResourceSubs(),
-		opts:        opts,
-		log:         opts.Logger,
-		caps:        opts.Service.Capability(),
-		attached:    make(map[*mcp.ServerSession]string),
-		fixed:       make(map[*mcp.ServerSession]string),
-		lines:       make(map[*mcp.ServerSession]*lineWriter),
-		maxSessions: DefaultMaxSessionsPerPrincipal,
+		streams:       newStreamHub(opts.Sessions),
+		res:           newResourceSubs(),
+		opts:          opts,
+		sessionPrefix: sessionPrefix,
+		log:           opts.Logger,
+		caps:          opts.Service.Capability(),
+		attached:      make(map[*mcp.ServerSession]string),
+		fixed:         make(map[*mcp.ServerSession]string),
+		lines:         make(map[*mcp.ServerSession]*lineWriter),
+		maxSessions:   DefaultMaxSessionsPerPrincipal,
 	}
 	s.streamsCtx, s.endStreams = context.WithCancel(context.Background())
 	if opts.Clock == nil {
@@ -436,12 +443,8 @@ func (s *Server) principalOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) str
 // the run's prefix and a hash of its ID, which is its only credential and
 // must not end up in logs or in the database.
 func (s *Server) sessionPrincipal(id string) string {
-	prefix := s.opts.Service.RunPrefix()
-	if prefix == "" {
-		prefix = SessionPrincipalPrefix
-	}
 	sum := sha256.Sum256([]byte(id))
-	return prefix + hex.EncodeToString(sum[:16])
+	return s.sessionPrefix + hex.EncodeToString(sum[:16])
 }
 
 func (s *Server) principal(ctx context.Context, req *mcp.CallToolRequest) (string, error) {

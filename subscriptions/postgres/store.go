@@ -60,6 +60,7 @@ type Store struct {
 var (
 	_ subscriptions.Store      = (*Store)(nil)
 	_ subscriptions.Companions = (*Store)(nil)
+	_ subscriptions.Runs       = (*Store)(nil)
 )
 
 // Options configure a Store. A nil *Options means all defaults.

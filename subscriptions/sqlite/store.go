@@ -96,6 +96,7 @@ type Options struct {
 var (
 	_ subscriptions.Store      = (*Store)(nil)
 	_ subscriptions.Companions = (*Store)(nil)
+	_ subscriptions.Runs       = (*Store)(nil)
 )
 
 // Open opens (creating if needed) the database at path with the default
