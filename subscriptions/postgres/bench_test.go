@@ -20,6 +20,7 @@ import (
 func BenchmarkPublish(b *testing.B)        { storetest.BenchPublish(b, openBench) }
 func BenchmarkFire(b *testing.B)           { storetest.BenchFire(b, openBench) }
 func BenchmarkDueJobsBacklog(b *testing.B) { storetest.BenchDueJobsBacklog(b, openBench) }
+func BenchmarkCreate(b *testing.B)         { storetest.BenchCreate(b, openBench) }
 
 // openBench opens a new database in the test cluster.
 func openBench(b *testing.B) subscriptions.Store {

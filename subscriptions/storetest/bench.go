@@ -280,3 +280,30 @@ func BenchDueJobsBacklog(b *testing.B, open BenchOpener) {
 		}
 	}
 }
+
+// BenchCreate creates subscriptions one after another for one principal,
+// as a client calling events_subscribe in a row does: UUIDv7 IDs (as
+// Service.Subscribe gives), a one-type filter, realtime delivery.
+func BenchCreate(b *testing.B, open BenchOpener) {
+	s := open(b)
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		now := t0.Add(time.Duration(i) * time.Millisecond)
+		sub := &subscriptions.Subscription{
+			Principal: "principal",
+			Subscription: mcpe.Subscription{
+				ID:        subscriptions.NewID(),
+				Status:    mcpe.StatusActive,
+				Filter:    mcpe.Filter{EventTypes: []string{fmt.Sprintf("svc%d.*", i%100)}},
+				Delivery:  mcpe.DefaultDelivery(),
+				CreatedAt: now,
+				UpdatedAt: now,
+			},
+		}
+		if err := s.CreateSubscription(b.Context(), sub, 1<<30); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
