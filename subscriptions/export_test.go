@@ -8,3 +8,7 @@ func SetBeforeMatch(s *Service, f func()) { s.index.beforeMatch = f }
 
 // FollowNow reads at once what other processes sharing s's store wrote.
 func FollowNow(s *Service) { s.followOnce(context.Background()) }
+
+// SetYield makes the publications' group commit call f where it would
+// yield the processor.
+func SetYield(s *Service, f func()) { s.batch.yield = f }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -283,6 +284,7 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		follow:    newFollower(opts.Store, opts.Deliverer),
 		run:       newRun(),
 	}
+	s.batch.yield = runtime.Gosched
 	if r, ok := opts.Store.(Runs); ok && opts.EphemeralPrefix != "" {
 		s.runs = r
 	}

@@ -556,6 +556,105 @@ func (c *countingStore) Publish(ctx context.Context, b subscriptions.PublishBatc
 	return c.gatedStore.Publish(ctx, b)
 }
 
+// TestLeaderYieldsOnlyAmongOthers checks when a publication that leads a
+// batch alone yields first for others to join it: not for a publisher
+// that has long been alone, again once one arrived during a commit, and
+// what joins it during the yield is committed with it.
+func TestLeaderYieldsOnlyAmongOthers(t *testing.T) {
+	store, err := sqlite.Open(context.Background(), sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	counting := &countingStore{gatedStore: gatedStore{Store: store, entered: make(chan struct{}), release: make(chan struct{})}}
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: counting, Deliverer: &recorder{}, Clock: clock.NewFake(svcStart)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	if _, err := svc.Subscribe(context.Background(), "alice", every("x")); err != nil {
+		t.Fatal(err)
+	}
+	var yields atomic.Int32
+	var join func()
+	subscriptions.SetYield(svc, func() {
+		yields.Add(1)
+		if join != nil {
+			join()
+		}
+	})
+	publish := func() error {
+		_, err := svc.Publish(context.Background(), mcpe.Event{Type: "x"})
+		return err
+	}
+	waitQueued := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for svc.Queued() < n {
+			if time.Now().After(deadline) {
+				t.Fatalf("%d publications queued, want %d", svc.Queued(), n)
+			}
+			time.Sleep(time.Millisecond)
+		}
+	}
+
+	// One publisher alone: it yields at first, then no more.
+	for range 100 {
+		if err := publish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	lone := yields.Load()
+	if lone == 0 {
+		t.Fatal("a first publication did not yield")
+	}
+	for range 100 {
+		if err := publish(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := yields.Load(); got != lone {
+		t.Fatalf("%d yields after 100 more publications from one publisher, want none", got-lone)
+	}
+
+	// One arrives during a commit: leading its batch alone, it yields.
+	counting.armed.Store(true)
+	first := make(chan error, 1)
+	go func() { first <- publish() }()
+	<-counting.entered
+	second := make(chan error, 1)
+	go func() { second <- publish() }()
+	waitQueued(1)
+	// What arrives while it yields joins its batch.
+	joined := make(chan error, 1)
+	join = func() {
+		join = nil
+		go func() { joined <- publish() }()
+		waitQueued(2)
+	}
+	close(counting.release)
+	for _, c := range []chan error{first, second} {
+		if err := <-c; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := yields.Load() - lone; got != 1 {
+		t.Fatalf("%d yields for the publication that arrived during a commit, want 1", got)
+	}
+	if err := <-joined; err != nil {
+		t.Fatal(err)
+	}
+	counting.mu.Lock()
+	sizes := counting.sizes[len(counting.sizes)-2:]
+	counting.mu.Unlock()
+	if diff := cmp.Diff([]int{1, 2}, sizes); diff != "" {
+		t.Errorf("last commits' sizes mismatch (-want +got):\n%s", diff)
+	}
+}
+
 // TestConcurrentPublishesShareACommit checks group commit: events published
 // while a commit is in progress are committed together in the next one,
 // and each publisher gets its own result.
