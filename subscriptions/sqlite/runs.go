@@ -33,22 +33,14 @@ func (s *Store) MarkRun(ctx context.Context, run string, t time.Time) (bool, err
 
 // LapsedRuns implements subscriptions.Runs.
 func (s *Store) LapsedRuns(ctx context.Context, before time.Time, limit int) ([]string, error) {
-	rows, err := s.r.QueryContext(ctx, `SELECT run FROM runs WHERE marked_at < ? ORDER BY marked_at, run LIMIT ?`,
-		nanos(before), max(limit, 0))
+	st, err := s.rstmts.get(ctx, lapsedRunsQuery)
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	var runs []string
-	for rows.Next() {
-		var run string
-		if err := rows.Scan(&run); err != nil {
-			return nil, err
-		}
-		runs = append(runs, run)
-	}
-	return runs, rows.Err()
+	return queryStrings(ctx, st, nanos(before), max(limit, 0))
 }
+
+const lapsedRunsQuery = `SELECT run FROM runs WHERE marked_at < ? ORDER BY marked_at, run LIMIT ?`
 
 // ReclaimRun implements subscriptions.Runs.
 func (s *Store) ReclaimRun(ctx context.Context, run string, before time.Time, prefix string) (bool, int, error) {
