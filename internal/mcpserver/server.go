@@ -291,15 +291,15 @@ func (s *Server) SessionsOf(principal string) []*mcp.ServerSession {
 }
 
 // CloseTokenlessSessions ends every session without a token (its principal
-// is its own, SessionPrincipalPrefix): when another server took this run
-// as ended and deleted what they owned, their clients must start new
-// sessions rather than go on without their subscriptions. Each ending
-// deletes what the session made since.
+// is its own, named after this run): when another server took this run as
+// ended and deleted what they owned, their clients must start new sessions
+// rather than go on without their subscriptions. Each ending deletes what
+// the session made since.
 func (s *Server) CloseTokenlessSessions() int {
 	s.mu.Lock()
 	var gone []*mcp.ServerSession
 	for ss, p := range s.attached {
-		if strings.HasPrefix(p, SessionPrincipalPrefix) {
+		if strings.HasPrefix(p, s.sessionPrefix) {
 			gone = append(gone, ss)
 		}
 	}
