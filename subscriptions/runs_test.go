@@ -1,7 +1,10 @@
 package subscriptions_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -145,5 +148,56 @@ func TestMarkOptionsChecked(t *testing.T) {
 		if _, err := subscriptions.NewService(o); err == nil || !strings.Contains(err.Error(), "MarkLapse") {
 			t.Errorf("NewService(MarkInterval %v, MarkLapse %v) = %v; want an error naming MarkLapse", o.MarkInterval, o.MarkLapse, err)
 		}
+	}
+}
+
+// blindStore cannot tell whether other processes use it.
+type blindStore struct{ *sqlite.Store }
+
+func (blindStore) OpenedBeside() (bool, error) {
+	return true, errors.New("permission denied for pg_stat_activity")
+}
+
+// TestStartKeepsSessionsWhenUnsure checks that a service whose store
+// cannot tell whether others use it keeps what earlier runs' sessions
+// own, and says why; a store opened alone lets it go.
+func TestStartKeepsSessionsWhenUnsure(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcpe.db")
+	clk := clock.NewFake(svcStart)
+	earlier := newFixture(t, path, clk, subscriptions.ServiceOptions{})
+	left := earlier.subscribe("session:abc", every("x"))
+	earlier.stop()
+
+	start := func(store subscriptions.Store) string {
+		t.Helper()
+		var logs bytes.Buffer
+		opts := runOpts(new(atomic.Int32))
+		opts.Store, opts.Clock, opts.Deliverer = store, clk, &recorder{}
+		opts.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+		svc, err := subscriptions.NewService(opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := svc.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		svc.Stop()
+		return logs.String()
+	}
+	store, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	logs := start(blindStore{store})
+	if diff := cmp.Diff([]string{left.ID}, storedIDs(t, store)); diff != "" {
+		t.Errorf("stored after a start unsure of others (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(logs, "could not tell whether other servers use the store") || !strings.Contains(logs, "permission denied for pg_stat_activity") {
+		t.Errorf("log of a start unsure of others does not say so:\n%s", logs)
+	}
+	start(store)
+	if got := storedIDs(t, store); len(got) != 0 {
+		t.Errorf("stored after a start alone: %v, want none", got)
 	}
 }

@@ -335,7 +335,15 @@ func (s *Service) Start(ctx context.Context) error {
 	s.life.Unlock()
 
 	if p := s.opts.EphemeralPrefix; p != "" {
-		if c, ok := s.store.(Companions); ok && c.OpenedBeside() {
+		beside := false
+		if c, ok := s.store.(Companions); ok {
+			var err error
+			if beside, err = c.OpenedBeside(); err != nil {
+				s.log.Warn("could not tell whether other servers use the store, so took it that they do: what sessions without a token of earlier runs left is deleted once their marks lapse, not now",
+					"error", err, "lapse", s.opts.MarkLapse)
+			}
+		}
+		if beside {
 			s.log.Info("kept the subscriptions of sessions without a token of other servers: they use the store too; those of a server that ended without deleting them go once its marks lapse",
 				"lapse", s.opts.MarkLapse)
 		} else {

@@ -377,9 +377,10 @@ type Shared interface {
 // had it open when this one opened it. Service.Start deletes what the
 // sessions of earlier runs left behind (ServiceOptions.EphemeralPrefix)
 // only when none had: otherwise the live sessions of those processes
-// would lose their subscriptions.
+// would lose their subscriptions. err says why the store could not tell;
+// beside is then true, which can only keep what earlier runs left.
 type Companions interface {
-	OpenedBeside() bool
+	OpenedBeside() (beside bool, err error)
 }
 
 // Runs is implemented by a store that several servers may share. A Service

@@ -46,8 +46,10 @@ type Store struct {
 	// name is this store's application_name, which its notifications
 	// carry; connConfig opens the listening connection (written.go).
 	// beside is whether other servers were connected to the database when
-	// this one opened it.
+	// this one opened it; besideErr why that could not be told (beside is
+	// then true).
 	beside      bool
+	besideErr   error
 	name        string
 	connConfig  *pgx.ConnConfig
 	writtenOnce sync.Once
@@ -145,7 +147,7 @@ func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error)
 	if err := pool.QueryRow(ctx, othersQuery, name).Scan(&s.beside); err != nil {
 		// Unable to tell, take it that there are: that can only keep what
 		// sessions of earlier runs left, never delete a live one's.
-		s.beside = true
+		s.beside, s.besideErr = true, fmt.Errorf("postgres: look for other servers in pg_stat_activity: %w", err)
 	}
 	every := DefaultHealthEvery
 	if opts != nil && opts.HealthEvery > 0 {
@@ -379,4 +381,4 @@ const othersQuery = `SELECT EXISTS (SELECT 1 FROM pg_stat_activity
 
 // OpenedBeside implements subscriptions.Companions: whether another server
 // was connected to the database when this one opened it.
-func (s *Store) OpenedBeside() bool { return s.beside }
+func (s *Store) OpenedBeside() (bool, error) { return s.beside, s.besideErr }

@@ -204,7 +204,7 @@ func (s *Store) share(ctx context.Context, path string) error {
 
 // OpenedBeside implements subscriptions.Companions: whether another process
 // had the database file open when this one opened it (never in memory).
-func (s *Store) OpenedBeside() bool { return s.beside }
+func (s *Store) OpenedBeside() (bool, error) { return s.beside, nil }
 
 // checkpoint runs beside the writers until Close: every CheckEvery it
 // copies the WAL back into the database when there were commits, without

@@ -56,8 +56,13 @@ func heads(t *testing.T, s SharedStore) (inbox, changes int64) {
 // had the database open, and the first that it was alone.
 func testOpenedBeside(t *testing.T, open PairOpener) {
 	a, b := open(t)
-	if a.OpenedBeside() || !b.OpenedBeside() {
-		t.Errorf("OpenedBeside: first %v, second %v; want false, true", a.OpenedBeside(), b.OpenedBeside())
+	first, errA := a.OpenedBeside()
+	second, errB := b.OpenedBeside()
+	if errA != nil || errB != nil {
+		t.Fatalf("OpenedBeside: %v, %v", errA, errB)
+	}
+	if first || !second {
+		t.Errorf("OpenedBeside: first %v, second %v; want false, true", first, second)
 	}
 }
 
