@@ -29,7 +29,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -38,7 +37,6 @@ import (
 	"regexp"
 	"runtime/pprof"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -48,6 +46,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
 
+	"github.com/mcpe-server/mcpe-server/bench/internal/poster"
 	"github.com/mcpe-server/mcpe-server/bench/internal/proc"
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -540,10 +539,10 @@ func post(bases []string, sc Scenario) (int64, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			conns := make(map[string]*poster, len(bases))
+			conns := make(map[string]*poster.Poster, len(bases))
 			defer func() {
 				for _, c := range conns {
-					c.close()
+					c.Close()
 				}
 			}()
 			var body []byte
@@ -560,11 +559,11 @@ func post(bases []string, sc Scenario) (int64, error) {
 				base := bases[e%len(bases)]
 				c := conns[base]
 				if c == nil {
-					c = &poster{base: base}
+					c = &poster.Poster{Base: base}
 					conns[base] = c
 				}
 				for attempt := 0; ; attempt++ {
-					status, retryAfter, err := c.post(body)
+					status, retryAfter, err := c.Post(body)
 					if err != nil {
 						firstErr.CompareAndSwap(nil, err)
 						refused.Add(1)
@@ -587,76 +586,6 @@ func post(bases []string, sc Scenario) (int64, error) {
 		return refused.Load(), err
 	}
 	return refused.Load(), nil
-}
-
-// poster is one keep-alive HTTP/1.1 connection to a server's ingest. It
-// writes each request and reads its response on the calling goroutine:
-// net/http's client runs two goroutines per connection and hands every
-// request between them, which on a shared 2-core machine took as much CPU
-// per event as a third of the server's.
-type poster struct {
-	base string // http://host:port
-	conn net.Conn
-	br   *bufio.Reader
-	req  []byte
-	// used is whether conn has carried a request: one the server closed
-	// while idle fails the next, which is then sent once more on a new
-	// connection (as net/http's client does).
-	used bool
-}
-
-// post sends body as one event and returns the response's status and its
-// Retry-After in seconds.
-func (p *poster) post(body []byte) (status, retryAfter int, err error) {
-	reused := p.used
-	status, retryAfter, err = p.try(body)
-	if err != nil && reused {
-		p.close()
-		status, retryAfter, err = p.try(body)
-	}
-	if err != nil {
-		p.close()
-	}
-	return status, retryAfter, err
-}
-
-func (p *poster) try(body []byte) (int, int, error) {
-	host := strings.TrimPrefix(p.base, "http://")
-	if p.conn == nil {
-		c, err := net.DialTimeout("tcp", host, 10*time.Second)
-		if err != nil {
-			return 0, 0, err
-		}
-		p.conn, p.br, p.used = c, bufio.NewReader(c), false
-	}
-	p.req = fmt.Appendf(p.req[:0], "POST /v1/events HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", host, len(body))
-	p.req = append(p.req, body...)
-	p.conn.SetDeadline(time.Now().Add(30 * time.Second))
-	if _, err := p.conn.Write(p.req); err != nil {
-		return 0, 0, err
-	}
-	p.used = true
-	resp, err := http.ReadResponse(p.br, nil)
-	if err != nil {
-		return 0, 0, err
-	}
-	_, err = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	if err != nil {
-		return 0, 0, err
-	}
-	if resp.Close {
-		p.close()
-	}
-	wait, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-	return resp.StatusCode, wait, nil
-}
-
-func (p *poster) close() {
-	if p.conn != nil {
-		p.conn.Close()
-		p.conn, p.br, p.used = nil, nil, false
-	}
 }
 
 // tally checks and counts the events/event notifications received.
