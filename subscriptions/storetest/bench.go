@@ -18,17 +18,32 @@ import (
 // cleanup with b.
 type BenchOpener = func(b *testing.B) subscriptions.Store
 
-// BenchPublish publishes one event routed to 0, 10 and 100 active
+// BenchPublish publishes one event routed to 0, 1, 10 and 100 active
 // subscriptions of a store, spread over up to 10 principals (one
-// inbox entry each).
+// inbox entry each), each event with a sourceEventId (so the store checks
+// it for a duplicate); and, as bench/e2e's events are, without one and
+// routed to 10 subscriptions of one principal.
 func BenchPublish(b *testing.B, open BenchOpener) {
-	for _, n := range []int{0, 1, 10, 100} {
-		b.Run(fmt.Sprintf("targets=%d", n), func(b *testing.B) {
+	cases := []struct {
+		name       string
+		targets    int
+		principals int
+		sourced    bool
+	}{
+		{"targets=0", 0, 10, true},
+		{"targets=1", 1, 10, true},
+		{"targets=10", 10, 10, true},
+		{"targets=100", 100, 10, true},
+		{"targets=10,principals=1,unsourced", 10, 1, false},
+	}
+	for _, c := range cases {
+		n := c.targets
+		b.Run(c.name, func(b *testing.B) {
 			s := open(b)
 			targets := make([]subscriptions.Target, 0, n)
 			for i := range n {
 				sub := &subscriptions.Subscription{
-					Principal: fmt.Sprintf("principal-%d", i%10),
+					Principal: fmt.Sprintf("principal-%d", i%c.principals),
 					Subscription: mcpe.Subscription{
 						ID:        fmt.Sprintf("00000000-0000-4000-8000-%012d", i),
 						Status:    mcpe.StatusActive,
@@ -57,12 +72,14 @@ func BenchPublish(b *testing.B, open BenchOpener) {
 			for b.Loop() {
 				i++
 				ev.ID = fmt.Sprintf("00000000-0000-4000-9000-%012d", i)
-				ev.Metadata.SourceEventID = ev.ID
+				if c.sourced {
+					ev.Metadata.SourceEventID = ev.ID
+				}
 				res, err := PublishOne(b.Context(), s, ev, raw, targets, t0.Add(time.Duration(i)*time.Millisecond))
 				if err != nil {
 					b.Fatal(err)
 				}
-				if want := min(n, 10); len(res.Delivered) != want {
+				if want := min(n, c.principals); len(res.Delivered) != want {
 					b.Fatalf("Publish delivered %d entries, want %d", len(res.Delivered), want)
 				}
 			}
