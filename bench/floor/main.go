@@ -37,6 +37,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,6 +75,17 @@ func main() {
 	events := flag.Int("events", 20000, "events posted to the ingest floor")
 	posters := flag.String("posters", "1,16", "comma-separated poster counts for the ingest floor")
 	flag.Parse()
+	var posterCounts []int
+	for _, p := range strings.Split(*posters, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 {
+			fail(fmt.Errorf("-posters: %q is not a positive number (give a comma-separated list, such as 1,16)", p))
+		}
+		posterCounts = append(posterCounts, n)
+	}
+	if *calls < 1 || *events < 1 {
+		fail(fmt.Errorf("-calls and -events must be positive"))
+	}
 	self, err := os.Executable()
 	if err != nil {
 		fail(err)
@@ -85,11 +97,7 @@ func main() {
 		}
 		emit(res)
 	}
-	for _, p := range strings.Split(*posters, ",") {
-		var n int
-		if _, err := fmt.Sscan(p, &n); err != nil || n < 1 {
-			fail(fmt.Errorf("-posters: %q is not a positive number", p))
-		}
+	for _, n := range posterCounts {
 		res, err := ingest(self, n, *events)
 		if err != nil {
 			fail(fmt.Errorf("ingest (%d posters): %w", n, err))
