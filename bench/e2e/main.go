@@ -555,7 +555,7 @@ func post(bases []string, sc Scenario) (int64, error) {
 					due := start.Add(time.Duration(e) * time.Second / time.Duration(sc.Rate))
 					time.Sleep(time.Until(due))
 				}
-				body = fmt.Appendf(body[:0], `{"type":"svc%d.created","data":{"seq":%d,"sent":%d}}`, e%100, e, time.Now().UnixNano())
+				body = poster.AppendEvent(body[:0], e)
 				base := bases[e%len(bases)]
 				c := conns[base]
 				if c == nil {

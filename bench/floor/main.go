@@ -273,7 +273,7 @@ func ingest(self string, posters, events int) (*Ingest, error) {
 				if e >= events {
 					return
 				}
-				body = fmt.Appendf(body[:0], `{"type":"svc%d.created","data":{"seq":%d,"sent":%d}}`, e%100, e, time.Now().UnixNano())
+				body = poster.AppendEvent(body[:0], e)
 				status, _, err := p.Post(body)
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)
