@@ -51,7 +51,7 @@ import (
 )
 
 // subscription is what mcpe-server's events_subscribe answers for the
-// benchmark's filters (a captured answer, 279 bytes).
+// benchmark's filters (a captured answer, 256 bytes).
 const subscription = `{"subscriptionId":"01a218bf-45ba-7dcd-9fad-d4c381e33dc3","status":"active",` +
 	`"filter":{"eventTypes":["svc0.*"]},"delivery":{"channels":["realtime"]},` +
 	`"createdAt":"2026-11-26T16:45:18.138898025Z","updatedAt":"2026-11-26T16:45:18.138898025Z","deliveredCount":0}`
