@@ -11,6 +11,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"sync"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -20,7 +21,9 @@ import (
 
 // Transport serves newline-delimited JSON-RPC on a reader and a writer,
 // as mcp.IOTransport does, with the same framing, limits, batches
-// and errors, but decodes a message once instead of up to three times.
+// and errors, but decodes a message once instead of up to three times,
+// and writes an answer around its result's bytes instead of copying them
+// through encoding/json once more (see encodeMessage).
 //
 // The SDK's connection (go-sdk v1.8.0) decodes each line through its
 // internal json.Unmarshal, which makes a new decoder, and so a new 32 KiB
@@ -297,12 +300,58 @@ func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 			return err
 		}
 	}
-	data, err := jsonrpc.EncodeMessage(msg)
+	data, err := encodeMessage(msg)
 	if err != nil {
 		return fmt.Errorf("marshaling message: %v", err)
 	}
 	_, err = c.w.Write(append(data, '\n'))
 	return err
+}
+
+// encodeMessage is jsonrpc.EncodeMessage, except that a response with a
+// result is put together around the result's bytes as they are, where
+// EncodeMessage would scan and copy them once more (encoding/json compacts
+// every json.RawMessage it writes): 3 % of the server's CPU per tool call.
+// The SDK makes a result with encoding/json, so it is one compact JSON
+// object already, and the line is the one EncodeMessage would make. A
+// result that is not an object, or holds a line break or a tab (white
+// space between tokens), or an ID that encoding/json would escape, takes
+// EncodeMessage's way.
+func encodeMessage(msg jsonrpc.Message) ([]byte, error) {
+	resp, ok := msg.(*jsonrpc.Response)
+	if !ok || resp.Error != nil || len(resp.Result) < 2 ||
+		resp.Result[0] != '{' || resp.Result[len(resp.Result)-1] != '}' ||
+		bytes.ContainsAny(resp.Result, "\r\n\t") {
+		return jsonrpc.EncodeMessage(msg)
+	}
+	const head, mid = `{"jsonrpc":"2.0","id":`, `,"result":`
+	// Room for the ID, the closing brace and the line's end.
+	out := make([]byte, 0, len(head)+len(mid)+len(resp.Result)+32)
+	out = append(out, head...)
+	switch id := resp.ID.Raw().(type) {
+	case int64:
+		out = strconv.AppendInt(out, id, 10)
+	case string:
+		if !plainString(id) {
+			return jsonrpc.EncodeMessage(msg)
+		}
+		out = append(append(append(out, '"'), id...), '"')
+	default:
+		return jsonrpc.EncodeMessage(msg)
+	}
+	out = append(append(out, mid...), resp.Result...)
+	return append(out, '}'), nil
+}
+
+// plainString reports whether encoding/json writes s as it is between
+// quotes: printable ASCII, with no quote or backslash.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return true
 }
 
 // Close implements mcp.Connection. It closes the reader, and the writer

@@ -3,6 +3,7 @@ package stdio
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"reflect"
@@ -231,3 +232,66 @@ func TestStdioConnClose(t *testing.T) {
 type blockingCloser struct{ io.Reader }
 
 func (blockingCloser) Close() error { return nil }
+
+// toolResult is an events_subscribe answer as the SDK encodes it.
+const toolResult = `{"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"mcpe-server","version":"devel"}},` +
+	`"content":[{"type":"text","text":"{\"subscriptionId\":\"01a218bf-45ba-7dcd-9fad-d4c381e33dc3\",\"status\":\"active\",` +
+	`\"filter\":{\"eventTypes\":[\"svc0.*\"]},\"delivery\":{\"channels\":[\"realtime\"]},` +
+	`\"createdAt\":\"2026-11-26T16:45:18.138898025Z\",\"updatedAt\":\"2026-11-26T16:45:18.138898025Z\",\"deliveredCount\":0}"}],` +
+	`"structuredContent":{"createdAt":"2026-11-26T16:45:18.138898025Z","deliveredCount":0,"delivery":{"channels":["realtime"]},` +
+	`"filter":{"eventTypes":["svc0.*"]},"status":"active","subscriptionId":"01a218bf-45ba-7dcd-9fad-d4c381e33dc3",` +
+	`"updatedAt":"2026-11-26T16:45:18.138898025Z"},"resultType":"complete"}`
+
+// TestEncodeMessageAsSDK: a message is written as jsonrpc.EncodeMessage
+// writes it, byte for byte, whatever its ID and result, and refused when
+// EncodeMessage refuses it. Results are JSON, as the SDK makes them
+// (encodeMessage does not check an object's syntax again).
+func TestEncodeMessageAsSDK(t *testing.T) {
+	ids := []any{nil, float64(1), float64(0), float64(-7), float64(1 << 53), "a", "", "req-42", "~ok~",
+		`x"y`, `a\b`, "<&>", "é", "\u2028", "t\tab", "\x7f"}
+	results := []string{`{}`, toolResult, `{"s":"<&>\u00e9\"\\ \u2028"}`, "{\n  \"a\": 1\n}", "{\"a\":\t1}",
+		"{\"a\":1\r}", "{\"s\":\"\u2028\"}", `[1,2]`, `5`, `"s"`, `null`, `{`, `}`, "", "[}"}
+	var msgs []jsonrpc.Message
+	for _, raw := range ids {
+		id, err := jsonrpc.MakeID(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range results {
+			msgs = append(msgs, &jsonrpc.Response{ID: id, Result: json.RawMessage(r)})
+		}
+		msgs = append(msgs,
+			&jsonrpc.Response{ID: id, Result: json.RawMessage(`{}`), Error: &jsonrpc.Error{Code: -32000, Message: "no"}},
+			&jsonrpc.Request{ID: id, Method: "tools/call", Params: json.RawMessage(`{"name":"x"}`)})
+	}
+	for _, msg := range msgs {
+		got, gotErr := encodeMessage(msg)
+		want, wantErr := jsonrpc.EncodeMessage(msg)
+		if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !bytes.Equal(got, want) {
+			t.Errorf("%+v:\nencoded %s (error %v)\nSDK: %s (error %v)", msg, got, gotErr, want, wantErr)
+		}
+	}
+}
+
+// BenchmarkEncodeResponse encodes an events_subscribe answer as the SDK
+// does and as Write does.
+func BenchmarkEncodeResponse(b *testing.B) {
+	id, err := jsonrpc.MakeID(float64(42))
+	if err != nil {
+		b.Fatal(err)
+	}
+	resp := &jsonrpc.Response{ID: id, Result: json.RawMessage(toolResult)}
+	for _, enc := range []struct {
+		name   string
+		encode func(jsonrpc.Message) ([]byte, error)
+	}{{"EncodeMessage", jsonrpc.EncodeMessage}, {"encodeMessage", encodeMessage}} {
+		b.Run(enc.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := enc.encode(resp); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
