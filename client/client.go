@@ -138,6 +138,10 @@ type Client struct {
 	base    string
 	pending int  // deliveries since base moved
 	queued  bool // a checkpoint catch-up is queued
+	// polled is whether events_poll delivered every inbox entry after
+	// polledFrom through polledThrough (see notePolled).
+	polled                    bool
+	polledFrom, polledThrough int64
 }
 
 // New returns a Client that is not connected yet: register handlers, then

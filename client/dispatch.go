@@ -114,6 +114,18 @@ func (q *queue) push(it item) {
 	q.mu.Lock()
 	q.items = append(q.items, it)
 	q.mu.Unlock()
+	q.wake()
+}
+
+// pushFront queues it ahead of the items waiting: the next one popped.
+func (q *queue) pushFront(it item) {
+	q.mu.Lock()
+	q.items = append([]item{it}, q.items...)
+	q.mu.Unlock()
+	q.wake()
+}
+
+func (q *queue) wake() {
 	select {
 	case q.ready <- struct{}{}:
 	default:
@@ -171,17 +183,17 @@ func (c *Client) notification(method string, params json.RawMessage) {
 	switch method {
 	case mcpe.MethodEvent:
 		var p mcpe.EventParams
-		if err = sjson.Unmarshal(params, &p); err == nil {
+		if err = sjson.Unmarshal(params, &p); err == nil && !c.polledAlready(p.Cursor) {
 			c.deliverEvent(p.SubscriptionID, p.Cursor, p.Event)
 		}
 	case mcpe.MethodBatch:
 		var p mcpe.BatchParams
-		if err = sjson.Unmarshal(params, &p); err == nil {
+		if err = sjson.Unmarshal(params, &p); err == nil && !c.polledAlready(p.Cursor) {
 			c.deliverBatch(p)
 		}
 	case mcpe.MethodSubscriptionExpired:
 		var p mcpe.ExpiredParams
-		if err = sjson.Unmarshal(params, &p); err == nil {
+		if err = sjson.Unmarshal(params, &p); err == nil && !c.polledAlready(p.Cursor) {
 			c.deliverExpired(p.SubscriptionID, p.Cursor)
 		}
 	case mcpe.MethodMissed:
@@ -201,6 +213,15 @@ func (c *Client) notification(method string, params json.RawMessage) {
 	if err != nil {
 		c.log.Warn("dropping a notification that does not decode", "method", method, "error", err)
 	}
+}
+
+// polledAlready reports whether the inbox entry at cursor is one that
+// events_poll read and delivered (for each of its subscriptions): its
+// notification, which a session that lags behind the inbox sends after
+// that, is a repeat however long ago the dedup memory saw it.
+func (c *Client) polledAlready(cursor string) bool {
+	seq, err := mcpe.ParseCursor(cursor)
+	return err == nil && c.polled && seq > c.polledFrom && seq <= c.polledThrough
 }
 
 // pollItem delivers one inbox entry read by events_poll, once for each

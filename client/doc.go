@@ -45,8 +45,10 @@
 // stream by itself, and every Options.DedupSize/4 deliveries, which also
 // finds notifications the server dropped for a session too slow to take
 // them. A bounded memory of recent deliveries (the last 10 000 by default)
-// drops those seen twice, so handlers see each event of each subscription
-// once. The catch-up cannot bring back what the server no longer keeps (see
+// drops those seen twice, and a notification of an inbox entry that a
+// catch-up has already read (a session lagging behind the inbox sends it
+// later) is dropped however long ago that was, so handlers see each event
+// of each subscription once. The catch-up cannot bring back what the server no longer keeps (see
 // its inbox retention). Client.Cursor is the highest position handled; a
 // program that saves it can start again from it with Options.Cursor.
 //

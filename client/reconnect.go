@@ -187,6 +187,9 @@ func (c *Client) pollAll(cs *mcp.ClientSession, skip bool) error {
 				c.pollItem(it)
 			}
 		}
+		if !skip {
+			c.notePolled(cursor, res)
+		}
 		cursor = res.NextCursor
 		c.base = cursor
 		c.advance(cursor)
@@ -197,14 +200,41 @@ func (c *Client) pollAll(cs *mcp.ClientSession, skip bool) error {
 	}
 }
 
-// delivered counts a delivery made since base, and queues a catch-up that
-// moves base once DedupSize/4 of them were made: base may only be as far
-// behind as the dedup memory reaches.
+// notePolled extends the span of inbox entries that events_poll
+// delivered with the page res, read after cursor from (all the entries
+// after it, through res.NextCursor). A page that does not continue the span
+// starts a new one. From the server's own poll position (from empty) the
+// span starts before the page's first entry.
+func (c *Client) notePolled(from string, res mcpe.PollResult) {
+	through, err := mcpe.ParseCursor(res.NextCursor)
+	if err != nil {
+		return
+	}
+	after, err := mcpe.ParseCursor(from)
+	if from == "" && len(res.Items) > 0 {
+		after, err = mcpe.ParseCursor(res.Items[0].Cursor)
+		after--
+	}
+	switch {
+	case err != nil || through <= after:
+		return
+	case c.polled && after >= c.polledFrom && after <= c.polledThrough:
+		c.polledThrough = max(c.polledThrough, through)
+	default:
+		c.polled, c.polledFrom, c.polledThrough = true, after, through
+	}
+}
+
+// delivered counts a delivery made since base, and once DedupSize/4 of
+// them were made queues a catch-up that moves base, ahead of the
+// notifications already waiting: base may only be as far behind as the
+// dedup memory reaches, and a burst read into the queue must not carry the
+// catch-up past that.
 func (c *Client) delivered() {
 	c.pending++
 	if c.pending >= max(1, c.opts.DedupSize/4) && !c.queued {
 		c.queued = true
-		c.queue.push(item{catchUp: &catchUp{checkpoint: true}})
+		c.queue.pushFront(item{catchUp: &catchUp{checkpoint: true}})
 	}
 }
 

@@ -393,3 +393,82 @@ func readSlowly(t *testing.T, s *clienttest.Server) {
 		}
 	}
 }
+
+// TestSlowHandlerSeesEachEventOnce holds up the first handler call while a
+// burst larger than the dedup memory arrives and waits in the Client's
+// queue. The catch-up that keeps the inbox position within reach of that
+// memory then comes due: each event must still reach the handler once,
+// whether the inbox read or the notification brings it first.
+func TestSlowHandlerSeesEachEventOnce(t *testing.T) {
+	s, _ := inProcess(t, nil)
+	const events, dedup = 40, 8
+	c, err := client.New(&client.Options{
+		Reconnect: func(ctx context.Context) (mcp.Transport, error) { return s.Transport(ctx, principal) },
+		DedupSize: dedup,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	release := make(chan struct{})
+	got := make(chan string, 4*events)
+	var first sync.Once
+	if _, err := c.OnEvent("*", func(_ context.Context, _ string, ev mcpe.Event) {
+		first.Do(func() { <-release })
+		got <- ev.ID
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Connect(ctxT(t), nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Subscribe(ctxT(t), mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]bool{}
+	for i := range events {
+		id, err := s.Publish(ctxT(t), mcpe.EventInput{Type: fmt.Sprintf("burst.e%d", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want[id] = true
+	}
+	// Every notification is written (and so read into the Client's queue:
+	// the in-memory transport writes only as fast as the other end reads)
+	// before the first handler call returns.
+	deadline := time.Now().Add(wait)
+	for s.Sessions.Stats().Sent < events {
+		if time.Now().After(deadline) {
+			t.Fatalf("the server sent %d of %d notifications", s.Sessions.Stats().Sent, events)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(release)
+	seen := map[string]int{}
+	for len(seen) < len(want) {
+		select {
+		case id := <-got:
+			seen[id]++
+		case <-time.After(wait):
+			t.Fatalf("the handler saw %d of %d events", len(seen), len(want))
+		}
+	}
+	// Whatever else comes, comes now: the catch-ups that were due, and
+	// nothing more.
+	if err := c.CatchUp(ctxT(t)); err != nil {
+		t.Fatal(err)
+	}
+	for drained := false; !drained; {
+		select {
+		case id := <-got:
+			seen[id]++
+		default:
+			drained = true
+		}
+	}
+	for id, n := range seen {
+		if !want[id] || n != 1 {
+			t.Errorf("event %s seen %d times (published: %v)", id, n, want[id])
+		}
+	}
+}
