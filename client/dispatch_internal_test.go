@@ -66,3 +66,51 @@ func BenchmarkDeliverEvent(b *testing.B) {
 		c.notification(mcpe.MethodEvent, params[i%len(params)])
 	}
 }
+
+// TestNotePolled: the span of inbox entries that catch-ups delivered grows
+// with each page that continues it, starts again after a gap, and starts
+// before the first entry read from the server's own position; a
+// notification inside it is a repeat, one outside it is not.
+func TestNotePolled(t *testing.T) {
+	page := func(next string, items ...string) mcpe.PollResult {
+		res := mcpe.PollResult{NextCursor: next}
+		for _, it := range items {
+			res.Items = append(res.Items, mcpe.PollItem{Cursor: it})
+		}
+		return res
+	}
+	type span struct {
+		polled        bool
+		from, through int64
+	}
+	steps := []struct {
+		from string
+		res  mcpe.PollResult
+		want span
+	}{
+		{"", page("7"), span{}},                          // nothing read from an unknown position
+		{"", page("9", "8", "9"), span{true, 7, 9}},      // from the server's position: before entry 8
+		{"9", page("12", "10", "12"), span{true, 7, 12}}, // continues
+		{"12", page("12"), span{true, 7, 12}},            // an empty page
+		{"10", page("15", "15"), span{true, 7, 15}},      // from inside the span
+		{"20", page("25", "25"), span{true, 20, 25}},     // after a gap: a new span
+		{"x", page("30", "30"), span{true, 20, 25}},      // not a cursor
+		{"25", page("y"), span{true, 20, 25}},            // no valid next cursor
+	}
+	c, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	for i, st := range steps {
+		c.notePolled(st.from, st.res)
+		if got := (span{c.polled, c.polledFrom, c.polledThrough}); got != st.want {
+			t.Fatalf("step %d (from %q, next %q): span %+v, want %+v", i, st.from, st.res.NextCursor, got, st.want)
+		}
+	}
+	for cursor, want := range map[string]bool{"20": false, "21": true, "25": true, "26": false, "8": false, "": false, "z": false} {
+		if got := c.polledAlready(cursor); got != want {
+			t.Errorf("polledAlready(%q) = %v, want %v", cursor, got, want)
+		}
+	}
+}
