@@ -39,18 +39,19 @@
 // notifications carry its position (cursor). The Client remembers where it
 // last read the inbox in full. With Options.Reconnect set, a Client whose
 // session ends reconnects with exponential backoff and jitter, then reads
-// the inbox with events_poll from there, page after page, and passes what
-// it missed to the handlers before what the new session brings. The same
+// the inbox with events_poll from there, page after page, and passes what it
+// missed to the handlers before what the new session brings. The same
 // catch-up runs when the go-sdk reopens a broken Streamable HTTP event
 // stream by itself, and every Options.DedupSize/4 deliveries, which also
 // finds notifications the server dropped for a session too slow to take
 // them. A bounded memory of recent deliveries (the last 10 000 by default)
 // drops those seen twice, and a notification of an inbox entry that a
 // catch-up has already read (a session lagging behind the inbox sends it
-// later) is dropped however long ago that was, so handlers see each event
-// of each subscription once. The catch-up cannot bring back what the server no longer keeps (see
-// its inbox retention). Client.Cursor is the highest position handled; a
-// program that saves it can start again from it with Options.Cursor.
+// later) is dropped however long ago that was, so handlers see each event of
+// each subscription once. The catch-up cannot bring back what the server no
+// longer keeps (see its inbox retention). Client.Cursor is the highest
+// position handled; a program that saves it can start again from it with
+// Options.Cursor.
 //
 // # The SEP-3415 events extension
 //
