@@ -48,6 +48,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/bench/internal/poster"
 	"github.com/mcpe-server/mcpe-server/bench/internal/proc"
+	"github.com/mcpe-server/mcpe-server/bench/internal/workload"
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -406,13 +407,9 @@ func (s *server) stop() {
 func subscribe(ctx context.Context, cs *mcp.ClientSession, n int) (map[int][]string, error) {
 	byGroup := make(map[int][]string)
 	for i := range n {
-		g := i % 100
-		pattern := fmt.Sprintf("svc%d.*", g)
-		if (i/100)%2 == 1 {
-			pattern = fmt.Sprintf("svc%d.created", g)
-		}
+		g := workload.Group(i)
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpe.ToolSubscribe,
-			Arguments: map[string]any{"filter": map[string]any{"eventTypes": []string{pattern}}}})
+			Arguments: map[string]any{"filter": map[string]any{"eventTypes": []string{workload.Pattern(i)}}}})
 		if err != nil {
 			return nil, err
 		}
@@ -555,7 +552,7 @@ func post(bases []string, sc Scenario) (int64, error) {
 					due := start.Add(time.Duration(e) * time.Second / time.Duration(sc.Rate))
 					time.Sleep(time.Until(due))
 				}
-				body = poster.AppendEvent(body[:0], e)
+				body = workload.AppendEvent(body[:0], e)
 				base := bases[e%len(bases)]
 				c := conns[base]
 				if c == nil {
@@ -619,7 +616,7 @@ func (t *tally) expect(byGroup map[int][]string, events int) {
 		}
 	}
 	for e := range events {
-		t.expected += int64(len(byGroup[e%100]))
+		t.expected += int64(len(byGroup[workload.Group(e)]))
 	}
 }
 
@@ -658,7 +655,7 @@ func (t *tally) note(method string, params json.RawMessage) {
 	t.last = now
 	seen, ok := t.want[p.SubscriptionID]
 	switch {
-	case !ok || p.Event.Data.Seq%100 != t.groupOf[p.SubscriptionID]:
+	case !ok || workload.Group(p.Event.Data.Seq) != t.groupOf[p.SubscriptionID]:
 		t.foreign.Add(1)
 	case seen[p.Event.Data.Seq]:
 		t.duplicates.Add(1)

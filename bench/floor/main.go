@@ -47,6 +47,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/bench/internal/poster"
 	"github.com/mcpe-server/mcpe-server/bench/internal/proc"
+	"github.com/mcpe-server/mcpe-server/bench/internal/workload"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -164,14 +165,8 @@ func subscribes(self, version string, calls int) (*Subscribes, error) {
 	server0, client0 := proc.CPUTime(cmd.Process.Pid), proc.CPUTime(os.Getpid())
 	start := time.Now()
 	for i := range calls {
-		// The filters of bench/e2e and bench/ts.
-		g := i % 100
-		pattern := fmt.Sprintf("svc%d.*", g)
-		if (i/100)%2 == 1 {
-			pattern = fmt.Sprintf("svc%d.created", g)
-		}
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpe.ToolSubscribe,
-			Arguments: map[string]any{"filter": map[string]any{"eventTypes": []string{pattern}}}})
+			Arguments: map[string]any{"filter": map[string]any{"eventTypes": []string{workload.Pattern(i)}}}})
 		if err != nil {
 			return nil, err
 		}
@@ -273,7 +268,7 @@ func ingest(self string, posters, events int) (*Ingest, error) {
 				if e >= events {
 					return
 				}
-				body = poster.AppendEvent(body[:0], e)
+				body = workload.AppendEvent(body[:0], e)
 				status, _, err := p.Post(body)
 				if err != nil {
 					firstErr.CompareAndSwap(nil, err)

@@ -83,10 +83,3 @@ func (p *Poster) Close() {
 		p.conn, p.br, p.used = nil, nil, false
 	}
 }
-
-// AppendEvent appends the body of the workload's event e to dst: type
-// svc<e mod 100>.created, with e and the time it is made (Unix
-// nanoseconds) in its data.
-func AppendEvent(dst []byte, e int) []byte {
-	return fmt.Appendf(dst, `{"type":"svc%d.created","data":{"seq":%d,"sent":%d}}`, e%100, e, time.Now().UnixNano())
-}
