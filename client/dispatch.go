@@ -101,10 +101,12 @@ type catchUp struct {
 	checkpoint bool
 }
 
-// queue is an unbounded FIFO with one consumer.
+// queue is an unbounded FIFO with one consumer, and a lane ahead of it.
 type queue struct {
 	mu    sync.Mutex
 	items []item
+	// front are popped before items, in the order they were pushed.
+	front []item
 	ready chan struct{} // holds a token while items may be waiting
 }
 
@@ -117,10 +119,11 @@ func (q *queue) push(it item) {
 	q.wake()
 }
 
-// pushFront queues it ahead of the items waiting: the next one popped.
+// pushFront queues it ahead of the items waiting (after those pushed
+// ahead before it), without moving them.
 func (q *queue) pushFront(it item) {
 	q.mu.Lock()
-	q.items = append([]item{it}, q.items...)
+	q.front = append(q.front, it)
 	q.mu.Unlock()
 	q.wake()
 }
@@ -136,15 +139,17 @@ func (q *queue) wake() {
 func (q *queue) pop(ctx context.Context) (item, bool) {
 	for {
 		q.mu.Lock()
-		if len(q.items) > 0 {
-			it := q.items[0]
-			q.items[0] = item{}
-			q.items = q.items[1:]
-			if len(q.items) == 0 {
-				q.items = nil
+		for _, lane := range []*[]item{&q.front, &q.items} {
+			if len(*lane) > 0 {
+				it := (*lane)[0]
+				(*lane)[0] = item{}
+				*lane = (*lane)[1:]
+				if len(*lane) == 0 {
+					*lane = nil
+				}
+				q.mu.Unlock()
+				return it, true
 			}
-			q.mu.Unlock()
-			return it, true
 		}
 		q.mu.Unlock()
 		select {
