@@ -8,6 +8,7 @@ package webhook
 // per destination host; AllowChallenge does that, whichever principal asks.
 
 import (
+	"net/netip"
 	"net/url"
 	"strings"
 	"sync"
@@ -32,14 +33,19 @@ type challengeLimits struct {
 // budget (Options.ChallengesPerHostPerMinute): ok is false when the host
 // has had its share of challenges lately, and retryIn says when the next
 // one may go. The host is raw's host name in lower case, without the port
-// or a final dot: the ports and spellings of one name share its budget. An
-// unparsable URL is not allowed.
+// or a final dot, or its IP address in canonical form (IPv4-mapped IPv6 as
+// IPv4, without a zone): the ports and spellings of one host share its
+// budget. An unparsable URL is not allowed. ReceiverDeclares takes from the
+// same budget before it fetches a document.
 func (s *Sender) AllowChallenge(raw string) (retryIn time.Duration, ok bool) {
 	u, err := url.Parse(raw)
 	if err != nil {
 		return 0, false
 	}
 	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if a, err := netip.ParseAddr(host); err == nil {
+		host = a.Unmap().WithZone("").String()
+	}
 	if host == "" {
 		return 0, false
 	}

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
@@ -89,3 +90,63 @@ func TestChallengesPerHostValidated(t *testing.T) {
 // near reports whether d is want within a millisecond (the budget is
 // kept in floating point).
 func near(d, want time.Duration) bool { return (d - want).Abs() <= time.Millisecond }
+
+// TestAllowChallengeAddressSpellings: the spellings of one IP address (an
+// IPv4-mapped IPv6 address, a zone, leading zeros left out or not, the
+// case of hex digits) share its budget: each spelling got a budget of its
+// own, so a host's share could be multiplied by rewriting its address.
+func TestAllowChallengeAddressSpellings(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		spellings []string
+	}{
+		{"IPv4 and its mapped forms", []string{"https://127.0.0.1/a", "https://[::ffff:7f00:1]/b", "https://[::FFFF:127.0.0.1]:8443/c", "https://[0:0:0:0:0:ffff:7f00:1]/d"}},
+		{"IPv6 with zones and long forms", []string{"https://[::1]/a", "https://[::1%25x1]/b", "https://[0:0:0:0:0:0:0:1%25eth0]/c", "https://[0000::0001]:9/d"}},
+		{"IPv6 hex case", []string{"https://[2001:db8::ab]/a", "https://[2001:DB8::AB]/b", "https://[2001:0db8:0:0::00ab%25lo]/c", "https://[2001:db8:0::ab]/d"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSender(t, &Options{Clock: clock.NewFake(t0), ChallengesPerHostPerMinute: 3})
+			for i, u := range tc.spellings {
+				_, ok := s.AllowChallenge(u)
+				if want := i < 3; ok != want {
+					t.Fatalf("challenge %d to %s: allowed %v; want %v (one budget of 3 for every spelling)", i+1, u, ok, want)
+				}
+			}
+		})
+	}
+}
+
+// TestReceiverDocumentLookupCharged: the GET of a receiver document is an
+// outbound request to the host like a challenge, so it is charged to the
+// host's budget before it is sent (the ports of a host, each an origin of
+// its own, could otherwise be asked for documents at will); a document
+// already cached costs nothing, and a lookup the budget refused is not
+// remembered as "no document".
+func TestReceiverDocumentLookupCharged(t *testing.T) {
+	ctx := context.Background()
+	c := clock.NewFake(t0)
+	a, b := newDocServer(t), newDocServer(t) // two ports of 127.0.0.1
+	a.set(document(`{"receivers":["/hooks/"]}`, "max-age=3600"))
+	b.set(document(`{"receivers":["/hooks/"]}`, "max-age=3600"))
+	o := a.tlsOptions(c)
+	o.RootCAs.AddCert(b.Certificate())
+	o.ChallengesPerHostPerMinute = 2
+	s := newSender(t, o)
+
+	if !s.ReceiverDeclares(ctx, a.URL+"/hooks/1") || a.gets() != 1 {
+		t.Fatalf("first lookup: %d GETs; want 1, covering", a.gets())
+	}
+	if _, ok := s.AllowChallenge(a.URL + "/other"); !ok {
+		t.Fatal("the challenge after one lookup refused; want the second of the budget of 2")
+	}
+	if s.ReceiverDeclares(ctx, b.URL+"/hooks/1") || b.gets() != 0 {
+		t.Fatalf("lookup on another port of the host with its budget spent: %d GETs; want none, and not declared", b.gets())
+	}
+	if !s.ReceiverDeclares(ctx, a.URL+"/hooks/2") || a.gets() != 1 {
+		t.Fatalf("cached document with the budget spent: %d GETs; want it used, with no GET", a.gets())
+	}
+	c.Advance(time.Minute)
+	if !s.ReceiverDeclares(ctx, b.URL+"/hooks/1") || b.gets() != 1 {
+		t.Fatalf("lookup once the budget is back: %d GETs; want 1, covering (the refusal was not cached)", b.gets())
+	}
+}

@@ -81,7 +81,7 @@
 // challenge POST: the operator's Options.VerifiedURLs (Preverified), and a
 // receiver document the callback URL's https origin publishes at
 // WellKnownPath (ReceiverDeclares), fetched with a GET through the same
-// guard as deliveries and cached per origin. The challenges that are sent
-// are rate-limited per destination host, whichever principals ask
-// (AllowChallenge, Options.ChallengesPerHostPerMinute).
+// guard as deliveries and cached per origin. The challenges and document
+// lookups that are sent are rate-limited per destination host, whichever
+// principals ask (AllowChallenge, Options.ChallengesPerHostPerMinute).
 package webhook

@@ -266,8 +266,9 @@ func TestEventsWebhookVerifiedAcrossRestart(t *testing.T) {
 	}
 }
 
-// TestEventsWebhookChallengesPerHost: the challenges POSTed to one host are
-// bounded whichever principals subscribe (handlers.webhook.
+// TestEventsWebhookChallengesPerHost: the challenges POSTed to one host,
+// and the receiver documents asked of it, are bounded whichever principals
+// subscribe (handlers.webhook.
 // challengesPerHostPerMinute): past the budget events/subscribe answers
 // ResourceExhausted, naming the limit and when to try again, and nothing
 // is sent; a verification cached is not challenged again, so it is not
@@ -276,22 +277,27 @@ func TestEventsWebhookChallengesPerHost(t *testing.T) {
 	c := clock.NewFake(start)
 	r := newReceiver(t, c, secretA, secretB)
 	o := r.options()
-	o.ChallengesPerHostPerMinute = 2
+	o.ChallengesPerHostPerMinute = 3
 	e := newEnv(t, envOptions{clock: c, webhooks: o})
 	alice, bob := sepSession(t, e, "alice"), sepSession(t, e, "bob")
 
+	// The lookup of the (missing) receiver document takes one of the 3,
+	// each challenge one.
 	subscribeOK(t, alice, r.ts.URL+"/ok/a", secretA, ``)
 	challenged(t, r, "/ok/a")
 	subscribeOK(t, bob, r.ts.URL+"/ok/b", secretB, ``)
 	challenged(t, r, "/ok/b")
+	if n := docGets(r); n != 1 {
+		t.Fatalf("%d document lookups; want 1", n)
+	}
 
 	m := call(t, bob, "events/subscribe", subscribeParams(r.ts.URL+"/ok/c", secretB, ``))
 	errObj, _ := m["error"].(map[string]any)
 	data, _ := errObj["data"].(map[string]any)
-	if code, _ := errObj["code"].(float64); int(code) != mcpserver.CodeResourceExhausted || data["limit"] != "challengesPerHost" || data["retryAfterSeconds"] != float64(30) {
-		t.Fatalf("third challenge to the host within a minute: %v; want ResourceExhausted, limit challengesPerHost, retryAfterSeconds 30", m)
+	if code, _ := errObj["code"].(float64); int(code) != mcpserver.CodeResourceExhausted || data["limit"] != "challengesPerHost" || data["retryAfterSeconds"] != float64(20) {
+		t.Fatalf("fourth request to the host within a minute: %v; want ResourceExhausted, limit challengesPerHost, retryAfterSeconds 20", m)
 	}
-	if reason, _ := data["reason"].(string); !strings.Contains(reason, "try again in 30 s") || strings.Contains(reason, "alice") {
+	if reason, _ := data["reason"].(string); !strings.Contains(reason, "try again in 20 s") || strings.Contains(reason, "alice") {
 		t.Fatalf("reason %q; want when to try again, and nothing of other principals", reason)
 	}
 	r.none(t)
@@ -300,10 +306,47 @@ func TestEventsWebhookChallengesPerHost(t *testing.T) {
 	subscribeOK(t, alice, r.ts.URL+"/ok/a", secretA, `,"ttlMs":60000`)
 	r.none(t)
 
-	c.Advance(30 * time.Second)
+	c.Advance(20 * time.Second)
 	subscribeOK(t, bob, r.ts.URL+"/ok/c", secretB, ``)
 	challenged(t, r, "/ok/c")
 	if n := r.count(http.MethodPost, "/ok/c"); n != 1 {
 		t.Fatalf("%d POSTs to /ok/c; want the one challenge after the refill", n)
+	}
+}
+
+// TestEventsWebhookChallengesPerHostSpellings: the spellings of the host's
+// address and its other ports share its budget, which is charged before
+// the receiver document is asked for. Each spelling ([::ffff:7f00:1],
+// [::1%25x1], ...) had a budget of its own, and the document of another
+// port was fetched before the budget was looked at.
+func TestEventsWebhookChallengesPerHostSpellings(t *testing.T) {
+	c := clock.NewFake(start)
+	r, r2 := newReceiver(t, c, secretA), newReceiver(t, c, secretA) // two ports of 127.0.0.1
+	o := r.options()
+	o.RootCAs.AddCert(r2.ts.Certificate())
+	o.ChallengesPerHostPerMinute = 2
+	e := newEnv(t, envOptions{clock: c, webhooks: o})
+	w := sepSession(t, e, "alice")
+
+	subscribeOK(t, w, r.ts.URL+"/ok/a", secretA, ``) // a document lookup and a challenge: the budget
+	challenged(t, r, "/ok/a")
+	_, port, _ := strings.Cut(strings.TrimPrefix(r.ts.URL, "https://"), ":")
+	for _, url := range []string{
+		"https://[::ffff:7f00:1]:" + port + "/ok/b",
+		"https://[::FFFF:127.0.0.1]:" + port + "/ok/c",
+		"https://[0:0:0:0:0:ffff:7f00:1]:" + port + "/ok/d",
+		r2.ts.URL + "/ok/e",
+	} {
+		m := call(t, w, "events/subscribe", subscribeParams(url, secretA, ``))
+		errObj, _ := m["error"].(map[string]any)
+		data, _ := errObj["data"].(map[string]any)
+		if code, _ := errObj["code"].(float64); int(code) != mcpserver.CodeResourceExhausted || data["limit"] != "challengesPerHost" {
+			t.Fatalf("subscribe %s with the host's budget spent: %v; want ResourceExhausted, limit challengesPerHost", url, m)
+		}
+	}
+	r.none(t)
+	r2.none(t)
+	if n, n2 := docGets(r), docGets(r2); n != 1 || n2 != 0 {
+		t.Fatalf("document lookups: %d of the first port, %d of the second; want 1 and 0", n, n2)
 	}
 }
