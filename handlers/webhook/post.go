@@ -21,7 +21,8 @@ type Message struct {
 	URL string
 	// ID is the webhook-id.
 	ID string
-	// Secrets sign the body, each a whsec_ secret, the current one first.
+	// Secrets sign the body, each a whsec_ secret, the current one first;
+	// then each signs again keyed with its whole text (see signatures).
 	Secrets []string
 	// Header holds further headers, such as X-MCP-Subscription-Id; the
 	// Standard Webhooks headers and Content-Type are set by Post.
@@ -65,7 +66,7 @@ func (s *Sender) Post(ctx context.Context, m *Message) (*Response, error) {
 		return nil, errors.New("webhook: the message has no signing secret")
 	}
 	now := s.opts.Clock.Now()
-	sig, err := signatures(m.Secrets, m.ID, now, m.Body)
+	sig, err := signatures(m.Secrets, m.ID, now, m.Body, true)
 	if err != nil {
 		return nil, err
 	}

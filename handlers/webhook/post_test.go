@@ -2,6 +2,9 @@ package webhook
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/mcpe-server/mcpe-server/clock"
 )
 
@@ -66,5 +70,49 @@ func TestPost(t *testing.T) {
 	}
 	if err := strict.CheckURL("http://10.0.0.1/x"); err == nil {
 		t.Fatal("CheckURL of a private address: no error")
+	}
+}
+
+// TestPostSignsForWholeSecretKeys: besides the signatures of the SEP and
+// Standard Webhooks (keyed with the decoded bytes after whsec_, which
+// Verify checks), a Message carries one per secret keyed with the whole
+// whsec_ text, as some receivers compute it (mcpkit's Go events client
+// does), so that their deliveries verify too: the spec's first, in the
+// order of the secrets, then those.
+func TestPostSignsForWholeSecretKeys(t *testing.T) {
+	c := clock.NewFake(time.Unix(1700000000, 0))
+	var got http.Header
+	var body []byte
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.Header.Clone()
+		body, _ = io.ReadAll(r.Body)
+	}))
+	defer ts.Close()
+	s := newSender(t, httpOptions(c))
+	urlSafe := SecretPrefix + base64.RawURLEncoding.EncodeToString([]byte(strings.Repeat("\xfb\xef\xbe\xff", 8)))
+	secrets := []string{urlSafe, testSecret}
+	if _, err := s.Post(context.Background(), &Message{URL: ts.URL + "/hook", ID: "evt_1", Secrets: secrets, Body: []byte(`{"a":1}`)}); err != nil {
+		t.Fatal(err)
+	}
+	for _, sec := range secrets {
+		if err := Verify(sec, got, body, c.Now()); err != nil {
+			t.Errorf("Verify with %s: %v", sec, err)
+		}
+	}
+	var want []string
+	for _, sec := range secrets {
+		sig, err := Sign(sec, "evt_1", c.Now(), body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, sig)
+	}
+	for _, sec := range secrets {
+		m := hmac.New(sha256.New, []byte(sec))
+		m.Write([]byte("evt_1.1700000000." + string(body)))
+		want = append(want, "v1,"+base64.StdEncoding.EncodeToString(m.Sum(nil)))
+	}
+	if diff := cmp.Diff(want, strings.Fields(got.Get(HeaderSignature))); diff != "" {
+		t.Errorf("webhook-signature mismatch (-want +got):\n%s", diff)
 	}
 }

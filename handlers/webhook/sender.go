@@ -121,7 +121,7 @@ func (s *Sender) Handle(ctx context.Context, inv *subscriptions.Invocation) subs
 	if len(secrets) == 0 || secrets[0] == "" {
 		return subscriptions.Outcome{Err: errors.New("the handler has no signing secret; set the handler again with events_update")}
 	}
-	sig, err := signatures(secrets, msgID, now, body)
+	sig, err := signatures(secrets, msgID, now, body, false)
 	if err != nil {
 		return subscriptions.Outcome{Err: err}
 	}

@@ -20,7 +20,8 @@ const (
 	HeaderSignature = "webhook-signature"
 )
 
-// SecretPrefix starts a signing secret; the rest is its key in base64.
+// SecretPrefix starts a signing secret; the rest is its key in base64
+// (standard or URL-safe, padded or not).
 const SecretPrefix = "whsec_"
 
 // Bounds on a signing key, in bytes, as Standard Webhooks recommends.
@@ -35,7 +36,7 @@ const VerifyTolerance = 5 * time.Minute
 
 // Errors of Sign and Verify.
 var (
-	ErrSecret         = errors.New("webhook: the secret is not in whsec_<base64 key> form with a key of 24 to 64 bytes")
+	ErrSecret         = errors.New("webhook: the secret is not in whsec_<base64 key> form (standard or URL-safe base64, padded or not) with a key of 24 to 64 bytes")
 	ErrMissingHeaders = errors.New("webhook: webhook-id, webhook-timestamp or webhook-signature is missing")
 	ErrTimestamp      = errors.New("webhook: webhook-timestamp is not a whole number of unix seconds")
 	ErrTooOld         = errors.New("webhook: webhook-timestamp is too old")
@@ -43,22 +44,20 @@ var (
 	ErrNoMatch        = errors.New("webhook: no v1 signature matches")
 )
 
-// ParseSecret returns the HMAC key of a secret in whsec_ form.
+// ParseSecret returns the HMAC key of a secret in whsec_ form. The key may
+// be in either base64 alphabet of RFC 4648, padded or not, as SDKs differ:
+// a text valid in two of them decodes to the same bytes in both.
 func ParseSecret(secret string) ([]byte, error) {
 	b64, ok := strings.CutPrefix(secret, SecretPrefix)
 	if !ok {
 		return nil, ErrSecret
 	}
-	key, err := base64.StdEncoding.DecodeString(b64)
-	if err != nil {
-		if key, err = base64.RawStdEncoding.DecodeString(b64); err != nil {
-			return nil, ErrSecret
+	for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+		if key, err := enc.DecodeString(b64); err == nil && len(key) >= MinKeyBytes && len(key) <= MaxKeyBytes {
+			return key, nil
 		}
 	}
-	if len(key) < MinKeyBytes || len(key) > MaxKeyBytes {
-		return nil, ErrSecret
-	}
-	return key, nil
+	return nil, ErrSecret
 }
 
 // Sign returns the Standard Webhooks signature of a message, as it appears
@@ -83,7 +82,11 @@ func mac(h hash.Hash, msgID string, unix int64, body []byte) []byte {
 }
 
 // signatures returns the webhook-signature header for secrets, each signing.
-func signatures(secrets []string, msgID string, ts time.Time, body []byte) (string, error) {
+// wholeKeys adds, after those, a signature per secret keyed with the whole
+// whsec_ text instead of the bytes it encodes: some SEP-3415 receivers
+// (mcpkit's Go events client) compute that one, and Standard Webhooks
+// receivers pass over a signature that is not theirs.
+func signatures(secrets []string, msgID string, ts time.Time, body []byte, wholeKeys bool) (string, error) {
 	var b strings.Builder
 	for i, s := range secrets {
 		sig, err := Sign(s, msgID, ts, body)
@@ -97,6 +100,11 @@ func signatures(secrets []string, msgID string, ts time.Time, body []byte) (stri
 			b.WriteByte(' ')
 		}
 		b.WriteString(sig)
+	}
+	if wholeKeys {
+		for _, s := range secrets {
+			b.WriteString(" v1," + base64.StdEncoding.EncodeToString(mac(hmac.New(sha256.New, []byte(s)), msgID, ts.Unix(), body)))
+		}
 	}
 	return b.String(), nil
 }

@@ -122,6 +122,10 @@ func TestParseSecret(t *testing.T) {
 		{vectorSecret, 24},
 		{testSecret, 32},
 		{"whsec_" + base64.RawStdEncoding.EncodeToString(make([]byte, 32)), 32},
+		{"whsec_" + base64.RawURLEncoding.EncodeToString(make([]byte, 24)), 24},
+		{"whsec_" + base64.URLEncoding.EncodeToString(make([]byte, 64)), 64},
+		{"whsec_" + base64.RawURLEncoding.EncodeToString(make([]byte, 16)), 0},
+		{"whsec_" + base64.RawURLEncoding.EncodeToString(make([]byte, 65)), 0},
 		{"whsec_" + b64(make([]byte, 64)), 64},
 		{"whsec_" + b64(make([]byte, 16)), 0},
 		{"whsec_" + b64(make([]byte, 65)), 0},
@@ -158,7 +162,7 @@ func TestSignaturesRotation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			h, err := signatures(ws.Signing(tt.now), "msg_1", tt.now, body)
+			h, err := signatures(ws.Signing(tt.now), "msg_1", tt.now, body, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -170,5 +174,34 @@ func TestSignaturesRotation(t *testing.T) {
 				t.Errorf("signatures mismatch (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestParseSecretAlphabets: the SDKs disagree on the base64 of a whsec_
+// secret (Standard Webhooks' standard alphabet, padded; mcpkit's Go SDK the
+// URL-safe one of RFC 4648 section 5, unpadded): each spelling of a key
+// gives that key, whatever bytes make the alphabets differ.
+func TestParseSecretAlphabets(t *testing.T) {
+	for _, n := range []int{MinKeyBytes, 32, 33, 34, MaxKeyBytes} {
+		key := make([]byte, n)
+		for i := range key {
+			key[i] = []byte{0xfb, 0xef, 0xbe, 0xff, 0xff, 0xff}[i%6] // "++++////", or "----____"
+		}
+		for _, enc := range []*base64.Encoding{base64.StdEncoding, base64.RawStdEncoding, base64.URLEncoding, base64.RawURLEncoding} {
+			secret := SecretPrefix + enc.EncodeToString(key)
+			got, err := ParseSecret(secret)
+			if err != nil || string(got) != string(key) {
+				t.Errorf("ParseSecret(%q) = %x, %v; want %x", secret, got, err, key)
+			}
+		}
+	}
+	// The alphabets are not mixed, nor is padding where it does not belong.
+	for _, bad := range []string{
+		SecretPrefix + "-+" + base64.RawStdEncoding.EncodeToString(make([]byte, 30)),
+		SecretPrefix + base64.RawURLEncoding.EncodeToString(make([]byte, 30)) + "=",
+	} {
+		if _, err := ParseSecret(bad); !errors.Is(err, ErrSecret) {
+			t.Errorf("ParseSecret(%q) error = %v; want ErrSecret", bad, err)
+		}
 	}
 }

@@ -234,7 +234,10 @@ func TestEventsWebhookDelivery(t *testing.T) {
 	}
 	publishWH(t, e, idB, "wh.two")
 	d = r.next(t)
-	if d.body["eventId"] != idB || webhook.Verify(secretB, d.header, d.raw, c.Now()) != nil || len(strings.Fields(d.header.Get("webhook-signature"))) != 2 {
+	// Four signatures: each secret's, and each keyed with its whole text
+	// for receivers that compute it so (see the mcpkit interop test).
+	if d.body["eventId"] != idB || webhook.Verify(secretB, d.header, d.raw, c.Now()) != nil || webhook.Verify(secretA, d.header, d.raw, c.Now()) != nil ||
+		len(strings.Fields(d.header.Get("webhook-signature"))) != 4 {
 		t.Fatalf("delivery after rotation: %v %v", d.header, d.body)
 	}
 
