@@ -110,7 +110,8 @@ type Options struct {
 	// Zero: it is looked up.
 	NoWellKnownReceivers bool
 	// ChallengesPerHostPerMinute bounds the SEP-3415 verification
-	// challenges POSTed to one destination host, whichever principals ask
+	// challenges POSTed to one destination host, and the receiver
+	// documents fetched from it, whichever principals ask
 	// (AllowChallenge): that many at once, then that many per minute.
 	// Zero: DefaultChallengesPerHostPerMinute; at most
 	// MaxChallengesPerHostPerMinute.
