@@ -65,7 +65,7 @@ type Event struct {
 // Metadata is the metadata object of an event.
 type Metadata struct {
 	// SourceEventID is the event's ID at its source. The same SourceEventID
-	// for the same Type is accepted once.
+	// for the same Type from the same source is accepted once.
 	SourceEventID string `json:"sourceEventId,omitempty"`
 	// Timestamp is when the event happened; the server fills in the time it
 	// received the event when the source gives none.

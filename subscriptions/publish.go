@@ -14,11 +14,31 @@ import (
 // subscription: at once to realtime ones, into the buffer of cron and
 // scheduled ones. It implements the ingest path shared by POST /v1/events and
 // the adapters. An event accepted before (same ID, or same type and
-// sourceEventId) is reported as a duplicate and not routed again. It
-// returns once the event is committed; events published at the same time
-// are committed together, in one store transaction.
+// sourceEventId from the same source, see FromSource) is reported as a
+// duplicate and not routed again. It returns once the event is committed;
+// events published at the same time are committed together, in one store
+// transaction.
 func (s *Service) Publish(ctx context.Context, ev mcpe.Event) (PublishResult, error) {
 	return s.publish(ctx, ev, "")
+}
+
+// FromSource returns p publishing as source (an adapter's name, "ingest"
+// for POST /v1/events), whatever wraps the Service under it: a
+// sourceEventId is deduplicated among the events of its source only, so
+// that no source can make another's events duplicates by posting their IDs
+// first.
+func FromSource(source string, p Publisher) Publisher { return sourced{source, p} }
+
+type sourced struct {
+	source string
+	p      Publisher
+}
+
+// sourceKey marks a context with the source of the events published in it.
+type sourceKey struct{}
+
+func (s sourced) Publish(ctx context.Context, ev mcpe.Event) (PublishResult, error) {
+	return s.p.Publish(context.WithValue(ctx, sourceKey{}, s.source), ev)
 }
 
 // publish publishes ev to the subscriptions of principal, or of every
@@ -41,6 +61,7 @@ func (s *Service) publish(ctx context.Context, ev mcpe.Event, principal string) 
 	// date, so that an event is never stored for a subscription paused or
 	// changed before it is.
 	p := &publication{ev: ev, raw: raw, gen: s.index.Generation(), done: make(chan struct{}), lead: make(chan struct{})}
+	p.source, _ = ctx.Value(sourceKey{}).(string)
 	p.matches = s.index.Match(&p.ev)
 	if principal != "" {
 		p.matches = ownedBy(p.matches, principal)
@@ -81,6 +102,7 @@ const maxBatch = 256
 type publication struct {
 	ev      mcpe.Event
 	raw     json.RawMessage
+	source  string
 	matches []*Entry
 	// gen is the index generation matches were computed at.
 	gen uint64
@@ -176,7 +198,7 @@ func (s *Service) commitBatch(batch []*publication) {
 		if p.gen != gen {
 			p.matches = s.index.Recheck(p.matches, &p.ev)
 		}
-		pubs[i] = Publication{Event: &p.ev, Raw: p.raw, Targets: targetsOf(p.matches)}
+		pubs[i] = Publication{Event: &p.ev, Raw: p.raw, Targets: targetsOf(p.matches), Source: p.source}
 	}
 	// Once queued an event is committed or refused with its batch, whatever
 	// becomes of the request that brought it.

@@ -75,10 +75,10 @@ type PublishStore interface {
 	// transaction runs (it was paused, expired or deleted after it was
 	// matched) is left out; the store looks their status up unless
 	// b.Deactivations says nothing stopped since. An event whose ID, or
-	// whose type and sourceEventId, was accepted before (or earlier in the
-	// same call) is not stored again: its result then has Duplicate set and
-	// the first event's ID, and nothing is delivered. The results match
-	// b.Publications one for one.
+	// whose type and sourceEventId from the same Source, was accepted
+	// before (or earlier in the same call) is not stored again: its result
+	// then has Duplicate set and the first event's ID, and nothing is
+	// delivered. The results match b.Publications one for one.
 	Publish(ctx context.Context, b PublishBatch) ([]PublishResult, error)
 	// Deactivations counts the times a subscription stopped being active
 	// (paused, expired, deleted); it only grows, and is never 0.
@@ -229,11 +229,14 @@ type PublishBatch struct {
 }
 
 // Publication is one event for Store.Publish: the event, its JSON form,
-// and the subscriptions it was matched to.
+// the subscriptions it was matched to, and who posted it (FromSource): a
+// sourceEventId is the event's ID at its Source, and names a duplicate
+// only among that source's events.
 type Publication struct {
 	Event   *mcpe.Event
 	Raw     json.RawMessage
 	Targets []Target
+	Source  string
 }
 
 // Target is one delivery of a published event.

@@ -386,14 +386,15 @@ func (a *App) MetricsHandler() (http.Handler, error) {
 	return a.Metrics.Handler(httpapi.NewTokens(tokens)), nil
 }
 
-// publisher returns a function giving each event source p, counted under
-// its name when metrics are on.
+// publisher returns a function giving each event source p, publishing as
+// that source (its sourceEventIds are its own), counted under its name when
+// metrics are on.
 func (a *App) publisher(p subscriptions.Publisher) func(source string) subscriptions.Publisher {
 	return func(source string) subscriptions.Publisher {
 		if a.Metrics == nil {
-			return p
+			return subscriptions.FromSource(source, p)
 		}
-		return a.Metrics.Publisher(source, p)
+		return a.Metrics.Publisher(source, subscriptions.FromSource(source, p))
 	}
 }
 

@@ -30,12 +30,13 @@ func (s *Store) Deactivations(ctx context.Context) (int64, error) {
 // Statements of a publish.
 const (
 	deactivationsQuery = `SELECT deactivations FROM changes WHERE id = 1`
-	insertEventsQuery  = `INSERT INTO events (id, type, source_event_id, body, received_at)
-		SELECT u.id, u.type, u.source, u.body, $5
-		FROM unnest($1::text[], $2::text[], $3::text[], $4::bytea[]) WITH ORDINALITY AS u(id, type, source, body, ord)
+	insertEventsQuery  = `INSERT INTO events (id, source, type, source_event_id, body, received_at)
+		SELECT u.id, u.source, u.type, u.source_event_id, u.body, $6
+		FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[])
+			WITH ORDINALITY AS u(id, source, type, source_event_id, body, ord)
 		ORDER BY u.ord
 		ON CONFLICT DO NOTHING RETURNING id`
-	findDuplicateQuery = `SELECT id FROM events WHERE id = $1 OR (type = $2 AND source_event_id = $3)
+	findDuplicateQuery = `SELECT id FROM events WHERE id = $1 OR (source = $4 AND type = $2 AND source_event_id = $3)
 		ORDER BY id = $1 DESC LIMIT 1`
 	activeQuery = `SELECT id FROM subscriptions WHERE id = ANY($1) AND status = 'active'`
 	// The inbox rows of a publish, numbered in the order of the rows by
@@ -127,22 +128,22 @@ func (b *batch) write(tx pgx.Tx) error {
 }
 
 // insertEvents stores the events; those the table refuses (the same ID, or
-// the same type and sourceEventId, as one stored before or earlier in the
-// batch) are duplicates. In the same round trip it reads the deactivation
+// the same source, type and sourceEventId, as one stored before or earlier
+// in the batch) are duplicates. In the same round trip it reads the deactivation
 // count, or which of ids are active when the routing reflects no count.
 func (b *batch) insertEvents(ids []string) (active []string, err error) {
 	n := len(b.pubs)
-	evIDs, types, sources, bodies := make([]string, n), make([]string, n), make([]*string, n), make([][]byte, n)
+	evIDs, origins, types, sources, bodies := make([]string, n), make([]string, n), make([]string, n), make([]*string, n), make([][]byte, n)
 	byID := make(map[string][]int, n)
 	for i, p := range b.pubs {
-		evIDs[i], types[i], bodies[i] = p.Event.ID, p.Event.Type, p.Raw
+		evIDs[i], origins[i], types[i], bodies[i] = p.Event.ID, p.Source, p.Event.Type, p.Raw
 		if src := p.Event.Metadata.SourceEventID; src != "" {
 			sources[i] = &src
 		}
 		byID[p.Event.ID] = append(byID[p.Event.ID], i)
 	}
 	q := &pgx.Batch{}
-	q.Queue(insertEventsQuery, evIDs, types, sources, bodies, b.now).Query(func(rows pgx.Rows) error {
+	q.Queue(insertEventsQuery, evIDs, origins, types, sources, bodies, b.now).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id string
 			if err := rows.Scan(&id); err != nil {
@@ -191,7 +192,7 @@ func (b *batch) findDuplicates(ids, active []string) error {
 		if v := p.Event.Metadata.SourceEventID; v != "" {
 			src = &v
 		}
-		q.Queue(findDuplicateQuery, p.Event.ID, p.Event.Type, src).QueryRow(func(row pgx.Row) error {
+		q.Queue(findDuplicateQuery, p.Event.ID, p.Event.Type, src, p.Source).QueryRow(func(row pgx.Row) error {
 			return row.Scan(&b.res[i].EventID)
 		})
 	}

@@ -80,7 +80,7 @@ type batch struct {
 
 // Statements of a publish besides the multi-row INSERTs.
 const (
-	findDuplicateQuery = `SELECT id FROM events WHERE id = ? OR (type = ? AND source_event_id = ?) LIMIT 1`
+	findDuplicateQuery = `SELECT id FROM events WHERE id = ? OR (source = ? AND type = ? AND source_event_id = ?) LIMIT 1`
 	activeQuery        = `SELECT id FROM subscriptions WHERE id IN (SELECT value FROM json_each(?)) AND status = 'active'`
 	deactivationsQuery = `SELECT deactivations FROM changes WHERE id = 1`
 	publishStateQuery  = `SELECT deactivations, ` + inboxHead + ` FROM changes WHERE id = 1`
@@ -138,16 +138,16 @@ func (b *batch) write(tx *sql.Tx) error {
 }
 
 // insertEvents stores the events; those the table refuses (the same ID, or
-// the same type and sourceEventId, as one stored before or earlier in the
-// batch) are duplicates.
+// the same source, type and sourceEventId, as one stored before or earlier
+// in the batch) are duplicates.
 func (b *batch) insertEvents() error {
 	b.fresh = make([]bool, len(b.pubs))
 	byID := make(map[string][]int, len(b.pubs))
 	for start := 0; start < len(b.pubs); start += maxEventRows {
 		chunk := b.pubs[start:min(start+maxEventRows, len(b.pubs))]
-		args := make([]any, 0, 5*len(chunk))
+		args := make([]any, 0, 6*len(chunk))
 		for i, p := range chunk {
-			args = append(args, p.Event.ID, p.Event.Type, sourceID(p.Event), string(p.Raw), nanos(b.now))
+			args = append(args, p.Event.ID, p.Source, p.Event.Type, sourceID(p.Event), string(p.Raw), nanos(b.now))
 			byID[p.Event.ID] = append(byID[p.Event.ID], start+i)
 		}
 		inserted, err := queryStrings(b.ctx, b.stmt(insertEventsSQL[len(chunk)]), args...)
@@ -170,7 +170,7 @@ func (b *batch) findDuplicates() error {
 			continue
 		}
 		b.res[i].Duplicate = true
-		if err := b.stmt(findDuplicateQuery).QueryRowContext(b.ctx, p.Event.ID, p.Event.Type, sourceID(p.Event)).Scan(&b.res[i].EventID); err != nil {
+		if err := b.stmt(findDuplicateQuery).QueryRowContext(b.ctx, p.Event.ID, p.Source, p.Event.Type, sourceID(p.Event)).Scan(&b.res[i].EventID); err != nil {
 			return err
 		}
 	}
@@ -377,8 +377,8 @@ func chunkSizes(n, most int) []int {
 
 // insertEvents is the INSERT of n events, naming those it stored.
 func insertEvents(n int) string {
-	values := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?), `, n), ", ")
-	return `INSERT INTO events (id, type, source_event_id, body, received_at)
+	values := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?), `, n), ", ")
+	return `INSERT INTO events (id, source, type, source_event_id, body, received_at)
 		VALUES ` + values + ` ON CONFLICT DO NOTHING RETURNING id`
 }
 

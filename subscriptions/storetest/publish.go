@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
@@ -129,23 +130,29 @@ func testPublishLargeBatch(t *testing.T, open Opener) {
 }
 
 // testPublishDuplicates checks which events Publish refuses as duplicates,
-// and that a refused event changes nothing.
+// and that a refused event changes nothing. A sourceEventId names a
+// duplicate only among the events of its source (Publication.Source): one
+// source posting another's IDs first must not make its events duplicates.
 func testPublishDuplicates(t *testing.T, open Opener) {
 	type ev struct {
-		n         int
-		typ, from string
+		n                 int
+		typ, from, source string
 	}
 	tests := []struct {
 		name          string
 		first, second ev
 		wantDuplicate bool
 	}{
-		{"same id", ev{1, "test.created", "a"}, ev{1, "test.updated", "b"}, true},
-		{"same id without sourceEventId", ev{1, "test.created", ""}, ev{1, "test.created", ""}, true},
-		{"same type and sourceEventId", ev{1, "test.created", "a"}, ev{2, "test.created", "a"}, true},
-		{"same sourceEventId, other type", ev{1, "test.created", "a"}, ev{2, "test.updated", "a"}, false},
-		{"same type, other sourceEventId", ev{1, "test.created", "a"}, ev{2, "test.created", "b"}, false},
-		{"same type, no sourceEventId", ev{1, "test.created", ""}, ev{2, "test.created", ""}, false},
+		{"same id", ev{1, "test.created", "a", ""}, ev{1, "test.updated", "b", ""}, true},
+		{"same id without sourceEventId", ev{1, "test.created", "", ""}, ev{1, "test.created", "", ""}, true},
+		{"same id from another source", ev{1, "test.created", "a", "ingest"}, ev{1, "test.created", "a", "alertmanager"}, true},
+		{"same type and sourceEventId", ev{1, "test.created", "a", ""}, ev{2, "test.created", "a", ""}, true},
+		{"same type and sourceEventId from one source", ev{1, "test.created", "a", "alertmanager"}, ev{2, "test.created", "a", "alertmanager"}, true},
+		{"same type and sourceEventId from another source", ev{1, "test.created", "a", "ingest"}, ev{2, "test.created", "a", "alertmanager"}, false},
+		{"same type and sourceEventId, then from no source", ev{1, "test.created", "a", "github"}, ev{2, "test.created", "a", ""}, false},
+		{"same sourceEventId, other type", ev{1, "test.created", "a", ""}, ev{2, "test.updated", "a", ""}, false},
+		{"same type, other sourceEventId", ev{1, "test.created", "a", ""}, ev{2, "test.created", "b", ""}, false},
+		{"same type, no sourceEventId", ev{1, "test.created", "", ""}, ev{2, "test.created", "", ""}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,8 +166,17 @@ func testPublishDuplicates(t *testing.T, open Opener) {
 				ev2.Data = []byte(`{"second":true}`)
 				raw2 = []byte(`{"second":true}`)
 			}
-			first := publish(t, s, ev1, raw1, targets(sub), at(time.Hour))
-			second := publish(t, s, ev2, raw2, targets(sub), at(2*time.Hour))
+			publishFrom := func(source string, ev *mcpe.Event, raw json.RawMessage, now time.Time) subscriptions.PublishResult {
+				t.Helper()
+				res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Now: now, Publications: []subscriptions.Publication{
+					{Event: ev, Raw: raw, Targets: targets(sub), Source: source}}})
+				if err != nil || len(res) != 1 {
+					t.Fatalf("Publish(%s) from %q = %+v, %v", ev.ID, source, res, err)
+				}
+				return res[0]
+			}
+			first := publishFrom(tt.first.source, ev1, raw1, at(time.Hour))
+			second := publishFrom(tt.second.source, ev2, raw2, at(2*time.Hour))
 
 			want := []subscriptions.InboxEntry{entry(seqOf(t, first, sub), raw1, at(time.Hour), sub)}
 			wantDelivery := delivery{1, new(at(time.Hour))}
@@ -179,6 +195,21 @@ func testPublishDuplicates(t *testing.T, open Opener) {
 			diff(t, "delivery counters", wantDelivery, deliveryOf(t, s, sub))
 		})
 	}
+	t.Run("sources in one batch", func(t *testing.T) {
+		s := open(t)
+		var pubs []subscriptions.Publication
+		for i, source := range []string{"ingest", "alertmanager", "alertmanager", "ingest"} {
+			ev, raw := newEvent(i+1, "test.created", "a")
+			pubs = append(pubs, subscriptions.Publication{Event: ev, Raw: raw, Source: source})
+		}
+		res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Publications: pubs, Now: at(time.Hour)})
+		if err != nil {
+			t.Fatalf("Publish: %v", err)
+		}
+		want := []subscriptions.PublishResult{{EventID: eventID(1)}, {EventID: eventID(2)},
+			{EventID: eventID(2), Duplicate: true}, {EventID: eventID(1), Duplicate: true}}
+		diff(t, "results", want, res)
+	})
 }
 
 // testPublishWithoutTargets checks that an event routed nowhere is still
