@@ -16,6 +16,7 @@ package mcpserver_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"crypto/x509"
@@ -127,6 +128,14 @@ func TestEventsWebhookMcpkitClient(t *testing.T) {
 			if d := next("the event"); d.body["eventId"] != idA || d.header.Get("X-MCP-Subscription-Id") != id {
 				t.Fatalf("delivery %v %v; want event %s of %s", d.header, d.body, idA, id)
 			}
+			// The delivery recorded before the clock moves: an expiry
+			// meanwhile could meet the runner preparing its first statement
+			// (the SQLite statement cache holds its lock while it waits for
+			// the one write connection, which the expiry's transaction holds).
+			waitFor(t, "the delivery recorded", func() bool {
+				sub, err := e.svc.Get(context.Background(), "alice", id)
+				return err == nil && sub.HandlerStatus != nil && sub.HandlerStatus.Succeeded == 1
+			})
 			c.Advance(time.Minute + time.Second)
 			if d := next("the terminated body"); d.body["type"] != "terminated" {
 				t.Fatalf("after the TTL: %v; want the terminated body", d.body)
