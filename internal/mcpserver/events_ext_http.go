@@ -105,7 +105,7 @@ func stampListen(params json.RawMessage) json.RawMessage {
 }
 
 // stampMeta sets _meta[key] of params to stamp, overwriting what a client
-// put there.
+// put there; a "_meta": null is taken as none.
 func stampMeta(params json.RawMessage, key string, stamp map[string]any) json.RawMessage {
 	fields := map[string]json.RawMessage{}
 	if t := bytes.TrimSpace(params); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
@@ -114,7 +114,7 @@ func stampMeta(params json.RawMessage, key string, stamp map[string]any) json.Ra
 		}
 	}
 	meta := map[string]json.RawMessage{}
-	if raw, ok := fields["_meta"]; ok {
+	if raw, ok := fields["_meta"]; ok && !bytes.Equal(raw, []byte("null")) {
 		if err := json.Unmarshal(raw, &meta); err != nil {
 			return params
 		}

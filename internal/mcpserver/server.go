@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
@@ -387,7 +388,7 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		res, err := next(ctx, method, req)
 		if err != nil {
-			return res, err
+			return res, jsonData(err)
 		}
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && attaches(method, ss) && !statelessHTTP(ss, req.GetExtra()) {
 			s.attach(ss, req.GetExtra())
@@ -400,6 +401,19 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		return res, nil
 	}
+}
+
+// jsonData moves the data of a JSON-RPC error that is not JSON, which no
+// transport can write (the stdio session, and the process, would end), into
+// its message as text: the go-sdk (v1.8 mcp.ResourceNotFoundError) quotes
+// a client's URI into its data with %q, which writes a control character
+// as \x00 or \a.
+func jsonData(err error) error {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) && len(je.Data) > 0 && !json.Valid(je.Data) {
+		return &jsonrpc.Error{Code: je.Code, Message: je.Message + ": " + string(je.Data)}
+	}
+	return err
 }
 
 // attaches reports whether completing method makes ss a session that

@@ -1,0 +1,154 @@
+package mcpserver_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+)
+
+// meta2026 is the _meta every request of protocol 2026-07-28 carries.
+const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
+
+// openRawSession opens a session of principal on transport (stdio, stdio-2026,
+// http, http-2026) as the binary serves it, and returns it with the _meta
+// its requests carry (followed by a comma, or "").
+func openRawSession(t *testing.T, e *env, transport, principal string) (txWire, string) {
+	t.Helper()
+	var w txWire
+	switch transport {
+	case "stdio", "stdio-2026":
+		w = newTxStdioWire(t, e, principal)
+	default:
+		var opts mcpserver.HTTPOptions
+		if transport == "http-2026" {
+			opts = mcpserver.HTTPOptions{Tokens: httpapi.NewTokens(map[string]string{principal: principal}), Stateless: true}
+		}
+		ts := httptest.NewServer(httpapi.Deadlines(e.srv.HTTPHandler(opts), 0, 0))
+		t.Cleanup(ts.Close)
+		t.Cleanup(e.srv.EndStreams) // before ts.Close, which waits for them
+		hw := newTxHTTPWire(t, ts.URL)
+		if transport == "http-2026" {
+			hw.token, hw.protocol = principal, "2026-07-28"
+		}
+		w = hw
+	}
+	if strings.HasSuffix(transport, "-2026") {
+		w.send(t, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{`+meta2026+`}}`)
+		w.next(t)
+		return w, meta2026 + ","
+	}
+	w.send(t, initialize2025)
+	w.next(t)
+	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	return w, ""
+}
+
+// rawMessage is a JSON-RPC message as a client reads it.
+type rawMessage struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  json.RawMessage `json:"params"`
+	Result  json.RawMessage `json:"result"`
+	Error   *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// nextMatching reads w until a message match accepts, each of which must
+// be JSON-RPC 2.0; it fails after 20 others.
+func nextMatching(t *testing.T, w txWire, what string, match func(rawMessage) bool) rawMessage {
+	t.Helper()
+	for range 20 {
+		raw := w.next(t)
+		if f := strings.SplitN(raw, " ", 4); len(f) == 4 && f[0] == "HTTP" {
+			raw = f[3] // an answer in JSON, not in a stream
+		}
+		var m rawMessage
+		if err := json.Unmarshal([]byte(raw), &m); err != nil || m.JSONRPC != "2.0" {
+			t.Fatalf("waiting for %s, read %q: not a JSON-RPC message (%v)", what, raw, err)
+		}
+		if match(m) {
+			return m
+		}
+	}
+	t.Fatalf("no %s in 20 messages", what)
+	return rawMessage{}
+}
+
+// TestBadRequestsAnswered: a request a client (or a model it relays) can
+// send that the server refuses is answered with a JSON-RPC error, on every
+// transport, and the session serves the next request: neither a resource
+// URI with a control character (which the go-sdk quotes into its error's
+// data with %q, \x00 and not JSON, so that the answer could not be written
+// and the stdio session, the process with it, ended) nor "_meta": null on
+// the requests whose _meta the server stamps (a panic in stampMeta) ends
+// it. Where such a request is otherwise good, it opens its stream as it
+// would without _meta.
+func TestBadRequestsAnswered(t *testing.T) {
+	refused := []struct{ method, params string }{
+		{"resources/read", `{%s"uri":"event://a\u0000b"}`},
+		{"resources/read", `{%s"uri":"file:///x\u0007y"}`},
+		{"resources/read", `{%s"uri":"x\u001b\u007f\ud800"}`},
+		{"events/stream", `{"_meta":null}`},
+		{"events/stream", `{"_meta" : null }`},
+		{"subscriptions/listen", `{"_meta":null}`},
+	}
+	for _, transport := range []string{"stdio", "stdio-2026", "http", "http-2026"} {
+		t.Run(transport, func(t *testing.T) {
+			e := listChangedEnv(t)
+			w, meta := openRawSession(t, e, transport, mcpserver.LocalPrincipal)
+			next := 1
+			call := func(method, params string) string {
+				id := fmt.Sprint(next)
+				next++
+				w.send(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":%q,"params":%s}`, id, method, params))
+				return id
+			}
+			answer := func(id string) rawMessage {
+				return nextMatching(t, w, "the answer to "+id, func(m rawMessage) bool { return string(m.ID) == id })
+			}
+			for _, c := range refused {
+				if transport == "http-2026" && c.method == "resources/read" {
+					continue // Mcp-Name repeats the URI, and a header holds no control character
+				}
+				params := c.params
+				if strings.Contains(params, "%s") {
+					params = fmt.Sprintf(params, meta)
+				}
+				if m := answer(call(c.method, params)); m.Error == nil || m.Error.Code == 0 || m.Error.Message == "" {
+					t.Errorf("%s %s answered %+v; want a JSON-RPC error with a code and a message", c.method, params, m)
+				}
+				if m := answer(call("tools/list", "{"+strings.TrimSuffix(meta, ",")+"}")); m.Result == nil {
+					t.Fatalf("after %s %s, tools/list answered %+v; want its result", c.method, params, m)
+				}
+			}
+
+			if transport == "http-2026" {
+				return // there the go-sdk refuses a request whose _meta has no protocol version
+			}
+			// With "_meta": null and what they need, streams open.
+			id := call("events/stream", `{"_meta":null,"name":"mcpe.filter","arguments":{"eventTypes":["a.*"]}}`)
+			m := nextMatching(t, w, "the stream's start", func(m rawMessage) bool { return m.Method == "notifications/events/active" || m.Error != nil })
+			if !strings.Contains(string(m.Params), `"io.modelcontextprotocol/subscriptionId":`+id) {
+				t.Errorf("events/stream with \"_meta\": null started with %+v; want notifications/events/active for request %s", m, id)
+			}
+			if transport == "stdio-2026" {
+				call("subscriptions/listen", `{"_meta":null,"notifications":{"eventsListChanged":true}}`)
+				m := nextMatching(t, w, "the acknowledgement", func(m rawMessage) bool { return m.Method == "notifications/subscriptions/acknowledged" || m.Error != nil })
+				if !strings.Contains(string(m.Params), `"eventsListChanged":true`) {
+					t.Errorf("subscriptions/listen with \"_meta\": null acknowledged %+v; want eventsListChanged", m)
+				}
+			}
+			if m := answer(call("tools/list", "{"+strings.TrimSuffix(meta, ",")+"}")); m.Result == nil {
+				t.Fatalf("with the streams open, tools/list answered %+v; want its result", m)
+			}
+		})
+	}
+}
