@@ -141,7 +141,9 @@ func TestBadRequestsAnswered(t *testing.T) {
 			}
 			if transport == "stdio-2026" {
 				call("subscriptions/listen", `{"_meta":null,"notifications":{"eventsListChanged":true}}`)
-				m := nextMatching(t, w, "the acknowledgement", func(m rawMessage) bool { return m.Method == "notifications/subscriptions/acknowledged" || m.Error != nil })
+				m := nextMatching(t, w, "the acknowledgement", func(m rawMessage) bool {
+					return m.Method == "notifications/subscriptions/acknowledged" || m.Error != nil
+				})
 				if !strings.Contains(string(m.Params), `"eventsListChanged":true`) {
 					t.Errorf("subscriptions/listen with \"_meta\": null acknowledged %+v; want eventsListChanged", m)
 				}
