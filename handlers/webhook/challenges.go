@@ -33,10 +33,9 @@ type challengeLimits struct {
 // budget (Options.ChallengesPerHostPerMinute): ok is false when the host
 // has had its share of challenges lately, and retryIn says when the next
 // one may go. The host is raw's host name in lower case, without the port
-// or a final dot, or its IP address in canonical form (IPv4-mapped IPv6 as
-// IPv4, without a zone): the ports and spellings of one host share its
-// budget. An unparsable URL is not allowed. ReceiverDeclares takes from the
-// same budget before it fetches a document.
+// or a final dot, or its IP address unmapped and without a zone: the ports
+// and spellings of one host share its budget, which ReceiverDeclares also
+// takes from. An unparsable URL is not allowed.
 func (s *Sender) AllowChallenge(raw string) (retryIn time.Duration, ok bool) {
 	u, err := url.Parse(raw)
 	if err != nil {

@@ -21,8 +21,7 @@ type Message struct {
 	URL string
 	// ID is the webhook-id.
 	ID string
-	// Secrets sign the body, each a whsec_ secret, the current one first;
-	// then each signs again keyed with its whole text (see signatures).
+	// Secrets sign the body (signatures), whsec_ secrets, the current first.
 	Secrets []string
 	// Header holds further headers, such as X-MCP-Subscription-Id; the
 	// Standard Webhooks headers and Content-Type are set by Post.

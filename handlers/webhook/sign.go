@@ -20,8 +20,7 @@ const (
 	HeaderSignature = "webhook-signature"
 )
 
-// SecretPrefix starts a signing secret; the rest is its key in base64
-// (standard or URL-safe, padded or not).
+// SecretPrefix starts a signing secret; the rest is its key in base64.
 const SecretPrefix = "whsec_"
 
 // Bounds on a signing key, in bytes, as Standard Webhooks recommends.
@@ -44,9 +43,8 @@ var (
 	ErrNoMatch        = errors.New("webhook: no v1 signature matches")
 )
 
-// ParseSecret returns the HMAC key of a secret in whsec_ form. The key may
-// be in either base64 alphabet of RFC 4648, padded or not, as SDKs differ:
-// a text valid in two of them decodes to the same bytes in both.
+// ParseSecret returns the HMAC key of a secret in whsec_ form, its base64
+// standard or URL-safe, padded or not (SDKs differ; both decode alike).
 func ParseSecret(secret string) ([]byte, error) {
 	b64, ok := strings.CutPrefix(secret, SecretPrefix)
 	if !ok {
@@ -82,10 +80,9 @@ func mac(h hash.Hash, msgID string, unix int64, body []byte) []byte {
 }
 
 // signatures returns the webhook-signature header for secrets, each signing.
-// wholeKeys adds, after those, a signature per secret keyed with the whole
-// whsec_ text instead of the bytes it encodes: some SEP-3415 receivers
-// (mcpkit's Go events client) compute that one, and Standard Webhooks
-// receivers pass over a signature that is not theirs.
+// wholeKeys adds one per secret keyed with its whole whsec_ text, not the
+// bytes it encodes, as some SEP-3415 receivers (mcpkit's events client)
+// compute it; Standard Webhooks receivers pass over what is not theirs.
 func signatures(secrets []string, msgID string, ts time.Time, body []byte, wholeKeys bool) (string, error) {
 	var b strings.Builder
 	for i, s := range secrets {

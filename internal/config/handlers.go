@@ -124,10 +124,9 @@ type WebhookHandler struct {
 	// WellKnownReceivers looks up the /.well-known/mcp-webhook-receiver.json
 	// of a callback URL's origin before sending a challenge. Default true.
 	WellKnownReceivers *bool `yaml:"wellKnownReceivers"`
-	// ChallengesPerHostPerMinute bounds the verification requests
-	// (challenges, receiver document lookups) sent to one destination
-	// host, whichever principals subscribe: that many at once, then that
-	// many per minute. Default 30.
+	// ChallengesPerHostPerMinute bounds the verification challenges and
+	// document lookups sent to one host, whichever principals subscribe:
+	// that many at once, then that many per minute. Default 30.
 	ChallengesPerHostPerMinute int `yaml:"challengesPerHostPerMinute"`
 }
 
