@@ -88,9 +88,9 @@ func (s *Service) FireDue(ctx context.Context, c mcpe.Channel, now time.Time) (m
 }
 
 // fireLocked fires the given subscriptions at now and delivers what it
-// recorded: the entries of owners with no live session wait, marked
-// pending, for Redeliver. It reports whether anything was recorded. The
-// caller holds s.manage.
+// recorded, marked pending (kept) until a session of its owner is sent it:
+// a session that becomes live is sent what was kept first. It reports
+// whether anything was recorded. The caller holds s.manage.
 func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) (bool, error) {
 	reqs := make([]FireRequest, len(due))
 	for i, d := range due {
@@ -104,7 +104,7 @@ func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) 
 			Drain:          drain,
 			Next:           next,
 			Expire:         next == nil && expire,
-			Pending:        s.opts.Presence != nil && !s.opts.Presence.Connected(d.Principal),
+			Pending:        s.opts.Presence != nil,
 			Due:            d.Due,
 		}
 	}
@@ -119,19 +119,11 @@ func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) 
 		return false, err
 	}
 	s.observeFires(due, results, now)
-	var written, deliver []InboxEntry
-	recorded := false
-	for i, res := range results {
-		req := reqs[i]
+	var written []InboxEntry
+	for _, res := range results {
 		written = append(written, res.Entries...)
-		recorded = recorded || len(res.Entries) > 0
-		if !req.Pending {
-			deliver = append(deliver, res.Entries...)
-		} else if len(res.Entries) > 0 {
-			s.log.Debug("owner offline: digest kept for its next connection", "subscription_id", req.SubscriptionID, "principal", req.Principal)
-		}
 	}
-	s.handOver(ctx, written, deliver)
+	s.handOver(ctx, written, written)
 	s.commit.Unlock()
 	expired := false
 	for i, res := range results {
@@ -144,7 +136,7 @@ func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) 
 	if expired {
 		s.routedDeactivations(ctx)
 	}
-	return recorded, nil
+	return len(written) > 0, nil
 }
 
 // nextFire computes the first fire of delivery d after now, given the last
@@ -159,18 +151,6 @@ func (s *Service) nextFire(d mcpe.Delivery, now time.Time, lastFire *time.Time) 
 		return nil
 	}
 	return &next
-}
-
-// Redeliver sends principal the most recent digests that fired while it had
-// no live session (at most ServiceOptions.PendingLimit), and forgets them as
-// pending. The server calls it when a session of principal connects.
-func (s *Service) Redeliver(ctx context.Context, principal string) error {
-	entries, err := s.store.PendingEntries(ctx, principal, s.opts.PendingLimit)
-	if err != nil || len(entries) == 0 {
-		return err
-	}
-	s.deliverer.Replay(principal, entries)
-	return s.store.ClearPending(ctx, principal, entries[len(entries)-1].Seq)
 }
 
 // view fills in the fields of sub that are derived for the caller: its next

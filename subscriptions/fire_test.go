@@ -446,56 +446,31 @@ func TestExpiryDeliversWhatWaits(t *testing.T) {
 	}
 }
 
-func TestOfflineOwnerGetsDigestsWhenBack(t *testing.T) {
-	f, away := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 30, 0, 0, time.UTC)))
+// TestDigestsAreKeptUntilSent checks that every digest is handed over
+// marked pending and stays so in the store (for the owner's next live
+// session, delivery/realtime) until a session was sent it.
+func TestDigestsAreKeptUntilSent(t *testing.T) {
+	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 30, 0, 0, time.UTC)))
 	sub := f.subscribe("alice", cronReq("0 * * * *", "", "x"))
-	away.away.Store(true)
 	for hour := 1; hour <= 3; hour++ {
 		f.publishN("x", hour)
 		f.clock.Advance(time.Hour)
 	}
-	if got := f.rec.batches(); len(got) != 0 {
-		t.Fatalf("digests sent to an owner with no live session: %v", got)
-	}
-	poll, err := f.svc.Poll(context.Background(), "alice", mcpe.PollRequest{})
-	if err != nil || len(poll.Items) != 3 || poll.Items[0].Kind != mcpe.InboxBatch {
-		t.Fatalf("events_poll while away = %+v, %v; want the 3 digests", poll.Items, err)
-	}
-	away.away.Store(false)
-	if err := f.svc.Redeliver(context.Background(), "alice"); err != nil {
-		t.Fatal(err)
-	}
 	id := sub.ID[:8]
 	want := []string{id + ": 1 (remaining 0)", id + ": 2 (remaining 0)", id + ": 3 (remaining 0)"}
 	if diff := cmp.Diff(want, f.rec.batches()); diff != "" {
-		t.Errorf("digests on reconnect mismatch (-want +got):\n%s", diff)
+		t.Errorf("digests mismatch (-want +got):\n%s", diff)
 	}
-	if err := f.svc.Redeliver(context.Background(), "alice"); err != nil {
-		t.Fatal(err)
+	kept, err := f.store.PendingEntries(context.Background(), "alice", 10)
+	if err != nil || len(kept) != 3 {
+		t.Fatalf("kept digests = %d, %v; want 3", len(kept), err)
 	}
-	if n := len(f.rec.batches()); n != 3 {
-		t.Errorf("a second reconnect sent them again: %d digests", n)
-	}
-}
-
-func TestPendingDigestsAreBounded(t *testing.T) {
-	p := &presence{}
-	opts := timedOptions(p)
-	opts.PendingLimit = 2
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 30, 0, 0, time.UTC)), opts)
-	sub := f.subscribe("alice", cronReq("0 * * * *", "", "x"))
-	p.away.Store(true)
-	for hour := 1; hour <= 4; hour++ {
-		f.publishN("x", hour)
-		f.clock.Advance(time.Hour)
-	}
-	p.away.Store(false)
-	if err := f.svc.Redeliver(context.Background(), "alice"); err != nil {
-		t.Fatal(err)
-	}
-	id := sub.ID[:8]
-	if diff := cmp.Diff([]string{id + ": 3 (remaining 0)", id + ": 4 (remaining 0)"}, f.rec.batches()); diff != "" {
-		t.Errorf("the most recent digests are sent, oldest first (-want +got):\n%s", diff)
+	f.rec.mu.Lock()
+	defer f.rec.mu.Unlock()
+	for i, e := range f.rec.entries {
+		if !e.Pending || e.Seq != kept[i].Seq {
+			t.Errorf("digest %d handed over as %+v; want it pending, at %d", i, e, kept[i].Seq)
+		}
 	}
 }
 
@@ -535,44 +510,46 @@ func TestTimedDeliveryErrors(t *testing.T) {
 	}
 }
 
-// TestExpiryWhileAwayIsKeptForTheOwner checks that an expiry notice, like a
-// digest, reaches the owner's next session when it had none live, whether
-// the subscription expired while the server ran or while it was down.
-func TestExpiryWhileAwayIsKeptForTheOwner(t *testing.T) {
+// TestExpiryIsKeptForTheOwner checks that an expiry notice, like a digest,
+// is kept for the owner's next live session, whether the subscription
+// expired while the server ran or while it was down.
+func TestExpiryIsKeptForTheOwner(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
 	start := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
-	f, away := newTimed(t, path, clock.NewFake(start))
+	f, _ := newTimed(t, path, clock.NewFake(start))
 	expiring := func(in time.Duration) *subscriptions.Subscription {
 		req := every("x")
 		req.ExpiresAt = start.Add(in).Format(time.RFC3339)
 		return f.subscribe("alice", req)
 	}
 	running, down := expiring(time.Hour), expiring(3*time.Hour)
-	away.away.Store(true)
 	f.clock.Advance(time.Hour)
-	if got := f.rec.expired(); len(got) != 0 {
-		t.Fatalf("expiry notice sent to an owner with no live session: %v", got)
-	}
-	away.away.Store(false)
-	if err := f.svc.Redeliver(context.Background(), "alice"); err != nil {
-		t.Fatal(err)
+	kept := func(f *fixture) []string {
+		t.Helper()
+		es, err := f.store.PendingEntries(context.Background(), "alice", 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, e := range es {
+			out = append(out, e.SubscriptionIDs[0])
+		}
+		return out
 	}
 	if diff := cmp.Diff([]string{"alice " + running.ID}, f.rec.expired()); diff != "" {
-		t.Errorf("notices on reconnect mismatch (-want +got):\n%s", diff)
+		t.Errorf("notices mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{running.ID}, kept(f)); diff != "" {
+		t.Errorf("kept mismatch (-want +got):\n%s", diff)
 	}
 	f.stop()
 
-	// Down while the second one expired; nobody is connected at start-up.
-	nobody := &presence{}
-	nobody.away.Store(true)
-	f2 := newFixture(t, path, clock.NewFake(start.Add(4*time.Hour)), timedOptions(nobody))
-	if got := f2.rec.expired(); len(got) != 0 {
-		t.Fatalf("expiry notice sent at start-up with nobody connected: %v", got)
-	}
-	if err := f2.svc.Redeliver(context.Background(), "alice"); err != nil {
-		t.Fatal(err)
-	}
+	// Down while the second one expired: it expires at start-up.
+	f2, _ := newTimed(t, path, clock.NewFake(start.Add(4*time.Hour)))
 	if diff := cmp.Diff([]string{"alice " + down.ID}, f2.rec.expired()); diff != "" {
-		t.Errorf("notices on the first connection after the restart mismatch (-want +got):\n%s", diff)
+		t.Errorf("notices at start-up mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{running.ID, down.ID}, kept(f2)); diff != "" {
+		t.Errorf("kept after the restart mismatch (-want +got):\n%s", diff)
 	}
 }

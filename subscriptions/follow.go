@@ -279,7 +279,6 @@ func (s *Service) followInboxLocked(ctx context.Context, through int64) {
 	}
 	after := f.inbox
 	f.sawOthers() // entries this process did not write
-	cleared := map[string]int64{}
 	for len(principals) > 0 {
 		entries, more, err := f.shared.InboxRange(ctx, principals, after, through, followBatch)
 		if err != nil {
@@ -288,22 +287,12 @@ func (s *Service) followInboxLocked(ctx context.Context, through int64) {
 			return
 		}
 		s.deliverer.Deliver(entries)
-		for _, e := range entries {
-			if e.Pending {
-				cleared[e.Principal] = e.Seq
-			}
-		}
 		if !more || len(entries) == 0 {
 			break
 		}
 		after = entries[len(entries)-1].Seq
 	}
 	f.inbox = through
-	for p, seq := range cleared {
-		if err := s.store.ClearPending(ctx, p, seq); err != nil {
-			s.log.Warn("forget digests kept for an owner connected here", "principal", p, "error", err)
-		}
-	}
 }
 
 // handOver hands the Deliverer deliver, part of written: entries this

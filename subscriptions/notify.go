@@ -11,8 +11,8 @@ type Deliverer interface {
 	// Deliver hands over entries just committed, in commit order.
 	Deliver(entries []InboxEntry)
 	// Replay hands over, to principal's live sessions, entries committed
-	// earlier that were kept while it was away (Redeliver), to send before
-	// what is delivered after them.
+	// earlier (an event the operator sends again), to send before what is
+	// delivered after them.
 	Replay(principal string, entries []InboxEntry)
 }
 

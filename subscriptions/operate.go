@@ -115,8 +115,9 @@ func (s *Service) Replay(ctx context.Context, principal, subscriptionID, eventID
 	if s.opts.Presence != nil && !s.opts.Presence.Connected(principal) {
 		return fmt.Errorf("%w: the owner of subscription %q has no live session to replay event %q to", ErrNoLiveSession, subscriptionID, eventID)
 	}
+	// Without its position: a session's deliveries come in inbox order,
+	// and this one is sent again out of it.
 	s.deliverer.Replay(principal, []InboxEntry{{
-		Seq:             entry.Seq,
 		Principal:       principal,
 		SubscriptionIDs: []string{subscriptionID},
 		Kind:            mcpe.InboxEvent,

@@ -28,7 +28,6 @@ const (
 	// "github.*", and far fewer of the kind that is slow to match.
 	DefaultMaxPatternCost = 4096
 	DefaultPruneInterval  = time.Minute
-	DefaultPendingLimit   = 10
 	// DefaultSecretGrace is how long a rotated webhook secret keeps
 	// signing.
 	DefaultSecretGrace = 24 * time.Hour
@@ -50,9 +49,10 @@ type ServiceOptions struct {
 	// Deliverer sends inbox entries to their owners' live sessions as
 	// notifications (delivery/realtime); required.
 	Deliverer Deliverer
-	// Presence tells whether an owner has a live session when a digest
-	// fires; one fired while it had none is sent when it next connects
-	// (Redeliver). Nil treats every owner as connected.
+	// Presence tells whether an owner has a live session (for Replay).
+	// When set, digests and expiry notices are kept (marked pending) until
+	// a session of their owner is sent them: Presence's sessions send what
+	// was kept when they become live. Nil keeps nothing.
 	Presence Presence
 	// Backlog, when set, keeps what live sessions have not been sent from
 	// retention, and refuses events for an owner whose session is owed as
@@ -82,9 +82,6 @@ type ServiceOptions struct {
 	// PruneInterval is how often Retention is applied; zero means
 	// DefaultPruneInterval.
 	PruneInterval time.Duration
-	// PendingLimit bounds the digests sent to an owner when it connects
-	// again; zero means DefaultPendingLimit.
-	PendingLimit int
 	// Handlers run subscriptions' handlers, by type (handlers/*). Nil
 	// offers none: a subscription with a handler is refused.
 	Handlers map[mcpe.HandlerType]Handler
@@ -177,6 +174,9 @@ type Service struct {
 	run    string
 	runs   Runs
 	marked bool
+	// arming is held across armExpiry's read of the store and its timer
+	// change: of two arms, the one that read last sets the timer.
+	arming sync.Mutex
 
 	life        sync.Mutex // guards the fields below
 	started     bool
@@ -228,9 +228,6 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	}
 	if opts.PruneInterval <= 0 {
 		opts.PruneInterval = DefaultPruneInterval
-	}
-	if opts.PendingLimit <= 0 {
-		opts.PendingLimit = DefaultPendingLimit
 	}
 	if opts.SecretGrace <= 0 {
 		opts.SecretGrace = DefaultSecretGrace
@@ -457,6 +454,8 @@ func (s *Service) bg() context.Context {
 
 // armExpiry sets the expiry timer to the earliest expiresAt.
 func (s *Service) armExpiry() {
+	s.arming.Lock()
+	defer s.arming.Unlock()
 	next, ok, err := s.store.NextExpiry(s.bg())
 	if err != nil {
 		s.log.Error("find next expiry", "error", err)
@@ -477,7 +476,8 @@ func (s *Service) expireDue() {
 	if err != nil {
 		s.log.Error("expire subscriptions", "error", err)
 	}
-	s.handOver(s.bg(), entries, s.keepForAbsent(entries))
+	s.keep(entries)
+	s.handOver(s.bg(), entries, entries)
 	s.commit.Unlock()
 	for _, e := range entries {
 		if e.Kind != mcpe.InboxExpired {
@@ -533,28 +533,19 @@ func (s *Service) removeEntry(id string) {
 	s.index.Remove(id)
 }
 
-// keepForAbsent marks as pending the entries of owners with no live
-// session, for Redeliver when they come back (at start-up, none is
-// connected yet), and returns the others, to deliver now.
-func (s *Service) keepForAbsent(entries []InboxEntry) []InboxEntry {
+// keep marks entries as pending (kept) until a session of their owner is
+// sent them, as fireLocked does with digests.
+func (s *Service) keep(entries []InboxEntry) {
 	if s.opts.Presence == nil || len(entries) == 0 {
-		return entries
+		return
 	}
-	var now []InboxEntry
-	var kept []int64
-	for _, e := range entries {
-		if s.opts.Presence.Connected(e.Principal) {
-			now = append(now, e)
-		} else {
-			kept = append(kept, e.Seq)
-		}
+	seqs := make([]int64, len(entries))
+	for i := range entries {
+		seqs[i], entries[i].Pending = entries[i].Seq, true
 	}
-	if len(kept) > 0 {
-		if err := s.store.MarkPending(s.bg(), kept); err != nil {
-			s.log.Error("keep expiry notices for owners away", "error", err)
-		}
+	if err := s.store.MarkPending(s.bg(), seqs); err != nil {
+		s.log.Error("keep expiry notices for their owners", "error", err)
 	}
-	return now
 }
 
 // jobsWritten tells the handler runner that deliveries were recorded.

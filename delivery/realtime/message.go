@@ -28,7 +28,10 @@ type Message struct {
 // store keeps, copied as they are: encoding them again for each
 // subscription and session would cost the most of a delivery.
 func messages(e subscriptions.InboxEntry) []Message {
-	cursor := mcpe.FormatCursor(e.Seq)
+	cursor := "" // an entry sent again (Replay) stands outside the order
+	if e.Seq > 0 {
+		cursor = mcpe.FormatCursor(e.Seq)
+	}
 	out := make([]Message, 0, len(e.SubscriptionIDs))
 	for _, id := range e.SubscriptionIDs {
 		var m Message

@@ -36,6 +36,10 @@ const (
 	backlogReason         = "backlog"
 	closeWait             = 5 * time.Second
 	lagWarningEvery       = time.Minute
+	// keptDigests is how many of the digests and expiry notices kept while
+	// their owner had no live session a session is sent when it becomes
+	// live: the most recent ones.
+	keptDigests = 10
 )
 
 // Sink is the sending side of one live session.
@@ -61,6 +65,13 @@ type Inbox interface {
 	// PrunedThrough returns the highest sequence number retention removed
 	// from principal's inbox, or 0.
 	PrunedThrough(ctx context.Context, principal string) (int64, error)
+	// PendingEntries returns up to limit of principal's most recent entries
+	// kept for it (marked pending), oldest first; ClearPending unmarks those
+	// up to seq once a session of principal was sent them.
+	PendingEntries(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error)
+	ClearPending(ctx context.Context, principal string, seq int64) error
+	// LatestInbox returns the newest limit entries of principal's inbox.
+	LatestInbox(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error)
 }
 
 // Options configure a Registry. A nil *Options means all defaults.
@@ -70,8 +81,10 @@ type Options struct {
 	// up: it is told where to poll from (events/missed).
 	Inbox Inbox
 	// WindowEntries and WindowBytes bound what is kept in memory per
-	// principal for its live sessions; zero means the defaults. A session
-	// behind the window reads from the Inbox.
+	// principal for its live sessions; zero means the defaults. With more
+	// than 16 principals, each keeps its share of 16 WindowBytes (at least
+	// its newest delivery). A session behind the window reads from the
+	// Inbox.
 	WindowEntries int
 	WindowBytes   int
 	// BatchMessages and BatchBytes bound one write to a session; zero
@@ -207,12 +220,14 @@ type owner struct {
 	appended, appendedBytes int64
 }
 
-// item is one delivery in a window.
+// item is one delivery in a window; pending when it is kept in the inbox
+// until a session of its owner is sent it.
 type item struct {
-	seq   int64
-	msgs  []Message
-	bytes int
-	at    time.Time
+	seq     int64
+	msgs    []Message
+	bytes   int
+	at      time.Time
+	pending bool
 }
 
 // session is one live session's place in its owner's deliveries.
@@ -228,12 +243,21 @@ type session struct {
 	oldest time.Time
 	// inflight is the cursor the write in progress reaches, 0 for none.
 	inflight int64
-	// replay are messages to send before the next deliveries: digests kept
-	// while the owner was away, and events/missed notices.
+	// replay are messages to send before the next deliveries: events the
+	// operator replays and events/missed notices. Only the writer takes
+	// from it; others append.
 	replay []Message
-	wake   chan struct{}
-	done   chan struct{}
-	once   sync.Once
+	// takes is whether the session is sent what was kept for its owner
+	// (digests and expiry notices that no session was sent yet). Such a
+	// session is registered by its writer when it becomes live (wasLive):
+	// its cursor goes to the end of its owner's inbox then (skipThrough),
+	// or before the oldest entry kept (keptFrom) when there are any; of
+	// the entries up to skipThrough, only those kept are sent.
+	takes, wasLive        bool
+	keptFrom, skipThrough int64
+	wake                  chan struct{}
+	done                  chan struct{}
+	once                  sync.Once
 	// attached is when Attach ran; the stream wait counts from it until the
 	// first successful write.
 	attached time.Time
@@ -275,11 +299,15 @@ func (r *Registry) Attach(principal string, sink Sink) (detach func()) {
 		wake:     make(chan struct{}, 1),
 		done:     make(chan struct{}),
 		attached: r.opts.Clock.Now(),
+		takes:    keeps(sink) && r.opts.Inbox != nil,
 	}
 	s.sentBytes = o.appendedBytes
 	o.sessions[s] = struct{}{}
 	r.wg.Add(1)
 	r.mu.Unlock()
+	if s.takes && s.live() {
+		r.takeKept(s) // what is committed once Attach returns is owed
+	}
 	go r.write(s)
 	r.log.Debug("session attached", "principal", principal)
 	return func() { r.detach(s) }
@@ -352,7 +380,7 @@ func (r *Registry) Deliver(entries []subscriptions.InboxEntry) {
 	now := r.opts.Clock.Now()
 	items := make([]item, len(entries))
 	for i, e := range entries {
-		items[i] = item{seq: e.Seq, msgs: messages(e), at: now}
+		items[i] = item{seq: e.Seq, msgs: messages(e), at: now, pending: e.Pending}
 		for _, m := range items[i].msgs {
 			items[i].bytes += m.size()
 		}
@@ -368,6 +396,10 @@ func (r *Registry) Deliver(entries []subscriptions.InboxEntry) {
 	}
 }
 
+// windowsShare bounds the windows of all principals together, in
+// WindowBytes: with more principals than that, each keeps its share.
+const windowsShare = 16
+
 // appendLocked adds a delivery to o's window, evicting the oldest past the
 // bounds, applies the backlog rule, and wakes the writers.
 func (r *Registry) appendLocked(o *owner, it item) {
@@ -376,16 +408,17 @@ func (r *Registry) appendLocked(o *owner, it item) {
 	o.head = it.seq
 	o.appended++
 	o.appendedBytes += int64(it.bytes)
-	for len(o.window) > r.opts.WindowEntries || o.windowBytes > r.opts.WindowBytes && len(o.window) > 1 {
+	limit := min(r.opts.WindowBytes, windowsShare*r.opts.WindowBytes/len(r.owners))
+	for len(o.window) > r.opts.WindowEntries || o.windowBytes > limit && len(o.window) > 1 {
 		o.evicted = o.window[0].seq
 		o.windowBytes -= o.window[0].bytes
 		o.window[0] = item{}
 		o.window = o.window[1:]
 	}
 	for s := range o.sessions {
-		if !s.live() {
+		if !s.live() || s.takes && !s.wasLive {
 			// Not reachable now: it gets what comes once it is.
-			s.cursor, s.sent, s.sentBytes, s.replay = o.head, o.appended, o.appendedBytes, nil
+			s.cursor, s.sent, s.sentBytes = o.head, o.appended, o.appendedBytes
 			continue
 		}
 		if s.sent == o.appended-1 {
@@ -481,12 +514,30 @@ func (r *Registry) Replay(principal string, entries []subscriptions.InboxEntry) 
 	}
 }
 
+// Wake has the writers of principal's sessions look again at what they
+// owe: a session just became live (its event stream opened).
+func (r *Registry) Wake(principal string) { r.Replay(principal, nil) }
+
 // WakeSink is a Sink that sends nothing itself: it only tells a reader of
 // the inbox (an SEP-3415 events/stream) that there is news. What is written
 // to it is not counted as sent, and it is no session for Transports.
 type WakeSink interface {
 	Sink
 	OnlyWakes()
+}
+
+// KeepingSink is a Sink that may not deliver MCPE notifications (a
+// subscriptions/listen stream for resources only): when Keeps is false, it
+// is not sent what was kept for its owner, and a WakeSink never is.
+type KeepingSink interface {
+	Sink
+	Keeps() bool
+}
+
+func keeps(sink Sink) bool {
+	_, wakes := sink.(WakeSink)
+	k, ok := sink.(KeepingSink)
+	return !wakes && (!ok || k.Keeps())
 }
 
 // TransportSink is a Sink that names its transport, such as "stdio" or
@@ -552,12 +603,17 @@ func (r *Registry) Lags() []Lag {
 // batch is what a writer sends next.
 type batch struct {
 	msgs      []Message
+	from      int64 // the cursor before it
 	cursor    int64 // the cursor once sent
 	count     int64 // deliveries it completes
 	bytes     int64
-	catchUp   bool  // the session is behind the window: read the inbox
-	from      int64 // where to read from
-	replayLen int   // how many of msgs came from the replay queue
+	catchUp   bool // the session is behind the window: read the inbox
+	replayLen int  // how many of msgs came from the replay queue
+	// pending is the newest kept entry it carries, which ClearPending
+	// unmarks once it is sent.
+	pending int64
+	// becameLive: read what was kept for the owner first.
+	becameLive bool
 }
 
 // next takes what s is to send next: its replay queue, then the window's
@@ -568,12 +624,16 @@ func (r *Registry) next(s *session) batch {
 	defer r.mu.Unlock()
 	o := s.o
 	if !s.live() {
-		s.cursor, s.sent, s.sentBytes, s.replay = o.head, o.appended, o.appendedBytes, nil
-		return batch{}
+		s.wasLive = false
+		s.cursor, s.sent, s.sentBytes = o.head, o.appended, o.appendedBytes
+		return batch{from: s.cursor, cursor: s.cursor}
 	}
-	b := batch{cursor: s.cursor, msgs: s.replay[:len(s.replay):len(s.replay)], replayLen: len(s.replay)}
-	if s.cursor < o.evicted {
-		b.catchUp, b.from = true, s.cursor
+	if s.takes && !s.wasLive {
+		return batch{from: s.cursor, cursor: s.cursor, becameLive: true}
+	}
+	b := batch{from: s.cursor, cursor: s.cursor, msgs: s.replay[:len(s.replay):len(s.replay)], replayLen: len(s.replay)}
+	if s.cursor < o.evicted || s.cursor < s.skipThrough {
+		b.catchUp = true
 		return b
 	}
 	size := 0
@@ -589,6 +649,9 @@ func (r *Registry) next(s *session) batch {
 		b.cursor = it.seq
 		b.count++
 		b.bytes += int64(it.bytes)
+		if it.pending {
+			b.pending = it.seq
+		}
 	}
 	return b
 }
@@ -599,13 +662,17 @@ func (r *Registry) write(s *session) {
 	lastOK := s.attached
 	for {
 		b := r.next(s)
+		if b.becameLive {
+			r.takeKept(s)
+			continue
+		}
 		if b.catchUp {
 			var err error
 			if b, err = r.catchUp(s, b); err != nil {
 				r.log.Error("read the inbox for a session that fell behind", "principal", s.o.principal, "error", err)
 			}
 		}
-		if len(b.msgs) == 0 && b.count == 0 {
+		if len(b.msgs) == 0 && b.cursor == b.from {
 			select {
 			case <-s.done:
 				return
@@ -620,13 +687,16 @@ func (r *Registry) write(s *session) {
 			r.detach(s)
 			return
 		}
+		if b.pending > 0 {
+			r.clearPending(s, b.pending)
+		}
 		r.mu.Lock()
 		s.inflight = 0
 		s.replay = s.replay[b.replayLen:]
 		if b.cursor > s.cursor {
 			s.cursor = b.cursor
-			s.sent += b.count
-			s.sentBytes += b.bytes
+			s.sent = min(s.sent+b.count, s.o.appended)
+			s.sentBytes = min(s.sentBytes+b.bytes, s.o.appendedBytes)
 			for _, it := range s.o.window {
 				if it.seq > s.cursor {
 					s.oldest = it.at
@@ -667,19 +737,29 @@ func (r *Registry) catchUp(s *session, b batch) (batch, error) {
 		if pruned > b.from {
 			r.mu.Lock()
 			if s.cursor == b.from {
-				from := s.cursor
+				// What the session was not owed (up to skipThrough) is
+				// no loss to tell of.
 				s.cursor = pruned
-				s.replay = append(s.replay, missed(from, pruned, retentionReason))
+				if from := max(b.from, s.skipThrough); pruned > from {
+					s.replay = append(s.replay, missed(from, pruned, retentionReason))
+				}
 			}
 			r.mu.Unlock()
-			return batch{}, nil
+			return batch{from: b.from, cursor: b.from}, nil
 		}
 		if s.ahead, _, err = r.opts.Inbox.ReadInbox(ctx, s.o.principal, b.from, catchUpLimit); err != nil {
 			return batch{}, err
 		}
 	}
 	for len(s.ahead) > 0 {
-		msgs := messages(s.ahead[0])
+		e := s.ahead[0]
+		if e.Seq <= s.skipThrough && (!e.Pending || e.Seq < s.keptFrom) {
+			// Delivered before the session became live: not owed.
+			b.cursor = e.Seq
+			s.ahead = s.ahead[1:]
+			continue
+		}
+		msgs := messages(e)
 		n := 0
 		for _, m := range msgs {
 			n += m.size()
@@ -688,15 +768,65 @@ func (r *Registry) catchUp(s *session, b batch) (batch, error) {
 			break
 		}
 		b.msgs = append(b.msgs, msgs...)
-		b.cursor = s.ahead[0].Seq
-		b.count++
-		b.bytes += int64(n)
+		b.cursor = e.Seq
+		if e.Seq > s.skipThrough {
+			b.count++
+			b.bytes += int64(n)
+		}
+		if e.Pending {
+			b.pending = e.Seq
+		}
 		s.ahead[0] = subscriptions.InboxEntry{}
 		s.ahead = s.ahead[1:]
 	}
 	// What is left follows the cursor the batch reaches once sent.
 	s.aheadFrom = b.cursor
 	return b, nil
+}
+
+// takeKept registers s, which just became live: its cursor goes to the end
+// of its owner's inbox, or before the oldest entry kept for the owner.
+func (r *Registry) takeKept(s *session) {
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
+	defer cancel()
+	p := s.o.principal
+	kept, err := r.opts.Inbox.PendingEntries(ctx, p, keptDigests)
+	var latest []subscriptions.InboxEntry
+	var end int64
+	if err == nil {
+		latest, err = r.opts.Inbox.LatestInbox(ctx, p, 1)
+	}
+	if err == nil {
+		end, err = r.opts.Inbox.PrunedThrough(ctx, p)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	s.wasLive, s.ahead = true, nil
+	if err != nil {
+		// It gets what comes from now on.
+		r.log.Error("read what was kept for a session's owner", "principal", p, "error", err)
+		return
+	}
+	if len(latest) > 0 {
+		end = max(end, latest[0].Seq)
+	}
+	s.cursor, s.skipThrough, s.keptFrom = end, end, end+1
+	if len(kept) > 0 {
+		s.cursor, s.keptFrom = min(end, kept[0].Seq-1), kept[0].Seq
+	}
+}
+
+// clearPending unmarks the kept entries of s's owner up to seq, which s was
+// sent (when it keeps: see KeepingSink).
+func (r *Registry) clearPending(s *session, seq int64) {
+	if !keeps(s.sink) || r.opts.Inbox == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
+	defer cancel()
+	if err := r.opts.Inbox.ClearPending(ctx, s.o.principal, seq); err != nil {
+		r.log.Error("unmark what a session was sent as kept", "principal", s.o.principal, "error", err)
+	}
 }
 
 // send writes msgs, retrying with back-off while the session is within its

@@ -214,6 +214,51 @@ func (f *fakeInbox) PrunedThrough(_ context.Context, principal string) (int64, e
 	return f.pruned[principal], nil
 }
 
+func (f *fakeInbox) PendingEntries(_ context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []subscriptions.InboxEntry
+	for _, e := range f.entries {
+		if e.Principal == principal && e.Pending {
+			out = append(out, e)
+		}
+	}
+	return out[max(0, len(out)-limit):], nil
+}
+
+func (f *fakeInbox) ClearPending(_ context.Context, principal string, seq int64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for i, e := range f.entries {
+		if e.Principal == principal && e.Seq <= seq {
+			f.entries[i].Pending = false
+		}
+	}
+	return nil
+}
+
+func (f *fakeInbox) LatestInbox(_ context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []subscriptions.InboxEntry
+	for i := len(f.entries) - 1; i >= 0 && len(out) < limit; i-- {
+		if f.entries[i].Principal == principal {
+			out = append(out, f.entries[i])
+		}
+	}
+	return out, nil
+}
+
+// pending lists the seqs of principal's entries still kept.
+func (f *fakeInbox) pending(principal string) []int64 {
+	es, _ := f.PendingEntries(context.Background(), principal, len(f.entries)+1)
+	var out []int64
+	for _, e := range es {
+		out = append(out, e.Seq)
+	}
+	return out
+}
+
 // deliver commits entries to the inbox and hands them to the registry, as
 // the service does.
 func deliver(r *Registry, in *fakeInbox, es ...subscriptions.InboxEntry) {

@@ -183,7 +183,6 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 			mcpe.ChannelScheduled: scheduled.Channel{},
 		},
 		Clock:            opts.Clock,
-		PendingLimit:     cfg.Delivery.PendingDigests,
 		Logger:           log,
 		MaxSubscriptions: cfg.Subscriptions.MaxPerPrincipal,
 		MaxPatternCost:   cfg.Subscriptions.MaxPatternCost,

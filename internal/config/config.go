@@ -217,9 +217,6 @@ type Delivery struct {
 	// MinEvery is the shortest "@every" interval a cron schedule may use.
 	// Default 1m.
 	MinEvery Duration `yaml:"minEvery"`
-	// PendingDigests is how many of the digests that fired while their owner
-	// had no live session are sent when it connects again. Default 10.
-	PendingDigests int `yaml:"pendingDigests"`
 	// Window is how many of a principal's latest deliveries are kept in
 	// memory for its live sessions; a session further behind reads them
 	// from the inbox. Default 1024.
@@ -426,9 +423,6 @@ func (c *Config) validate() error {
 	}
 	if c.HTTP.Stateless && len(c.Auth.Tokens) == 0 {
 		add(errors.New("http.stateless needs auth.tokens: a client of protocol 2026-07-28 has no session, so a bearer token is the only way to tell who it is; add tokens, or leave http.stateless out"))
-	}
-	if c.Delivery.PendingDigests < 0 {
-		add(errors.New("delivery.pendingDigests must be positive (or left out for 10)"))
 	}
 	if opts := c.Delivery.Realtime(); opts.Validate() != nil {
 		add(Within("delivery", opts.Validate()))

@@ -466,15 +466,6 @@ func (s *Server) ackListen(ctx context.Context, method string, req mcp.Request) 
 		return true, err
 	}
 	st.acked = true
-	if st.asked.MCPEEvents {
-		// What was kept while the principal had no live session: sent
-		// once the acknowledgement has gone (the lock is held until then).
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			s.redeliver(st.principal)
-		}()
-	}
 	return true, nil
 }
 
@@ -484,6 +475,9 @@ func (s *Server) ackListen(ctx context.Context, method string, req mcp.Request) 
 // for event:// resources, which wrapSink serves), it passes over them:
 // they stay in the inbox, which events_poll reads.
 type listenSink struct{ st *listenState }
+
+// Keeps reports whether the listen takes what was kept for its principal.
+func (l listenSink) Keeps() bool { return l.st.asked.MCPEEvents }
 
 func (l listenSink) Write(ctx context.Context, msgs []realtime.Message) error {
 	st := l.st

@@ -398,6 +398,12 @@ type resourceSink struct {
 	res   *resourceSubs
 }
 
+// Keeps reports whether the inner sink takes what was kept for its owner.
+func (w *resourceSink) Keeps() bool {
+	k, ok := w.inner.(realtime.KeepingSink)
+	return !ok || k.Keeps()
+}
+
 // wrapSink gives the sink of ss resource deliveries, keeping its liveness.
 func (s *Server) wrapSink(ss *mcp.ServerSession, inner realtime.Sink) realtime.Sink {
 	rs := &resourceSink{inner: inner, ss: ss, res: s.res}

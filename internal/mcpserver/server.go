@@ -66,8 +66,6 @@ type Service interface {
 	tools.Service
 	EventService
 	ForgetPrincipal(ctx context.Context, principal string) error
-	// Redeliver sends the digests that fired while principal was away.
-	Redeliver(ctx context.Context, principal string) error
 	// RunPrefix starts the principals of this run's sessions without a
 	// token (SessionPrincipalPrefix, the run, a colon); "" when the
 	// service deletes none, and then they start with
@@ -505,7 +503,6 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	}
 	s.log.Info("session connected", "principal", principal)
 	s.log.Debug("session connected", "principal", principal, "session_id", ss.ID())
-	s.redeliver(principal)
 	go func() {
 		defer s.wg.Done()
 		ss.Wait()
@@ -526,14 +523,14 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	}()
 }
 
-// streamOpened sends what was kept for the owner of ss, whose event stream
-// just opened: until then nothing could reach it.
+// streamOpened wakes the writer of ss, whose event stream just opened:
+// until then nothing could reach it.
 func (s *Server) streamOpened(ss *mcp.ServerSession) {
 	s.mu.Lock()
 	principal, ok := s.attached[ss]
 	s.mu.Unlock()
 	if ok {
-		s.redeliver(principal)
+		s.opts.Sessions.Wake(principal)
 	}
 }
 
@@ -550,14 +547,6 @@ func (s *Server) Close() {
 // so that closing their sessions does not wait on them. Call it before
 // closing sessions at shutdown.
 func (s *Server) EndStreams() { s.endStreams() }
-
-// redeliver sends principal the digests and expiry notices kept for it
-// while it had no live session.
-func (s *Server) redeliver(principal string) {
-	if err := s.opts.Service.Redeliver(context.Background(), principal); err != nil {
-		s.log.Error("send what was kept while the owner was away", "principal", principal, "error", err)
-	}
-}
 
 // HTTPOptions configure the Streamable HTTP handler.
 type HTTPOptions struct {
