@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +23,8 @@ const (
 	// goroutines and (without tokens) its subscriptions forever.
 	DefaultSessionTimeout = 5 * time.Minute
 	// DefaultMaxSessionsPerPrincipal bounds the live HTTP sessions of one
-	// principal; past it the one idle longest is closed.
+	// principal; past it the one idle longest is closed. Those without a
+	// token count as one principal, and past it a new one is refused.
 	DefaultMaxSessionsPerPrincipal = 100
 )
 
@@ -51,7 +53,9 @@ type liveness struct {
 
 // httpSession is what liveness knows of one session.
 type httpSession struct {
-	ss        *mcp.ServerSession
+	ss *mcp.ServerSession
+	// principal is the one it counts toward: SessionPrincipalPrefix for
+	// every session without a token.
 	principal string
 	// open counts requests in progress, streams the event streams among
 	// them.
@@ -71,26 +75,6 @@ func (l *liveness) setTimeout(d time.Duration) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.timeout = d
-}
-
-// add starts tracking ss, an HTTP session of principal, with what its
-// requests already in progress (an event stream opened before the session
-// was attached) counted.
-func (l *liveness) add(ss *mcp.ServerSession, principal string) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.stopped {
-		return
-	}
-	st := l.sessions[ss.ID()]
-	if st == nil {
-		st = &httpSession{last: l.clock.Now()}
-		l.sessions[ss.ID()] = st
-	}
-	st.ss, st.principal = ss, principal
-	if l.timer == nil {
-		l.armLocked()
-	}
 }
 
 // remove stops tracking the session with the given ID.
@@ -192,10 +176,17 @@ func (l *liveness) end(id string, stream *streamWriter) {
 	}
 }
 
-// evict returns the sessions of principal to close so that one more fits
-// under max: those idle longest first (nothing in progress, then the
-// least recently active).
-func (l *liveness) evict(principal string, max int) []*mcp.ServerSession {
+// admit starts tracking ss, a new HTTP session of principal, under max
+// sessions per principal, and returns the sessions of principal to close
+// to make room: those idle longest first (nothing in progress, then the
+// least recently active). Sessions without a token count as one
+// principal, and past max a new one is refused (ok false) rather than
+// another client's session closed.
+func (l *liveness) admit(ss *mcp.ServerSession, principal string, max int) (closing []*mcp.ServerSession, ok bool) {
+	tokenless := strings.HasPrefix(principal, SessionPrincipalPrefix)
+	if tokenless {
+		principal = SessionPrincipalPrefix
+	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	var mine []*httpSession
@@ -204,24 +195,33 @@ func (l *liveness) evict(principal string, max int) []*mcp.ServerSession {
 			mine = append(mine, st)
 		}
 	}
-	if len(mine) < max {
-		return nil
-	}
-	slices.SortFunc(mine, func(a, b *httpSession) int {
-		if (a.open == 0) != (b.open == 0) {
-			if a.open == 0 {
-				return -1
-			}
-			return 1
+	if len(mine) >= max {
+		if tokenless {
+			return nil, false
 		}
-		return a.last.Compare(b.last)
-	})
-	var out []*mcp.ServerSession
-	for _, st := range mine[:len(mine)-max+1] {
-		out = append(out, st.ss)
-		delete(l.sessions, st.ss.ID())
+		slices.SortFunc(mine, func(a, b *httpSession) int {
+			if (a.open == 0) != (b.open == 0) {
+				if a.open == 0 {
+					return -1
+				}
+				return 1
+			}
+			return a.last.Compare(b.last)
+		})
+		for _, st := range mine[:len(mine)-max+1] {
+			closing = append(closing, st.ss)
+			delete(l.sessions, st.ss.ID())
+		}
 	}
-	return out
+	if l.stopped {
+		return closing, true
+	}
+	// Its ID is new: no request of it can have come yet.
+	l.sessions[ss.ID()] = &httpSession{ss: ss, principal: principal, last: l.clock.Now()}
+	if l.timer == nil {
+		l.armLocked()
+	}
+	return closing, true
 }
 
 // armLocked sets the timer for the next look at the sessions.

@@ -311,3 +311,41 @@ func TestUnauthorizedSaysBearer(t *testing.T) {
 		}
 	}
 }
+
+// TestTokenlessSessionsBounded checks that without tokens the sessions
+// count together as one principal's: past the bound a new one is refused,
+// with an error that says the bound and what to do, and no other client's
+// session is closed. A session that sent initialize and nothing more
+// counts too, and times out like any other, which makes room again.
+func TestTokenlessSessionsBounded(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{MaxSessionsPerPrincipal: 2, SessionTimeout: time.Minute}))
+	t.Cleanup(hs.Close)
+	initialize := func() (*rawSession, string) {
+		r := &rawSession{t: t, url: hs.URL}
+		return r, r.post("initialize", map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{},
+			"clientInfo": map[string]any{"name": "raw", "version": "0"}}, true)
+	}
+	first := openRaw(t, hs.URL, "")
+	if _, body := initialize(); strings.Contains(body, `"error"`) {
+		t.Fatalf("the second session was refused: %s", body)
+	}
+	_, body := initialize()
+	for _, want := range []string{`"error"`, "2 MCP sessions without a token", "auth.tokens"} {
+		if !strings.Contains(body, want) {
+			t.Errorf("a third session was answered %s; want an error with %q", body, want)
+		}
+	}
+	// A go-sdk client shows the reason.
+	_, err := mcp.NewClient(&mcp.Implementation{Name: "third", Version: "1"}, nil).Connect(t.Context(),
+		&mcp.StreamableClientTransport{Endpoint: hs.URL}, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+	if err == nil || !strings.Contains(err.Error(), "auth.tokens") {
+		t.Errorf("a go-sdk client connecting past the bound got %v; want the reason", err)
+	}
+	first.post("tools/list", map[string]any{}, true) // still open
+	e.clock.Advance(3 * time.Minute)
+	waitFor(t, "a new session admitted once idle ones timed out", func() bool {
+		_, body := initialize()
+		return !strings.Contains(body, `"error"`)
+	})
+}

@@ -384,11 +384,17 @@ func (s *Server) Wait() { s.wg.Wait() }
 // events capability to the initialize and server/discover results.
 func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		ss, ok := req.GetSession().(*mcp.ServerSession)
+		if ok && method == "initialize" && ss.ID() != "" && ss.InitializeParams() == nil {
+			if err := s.admit(ss, req.GetExtra()); err != nil {
+				return nil, err
+			}
+		}
 		res, err := next(ctx, method, req)
 		if err != nil {
 			return res, jsonData(err)
 		}
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok && attaches(method, ss) && !statelessHTTP(ss, req.GetExtra()) {
+		if ok && attaches(method, ss) && !statelessHTTP(ss, req.GetExtra()) {
 			s.attach(ss, req.GetExtra())
 		}
 		switch r := res.(type) {
@@ -485,16 +491,8 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	}
 	var detach func()
 	if id := ss.ID(); id != "" {
-		// An HTTP session: notifications reach it only while its event
-		// stream is open, and it is closed when abandoned.
-		s.mu.Lock()
-		max := s.maxSessions
-		s.mu.Unlock()
-		for _, old := range s.live.evict(principal, max) {
-			s.log.Info("too many sessions for one principal: closing the one idle longest", "principal", principal, "max", max)
-			old.Close()
-		}
-		s.live.add(ss, principal)
+		// An HTTP session (admitted at its initialize): notifications reach
+		// it only while its event stream is open.
 		detach = s.opts.Sessions.Attach(principal, s.wrapSink(ss, &streamSink{Sink: sink, id: id, live: s.live}))
 	} else if lw := s.lineWriter(ss); lw != nil {
 		detach = s.opts.Sessions.Attach(principal, s.wrapSink(ss, lineSink{lw}))
@@ -507,7 +505,6 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 		defer s.wg.Done()
 		ss.Wait()
 		detach()
-		s.live.remove(ss.ID())
 		s.mu.Lock()
 		delete(s.attached, ss)
 		s.mu.Unlock()
@@ -521,6 +518,35 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 			}
 		}
 	}()
+}
+
+// admit starts watching ss, a new HTTP session, until it ends: it is
+// closed when abandoned. Past maxSessions for its principal, it closes the
+// one idle longest; without a token, it refuses ss instead.
+func (s *Server) admit(ss *mcp.ServerSession, extra *mcp.RequestExtra) error {
+	principal := s.principalOf(ss, extra)
+	s.mu.Lock()
+	max := s.maxSessions
+	s.mu.Unlock()
+	closing, ok := s.live.admit(ss, principal, max)
+	if !ok {
+		s.log.Warn("too many sessions without a token: refusing a new one", "max", max)
+		return &jsonrpc.Error{Code: CodeResourceExhausted, Message: fmt.Sprintf("this server already has %d MCP sessions "+
+			"without a token, the most it allows (http.maxSessionsPerPrincipal); end sessions you no longer use (DELETE "+
+			"with their Mcp-Session-Id) or wait for idle ones to time out, or have the operator configure auth.tokens, "+
+			"with which each principal has sessions of its own", max)}
+	}
+	for _, old := range closing {
+		s.log.Info("too many sessions for one principal: closing the one idle longest", "principal", principal, "max", max)
+		old.Close()
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ss.Wait()
+		s.live.remove(ss.ID())
+	}()
+	return nil
 }
 
 // streamOpened wakes the writer of ss, whose event stream just opened:
@@ -559,8 +585,9 @@ type HTTPOptions struct {
 	// long and did not answer a ping. Zero means DefaultSessionTimeout.
 	SessionTimeout time.Duration
 	// MaxSessionsPerPrincipal bounds the live HTTP sessions of one
-	// principal; a new one past it closes the one idle longest. Zero means
-	// DefaultMaxSessionsPerPrincipal.
+	// principal; a new one past it closes the one idle longest. Sessions
+	// without a token count as one principal, and a new one past it is
+	// refused. Zero means DefaultMaxSessionsPerPrincipal.
 	MaxSessionsPerPrincipal int
 	// Stateless serves protocol 2026-07-28 to the clients that ask for it
 	// (a request whose Mcp-Protocol-Version says so), statelessly: each
