@@ -41,10 +41,20 @@ func (e *NotFoundError) Error() string {
 // Unwrap makes errors.Is(err, ErrNotFound) true.
 func (e *NotFoundError) Unwrap() error { return ErrNotFound }
 
-// LimitError says how many subscriptions a principal may have.
-type LimitError struct{ Max int }
+// LimitError says how many subscriptions a principal may have, or, with
+// Sessions, how many active ones the sessions without a token may have
+// together.
+type LimitError struct {
+	Max      int
+	Sessions bool
+}
 
 func (e *LimitError) Error() string {
+	if e.Sessions {
+		return fmt.Sprintf("the sessions without a token on this server already have %d active subscriptions together, "+
+			"the most it allows; remove or pause subscriptions no longer needed (events_unsubscribe, events_pause), end "+
+			"sessions no longer used, or have the operator configure auth.tokens, with which each principal has its own %d", e.Max, e.Max)
+	}
 	return fmt.Sprintf("you already have %d active or paused subscriptions, the most this server allows; "+
 		"remove one with events_unsubscribe or widen an existing filter with events_update", e.Max)
 }

@@ -73,8 +73,8 @@ type Index struct {
 	exact    map[string]*entryList
 	patterns map[string]map[string]*patternBucket // prefix -> pattern text -> bucket
 	prefixes []prefixLen                          // distinct prefix lengths, ascending
-	// costs are, by principal, the patterns its entries use and what
-	// matching them costs: each distinct pattern is matched once.
+	// costs are, by principal, its entries, the patterns they use and
+	// what matching them costs: each distinct pattern is matched once.
 	costs map[string]*patternUses
 	// gen counts changes; a result computed before a change is not cached.
 	gen atomic.Uint64
@@ -176,14 +176,16 @@ func (x *Index) Len() int {
 	return len(x.entries)
 }
 
-// patternUses counts the entries that use each pattern of one principal,
-// and the summed cost of the distinct ones.
+// patternUses counts the entries of one principal, those that use each of
+// its patterns, and the summed cost of the distinct ones.
 type patternUses struct {
-	uses map[string]int
-	cost int
+	entries int
+	uses    map[string]int
+	cost    int
 }
 
 func (u *patternUses) add(e *Entry, d int) {
+	u.entries += d
 	for _, p := range e.patterns() {
 		if p.Exact() {
 			continue
@@ -211,6 +213,19 @@ func (x *Index) PrincipalCost(principal string) int {
 		return u.cost
 	}
 	return 0
+}
+
+// Owned returns how many entries the principals starting with prefix own.
+func (x *Index) Owned(prefix string) int {
+	x.mu.RLock()
+	defer x.mu.RUnlock()
+	n := 0
+	for p, u := range x.costs {
+		if strings.HasPrefix(p, prefix) {
+			n += u.entries
+		}
+	}
+	return n
 }
 
 // CostWith returns what principal's patterns would cost with entry in the
@@ -340,7 +355,7 @@ func (x *Index) removeLocked(id string) {
 	}
 	delete(x.entries, id)
 	if u := x.costs[e.Principal]; u != nil {
-		if u.add(e, -1); len(u.uses) == 0 {
+		if u.add(e, -1); u.entries == 0 {
 			delete(x.costs, e.Principal)
 		}
 	}

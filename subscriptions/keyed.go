@@ -57,7 +57,7 @@ func (s *Service) Keyed(ctx context.Context, principal, id string, f mcpe.Filter
 		}
 		s.removeEntry(id)
 	}
-	if err := s.checkPatternCost(principal, nil, e); err != nil {
+	if err := s.checkRoom(principal, nil, e); err != nil {
 		return nil, false, err
 	}
 	if err := s.store.CreateSubscription(ctx, sub, s.opts.MaxSubscriptions); err != nil {

@@ -124,7 +124,7 @@ func (s *Service) keyedWebhook(ctx context.Context, principal, id string, f mcpe
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, false, err
 	}
-	if err := s.checkPatternCost(principal, nil, e); err != nil {
+	if err := s.checkRoom(principal, nil, e); err != nil {
 		return nil, false, err
 	}
 	if err := s.store.CreateSubscription(ctx, sub, s.opts.MaxSubscriptions); err != nil {

@@ -64,7 +64,7 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.Subs
 
 	s.manage.Lock()
 	defer s.manage.Unlock()
-	if err := s.checkPatternCost(principal, nil, e); err != nil {
+	if err := s.checkRoom(principal, nil, e); err != nil {
 		return nil, err
 	}
 	if err := s.store.CreateSubscription(ctx, sub, s.opts.MaxSubscriptions); err != nil {
@@ -80,10 +80,16 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.Subs
 	return showSecret(s.view(sub), secret), nil
 }
 
-// checkPatternCost refuses to put entry into the index, in place of old
-// (nil for none), when principal's patterns would then cost more to match
-// than the server allows. The caller holds s.manage.
-func (s *Service) checkPatternCost(principal string, old, entry *Entry) error {
+// checkRoom refuses to put entry into the index, in place of old (nil for
+// none), when principal's patterns would then cost more to match than the
+// server allows, or when principal is a session without a token
+// (EphemeralPrefix) and those have as many active subscriptions together
+// as one principal may have: that bounds how many of them one event
+// reaches. The caller holds s.manage.
+func (s *Service) checkRoom(principal string, old, entry *Entry) error {
+	if p := s.opts.EphemeralPrefix; old == nil && p != "" && strings.HasPrefix(principal, p) && s.index.Owned(p) >= s.opts.MaxSubscriptions {
+		return &LimitError{Max: s.opts.MaxSubscriptions, Sessions: true}
+	}
 	cost := s.index.CostWith(principal, old, entry)
 	if cost <= s.opts.MaxPatternCost || entry.Cost() == 0 {
 		return nil
@@ -312,7 +318,7 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 		if entry, err = NewEntry(sub); err != nil {
 			return nil, err
 		}
-		if err := s.checkPatternCost(principal, s.index.Get(id), entry); err != nil {
+		if err := s.checkRoom(principal, s.index.Get(id), entry); err != nil {
 			return nil, err
 		}
 	}

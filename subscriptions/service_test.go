@@ -719,3 +719,37 @@ func TestConcurrentPublishesShareACommit(t *testing.T) {
 		t.Errorf("delivered %d (%v), want %d", got.DeliveredCount, err, n+1)
 	}
 }
+
+// TestSessionsShareOneQuota checks that the sessions without a token
+// (EphemeralPrefix) have, together, as many active subscriptions as one
+// principal may: that bounds how many subscriptions one event reaches,
+// however many sessions there are. Changing an active one, or pausing one
+// to make room, works; a principal with a token has its own quota.
+func TestSessionsShareOneQuota(t *testing.T) {
+	ctx := context.Background()
+	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{EphemeralPrefix: "session:", MaxSubscriptions: 3})
+	a1, b := f.subscribe("session:a", every("x")), f.subscribe("session:b", every("x"))
+	f.subscribe("session:a", every("y"))
+	_, err := f.svc.Subscribe(ctx, "session:c", every("x"))
+	var lim *subscriptions.LimitError
+	if !errors.As(err, &lim) || !lim.Sessions || lim.Max != 3 || !strings.Contains(err.Error(), "auth.tokens") {
+		t.Fatalf("a fourth subscription of the sessions: %v; want a LimitError for the sessions together", err)
+	}
+	f.subscribe("alice", every("x"))
+	if _, err := f.svc.Update(ctx, "session:b", mcpe.UpdateRequest{SubscriptionID: b.ID, Filter: &mcpe.Filter{EventTypes: []string{"z"}}}); err != nil {
+		t.Errorf("changing an active subscription at the bound: %v", err)
+	}
+	if _, err := f.svc.Pause(ctx, "session:a", a1.ID); err != nil {
+		t.Fatal(err)
+	}
+	c := f.subscribe("session:c", every("x"))
+	if _, err := f.svc.Resume(ctx, "session:a", a1.ID); !errors.As(err, &lim) {
+		t.Errorf("resuming past the bound: %v; want a LimitError", err)
+	}
+	if err := f.svc.Unsubscribe(ctx, "session:c", c.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.Resume(ctx, "session:a", a1.ID); err != nil {
+		t.Errorf("resuming once there is room: %v", err)
+	}
+}
