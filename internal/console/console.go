@@ -6,6 +6,7 @@ import (
 	"crypto/subtle"
 	"embed"
 	"errors"
+	"fmt"
 	"html/template"
 	"io"
 	"io/fs"
@@ -13,6 +14,7 @@ import (
 	"net/http"
 	"net/url"
 	"regexp"
+	"strconv"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
@@ -74,6 +76,7 @@ type Console struct {
 	log       *slog.Logger
 	adminHash [sha256.Size]byte
 	sessions  sessions
+	guesses   guesses
 	mux       *http.ServeMux
 }
 
@@ -173,13 +176,21 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, http.StatusBadRequest, "login.html", loginPage{Error: "The form could not be read."})
 		return
 	}
+	addr, now := clientAddr(r), c.opts.Clock.Now()
+	if wait := c.guesses.wait(addr, now); wait > 0 {
+		secs := int((wait + time.Second - 1) / time.Second)
+		w.Header().Set("Retry-After", strconv.Itoa(secs))
+		c.render(w, http.StatusTooManyRequests, "login.html", loginPage{Error: fmt.Sprintf(
+			"Too many wrong tokens were tried; try again in %d seconds.", secs)})
+		return
+	}
 	principal, admin, ok := c.authenticate(r.PostForm.Get("token"))
 	if !ok {
+		c.guesses.failed(addr, now)
 		c.log.Info("console login refused", "remote", r.RemoteAddr)
 		c.render(w, http.StatusUnauthorized, "login.html", loginPage{Error: "This token is not a token of this server."})
 		return
 	}
-	now := c.opts.Clock.Now()
 	expires := now.Add(c.opts.SessionTTL)
 	id := c.sessions.create(principal, admin, expires, now)
 	http.SetCookie(w, c.cookie(r, id, expires))

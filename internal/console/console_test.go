@@ -3,6 +3,7 @@ package console_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -11,7 +12,9 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/console"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -378,5 +381,51 @@ func TestCookieSecureBehindAProxy(t *testing.T) {
 		if cookies[0].Secure != tc.want {
 			t.Errorf("login at %s: cookie Secure %t, want %t", tc.host, cookies[0].Secure, tc.want)
 		}
+	}
+}
+
+// TestLoginGuessesLimited checks that wrong tokens may be tried only so
+// fast, from one client address and from all together: past the limit a
+// login, even with a right token, is answered 429 with when to retry.
+func TestLoginGuessesLimited(t *testing.T) {
+	f := newFixture(t)
+	clk := clock.NewFake(time.Date(2025, 1, 15, 10, 0, 0, 0, time.UTC))
+	c, err := console.New(console.Options{Service: f.svc, Tokens: tokens, Clock: clk})
+	if err != nil {
+		t.Fatal(err)
+	}
+	login := func(addr, token string) *httptest.ResponseRecorder {
+		r := httptest.NewRequest(http.MethodPost, "/console/login", strings.NewReader(url.Values{"token": {token}}.Encode()))
+		r.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		r.RemoteAddr = addr + ":4242"
+		w := httptest.NewRecorder()
+		c.ServeHTTP(w, r)
+		return w
+	}
+	for i := range 10 {
+		if w := login("192.0.2.1", "wrong"); w.Code != http.StatusUnauthorized {
+			t.Fatalf("wrong token %d: %d; want 401", i+1, w.Code)
+		}
+	}
+	w := login("192.0.2.1", "alice-token")
+	if w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "6" || !strings.Contains(w.Body.String(), "try again in 6 seconds") {
+		t.Fatalf("a login after 10 wrong tokens: %d, Retry-After %q\n%s; want 429, retry in 6 seconds", w.Code, w.Header().Get("Retry-After"), w.Body)
+	}
+	if w := login("192.0.2.2", "alice-token"); w.Code != http.StatusSeeOther {
+		t.Errorf("a login from another address: %d; want it logged in", w.Code)
+	}
+	clk.Advance(6 * time.Second)
+	if w := login("192.0.2.1", "alice-token"); w.Code != http.StatusSeeOther {
+		t.Errorf("a login once the wait is over: %d; want it logged in", w.Code)
+	}
+	// From many addresses: 100 wrong tokens in all (with the 6 allowed
+	// again over the last 6 seconds), then everyone waits.
+	for i := range 96 {
+		if w := login(fmt.Sprintf("198.51.100.%d", i), "wrong"); w.Code != http.StatusUnauthorized {
+			t.Fatalf("wrong token from address %d: %d; want 401", i, w.Code)
+		}
+	}
+	if w := login("203.0.113.1", "bob-token"); w.Code != http.StatusTooManyRequests || w.Header().Get("Retry-After") != "1" {
+		t.Errorf("a login after 100 wrong tokens in all: %d, Retry-After %q; want 429, retry in 1 second", w.Code, w.Header().Get("Retry-After"))
 	}
 }
