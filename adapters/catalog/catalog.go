@@ -9,6 +9,7 @@ import (
 	"cmp"
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -48,7 +49,9 @@ type Options struct {
 	// SeenWindow is how long a type posted to /v1/events stays listed;
 	// zero means DefaultSeenWindow.
 	SeenWindow time.Duration
-	// SeenLimit bounds the types remembered; zero means DefaultSeenLimit.
+	// SeenLimit bounds the types remembered, and a quarter of it those
+	// of one source (a type's first segment); past it a new type is not
+	// listed until some age out. Zero means DefaultSeenLimit.
 	SeenLimit int
 }
 
@@ -89,8 +92,9 @@ func (c *Catalog) Observe(t string) {
 		c.mu.Unlock()
 		return
 	}
-	if len(c.seen) >= c.opts.SeenLimit {
-		c.evictLocked(now)
+	if !c.roomLocked(t, now) {
+		c.mu.Unlock()
+		return
 	}
 	c.seen[t] = &mcpe.SeenType{Type: t, Count: 1, LastSeenAt: now}
 	c.armLocked(now)
@@ -102,7 +106,7 @@ func (c *Catalog) Observe(t string) {
 // Watch calls f, in a goroutine of the caller's or a timer's, whenever the
 // set of types the catalog lists may have changed: a type posted to
 // /v1/events for the first time within the window, or one that aged out
-// of it or was evicted. The sources' own types are fixed while the server
+// of it. The sources' own types are fixed while the server
 // runs. Stop ends the calls.
 func (c *Catalog) Watch(f func()) (stop func()) {
 	c.mu.Lock()
@@ -172,22 +176,23 @@ func (c *Catalog) expire() {
 	notify(watchers)
 }
 
-// evictLocked drops the types older than the window, or else the least
-// recently seen one.
-func (c *Catalog) evictLocked(now time.Time) {
-	var oldest *mcpe.SeenType
-	for t, s := range c.seen {
-		if now.Sub(s.LastSeenAt) > c.opts.SeenWindow {
-			delete(c.seen, t)
-			continue
-		}
-		if oldest == nil || s.LastSeenAt.Before(oldest.LastSeenAt) {
-			oldest = s
+// roomLocked reports whether a new type t may be listed at now: not while
+// SeenLimit types are, or a quarter as many of its source (its first
+// segment, "deploy" of "deploy.failed"). A listed type is never pushed out
+// by a new one, so that a flood of new types leaves those seen before
+// listed until they age out (expire drops them).
+func (c *Catalog) roomLocked(t string, now time.Time) bool {
+	source, _, _ := strings.Cut(t, ".")
+	all, same := 0, 0
+	for typ, s := range c.seen {
+		if now.Sub(s.LastSeenAt) <= c.opts.SeenWindow {
+			all++
+			if src, _, _ := strings.Cut(typ, "."); src == source {
+				same++
+			}
 		}
 	}
-	if len(c.seen) >= c.opts.SeenLimit && oldest != nil {
-		delete(c.seen, oldest.Type)
-	}
+	return all < c.opts.SeenLimit && same < max(1, c.opts.SeenLimit/4)
 }
 
 // Publisher wraps p so that the types it accepts are recorded as seen.

@@ -3,6 +3,7 @@ package catalog
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -70,16 +71,62 @@ func TestCatalog(t *testing.T) {
 		t.Error("a bad pattern was accepted")
 	}
 
-	// The limit evicts the least recently seen; the window hides old ones.
+	// Past the limit a new type waits for room: the types listed stay; the
+	// window hides old ones, which makes room.
 	pub.Publish(context.Background(), mcpe.Event{Type: "third"})
 	got, _ = c.Get(context.Background(), mcpe.CatalogRequest{})
-	if len(got.SeenRecently) != 2 || got.SeenRecently[0].Type != "third" || got.SeenRecently[1].Type != "build.done" {
-		t.Errorf("after eviction: %+v", got.SeenRecently)
+	if len(got.SeenRecently) != 2 || got.SeenRecently[0].Type != "build.done" || got.SeenRecently[1].Type != "deploy.failed" {
+		t.Errorf("past the limit: %+v", got.SeenRecently)
 	}
 	clk.Advance(25 * time.Hour)
 	got, _ = c.Get(context.Background(), mcpe.CatalogRequest{})
 	if len(got.SeenRecently) != 0 {
 		t.Errorf("after the window: %+v", got.SeenRecently)
+	}
+	pub.Publish(context.Background(), mcpe.Event{Type: "third"})
+	got, _ = c.Get(context.Background(), mcpe.CatalogRequest{})
+	if len(got.SeenRecently) != 1 || got.SeenRecently[0].Type != "third" {
+		t.Errorf("after the window, a new type: %+v", got.SeenRecently)
+	}
+}
+
+// TestFloodOfNewTypes checks that a flood of new types, from one source
+// or from many, pushes out none of the types seen before it: one source
+// lists at most a quarter of SeenLimit, and past SeenLimit new types wait
+// for room.
+func TestFloodOfNewTypes(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	c := New(Options{Clock: clk, SeenLimit: 8})
+	seen := func() []string {
+		got, err := c.Get(context.Background(), mcpe.CatalogRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range got.SeenRecently {
+			out = append(out, s.Type)
+		}
+		slices.Sort(out)
+		return out
+	}
+	c.Observe("deploy.failed")
+	c.Observe("build.done")
+	for i := range 100 {
+		clk.Advance(time.Second)
+		c.Observe(fmt.Sprintf("flood.t%d", i))
+	}
+	want := []string{"build.done", "deploy.failed", "flood.t0", "flood.t1"}
+	if diff := cmp.Diff(want, seen()); diff != "" {
+		t.Errorf("after a flood from one source, mismatch (-want +got):\n%s", diff)
+	}
+	c.Observe("ci.passed") // another source still has room
+	for i := range 100 {
+		clk.Advance(time.Second)
+		c.Observe(fmt.Sprintf("f%d.x", i))
+	}
+	want = []string{"build.done", "ci.passed", "deploy.failed", "f0.x", "f1.x", "f2.x", "flood.t0", "flood.t1"}
+	if diff := cmp.Diff(want, seen()); diff != "" {
+		t.Errorf("after a flood from many sources, mismatch (-want +got):\n%s", diff)
 	}
 }
 
