@@ -3,9 +3,11 @@ package mcpserver_test
 import (
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
@@ -14,10 +16,11 @@ import (
 // meta2026 is the _meta every request of protocol 2026-07-28 carries.
 const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 
-// openRawSession opens a session of principal on transport (stdio, stdio-2026,
-// http, http-2026) as the binary serves it, and returns it with the _meta
-// its requests carry (followed by a comma, or "").
-func openRawSession(t *testing.T, e *env, transport, principal string) (txWire, string) {
+// openRawSession opens a session of principal on transport (stdio,
+// stdio-2026, http, http-2026) as the binary serves it, HTTP with the
+// deadlines of httpapi.Deadlines (write, or its default when zero), and
+// returns it with the _meta its requests carry (followed by a comma, or "").
+func openRawSession(t *testing.T, e *env, transport, principal string, write time.Duration) (txWire, string) {
 	t.Helper()
 	var w txWire
 	switch transport {
@@ -28,7 +31,7 @@ func openRawSession(t *testing.T, e *env, transport, principal string) (txWire, 
 		if transport == "http-2026" {
 			opts = mcpserver.HTTPOptions{Tokens: httpapi.NewTokens(map[string]string{principal: principal}), Stateless: true}
 		}
-		ts := httptest.NewServer(httpapi.Deadlines(e.srv.HTTPHandler(opts), 0, 0))
+		ts := httptest.NewServer(httpapi.Deadlines(e.srv.HTTPHandler(opts), 0, write))
 		t.Cleanup(ts.Close)
 		t.Cleanup(e.srv.EndStreams) // before ts.Close, which waits for them
 		hw := newTxHTTPWire(t, ts.URL)
@@ -103,7 +106,7 @@ func TestBadRequestsAnswered(t *testing.T) {
 	for _, transport := range []string{"stdio", "stdio-2026", "http", "http-2026"} {
 		t.Run(transport, func(t *testing.T) {
 			e := listChangedEnv(t)
-			w, meta := openRawSession(t, e, transport, mcpserver.LocalPrincipal)
+			w, meta := openRawSession(t, e, transport, mcpserver.LocalPrincipal, 0)
 			next := 1
 			call := func(method, params string) string {
 				id := fmt.Sprint(next)
@@ -153,4 +156,79 @@ func TestBadRequestsAnswered(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestStreamsOutliveTheWriteDeadline: the stream of an events/stream or a
+// subscriptions/listen is the answer to a POST, whose answer has a write
+// deadline (httpapi.Deadlines: a minute in the binary, here 200ms). The
+// stream stays open past it for as long as its client reads, and what it
+// has to say then is delivered, not lost with a cut connection.
+func TestStreamsOutliveTheWriteDeadline(t *testing.T) {
+	const write = 200 * time.Millisecond
+	method := func(name string) func(rawMessage) bool {
+		return func(m rawMessage) bool { return m.Method == name }
+	}
+	t.Run("events/stream", func(t *testing.T) {
+		e := listChangedEnv(t)
+		w, _ := openRawSession(t, e, "http", mcpserver.LocalPrincipal, write)
+		w.send(t, `{"jsonrpc":"2.0","id":1,"method":"events/stream","params":{"name":"mcpe.filter","arguments":{"eventTypes":["a.*"]}}}`)
+		nextMatching(t, w, "the stream's start", method("notifications/events/active"))
+		time.Sleep(3 * write) // a connection's deadline is wall-clock time
+		e.post("a.b")
+		nextMatching(t, w, "the event posted past the deadline", method("notifications/events/event"))
+	})
+	t.Run("events/stream in a batch", func(t *testing.T) {
+		e := listChangedEnv(t)
+		ts := httptest.NewServer(httpapi.Deadlines(e.srv.HTTPHandler(mcpserver.HTTPOptions{}), 0, write))
+		t.Cleanup(ts.Close)
+		t.Cleanup(e.srv.EndStreams)
+		w := newTxHTTPWire(t, ts.URL)
+		w.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
+		w.next(t)
+		w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		// Batches are of protocol 2025-03-26, which the wire does not send.
+		batch := `[{"jsonrpc":"2.0","id":7,"method":"events/stream","params":{"name":"mcpe.filter","arguments":{"eventTypes":["a.*"]}}}]`
+		req, _ := http.NewRequest(http.MethodPost, ts.URL, strings.NewReader(batch))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Session-Id", w.session)
+		req.Header.Set("Mcp-Protocol-Version", "2025-03-26")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		in := make(chan json.RawMessage, 16)
+		go readSSE(resp.Body, in)
+		stream := sseWire{in}
+		nextMatching(t, stream, "the stream's start", method("notifications/events/active"))
+		time.Sleep(3 * write)
+		e.post("a.b")
+		nextMatching(t, stream, "the event posted past the deadline", method("notifications/events/event"))
+	})
+	t.Run("subscriptions/listen", func(t *testing.T) {
+		e := listChangedEnv(t)
+		w, meta := openRawSession(t, e, "http-2026", mcpserver.LocalPrincipal, write)
+		w.send(t, `{"jsonrpc":"2.0","id":1,"method":"subscriptions/listen","params":{`+meta+`"notifications":{"eventsListChanged":true}}}`)
+		nextMatching(t, w, "the acknowledgement", method("notifications/subscriptions/acknowledged"))
+		time.Sleep(3 * write)
+		e.post("deploy.failed")
+		e.clock.Advance(mcpserver.DefaultListChangedDelay)
+		nextMatching(t, w, "the list_changed due past the deadline", method("notifications/events/list_changed"))
+	})
+}
+
+// sseWire reads the messages of one event stream.
+type sseWire struct{ in <-chan json.RawMessage }
+
+func (sseWire) send(t *testing.T, _ string) { t.Fatal("sseWire only reads") }
+
+func (w sseWire) next(t *testing.T) string {
+	select {
+	case m := <-w.in:
+		return string(m)
+	case <-time.After(10 * time.Second):
+		t.Fatal("no message on the stream within 10s")
+	}
+	return ""
 }

@@ -22,9 +22,12 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 )
 
 // metaStreamTicket is the private _meta key the server writes into every
@@ -190,6 +193,7 @@ func eventsHTTP(h http.Handler) http.Handler {
 				defer drop()
 				body = b
 				r.ContentLength = int64(len(body))
+				w = keepOpen{w}
 			}
 			r.Body = io.NopCloser(bytes.NewReader(body))
 			h.ServeHTTP(w, r)
@@ -205,25 +209,21 @@ func eventsHTTP(h http.Handler) http.Handler {
 				"Bad Request: Mcp-Session-Id header is required for "+msg.Method+"; send initialize first, then the session ID it returns with every request")
 			return
 		}
-		if rawID := callID(msg.ID); msg.Method == methodEventsStream && rawID != nil {
-			key, drop := streamTickets.add(r.Context().Done())
-			defer drop()
+		if rawID := callID(msg.ID); rawID != nil && (msg.Method == methodEventsStream || msg.Method == methodListen) {
+			params := stampListen(msg.Params)
+			if msg.Method == methodEventsStream {
+				key, drop := streamTickets.add(r.Context().Done())
+				defer drop()
+				params = stampParams(msg.Params, rawID, key)
+			}
 			var full map[string]json.RawMessage
 			if json.Unmarshal(body, &full) == nil {
-				full["params"] = stampParams(msg.Params, rawID, key)
+				full["params"] = params
 				if b, err := json.Marshal(full); err == nil {
 					body = b
 				}
 			}
-		}
-		if msg.Method == methodListen && callID(msg.ID) != nil {
-			var full map[string]json.RawMessage
-			if json.Unmarshal(body, &full) == nil {
-				full["params"] = stampListen(msg.Params)
-				if b, err := json.Marshal(full); err == nil {
-					body = b
-				}
-			}
+			w = keepOpen{w}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -232,6 +232,20 @@ func eventsHTTP(h http.Handler) http.Handler {
 		mw.finish()
 	})
 }
+
+// keepOpen writes an answer that is a stream (events/stream,
+// subscriptions/listen), which stays open for as long as its client reads:
+// each write has httpapi.DefaultWriteTimeout, where the POST's deadline
+// (httpapi.Deadlines) would bound the whole answer and cut the stream.
+type keepOpen struct{ http.ResponseWriter }
+
+func (k keepOpen) Write(p []byte) (int, error) {
+	_ = http.NewResponseController(k.ResponseWriter).SetWriteDeadline(time.Now().Add(httpapi.DefaultWriteTimeout))
+	return k.ResponseWriter.Write(p)
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (k keepOpen) Unwrap() http.ResponseWriter { return k.ResponseWriter }
 
 // callID decodes a request's id, a json.Number for a number so that it
 // keeps its digits past 2^53; nil when there is none.
