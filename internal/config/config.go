@@ -142,7 +142,9 @@ type HTTP struct {
 	// answer a ping. Default 5m.
 	SessionTimeout Duration `yaml:"sessionTimeout"`
 	// MaxSessionsPerPrincipal bounds the live MCP sessions of one
-	// principal; past it the one idle longest is closed. Default 100.
+	// principal; past it the one idle longest is closed. Without
+	// auth.tokens, the sessions count as one principal, and a new one past
+	// it is refused. Default 100.
 	MaxSessionsPerPrincipal int `yaml:"maxSessionsPerPrincipal"`
 	// Stateless serves MCP protocol 2026-07-28 to the clients that ask
 	// for it (its Streamable HTTP is stateless: a session per request,
