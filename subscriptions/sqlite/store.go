@@ -281,15 +281,25 @@ type stmtCache struct {
 	m  map[string]*sql.Stmt
 }
 
+// get returns the statement of query, preparing it on first use. The lock
+// is not held while preparing: that waits for a connection, which a
+// transaction may hold while it gets statements prepared earlier.
 func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if st := c.m[query]; st != nil {
+	st := c.m[query]
+	c.mu.Unlock()
+	if st != nil {
 		return st, nil
 	}
 	st, err := c.db.PrepareContext(ctx, query)
 	if err != nil {
 		return nil, fmt.Errorf("prepare statement: %w", err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if had := c.m[query]; had != nil {
+		st.Close()
+		return had, nil
 	}
 	if c.m == nil {
 		c.m = make(map[string]*sql.Stmt)
