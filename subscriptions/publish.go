@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -241,7 +242,9 @@ func targetsOf(matches []*Entry) []Target {
 // the limit of items, and at most mcpe.MaxPollBytes of events (but always
 // one item, so that a poll makes progress). An event that cannot be served
 // (nested deeper than the server allows now) is left out with a note
-// rather than failing every poll that reaches it.
+// rather than failing every poll that reaches it. Without a cursor it
+// goes on from the Position in ctx (WithPosition), else from the cursor
+// last handed to principal; a cursor past the end of the inbox is refused.
 func (s *Service) Poll(ctx context.Context, principal string, req mcpe.PollRequest) (mcpe.PollResult, error) {
 	limit := req.Limit
 	switch {
@@ -250,18 +253,34 @@ func (s *Service) Poll(ctx context.Context, principal string, req mcpe.PollReque
 	case limit < 0 || limit > mcpe.MaxPollLimit:
 		return mcpe.PollResult{}, invalid("limit", "is %d; give a number from 1 to %d, or leave it out for %d", limit, mcpe.MaxPollLimit, mcpe.DefaultPollLimit)
 	}
+	pos, _ := ctx.Value(positionKey{}).(*Position)
 	var after int64
 	var err error
-	if req.Cursor != "" {
-		if after, err = mcpe.ParseCursor(req.Cursor); err != nil {
-			return mcpe.PollResult{}, err
-		}
-	} else if after, err = s.store.PollCursor(ctx, principal); err != nil {
+	switch {
+	case req.Cursor != "":
+		after, err = mcpe.ParseCursor(req.Cursor)
+	case pos != nil:
+		after = pos.seq.Load()
+	default:
+		after, err = s.store.PollCursor(ctx, principal)
+	}
+	if err != nil {
 		return mcpe.PollResult{}, err
 	}
 	entries, more, err := s.store.ReadInbox(ctx, principal, after, limit)
 	if err != nil {
 		return mcpe.PollResult{}, err
+	}
+	if len(entries) == 0 && after > 0 {
+		// Past the end, a cursor would hide every entry to come.
+		end, err := s.inboxEnd(ctx, principal)
+		if err != nil {
+			return mcpe.PollResult{}, err
+		}
+		if after > end && req.Cursor != "" {
+			return mcpe.PollResult{}, invalid("cursor", "%q is past the end of your inbox, whose newest cursor is %q; pass that, or leave cursor out to continue after the last page you were given", req.Cursor, mcpe.FormatCursor(end))
+		}
+		after = min(after, end) // one remembered before cursors were checked
 	}
 	res := mcpe.PollResult{Items: make([]mcpe.PollItem, 0, len(entries)), HasMore: more}
 	next, size := after, 0
@@ -282,7 +301,46 @@ func (s *Service) Poll(ctx context.Context, principal string, req mcpe.PollReque
 	if err := s.store.SetPollCursor(ctx, principal, next); err != nil {
 		s.log.Warn("could not remember the events_poll cursor", "principal", principal, "error", err)
 	}
+	if pos != nil {
+		pos.seq.Store(next)
+	}
 	return res, nil
+}
+
+// inboxEnd returns the newest cursor of principal's inbox: its last
+// entry's, or the last one retention removed.
+func (s *Service) inboxEnd(ctx context.Context, principal string) (int64, error) {
+	last, err := s.store.LatestInbox(ctx, principal, 1)
+	if err != nil {
+		return 0, err
+	}
+	end, err := s.store.PrunedThrough(ctx, principal)
+	if len(last) > 0 {
+		end = max(end, last[0].Seq)
+	}
+	return end, err
+}
+
+// Position is one connection's place in its principal's inbox, where Poll
+// without a cursor goes on from: each host sharing a principal (stdio's
+// "local") has its own, so that none takes entries from another. A new one
+// starts at the cursor last handed to the principal.
+type Position struct{ seq atomic.Int64 }
+
+// positionKey marks a context with the Position of its connection.
+type positionKey struct{}
+
+// NewPosition returns a Position for a connection of principal that starts.
+func (s *Service) NewPosition(ctx context.Context, principal string) (*Position, error) {
+	seq, err := s.store.PollCursor(ctx, principal)
+	p := new(Position)
+	p.seq.Store(seq)
+	return p, err
+}
+
+// WithPosition returns ctx carrying the Position of its connection.
+func WithPosition(ctx context.Context, p *Position) context.Context {
+	return context.WithValue(ctx, positionKey{}, p)
 }
 
 // pollItem turns an inbox entry into an events_poll item, leaving out the

@@ -176,6 +176,9 @@ func (s *Server) requestMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 			ctx = context.WithValue(ctx, principalKey{}, s.principalOf(ss, req.GetExtra()))
+			if pos, ok := s.positions.Load(ss); ok {
+				ctx = subscriptions.WithPosition(ctx, pos.(*subscriptions.Position))
+			}
 		}
 		if method == "subscriptions/listen" {
 			ctx = context.WithValue(ctx, listenKey{}, true)

@@ -29,6 +29,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/stdio"
 	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/tools"
 )
 
@@ -66,6 +67,9 @@ type Service interface {
 	tools.Service
 	EventService
 	ForgetPrincipal(ctx context.Context, principal string) error
+	// NewPosition starts a session's own place in principal's inbox, which
+	// its events_poll calls go on from.
+	NewPosition(ctx context.Context, principal string) (*subscriptions.Position, error)
 	// RunPrefix starts the principals of this run's sessions without a
 	// token (SessionPrincipalPrefix, the run, a colon); "" when the
 	// service deletes none, and then they start with
@@ -168,6 +172,8 @@ type Server struct {
 	webhooks *webhookState
 	// types sends notifications/events/list_changed.
 	types *typeWatch
+	// positions hold each attached session's *subscriptions.Position.
+	positions sync.Map
 }
 
 // DefaultInstructions tell a client what the server is for.
@@ -499,6 +505,11 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	} else {
 		detach = s.opts.Sessions.Attach(principal, s.wrapSink(ss, sink))
 	}
+	if pos, err := s.opts.Service.NewPosition(context.Background(), principal); err != nil {
+		s.log.Warn("no events_poll position of its own for this session", "principal", principal, "error", err)
+	} else {
+		s.positions.Store(ss, pos)
+	}
 	s.log.Info("session connected", "principal", principal)
 	s.log.Debug("session connected", "principal", principal, "session_id", ss.ID())
 	go func() {
@@ -508,6 +519,7 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 		s.mu.Lock()
 		delete(s.attached, ss)
 		s.mu.Unlock()
+		s.positions.Delete(ss)
 		s.log.Info("session ended", "principal", principal)
 		s.log.Debug("session ended", "principal", principal, "session_id", ss.ID())
 		if strings.HasPrefix(principal, SessionPrincipalPrefix) {

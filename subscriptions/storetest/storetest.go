@@ -63,6 +63,7 @@ func Run(t *testing.T, open Opener) {
 		{"ExpireSubscriptions", testExpireSubscriptions},
 		{"NextExpiry", testNextExpiry},
 		{"PollCursor", testPollCursor},
+		{"PollPositions", testPollPositions},
 		{"DeletePrincipal", testDeletePrincipal},
 		{"DeletePrincipalsWithPrefix", testDeletePrincipalsWithPrefix},
 		{"Prune", testPrune},
