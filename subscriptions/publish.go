@@ -1,6 +1,7 @@
 package subscriptions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -272,10 +273,15 @@ func (s *Service) Poll(ctx context.Context, principal string, req mcpe.PollReque
 		return mcpe.PollResult{}, err
 	}
 	if len(entries) == 0 && after > 0 {
-		// Past the end, a cursor would hide every entry to come.
-		end, err := s.inboxEnd(ctx, principal)
-		if err != nil {
+		// Past the end of the inbox (its newest entry, or the newest
+		// retention removed), a cursor would hide every entry to come.
+		last, err := s.store.LatestInbox(ctx, principal, 1)
+		end, err2 := s.store.PrunedThrough(ctx, principal)
+		if err = cmp.Or(err, err2); err != nil {
 			return mcpe.PollResult{}, err
+		}
+		if len(last) > 0 {
+			end = max(end, last[0].Seq)
 		}
 		if after > end && req.Cursor != "" {
 			return mcpe.PollResult{}, invalid("cursor", "%q is past the end of your inbox, whose newest cursor is %q; pass that, or leave cursor out to continue after the last page you were given", req.Cursor, mcpe.FormatCursor(end))
@@ -305,20 +311,6 @@ func (s *Service) Poll(ctx context.Context, principal string, req mcpe.PollReque
 		pos.seq.Store(next)
 	}
 	return res, nil
-}
-
-// inboxEnd returns the newest cursor of principal's inbox: its last
-// entry's, or the last one retention removed.
-func (s *Service) inboxEnd(ctx context.Context, principal string) (int64, error) {
-	last, err := s.store.LatestInbox(ctx, principal, 1)
-	if err != nil {
-		return 0, err
-	}
-	end, err := s.store.PrunedThrough(ctx, principal)
-	if len(last) > 0 {
-		end = max(end, last[0].Seq)
-	}
-	return end, err
 }
 
 // Position is one connection's place in its principal's inbox, where Poll
