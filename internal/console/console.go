@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -76,7 +77,7 @@ type Console struct {
 	log       *slog.Logger
 	adminHash [sha256.Size]byte
 	sessions  sessions
-	guesses   guesses
+	guesses   *guesses
 	mux       *http.ServeMux
 }
 
@@ -112,7 +113,7 @@ func New(opts Options) (*Console, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-	c := &Console{opts: opts, log: log}
+	c := &Console{opts: opts, log: log, guesses: newGuesses()}
 	if opts.AdminToken != "" {
 		c.adminHash = sha256.Sum256([]byte(opts.AdminToken))
 	}
@@ -176,7 +177,8 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, http.StatusBadRequest, "login.html", loginPage{Error: "The form could not be read."})
 		return
 	}
-	addr, now := clientAddr(r), c.opts.Clock.Now()
+	addr, _, _ := net.SplitHostPort(r.RemoteAddr)
+	now := c.opts.Clock.Now()
 	if wait := c.guesses.wait(addr, now); wait > 0 {
 		secs := int((wait + time.Second - 1) / time.Second)
 		w.Header().Set("Retry-After", strconv.Itoa(secs))
