@@ -20,7 +20,6 @@ import (
 const (
 	DefaultBackoffMin = 100 * time.Millisecond
 	DefaultBackoffMax = 30 * time.Second
-	DefaultDedupSize  = 10000
 )
 
 var (
@@ -69,11 +68,6 @@ type Options struct {
 	// earlier run: Connect passes what the inbox holds after it to the
 	// handlers. Empty: the handlers see what arrives once connected.
 	Cursor string
-	// DedupSize is how many recent deliveries are remembered to drop
-	// repeats; zero means DefaultDedupSize. Every DedupSize/4 deliveries
-	// the Client reads the inbox once to confirm it missed none, so that
-	// a catch-up never reads back more than that memory holds.
-	DedupSize int
 	// Clock times the waits between reconnection attempts; nil is the
 	// wall clock.
 	Clock clock.Clock
@@ -90,8 +84,6 @@ func (o *Options) validate() error {
 		return fmt.Errorf("client: Options.BackoffMax is %v; give a positive duration, or zero for %v", o.BackoffMax, DefaultBackoffMax)
 	case o.BackoffMax > 0 && o.BackoffMax < o.BackoffMin:
 		return fmt.Errorf("client: Options.BackoffMax (%v) is less than Options.BackoffMin (%v)", o.BackoffMax, o.BackoffMin)
-	case o.DedupSize < 0:
-		return fmt.Errorf("client: Options.DedupSize is %d; give a positive number, or zero for %d", o.DedupSize, DefaultDedupSize)
 	}
 	if o.Cursor != "" {
 		if _, err := mcpe.ParseCursor(o.Cursor); err != nil {
@@ -113,15 +105,20 @@ type Client struct {
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // the dispatcher and the session watcher
 
-	mu        sync.Mutex
-	started   bool // Connect was called
-	closed    bool
-	session   *mcp.ClientSession // nil while disconnected
-	caps      *mcpe.Capability
-	ended     error         // why the session ended, when it is not replaced
-	changed   chan struct{} // closed and replaced when the fields above change
-	cursor    int64         // the highest cursor seen
-	hasCursor bool
+	mu      sync.Mutex
+	started bool // Connect was called
+	closed  bool
+	session *mcp.ClientSession // nil while disconnected
+	caps    *mcpe.Capability
+	ended   error         // why the session ended, when it is not replaced
+	changed chan struct{} // closed and replaced when the fields above change
+	// mark is the highest inbox position delivered, -1 before any, and
+	// markSubs the subscriptions delivered at it, nil when all were: the
+	// Client's whole memory of its deliveries (see the package
+	// documentation). The dispatcher alone moves them; markSubs is its
+	// alone.
+	mark     int64
+	markSubs []string
 
 	handlers handlers
 	queue    queue
@@ -129,19 +126,6 @@ type Client struct {
 	done     chan struct{} // closed by stop
 	stopOnce sync.Once
 	err      error // why done was closed
-
-	// Used by the dispatcher only.
-	seen *dedup
-	// base is the inbox position through which every entry has been
-	// handled, or read by events_poll: catch-ups start there, not at
-	// cursor, because notifications need not arrive in cursor order.
-	base    string
-	pending int  // deliveries since base moved
-	queued  bool // a checkpoint catch-up is queued
-	// polled is whether events_poll delivered every inbox entry after
-	// polledFrom through polledThrough (see notePolled).
-	polled                    bool
-	polledFrom, polledThrough int64
 }
 
 // New returns a Client that is not connected yet: register handlers, then
@@ -166,9 +150,6 @@ func New(opts *Options) (*Client, error) {
 	if o.BackoffMax == 0 {
 		o.BackoffMax = max(DefaultBackoffMax, o.BackoffMin)
 	}
-	if o.DedupSize == 0 {
-		o.DedupSize = DefaultDedupSize
-	}
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}
@@ -178,7 +159,7 @@ func New(opts *Options) (*Client, error) {
 		mcp:     mcp.NewClient(o.Implementation, o.ClientOptions),
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
-		seen:    newDedup(o.DedupSize),
+		mark:    -1,
 	}
 	c.queue.init()
 	c.streams.init()
@@ -186,10 +167,7 @@ func New(opts *Options) (*Client, error) {
 		return nil, err
 	}
 	c.ctx, c.cancel = context.WithCancel(context.Background())
-	if o.Cursor != "" {
-		c.advance(o.Cursor)
-		c.base = o.Cursor
-	}
+	c.reach(o.Cursor)
 	return c, nil
 }
 
@@ -393,33 +371,16 @@ func capabilityOf(cs *mcp.ClientSession) (mcpe.Capability, bool) {
 	return caps, true
 }
 
-// Cursor returns the highest inbox cursor seen, in a notification or a
-// catch-up: save it to resume from with Options.Cursor. Empty until one is
-// seen.
+// Cursor returns the highest inbox cursor delivered to the handlers, or
+// read past by a catch-up: save it to resume from with Options.Cursor.
+// Empty until there is one.
 func (c *Client) Cursor() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !c.hasCursor {
+	if c.mark < 0 {
 		return ""
 	}
-	return mcpe.FormatCursor(c.cursor)
-}
-
-// advance records cursor if it is higher than the highest seen.
-func (c *Client) advance(cursor string) {
-	if cursor == "" {
-		return
-	}
-	seq, err := mcpe.ParseCursor(cursor)
-	if err != nil {
-		c.log.Warn("ignoring a cursor that is not one", "cursor", cursor)
-		return
-	}
-	c.mu.Lock()
-	if !c.hasCursor || seq > c.cursor {
-		c.cursor, c.hasCursor = seq, true
-	}
-	c.mu.Unlock()
+	return mcpe.FormatCursor(c.mark)
 }
 
 // Done returns a channel that is closed when the Client stops for good:

@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"slices"
 	"sync"
 
@@ -97,16 +96,12 @@ type catchUp struct {
 	done chan error
 	// skip reads without delivering: where a Client starts.
 	skip bool
-	// checkpoint marks the catch-up queued by delivered.
-	checkpoint bool
 }
 
-// queue is an unbounded FIFO with one consumer, and a lane ahead of it.
+// queue is an unbounded FIFO with one consumer.
 type queue struct {
 	mu    sync.Mutex
 	items []item
-	// front are popped before items, in the order they were pushed.
-	front []item
 	ready chan struct{} // holds a token while items may be waiting
 }
 
@@ -116,19 +111,6 @@ func (q *queue) push(it item) {
 	q.mu.Lock()
 	q.items = append(q.items, it)
 	q.mu.Unlock()
-	q.wake()
-}
-
-// pushFront queues it ahead of the items waiting (after those pushed
-// ahead before it), without moving them.
-func (q *queue) pushFront(it item) {
-	q.mu.Lock()
-	q.front = append(q.front, it)
-	q.mu.Unlock()
-	q.wake()
-}
-
-func (q *queue) wake() {
 	select {
 	case q.ready <- struct{}{}:
 	default:
@@ -139,17 +121,15 @@ func (q *queue) wake() {
 func (q *queue) pop(ctx context.Context) (item, bool) {
 	for {
 		q.mu.Lock()
-		for _, lane := range []*[]item{&q.front, &q.items} {
-			if len(*lane) > 0 {
-				it := (*lane)[0]
-				(*lane)[0] = item{}
-				*lane = (*lane)[1:]
-				if len(*lane) == 0 {
-					*lane = nil
-				}
-				q.mu.Unlock()
-				return it, true
+		if len(q.items) > 0 {
+			it := q.items[0]
+			q.items[0] = item{}
+			q.items = q.items[1:]
+			if len(q.items) == 0 {
+				q.items = nil
 			}
+			q.mu.Unlock()
+			return it, true
 		}
 		q.mu.Unlock()
 		select {
@@ -169,9 +149,6 @@ func (c *Client) dispatch() {
 			return
 		}
 		if cu := it.catchUp; cu != nil {
-			if cu.checkpoint {
-				c.queued = false
-			}
 			err := c.catchUp(cu.skip)
 			if cu.done != nil {
 				cu.done <- err
@@ -188,18 +165,18 @@ func (c *Client) notification(method string, params json.RawMessage) {
 	switch method {
 	case mcpe.MethodEvent:
 		var p mcpe.EventParams
-		if err = sjson.Unmarshal(params, &p); err == nil && !c.polledAlready(p.Cursor) {
+		if err = sjson.Unmarshal(params, &p); err == nil && c.fresh(p.Cursor, p.SubscriptionID) {
 			c.deliverEvent(p.SubscriptionID, p.Cursor, p.Event)
 		}
 	case mcpe.MethodBatch:
 		var p mcpe.BatchParams
-		if err = sjson.Unmarshal(params, &p); err == nil && !c.polledAlready(p.Cursor) {
+		if err = sjson.Unmarshal(params, &p); err == nil && c.fresh(p.Cursor, p.SubscriptionID) {
 			c.deliverBatch(p)
 		}
 	case mcpe.MethodSubscriptionExpired:
 		var p mcpe.ExpiredParams
-		if err = sjson.Unmarshal(params, &p); err == nil && !c.polledAlready(p.Cursor) {
-			c.deliverExpired(p.SubscriptionID, p.Cursor)
+		if err = sjson.Unmarshal(params, &p); err == nil && c.fresh(p.Cursor, p.SubscriptionID) {
+			c.deliverExpired(p.SubscriptionID)
 		}
 	case mcpe.MethodMissed:
 		// The server did not send deliveries this session was owed: read
@@ -220,50 +197,70 @@ func (c *Client) notification(method string, params json.RawMessage) {
 	}
 }
 
-// polledAlready reports whether the inbox entry at cursor is one that
-// events_poll read and delivered (for each of its subscriptions): its
-// notification, which a session that lags behind the inbox sends after
-// that, is a repeat however long ago the dedup memory saw it.
-func (c *Client) polledAlready(cursor string) bool {
+// fresh reports whether the delivery of the inbox entry at cursor to
+// subscriptionID is above the mark, and moves the mark to it; a repeat is
+// not. One without a cursor is outside the inbox's order: always fresh.
+func (c *Client) fresh(cursor, subscriptionID string) bool {
+	if cursor == "" {
+		return true
+	}
 	seq, err := mcpe.ParseCursor(cursor)
-	return err == nil && c.polled && seq > c.polledFrom && seq <= c.polledThrough
+	switch {
+	case err != nil:
+		c.log.Warn("delivering as it comes a notification whose cursor is not one", "cursor", cursor)
+	case seq > c.mark:
+		c.setMark(seq, []string{subscriptionID})
+	case seq < c.mark || c.markSubs == nil || slices.Contains(c.markSubs, subscriptionID):
+		return false
+	default:
+		c.markSubs = append(c.markSubs, subscriptionID)
+	}
+	return true
+}
+
+// reach moves the mark to cursor, when that is not below it, as an entry
+// delivered whole: to every one of its subscriptions, as events_poll reads
+// it.
+func (c *Client) reach(cursor string) {
+	if seq, err := mcpe.ParseCursor(cursor); err == nil && seq >= c.mark {
+		c.setMark(seq, nil)
+	}
+}
+
+// setMark moves the mark; only the dispatcher (and New) calls it.
+func (c *Client) setMark(seq int64, subs []string) {
+	c.mu.Lock()
+	c.mark, c.markSubs = seq, subs
+	c.mu.Unlock()
 }
 
 // pollItem delivers one inbox entry read by events_poll, once for each
 // subscription it is for, as the notifications of a live session would.
 func (c *Client) pollItem(it mcpe.PollItem) {
 	for _, id := range it.SubscriptionIDs {
+		if !c.fresh(it.Cursor, id) {
+			continue
+		}
 		switch it.Kind {
 		case mcpe.InboxEvent:
 			c.deliverEvent(id, it.Cursor, it.Event)
 		case mcpe.InboxBatch:
 			c.deliverBatch(mcpe.BatchParams{SubscriptionID: id, Cursor: it.Cursor, Events: it.Events, Remaining: it.Remaining})
 		case mcpe.InboxExpired:
-			c.deliverExpired(id, it.Cursor)
+			c.deliverExpired(id)
 		}
 	}
-	c.advance(it.Cursor)
+	c.reach(it.Cursor)
 }
 
-// The deliver functions drop repeats, note the cursor, and call the
-// handlers. A delivery is identified by its subscription and, for an event,
-// the event's ID; for a digest, its cursor; an expiry happens once.
+// The deliver functions call the handlers.
 
 func (c *Client) deliverEvent(subscriptionID, cursor string, raw json.RawMessage) {
-	c.advance(cursor)
 	var ev mcpe.Event
 	if err := sjson.Unmarshal(raw, &ev); err != nil {
 		c.log.Warn("dropping an event that does not decode", "subscription_id", subscriptionID, "cursor", cursor, "error", err)
 		return
 	}
-	key := fmt.Sprintf("event %s %s", subscriptionID, ev.ID)
-	if ev.ID == "" {
-		key = fmt.Sprintf("event %s at %s", subscriptionID, cursor)
-	}
-	if !c.seen.add(key) {
-		return
-	}
-	c.delivered()
 	for _, r := range c.handlers.snapshot() {
 		if r.event != nil && r.pattern.Match(ev.Type) && c.ctx.Err() == nil {
 			r.event(c.ctx, subscriptionID, ev)
@@ -272,11 +269,6 @@ func (c *Client) deliverEvent(subscriptionID, cursor string, raw json.RawMessage
 }
 
 func (c *Client) deliverBatch(p mcpe.BatchParams) {
-	c.advance(p.Cursor)
-	if p.Cursor != "" && !c.seen.add(fmt.Sprintf("batch %s %s", p.SubscriptionID, p.Cursor)) {
-		return
-	}
-	c.delivered()
 	for _, r := range c.handlers.snapshot() {
 		if r.batch != nil && c.ctx.Err() == nil {
 			r.batch(c.ctx, p)
@@ -284,40 +276,10 @@ func (c *Client) deliverBatch(p mcpe.BatchParams) {
 	}
 }
 
-func (c *Client) deliverExpired(subscriptionID, cursor string) {
-	c.advance(cursor)
-	if !c.seen.add("expired " + subscriptionID) {
-		return
-	}
-	c.delivered()
+func (c *Client) deliverExpired(subscriptionID string) {
 	for _, r := range c.handlers.snapshot() {
 		if r.expired != nil && c.ctx.Err() == nil {
 			r.expired(c.ctx, subscriptionID)
 		}
 	}
-}
-
-// dedup remembers the last n keys added.
-type dedup struct {
-	keys map[string]struct{}
-	ring []string
-	next int
-}
-
-func newDedup(n int) *dedup {
-	return &dedup{keys: make(map[string]struct{}, n), ring: make([]string, n)}
-}
-
-// add records key and reports whether it was new.
-func (d *dedup) add(key string) bool {
-	if _, ok := d.keys[key]; ok {
-		return false
-	}
-	if old := d.ring[d.next]; old != "" {
-		delete(d.keys, old)
-	}
-	d.ring[d.next] = key
-	d.keys[key] = struct{}{}
-	d.next = (d.next + 1) % len(d.ring)
-	return true
 }

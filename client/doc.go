@@ -36,22 +36,24 @@
 // # Reconnection and catch-up
 //
 // Every delivery is also written to the caller's inbox on the server, and
-// notifications carry its position (cursor). The Client remembers where it
-// last read the inbox in full. With Options.Reconnect set, a Client whose
-// session ends reconnects with exponential backoff and jitter, then reads
-// the inbox with events_poll from there, page after page, and passes what it
-// missed to the handlers before what the new session brings. The same
-// catch-up runs when the go-sdk reopens a broken Streamable HTTP event
-// stream by itself, and every Options.DedupSize/4 deliveries, which also
-// finds notifications the server dropped for a session too slow to take
-// them. A bounded memory of recent deliveries (the last 10 000 by default)
-// drops those seen twice, and a notification of an inbox entry that a
-// catch-up has already read (a session lagging behind the inbox sends it
-// later) is dropped however long ago that was, so handlers see each event of
-// each subscription once. The catch-up cannot bring back what the server no
-// longer keeps (see its inbox retention). Client.Cursor is the highest
-// position handled; a program that saves it can start again from it with
-// Options.Cursor.
+// its notifications carry its position there (cursor). A session's
+// notifications come in cursor order, those of one entry one after the
+// other (one per subscription it is for); events/missed says which entries
+// a session skipped, and events_poll reads entries after a cursor in
+// order. So the Client's whole memory of what it delivered is a
+// high-water mark: the highest cursor delivered, and the subscriptions
+// delivered at it. A notification or inbox entry below the mark, or at it
+// for a subscription delivered there, is a repeat and is dropped; one
+// without a cursor (an operator's replay) is delivered as it comes. With
+// Options.Reconnect set, a Client whose session ends reconnects with
+// exponential backoff and jitter, then reads the inbox with events_poll
+// from the mark, page after page, and passes what it missed to the
+// handlers before what the new session brings. The same catch-up runs on
+// events/missed and when the go-sdk reopens a broken Streamable HTTP event
+// stream by itself. So handlers see each event of each subscription once.
+// The catch-up cannot bring back what the server no longer keeps (see its
+// inbox retention). Client.Cursor is the mark; a program that saves it can
+// start again from it with Options.Cursor.
 //
 // # The SEP-3415 events extension
 //

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -17,11 +16,10 @@ func TestOptionsValidate(t *testing.T) {
 		want string // a part of the error; "" for none
 	}{
 		{"zero", Options{}, ""},
-		{"all set", Options{BackoffMin: time.Millisecond, BackoffMax: time.Minute, DedupSize: 5, Cursor: "42"}, ""},
+		{"all set", Options{BackoffMin: time.Millisecond, BackoffMax: time.Minute, Cursor: "42"}, ""},
 		{"negative BackoffMin", Options{BackoffMin: -1}, "Options.BackoffMin"},
 		{"negative BackoffMax", Options{BackoffMax: -time.Second}, "Options.BackoffMax"},
 		{"BackoffMax below BackoffMin", Options{BackoffMin: time.Minute, BackoffMax: time.Second}, "Options.BackoffMax (1s) is less than Options.BackoffMin (1m0s)"},
-		{"negative DedupSize", Options{DedupSize: -3}, "Options.DedupSize"},
 		{"Cursor not a number", Options{Cursor: "yesterday"}, `Options.Cursor "yesterday" is not a cursor`},
 		{"negative Cursor", Options{Cursor: "-4"}, `Options.Cursor "-4"`},
 	}
@@ -46,8 +44,8 @@ func TestDefaults(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer c.Close()
-	got := []any{c.opts.BackoffMin, c.opts.BackoffMax, c.opts.DedupSize, c.opts.Implementation.Name, c.opts.Clock != nil}
-	want := []any{10 * time.Millisecond, 10 * time.Millisecond, DefaultDedupSize, "mcpe-client", true}
+	got := []any{c.opts.BackoffMin, c.opts.BackoffMax, c.opts.Implementation.Name, c.opts.Clock != nil}
+	want := []any{10 * time.Millisecond, 10 * time.Millisecond, "mcpe-client", true}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
 	}
@@ -66,31 +64,6 @@ func TestConnectMisuse(t *testing.T) {
 	}
 	if err := c.Connect(context.Background(), nil); err != ErrClosed {
 		t.Errorf("Connect after a failed Connect = %v, want ErrClosed", err)
-	}
-}
-
-// TestDedupIsBounded checks that the memory of deliveries keeps the last n
-// keys, no more.
-func TestDedupIsBounded(t *testing.T) {
-	d := newDedup(3)
-	var got []bool
-	for _, k := range []string{"a", "b", "a", "c", "d", "b", "a", "d"} {
-		got = append(got, d.add(k))
-	}
-	// a b c fill it; d evicts a; b is still there; a is new again
-	// (evicting b); d is still there.
-	want := []bool{true, true, false, true, true, false, true, false}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("add mismatch (-want +got):\n%s", diff)
-	}
-	if len(d.keys) != 3 {
-		t.Errorf("%d keys remembered, want 3", len(d.keys))
-	}
-	for i := range 10000 {
-		d.add(fmt.Sprint(i))
-	}
-	if len(d.keys) != 3 || len(d.ring) != 3 {
-		t.Errorf("after 10000 keys: %d remembered in a ring of %d, want 3", len(d.keys), len(d.ring))
 	}
 }
 

@@ -107,13 +107,12 @@ func (c *Client) sleep(d time.Duration) bool {
 	}
 }
 
-// CatchUp reads the inbox with events_poll up to its end and passes to the
-// handlers what they have not seen, in order with the notifications around
-// it. It waits until that is done or ctx ends. Reconnections catch up by
-// themselves; CatchUp is for a Client without Options.Reconnect, or to make
-// sure of the inbox now (a notification the server dropped for a session
-// too slow to take it is found this way). It must not be called from a
-// handler.
+// CatchUp reads the inbox with events_poll from the mark (see Cursor) up to
+// its end and passes to the handlers what they have not seen, in order with
+// the notifications around it. It waits until that is done or ctx ends.
+// Reconnections and events/missed notices catch up by themselves; CatchUp
+// is for a Client without Options.Reconnect, or to make sure of the inbox
+// now. It must not be called from a handler.
 func (c *Client) CatchUp(ctx context.Context) error {
 	if _, err := c.current(ctx); err != nil {
 		return err
@@ -156,7 +155,7 @@ func (c *Client) catchUp(skip bool) error {
 		case c.ctx.Err() != nil:
 			return ErrClosed
 		case c.opts.Reconnect == nil || errors.As(err, &te):
-			c.log.Error("MCPE catch-up failed: deliveries may be missing", "cursor", c.base, "error", err)
+			c.log.Error("MCPE catch-up failed: deliveries may be missing", "cursor", c.Cursor(), "error", err)
 			return err
 		}
 		c.log.Warn("MCPE catch-up failed; retrying", "attempt", attempt+1, "error", err)
@@ -166,12 +165,10 @@ func (c *Client) catchUp(skip bool) error {
 	}
 }
 
-// pollAll reads the inbox from base to its end, delivering each entry
-// unless skip, and moves base there. Entries seen before are dropped by
-// the deliver functions. An empty base starts at the server's own poll
-// position.
+// pollAll reads the inbox from pollFrom to its end, delivering each entry
+// unless skip, and moves the mark there.
 func (c *Client) pollAll(cs *mcp.ClientSession, skip bool) error {
-	cursor := c.base
+	cursor := c.pollFrom()
 	for {
 		ctx, cancel := context.WithTimeout(c.ctx, pollTimeout)
 		res, err := callTool[mcpe.PollResult](ctx, cs, mcpe.ToolPoll, mcpe.PollRequest{Cursor: cursor, Limit: mcpe.MaxPollLimit})
@@ -187,55 +184,26 @@ func (c *Client) pollAll(cs *mcp.ClientSession, skip bool) error {
 				c.pollItem(it)
 			}
 		}
-		if !skip {
-			c.notePolled(cursor, res)
-		}
 		cursor = res.NextCursor
-		c.base = cursor
-		c.advance(cursor)
+		c.reach(cursor)
 		if !res.HasMore {
-			c.pending = 0
 			return nil
 		}
 	}
 }
 
-// notePolled extends the span of inbox entries that events_poll
-// delivered with the page res, read after cursor from (all the entries
-// after it, through res.NextCursor). A page that does not continue the span
-// starts a new one. From the server's own poll position (from empty) the
-// span starts before the page's first entry.
-func (c *Client) notePolled(from string, res mcpe.PollResult) {
-	through, err := mcpe.ParseCursor(res.NextCursor)
-	if err != nil {
-		return
-	}
-	after, err := mcpe.ParseCursor(from)
-	if from == "" && len(res.Items) > 0 {
-		after, err = mcpe.ParseCursor(res.Items[0].Cursor)
-		after--
-	}
+// pollFrom is the cursor a catch-up reads after: the mark, or the entry
+// before it when a notification set it (notifications for more of the
+// entry's subscriptions may have been lost); before any mark, empty, the
+// server's own poll position.
+func (c *Client) pollFrom() string {
 	switch {
-	case err != nil || through <= after:
-		return
-	case c.polled && after >= c.polledFrom && after <= c.polledThrough:
-		c.polledThrough = max(c.polledThrough, through)
-	default:
-		c.polled, c.polledFrom, c.polledThrough = true, after, through
+	case c.markSubs != nil:
+		return mcpe.FormatCursor(max(c.mark-1, 0))
+	case c.mark >= 0:
+		return mcpe.FormatCursor(c.mark)
 	}
-}
-
-// delivered counts a delivery made since base, and once DedupSize/4 of
-// them were made queues a catch-up that moves base, ahead of the
-// notifications already waiting: base may only be as far behind as the
-// dedup memory reaches, and a burst read into the queue must not carry the
-// catch-up past that.
-func (c *Client) delivered() {
-	c.pending++
-	if c.pending >= max(1, c.opts.DedupSize/4) && !c.queued {
-		c.queued = true
-		c.queue.pushFront(item{catchUp: &catchUp{checkpoint: true}})
-	}
+	return ""
 }
 
 // watchStream returns a copy of t that notices when the go-sdk opens the

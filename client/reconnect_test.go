@@ -353,7 +353,7 @@ func readSlowly(t *testing.T, s *clienttest.Server) {
 		return gate.Transport(tr), nil
 	}
 	got := make(chan string, 100)
-	c, err := client.New(&client.Options{Reconnect: dial, DedupSize: 8})
+	c, err := client.New(&client.Options{Reconnect: dial})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -395,16 +395,14 @@ func readSlowly(t *testing.T, s *clienttest.Server) {
 }
 
 // TestSlowHandlerSeesEachEventOnce holds up the first handler call while a
-// burst larger than the dedup memory arrives and waits in the Client's
-// queue. The catch-up that keeps the inbox position within reach of that
-// memory then comes due: each event must still reach the handler once,
-// whether the inbox read or the notification brings it first.
+// burst arrives and waits in the Client's queue, then catches up: each
+// event must reach the handler once, whether the inbox read or the
+// notification brings it first.
 func TestSlowHandlerSeesEachEventOnce(t *testing.T) {
 	s, _ := inProcess(t, nil)
-	const events, dedup = 40, 8
+	const events = 40
 	c, err := client.New(&client.Options{
 		Reconnect: func(ctx context.Context) (mcp.Transport, error) { return s.Transport(ctx, principal) },
-		DedupSize: dedup,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -453,8 +451,7 @@ func TestSlowHandlerSeesEachEventOnce(t *testing.T) {
 			t.Fatalf("the handler saw %d of %d events", len(seen), len(want))
 		}
 	}
-	// Whatever else comes, comes now: the catch-ups that were due, and
-	// nothing more.
+	// Whatever else comes, comes now: a catch-up finds nothing more.
 	if err := c.CatchUp(ctxT(t)); err != nil {
 		t.Fatal(err)
 	}
