@@ -255,9 +255,11 @@ type session struct {
 	// the entries up to skipThrough, only those kept are sent.
 	takes, wasLive        bool
 	keptFrom, skipThrough int64
-	wake                  chan struct{}
-	done                  chan struct{}
-	once                  sync.Once
+	// registering is held by takeKept: one registration at a time.
+	registering sync.Mutex
+	wake        chan struct{}
+	done        chan struct{}
+	once        sync.Once
 	// attached is when Attach ran; the stream wait counts from it until the
 	// first successful write.
 	attached time.Time
@@ -419,6 +421,7 @@ func (r *Registry) appendLocked(o *owner, it item) {
 		if !s.live() || s.takes && !s.wasLive {
 			// Not reachable now: it gets what comes once it is.
 			s.cursor, s.sent, s.sentBytes = o.head, o.appended, o.appendedBytes
+			s.wasLive = false
 			continue
 		}
 		if s.sent == o.appended-1 {
@@ -514,9 +517,24 @@ func (r *Registry) Replay(principal string, entries []subscriptions.InboxEntry) 
 	}
 }
 
-// Wake has the writers of principal's sessions look again at what they
-// owe: a session just became live (its event stream opened).
-func (r *Registry) Wake(principal string) { r.Replay(principal, nil) }
+// Wake tells principal's sessions that one of them just became live (its
+// event stream opened): what is committed once Wake returns is owed to it.
+func (r *Registry) Wake(principal string) {
+	var becoming []*session
+	r.mu.Lock()
+	if o := r.owners[principal]; o != nil {
+		for s := range o.sessions {
+			if s.takes && !s.wasLive && s.live() {
+				becoming = append(becoming, s)
+			}
+		}
+	}
+	r.mu.Unlock()
+	for _, s := range becoming {
+		r.takeKept(s)
+	}
+	r.Replay(principal, nil)
+}
 
 // WakeSink is a Sink that sends nothing itself: it only tells a reader of
 // the inbox (an SEP-3415 events/stream) that there is news. What is written
@@ -602,13 +620,15 @@ func (r *Registry) Lags() []Lag {
 
 // batch is what a writer sends next.
 type batch struct {
-	msgs      []Message
-	from      int64 // the cursor before it
-	cursor    int64 // the cursor once sent
-	count     int64 // deliveries it completes
-	bytes     int64
-	catchUp   bool // the session is behind the window: read the inbox
-	replayLen int  // how many of msgs came from the replay queue
+	msgs    []Message
+	from    int64 // the cursor before it
+	cursor  int64 // the cursor once sent
+	count   int64 // deliveries it completes
+	bytes   int64
+	catchUp bool // the session is behind the window: read the inbox
+	// skipThrough and keptFrom are the session's, for a catch-up.
+	skipThrough, keptFrom int64
+	replayLen             int // how many of msgs came from the replay queue
 	// pending is the newest kept entry it carries, which ClearPending
 	// unmarks once it is sent.
 	pending int64
@@ -633,7 +653,7 @@ func (r *Registry) next(s *session) batch {
 	}
 	b := batch{from: s.cursor, cursor: s.cursor, msgs: s.replay[:len(s.replay):len(s.replay)], replayLen: len(s.replay)}
 	if s.cursor < o.evicted || s.cursor < s.skipThrough {
-		b.catchUp = true
+		b.catchUp, b.skipThrough, b.keptFrom = true, s.skipThrough, s.keptFrom
 		return b
 	}
 	size := 0
@@ -753,7 +773,7 @@ func (r *Registry) catchUp(s *session, b batch) (batch, error) {
 	}
 	for len(s.ahead) > 0 {
 		e := s.ahead[0]
-		if e.Seq <= s.skipThrough && (!e.Pending || e.Seq < s.keptFrom) {
+		if e.Seq <= b.skipThrough && (!e.Pending || e.Seq < b.keptFrom) {
 			// Delivered before the session became live: not owed.
 			b.cursor = e.Seq
 			s.ahead = s.ahead[1:]
@@ -769,7 +789,7 @@ func (r *Registry) catchUp(s *session, b batch) (batch, error) {
 		}
 		b.msgs = append(b.msgs, msgs...)
 		b.cursor = e.Seq
-		if e.Seq > s.skipThrough {
+		if e.Seq > b.skipThrough {
 			b.count++
 			b.bytes += int64(n)
 		}
@@ -787,6 +807,14 @@ func (r *Registry) catchUp(s *session, b batch) (batch, error) {
 // takeKept registers s, which just became live: its cursor goes to the end
 // of its owner's inbox, or before the oldest entry kept for the owner.
 func (r *Registry) takeKept(s *session) {
+	s.registering.Lock()
+	defer s.registering.Unlock()
+	r.mu.Lock()
+	done := s.wasLive
+	r.mu.Unlock()
+	if done {
+		return
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
 	defer cancel()
 	p := s.o.principal
@@ -801,7 +829,7 @@ func (r *Registry) takeKept(s *session) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	s.wasLive, s.ahead = true, nil
+	s.wasLive = true
 	if err != nil {
 		// It gets what comes from now on.
 		r.log.Error("read what was kept for a session's owner", "principal", p, "error", err)
