@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"maps"
 	"math"
@@ -49,8 +50,8 @@ import (
 //
 // rapid prints the seed of a failing run and shrinks it to a short
 // sequence; go test -run TestDeliveryModel -rapid.seed=N replays it.
-// MCPE_MODEL_DURATION=1h runs checks for that long (CI runs the default
-// -rapid.checks budget).
+// MCPE_MODEL_DURATION=1h runs checks for that long; CI runs the default
+// -rapid.checks budget (100; 30 under the race detector).
 
 const (
 	modelStart = "2026-03-02T08:00:00Z"
@@ -64,6 +65,13 @@ var (
 )
 
 func TestDeliveryModel(t *testing.T) {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "rapid.checks" })
+	if !set && raceChecks != "" {
+		if err := flag.Set("rapid.checks", raceChecks); err != nil {
+			t.Fatal(err)
+		}
+	}
 	d, err := time.ParseDuration(os.Getenv("MCPE_MODEL_DURATION"))
 	if err != nil || d <= 0 {
 		rapid.Check(t, runModel)
