@@ -57,12 +57,12 @@ type httpSession struct {
 	// principal is the one it counts toward: SessionPrincipalPrefix for
 	// every session without a token.
 	principal string
-	// open counts requests in progress, streams the event streams among
-	// them.
-	open, streams int
-	last          time.Time
-	pinging       bool
-	// stream is the writer of the event stream opened last, while open.
+	// open counts requests in progress (an event stream is one).
+	open    int
+	last    time.Time
+	pinging bool
+	// stream is the writer of the event stream opened last, while open:
+	// notifications reach the client only while there is one.
 	stream *streamWriter
 }
 
@@ -84,15 +84,6 @@ func (l *liveness) remove(id string) {
 	delete(l.sessions, id)
 }
 
-// live reports whether the session has an event stream open: the only way
-// a notification reaches an HTTP client.
-func (l *liveness) live(id string) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	st := l.sessions[id]
-	return st != nil && st.streams > 0
-}
-
 // stream returns the writer of the session's open event stream, or nil.
 func (l *liveness) stream(id string) *streamWriter {
 	l.mu.Lock()
@@ -110,11 +101,10 @@ func (l *liveness) handler(next http.Handler) http.Handler {
 		var stream *streamWriter
 		if r.Method == http.MethodGet && id != "" {
 			stream = &streamWriter{ResponseWriter: w}
+			stream.opened = func() { l.open(id, stream) }
 			w = stream
 		}
-		if ss := l.begin(id, stream); ss != nil && l.opened != nil {
-			l.opened(ss)
-		}
+		l.begin(id)
 		// end runs when the handler returns: for an event stream, when it
 		// closes.
 		defer l.end(id, stream)
@@ -122,35 +112,44 @@ func (l *liveness) handler(next http.Handler) http.Handler {
 	})
 }
 
-// begin records a request of session id; it returns the session when the
-// request opens its first event stream. A session not attached yet is
+// begin records a request of session id. A session not attached yet is
 // counted too (its event stream may open before its initialized
 // notification is handled); an ID that never gets attached is forgotten
 // when its requests end.
-func (l *liveness) begin(id string, stream *streamWriter) *mcp.ServerSession {
+func (l *liveness) begin(id string) {
 	if id == "" {
-		return nil
+		return
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	st := l.sessions[id]
 	if st == nil {
 		if l.stopped {
-			return nil
+			return
 		}
 		st = &httpSession{}
 		l.sessions[id] = st
 	}
 	st.open++
 	st.last = l.clock.Now()
-	if stream == nil {
-		return nil
+}
+
+// open makes stream the event stream of session id once the SDK has
+// written its header, never before: nothing of ours may precede it. A
+// session that had none has its writer woken.
+func (l *liveness) open(id string, stream *streamWriter) {
+	var ss *mcp.ServerSession
+	l.mu.Lock()
+	if st := l.sessions[id]; st != nil {
+		if st.stream == nil {
+			ss = st.ss // nil until attached
+		}
+		st.stream = stream
 	}
-	st.stream = stream
-	if st.streams++; st.streams == 1 {
-		return st.ss // nil until attached
+	l.mu.Unlock()
+	if ss != nil && l.opened != nil {
+		l.opened(ss)
 	}
-	return nil
 }
 
 func (l *liveness) end(id string, stream *streamWriter) {
@@ -165,11 +164,8 @@ func (l *liveness) end(id string, stream *streamWriter) {
 	}
 	st.open--
 	st.last = l.clock.Now()
-	if stream != nil {
-		st.streams--
-		if st.stream == stream {
-			st.stream = nil
-		}
+	if st.stream == stream {
+		st.stream = nil
 	}
 	if st.ss == nil && st.open == 0 {
 		delete(l.sessions, id)
@@ -260,7 +256,7 @@ func (l *liveness) sweep() {
 		case st.open == 0:
 			idle = append(idle, st.ss)
 			delete(l.sessions, id)
-		case st.streams > 0 && !st.pinging:
+		case st.stream != nil && !st.pinging:
 			st.pinging = true
 			quiet = append(quiet, st)
 		}

@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -348,4 +349,107 @@ func TestTokenlessSessionsBounded(t *testing.T) {
 		_, body := initialize()
 		return !strings.Contains(body, `"error"`)
 	})
+}
+
+// heldHeader holds the handler of one event stream back at its first call
+// of Header, the point before the go-sdk sets Content-Type and writes its
+// response header, until release is closed; writes records the body
+// writes that came while it held.
+type heldHeader struct {
+	http.ResponseWriter
+	holding, release chan struct{}
+	wrote            chan struct{}
+	once, wroteOnce  sync.Once
+}
+
+func (h *heldHeader) Header() http.Header {
+	h.once.Do(func() {
+		close(h.holding)
+		<-h.release
+	})
+	return h.ResponseWriter.Header()
+}
+
+func (h *heldHeader) Write(p []byte) (int, error) {
+	h.wroteOnce.Do(func() { close(h.wrote) })
+	return h.ResponseWriter.Write(p)
+}
+
+func (h *heldHeader) Unwrap() http.ResponseWriter { return h.ResponseWriter }
+
+// TestEventStreamHeaderGoesFirst checks that nothing is written to a
+// session's event stream before the go-sdk has written its response
+// header: a digest kept for the owner and due when the stream opens comes
+// on a text/event-stream response, even when the SDK is slow to answer the
+// GET. Written first, it made net/http answer text/plain, and clients that
+// check the content type ignored the stream and lost its events.
+func TestEventStreamHeaderGoesFirst(t *testing.T) {
+	e := newEnv(t, envOptions{})
+	tokens := httpapi.NewTokens(map[string]string{"alice-token": "alice"})
+	// The session outlives the hour the digest waits.
+	h := e.srv.HTTPHandler(mcpserver.HTTPOptions{Tokens: tokens, SessionTimeout: 24 * time.Hour})
+	held := &heldHeader{holding: make(chan struct{}), release: make(chan struct{}), wrote: make(chan struct{})}
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet {
+			held.ResponseWriter = w
+			w = held
+		}
+		h.ServeHTTP(w, r)
+	}))
+	t.Cleanup(hs.Close)
+	r := openRaw(t, hs.URL, "alice-token")
+	r.post("tools/call", map[string]any{"name": "events_subscribe", "arguments": map[string]any{
+		"filter":   map[string]any{"eventTypes": []string{"x"}},
+		"delivery": map[string]any{"channels": []string{"cron"}, "cronSchedule": map[string]any{"expression": "@hourly"}}}}, true)
+	e.publish("x", `{}`, mcpe.Metadata{})
+	e.clock.Advance(time.Hour) // the digest fires while no stream is open: kept
+
+	ctx, cancel := context.WithTimeout(t.Context(), mcpetest.Wait)
+	defer cancel()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, hs.URL, nil)
+	req.Header.Set("Accept", "text/event-stream")
+	req.Header.Set("MCP-Protocol-Version", "2025-11-25")
+	req.Header.Set("Mcp-Session-Id", r.id)
+	req.Header.Set("Authorization", "Bearer alice-token")
+	type answer struct {
+		resp *http.Response
+		err  error
+	}
+	answered := make(chan answer, 1)
+	go func() {
+		resp, err := http.DefaultClient.Do(req)
+		answered <- answer{resp, err}
+	}()
+	<-held.holding
+	// The SDK is held before its header. A stream counted live now would
+	// be written the digest: let that write happen before the SDK goes on.
+	if e.reg.Connected("alice") {
+		select {
+		case <-held.wrote:
+		case <-ctx.Done():
+		}
+	}
+	close(held.release)
+	a := <-answered
+	if a.err != nil {
+		t.Fatal(a.err)
+	}
+	defer a.resp.Body.Close()
+	if ct := a.resp.Header.Get("Content-Type"); a.resp.StatusCode != http.StatusOK || ct != "text/event-stream" {
+		t.Fatalf("the event stream was answered %s, Content-Type %q; want 200 text/event-stream", a.resp.Status, ct)
+	}
+	// What comes is server-sent events: the SDK's comment, then the digest.
+	sc := bufio.NewScanner(a.resp.Body)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case line == "" || strings.HasPrefix(line, ":") || line == "event: message" || strings.HasPrefix(line, "id: "):
+		case strings.HasPrefix(line, "data: ") && strings.Contains(line, `"method":"`+mcpe.MethodBatch+`"`):
+			return
+		case strings.HasPrefix(line, "data: "):
+		default:
+			t.Fatalf("the event stream carried %q, not a server-sent event", line)
+		}
+	}
+	t.Fatalf("the event stream ended (%v) without the digest kept for its owner", sc.Err())
 }

@@ -76,7 +76,7 @@ type streamSink struct {
 }
 
 // Live reports whether the session's event stream is open.
-func (s *streamSink) Live() bool { return s.live.live(s.id) }
+func (s *streamSink) Live() bool { return s.live.stream(s.id) != nil }
 
 // Write writes msgs to the session's open event stream as server-sent
 // events, already encoded, in one write and one flush; without an open
@@ -96,9 +96,12 @@ var errStreamClosed = errors.New("mcpserver: the event stream is closed")
 // the stream's handler returns, nothing more is written.
 type streamWriter struct {
 	http.ResponseWriter
-	mu   sync.Mutex
-	done bool
-	buf  []byte
+	// opened is called when the SDK has written the header of an event
+	// stream (on the stream's handler goroutine).
+	opened func()
+	mu     sync.Mutex
+	done   bool
+	buf    []byte
 }
 
 // writeEvents writes msgs as the SDK writes a message on an event stream
@@ -130,6 +133,17 @@ func (h *streamWriter) writeEvents(ctx context.Context, msgs []realtime.Message)
 		return err
 	}
 	return h.flushLocked()
+}
+
+// WriteHeader writes the SDK's response header; that of an event stream
+// (200, text/event-stream) opens it, a refusal never does.
+func (h *streamWriter) WriteHeader(code int) {
+	h.mu.Lock()
+	h.ResponseWriter.WriteHeader(code)
+	h.mu.Unlock()
+	if h.opened != nil && code == http.StatusOK && h.Header().Get("Content-Type") == "text/event-stream" {
+		h.opened()
+	}
 }
 
 func (h *streamWriter) Write(p []byte) (int, error) {

@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -200,4 +201,69 @@ func benchWriter(b *testing.B, sinkOf func(io.WriteCloser) realtime.Sink) {
 	}
 	b.StopTimer()
 	b.ReportMetric(float64(b.N*perEntry)/b.Elapsed().Seconds(), "notifications/s")
+}
+
+// TestEventStreamOpensWithItsHeader checks that liveness counts a
+// session's event stream open, and hands its writer to the session's
+// sink, only once the SDK has written the stream's header; and that a GET
+// the SDK refuses (a second stream of the session) is never counted and
+// does not take the place of the stream that is open.
+func TestEventStreamOpensWithItsHeader(t *testing.T) {
+	l := newLiveness(clock.NewFake(time.Unix(0, 0)), time.Minute, nil)
+	const id = "S"
+	sink := &streamSink{id: id, live: l}
+	type call struct {
+		w       *streamWriter
+		hold    chan struct{} // closed: write the header
+		release chan struct{} // closed: return
+	}
+	calls := make(chan call)
+	h := l.handler(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("X-Refuse") != "" {
+			http.Error(w, "stream ID conflicts with ongoing stream", http.StatusConflict)
+			return
+		}
+		c := call{w: w.(*streamWriter), hold: make(chan struct{}), release: make(chan struct{})}
+		calls <- c
+		<-c.hold
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(http.StatusOK)
+		calls <- c
+		<-c.release
+	}))
+	get := func(refuse bool) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/", nil)
+		r.Header.Set("Mcp-Session-Id", id)
+		if refuse {
+			r.Header.Set("X-Refuse", "1")
+		}
+		return r
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		h.ServeHTTP(httptest.NewRecorder(), get(false))
+	}()
+	first := <-calls
+	if sink.Live() || l.stream(id) != nil {
+		t.Fatal("the event stream counts as open before the SDK wrote its header")
+	}
+	close(first.hold)
+	<-calls
+	if !sink.Live() || l.stream(id) != first.w {
+		t.Fatal("the event stream does not count as open once the SDK wrote its header")
+	}
+	refused := httptest.NewRecorder()
+	h.ServeHTTP(refused, get(true))
+	if refused.Code != http.StatusConflict {
+		t.Fatalf("the second GET was answered %d; want the SDK's 409", refused.Code)
+	}
+	if !sink.Live() || l.stream(id) != first.w {
+		t.Error("a refused GET took the place of the open event stream")
+	}
+	close(first.release)
+	<-served
+	if sink.Live() || l.stream(id) != nil {
+		t.Error("the event stream still counts as open once its handler returned")
+	}
 }
