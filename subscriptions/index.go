@@ -204,17 +204,6 @@ func (u *patternUses) add(e *Entry, d int) {
 	}
 }
 
-// PrincipalCost returns what matching principal's patterns costs: the sum
-// of mcpe.Pattern.Cost over the distinct patterns of its entries.
-func (x *Index) PrincipalCost(principal string) int {
-	x.mu.RLock()
-	defer x.mu.RUnlock()
-	if u := x.costs[principal]; u != nil {
-		return u.cost
-	}
-	return 0
-}
-
 // Owned returns how many entries the principals starting with prefix own.
 func (x *Index) Owned(prefix string) int {
 	x.mu.RLock()
