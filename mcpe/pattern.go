@@ -147,10 +147,6 @@ func (p Pattern) Alternatives() bool { return p.alternatives }
 // each principal's patterns.
 func (p Pattern) Cost() int { return p.cost }
 
-// Suffix returns the literal text every matching type ends with ("" when
-// there is none to rely on).
-func (p Pattern) Suffix() string { return p.suffix }
-
 // Match reports whether eventType matches the pattern, in time linear in
 // the length of eventType.
 func (p Pattern) Match(eventType string) bool {
