@@ -12,3 +12,10 @@ func FollowNow(s *Service) { s.followOnce(context.Background()) }
 // SetYield makes the publications' group commit call f where it would
 // yield the processor.
 func SetYield(s *Service, f func()) { s.batch.yield = f }
+
+// Queued returns how many publications of s wait for a commit.
+func Queued(s *Service) int {
+	s.batch.mu.Lock()
+	defer s.batch.mu.Unlock()
+	return len(s.batch.queue)
+}

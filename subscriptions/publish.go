@@ -142,13 +142,6 @@ type batcher struct {
 // batcher end the yielding (see batcher).
 const aloneAfter = 64
 
-// Queued returns how many publications wait for a commit.
-func (s *Service) Queued() int {
-	s.batch.mu.Lock()
-	defer s.batch.mu.Unlock()
-	return len(s.batch.queue)
-}
-
 // enqueue returns once p is committed.
 func (s *Service) enqueue(p *publication) {
 	b := &s.batch

@@ -593,9 +593,9 @@ func TestLeaderYieldsOnlyAmongOthers(t *testing.T) {
 	waitQueued := func(n int) {
 		t.Helper()
 		deadline := time.Now().Add(10 * time.Second)
-		for svc.Queued() < n {
+		for subscriptions.Queued(svc) < n {
 			if time.Now().After(deadline) {
-				t.Fatalf("%d publications queued, want %d", svc.Queued(), n)
+				t.Fatalf("%d publications queued, want %d", subscriptions.Queued(svc), n)
 			}
 			time.Sleep(time.Millisecond)
 		}
@@ -694,9 +694,9 @@ func TestConcurrentPublishesShareACommit(t *testing.T) {
 	}
 	// Every other publisher queues behind the commit in progress.
 	deadline := time.Now().Add(10 * time.Second)
-	for svc.Queued() < n {
+	for subscriptions.Queued(svc) < n {
 		if time.Now().After(deadline) {
-			t.Fatalf("%d publications queued, want %d", svc.Queued(), n)
+			t.Fatalf("%d publications queued, want %d", subscriptions.Queued(svc), n)
 		}
 		time.Sleep(time.Millisecond)
 	}
