@@ -224,7 +224,8 @@ func (s *Service) applyChanges(changes []Change) int {
 			}
 			continue
 		}
-		if e := s.index.Get(sub.ID); e != nil && !sub.UpdatedAt.IsZero() && e.updated.Equal(sub.UpdatedAt) {
+		if e := s.index.Get(sub.ID); e != nil && !sub.UpdatedAt.IsZero() && e.updated.Equal(sub.UpdatedAt) &&
+			sameJSON(e.filter, sub.Filter) && sameDelivery(e.Delivery, sub.Delivery) {
 			continue // this version is in the index: this process made it
 		}
 		n++

@@ -144,3 +144,29 @@ func TestSharedStoreIsFollowed(t *testing.T) {
 		t.Fatalf("a delivered to a subscription deleted through b: %+v", res.Delivered)
 	}
 }
+
+// TestFollowedChangesShareATime checks that a change made through one
+// process is applied by another that holds an earlier version with the same
+// UpdatedAt (two changes in one tick of the clock, or of a fake one): the
+// version is not the time alone.
+func TestFollowedChangesShareATime(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	clk := clock.NewFake(svcStart) // never moves: every change has one time
+	a, b := startProcess(t, path, clk), startProcess(t, path, clk)
+	ctx := context.Background()
+	sub, err := a.svc.Subscribe(ctx, "alice", every("x.*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscriptions.FollowNow(b.svc)
+	if _, err := a.svc.Update(ctx, "alice", mcpe.UpdateRequest{SubscriptionID: sub.ID, Filter: &mcpe.Filter{EventTypes: []string{"y.*"}}}); err != nil {
+		t.Fatal(err)
+	}
+	subscriptions.FollowNow(b.svc)
+	if res := b.publish(t, "y.one"); len(res.Delivered) != 1 {
+		t.Fatalf("b routed y.one to %d entries after the filter changed to y.* through a; want 1", len(res.Delivered))
+	}
+	if res := b.publish(t, "x.one"); len(res.Delivered) != 0 {
+		t.Fatalf("b still routes by the filter a replaced: %+v", res.Delivered)
+	}
+}

@@ -33,9 +33,10 @@ type Entry struct {
 	matcher  *Matcher
 	// cost is the sum of its patterns' costs (mcpe.Pattern.Cost).
 	cost int
-	// updated is the subscription's UpdatedAt: which version of it the
-	// entry is.
+	// updated and filter are the subscription's UpdatedAt and Filter:
+	// which version of it the entry is (two changes can share a time).
 	updated time.Time
+	filter  mcpe.Filter
 }
 
 // NewEntry compiles the filter of sub into an index entry.
@@ -44,7 +45,7 @@ func NewEntry(sub *Subscription) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Entry{ID: sub.ID, Principal: sub.Principal, Delivery: sub.Delivery, matcher: m, updated: sub.UpdatedAt}
+	e := &Entry{ID: sub.ID, Principal: sub.Principal, Delivery: sub.Delivery, matcher: m, updated: sub.UpdatedAt, filter: sub.Filter}
 	for _, p := range m.patterns {
 		e.cost += p.Cost()
 	}
