@@ -60,7 +60,7 @@ const (
 
 var (
 	modelTypes    = []string{"a.x", "a.z", "b.y"}
-	modelPatterns = []string{"a.x", "a.*", "b.y", "*"}
+	modelPatterns = []string{"a.x", "a.*", "b.y", "b.*"} // not "*": it would match the probes (sync)
 	principals    = []string{"alice", "bob"}
 )
 
@@ -189,6 +189,7 @@ type interval struct {
 
 type modelSession struct {
 	principal string
+	on        *server
 	sink      *modelSink
 	http      bool
 	live      bool
@@ -218,30 +219,47 @@ func (m *modelSub) matches(typ string) bool {
 	return false
 }
 
-// model is the system under test and what it must do.
-type model struct {
-	dir    string
-	clk    *clock.Fake
-	store  *sqlite.Store
-	reg    *realtime.Registry
-	svc    *subscriptions.Service
-	sched  delivery.Schedulers
-	subs   []*modelSub
-	seen   map[string]bool // source, type, sourceEventId accepted
-	events int
-	live   []*modelSession
+// server is one server: a run of the delivery core on the database.
+type server struct {
+	store *sqlite.Store
+	reg   *realtime.Registry
+	svc   *subscriptions.Service
+	sched delivery.Schedulers
 }
 
-func (m *model) start(t *rapid.T) {
+// model is the system under test, one or two servers on one database, and
+// what it must do.
+type model struct {
+	dir     string
+	clk     *clock.Fake
+	servers []*server
+	store   *sqlite.Store // the first server's, to read what is stored
+	subs    []*modelSub
+	seen    map[string]bool // source, type, sourceEventId accepted
+	events  int
+	probes  int
+	live    []*modelSession
+}
+
+func (m *model) start(t *rapid.T, n int) {
+	m.servers = nil
+	for range n {
+		m.servers = append(m.servers, m.startServer(t))
+	}
+	m.store = m.servers[0].store
+}
+
+func (m *model) startServer(t *rapid.T) *server {
 	var err error
-	if m.store, err = sqlite.Open(context.Background(), filepath.Join(m.dir, "mcpe.db")); err != nil {
+	v := &server{}
+	if v.store, err = sqlite.Open(context.Background(), filepath.Join(m.dir, "mcpe.db")); err != nil {
 		t.Fatal(err)
 	}
-	m.reg = realtime.NewRegistry(&realtime.Options{
-		Inbox: m.store, WindowEntries: 4, BatchMessages: 3, StreamWait: time.Hour,
+	v.reg = realtime.NewRegistry(&realtime.Options{
+		Inbox: v.store, WindowEntries: 4, BatchMessages: 3, StreamWait: time.Hour,
 	})
-	m.svc, err = subscriptions.NewService(subscriptions.ServiceOptions{
-		Store: m.store, Deliverer: m.reg, Presence: m.reg, Backlog: m.reg, Clock: m.clk,
+	v.svc, err = subscriptions.NewService(subscriptions.ServiceOptions{
+		Store: v.store, Deliverer: v.reg, Presence: v.reg, Backlog: v.reg, Clock: m.clk,
 		Timings: map[mcpe.Channel]subscriptions.Timing{
 			mcpe.ChannelCron:      cron.New(nil),
 			mcpe.ChannelScheduled: scheduled.Channel{},
@@ -253,12 +271,13 @@ func (m *model) start(t *rapid.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := m.svc.Start(context.Background()); err != nil {
+	if err := v.svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if m.sched, err = delivery.StartAll(context.Background(), m.svc, m.svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: m.clk}); err != nil {
+	if v.sched, err = delivery.StartAll(context.Background(), v.svc, v.svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: m.clk}); err != nil {
 		t.Fatal(err)
 	}
+	return v
 }
 
 func (m *model) stop() {
@@ -266,10 +285,49 @@ func (m *model) stop() {
 		s.sink.failing.Store(false)
 		s.sink.release()
 	}
-	m.sched.Stop()
-	m.svc.Stop()
-	m.reg.Close()
-	m.store.Close()
+	for _, v := range m.servers {
+		v.sched.Stop()
+		v.svc.Stop()
+		v.reg.Close()
+		v.store.Close()
+	}
+}
+
+// sync waits until the other servers route by what changed on server on:
+// a server learns of other servers' changes a moment later. A probe
+// subscription made on on after the change routes an event published on
+// each other server only once that server has caught up.
+func (m *model) sync(t *rapid.T, on *server) {
+	if len(m.servers) == 1 {
+		return
+	}
+	ctx := context.Background()
+	m.probes++
+	typ := fmt.Sprintf("probe.p%d", m.probes)
+	sub, err := on.svc.Subscribe(ctx, "probe", mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{typ}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer on.svc.Unsubscribe(ctx, "probe", sub.ID)
+	for _, v := range m.servers {
+		for deadline := time.Now().Add(settleWait); v != on; time.Sleep(time.Millisecond) {
+			res, err := v.svc.Publish(ctx, mcpe.Event{Type: typ, Data: json.RawMessage(`{}`)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(res.Delivered) > 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("a server did not learn of a subscription made on another in %v", settleWait)
+			}
+		}
+	}
+}
+
+// on returns a server to act on.
+func (m *model) on(t *rapid.T) *server {
+	return m.servers[rapid.IntRange(0, len(m.servers)-1).Draw(t, "server")]
 }
 
 func runModel(t *rapid.T) {
@@ -279,7 +337,8 @@ func runModel(t *rapid.T) {
 	}
 	start, _ := time.Parse(time.RFC3339, modelStart)
 	m := &model{dir: dir, clk: clock.NewFake(start), seen: map[string]bool{}}
-	m.start(t)
+	servers := rapid.IntRange(1, 2).Draw(t, "servers")
+	m.start(t, servers)
 	t.Cleanup(func() { m.stop(); os.RemoveAll(dir) })
 	ctx := context.Background()
 
@@ -301,12 +360,14 @@ func runModel(t *rapid.T) {
 				ms.expiresAt = m.clk.Now().Add(time.Duration(rapid.IntRange(1, 30).Draw(t, "expiresIn")) * time.Minute)
 				req.ExpiresAt = ms.expiresAt.Format(time.RFC3339)
 			}
-			sub, err := m.svc.Subscribe(ctx, p, req)
+			on := m.on(t)
+			sub, err := on.svc.Subscribe(ctx, p, req)
 			if err != nil {
 				t.Fatalf("subscribe: %v", err)
 			}
 			ms.id = sub.ID
 			m.subs = append(m.subs, ms)
+			m.sync(t, on)
 			t.Logf("subscribed %s at %s: %+v", ms.id, m.clk.Now().Format(time.TimeOnly), req)
 		},
 		"change": func(t *rapid.T) {
@@ -315,24 +376,27 @@ func runModel(t *rapid.T) {
 				return
 			}
 			var err error
+			on := m.on(t)
+			defer m.sync(t, on)
+			svc := on.svc
 			switch op := rapid.SampledFrom([]string{"pause", "resume", "unsubscribe", "retype"}).Draw(t, "op"); op {
 			case "pause":
-				_, err = m.svc.Pause(ctx, ms.principal, ms.id)
+				_, err = svc.Pause(ctx, ms.principal, ms.id)
 				if err == nil {
 					ms.status = mcpe.StatusPaused
 				}
 			case "resume":
-				_, err = m.svc.Resume(ctx, ms.principal, ms.id)
+				_, err = svc.Resume(ctx, ms.principal, ms.id)
 				if err == nil {
 					ms.status = mcpe.StatusActive
 				}
 			case "unsubscribe":
-				if err = m.svc.Unsubscribe(ctx, ms.principal, ms.id); err == nil {
+				if err = svc.Unsubscribe(ctx, ms.principal, ms.id); err == nil {
 					ms.status = ""
 				}
 			case "retype":
 				pats := rapid.SliceOfNDistinct(rapid.SampledFrom(modelPatterns), 1, 2, rapid.ID).Draw(t, "patterns")
-				_, err = m.svc.Update(ctx, ms.principal, mcpe.UpdateRequest{SubscriptionID: ms.id, Filter: &mcpe.Filter{EventTypes: pats}})
+				_, err = svc.Update(ctx, ms.principal, mcpe.UpdateRequest{SubscriptionID: ms.id, Filter: &mcpe.Filter{EventTypes: pats}})
 				if err == nil {
 					ms.patterns = pats
 				}
@@ -353,7 +417,7 @@ func runModel(t *rapid.T) {
 			m.expire()
 		},
 		"attach": func(t *rapid.T) {
-			s := &modelSession{principal: rapid.SampledFrom(principals).Draw(t, "principal"), sink: newModelSink(), http: rapid.Bool().Draw(t, "http")}
+			s := &modelSession{principal: rapid.SampledFrom(principals).Draw(t, "principal"), on: m.on(t), sink: newModelSink(), http: rapid.Bool().Draw(t, "http")}
 			var sink realtime.Sink = s.sink
 			if s.http {
 				sink = httpSink{s.sink}
@@ -361,7 +425,7 @@ func runModel(t *rapid.T) {
 				s.live = true
 				s.spans = []interval{m.span(t, s.principal)}
 			}
-			s.detach = m.reg.Attach(s.principal, sink)
+			s.detach = s.on.reg.Attach(s.principal, sink)
 			m.live = append(m.live, s)
 		},
 		"stream": func(t *rapid.T) {
@@ -372,7 +436,7 @@ func runModel(t *rapid.T) {
 			if s.live = !s.live; s.live {
 				s.spans = append(s.spans, m.span(t, s.principal))
 				s.sink.live.Store(true)
-				m.reg.Wake(s.principal)
+				s.on.reg.Wake(s.principal)
 				return
 			}
 			s.sink.live.Store(false)
@@ -416,7 +480,8 @@ func runModel(t *rapid.T) {
 			if len(ids) == 0 {
 				return
 			}
-			err := m.svc.Replay(ctx, ms.principal, ms.id, rapid.SampledFrom(ids).Draw(t, "event"))
+			on := m.on(t)
+			err := on.svc.Replay(ctx, ms.principal, ms.id, rapid.SampledFrom(ids).Draw(t, "event"))
 			if errors.Is(err, subscriptions.ErrNoLiveSession) {
 				return
 			}
@@ -424,7 +489,7 @@ func runModel(t *rapid.T) {
 				t.Fatalf("replay: %v", err)
 			}
 			for _, s := range m.live {
-				if s.principal == ms.principal {
+				if s.principal == ms.principal && s.on == on {
 					s.replays++
 				}
 			}
@@ -433,7 +498,7 @@ func runModel(t *rapid.T) {
 			p := rapid.SampledFrom(principals).Draw(t, "principal")
 			end := m.end(t, p)
 			c := rapid.Int64Range(0, end+3).Draw(t, "cursor")
-			_, err := m.svc.Poll(ctx, p, mcpe.PollRequest{Cursor: mcpe.FormatCursor(c), Limit: rapid.IntRange(0, 5).Draw(t, "limit")})
+			_, err := m.on(t).svc.Poll(ctx, p, mcpe.PollRequest{Cursor: mcpe.FormatCursor(c), Limit: rapid.IntRange(0, 5).Draw(t, "limit")})
 			var inv *mcpe.InvalidError
 			if err != nil && !(c > end && errors.As(err, &inv)) {
 				t.Fatalf("events_poll from %d (the inbox ends at %d): %v", c, end, err)
@@ -448,7 +513,7 @@ func runModel(t *rapid.T) {
 				}
 			}
 			m.live = nil
-			m.start(t)
+			m.start(t, len(m.servers))
 			m.expire()
 		},
 		"": func(t *rapid.T) { m.check(t) },
@@ -503,7 +568,7 @@ func (m *model) publish(t *rapid.T) {
 	m.events++
 	ev := mcpe.Event{Type: typ, Data: json.RawMessage(fmt.Sprintf(`{"n":%d}`, m.events)),
 		Metadata: mcpe.Metadata{SourceEventID: sid, Priority: mcpe.PriorityNormal}}
-	res, err := subscriptions.FromSource(source, m.svc).Publish(context.Background(), ev)
+	res, err := subscriptions.FromSource(source, m.on(t).svc).Publish(context.Background(), ev)
 	if err != nil {
 		t.Fatalf("publish: %v", err)
 	}
@@ -682,7 +747,7 @@ func (m *model) checkInbox(t *rapid.T, inboxes map[string][]subscriptions.InboxE
 		}
 		waiting := 0
 		if ms.status == mcpe.StatusActive || ms.status == mcpe.StatusPaused {
-			sub, err := m.svc.Get(ctx, ms.principal, ms.id)
+			sub, err := m.servers[0].svc.Get(ctx, ms.principal, ms.id)
 			if err != nil {
 				t.Fatalf("subscription %s: %v", ms.id, err)
 			}
