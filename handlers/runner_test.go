@@ -138,9 +138,12 @@ func newEnvWith(t *testing.T, path string, clk *clock.Fake, o envOptions) *env {
 	if err := svc.Start(t.Context()); err != nil {
 		t.Fatal(err)
 	}
-	schedulers, err := delivery.StartAll(t.Context(), svc, svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
+	schedOpts := &delivery.SchedulerOptions{Clock: clk}
+	schedulers := delivery.Schedulers{cron.NewScheduler(svc, schedOpts), scheduled.NewScheduler(svc, schedOpts)}
+	for _, s := range schedulers {
+		if err := s.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if !o.stopped {
 		if err := runner.Start(t.Context()); err != nil {

@@ -15,6 +15,8 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/delivery"
+	"github.com/mcpe-server/mcpe-server/delivery/cron"
+	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
@@ -85,9 +87,12 @@ func newFixture(t *testing.T, path string, clk *clock.Fake, opts subscriptions.S
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	schedulers, err := delivery.StartAll(context.Background(), svc, svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: clk})
-	if err != nil {
-		t.Fatal(err)
+	schedOpts := &delivery.SchedulerOptions{Clock: clk}
+	schedulers := delivery.Schedulers{cron.NewScheduler(svc, schedOpts), scheduled.NewScheduler(svc, schedOpts)}
+	for _, s := range schedulers {
+		if err := s.Start(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 	f := &fixture{t: t, store: store, clock: clk, rec: rec, svc: svc, schedulers: schedulers}
 	t.Cleanup(f.stop)

@@ -26,6 +26,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
+	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
@@ -489,9 +490,12 @@ func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clock.Fake, *time
 	if err := svc.Start(ctx); err != nil {
 		b.Fatal(err)
 	}
-	schedulers, err := delivery.StartAll(ctx, svc, svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: clk})
-	if err != nil {
-		b.Fatal(err)
+	schedOpts := &delivery.SchedulerOptions{Clock: clk}
+	schedulers := delivery.Schedulers{cron.NewScheduler(svc, schedOpts), scheduled.NewScheduler(svc, schedOpts)}
+	for _, s := range schedulers {
+		if err := s.Start(ctx); err != nil {
+			b.Fatal(err)
+		}
 	}
 	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg})
 	if err != nil {

@@ -133,9 +133,12 @@ func newEnv(t *testing.T, o envOptions) *env {
 			t.Fatal(err)
 		}
 	}
-	schedulers, err := delivery.StartAll(ctx, svc, svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: o.clock})
-	if err != nil {
-		t.Fatal(err)
+	schedOpts := &delivery.SchedulerOptions{Clock: o.clock}
+	schedulers := delivery.Schedulers{cron.NewScheduler(svc, schedOpts), scheduled.NewScheduler(svc, schedOpts)}
+	for _, s := range schedulers {
+		if err := s.Start(ctx); err != nil {
+			t.Fatal(err)
+		}
 	}
 	srv, err := mcpserver.New(mcpserver.Options{Service: svc, Sessions: reg, Clock: o.clock, Logger: o.logger, Catalog: o.catalog, Conversation: o.conversation, Webhooks: sender})
 	if err != nil {
