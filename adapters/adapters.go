@@ -9,17 +9,13 @@
 package adapters
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -162,72 +158,4 @@ func Tags(ts ...string) []string {
 		}
 	}
 	return out
-}
-
-// placeholder is a segment such as <alertname> in a catalog type that
-// stands for a family of types.
-var placeholder = regexp.MustCompile(`<[A-Za-z0-9_-]+>`)
-
-// CheckCatalog checks what a source declares in its catalog, for the
-// sources' tests: each type (a placeholder segment such as <alertname> taken
-// for any valid segment) is a valid event type; its description is one
-// non-empty line; its data schema is a JSON Schema (draft 2020-12 or 07) of
-// an object; and its example is an object that the schema accepts. The
-// error lists every problem, each under its type.
-func CheckCatalog(types []mcpe.EventType) error {
-	if len(types) == 0 {
-		return errors.New("the catalog lists no event types")
-	}
-	var errs []error
-	seen := make(map[string]bool)
-	for i, et := range types {
-		name := fmt.Sprintf("types[%d] %q", i, et.Type)
-		fail := func(format string, args ...any) {
-			errs = append(errs, fmt.Errorf("%s: %s", name, fmt.Sprintf(format, args...)))
-		}
-		if seen[et.Type] {
-			fail("listed twice")
-		}
-		seen[et.Type] = true
-		if err := mcpe.ValidateType(placeholder.ReplaceAllString(et.Type, "x")); err != nil {
-			fail("not a valid type, even with its placeholders filled in: %v", err)
-		}
-		if desc := strings.TrimSpace(et.Description); desc == "" || strings.ContainsAny(desc, "\r\n") {
-			fail("the description must be one non-empty line, not %q", et.Description)
-		}
-		if len(bytes.TrimSpace(et.DataSchema)) == 0 {
-			fail("no data schema")
-			continue
-		}
-		var schema jsonschema.Schema
-		if err := json.Unmarshal(et.DataSchema, &schema); err != nil {
-			fail("the data schema is not a JSON Schema: %v", err)
-			continue
-		}
-		if schema.Type != "object" {
-			fail("the data schema describes %q; event data is an object, so give \"type\": \"object\"", schema.Type)
-		}
-		resolved, err := schema.Resolve(nil)
-		if err != nil {
-			fail("the data schema does not resolve: %v", err)
-			continue
-		}
-		if len(bytes.TrimSpace(et.Example)) == 0 {
-			fail("no example")
-			continue
-		}
-		var example any
-		if err := json.Unmarshal(et.Example, &example); err != nil {
-			fail("the example is not JSON: %v", err)
-			continue
-		}
-		if _, ok := example.(map[string]any); !ok {
-			fail("the example is not a JSON object: %s", et.Example)
-			continue
-		}
-		if err := resolved.Validate(example); err != nil {
-			fail("the example does not match the data schema: %v", err)
-		}
-	}
-	return errors.Join(errs...)
 }

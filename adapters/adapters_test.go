@@ -1,7 +1,6 @@
 package adapters
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -101,53 +100,5 @@ func TestTagTrimsWhatControlCharactersHid(t *testing.T) {
 				t.Errorf("Tag(%q) = %q is not a valid tag: %v", in, got, err)
 			}
 		}
-	}
-}
-
-func TestCheckCatalog(t *testing.T) {
-	const schema = `{"type": "object", "required": ["n"], "properties": {"n": {"type": "integer"}, "s": {"enum": ["a", "b"]}}}`
-	good := mcpe.EventType{
-		Type:        "alert.<alertname>.firing",
-		Description: "An alert fires.",
-		DataSchema:  json.RawMessage(schema),
-		Example:     json.RawMessage(`{"n": 1, "s": "a"}`),
-	}
-	with := func(edit func(*mcpe.EventType)) []mcpe.EventType {
-		et := good
-		edit(&et)
-		return []mcpe.EventType{et}
-	}
-	for _, tc := range []struct {
-		name  string
-		types []mcpe.EventType
-		want  string // in the error; empty for none
-	}{
-		{name: "good", types: []mcpe.EventType{good}},
-		{name: "empty", want: "no event types"},
-		{name: "twice", types: []mcpe.EventType{good, good}, want: "listed twice"},
-		{name: "bad type", types: with(func(et *mcpe.EventType) { et.Type = "alert..firing" }), want: "not a valid type"},
-		{name: "bad placeholder", types: with(func(et *mcpe.EventType) { et.Type = "alert.<alert name>" }), want: "not a valid type"},
-		{name: "no description", types: with(func(et *mcpe.EventType) { et.Description = " " }), want: "one non-empty line"},
-		{name: "two lines", types: with(func(et *mcpe.EventType) { et.Description = "a\nb" }), want: "one non-empty line"},
-		{name: "no schema", types: with(func(et *mcpe.EventType) { et.DataSchema = nil }), want: "no data schema"},
-		{name: "schema not json", types: with(func(et *mcpe.EventType) { et.DataSchema = json.RawMessage(`{`) }), want: "not a JSON Schema"},
-		{name: "schema of a string", types: with(func(et *mcpe.EventType) { et.DataSchema = json.RawMessage(`{"type": "string"}`) }), want: `describes "string"`},
-		{name: "no example", types: with(func(et *mcpe.EventType) { et.Example = nil }), want: "no example"},
-		{name: "array example", types: with(func(et *mcpe.EventType) { et.Example = json.RawMessage(`[1]`) }), want: "not a JSON object"},
-		{name: "missing required", types: with(func(et *mcpe.EventType) { et.Example = json.RawMessage(`{"s": "a"}`) }), want: "does not match the data schema"},
-		{name: "wrong type", types: with(func(et *mcpe.EventType) { et.Example = json.RawMessage(`{"n": "one"}`) }), want: "does not match the data schema"},
-		{name: "not in enum", types: with(func(et *mcpe.EventType) { et.Example = json.RawMessage(`{"n": 1, "s": "c"}`) }), want: "does not match the data schema"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			err := CheckCatalog(tc.types)
-			switch {
-			case tc.want == "" && err != nil:
-				t.Errorf("CheckCatalog: %v", err)
-			case tc.want != "" && err == nil:
-				t.Errorf("CheckCatalog accepted it; want an error containing %q", tc.want)
-			case tc.want != "" && !strings.Contains(err.Error(), tc.want):
-				t.Errorf("CheckCatalog: %v; want an error containing %q", err, tc.want)
-			}
-		})
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -98,7 +98,7 @@ func TestCatalogPriorityFollowsOptions(t *testing.T) {
 func TestCatalogContract(t *testing.T) {
 	for _, severities := range []map[string]mcpe.Priority{nil, {"P1": mcpe.PriorityCritical}, {}} {
 		a, _ := newTestAdapter(t, func(o *Options) { o.SeverityPriorities = severities })
-		if err := adapters.CheckCatalog(a.Catalog()); err != nil {
+		if err := adaptertest.CheckCatalog(a.Catalog()); err != nil {
 			t.Errorf("severities %v: %v", severities, err)
 		}
 	}

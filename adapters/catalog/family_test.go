@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
 	mcpadapter "github.com/mcpe-server/mcpe-server/adapters/mcp"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -70,7 +70,7 @@ func TestAdapterCatalogs(t *testing.T) {
 		t.Fatal(err)
 	}
 	for name, types := range map[string][]mcpe.EventType{"alertmanager": am.Catalog(), "mcp": up.Catalog()} {
-		if err := adapters.CheckCatalog(types); err != nil {
+		if err := adaptertest.CheckCatalog(types); err != nil {
 			t.Errorf("%s catalog: %v", name, err)
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
+	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -354,7 +355,7 @@ func TestCatalogContract(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := adapters.CheckCatalog(a.Catalog()); err != nil {
+	if err := adaptertest.CheckCatalog(a.Catalog()); err != nil {
 		t.Error(err)
 	}
 }
