@@ -672,13 +672,6 @@ func (c *typeCache) dropLocked(t string) {
 	}
 }
 
-// len returns how many types are cached.
-func (c *typeCache) len() int {
-	c.mu.RLock()
-	defer c.mu.RUnlock()
-	return len(c.m)
-}
-
 // matchAll stands for a filter without eventTypes: it matches any type.
 var matchAll = func() Pattern {
 	p, err := CompilePattern("*")

@@ -328,7 +328,9 @@ func cacheLen(x *Index) int {
 	if x.cache == nil {
 		return 0
 	}
-	return x.cache.len()
+	x.cache.mu.RLock()
+	defer x.cache.mu.RUnlock()
+	return len(x.cache.m)
 }
 
 func TestIndexCacheBound(t *testing.T) {
