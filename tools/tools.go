@@ -152,15 +152,6 @@ type Set struct {
 // Tools returns the tools' definitions, in registration order.
 func (s *Set) Tools() []*mcp.Tool { return s.tools }
 
-// Names returns the tools' names, in registration order.
-func (s *Set) Names() []string {
-	out := make([]string, len(s.tools))
-	for i, t := range s.tools {
-		out[i] = t.Name
-	}
-	return out
-}
-
 // CallTool calls a tool for principal, exactly as a client of principal
 // would: a mistake in args is an error result, not an error.
 func (s *Set) CallTool(ctx context.Context, principal, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
