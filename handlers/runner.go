@@ -20,10 +20,10 @@
 package handlers
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"slices"
@@ -80,21 +80,13 @@ func New(opts Options) (*Runner, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("handlers: %w", err)
 	}
-	if opts.Concurrency == 0 {
-		opts.Concurrency = DefaultConcurrency
-	}
-	if opts.PerPrincipal == 0 {
-		opts.PerPrincipal = DefaultPerPrincipal(opts.Concurrency)
-	}
+	opts.Concurrency = cmp.Or(opts.Concurrency, DefaultConcurrency)
+	opts.PerPrincipal = cmp.Or(opts.PerPrincipal, DefaultPerPrincipal(opts.Concurrency))
 	if opts.RunTimeout <= 0 {
 		opts.RunTimeout = DefaultRunTimeout
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	r := &Runner{
 		opts:     opts,
 		log:      opts.Logger,

@@ -1,10 +1,10 @@
 package agent
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -150,32 +150,16 @@ func (o *Options) withDefaults() (Options, error) {
 	}
 	if c.Endpoint != nil {
 		ep := *c.Endpoint
-		if ep.HTTPClient == nil {
-			ep.HTTPClient = http.DefaultClient
-		}
-		if ep.UserAgent == "" {
-			ep.UserAgent = DefaultUserAgent
-		}
+		ep.HTTPClient = cmp.Or(ep.HTTPClient, http.DefaultClient)
+		ep.UserAgent = cmp.Or(ep.UserAgent, DefaultUserAgent)
 		c.Endpoint = &ep
 	}
-	if c.DefaultMaxTokens == 0 {
-		c.DefaultMaxTokens = DefaultMaxTokens
-	}
-	if c.MaxTurns == 0 {
-		c.MaxTurns = DefaultMaxTurns
-	}
-	if c.MaxToolCalls == 0 {
-		c.MaxToolCalls = DefaultMaxToolCalls
-	}
-	if c.MaxRunTime == 0 {
-		c.MaxRunTime = DefaultMaxRunTime
-	}
-	if c.MaxToolResultBytes == 0 {
-		c.MaxToolResultBytes = DefaultMaxToolResultBytes
-	}
-	if c.MaxEventBytes == 0 {
-		c.MaxEventBytes = DefaultMaxEventBytes
-	}
+	c.DefaultMaxTokens = cmp.Or(c.DefaultMaxTokens, DefaultMaxTokens)
+	c.MaxTurns = cmp.Or(c.MaxTurns, DefaultMaxTurns)
+	c.MaxToolCalls = cmp.Or(c.MaxToolCalls, DefaultMaxToolCalls)
+	c.MaxRunTime = cmp.Or(c.MaxRunTime, DefaultMaxRunTime)
+	c.MaxToolResultBytes = cmp.Or(c.MaxToolResultBytes, DefaultMaxToolResultBytes)
+	c.MaxEventBytes = cmp.Or(c.MaxEventBytes, DefaultMaxEventBytes)
 	if len(c.OfflineRetries) == 0 {
 		c.OfflineRetries = DefaultOfflineRetries
 	}
@@ -184,15 +168,9 @@ func (o *Options) withDefaults() (Options, error) {
 		c.RetrySchedule = DefaultRetrySchedule
 	}
 	c.RetrySchedule = slices.Clone(c.RetrySchedule)
-	if c.MaxRetryAfter == 0 {
-		c.MaxRetryAfter = time.Hour
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
+	c.MaxRetryAfter = cmp.Or(c.MaxRetryAfter, time.Hour)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	c.Clock = cmp.Or[clock.Clock](c.Clock, clock.Real{})
 	return c, nil
 }
 

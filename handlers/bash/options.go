@@ -1,8 +1,8 @@
 package bash
 
 import (
+	"cmp"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"os"
@@ -169,24 +169,12 @@ func (o *Options) withDefaults() (Options, error) {
 	if err := c.checkDisk(); err != nil {
 		return Options{}, err
 	}
-	if c.DefaultTimeout == 0 {
-		c.DefaultTimeout = DefaultTimeout
-	}
-	if c.MaxTimeout == 0 {
-		c.MaxTimeout = max(DefaultMaxTimeout, c.DefaultTimeout)
-	}
-	if c.MaxConcurrent == 0 {
-		c.MaxConcurrent = DefaultMaxConcurrent
-	}
-	if c.MaxOutput == 0 {
-		c.MaxOutput = DefaultMaxOutput
-	}
-	if c.Sandbox == "" {
-		c.Sandbox = SandboxAuto
-	}
-	if c.WorkRoot == "" {
-		c.WorkRoot = os.TempDir()
-	}
+	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, DefaultTimeout)
+	c.MaxTimeout = cmp.Or(c.MaxTimeout, max(DefaultMaxTimeout, c.DefaultTimeout))
+	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, DefaultMaxConcurrent)
+	c.MaxOutput = cmp.Or(c.MaxOutput, DefaultMaxOutput)
+	c.Sandbox = cmp.Or(c.Sandbox, SandboxAuto)
+	c.WorkRoot = cmp.Or(c.WorkRoot, os.TempDir())
 	root, err := filepath.Abs(c.WorkRoot)
 	if err != nil {
 		return Options{}, mcpe.Invalid("workRoot", "%q: %v", c.WorkRoot, err)
@@ -195,12 +183,8 @@ func (o *Options) withDefaults() (Options, error) {
 		return Options{}, mcpe.Invalid("workRoot", "%v", err)
 	}
 	c.WorkRoot = root
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
+	c.Clock = cmp.Or[clock.Clock](c.Clock, clock.Real{})
 	cmds := make(map[string]Command, len(c.Commands))
 	for name, cmd := range c.Commands {
 		cmd.Env = maps.Clone(cmd.Env)

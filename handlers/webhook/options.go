@@ -1,10 +1,10 @@
 package webhook
 
 import (
+	"cmp"
 	"context"
 	"crypto/x509"
 	"fmt"
-	"io"
 	"log/slog"
 	"maps"
 	"net"
@@ -131,12 +131,8 @@ func (o *Options) withDefaults() (Options, error) {
 	if err := c.Validate(); err != nil {
 		return Options{}, err
 	}
-	if c.DefaultTimeout == 0 {
-		c.DefaultTimeout = DefaultTimeout
-	}
-	if c.MaxTimeout == 0 {
-		c.MaxTimeout = max(DefaultMaxTimeout, c.DefaultTimeout)
-	}
+	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, DefaultTimeout)
+	c.MaxTimeout = cmp.Or(c.MaxTimeout, max(DefaultMaxTimeout, c.DefaultTimeout))
 	if len(c.RetrySchedule) == 0 {
 		c.RetrySchedule = DefaultRetrySchedule
 	}
@@ -147,27 +143,15 @@ func (o *Options) withDefaults() (Options, error) {
 	case c.Jitter < 0:
 		c.Jitter = 0
 	}
-	if c.MaxRetryAfter == 0 {
-		c.MaxRetryAfter = DefaultMaxRetryAfter
-	}
-	if c.Clock == nil {
-		c.Clock = clock.Real{}
-	}
+	c.MaxRetryAfter = cmp.Or(c.MaxRetryAfter, DefaultMaxRetryAfter)
+	c.Clock = cmp.Or[clock.Clock](c.Clock, clock.Real{})
 	if c.Resolver == nil {
 		c.Resolver = net.DefaultResolver
 	}
-	if c.MaxConnsPerHost == 0 {
-		c.MaxConnsPerHost = DefaultMaxConnsPerHost
-	}
-	if c.ChallengesPerHostPerMinute == 0 {
-		c.ChallengesPerHostPerMinute = DefaultChallengesPerHostPerMinute
-	}
-	if c.UserAgent == "" {
-		c.UserAgent = DefaultUserAgent
-	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	c.MaxConnsPerHost = cmp.Or(c.MaxConnsPerHost, DefaultMaxConnsPerHost)
+	c.ChallengesPerHostPerMinute = cmp.Or(c.ChallengesPerHostPerMinute, DefaultChallengesPerHostPerMinute)
+	c.UserAgent = cmp.Or(c.UserAgent, DefaultUserAgent)
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	nets := make([]netip.Prefix, 0, len(c.AllowNetworks))
 	for _, p := range c.AllowNetworks {
 		if a := p.Addr(); a.Is4In6() && p.Bits() >= 96 {
