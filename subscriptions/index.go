@@ -1,6 +1,7 @@
 package subscriptions
 
 import (
+	"cmp"
 	"slices"
 	"sort"
 	"strings"
@@ -152,9 +153,7 @@ func NewIndex(opts *IndexOptions) *Index {
 	if opts != nil {
 		o = *opts
 	}
-	if o.CacheSize == 0 {
-		o.CacheSize = DefaultIndexCacheSize
-	}
+	o.CacheSize = cmp.Or(o.CacheSize, DefaultIndexCacheSize)
 	if o.CacheEntries <= 0 {
 		o.CacheEntries = DefaultIndexCacheEntries
 	}

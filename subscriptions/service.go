@@ -1,10 +1,10 @@
 package subscriptions
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"runtime"
 	"slices"
@@ -205,27 +205,17 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.MaxSubscriptions < 0 {
 		return nil, fmt.Errorf("subscriptions: ServiceOptions.MaxSubscriptions is %d; it must be positive, or zero for the default", opts.MaxSubscriptions)
 	}
-	if opts.MaxSubscriptions == 0 {
-		opts.MaxSubscriptions = DefaultMaxSubscriptions
-	}
+	opts.MaxSubscriptions = cmp.Or(opts.MaxSubscriptions, DefaultMaxSubscriptions)
 	if opts.MaxDataDepth < 0 || opts.MaxDataDepth > MaxDataDepth {
 		return nil, fmt.Errorf("subscriptions: ServiceOptions.MaxDataDepth is %d; give 1 to %d, or zero for %d", opts.MaxDataDepth, MaxDataDepth, mcpe.DefaultMaxDataDepth)
 	}
-	if opts.MaxDataDepth == 0 {
-		opts.MaxDataDepth = mcpe.DefaultMaxDataDepth
-	}
+	opts.MaxDataDepth = cmp.Or(opts.MaxDataDepth, mcpe.DefaultMaxDataDepth)
 	if opts.MaxPatternCost < 0 {
 		return nil, fmt.Errorf("subscriptions: ServiceOptions.MaxPatternCost is %d; it must be positive, or zero for the default", opts.MaxPatternCost)
 	}
-	if opts.MaxPatternCost == 0 {
-		opts.MaxPatternCost = DefaultMaxPatternCost
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	opts.MaxPatternCost = cmp.Or(opts.MaxPatternCost, DefaultMaxPatternCost)
+	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	if opts.PruneInterval <= 0 {
 		opts.PruneInterval = DefaultPruneInterval
 	}
@@ -235,15 +225,9 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.FollowInterval < 0 {
 		return nil, fmt.Errorf("subscriptions: ServiceOptions.FollowInterval is %v; it must be positive, or zero for %v", opts.FollowInterval, DefaultFollowInterval)
 	}
-	if opts.FollowInterval == 0 {
-		opts.FollowInterval = DefaultFollowInterval
-	}
-	if opts.MarkInterval == 0 {
-		opts.MarkInterval = DefaultMarkInterval
-	}
-	if opts.MarkLapse == 0 {
-		opts.MarkLapse = max(DefaultMarkLapse, 2*opts.MarkInterval)
-	}
+	opts.FollowInterval = cmp.Or(opts.FollowInterval, DefaultFollowInterval)
+	opts.MarkInterval = cmp.Or(opts.MarkInterval, DefaultMarkInterval)
+	opts.MarkLapse = cmp.Or(opts.MarkLapse, max(DefaultMarkLapse, 2*opts.MarkInterval))
 	if opts.MarkInterval < 0 || opts.MarkLapse < 2*opts.MarkInterval {
 		return nil, fmt.Errorf("subscriptions: ServiceOptions.MarkInterval %v and MarkLapse %v: the interval must be positive and the lapse at least twice it (zero for %v and %v)",
 			opts.MarkInterval, opts.MarkLapse, DefaultMarkInterval, DefaultMarkLapse)
