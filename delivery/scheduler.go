@@ -7,10 +7,10 @@
 package delivery
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -76,12 +76,8 @@ func NewScheduler(c mcpe.Channel, f Firer, opts *SchedulerOptions) (*Scheduler, 
 	if opts != nil {
 		o = *opts
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	o.Clock = cmp.Or[clock.Clock](o.Clock, clock.Real{})
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	if o.Retry <= 0 {
 		o.Retry = DefaultRetry
 	}

@@ -1,6 +1,7 @@
 package cron
 
 import (
+	"cmp"
 	"sync"
 	"time"
 
@@ -54,9 +55,7 @@ const field = "delivery.cronSchedule"
 // aggregateEvents true, maxEventsPerDelivery 100.
 func (c *Channel) Prepare(d *mcpe.Delivery, now time.Time) error {
 	cs := *d.CronSchedule
-	if cs.Timezone == "" {
-		cs.Timezone = "UTC"
-	}
+	cs.Timezone = cmp.Or(cs.Timezone, "UTC")
 	s, err := c.schedule(cs)
 	if err != nil {
 		return err
