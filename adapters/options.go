@@ -1,6 +1,7 @@
 package adapters
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -45,14 +46,8 @@ func (o ReceiverOptions) Check(source string) (ReceiverOptions, error) {
 	if err := o.Validate(); err != nil {
 		return o, fmt.Errorf("%s: %w", source, err)
 	}
-	if o.MaxBodyBytes == 0 {
-		o.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.MaxBodyBytes = cmp.Or(o.MaxBodyBytes, DefaultMaxBodyBytes)
+	o.Clock = cmp.Or[clock.Clock](o.Clock, clock.Real{})
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	return o, nil
 }

@@ -70,9 +70,7 @@ type Catalog struct {
 
 // New returns a Catalog.
 func New(opts Options) *Catalog {
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
+	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
 	if opts.SeenWindow <= 0 {
 		opts.SeenWindow = DefaultSeenWindow
 	}

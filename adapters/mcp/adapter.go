@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -173,28 +174,18 @@ func (o *Options) Validate() error {
 
 // withDefaults fills in the defaults of o, which Validate accepted.
 func (o *Options) withDefaults() {
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
+	o.Clock = cmp.Or[clock.Clock](o.Clock, clock.Real{})
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	o.MinBackoff = o.minBackoff()
-	if o.MaxBackoff == 0 {
-		o.MaxBackoff = max(DefaultMaxBackoff, o.MinBackoff)
-	}
+	o.MaxBackoff = cmp.Or(o.MaxBackoff, max(DefaultMaxBackoff, o.MinBackoff))
 	switch {
 	case o.Jitter == 0:
 		o.Jitter = DefaultJitter
 	case o.Jitter < 0:
 		o.Jitter = 0
 	}
-	if o.LogLevel == "" {
-		o.LogLevel = DefaultLogLevel
-	}
-	if o.MaxSubscribedResources == 0 {
-		o.MaxSubscribedResources = DefaultMaxSubscribedResources
-	}
+	o.LogLevel = cmp.Or(o.LogLevel, DefaultLogLevel)
+	o.MaxSubscribedResources = cmp.Or(o.MaxSubscribedResources, DefaultMaxSubscribedResources)
 }
 
 // minBackoff is MinBackoff, or its default.

@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -129,9 +130,7 @@ func New(opts Options) (*Adapter, error) {
 	if err != nil {
 		return nil, err
 	}
-	if opts.Tolerance == 0 {
-		opts.Tolerance = DefaultTolerance
-	}
+	opts.Tolerance = cmp.Or(opts.Tolerance, DefaultTolerance)
 	a := &Adapter{
 		pub:       ro.Publisher,
 		secret:    append([]byte(nil), opts.SigningSecret...),
