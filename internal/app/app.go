@@ -11,7 +11,6 @@ import (
 	"cmp"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -110,17 +109,9 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if opts.Store == nil {
 		return nil, errors.New("app: Options.Store is required")
 	}
-	cfg := opts.Config
-	if cfg == nil {
-		cfg = &config.Config{}
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	cfg := cmp.Or(opts.Config, &config.Config{})
+	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
+	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	a := &App{cfg: cfg, opts: opts, log: log}
 	defer func() {
 		if err != nil {

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"crypto/subtle"
@@ -8,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"io/fs"
 	"log/slog"
 	"net"
@@ -103,16 +103,9 @@ func New(opts Options) (*Console, error) {
 	if opts.Tokens == nil && opts.AdminToken == "" {
 		return nil, errors.New("console: nobody could log in: give Options.Tokens or Options.AdminToken")
 	}
-	if opts.SessionTTL == 0 {
-		opts.SessionTTL = 12 * time.Hour
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	log := opts.Logger
-	if log == nil {
-		log = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	opts.SessionTTL = cmp.Or(opts.SessionTTL, 12*time.Hour)
+	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
+	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	c := &Console{opts: opts, log: log, guesses: newGuesses()}
 	if opts.AdminToken != "" {
 		c.adminHash = sha256.Sum256([]byte(opts.AdminToken))

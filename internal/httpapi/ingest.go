@@ -6,6 +6,7 @@
 package httpapi
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -65,15 +66,9 @@ func NewIngest(opts IngestOptions) (*Ingest, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("httpapi: %w", err)
 	}
-	if opts.MaxBodyBytes == 0 {
-		opts.MaxBodyBytes = DefaultMaxBodyBytes
-	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	opts.MaxBodyBytes = cmp.Or(opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	return &Ingest{opts: opts}, nil
 }
 

@@ -14,6 +14,7 @@ package mcpserver
 // document of the URL's origin, or the challenge handshake.
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -613,12 +614,8 @@ func postControl(ctx context.Context, sender *webhook.Sender, url, typ, id strin
 // rotations; nil is the wall clock. log receives what cannot be delivered;
 // nil discards it.
 func WebhookHandler(sender *webhook.Sender, clk clock.Clock, log *slog.Logger) subscriptions.Handler {
-	if clk == nil {
-		clk = clock.Real{}
-	}
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	clk = cmp.Or[clock.Clock](clk, clock.Real{})
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	return &webhookJobs{sender: sender, clock: clk, log: log}
 }
 

@@ -5,6 +5,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -190,18 +191,10 @@ func New(opts Options) (*Server, error) {
 	if err := CheckBridge(); err != nil {
 		return nil, err
 	}
-	if opts.Name == "" {
-		opts.Name = "mcpe-server"
-	}
-	if opts.Version == "" {
-		opts.Version = "dev"
-	}
-	if opts.Instructions == "" {
-		opts.Instructions = DefaultInstructions
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	opts.Name = cmp.Or(opts.Name, "mcpe-server")
+	opts.Version = cmp.Or(opts.Version, "dev")
+	opts.Instructions = cmp.Or(opts.Instructions, DefaultInstructions)
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	if err := opts.Conversation.Validate(); err != nil {
 		return nil, fmt.Errorf("server: Options.Conversation: %w", err)
 	}

@@ -8,9 +8,9 @@
 package metrics
 
 import (
+	"cmp"
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"sync"
@@ -85,12 +85,8 @@ func New(opts Options) *Metrics {
 	if opts.StoreTimeout <= 0 {
 		opts.StoreTimeout = DefaultStoreTimeout
 	}
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	m := &Metrics{opts: opts, reg: prometheus.NewRegistry()}
 	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "mcpe_events_total",

@@ -6,6 +6,7 @@ package stdio
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -96,10 +97,7 @@ type callBatch struct {
 }
 
 func newStdioConn(r io.ReadCloser, w io.Writer, maxLine int) *stdioConn {
-	limit := maxLine
-	if limit == 0 {
-		limit = mcp.DefaultMaxLineLength
-	}
+	limit := cmp.Or(maxLine, mcp.DefaultMaxLineLength)
 	incoming := make(chan rawOrErr)
 	closed := make(chan struct{})
 	// Reads happen on a goroutine of their own, so that Read returns as
