@@ -2,6 +2,7 @@ package mcpe
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,9 +43,7 @@ func DecodeStrict(data []byte, v any, opts *DecodeOptions) error {
 		o = *opts
 	}
 	s := subject{name: o.Subject, plural: o.Plural}
-	if s.name == "" {
-		s.name = "the value"
-	}
+	s.name = cmp.Or(s.name, "the value")
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
 		if o.Example != "" {
@@ -94,10 +93,7 @@ func decodeError(err error, data []byte, v any, s subject, accepts func(string) 
 	var syntaxErr *json.SyntaxError
 	switch {
 	case errors.As(err, &typeErr):
-		field := typeErr.Field
-		if field == "" {
-			field = s.name
-		}
+		field := cmp.Or(typeErr.Field, s.name)
 		// encoding/json names a slice, not the entry in it, when an entry
 		// has the wrong type.
 		if ft := typeAt(reflect.TypeOf(v), typeErr.Field); ft != nil && (ft.Kind() == reflect.Slice || ft.Kind() == reflect.Array) &&

@@ -7,11 +7,11 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"slices"
 
@@ -62,9 +62,7 @@ func Register(s *mcp.Server, opts Options) *Set {
 	if opts.Service == nil || opts.Principal == nil {
 		panic("tools: Register needs Options.Service and Options.Principal")
 	}
-	if opts.Logger == nil {
-		opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	svc := opts.Service
 	names := Names
 	if opts.Catalog != nil {

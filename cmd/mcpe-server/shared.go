@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -44,10 +45,7 @@ func portShared(ctx context.Context, addr string, listenErr error, storeID, dbNa
 		return fmt.Errorf("%w, by a server that does not say which database it keeps (an older mcpe-server?): give --http another address", listenErr)
 	}
 	if storeID == "" || h.Store != storeID {
-		theirs := h.Database
-		if theirs == "" {
-			theirs = "another database"
-		}
+		theirs := cmp.Or(h.Database, "another database")
 		return fmt.Errorf("%w, by another mcpe-server with database %s (store %s), and this one has %s (store %s): give this one another --http address, or both the same --db",
 			listenErr, theirs, h.Store, dbName, storeID)
 	}
