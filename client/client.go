@@ -113,12 +113,12 @@ type Client struct {
 	ended   error         // why the session ended, when it is not replaced
 	changed chan struct{} // closed and replaced when the fields above change
 	// mark is the highest inbox position delivered, -1 before any, and
-	// markSubs the subscriptions delivered at it, nil when all were: the
-	// Client's whole memory of its deliveries (see the package
-	// documentation). The dispatcher alone moves them; markSubs is its
-	// alone.
-	mark     int64
-	markSubs []string
+	// markSubs the subscriptions delivered at it, nil when all were; base
+	// is the inbox end read at Connect, -1 before, which catch-ups read
+	// after (see the package documentation). The dispatcher alone moves
+	// them; markSubs is its alone.
+	mark, base int64
+	markSubs   []string
 
 	handlers handlers
 	queue    queue
@@ -160,6 +160,7 @@ func New(opts *Options) (*Client, error) {
 		changed: make(chan struct{}),
 		done:    make(chan struct{}),
 		mark:    -1,
+		base:    -1,
 	}
 	c.queue.init()
 	c.streams.init()
@@ -235,13 +236,9 @@ func (c *Client) Connect(ctx context.Context, t mcp.Transport) (err error) {
 		// still get whatever events/* notifications it sends.
 		return nil
 	}
-	if c.opts.Cursor != "" {
-		if err := c.runCatchUp(ctx, false); err != nil {
-			return fmt.Errorf("client: catch up from cursor %s: %w", c.opts.Cursor, err)
-		}
-		return nil
-	}
-	if err := c.runCatchUp(ctx, true); err != nil {
+	if err := c.runCatchUp(ctx); err != nil && c.opts.Cursor != "" {
+		return fmt.Errorf("client: catch up from cursor %s: %w", c.opts.Cursor, err)
+	} else if err != nil {
 		return fmt.Errorf("client: read the inbox position: %w", err)
 	}
 	return nil
@@ -377,10 +374,10 @@ func capabilityOf(cs *mcp.ClientSession) (mcpe.Capability, bool) {
 func (c *Client) Cursor() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.mark < 0 {
+	if max(c.mark, c.base) < 0 {
 		return ""
 	}
-	return mcpe.FormatCursor(c.mark)
+	return mcpe.FormatCursor(max(c.mark, c.base))
 }
 
 // Done returns a channel that is closed when the Client stops for good:

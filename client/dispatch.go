@@ -83,19 +83,12 @@ func (hs *handlers) snapshot() []*registration {
 }
 
 // item is one entry of the dispatch queue: a notification, or a request to
-// catch up with events_poll.
+// catch up with events_poll, whose outcome done receives when set.
 type item struct {
 	method  string
 	params  json.RawMessage
-	catchUp *catchUp
-}
-
-// catchUp asks the dispatcher to read the inbox; done, when set, receives
-// the outcome.
-type catchUp struct {
-	done chan error
-	// skip reads without delivering: where a Client starts.
-	skip bool
+	catchUp bool
+	done    chan error
 }
 
 // queue is an unbounded FIFO with one consumer.
@@ -148,10 +141,10 @@ func (c *Client) dispatch() {
 		if !ok {
 			return
 		}
-		if cu := it.catchUp; cu != nil {
-			err := c.catchUp(cu.skip)
-			if cu.done != nil {
-				cu.done <- err
+		if it.catchUp {
+			err := c.catchUp()
+			if it.done != nil {
+				it.done <- err
 			}
 			continue
 		}
@@ -185,7 +178,7 @@ func (c *Client) notification(method string, params json.RawMessage) {
 		var p mcpe.MissedParams
 		if err = sjson.Unmarshal(params, &p); err == nil {
 			c.log.Warn("the server skipped deliveries; catching up from the inbox", "from", p.FromCursor, "to", p.ToCursor, "reason", p.Reason)
-			if cerr := c.catchUp(false); cerr != nil {
+			if cerr := c.catchUp(); cerr != nil {
 				c.log.Warn("catch up after events/missed", "error", cerr)
 			}
 		}

@@ -126,8 +126,11 @@ func TestMarkRule(t *testing.T) {
 
 // TestMarkReach: an entry read by events_poll, or a position the Client is
 // given, is delivered whole: the mark moves to it unless it is below, and
-// a catch-up then reads after it. A mark that a notification set is read
+// a catch-up then reads after it, or after the base (the inbox end read at
+// Connect) when that is higher. A mark that a notification set is read
 // again from the entry before it, for the subscriptions still to come.
+// Before a Client started without Options.Cursor has a base, a catch-up
+// reads from the server's own position (empty), only to find the base.
 func TestMarkReach(t *testing.T) {
 	type mark struct {
 		Seq  int64
@@ -136,18 +139,25 @@ func TestMarkReach(t *testing.T) {
 	tests := []struct {
 		name     string
 		from     mark
+		base     int64
 		cursor   string
 		want     mark
 		pollFrom string
 	}{
-		{"no mark", mark{-1, nil}, "", mark{-1, nil}, ""},
-		{"first position", mark{-1, nil}, "7", mark{7, nil}, "7"},
-		{"position 0", mark{-1, nil}, "0", mark{0, nil}, "0"},
-		{"below", mark{7, []string{"a"}}, "6", mark{7, []string{"a"}}, "6"},
-		{"at, partly delivered", mark{7, []string{"a"}}, "7", mark{7, nil}, "7"},
-		{"above", mark{7, []string{"a"}}, "12", mark{12, nil}, "12"},
-		{"not a cursor", mark{7, nil}, "y", mark{7, nil}, "7"},
-		{"partly delivered at 0", mark{0, []string{"a"}}, "", mark{0, []string{"a"}}, "0"},
+		{"no mark", mark{-1, nil}, 0, "", mark{-1, nil}, "0"},
+		{"first position", mark{-1, nil}, 0, "7", mark{7, nil}, "7"},
+		{"position 0", mark{-1, nil}, 0, "0", mark{0, nil}, "0"},
+		{"below", mark{7, []string{"a"}}, 0, "6", mark{7, []string{"a"}}, "6"},
+		{"at, partly delivered", mark{7, []string{"a"}}, 0, "7", mark{7, nil}, "7"},
+		{"above", mark{7, []string{"a"}}, 0, "12", mark{12, nil}, "12"},
+		{"not a cursor", mark{7, nil}, 0, "y", mark{7, nil}, "7"},
+		{"partly delivered at 0", mark{0, []string{"a"}}, 0, "", mark{0, []string{"a"}}, "0"},
+		{"no base yet", mark{-1, nil}, -1, "", mark{-1, nil}, ""},
+		{"no base yet, a kept digest delivered", mark{3, []string{"a"}}, -1, "", mark{3, []string{"a"}}, ""},
+		{"a kept digest below the base", mark{3, []string{"a"}}, 9, "", mark{3, []string{"a"}}, "9"},
+		{"the base, partly delivered", mark{9, []string{"a"}}, 9, "", mark{9, []string{"a"}}, "9"},
+		{"above the base", mark{12, nil}, 9, "", mark{12, nil}, "12"},
+		{"partly delivered above the base", mark{12, []string{"a"}}, 9, "", mark{12, []string{"a"}}, "11"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -156,13 +166,16 @@ func TestMarkReach(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer c.Close()
-			c.mark, c.markSubs = tc.from.Seq, tc.from.Subs
+			c.mark, c.markSubs, c.base = tc.from.Seq, tc.from.Subs, tc.base
 			c.reach(tc.cursor)
 			if diff := cmp.Diff(tc.want, mark{c.mark, c.markSubs}); diff != "" {
 				t.Errorf("mark mismatch (-want +got):\n%s", diff)
 			}
 			if got := c.pollFrom(); got != tc.pollFrom {
 				t.Errorf("pollFrom() = %q, want %q", got, tc.pollFrom)
+			}
+			if want := mcpe.FormatCursor(max(c.mark, c.base)); c.Cursor() != want && max(c.mark, c.base) >= 0 {
+				t.Errorf("Cursor() = %q, want the higher of mark and base %q", c.Cursor(), want)
 			}
 		})
 	}

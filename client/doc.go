@@ -37,23 +37,25 @@
 //
 // Every delivery is also written to the caller's inbox on the server, and
 // its notifications carry its position there (cursor). A session's
-// notifications come in cursor order, those of one entry one after the
-// other (one per subscription it is for); events/missed says which entries
-// a session skipped, and events_poll reads entries after a cursor in
-// order. So the Client's whole memory of what it delivered is a
-// high-water mark: the highest cursor delivered, and the subscriptions
-// delivered at it. A notification or inbox entry below the mark, or at it
-// for a subscription delivered there, is a repeat and is dropped; one
-// without a cursor (an operator's replay) is delivered as it comes. With
-// Options.Reconnect set, a Client whose session ends reconnects with
-// exponential backoff and jitter, then reads the inbox with events_poll
-// from the mark, page after page, and passes what it missed to the
-// handlers before what the new session brings. The same catch-up runs on
-// events/missed and when the go-sdk reopens a broken Streamable HTTP event
-// stream by itself. So handlers see each event of each subscription once.
-// The catch-up cannot bring back what the server no longer keeps (see its
-// inbox retention). Client.Cursor is the mark; a program that saves it can
-// start again from it with Options.Cursor.
+// notifications come in cursor order (those of one entry one after the
+// other, one per subscription), led by the digests and expiry notices kept
+// while no session was live; events/missed says which entries a session
+// skipped, and events_poll reads entries after a cursor in order. So the
+// Client's whole memory of what it delivered is a high-water mark: the
+// highest cursor delivered, and the subscriptions delivered at it. A
+// notification or inbox entry below the mark, or at it for a subscription
+// delivered there, is a repeat and is dropped; one without a cursor (an
+// operator's replay) is delivered as it comes. On events/missed, when the
+// go-sdk reopens a broken Streamable HTTP event stream, and, with
+// Options.Reconnect, when a new session replaces one that ended (see
+// BackoffMin), the Client reads the inbox with events_poll after the mark
+// and hands what was missed to the handlers first. So they see each event
+// of each subscription once, short of what the server no longer keeps (its
+// inbox retention). A Client started without Options.Cursor has no mark: it
+// delivers what its first session is sent, kept digests too, and its
+// catch-ups read after the end of the inbox at Connect (the base) when the
+// mark is lower. Save Client.Cursor, the higher of the two, to start again
+// from it with Options.Cursor.
 //
 // # The SEP-3415 events extension
 //

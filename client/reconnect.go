@@ -45,7 +45,7 @@ func (c *Client) watch(cs *mcp.ClientSession) {
 			return
 		}
 		c.log.Warn("MCPE session ended; reconnecting", "error", err)
-		c.queue.push(item{catchUp: &catchUp{}})
+		c.queue.push(item{catchUp: true})
 		if cs = c.redial(); cs == nil {
 			return
 		}
@@ -117,15 +117,13 @@ func (c *Client) CatchUp(ctx context.Context) error {
 	if _, err := c.current(ctx); err != nil {
 		return err
 	}
-	return c.runCatchUp(ctx, false)
+	return c.runCatchUp(ctx)
 }
 
-// runCatchUp queues a catch-up for the dispatcher and waits for it. With
-// skip, the inbox is read to its end without calling the handlers: the
-// position a Client starts from.
-func (c *Client) runCatchUp(ctx context.Context, skip bool) error {
+// runCatchUp queues a catch-up for the dispatcher and waits for it.
+func (c *Client) runCatchUp(ctx context.Context) error {
 	done := make(chan error, 1)
-	c.queue.push(item{catchUp: &catchUp{done: done, skip: skip}})
+	c.queue.push(item{catchUp: true, done: done})
 	select {
 	case err := <-done:
 		return err
@@ -138,7 +136,7 @@ func (c *Client) runCatchUp(ctx context.Context, skip bool) error {
 
 // catchUp runs on the dispatcher. It retries failures that a new session
 // may cure, with backoff, when Options.Reconnect is set.
-func (c *Client) catchUp(skip bool) error {
+func (c *Client) catchUp() error {
 	for attempt := 0; ; attempt++ {
 		cs, err := c.current(c.ctx)
 		if err != nil {
@@ -147,7 +145,7 @@ func (c *Client) catchUp(skip bool) error {
 		if !c.SupportsEvents() {
 			return ErrNoEvents
 		}
-		err = c.pollAll(cs, skip)
+		err = c.pollAll(cs)
 		var te *ToolError
 		switch {
 		case err == nil:
@@ -165,10 +163,12 @@ func (c *Client) catchUp(skip bool) error {
 	}
 }
 
-// pollAll reads the inbox from pollFrom to its end, delivering each entry
-// unless skip, and moves the mark there.
-func (c *Client) pollAll(cs *mcp.ClientSession, skip bool) error {
+// pollAll reads the inbox after pollFrom to its end, delivering each entry,
+// and moves the mark there. From an empty pollFrom, it only finds where the
+// inbox ends, and makes that the base.
+func (c *Client) pollAll(cs *mcp.ClientSession) error {
 	cursor := c.pollFrom()
+	skip := cursor == ""
 	for {
 		ctx, cancel := context.WithTimeout(c.ctx, pollTimeout)
 		res, err := callTool[mcpe.PollResult](ctx, cs, mcpe.ToolPoll, mcpe.PollRequest{Cursor: cursor, Limit: mcpe.MaxPollLimit})
@@ -184,8 +184,13 @@ func (c *Client) pollAll(cs *mcp.ClientSession, skip bool) error {
 				c.pollItem(it)
 			}
 		}
-		cursor = res.NextCursor
-		c.reach(cursor)
+		if cursor = res.NextCursor; !skip {
+			c.reach(cursor)
+		} else if !res.HasMore {
+			c.mu.Lock()
+			c.base, _ = mcpe.ParseCursor(cursor)
+			c.mu.Unlock()
+		}
 		if !res.HasMore {
 			return nil
 		}
@@ -194,16 +199,18 @@ func (c *Client) pollAll(cs *mcp.ClientSession, skip bool) error {
 
 // pollFrom is the cursor a catch-up reads after: the mark, or the entry
 // before it when a notification set it (notifications for more of the
-// entry's subscriptions may have been lost); before any mark, empty, the
-// server's own poll position.
+// entry's subscriptions may have been lost), or the base when that is
+// higher. It is empty, the server's own poll position, before a Client
+// started without Options.Cursor has a base.
 func (c *Client) pollFrom() string {
-	switch {
-	case c.markSubs != nil:
-		return mcpe.FormatCursor(max(c.mark-1, 0))
-	case c.mark >= 0:
-		return mcpe.FormatCursor(c.mark)
+	if c.base < 0 && c.opts.Cursor == "" {
+		return ""
 	}
-	return ""
+	from := c.mark
+	if c.markSubs != nil {
+		from = max(from-1, 0)
+	}
+	return mcpe.FormatCursor(max(from, c.base))
 }
 
 // watchStream returns a copy of t that notices when the go-sdk opens the
@@ -215,7 +222,7 @@ func (c *Client) watchStream(t *mcp.StreamableClientTransport) *mcp.StreamableCl
 	return wrapHTTP(t, func(base http.RoundTripper) http.RoundTripper {
 		return &streamWatch{base: base, reopened: func() {
 			c.log.Warn("MCPE event stream reopened; catching up")
-			c.queue.push(item{catchUp: &catchUp{}})
+			c.queue.push(item{catchUp: true})
 		}}
 	})
 }

@@ -1,14 +1,19 @@
 package client_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/client"
@@ -16,6 +21,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // instantClock is a client clock whose timers fire at once; it records
@@ -467,5 +473,226 @@ func TestSlowHandlerSeesEachEventOnce(t *testing.T) {
 		if !want[id] || n != 1 {
 			t.Errorf("event %s seen %d times (published: %v)", id, n, want[id])
 		}
+	}
+}
+
+// TestNewClientGetsKeptDigest checks that a client started without
+// Options.Cursor is handed the digest that fired while its owner had no
+// session (the laptop closed at 9:00), once, when it connects: the server
+// sends it to the new session although its cursor lies below the end of the
+// inbox. The old inbox (an event delivered to an earlier session, one that
+// came while no session was live) is not handed over. The digest is held
+// back until Connect has read where the inbox ends, as a slow network
+// would.
+func TestNewClientGetsKeptDigest(t *testing.T) {
+	for _, mk := range []func(*testing.T, string) link{memoryLink, httpLink} {
+		for _, protocol := range []string{"2026-07-28", "2025-11-25"} {
+			l := mk(t, protocol)
+			t.Run(l.name+"/"+protocol, func(t *testing.T) { newClientGetsKeptDigest(t, l) })
+		}
+	}
+}
+
+func newClientGetsKeptDigest(t *testing.T, l link) {
+	s := l.server
+	rec := newRecorder()
+	register := func(name string) func(c *client.Client) {
+		return func(c *client.Client) {
+			if _, err := c.OnEvent("*", rec.event(name)); err != nil {
+				t.Fatal(err)
+			}
+			c.OnBatch(rec.batch)
+		}
+	}
+	first := connect(t, l, nil, register("first"))
+	now, err := first.Subscribe(ctxT(t), mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"job.*"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	daily, err := first.Subscribe(ctxT(t), mcpe.SubscribeRequest{
+		Filter: mcpe.Filter{EventTypes: []string{"deploy.*"}},
+		Delivery: &mcpe.Delivery{
+			Channels:     []mcpe.Channel{mcpe.ChannelCron},
+			CronSchedule: &mcpe.CronSchedule{Expression: "0 9 * * *", Timezone: "America/New_York"},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := l.publish(t, "job.old", `{}`)
+	rec.expect(t, received{Handler: "first", SubscriptionID: now.ID, Type: "job.old", ID: old})
+	d1 := l.publish(t, "deploy.started", `{}`)
+	first.Close()
+	for deadline := time.Now().Add(wait); s.Sessions.Live(principal) > 0; time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the server still has a session after Close")
+		}
+	}
+
+	// Away: an event comes, and the digest fires at 09:00 with no session
+	// to send it to; both wait in the inbox, the digest kept.
+	l.publish(t, "job.away", `{}`)
+	l.fake.Advance(time.Hour)
+	for deadline := time.Now().Add(wait); ; time.Sleep(time.Millisecond) {
+		entries, _, err := s.Service.ReadInbox(ctxT(t), principal, 0, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.ContainsFunc(entries, func(e subscriptions.InboxEntry) bool { return e.Kind == mcpe.InboxBatch }) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the digest did not fire")
+		}
+	}
+
+	release := make(chan struct{})
+	held := l
+	held.transport = func(ctx context.Context) (mcp.Transport, error) {
+		tr, err := l.transport(ctx)
+		return holdNotifications(tr, release), err
+	}
+	second := connect(t, held, nil, register("second"))
+	close(release)
+	rec.expect(t, received{Handler: "batch", SubscriptionID: daily.ID, Events: []string{d1}, Remaining: 0})
+	rec.none(t, second) // neither job.old nor job.away, nor the digest again
+	end, _, err := s.Service.ReadInbox(ctxT(t), principal, 0, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := mcpe.FormatCursor(end[len(end)-1].Seq); second.Cursor() != want {
+		t.Errorf("Cursor() = %q, want the end of the inbox %q", second.Cursor(), want)
+	}
+
+	// What comes next is delivered, once.
+	next := l.publish(t, "job.next", `{}`)
+	rec.expect(t, received{Handler: "second", SubscriptionID: now.ID, Type: "job.next", ID: next})
+	rec.none(t, second)
+}
+
+// holdNotifications returns t with the notifications it brings held back
+// until release is closed; responses pass. Over Streamable HTTP, it holds
+// the standalone event stream, where the server sends notifications.
+func holdNotifications(t mcp.Transport, release <-chan struct{}) mcp.Transport {
+	if st, ok := t.(*mcp.StreamableClientTransport); ok {
+		cp, hc := *st, *http.DefaultClient
+		if st.HTTPClient != nil {
+			hc = *st.HTTPClient
+		}
+		hc.Transport = heldStream{base: cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport), release: release}
+		cp.HTTPClient = &hc
+		return &cp
+	}
+	return &heldTransport{Transport: t, release: release}
+}
+
+// heldStream holds up the reads of the event streams opened by GET.
+type heldStream struct {
+	base    http.RoundTripper
+	release <-chan struct{}
+}
+
+func (h heldStream) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := h.base.RoundTrip(req)
+	if err == nil && req.Method == http.MethodGet {
+		resp.Body = &heldBody{ReadCloser: resp.Body, release: h.release}
+	}
+	return resp, err
+}
+
+type heldBody struct {
+	io.ReadCloser
+	release <-chan struct{}
+}
+
+func (b *heldBody) Read(p []byte) (int, error) {
+	<-b.release
+	return b.ReadCloser.Read(p)
+}
+
+// heldTransport reads its connection ahead, passing responses on at once
+// and holding notifications back until release is closed.
+type heldTransport struct {
+	mcp.Transport
+	release <-chan struct{}
+}
+
+func (t *heldTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	c := &heldConn{Connection: conn, release: t.release, in: make(chan readResult), done: make(chan struct{})}
+	go c.pump()
+	return c, nil
+}
+
+type readResult struct {
+	msg jsonrpc.Message
+	err error
+}
+
+type heldConn struct {
+	mcp.Connection
+	release <-chan struct{}
+	in      chan readResult
+	done    chan struct{}
+	once    sync.Once
+	held    []jsonrpc.Message // only Read touches it: the go-sdk reads from one goroutine
+}
+
+func (c *heldConn) pump() {
+	for {
+		msg, err := c.Connection.Read(context.Background())
+		select {
+		case c.in <- readResult{msg, err}:
+		case <-c.done:
+			return
+		}
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (c *heldConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		var released <-chan struct{}
+		if len(c.held) > 0 {
+			released = c.release
+		}
+		if closed(released) {
+			msg := c.held[0]
+			c.held = c.held[1:]
+			return msg, nil
+		}
+		select {
+		case <-released:
+			continue
+		case r := <-c.in:
+			if req, ok := r.msg.(*jsonrpc.Request); ok && !req.IsCall() && !closed(c.release) {
+				c.held = append(c.held, r.msg)
+				continue
+			}
+			return r.msg, r.err
+		case <-c.done:
+			return nil, io.EOF
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
+
+func (c *heldConn) Close() error {
+	c.once.Do(func() { close(c.done) })
+	return c.Connection.Close()
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
 	}
 }
