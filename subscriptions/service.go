@@ -50,9 +50,9 @@ type ServiceOptions struct {
 	// notifications (delivery/realtime); required.
 	Deliverer Deliverer
 	// Presence tells whether an owner has a live session (for Replay).
-	// When set, digests and expiry notices are kept (marked pending) until
-	// a session of their owner is sent them: Presence's sessions send what
-	// was kept when they become live. Nil keeps nothing.
+	// When set, digests are kept (marked pending) until a session of their
+	// owner is sent them, as expiry notices always are: Presence's
+	// sessions send what was kept when they become live.
 	Presence Presence
 	// Backlog, when set, keeps what live sessions have not been sent from
 	// retention, and refuses events for an owner whose session is owed as
@@ -460,7 +460,6 @@ func (s *Service) expireDue() {
 	if err != nil {
 		s.log.Error("expire subscriptions", "error", err)
 	}
-	s.keep(entries)
 	s.handOver(s.bg(), entries, entries)
 	s.commit.Unlock()
 	for _, e := range entries {
@@ -515,21 +514,6 @@ func (s *Service) removeEntry(id string) {
 	s.route.Lock()
 	defer s.route.Unlock()
 	s.index.Remove(id)
-}
-
-// keep marks entries as pending (kept) until a session of their owner is
-// sent them, as fireLocked does with digests.
-func (s *Service) keep(entries []InboxEntry) {
-	if s.opts.Presence == nil || len(entries) == 0 {
-		return
-	}
-	seqs := make([]int64, len(entries))
-	for i := range entries {
-		seqs[i], entries[i].Pending = entries[i].Seq, true
-	}
-	if err := s.store.MarkPending(s.bg(), seqs); err != nil {
-		s.log.Error("keep expiry notices for their owners", "error", err)
-	}
 }
 
 // jobsWritten tells the handler runner that deliveries were recorded.

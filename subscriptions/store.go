@@ -52,8 +52,8 @@ type SubscriptionStore interface {
 	// inbox, in one transaction: first, if events wait in its buffer,
 	// InboxBatch entries with all of them, at most 1000 per entry (nothing
 	// buffered is dropped), then an InboxExpired entry naming the
-	// subscription. It returns the entries
-	// in sequence order.
+	// subscription, all marked pending (kept for the owner's next live
+	// session). It returns the entries in sequence order.
 	ExpireSubscriptions(ctx context.Context, now time.Time) ([]InboxEntry, error)
 	// NextExpiry returns the earliest expiresAt among active and paused
 	// subscriptions; ok is false when none has one.
@@ -113,9 +113,6 @@ type DigestStore interface {
 	PendingEntries(ctx context.Context, principal string, limit int) ([]InboxEntry, error)
 	// ClearPending unmarks the pending entries of principal up to seq.
 	ClearPending(ctx context.Context, principal string, seq int64) error
-	// MarkPending marks the inbox entries with the given sequence numbers
-	// for delivery when their owners next connect.
-	MarkPending(ctx context.Context, seqs []int64) error
 }
 
 // InboxStore reads each principal's inbox.

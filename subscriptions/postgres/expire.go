@@ -46,7 +46,7 @@ func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) ([]subsc
 		}
 		reqs, err := pgx.CollectRows(rows, func(row pgx.CollectableRow) (subscriptions.FireRequest, error) {
 			// What still waits for a digest goes out with the expiry.
-			r := subscriptions.FireRequest{Max: expireFlush, Aggregate: true, Drain: true, Expire: true}
+			r := subscriptions.FireRequest{Max: expireFlush, Aggregate: true, Drain: true, Expire: true, Pending: true}
 			err := row.Scan(&r.SubscriptionID, &r.Principal)
 			return r, err
 		})

@@ -174,12 +174,3 @@ func (s *Store) SetPollCursor(ctx context.Context, principal string, seq int64) 
 		ON CONFLICT (principal) DO UPDATE SET poll_cursor = excluded.poll_cursor`, principal, seq)
 	return err
 }
-
-// MarkPending implements subscriptions.Store.
-func (s *Store) MarkPending(ctx context.Context, seqs []int64) error {
-	if len(seqs) == 0 {
-		return nil
-	}
-	_, err := s.pool.Exec(ctx, `UPDATE inbox SET pending = true WHERE seq = ANY($1)`, seqs)
-	return err
-}

@@ -36,7 +36,7 @@ func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) ([]subsc
 		var reqs []subscriptions.FireRequest
 		for rows.Next() {
 			// What still waits for a digest goes out with the expiry.
-			r := subscriptions.FireRequest{Max: expireFlush, Aggregate: true, Drain: true, Expire: true}
+			r := subscriptions.FireRequest{Max: expireFlush, Aggregate: true, Drain: true, Expire: true, Pending: true}
 			if err := rows.Scan(&r.SubscriptionID, &r.Principal); err != nil {
 				rows.Close()
 				return err

@@ -224,18 +224,3 @@ func (s *Store) SetPollCursor(ctx context.Context, principal string, seq int64) 
 		return err
 	})
 }
-
-// MarkPending implements subscriptions.Store.
-func (s *Store) MarkPending(ctx context.Context, seqs []int64) error {
-	if len(seqs) == 0 {
-		return nil
-	}
-	st, err := s.prepared(ctx, `UPDATE inbox SET pending = 1 WHERE seq IN (SELECT value FROM json_each(?))`)
-	if err != nil {
-		return err
-	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.StmtContext(ctx, st[0]).ExecContext(ctx, mustJSON(seqs))
-		return err
-	})
-}

@@ -28,7 +28,7 @@ func testReadInbox(t *testing.T, open Opener) {
 	alices.ExpiresAt = new(at(time.Hour))
 	update(t, s, alices)
 	expired := expire(t, s, at(time.Hour))
-	want = append(want, expiredEntry(expired[0].Seq, alices, at(time.Hour)))
+	want = append(want, kept(expiredEntry(expired[0].Seq, alices, at(time.Hour))))
 	seq := func(i int) int64 { return want[i].Seq }
 	var afterBobs []subscriptions.InboxEntry
 	for _, e := range want {
@@ -128,9 +128,9 @@ func testExpireSubscriptions(t *testing.T, open Opener) {
 	got := expire(t, s, now)
 	checkSeqsIncrease(t, "ExpireSubscriptions", got)
 	want := []subscriptions.InboxEntry{
-		expiredEntry(0, due, now),
-		expiredEntry(0, dueNow, now),
-		expiredEntry(0, duePaused, now),
+		kept(expiredEntry(0, due, now)),
+		kept(expiredEntry(0, dueNow, now)),
+		kept(expiredEntry(0, duePaused, now)),
 	}
 	diff(t, "ExpireSubscriptions", want, got, ignoreSeq, byPrincipal)
 

@@ -74,33 +74,3 @@ func testDueFires(t *testing.T, open Opener) {
 	diff(t, "DueFires cron after updates", []string(nil), due(mcpe.ChannelCron, at(time.Hour), 10))
 	diff(t, "NextFire cron after updates", new(at(3*time.Hour)), next(mcpe.ChannelCron))
 }
-
-// testMarkPending checks that MarkPending marks exactly the entries named,
-// which PendingEntries then returns and ClearPending unmarks.
-func testMarkPending(t *testing.T, open Opener) {
-	s := open(t)
-	a, b := newSub(1, "alice"), newSub(2, "bob")
-	create(t, s, a, b)
-	var seqs []int64
-	for n := 1; n <= 3; n++ {
-		ev, raw := newEvent(n, "test.created", "")
-		res := publish(t, s, ev, raw, targets(a, b), at(time.Duration(n)*time.Second))
-		seqs = append(seqs, seqOf(t, res, a))
-	}
-	if err := s.MarkPending(t.Context(), []int64{seqs[0], seqs[2]}); err != nil {
-		t.Fatalf("MarkPending: %v", err)
-	}
-	if err := s.MarkPending(t.Context(), nil); err != nil {
-		t.Fatalf("MarkPending of none: %v", err)
-	}
-	var got []int64
-	for _, e := range pendingEntries(t, s, "alice", 10) {
-		got = append(got, e.Seq)
-	}
-	diff(t, "PendingEntries", []int64{seqs[0], seqs[2]}, got)
-	diff(t, "PendingEntries of bob", 0, len(pendingEntries(t, s, "bob", 10)))
-	if err := s.ClearPending(t.Context(), "alice", seqs[2]); err != nil {
-		t.Fatal(err)
-	}
-	diff(t, "PendingEntries after ClearPending", 0, len(pendingEntries(t, s, "alice", 10)))
-}
