@@ -14,8 +14,9 @@ import (
 
 // decodeArgs decodes tool arguments into in with mcpe.DecodeStrict: absent
 // or null arguments are an empty object, and an unknown field is answered
-// with what the tool's input schema accepts there.
-func decodeArgs(raw json.RawMessage, in any, t *mcp.Tool) error {
+// with what the tool's input schema accepts there, or the others' schemas
+// at the same path (events_update's filter is events_subscribe's).
+func decodeArgs(raw json.RawMessage, in any, t *mcp.Tool, others ...*mcp.Tool) error {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		raw = []byte("{}")
@@ -28,7 +29,7 @@ func decodeArgs(raw json.RawMessage, in any, t *mcp.Tool) error {
 			if path == "" {
 				return acceptedFields(t)
 			}
-			return acceptedAt(t, path)
+			return acceptedAt(append([]*mcp.Tool{t}, others...), path)
 		},
 	})
 }
@@ -47,14 +48,15 @@ func acceptedFields(t *mcp.Tool) string {
 	return strings.Join(names, ", ") + fmt.Sprintf(" (see the input schema of %s; nested objects accept only the fields listed there)", t.Name)
 }
 
-// acceptedAt lists the properties the tool's input schema allows in the
+// acceptedAt lists the properties the input schemas of tools allow in the
 // object at path (a dotted path; array indexes are skipped).
-func acceptedAt(t *mcp.Tool, path string) string {
-	s, ok := t.InputSchema.(*jsonschema.Schema)
-	if !ok {
-		return "only the fields the input schema of " + t.Name + " lists"
+func acceptedAt(tools []*mcp.Tool, path string) string {
+	var schemas []*jsonschema.Schema
+	for _, t := range tools {
+		if s, ok := t.InputSchema.(*jsonschema.Schema); ok {
+			schemas = append(schemas, s)
+		}
 	}
-	schemas := []*jsonschema.Schema{s}
 	for _, seg := range strings.Split(path, ".") {
 		name, _, _ := strings.Cut(seg, "[")
 		var next []*jsonschema.Schema
@@ -83,7 +85,7 @@ func acceptedAt(t *mcp.Tool, path string) string {
 		}
 	}
 	if len(names) == 0 {
-		return "only the fields the input schema of " + t.Name + " lists"
+		return "only the fields the input schema of " + tools[0].Name + " lists"
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")

@@ -39,18 +39,18 @@ func (d describer) offers(t mcpe.HandlerType) bool {
 }
 
 // handlerSchema is the handler object: one shape per handler type offered.
-func (d describer) handlerSchema(nullable bool) *jsonschema.Schema {
+func (d describer) handlerSchema() *jsonschema.Schema {
 	typ := func(t mcpe.HandlerType) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "string", Const: ptr(any(string(t)))}
 	}
 	timeout := func() *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "integer", Minimum: ptr(float64(mcpe.MinHandlerTimeout)),
-			Description: "Longest a run may take, in milliseconds (e.g. 30000); default and ceiling are the operator's."}
+			Description: "Time limit of a run in milliseconds, e.g. 30000; the operator sets default and ceiling."}
 	}
 	var shapes []*jsonschema.Schema
 	var text []string
 	if d.offers(mcpe.HandlerBash) {
-		command := &jsonschema.Schema{Type: "string", Description: "Name of a command the operator allowed."}
+		command := &jsonschema.Schema{Type: "string", Description: "A command the operator allowed."}
 		if len(d.commands) > 0 {
 			command.Enum = make([]any, len(d.commands))
 			for i, c := range d.commands {
@@ -61,26 +61,25 @@ func (d describer) handlerSchema(nullable bool) *jsonschema.Schema {
 			"type":    typ(mcpe.HandlerBash),
 			"command": command,
 			"args": {Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(mcpe.MaxHandlerArgs),
-				Description: "Arguments, passed as they are (no shell): only $MCPE_SUBSCRIPTION_ID and $MCPE_DELIVERY (event or batch); for an event $MCPE_EVENT_ID, $MCPE_EVENT_TYPE, $MCPE_EVENT_PRIORITY, $MCPE_EVENT_TIMESTAMP, $MCPE_EVENT_TAGS, $MCPE_EVENT_DATA; for a digest $MCPE_EVENTS, $MCPE_EVENT_COUNT, $MCPE_REMAINING (also written ${NAME}) are replaced."},
+				Description: "Passed as is, no shell. Replaced: $MCPE_SUBSCRIPTION_ID, $MCPE_DELIVERY (event or batch); per event $MCPE_EVENT_ID, $MCPE_EVENT_TYPE, $MCPE_EVENT_PRIORITY, $MCPE_EVENT_TIMESTAMP, $MCPE_EVENT_TAGS, $MCPE_EVENT_DATA; per digest $MCPE_EVENTS, $MCPE_EVENT_COUNT, $MCPE_REMAINING; also as ${NAME}."},
 			"input": {Type: "string", Enum: []any{mcpe.InputStdin, mcpe.InputEnv, mcpe.InputArgs}, Default: json.RawMessage(`"stdin"`),
-				Description: "stdin: the event JSON on standard input. env: MCPE_* environment variables. args: the event JSON as the last argument."},
+				Description: "Where the event JSON goes: standard input, MCPE_* variables (env), or the last argument."},
 			"timeout": timeout(),
 		}, []string{"type", "command", "args", "input", "timeout"}, "type", "command")
 		s.Title = "bash"
 		shapes = append(shapes, s)
-		text = append(text, "\"bash\" runs a command the operator allowed (never a shell line) with the event")
+		text = append(text, "\"bash\" runs an allowed command")
 	}
 	if d.offers(mcpe.HandlerWebhook) {
 		s := object(map[string]*jsonschema.Schema{
-			"type": typ(mcpe.HandlerWebhook),
-			"url":  {Type: "string", Format: "uri", Description: "Where each delivery is POSTed as JSON, e.g. \"https://hooks.example.com/mcpe\"."},
-			"headers": {Type: "object", AdditionalProperties: &jsonschema.Schema{Type: "string"},
-				Description: "Extra headers; ${NAME} is filled from the operator's secrets. The signature headers cannot be set."},
+			"type":    typ(mcpe.HandlerWebhook),
+			"url":     {Type: "string", Format: "uri", Description: "Gets each delivery as a JSON POST."},
+			"headers": {Type: "object", AdditionalProperties: &jsonschema.Schema{Type: "string"}, Description: "Extra headers; ${NAME} is one of the operator's secrets."},
 			"timeout": timeout(),
 		}, []string{"type", "url", "headers", "timeout"}, "type", "url")
 		s.Title = "webhook"
 		shapes = append(shapes, s)
-		text = append(text, "\"webhook\" POSTs it, signed per Standard Webhooks with a secret returned once (handler.secret), retrying on failure")
+		text = append(text, "\"webhook\" POSTs it, signed with a secret returned once as handler.secret")
 	}
 	if d.offers(mcpe.HandlerAgent) {
 		tools := &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(mcpe.MaxHandlerTools),
@@ -93,23 +92,18 @@ func (d describer) handlerSchema(nullable bool) *jsonschema.Schema {
 		}
 		s := object(map[string]*jsonschema.Schema{
 			"type":         typ(mcpe.HandlerAgent),
-			"systemPrompt": {Type: "string", MaxLength: ptr(mcpe.MaxHandlerText), Description: "What the LLM is for, e.g. \"Summarize the alert and say whether it needs a human.\""},
+			"systemPrompt": {Type: "string", MaxLength: ptr(mcpe.MaxHandlerText), Description: "What the LLM is for."},
 			"instructions": {Type: "string", MaxLength: ptr(mcpe.MaxHandlerText), Description: "What to do with this kind of event."},
-			"model":        {Type: "string", Description: "Preferred model, as a hint."},
+			"model":        {Type: "string", Description: "Preferred model, a hint."},
 			"tools":        tools,
 			"maxTokens":    {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(mcpe.MaxHandlerTokens)), Description: "Most tokens per answer."},
 		}, []string{"type", "systemPrompt", "instructions", "model", "tools", "maxTokens"}, "type")
 		s.Title = "agent"
 		shapes = append(shapes, s)
-		text = append(text, "\"agent\" asks an LLM (through your client's sampling, or the operator's model) to handle it, the event given as untrusted data")
+		text = append(text, "\"agent\" has an LLM handle it, the event given as untrusted data")
 	}
-	s := &jsonschema.Schema{OneOf: shapes}
-	if nullable {
-		s.OneOf = append(s.OneOf, &jsonschema.Schema{Type: "null"})
-	}
-	s.Description = "Optional: something the server does with every delivery (each event, or each digest), besides delivering it to you: " +
-		strings.Join(text, "; ") + ". What it did shows in events_list (handlerStatus)."
-	return s
+	return &jsonschema.Schema{OneOf: shapes, Description: "Something the server does with each delivery (event or digest) while you are away: " +
+		strings.Join(text, "; ") + ". Its runs show in events_list (handlerStatus)."}
 }
 
 // examples holds one valid argument object per tool; descriptions quote it and
@@ -153,13 +147,17 @@ func object(props map[string]*jsonschema.Schema, order []string, required ...str
 
 func ptr[T any](v T) *T { return &v }
 
-func idSchema(what string) *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "string", Format: "uuid", Description: "ID of the subscription to " + what + ", as returned by events_subscribe or events_list."}
-}
+func idSchema() *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Format: "uuid"} }
 
 // refSchema is the input of a tool that takes only a subscription ID.
-func refSchema(what string) *jsonschema.Schema {
-	return object(map[string]*jsonschema.Schema{"subscriptionId": idSchema(what)}, nil, "subscriptionId")
+func refSchema() *jsonschema.Schema {
+	return object(map[string]*jsonschema.Schema{"subscriptionId": idSchema()}, nil, "subscriptionId")
+}
+
+// like is a property of events_update that takes what events_subscribe's
+// property of that name takes; decode errors explain it from there.
+func like(name, more string, types ...string) *jsonschema.Schema {
+	return &jsonschema.Schema{Types: types, Description: "New " + name + ", same shape as events_subscribe's" + more + "."}
 }
 
 func (d describer) filterSchema() *jsonschema.Schema {
@@ -167,30 +165,15 @@ func (d describer) filterSchema() *jsonschema.Schema {
 	for i, p := range mcpe.Priorities {
 		priorities[i] = string(p)
 	}
+	list := func(items *jsonschema.Schema, max *int, text string) *jsonschema.Schema {
+		return &jsonschema.Schema{Type: "array", Items: items, MinItems: ptr(1), MaxItems: max, Description: text}
+	}
 	s := object(map[string]*jsonschema.Schema{
-		"eventTypes": {
-			Type:        "array",
-			Items:       &jsonschema.Schema{Type: "string"},
-			MinItems:    ptr(1),
-			MaxItems:    ptr(mcpe.MaxFilterPatterns),
-			Description: "Event types to receive; any entry may match. " + mcpe.PatternHelp,
-		},
-		"tags": {
-			Type:        "array",
-			Items:       &jsonschema.Schema{Type: "string"},
-			MinItems:    ptr(1),
-			MaxItems:    ptr(mcpe.MaxTags),
-			Description: "Receive only events that carry at least one of these tags.",
-		},
-		"priority": {
-			Type:        "array",
-			Items:       &jsonschema.Schema{Type: "string", Enum: priorities},
-			MinItems:    ptr(1),
-			Description: "Receive only events whose priority is one of these.",
-		},
+		"eventTypes": list(&jsonschema.Schema{Type: "string"}, ptr(mcpe.MaxFilterPatterns), "Any may match. "+mcpe.PatternHelp),
+		"tags":       list(&jsonschema.Schema{Type: "string"}, ptr(mcpe.MaxTags), "Any of these tags."),
+		"priority":   list(&jsonschema.Schema{Type: "string", Enum: priorities}, nil, "Any of these priorities."),
 	}, []string{"eventTypes", "tags", "priority"})
-	s.Description = "Which events to receive. Every part you give must match (AND); give at least one part. " +
-		"To receive every event use {\"eventTypes\": [\"*\"]}."
+	s.Description = "Every part given must match."
 	return s
 }
 
@@ -199,69 +182,47 @@ func (d describer) deliverySchema() *jsonschema.Schema {
 	for i, c := range d.caps.DeliveryChannels {
 		channels[i] = string(c)
 	}
-	text := "How events are delivered. \"realtime\": each event at once as an events/event notification."
+	text := "realtime: each event at once."
 	props := map[string]*jsonschema.Schema{}
 	order := []string{"channels"}
 	if d.caps.Features.CronSchedule {
-		text += " \"cron\": events wait and go out as a digest (events/batch) on cronSchedule."
+		text += " cron: a digest at each cronSchedule time."
 		props["cronSchedule"] = d.cronSchema()
 		order = append(order, "cronSchedule")
 	}
 	if d.caps.Features.ScheduledDelivery {
-		text += " \"scheduled\": events wait until scheduledDelivery.deliverAt, then go out together once."
+		text += " scheduled: one digest at scheduledDelivery.deliverAt."
 		props["scheduledDelivery"] = d.scheduledSchema()
 		order = append(order, "scheduledDelivery")
 	}
-	if d.caps.Features.CronSchedule && d.caps.Features.ScheduledDelivery {
-		text += " cron and scheduled exclude each other; either may be combined with realtime."
-	}
-	props["channels"] = &jsonschema.Schema{
-		Type:        "array",
-		Items:       &jsonschema.Schema{Type: "string", Enum: channels},
-		MinItems:    ptr(1),
-		Description: text,
-	}
+	props["channels"] = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string", Enum: channels}, MinItems: ptr(1), Description: text}
 	s := object(props, order, "channels")
-	s.Description = "How matching events reach you. Default: {\"channels\": [\"realtime\"]}."
+	s.Description = "Default {\"channels\": [\"realtime\"]}."
 	return s
+}
+
+// aggregate is the aggregateEvents option of both digest channels.
+func aggregate() *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "boolean", Default: json.RawMessage("true"), Description: "false: each event as its own events/event."}
 }
 
 func (d describer) cronSchema() *jsonschema.Schema {
-	s := object(map[string]*jsonschema.Schema{
-		"expression": {Type: "string", Description: "When the digest goes out: five cron fields (minute hour day-of-month month day-of-week), " +
-			"e.g. \"0 9 * * *\" (09:00 daily) or \"0 9 * * 1-5\" (weekdays), or a descriptor: @hourly, @daily, @weekly, @monthly, @yearly, \"@every 30m\". " +
-			"A time skipped by a daylight-saving change fires when the clocks have moved on; a time that occurs twice fires once."},
-		"timezone":             {Type: "string", Description: "IANA time zone of the expression, e.g. \"America/New_York\". Default \"UTC\"."},
-		"aggregateEvents":      {Type: "boolean", Default: json.RawMessage("true"), Description: "true: one events/batch per digest. false: each waiting event as its own events/event."},
-		"maxEventsPerDelivery": {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(10000.0), Default: json.RawMessage("100"), Description: "Most events in one digest; the rest lead the next one."},
+	return object(map[string]*jsonschema.Schema{
+		"expression":           {Type: "string", Description: "Five cron fields, e.g. \"0 9 * * 1-5\", or @hourly, @daily, @weekly, @monthly, \"@every 30m\"."},
+		"timezone":             {Type: "string", Description: "IANA zone; default UTC."},
+		"aggregateEvents":      aggregate(),
+		"maxEventsPerDelivery": {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(10000.0), Default: json.RawMessage("100"), Description: "Most per digest; more wait for the next."},
 	}, []string{"expression", "timezone", "aggregateEvents", "maxEventsPerDelivery"}, "expression")
-	s.Description = "For the cron channel: when digests go out."
-	return s
 }
 
 func (d describer) scheduledSchema() *jsonschema.Schema {
-	s := object(map[string]*jsonschema.Schema{
-		"deliverAt":       {Type: "string", Description: "When to deliver: an RFC 3339 time in the future, e.g. \"2026-01-15T14:00:00Z\"; without a UTC offset it is read in timezone."},
-		"timezone":        {Type: "string", Description: "IANA time zone for a deliverAt without offset, e.g. \"Europe/Paris\"."},
-		"description":     {Type: "string", MaxLength: ptr(500), Description: "Your own label for this delivery."},
-		"aggregateEvents": {Type: "boolean", Default: json.RawMessage("true"), Description: "true: one events/batch. false: each event as its own events/event."},
-		"autoExpire":      {Type: "boolean", Default: json.RawMessage("true"), Description: "true: the subscription expires after the delivery. false: it stays, collecting events, until you set a new deliverAt."},
+	return object(map[string]*jsonschema.Schema{
+		"deliverAt":       {Type: "string", Description: "Future RFC 3339 time; without offset, read in timezone."},
+		"timezone":        {Type: "string", Description: "IANA zone of deliverAt."},
+		"description":     {Type: "string", MaxLength: ptr(500), Description: "Your label."},
+		"aggregateEvents": aggregate(),
+		"autoExpire":      {Type: "boolean", Default: json.RawMessage("true"), Description: "false: keep collecting until a new deliverAt."},
 	}, []string{"deliverAt", "timezone", "description", "aggregateEvents", "autoExpire"}, "deliverAt")
-	s.Description = "For the scheduled channel: one delivery of everything collected, at deliverAt."
-	return s
-}
-
-func (d describer) expiresSchema(nullable bool) *jsonschema.Schema {
-	s := &jsonschema.Schema{
-		Type:        "string",
-		Format:      "date-time",
-		Description: "When the subscription ends, as an RFC 3339 time with a UTC offset, e.g. \"2026-01-15T14:00:00Z\". It must be in the future. You are sent events/subscription_expired when it ends.",
-	}
-	if nullable {
-		s.Type, s.Types = "", []string{"string", "null"}
-		s.Description += " null removes the expiry."
-	}
-	return s
 }
 
 // withHandler adds the handler property (and, for events_update,
@@ -270,42 +231,28 @@ func (d describer) withHandler(s *jsonschema.Schema, update bool) *jsonschema.Sc
 	if len(d.caps.Handlers) == 0 {
 		return s
 	}
-	s.Properties["handler"] = d.handlerSchema(update)
 	s.PropertyOrder = append(s.PropertyOrder, "handler")
-	if update && d.offers(mcpe.HandlerWebhook) {
-		s.Properties["rotateSecret"] = &jsonschema.Schema{Type: "boolean",
-			Description: "true gives the webhook handler a new signing secret, returned once in handler.secret; the old one also signs for a grace period."}
+	if !update {
+		s.Properties["handler"] = d.handlerSchema()
+		return s
+	}
+	s.Properties["handler"] = like("handler", " (also turns on a webhook that got 410 Gone), or null to remove it", "object", "null")
+	if d.offers(mcpe.HandlerWebhook) {
+		s.Properties["rotateSecret"] = &jsonschema.Schema{Type: "boolean", Description: "true: a new webhook secret, returned once in handler.secret."}
 		s.PropertyOrder = append(s.PropertyOrder, "rotateSecret")
 	}
 	return s
 }
 
 func (d describer) subscribeTool() *mcp.Tool {
-	description := fmt.Sprintf("Subscribe to events from the outside world (GitHub, Slack, alerts, deploys: whatever "+
-		"this server receives). Matching events are pushed to you as they happen (events/event "+
-		"notifications) and are always kept in your inbox, which events_poll reads, so nothing is missed "+
-		"while you are away. Returns the subscription with its subscriptionId. You may have up to %d "+
-		"active or paused subscriptions.\n\n"+
-		"filter.eventTypes takes exact types or patterns: \"*\" matches any run of characters including "+
-		"dots (\"github.*\" matches \"github.push\" and \"github.issue.opened\", not \"github\"), \"?\" one "+
-		"character, \"[abc]\" one of a set, \"{a,b}\" alternatives. filter.tags matches events carrying any of "+
-		"the tags; filter.priority matches the listed priorities (low, normal, high, critical). All parts "+
-		"given must match; to receive everything use {\"eventTypes\": [\"*\"]}.", d.caps.MaxSubscriptions)
+	description := fmt.Sprintf("Subscribe to events from outside (GitHub, Slack, alerts, deploys...): matching events come "+
+		"as events/event notifications and stay in your inbox (events_poll) while you are away. At most %d active "+
+		"or paused subscriptions.", d.caps.MaxSubscriptions)
 	if d.catalog {
-		description += " Call events_catalog first to see which event types this server receives, with examples."
+		description += " Call events_catalog first to see which event types exist."
 	}
 	if d.caps.Features.CronSchedule || d.caps.Features.ScheduledDelivery {
-		description += "\n\nDigests: with delivery.channels [\"cron\"] (or [\"scheduled\"]) matching events wait and go " +
-			"out together at each cron time (or once, at deliverAt) as events/batch {subscriptionId, events, remaining}, " +
-			"oldest first: at most maxEventsPerDelivery per cron digest, any more lead the next one (remaining says how " +
-			"many); nothing waiting, nothing sent. With aggregateEvents false each waiting event comes as its own " +
-			"events/event instead. The response's nextDelivery says when, in the schedule's zone and in UTC; " +
-			"bufferedEvents how many wait. A digest that fires while you are away is sent when you reconnect, and " +
-			"is in events_poll either way."
-	}
-	if len(d.caps.Handlers) > 0 {
-		description += "\n\nHandlers: handler makes the server act on each delivery without waking you: " +
-			d.handlerSchema(false).Description
+		description += " Digests come as events/batch; the result's nextDelivery says when."
 	}
 	description += "\n\nExample: " + examples[mcpe.ToolSubscribe]
 	if d.caps.Features.CronSchedule {
@@ -319,23 +266,22 @@ func (d describer) subscribeTool() *mcp.Tool {
 		Title:       "Subscribe to events",
 		Description: description,
 		InputSchema: d.withHandler(object(map[string]*jsonschema.Schema{
-			"filter":    d.filterSchema(),
-			"delivery":  d.deliverySchema(),
-			"expiresAt": d.expiresSchema(false),
+			"filter":   d.filterSchema(),
+			"delivery": d.deliverySchema(),
+			"expiresAt": {Type: "string", Format: "date-time",
+				Description: "End, a future RFC 3339 time; you then get events/subscription_expired."},
 		}, []string{"filter", "delivery", "expiresAt"}, "filter"), false),
-		Annotations: &mcp.ToolAnnotations{Title: "Subscribe to events", OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
 	}
 }
 
 func (d describer) unsubscribeTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:  mcpe.ToolUnsubscribe,
-		Title: "Remove a subscription",
-		Description: "Remove one of your subscriptions for good: it receives nothing more and disappears from " +
-			"events_list. What it already delivered stays readable through events_poll. To stop for a while " +
-			"instead, use events_pause.\n\nExample: " + examples[mcpe.ToolUnsubscribe],
-		InputSchema: refSchema("remove"),
-		Annotations: &mcp.ToolAnnotations{Title: "Remove a subscription", DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
+		Name:        mcpe.ToolUnsubscribe,
+		Title:       "Remove a subscription",
+		Description: "Delete a subscription; to stop for a while, use events_pause.\n\nExample: " + examples[mcpe.ToolUnsubscribe],
+		InputSchema: refSchema(),
+		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
 	}
 }
 
@@ -343,15 +289,12 @@ func (d describer) listTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  mcpe.ToolList,
 		Title: "List your subscriptions",
-		Description: "List your subscriptions, oldest first, with their filter, delivery, status (active, " +
-			"paused or expired), expiry, and how many events each has delivered and when the last one was; " +
-			"for a subscription with a handler, handlerStatus says how many runs succeeded, failed or wait, " +
-			"and the latest output, error and tool calls. " +
-			"Give status to list only those with that status; leave it out to list all.\n\nExample: " + examples[mcpe.ToolList],
+		Description: "List your subscriptions, oldest first, with their settings, status, counts and handler " +
+			"runs.\n\nExample: " + examples[mcpe.ToolList],
 		InputSchema: object(map[string]*jsonschema.Schema{
-			"status": {Type: "string", Enum: []any{"active", "paused", "expired"}, Description: "List only subscriptions with this status."},
+			"status": {Type: "string", Enum: []any{"active", "paused", "expired"}, Description: "Only this status; default all."},
 		}, nil),
-		Annotations: &mcp.ToolAnnotations{Title: "List your subscriptions", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}
 }
 
@@ -359,13 +302,10 @@ func (d describer) pauseTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  mcpe.ToolPause,
 		Title: "Pause a subscription",
-		Description: "Pause one of your subscriptions. While paused it receives nothing: events that arrive " +
-			"meanwhile are skipped for it, not queued, and are not delivered when you resume; a digest does " +
-			"not go out while paused and keeps what it had collected. Its filter, delivery, expiry and counts " +
-			"are kept; events_resume turns it back on. Pausing a paused subscription changes nothing." +
+		Description: "Stop a subscription until events_resume; events meanwhile are skipped, not queued." +
 			"\n\nExample: " + examples[mcpe.ToolPause],
-		InputSchema: refSchema("pause"),
-		Annotations: &mcp.ToolAnnotations{Title: "Pause a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
+		InputSchema: refSchema(),
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
 }
 
@@ -373,11 +313,10 @@ func (d describer) resumeTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  mcpe.ToolResume,
 		Title: "Resume a subscription",
-		Description: "Resume a paused subscription: it receives matching events again from now on (events " +
-			"that arrived while it was paused are not replayed). Resuming an active subscription changes " +
-			"nothing; an expired one cannot be resumed (subscribe again instead).\n\nExample: " + examples[mcpe.ToolResume],
-		InputSchema: refSchema("resume"),
-		Annotations: &mcp.ToolAnnotations{Title: "Resume a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
+		Description: "Resume a paused subscription; events from the pause are not replayed. An expired one " +
+			"cannot be resumed.\n\nExample: " + examples[mcpe.ToolResume],
+		InputSchema: refSchema(),
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
 }
 
@@ -385,19 +324,15 @@ func (d describer) updateTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  mcpe.ToolUpdate,
 		Title: "Change a subscription",
-		Description: "Change the filter, delivery or expiry of one of your subscriptions; what you leave out " +
-			"is kept. A new filter or delivery replaces the old one whole (same rules as events_subscribe); a new " +
-			"schedule keeps the events already waiting, and leaving the cron or scheduled channel delivers them at " +
-			"once. expiresAt sets a new end time, or null removes it. handler replaces the handler (and turns it " +
-			"back on after a webhook receiver answered 410 Gone), or null removes it. A paused subscription stays paused; an " +
-			"expired one cannot be changed.\n\nExample: " + examples[mcpe.ToolUpdate],
+		Description: "Change a subscription: what you give replaces the old value, the rest is kept. A paused " +
+			"one stays paused; an expired one cannot change.\n\nExample: " + examples[mcpe.ToolUpdate],
 		InputSchema: d.withHandler(object(map[string]*jsonschema.Schema{
-			"subscriptionId": idSchema("change"),
-			"filter":         d.filterSchema(),
-			"delivery":       d.deliverySchema(),
-			"expiresAt":      d.expiresSchema(true),
+			"subscriptionId": idSchema(),
+			"filter":         like("filter", "", "object"),
+			"delivery":       like("delivery", "; leaving cron or scheduled delivers what waits at once", "object"),
+			"expiresAt":      like("expiresAt", ", or null to remove it", "string", "null"),
 		}, []string{"subscriptionId", "filter", "delivery", "expiresAt"}, "subscriptionId"), true),
-		Annotations: &mcp.ToolAnnotations{Title: "Change a subscription", IdempotentHint: true, OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
 }
 
@@ -409,20 +344,15 @@ func (d describer) pollTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  mcpe.ToolPoll,
 		Title: "Read delivered events",
-		Description: fmt.Sprintf("Read what your subscriptions delivered, oldest first: events (kind \"event\", "+
-			"with the event's id, type, data and metadata, and the subscriptionIds it matched: an event that "+
-			"matches several of your subscriptions comes once), digests (kind \"batch\", with events and "+
-			"remaining) and expiry notices (kind \"subscription_expired\"). Without cursor it continues after the last page it gave you, so "+
-			"calling it again returns only what is new. Pass nextCursor (or the cursor of a notification) to "+
-			"read from that point; the same cursor gives the same items. hasMore says whether to call again "+
-			"right away.%s Use this when your host does not show event notifications, or to catch up "+
-			"after being away.\n\nExample: %s", keep, examples[mcpe.ToolPoll]),
+		Description: fmt.Sprintf("Read what your subscriptions delivered, oldest first: events, digests and expiry notices. "+
+			"Use it when your host does not show notifications, or to catch up. Each call continues where the "+
+			"last stopped; hasMore says to call again.%s\n\nExample: %s", keep, examples[mcpe.ToolPoll]),
 		InputSchema: object(map[string]*jsonschema.Schema{
-			"cursor": {Type: "string", Description: "Continue after this cursor: a nextCursor from an earlier events_poll, or a notification's cursor. Leave it out to continue where the last call stopped."},
+			"cursor": {Type: "string", Description: "A nextCursor or notification cursor to read after."},
 			"limit": {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(mcpe.MaxPollLimit)),
-				Description: fmt.Sprintf("Most items to return, 1 to %d; default %d.", mcpe.MaxPollLimit, mcpe.DefaultPollLimit)},
+				Description: fmt.Sprintf("Default %d.", mcpe.DefaultPollLimit)},
 		}, []string{"cursor", "limit"}),
-		Annotations: &mcp.ToolAnnotations{Title: "Read delivered events", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}
 }
 
@@ -430,17 +360,11 @@ func (d describer) catalogTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  mcpe.ToolCatalog,
 		Title: "What you can subscribe to",
-		Description: "List the event types this server can deliver, so you can write filters that match real events: " +
-			"the sources (GitHub, Slack, Alertmanager, upstream MCP servers, plain HTTP posts) and whether the " +
-			"operator set each up, the types each emits with a description, how priority and tags are set, the " +
-			"state of upstream MCP servers, and the types recently posted to the server directly. Without pattern " +
-			"you get that overview; give pattern (same language as filter.eventTypes) to see only the types it " +
-			"matches, each with the JSON Schema of its data and an example. The whole catalog, schemas included, is " +
-			"the resource events://catalog.\n\nExample: " + examples[mcpe.ToolCatalog],
-		InputSchema: object(map[string]*jsonschema.Schema{
-			"pattern": {Type: "string", Description: "Keep only the types this pattern matches, e.g. \"github.*\" or \"alert.*\"."},
-		}, nil),
-		Annotations: &mcp.ToolAnnotations{Title: "What you can subscribe to", ReadOnlyHint: true, OpenWorldHint: ptr(false)},
+		Description: "List the event types this server delivers and how their priority and tags are set, so that " +
+			"your filters match real events. With pattern (as filter.eventTypes), only the matching types, each with " +
+			"its data's JSON Schema and an example.\n\nExample: " + examples[mcpe.ToolCatalog],
+		InputSchema: object(map[string]*jsonschema.Schema{"pattern": {Type: "string"}}, nil),
+		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}
 }
 

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"reflect"
 	"slices"
@@ -144,6 +145,12 @@ func TestSchemasOfferOnlyWhatWorks(t *testing.T) {
 		{testDescriber, []any{"realtime", "cron", "scheduled"}, []string{"cronSchedule", "scheduledDelivery"}},
 	} {
 		for _, tool := range []*mcp.Tool{tc.d.subscribeTool(), tc.d.updateTool()} {
+			if _, ok := tool.InputSchema.(*jsonschema.Schema).Properties["handler"]; ok != (len(tc.d.caps.Handlers) > 0) {
+				t.Errorf("%s: handler offered is %v, but the server runs %v", tool.Name, ok, tc.d.caps.Handlers)
+			}
+		}
+		{
+			tool := tc.d.subscribeTool() // events_update's delivery refers to it
 			delivery := tool.InputSchema.(*jsonschema.Schema).Properties["delivery"]
 			if diff := cmp.Diff(tc.channels, delivery.Properties["channels"].Items.Enum); diff != "" {
 				t.Errorf("%s: delivery.channels enum mismatch (-want +got):\n%s", tool.Name, diff)
@@ -157,9 +164,6 @@ func TestSchemasOfferOnlyWhatWorks(t *testing.T) {
 			slices.Sort(options)
 			if diff := cmp.Diff(tc.options, options); diff != "" {
 				t.Errorf("%s: delivery options mismatch (-want +got):\n%s", tool.Name, diff)
-			}
-			if _, ok := tool.InputSchema.(*jsonschema.Schema).Properties["handler"]; ok != (len(tc.d.caps.Handlers) > 0) {
-				t.Errorf("%s: handler offered is %v, but the server runs %v", tool.Name, ok, tc.d.caps.Handlers)
 			}
 		}
 	}
@@ -203,10 +207,13 @@ func TestDecodeArgsErrors(t *testing.T) {
 		{subscribe, newSubscribe, `{"filter": `, `the arguments are not valid JSON: they end too early`},
 		{update, newUpdate, `{"subscriptionId": "x", "handler": {"type": "webhook", "uri": "https://x"}}`,
 			`unknown field "uri" in handler; handler accepts "args", "command", "headers", "input", "instructions", "maxTokens", "model", "systemPrompt", "timeout", "tools", "type", "url"`},
+		{update, newUpdate, `{"subscriptionId": "x", "filter": {"eventType": ["x"]}}`, `unknown field "eventType" in filter; filter accepts "eventTypes", "priority", "tags"`},
+		{update, newUpdate, `{"subscriptionId": "x", "delivery": {"channels": ["cron"], "cronSchedule": {"tz": "UTC"}}}`,
+			`unknown field "tz" in delivery.cronSchedule; delivery.cronSchedule accepts "aggregateEvents", "expression", "maxEventsPerDelivery", "timezone"`},
 		{update, newUpdate, `{"subscriptionId": "x", "handler": null}`, ``},
 		{update, newUpdate, `{"subscriptionId": "x", "expiresAt": null}`, ``},
 	} {
-		err := decodeArgs(json.RawMessage(tc.args), tc.in(), tc.tool)
+		err := decodeArgs(json.RawMessage(tc.args), tc.in(), tc.tool, subscribe, update)
 		got := ""
 		if err != nil {
 			got = err.Error()
@@ -229,6 +236,76 @@ func TestHumanDuration(t *testing.T) {
 	} {
 		if got := humanDuration(d); got != want {
 			t.Errorf("humanDuration(%v) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+// TestToolListBudget checks that tools/list costs a conversation no more
+// than the MCPE reference's tool list does (7 222 bytes): at most 8 000
+// bytes on the wire with handlers off and 11 000 with bash and webhook
+// handlers on, the pattern language stated once and nothing HTML-escaped.
+func TestToolListBudget(t *testing.T) {
+	caps := testDescriber.caps
+	for _, tc := range []struct {
+		name     string
+		handlers []mcpe.HandlerType
+		budget   int
+	}{
+		{"handlers off", nil, 8000},
+		{"bash and webhook", []mcpe.HandlerType{mcpe.HandlerBash, mcpe.HandlerWebhook}, 11000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			caps.Handlers = tc.handlers
+			d := newDescriber(caps, subscriptions.DefaultRetention, []string{"notify"}, append(slices.Clone(Names), mcpe.ToolCatalog))
+			d.catalog = true
+			res := &mcp.ListToolsResult{Tools: []*mcp.Tool{d.subscribeTool(), d.unsubscribeTool(), d.listTool(),
+				d.pauseTool(), d.resumeTool(), d.updateTool(), d.pollTool(), d.catalogTool()}}
+			var buf strings.Builder
+			enc := json.NewEncoder(&buf)
+			enc.SetEscapeHTML(false) // as the SDK's jsonrpc2 encoder writes messages
+			if err := enc.Encode(map[string]any{"jsonrpc": "2.0", "id": 2, "result": res}); err != nil {
+				t.Fatal(err)
+			}
+			wire := strings.TrimSpace(buf.String())
+			if len(wire) > tc.budget {
+				t.Errorf("tools/list is %d bytes, over the budget of %d", len(wire), tc.budget)
+			}
+			for _, esc := range []string{`\u003c`, `\u003e`, `\u0026`} {
+				if strings.Contains(wire, esc) {
+					t.Errorf("tools/list has %s: jsonschema-go's MarshalJSON escapes <, > and &; keep them out of schema texts", esc)
+				}
+			}
+			if n := strings.Count(wire, `matches any run of characters`); n != 1 {
+				t.Errorf("the pattern language is explained %d times, want once", n)
+			}
+			t.Logf("%d bytes", len(wire))
+		})
+	}
+}
+
+// capsOnly is a Service that describes testDescriber's server; a call that
+// gets past decoding panics.
+type capsOnly struct{ Service }
+
+func (capsOnly) Capability() mcpe.Capability        { return testDescriber.caps }
+func (capsOnly) Retention() subscriptions.Retention { return subscriptions.DefaultRetention }
+
+// TestUpdateErrorsExplainSubscribeShapes checks that a registered
+// events_update, whose filter and handler refer to events_subscribe's,
+// still lists the fields accepted there.
+func TestUpdateErrorsExplainSubscribeShapes(t *testing.T) {
+	set := Register(mcp.NewServer(&mcp.Implementation{Name: "test"}, nil), Options{Service: capsOnly{},
+		Principal: func(context.Context, *mcp.CallToolRequest) (string, error) { return "alice", nil }})
+	for args, want := range map[string]string{
+		`{"subscriptionId": "x", "filter": {"eventType": ["x"]}}`:             `unknown field "eventType" in filter; filter accepts "eventTypes", "priority", "tags"`,
+		`{"subscriptionId": "x", "handler": {"type": "webhook", "uri": "u"}}`: `unknown field "uri" in handler; handler accepts "args", "command", "headers", "input", "instructions", "maxTokens", "model", "systemPrompt", "timeout", "tools", "type", "url"`,
+	} {
+		res, err := set.CallTool(context.Background(), "alice", mcpe.ToolUpdate, json.RawMessage(args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := res.Content[0].(*mcp.TextContent).Text; !res.IsError || got != want {
+			t.Errorf("%s:\n got: %s\nwant: %s", args, got, want)
 		}
 	}
 }

@@ -164,7 +164,7 @@ func (s *Set) CallTool(ctx context.Context, principal, name string, args json.Ra
 func add[In any](r registrar, t *mcp.Tool, h func(ctx context.Context, principal string, in *In) (any, error)) {
 	call := func(ctx context.Context, principal string, args json.RawMessage) (*mcp.CallToolResult, error) {
 		in := new(In)
-		if err := decodeArgs(args, in, t); err != nil {
+		if err := decodeArgs(args, in, t, r.set.tools...); err != nil {
 			return errorResult(err), nil
 		}
 		out, err := h(ctx, principal, in)
