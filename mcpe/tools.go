@@ -42,6 +42,30 @@ type SubscribeRequest struct {
 	ExpiresAt string `json:"expiresAt,omitempty"`
 	// Handler, when set, runs for each delivery.
 	Handler *HandlerSpec `json:"handler,omitempty"`
+	// DryRun creates nothing and answers a DryRunResult for Filter.
+	DryRun bool `json:"dryRun,omitempty"`
+}
+
+// Bounds of a dry run.
+const (
+	// PreviewWindow is how far back a dry run looks.
+	PreviewWindow = 24 * time.Hour
+	// PreviewSample is how many matched events a dry run returns.
+	PreviewSample = 3
+)
+
+// DryRunResult is the result of events_subscribe with dryRun: what the
+// filter would have matched among the events delivered to the caller's
+// inbox since Since.
+type DryRunResult struct {
+	Matched int `json:"matched"`
+	// Types counts the matched events per type.
+	Types map[string]int `json:"types"`
+	// Events are the newest PreviewSample matched events, newest first.
+	Events []json.RawMessage `json:"events"`
+	Since  time.Time         `json:"since"`
+	// Warnings name patterns that match no known event type.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // UpdateRequest are the arguments of events_update. Fields left out are kept.

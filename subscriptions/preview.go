@@ -1,0 +1,50 @@
+package subscriptions
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
+)
+
+// previewScan bounds how many of the newest inbox entries a dry run reads:
+// as many as the default retention keeps.
+const previewScan = 1000
+
+// Preview answers events_subscribe with dryRun and creates nothing: what f
+// would have matched among the events of principal's inbox (the newest
+// previewScan entries) delivered in the last mcpe.PreviewWindow, each event
+// counted once. It reads the inbox only, not every accepted event: the
+// events table does not record whom a PublishFor event was for, so
+// another principal's private events could not be told apart.
+func (s *Service) Preview(ctx context.Context, principal string, f mcpe.Filter) (mcpe.DryRunResult, error) {
+	res := mcpe.DryRunResult{Types: map[string]int{}, Events: []json.RawMessage{}, Since: s.clock.Now().UTC().Add(-mcpe.PreviewWindow)}
+	m, err := CompileFilter(f)
+	if err != nil {
+		return res, err
+	}
+	entries, err := s.store.LatestInbox(ctx, principal, previewScan)
+	if err != nil {
+		return res, err
+	}
+	counted := map[string]bool{}
+	for i := len(entries) - 1; i >= 0 && !entries[i].CreatedAt.Before(res.Since); i-- {
+		raws := entries[i].Events
+		if entries[i].Kind == mcpe.InboxEvent {
+			raws = []json.RawMessage{entries[i].Event}
+		}
+		for j := len(raws) - 1; j >= 0; j-- {
+			var ev mcpe.Event
+			if json.Unmarshal(raws[j], &ev) != nil || counted[ev.ID] || !m.Match(&ev) {
+				continue
+			}
+			counted[ev.ID] = true
+			res.Matched++
+			res.Types[ev.Type]++
+			if len(res.Events) < mcpe.PreviewSample {
+				res.Events = append(res.Events, raws[j])
+			}
+		}
+	}
+	return res, nil
+}
