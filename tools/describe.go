@@ -270,7 +270,8 @@ func (d describer) subscribeTool() *mcp.Tool {
 			"delivery": d.deliverySchema(),
 			"expiresAt": {Type: "string", Format: "date-time",
 				Description: "End, a future RFC 3339 time; you then get events/subscription_expired."},
-		}, []string{"filter", "delivery", "expiresAt"}, "filter"), false),
+			"dryRun": {Type: "boolean", Description: "true: create nothing; preview filter on your last 24h of inbox."},
+		}, []string{"filter", "delivery", "expiresAt", "dryRun"}, "filter"), false),
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
 	}
 }

@@ -195,7 +195,7 @@ func TestDecodeArgsErrors(t *testing.T) {
 		{subscribe, newSubscribe, `{"filter": {"tags": {}}}`, `filter.tags must be an array of strings, not an object`},
 		{subscribe, newSubscribe, `{"filter": 3}`, `filter must be an object, not a number`},
 		{subscribe, newSubscribe, `{"expiresAt": true}`, `expiresAt must be a string, not a boolean`},
-		{subscribe, newSubscribe, `{"filter": {}, "nope": 1}`, `unknown field "nope"; the arguments accept "delivery", "expiresAt", "filter", "handler" (see the input schema of events_subscribe; nested objects accept only the fields listed there)`},
+		{subscribe, newSubscribe, `{"filter": {}, "nope": 1}`, `unknown field "nope"; the arguments accept "delivery", "dryRun", "expiresAt", "filter", "handler" (see the input schema of events_subscribe; nested objects accept only the fields listed there)`},
 		{subscribe, newSubscribe, `{"filter": {"eventType": ["x"]}}`, `unknown field "eventType" in filter; filter accepts "eventTypes", "priority", "tags"`},
 		{subscribe, newSubscribe, `{"filter": {"tags": ["a"], "priorities": ["high"], "x": 1}}`, `unknown field "priorities" in filter; filter accepts "eventTypes", "priority", "tags"`},
 		{subscribe, newSubscribe, `{"filter": {"tags": ["a"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "@daily", "tz": "UTC"}}}`,

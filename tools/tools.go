@@ -24,6 +24,7 @@ import (
 // Service is what the tools need from the subscriptions domain.
 type Service interface {
 	Subscribe(ctx context.Context, principal string, req mcpe.SubscribeRequest) (*subscriptions.Subscription, error)
+	Preview(ctx context.Context, principal string, f mcpe.Filter) (mcpe.DryRunResult, error)
 	Unsubscribe(ctx context.Context, principal, id string) error
 	List(ctx context.Context, principal string, status mcpe.Status) ([]*subscriptions.Subscription, error)
 	Pause(ctx context.Context, principal, id string) (*subscriptions.Subscription, error)
@@ -74,7 +75,16 @@ func Register(s *mcp.Server, opts Options) *Set {
 	r := registrar{set: set, server: s, principal: opts.Principal, log: opts.Logger}
 
 	add(r, d.subscribeTool(), func(ctx context.Context, p string, in *mcpe.SubscribeRequest) (any, error) {
-		return view(svc.Subscribe(ctx, p, *in))
+		if in.DryRun {
+			res, err := svc.Preview(ctx, p, in.Filter)
+			res.Warnings = warnings(ctx, opts.Catalog, in.Filter.EventTypes)
+			return res, err
+		}
+		sub, err := svc.Subscribe(ctx, p, *in)
+		if err != nil {
+			return nil, err
+		}
+		return subscribed{sub.View(), warnings(ctx, opts.Catalog, in.Filter.EventTypes)}, nil
 	})
 	add(r, d.unsubscribeTool(), func(ctx context.Context, p string, in *mcpe.SubscriptionRef) (any, error) {
 		if err := svc.Unsubscribe(ctx, p, in.SubscriptionID); err != nil {
@@ -122,6 +132,13 @@ func Register(s *mcp.Server, opts Options) *Set {
 // the clients that read it.
 type listResult struct {
 	Subscriptions []listItem `json:"subscriptions"`
+}
+
+// subscribed is events_subscribe's result: the subscription, and what may
+// be wrong with its filter.
+type subscribed struct {
+	*mcpe.Subscription
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 type listItem struct {

@@ -646,7 +646,7 @@ func TestBadToolInput(t *testing.T) {
 		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "expiresAt": "2020-01-01T00:00:00Z"}`, `expiresAt: 2020-01-01T00:00:00Z is in the past (the server's time is 2026-03-01T09:00:00Z)`},
 		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "expiresAt": "tomorrow"}`, `expiresAt: "tomorrow" is not an RFC 3339 time; use e.g. "2026-03-01T10:00:00Z"`},
 		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "expiresAt": "2026-03-02T10:00:00"}`, `expiresAt: "2026-03-02T10:00:00" has no UTC offset`},
-		{"events_subscribe", `{"filters": {"eventTypes": ["*"]}}`, `unknown field "filters"; the arguments accept "delivery", "expiresAt", "filter"`},
+		{"events_subscribe", `{"filters": {"eventTypes": ["*"]}}`, `unknown field "filters"; the arguments accept "delivery", "dryRun", "expiresAt", "filter"`},
 		{"events_subscribe", `{"filter": {"eventTypes": ["*"]}, "handler": {"type": "bash"}}`, `handler: this server runs no handlers (the operator enabled none); leave handler out`},
 		{"events_subscribe", `[1]`, `the arguments must be a JSON object`},
 		{"events_unsubscribe", `{}`, `subscriptionId: is required; events_list shows your subscriptions and their IDs`},
