@@ -234,6 +234,9 @@ func TestMarkDelivers(t *testing.T) {
 		{"the digest again", func() {
 			c.notification(mcpe.MethodBatch, json.RawMessage(`{"subscriptionId": "d", "cursor": "5", "events": []}`))
 		}, nil, "5"},
+		{"an empty digest of e read by events_poll", func() {
+			c.pollItem(mcpe.PollItem{Cursor: "5", Kind: mcpe.InboxBatch, SubscriptionIDs: []string{"e"}, Events: []json.RawMessage{}})
+		}, []string{"batch e 5"}, "5"},
 		{"an expiry read by events_poll", func() {
 			c.pollItem(mcpe.PollItem{Cursor: "6", Kind: mcpe.InboxExpired, SubscriptionIDs: []string{"d"}})
 		}, []string{"expired d"}, "6"},

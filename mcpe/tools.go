@@ -164,8 +164,9 @@ type PollItem struct {
 	SubscriptionIDs []string `json:"subscriptionIds"`
 	// Event is set for kind "event".
 	Event json.RawMessage `json:"event,omitempty"`
-	// Events and Remaining are set for kind "batch".
-	Events    []json.RawMessage `json:"events,omitempty"`
+	// Events and Remaining are set for kind "batch"; Events is [] when a
+	// one-time delivery found nothing.
+	Events    []json.RawMessage `json:"events,omitzero"`
 	Remaining int               `json:"remaining,omitempty"`
 	// DeliveredAt is when the entry was written.
 	DeliveredAt time.Time `json:"deliveredAt"`

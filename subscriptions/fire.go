@@ -102,6 +102,7 @@ func (s *Service) fireLocked(ctx context.Context, due []DueFire, now time.Time) 
 			Max:            max,
 			Aggregate:      aggregate,
 			Drain:          drain,
+			Empty:          next == nil, // a last (one-time) delivery says so even when nothing came
 			Next:           next,
 			Expire:         next == nil && expire,
 			Pending:        s.opts.Presence != nil,

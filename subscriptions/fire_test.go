@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -328,6 +329,60 @@ func TestScheduledDeliveryExpires(t *testing.T) {
 	f.publishN("x", 3) // no longer matched
 	if got := f.get(sub.ID).BufferedEvents; got != 0 {
 		t.Errorf("an expired subscription buffered %d events", got)
+	}
+}
+
+// TestScheduledDeliveryOfNothingSaysSo checks that a one-time delivery whose
+// time comes with nothing waiting sends a digest of no events (then the
+// expiry notice, with autoExpire), so the model can say that nothing came;
+// events_poll returns it with "events": [].
+func TestScheduledDeliveryOfNothingSaysSo(t *testing.T) {
+	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	no := false
+	expiring := f.subscribe("alice", mcpe.SubscribeRequest{
+		Filter: mcpe.Filter{EventTypes: []string{"alert.critical"}},
+		Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{"scheduled"},
+			ScheduledDelivery: &mcpe.ScheduledDelivery{DeliverAt: "2026-03-02T09:00:00Z"}},
+	})
+	kept := f.subscribe("alice", mcpe.SubscribeRequest{
+		Filter: mcpe.Filter{EventTypes: []string{"alert.critical"}},
+		Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{"scheduled"},
+			ScheduledDelivery: &mcpe.ScheduledDelivery{DeliverAt: "2026-03-02T09:00:00Z", AutoExpire: &no, AggregateEvents: &no}},
+	})
+	f.publishN("alert.minor", 1) // not matched
+	f.clock.AdvanceTo(time.Date(2026, 3, 2, 9, 0, 0, 0, time.UTC))
+
+	sorted := func(ss []string) []string { slices.Sort(ss); return ss }
+	want := sorted([]string{expiring.ID[:8] + ":  (remaining 0)", kept.ID[:8] + ":  (remaining 0)"})
+	if diff := cmp.Diff(want, sorted(f.rec.batches())); diff != "" {
+		t.Errorf("digests mismatch (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"alice " + expiring.ID}, f.rec.expired()); diff != "" {
+		t.Errorf("expiry notices mismatch (-want +got):\n%s", diff)
+	}
+	if got := f.get(kept.ID); got.Status != mcpe.StatusActive || got.NextDelivery != nil || got.DeliveredCount != 0 {
+		t.Errorf("without autoExpire, after the delivery: status %s, next %+v, delivered %d", got.Status, got.NextDelivery, got.DeliveredCount)
+	}
+	// Nothing more is sent later.
+	f.clock.Advance(48 * time.Hour)
+	if got := f.rec.batches(); len(got) != 2 {
+		t.Errorf("digests after two more days: %v", got)
+	}
+
+	res, err := f.svc.Poll(context.Background(), "alice", mcpe.PollRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, it := range res.Items {
+		b, _ := json.Marshal(it)
+		if it.Kind == mcpe.InboxBatch && !strings.Contains(string(b), `"events":[]`) {
+			t.Errorf("events_poll item of an empty digest = %s, want \"events\":[]", b)
+		}
+		kinds = append(kinds, string(it.Kind))
+	}
+	if diff := cmp.Diff([]string{"batch", "batch", "subscription_expired"}, sorted(kinds)); diff != "" {
+		t.Errorf("events_poll kinds mismatch (-want +got):\n%s", diff)
 	}
 }
 

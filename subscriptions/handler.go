@@ -85,7 +85,8 @@ func (inv *Invocation) Payload() json.RawMessage {
 	if inv.Kind != mcpe.InboxBatch {
 		return inv.Event
 	}
-	b, _ := json.Marshal(mcpe.BatchParams{SubscriptionID: inv.SubscriptionID, Events: inv.Events, Remaining: inv.Remaining})
+	events := append([]json.RawMessage{}, inv.Events...) // [], not null, for a digest of nothing
+	b, _ := json.Marshal(mcpe.BatchParams{SubscriptionID: inv.SubscriptionID, Events: events, Remaining: inv.Remaining})
 	return b
 }
 

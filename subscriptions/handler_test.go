@@ -158,3 +158,13 @@ func TestHandlerCapability(t *testing.T) {
 		t.Errorf("capability handlers = %v, want [bash agent]", got)
 	}
 }
+
+// TestPayloadOfAnEmptyDigest checks that a handler given a digest of no
+// events (a one-time delivery that found nothing) hands on "events": [],
+// not null, as the stores read such a digest back with no events.
+func TestPayloadOfAnEmptyDigest(t *testing.T) {
+	inv := subscriptions.Invocation{SubscriptionID: "sub-1", Kind: mcpe.InboxBatch}
+	if got, want := string(inv.Payload()), `{"subscriptionId":"sub-1","events":[]}`; got != want {
+		t.Errorf("Payload() = %s, want %s", got, want)
+	}
+}

@@ -339,6 +339,9 @@ func (s *Service) pollItem(e InboxEntry) mcpe.PollItem {
 		Remaining:       e.Remaining,
 		DeliveredAt:     e.CreatedAt,
 	}
+	if e.Kind == mcpe.InboxBatch {
+		item.Events = []json.RawMessage{} // [], not left out, for a digest of nothing
+	}
 	left := 0
 	if e.Event != nil && s.tooDeep(e.Event) {
 		item.Event, left = nil, 1

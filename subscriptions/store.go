@@ -96,10 +96,11 @@ type DigestStore interface {
 	// and Next as its next; with Expire it then expires, with an
 	// InboxExpired entry. Entries of a request with Pending are marked for
 	// delivery when the owner next connects. An empty buffer writes no
-	// delivery entry. A request for a subscription that no longer exists,
-	// is not active or belongs to another principal is skipped, and so is
-	// one whose Due is set and is not the subscription's next fire. The results
-	// match reqs one for one, in order.
+	// delivery entry, unless Empty: then one InboxBatch with no events. A
+	// request for a subscription that no longer exists, is not active or
+	// belongs to another principal is skipped, and so is one whose Due is
+	// set and is not the subscription's next fire. The results match reqs
+	// one for one, in order.
 	Fire(ctx context.Context, reqs []FireRequest, now time.Time) ([]FireResult, error)
 	// DueFires returns the active subscriptions of buffered channel c whose
 	// next fire is at or before now, earliest first (then by ID), at most
@@ -299,6 +300,9 @@ type FireRequest struct {
 	Aggregate bool
 	// Drain delivers everything waiting, in deliveries of at most Max.
 	Drain bool
+	// Empty writes a digest even when nothing waits: one InboxBatch with no
+	// events.
+	Empty bool
 	// Next is the subscription's next fire; nil when there is none.
 	Next *time.Time
 	// Expire ends the subscription after this fire.

@@ -17,7 +17,8 @@ type delivery struct {
 }
 
 // deliveries are the inbox entries of one served request, in order: its
-// batches (Aggregate) or its single events, then its expiry notice.
+// batches (Aggregate) or its single events (or, with Empty, one batch of
+// none), then its expiry notice.
 func (ft *fireTx) deliveries(r subscriptions.FireRequest, w *waiting) []delivery {
 	ids := []string{r.SubscriptionID}
 	base := subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, CreatedAt: ft.now}
@@ -41,6 +42,11 @@ func (ft *fireTx) deliveries(r subscriptions.FireRequest, w *waiting) []delivery
 			e.Kind, e.Event = mcpe.InboxEvent, ev
 			out = append(out, delivery{InboxEntry: e, eventID: w.ids[j]})
 		}
+	}
+	if len(out) == 0 && r.Empty {
+		e := base
+		e.Kind = mcpe.InboxBatch
+		out = append(out, delivery{InboxEntry: e, eventIDs: "[]"})
 	}
 	if r.Expire {
 		e := base

@@ -471,6 +471,53 @@ func testFireExpire(t *testing.T, open Opener) {
 	}
 }
 
+// testFireEmpty checks that a request with Empty (the last fire of a
+// one-time delivery) writes one InboxBatch of no events when nothing waits,
+// aggregating or not, before its expiry notice with Expire, and read back
+// like any entry; with events waiting, it delivers them as usual.
+func testFireEmpty(t *testing.T, open Opener) {
+	tests := []struct {
+		name              string
+		aggregate, expire bool
+		buffered          int
+		want              []sent // nil: one batch of no events
+	}{
+		{name: "digest of nothing, then the expiry", aggregate: true, expire: true},
+		{name: "digest of nothing, kept active", aggregate: true},
+		{name: "digest of nothing without aggregating", expire: true},
+		{name: "events waiting", aggregate: true, expire: true, buffered: 2, want: []sent{{span(1, 2), 0}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := open(t)
+			sub := scheduledSub(1, "alice")
+			create(t, s, sub)
+			raws := fill(t, s, 1, tt.buffered, t0, sub)
+
+			now := at(time.Hour)
+			req := fireReq(sub, 1000, tt.aggregate)
+			req.Drain, req.Expire, req.Empty, req.Pending = true, tt.expire, true, true
+			got := fireOne(t, s, req, now)
+			entries := sentEntries(tt.want, sub, now, raws, tt.aggregate)
+			if tt.want == nil {
+				entries = []subscriptions.InboxEntry{batchEntry(0, sub, now, 0, nil)}
+			}
+			if tt.expire {
+				entries = append(entries, expiredEntry(0, sub, now))
+			}
+			diff(t, "Fire", subscriptions.FireResult{SubscriptionID: sub.ID, Entries: markPending(entries)}, got, ignoreSeq)
+			diff(t, "inbox", got.Entries, inbox(t, s, "alice"))
+			diff(t, "PendingEntries", got.Entries, pendingEntries(t, s, "alice", 10))
+			// A digest of nothing is a delivery of no events.
+			want := timing{Status: mcpe.StatusActive, LastFire: &now, Delivered: eventsIn(tt.want), LastDelivered: &now}
+			if tt.expire {
+				want.Status = mcpe.StatusExpired
+			}
+			diff(t, "subscription", want, timingOf(t, s, sub))
+		})
+	}
+}
+
 // testFirePending checks that PendingEntries returns the most recent entries
 // that Fire marked pending, oldest first, until ClearPending unmarks them.
 func testFirePending(t *testing.T, open Opener) {

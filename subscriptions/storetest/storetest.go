@@ -72,6 +72,7 @@ func Run(t *testing.T, open Opener) {
 		{"TimedSubscriptionRoundTrip", testTimedRoundTrip},
 		{"FireDelivers", testFireDelivers},
 		{"FireExpire", testFireExpire},
+		{"FireEmpty", testFireEmpty},
 		{"FirePending", testFirePending},
 		{"FireSkipped", testFireSkipped},
 		{"FireManyRequests", testFireManyRequests},
