@@ -11,8 +11,8 @@ import (
 // type matches). The error is an *InvalidError whose field is relative to
 // the filter, such as "filter.priority[0]".
 func (f Filter) Patterns() ([]Pattern, error) {
-	if f.EventTypes == nil && f.Tags == nil && f.Priority == nil {
-		return nil, Invalid("filter", "is empty; give at least one of eventTypes, tags or priority. To receive every event, use {\"eventTypes\": [\"*\"]}")
+	if f.EventTypes == nil && f.Tags == nil && f.Priority == nil && f.Where == "" {
+		return nil, Invalid("filter", "is empty; give at least one of eventTypes, tags, priority or where. To receive every event, use {\"eventTypes\": [\"*\"]}")
 	}
 	var patterns []Pattern
 	if f.EventTypes != nil {

@@ -49,6 +49,9 @@ type Filter struct {
 	Tags []string `json:"tags,omitempty"`
 	// Priority matches when the event's priority is in the list.
 	Priority []Priority `json:"priority,omitempty"`
+	// Where is a CEL condition over type, priority, tags and data that
+	// narrows what the other parts matched; a missing field makes it false.
+	Where string `json:"where,omitempty"`
 }
 
 // MaxFilterPatterns bounds the eventTypes of one filter.
@@ -173,6 +176,7 @@ func (s *Subscription) Clone() *Subscription {
 		EventTypes: slices.Clone(s.Filter.EventTypes),
 		Tags:       slices.Clone(s.Filter.Tags),
 		Priority:   slices.Clone(s.Filter.Priority),
+		Where:      s.Filter.Where,
 	}
 	c.Delivery = s.Delivery.Clone()
 	c.Handler = s.Handler.Clone()

@@ -3,6 +3,8 @@ package subscriptions
 import (
 	"slices"
 
+	"cel.dev/cel-go/cel"
+
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -12,6 +14,10 @@ type Matcher struct {
 	tags     []string
 	// priorities is a bit mask of the accepted priorities; 0 accepts all.
 	priorities uint8
+	// where is the compiled mcpe.Filter.Where (nil for none), and
+	// whereCost its estimated cost.
+	where     cel.Program
+	whereCost int
 }
 
 // CompileFilter validates f (mcpe.Filter.Patterns says what is refused, and
@@ -32,7 +38,10 @@ func CompileFilter(f mcpe.Filter) (*Matcher, error) {
 	for _, p := range f.Priority {
 		m.priorities |= priorityBit(p)
 	}
-	return m, nil
+	if f.Where != "" {
+		m.where, m.whereCost, err = compileWhere(f.Where)
+	}
+	return m, err
 }
 
 // Patterns returns the compiled eventTypes; empty means any type.
@@ -43,26 +52,22 @@ func (m *Matcher) Match(ev *mcpe.Event) bool {
 	if len(m.patterns) > 0 && !slices.ContainsFunc(m.patterns, func(p Pattern) bool { return p.Match(ev.Type) }) {
 		return false
 	}
-	return m.matchRest(ev)
+	return m.matchRest(&eventVars{ev: ev})
 }
 
-// matchRest checks the tag and priority parts, the ones the index does not
-// cover.
-func (m *Matcher) matchRest(ev *mcpe.Event) bool {
+// matchRest checks the tag, priority and where parts, the ones the index
+// does not cover, in that order.
+func (m *Matcher) matchRest(v *eventVars) bool {
+	ev := v.ev
 	if m.priorities != 0 && m.priorities&priorityBit(ev.Metadata.Priority) == 0 {
 		return false
 	}
-	if len(m.tags) > 0 {
-		for _, t := range ev.Metadata.Tags {
-			if slices.Contains(m.tags, t) {
-				return true
-			}
-		}
+	if len(m.tags) > 0 && !slices.ContainsFunc(ev.Metadata.Tags, func(t string) bool { return slices.Contains(m.tags, t) }) {
 		return false
 	}
-	return true
+	return m.where == nil || v.where(m.where)
 }
 
-// typeOnly reports whether the matcher has no tag or priority part, so that a
-// type match is a full match.
-func (m *Matcher) typeOnly() bool { return m.priorities == 0 && len(m.tags) == 0 }
+// typeOnly reports whether the matcher has no tag, priority or where part,
+// so that a type match is a full match.
+func (m *Matcher) typeOnly() bool { return m.priorities == 0 && len(m.tags) == 0 && m.where == nil }

@@ -572,7 +572,7 @@ func TestFilterCompileInvalid(t *testing.T) {
 		{
 			name:   "empty filter",
 			filter: mcpe.Filter{},
-			want:   `filter: is empty; give at least one of eventTypes, tags or priority. To receive every event, use {"eventTypes": ["*"]}`,
+			want:   `filter: is empty; give at least one of eventTypes, tags, priority or where. To receive every event, use {"eventTypes": ["*"]}`,
 		},
 		{
 			name:   "empty eventTypes",

@@ -32,7 +32,8 @@ type Entry struct {
 	// Delivery is how matching events reach the owner.
 	Delivery mcpe.Delivery
 	matcher  *Matcher
-	// cost is the sum of its patterns' costs (mcpe.Pattern.Cost).
+	// cost is the sum of its patterns' costs (mcpe.Pattern.Cost) and of
+	// its where condition's.
 	cost int
 	// updated and filter are the subscription's UpdatedAt and Filter:
 	// which version of it the entry is (two changes can share a time).
@@ -50,11 +51,12 @@ func NewEntry(sub *Subscription) (*Entry, error) {
 	for _, p := range m.patterns {
 		e.cost += p.Cost()
 	}
+	e.cost += m.whereCost
 	return e, nil
 }
 
 // Cost is what matching the entry's patterns against one event type costs
-// (the sum of mcpe.Pattern.Cost).
+// (the sum of mcpe.Pattern.Cost), plus its where condition's estimate.
 func (e *Entry) Cost() int { return e.cost }
 
 // Index finds the subscriptions an event matches. Exact types are looked up in
@@ -186,6 +188,7 @@ type patternUses struct {
 
 func (u *patternUses) add(e *Entry, d int) {
 	u.entries += d
+	u.cost += d * e.matcher.whereCost
 	for _, p := range e.patterns() {
 		if p.Exact() {
 			continue
@@ -217,8 +220,8 @@ func (x *Index) Owned(prefix string) int {
 	return n
 }
 
-// CostWith returns what principal's patterns would cost with entry in the
-// index in place of old (nil for none).
+// CostWith returns what principal's patterns and where conditions would
+// cost with entry in the index in place of old (nil for none).
 func (x *Index) CostWith(principal string, old, entry *Entry) int {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
@@ -226,9 +229,10 @@ func (x *Index) CostWith(principal string, old, entry *Entry) int {
 	if u == nil {
 		u = &patternUses{}
 	}
-	cost := u.cost
+	cost := u.cost + entry.matcher.whereCost
 	usedByOld := make(map[string]bool)
 	if old != nil {
+		cost -= old.matcher.whereCost
 		for _, p := range old.patterns() {
 			if !p.Exact() {
 				usedByOld[p.String()] = true
@@ -416,8 +420,9 @@ func (x *Index) Match(ev *mcpe.Event) []*Entry {
 		return c.entries
 	}
 	var out []*Entry
+	v := &eventVars{ev: ev}
 	for _, e := range c.entries {
-		if e.matcher.matchRest(ev) {
+		if e.matcher.matchRest(v) {
 			out = append(out, e)
 		}
 	}

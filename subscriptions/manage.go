@@ -97,7 +97,7 @@ func (s *Service) checkRoom(principal string, old, entry *Entry) error {
 	return invalid("filter.eventTypes", "your active subscriptions' patterns would cost %d to match against each new event type, "+
 		"over this server's limit of %d per principal. An exact type costs nothing; a pattern costs (1 + its wildcards) "+
 		"times its alternatives, so \"github.*\" costs 2 and \"{a,b}.*.x\" costs 4, counted once however many of your "+
-		"subscriptions use it. Use exact types or fewer patterns, "+
+		"subscriptions use it; a where condition adds its estimated cost. Use exact types, fewer patterns or simpler conditions, "+
 		"or remove or pause subscriptions you no longer need", cost, s.opts.MaxPatternCost)
 }
 

@@ -172,7 +172,8 @@ func (d describer) filterSchema() *jsonschema.Schema {
 		"eventTypes": list(&jsonschema.Schema{Type: "string"}, ptr(mcpe.MaxFilterPatterns), "Any may match. "+mcpe.PatternHelp),
 		"tags":       list(&jsonschema.Schema{Type: "string"}, ptr(mcpe.MaxTags), "Any of these tags."),
 		"priority":   list(&jsonschema.Schema{Type: "string", Enum: priorities}, nil, "Any of these priorities."),
-	}, []string{"eventTypes", "tags", "priority"})
+		"where":      {Type: "string", Description: "CEL on type, priority, tags, data: data.pr.merged == true"},
+	}, []string{"eventTypes", "tags", "priority", "where"})
 	s.Description = "Every part given must match."
 	return s
 }

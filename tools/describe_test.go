@@ -196,8 +196,8 @@ func TestDecodeArgsErrors(t *testing.T) {
 		{subscribe, newSubscribe, `{"filter": 3}`, `filter must be an object, not a number`},
 		{subscribe, newSubscribe, `{"expiresAt": true}`, `expiresAt must be a string, not a boolean`},
 		{subscribe, newSubscribe, `{"filter": {}, "nope": 1}`, `unknown field "nope"; the arguments accept "delivery", "dryRun", "expiresAt", "filter", "handler" (see the input schema of events_subscribe; nested objects accept only the fields listed there)`},
-		{subscribe, newSubscribe, `{"filter": {"eventType": ["x"]}}`, `unknown field "eventType" in filter; filter accepts "eventTypes", "priority", "tags"`},
-		{subscribe, newSubscribe, `{"filter": {"tags": ["a"], "priorities": ["high"], "x": 1}}`, `unknown field "priorities" in filter; filter accepts "eventTypes", "priority", "tags"`},
+		{subscribe, newSubscribe, `{"filter": {"eventType": ["x"]}}`, `unknown field "eventType" in filter; filter accepts "eventTypes", "priority", "tags", "where"`},
+		{subscribe, newSubscribe, `{"filter": {"tags": ["a"], "priorities": ["high"], "x": 1}}`, `unknown field "priorities" in filter; filter accepts "eventTypes", "priority", "tags", "where"`},
 		{subscribe, newSubscribe, `{"filter": {"tags": ["a"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "@daily", "tz": "UTC"}}}`,
 			`unknown field "tz" in delivery.cronSchedule; delivery.cronSchedule accepts "aggregateEvents", "expression", "maxEventsPerDelivery", "timezone"`},
 		{subscribe, newSubscribe, `{"filter": {"tags": ["a"]}, "delivery": {"channel": ["realtime"]}}`,
@@ -207,7 +207,7 @@ func TestDecodeArgsErrors(t *testing.T) {
 		{subscribe, newSubscribe, `{"filter": `, `the arguments are not valid JSON: they end too early`},
 		{update, newUpdate, `{"subscriptionId": "x", "handler": {"type": "webhook", "uri": "https://x"}}`,
 			`unknown field "uri" in handler; handler accepts "args", "command", "headers", "input", "instructions", "maxTokens", "model", "systemPrompt", "timeout", "tools", "type", "url"`},
-		{update, newUpdate, `{"subscriptionId": "x", "filter": {"eventType": ["x"]}}`, `unknown field "eventType" in filter; filter accepts "eventTypes", "priority", "tags"`},
+		{update, newUpdate, `{"subscriptionId": "x", "filter": {"eventType": ["x"]}}`, `unknown field "eventType" in filter; filter accepts "eventTypes", "priority", "tags", "where"`},
 		{update, newUpdate, `{"subscriptionId": "x", "delivery": {"channels": ["cron"], "cronSchedule": {"tz": "UTC"}}}`,
 			`unknown field "tz" in delivery.cronSchedule; delivery.cronSchedule accepts "aggregateEvents", "expression", "maxEventsPerDelivery", "timezone"`},
 		{update, newUpdate, `{"subscriptionId": "x", "handler": null}`, ``},
@@ -297,7 +297,7 @@ func TestUpdateErrorsExplainSubscribeShapes(t *testing.T) {
 	set := Register(mcp.NewServer(&mcp.Implementation{Name: "test"}, nil), Options{Service: capsOnly{},
 		Principal: func(context.Context, *mcp.CallToolRequest) (string, error) { return "alice", nil }})
 	for args, want := range map[string]string{
-		`{"subscriptionId": "x", "filter": {"eventType": ["x"]}}`:             `unknown field "eventType" in filter; filter accepts "eventTypes", "priority", "tags"`,
+		`{"subscriptionId": "x", "filter": {"eventType": ["x"]}}`:             `unknown field "eventType" in filter; filter accepts "eventTypes", "priority", "tags", "where"`,
 		`{"subscriptionId": "x", "handler": {"type": "webhook", "uri": "u"}}`: `unknown field "uri" in handler; handler accepts "args", "command", "headers", "input", "instructions", "maxTokens", "model", "systemPrompt", "timeout", "tools", "type", "url"`,
 	} {
 		res, err := set.CallTool(context.Background(), "alice", mcpe.ToolUpdate, json.RawMessage(args))

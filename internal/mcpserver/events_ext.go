@@ -136,9 +136,12 @@ func (s *Server) deliveryModes() []string {
 	return []string{"poll", "push"}
 }
 
-// typeArgsSchema is the inputSchema of a catalog type: optional tags and
-// priorities that narrow it, as in an MCPE filter.
-var typeArgsSchema = json.RawMessage(`{"type":"object","properties":{` +
+// whereArg is the schema of an MCPE filter's where, in the arguments.
+const whereArg = `"where":{"type":"string","description":"Keep the events this CEL condition on type, priority, tags and data holds for, such as data.pull_request.merged == true."},`
+
+// typeArgsSchema is the inputSchema of a catalog type: optional tags,
+// priorities and condition that narrow it, as in an MCPE filter.
+var typeArgsSchema = json.RawMessage(`{"type":"object","properties":{` + whereArg +
 	`"tags":{"type":"array","items":{"type":"string"},"description":"Keep the events that carry at least one of these tags, such as \"repo:acme/web\"."},` +
 	`"priority":{"type":"array","items":{"type":"string","enum":["low","normal","high","critical"]},"description":"Keep the events with one of these priorities."}},` +
 	`"additionalProperties":false}`)
@@ -148,7 +151,7 @@ var filterArgsSchema = func() json.RawMessage {
 	help, _ := json.Marshal(mcpe.PatternHelp)
 	return json.RawMessage(`{"type":"object","properties":{` +
 		`"eventTypes":{"type":"array","items":{"type":"string"},"maxItems":64,"description":` + string(help) + `},` +
-		`"tags":{"type":"array","items":{"type":"string"},"description":"Keep the events that carry at least one of these tags."},` +
+		`"tags":{"type":"array","items":{"type":"string"},"description":"Keep the events that carry at least one of these tags."},` + whereArg +
 		`"priority":{"type":"array","items":{"type":"string","enum":["low","normal","high","critical"]},"description":"Keep the events with one of these priorities."}},` +
 		`"minProperties":1,"additionalProperties":false}`)
 }()
@@ -182,7 +185,7 @@ func (s *Server) eventTypes(ctx context.Context) ([]eventTypeInfo, error) {
 	out := []eventTypeInfo{{
 		Name: FilterEventType,
 		Description: "Every event that matches an MCPE filter, from any source (the same filter as events_subscribe): " +
-			"eventTypes patterns, tags and priorities. Each occurrence's data is the whole event; its type field tells which.",
+			"eventTypes patterns, tags, priorities and a where condition. Each occurrence's data is the whole event; its type field tells which.",
 		Delivery:      s.deliveryModes(),
 		InputSchema:   filterArgsSchema,
 		PayloadSchema: filterPayloadSchema,
@@ -274,9 +277,9 @@ func (s *Server) resolve(ctx context.Context, name string, args json.RawMessage)
 		return subscriptionKey{}, invalidParams("name is required: an event type from events/list")
 	}
 	var f mcpe.Filter
-	accepted := "tags and priority"
+	accepted := "tags and priority (arrays of strings) and where (a CEL condition)"
 	if name == FilterEventType {
-		accepted = "eventTypes, tags and priority"
+		accepted = "eventTypes, " + accepted
 	} else {
 		types, err := s.eventTypes(ctx)
 		if err != nil {
@@ -293,11 +296,12 @@ func (s *Server) resolve(ctx context.Context, name string, args json.RawMessage)
 			EventTypes []string        `json:"eventTypes"`
 			Tags       []string        `json:"tags"`
 			Priority   []mcpe.Priority `json:"priority"`
+			Where      string          `json:"where"`
 		}
 		dec := json.NewDecoder(bytes.NewReader(args))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&a); err != nil {
-			return subscriptionKey{}, invalidParams("arguments of %q: %v; an object with %s (arrays of strings) is accepted", name, err, accepted)
+			return subscriptionKey{}, invalidParams("arguments of %q: %v; an object with %s is accepted", name, err, accepted)
 		}
 		if name != FilterEventType && a.EventTypes != nil {
 			return subscriptionKey{}, invalidParams("arguments of %q take no eventTypes; use the type %q to match patterns", name, FilterEventType)
@@ -305,10 +309,10 @@ func (s *Server) resolve(ctx context.Context, name string, args json.RawMessage)
 		if name == FilterEventType {
 			f.EventTypes = a.EventTypes
 		}
-		f.Tags, f.Priority = a.Tags, a.Priority
+		f.Tags, f.Priority, f.Where = a.Tags, a.Priority, a.Where
 	}
-	if name == FilterEventType && len(f.EventTypes)+len(f.Tags)+len(f.Priority) == 0 {
-		return subscriptionKey{}, invalidParams("arguments of %q need at least one of eventTypes, tags and priority, such as {\"eventTypes\":[\"github.*\"]}", FilterEventType)
+	if name == FilterEventType && len(f.EventTypes)+len(f.Tags)+len(f.Priority)+len(f.Where) == 0 {
+		return subscriptionKey{}, invalidParams("arguments of %q need at least one of eventTypes, tags, priority and where, such as {\"eventTypes\":[\"github.*\"]}", FilterEventType)
 	}
 	slices.Sort(f.EventTypes)
 	f.EventTypes = slices.Compact(f.EventTypes)

@@ -623,7 +623,7 @@ func TestBadToolInput(t *testing.T) {
 		args string
 		want string
 	}{
-		{"events_subscribe", `{}`, `filter: is empty; give at least one of eventTypes, tags or priority. To receive every event, use {"eventTypes": ["*"]}`},
+		{"events_subscribe", `{}`, `filter: is empty; give at least one of eventTypes, tags, priority or where. To receive every event, use {"eventTypes": ["*"]}`},
 		{"events_subscribe", `{"filter": {}}`, `filter: is empty`},
 		{"events_subscribe", `{"filter": {"eventTypes": []}}`, `filter.eventTypes: is an empty list`},
 		{"events_subscribe", `{"filter": {"eventTypes": ["git{hub"]}}`, `filter.eventTypes[0]: "git{hub" is not a valid pattern (unclosed`},
