@@ -28,7 +28,8 @@ const replayScan = 5000
 // sessions, or kept for the owner's return), and the next fire is counted
 // from now: a cron subscription fires next at its first time after now; a
 // one-time (scheduled) one fired before its deliverAt still fires then, and
-// expires. An empty buffer delivers nothing.
+// expires. An empty buffer delivers nothing, but at a last fire (one with
+// no next) a digest of no events, as the schedule's would.
 func (s *Service) FireNow(ctx context.Context, principal, id string) (*Subscription, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
