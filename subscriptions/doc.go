@@ -1,8 +1,8 @@
 // Package subscriptions is the domain of mcpe-server: the subscription as
 // the server keeps it, filters compiled into matchers, the matching index,
 // the Service that creates, changes and routes, quotas and retention, and the
-// Store contract every backend implements (subscriptions/sqlite; the contract
-// suite is subscriptions/storetest). The wire shapes it works with (events,
+// Store contract every backend implements (subscriptions/sqlite and
+// subscriptions/postgres; the contract suite is subscriptions/storetest). The wire shapes it works with (events,
 // filters, deliveries, handler settings, tool arguments) are those of package
 // mcpe; it imports no other package of the project except clock.
 //
