@@ -231,8 +231,8 @@ func (s *Service) applyChanges(changes []Change) int {
 		n++
 		e, err := NewEntry(sub)
 		if err != nil {
-			s.log.Error("stored subscription has a filter this version rejects; it receives no new events until updated",
-				"subscription_id", sub.ID, "error", err)
+			s.log.Error("stored subscription has a filter this version rejects",
+				"subscription_id", sub.ID, "error", err, "effect", "it receives no new events until updated")
 			s.removeEntry(sub.ID)
 			continue
 		}
@@ -260,7 +260,7 @@ func (s *Service) reloadLocked(ctx context.Context) error {
 		}
 	}
 	s.applyChanges(changes)
-	s.log.Info("subscriptions reloaded: changes made by other processes were removed before this one read them", "active", len(subs))
+	s.log.Info("subscriptions reloaded", "active", len(subs), "reason", "changes made by other processes were removed before this one read them")
 	return nil
 }
 

@@ -59,11 +59,11 @@ func (s *Service) markRun() {
 	known, err := s.runs.MarkRun(ctx, s.run, now)
 	switch {
 	case err != nil:
-		s.log.Error("mark this server's run in the store; once its marks fail for the mark lapse, other servers take it as ended and delete what its sessions without a token own",
-			"error", err, "lapse", s.opts.MarkLapse)
+		s.log.Error("mark this server's run in the store", "error", err, "lapse", s.opts.MarkLapse,
+			"effect", "once its marks fail for the lapse, other servers take it as ended and delete what its sessions without a token own")
 	case !known && s.marked:
-		s.log.Error("another server took this one as ended (no mark of its run reached the store for the mark lapse: the store was unreachable, or this process stopped) and deleted what its sessions without a token owned; ending those sessions, whose clients start new ones",
-			"lapse", s.opts.MarkLapse)
+		s.log.Error("another server took this one as ended; ending its sessions without a token", "lapse", s.opts.MarkLapse,
+			"cause", "no mark of its run reached the store for the lapse: the store was unreachable, or this process stopped", "effect", "what those sessions owned was deleted; their clients start new ones")
 		if s.opts.RunLost != nil {
 			s.opts.RunLost()
 		}
@@ -100,8 +100,8 @@ func (s *Service) reclaimLapsed(ctx context.Context, before time.Time) {
 		case err != nil:
 			s.log.Error("delete what the sessions of a server that ended own", "run", run, "error", err)
 		case gone:
-			s.log.Info("deleted what the sessions without a token of a server that ended without deleting it owned (its marks lapsed)",
-				"run", run, "subscriptions", n)
+			s.log.Info("deleted what the sessions without a token of an ended server owned",
+				"run", run, "subscriptions", n, "reason", "its marks lapsed and it had not deleted it")
 		}
 	}
 }

@@ -320,13 +320,13 @@ func (s *Service) Start(ctx context.Context) error {
 		if c, ok := s.store.(Companions); ok {
 			var err error
 			if beside, err = c.OpenedBeside(); err != nil {
-				s.log.Warn("could not tell whether other servers use the store, so took it that they do: what sessions without a token of earlier runs left is deleted once their marks lapse, not now",
-					"error", err, "lapse", s.opts.MarkLapse)
+				s.log.Warn("could not tell whether other servers use the store; assuming they do", "error", err, "lapse", s.opts.MarkLapse,
+					"effect", "what sessions without a token of earlier runs left is deleted once their marks lapse, not now")
 			}
 		}
 		if beside {
-			s.log.Info("kept the subscriptions of sessions without a token of other servers: they use the store too; those of a server that ended without deleting them go once its marks lapse",
-				"lapse", s.opts.MarkLapse)
+			s.log.Info("kept the subscriptions of other servers' sessions without a token", "lapse", s.opts.MarkLapse,
+				"reason", "they use the store too", "effect", "those of a server that ended without deleting them go once its marks lapse")
 		} else {
 			n, err := s.store.DeletePrincipalsWithPrefix(ctx, p)
 			if err != nil {
@@ -350,8 +350,8 @@ func (s *Service) Start(ctx context.Context) error {
 	for _, sub := range subs {
 		e, err := NewEntry(sub)
 		if err != nil {
-			s.log.Error("stored subscription has a filter this version rejects; it receives no new events until updated",
-				"subscription_id", sub.ID, "error", err)
+			s.log.Error("stored subscription has a filter this version rejects",
+				"subscription_id", sub.ID, "error", err, "effect", "it receives no new events until updated")
 			continue
 		}
 		s.putEntry(e)

@@ -65,8 +65,8 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if n.truncatedAlerts > 0 {
-		a.log.Warn("alertmanager left alerts out of a notification; raise max_alerts in its webhook_config to receive them",
-			"receiver", n.receiver, "group_key", n.groupKey, "truncated_alerts", n.truncatedAlerts)
+		a.log.Warn("alertmanager left alerts out of a notification", "receiver", n.receiver, "group_key", n.groupKey,
+			"truncated_alerts", n.truncatedAlerts, "hint", "raise max_alerts in its webhook_config to receive them")
 	}
 
 	res := Response{Accepted: adapters.Accepted{IDs: []string{}}}

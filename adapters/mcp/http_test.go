@@ -455,7 +455,7 @@ func TestHTTPUpstreamWithoutNotificationStream(t *testing.T) {
 		t.Errorf("protocolVersion %v; want the one asked for, 2025-11-25", v)
 	}
 	eventually(t, "a warning that no notification can arrive", func() bool {
-		return strings.Contains(logs.String(), "refused the stream that carries notifications outside requests")
+		return strings.Contains(logs.String(), "stream for notifications outside requests refused")
 	})
 	if st := state(t, a); st.Status != StatusConnected {
 		t.Errorf("state %+v; want connected", st)

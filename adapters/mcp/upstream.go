@@ -573,9 +573,9 @@ func (s *session) listenEnded(err error) {
 // stream for notifications outside requests.
 func (s *session) noStandaloneStream(status int) {
 	s.warnOnce.Do(func() {
-		s.u.log.Warn("mcp upstream: the server refused the stream that carries notifications outside requests, so no list change, resource update, log message or event can arrive from it; "+
-			"a stateless Streamable HTTP server needs protocol 2026-07-28, where they come over subscriptions/listen",
-			"http_status", status, "protocol_version", s.u.cfg.protocolVersion())
+		s.u.log.Warn("mcp upstream: stream for notifications outside requests refused", "http_status", status, "protocol_version", s.u.cfg.protocolVersion(),
+			"effect", "no list change, resource update, log message or event can arrive from it",
+			"hint", "a stateless Streamable HTTP server needs protocol 2026-07-28, where they come over subscriptions/listen")
 	})
 }
 

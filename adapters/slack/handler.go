@@ -65,11 +65,11 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusOK)
 		io.WriteString(w, req.challenge)
 	case typeAppRateLimited:
-		args := []any{"team_id", req.teamID, "api_app_id", req.apiAppID}
+		args := []any{"team_id", req.teamID, "api_app_id", req.apiAppID, "limit", "30,000 events per workspace per hour", "effect", "the events of that minute are not sent"}
 		if req.minuteRateLimited > 0 {
 			args = append(args, "minute_rate_limited", time.Unix(req.minuteRateLimited, 0).UTC().Format(time.RFC3339))
 		}
-		a.log.Warn("slack is rate limiting this app's events (more than 30,000 per workspace in an hour): the events of that minute are not sent", args...)
+		a.log.Warn("slack is rate limiting this app's events", args...)
 		httpapi.WriteJSON(w, http.StatusOK, adapters.Accepted{IDs: []string{}})
 	default: // typeEventCallback
 		a.publish(w, r, req, now, retry)

@@ -148,8 +148,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			if err := portShared(ctx, serveHTTP, err, a.StoreID(), dbName); err != nil {
 				return err
 			}
-			log.Info("HTTP port taken by another mcpe-server on the same database: serving stdio only; what is posted there reaches this server's sessions through the database",
-				"addr", serveHTTP)
+			log.Info("HTTP port taken by another mcpe-server on the same database: serving stdio only",
+				"addr", serveHTTP, "effect", "what is posted there reaches this server's sessions through the database")
 		}
 	}
 	if serveStdio {

@@ -882,8 +882,8 @@ func (r *Registry) send(s *session, msgs []Message, lastOK *time.Time) bool {
 		}
 		if r.opts.Clock.Now().Sub(*lastOK) >= r.opts.StreamWait {
 			r.failed.Add(1)
-			r.log.Warn("a session could not be written to for the stream wait: given up (the inbox keeps what it was owed for events_poll)",
-				"principal", s.o.principal, "error", err, "stream_wait", r.opts.StreamWait)
+			r.log.Warn("session not writable for the stream wait; given up", "principal", s.o.principal, "error", err,
+				"stream_wait", r.opts.StreamWait, "effect", "the inbox keeps what it was owed for events_poll")
 			return false
 		}
 		select {

@@ -22,7 +22,7 @@ func newSandboxPaths(o *Options) (sandboxPaths, error) {
 	sp := sandboxPaths{private: o.HiddenPaths, hidden: []string{o.WorkRoot}}
 	for _, p := range o.HiddenPaths {
 		if p == "/" {
-			o.Logger.Warn("bash handler: the root directory cannot be hidden from handler programs; list the paths in it instead", "path", p)
+			o.Logger.Warn("bash handler: the root directory cannot be hidden", "path", p, "hint", "list the paths in it instead")
 		}
 	}
 	// The server's home holds what its user keeps private: keys,
@@ -70,7 +70,7 @@ func findBwrap(o *Options, sp *sandboxPaths) (string, error) {
 			if required {
 				return "", errors.New(`bash: sandbox is "bwrap" but bwrap is not in PATH; install bubblewrap (apt-get install bubblewrap), set bwrapPath, or set sandbox to "auto" or "off"`)
 			}
-			o.Logger.Warn("bash handler: bubblewrap not found; programs run without a sandbox (install bubblewrap: apt-get install bubblewrap)")
+			o.Logger.Warn("bash handler: bubblewrap not found; programs run without a sandbox", "hint", "apt-get install bubblewrap")
 			return "", nil
 		}
 		path = p

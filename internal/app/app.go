@@ -220,7 +220,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	a.Catalog = a.sources.catalog
 	if a.sources.served() && !opts.HTTP {
-		log.Warn("webhook adapters are configured but HTTP is not served, so nothing can reach them; start with --http ADDR or set http.addr")
+		log.Warn("webhook adapters configured but HTTP not served", "effect", "nothing can reach them", "hint", "start with --http ADDR or set http.addr")
 	}
 	srv, err := mcpserver.New(mcpserver.Options{
 		Service:  svc,

@@ -55,7 +55,7 @@ func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk
 		if runner.Sandboxed() {
 			log.Info("bash handler on", "commands", set.commands, "sandbox", "bubblewrap")
 		} else {
-			log.Warn("bash handler on without a sandbox: allowed programs run with the server's file and network access; install bubblewrap to confine them", "commands", set.commands)
+			log.Warn("bash handler on without a sandbox", "commands", set.commands, "effect", "allowed programs run with the server's file and network access", "hint", "install bubblewrap to confine them")
 		}
 	}
 	if w := cfg.Webhook; w != nil && w.Enabled {

@@ -526,7 +526,7 @@ func (s *Server) rearmWebhooks() {
 	defer cancel()
 	subs, err := s.webhooks.backend.Expiring(ctx, webhookIDPrefix, webhookFilterIDPrefix)
 	if err != nil {
-		s.log.Error("find the webhook subscriptions to expire; those made before this start end without a terminated body", "error", err)
+		s.log.Error("find the webhook subscriptions to expire", "error", err, "effect", "those made before this start end without a terminated body")
 		return
 	}
 	for _, sub := range subs {
