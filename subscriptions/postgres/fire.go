@@ -3,20 +3,17 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
-// A fire is set-based, as in the SQLite store: whatever the number of
-// subscriptions in one Fire call, it runs a fixed handful of statements
-// (take the owners' rows, claim the active subscriptions, take their oldest
-// waiting events, drop them from the buffers, write the inbox entries,
-// expire). Holding the owners' rows keeps publishes to the same buffers
-// out until it commits, so what it reads of a buffer is what it deletes.
+// A fire (storecore.Fire) first takes the owners' rows: that keeps
+// publishes to the same buffers out until it commits, so what it reads of a
+// buffer is what it deletes.
 
 // Statements of a fire.
 const (
@@ -65,67 +62,27 @@ func (s *Store) Fire(ctx context.Context, reqs []subscriptions.FireRequest, now 
 	return out, err
 }
 
-// fire delivers reqs in tx, which holds their principals' rows. With claim,
-// only active subscriptions are served and their last and next fire are
-// recorded; without, every request is (the caller has just expired them).
+// fire delivers reqs in tx, which holds their principals' rows (see
+// storecore.Fire): every publish to these buffers takes those rows, so what
+// a fire reads of a buffer is exactly what it deletes.
 func fire(ctx context.Context, tx pgx.Tx, reqs []subscriptions.FireRequest, now time.Time, claim bool) ([]subscriptions.FireResult, error) {
-	ft := &fireTx{ctx: ctx, tx: tx, now: now.UTC(), reqs: reqs, took: make(map[string]*waiting, len(reqs))}
-	if len(reqs) == 0 {
-		return ft.results(), nil
-	}
-	steps := []func() error{ft.take, ft.drop, ft.write}
-	if claim {
-		steps = append([]func() error{ft.claim}, steps...)
-	} else {
-		for _, r := range reqs {
-			ft.took[r.SubscriptionID] = &waiting{}
-		}
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return nil, err
-		}
-	}
-	return ft.results(), nil
+	return storecore.Fire(fireDriver{ctx, tx}, reqs, now, claim)
 }
 
-// fireTx is one fire in progress.
-type fireTx struct {
-	ctx  context.Context
-	tx   pgx.Tx
-	now  time.Time
-	reqs []subscriptions.FireRequest
-	// took is what each served subscription takes from its buffer; a
-	// request whose subscription is not served has none.
-	took map[string]*waiting
-	// whole and some are the served requests that take their whole buffer,
-	// and those that take only its oldest Max events.
-	whole []string
-	some  []subscriptions.FireRequest
-	// bodies are the taken events' bodies, by ID.
-	bodies map[string]json.RawMessage
-	// entries are the inbox entries written, by request.
-	entries [][]subscriptions.InboxEntry
+// fireDriver is a fire's statements in one transaction.
+type fireDriver struct {
+	ctx context.Context
+	tx  pgx.Tx
 }
 
-// waiting is what one subscription takes from its buffer.
-type waiting struct {
-	ids    []string
-	events []json.RawMessage
-	taken  int
-	total  int
-	last   int64 // the seq of the last event taken
-}
-
-// claim records the fire of the active subscriptions among the requests,
-// with their next fire, and serves those; a request with a Due is served
-// only while the subscription's next fire is still that (another process
-// that read the same due fire may have fired it: its UPDATE holds the row,
-// and this one, once that commits, sees the next fire it recorded).
-func (ft *fireTx) claim() error {
-	n := len(ft.reqs)
+// Claim serves a request with a Due only while the subscription's next fire
+// is still that (another process that read the same due fire may have
+// fired it: its UPDATE holds the row, and this one, once that commits, sees
+// the next fire it recorded).
+func (d fireDriver) Claim(reqs []subscriptions.FireRequest, now time.Time) ([]string, error) {
+	n := len(reqs)
 	ids, principals, next, due := make([]string, n), make([]string, n), make([]*time.Time, n), make([]*time.Time, n)
-	for i, r := range ft.reqs {
+	for i, r := range reqs {
 		ids[i], principals[i], next[i] = r.SubscriptionID, r.Principal, r.Next
 		if !r.Due.IsZero() {
 			// Read from the store, it has the store's microseconds, and
@@ -133,218 +90,84 @@ func (ft *fireTx) claim() error {
 			due[i] = &r.Due
 		}
 	}
-	rows, err := ft.tx.Query(ft.ctx, claimQuery, ft.now, ids, principals, next, due)
+	rows, err := d.tx.Query(d.ctx, claimQuery, now, ids, principals, next, due)
 	if err != nil {
-		return fmt.Errorf("claim subscriptions: %w", err)
+		return nil, err
 	}
-	claimed, err := pgx.CollectRows(rows, pgx.RowTo[string])
-	if err != nil {
-		return fmt.Errorf("claim subscriptions: %w", err)
-	}
-	for _, id := range claimed {
-		ft.took[id] = &waiting{}
-	}
-	return nil
+	return pgx.CollectRows(rows, pgx.RowTo[string])
 }
 
-// take counts each served buffer, reads whole the buffers that go whole
-// (one query for all) and the oldest events of the others, and reads the
-// body of each event once.
-func (ft *fireTx) take() error {
-	if err := ft.count(); err != nil {
+func (d fireDriver) Count(ids []string, set func(string, int)) error {
+	rows, err := d.tx.Query(d.ctx, countQuery, ids)
+	if err != nil {
 		return err
 	}
-	for _, r := range ft.reqs {
-		w := ft.took[r.SubscriptionID]
-		switch {
-		case w == nil || w.total == 0:
-		case r.Drain || r.Max <= 0 || w.total <= r.Max:
-			ft.whole = append(ft.whole, r.SubscriptionID)
-		default:
-			ft.some = append(ft.some, r)
-		}
-	}
-	ft.bodies = make(map[string]json.RawMessage)
-	q := &pgx.Batch{}
-	if len(ft.whole) > 0 {
-		q.Queue(takeAllQuery, ft.whole).Query(ft.read)
-	}
-	for _, r := range ft.some {
-		q.Queue(takeSomeQuery, r.SubscriptionID, r.Max).Query(ft.read)
-	}
-	if q.Len() == 0 {
-		return nil
-	}
-	if err := ft.tx.SendBatch(ft.ctx, q).Close(); err != nil {
-		return fmt.Errorf("read buffers: %w", err)
-	}
-	if err := eventBodies(ft.ctx, ft.tx, ft.bodies); err != nil {
+	var id string
+	var n int
+	_, err = pgx.ForEachRow(rows, []any{&id, &n}, func() error { set(id, n); return nil })
+	return err
+}
+
+// Take reads all the buffers in one batch.
+func (d fireDriver) Take(whole []string, some []subscriptions.FireRequest, read func(string, int64, string)) error {
+	var sub, eventID string
+	var seq int64
+	scan := func(rows pgx.Rows) error {
+		_, err := pgx.ForEachRow(rows, []any{&sub, &seq, &eventID}, func() error { read(sub, seq, eventID); return nil })
 		return err
 	}
-	// An event retention removed is skipped.
-	for _, w := range ft.took {
-		kept := w.ids[:0]
-		for _, id := range w.ids {
-			if b := ft.bodies[id]; b != nil {
-				kept = append(kept, id)
-				w.events = append(w.events, b)
-			}
-		}
-		w.ids = kept
-	}
-	return nil
-}
-
-// count reads how many events wait for each served subscription.
-func (ft *fireTx) count() error {
-	var served []string
-	for _, r := range ft.reqs {
-		if ft.took[r.SubscriptionID] != nil {
-			served = append(served, r.SubscriptionID)
-		}
-	}
-	if len(served) == 0 {
-		return nil
-	}
-	rows, err := ft.tx.Query(ft.ctx, countQuery, served)
-	if err != nil {
-		return fmt.Errorf("count buffers: %w", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var id string
-		var n int
-		if err := rows.Scan(&id, &n); err != nil {
-			return err
-		}
-		ft.took[id].total = n
-	}
-	return rows.Err()
-}
-
-// read records buffer rows (subscription, seq, event) as taken, and their
-// events in bodies.
-func (ft *fireTx) read(rows pgx.Rows) error {
-	for rows.Next() {
-		var sub, eventID string
-		var seq int64
-		if err := rows.Scan(&sub, &seq, &eventID); err != nil {
-			return err
-		}
-		w := ft.took[sub]
-		w.taken++
-		w.ids = append(w.ids, eventID)
-		w.last = seq
-		ft.bodies[eventID] = nil
-	}
-	return rows.Err()
-}
-
-// drop deletes what was taken from the buffers: the transaction holds the
-// owners' rows, which every publish to these buffers takes, so what was
-// read is exactly what these ranges hold.
-func (ft *fireTx) drop() error {
 	q := &pgx.Batch{}
-	if len(ft.whole) > 0 {
-		q.Queue(dropAllQuery, ft.whole)
+	if len(whole) > 0 {
+		q.Queue(takeAllQuery, whole).Query(scan)
 	}
-	for _, r := range ft.some {
-		if w := ft.took[r.SubscriptionID]; w.taken > 0 {
-			q.Queue(dropSomeQuery, r.SubscriptionID, w.last)
-		}
+	for _, r := range some {
+		q.Queue(takeSomeQuery, r.SubscriptionID, r.Max).Query(scan)
 	}
-	if q.Len() == 0 {
-		return nil
-	}
-	if err := ft.tx.SendBatch(ft.ctx, q).Close(); err != nil {
-		return fmt.Errorf("drop taken events: %w", err)
-	}
-	return nil
+	return d.tx.SendBatch(d.ctx, q).Close()
 }
 
-// write records the deliveries in the inbox, with sequence numbers drawn
-// now that the owners' rows are held, and expires the subscriptions whose
-// last fire this is.
-func (ft *fireTx) write() error {
-	var list []delivery
-	var expire []string
-	ft.entries = make([][]subscriptions.InboxEntry, len(ft.reqs))
-	owner := make([]int, 0)
-	for i, r := range ft.reqs {
-		w := ft.took[r.SubscriptionID]
-		if w == nil {
-			continue
-		}
-		for _, d := range ft.deliveries(r, w) {
-			list = append(list, d)
-			owner = append(owner, i)
-		}
-		if r.Expire {
-			expire = append(expire, r.SubscriptionID)
-		}
-	}
-	if len(list) > 0 {
-		seqs, err := drawSeqs(ft.ctx, ft.tx, len(list))
-		if err != nil {
-			return err
-		}
-		n := len(list)
-		var (
-			principals, subs, kinds = make([]string, n), make([]string, n), make([]string, n)
-			eventIDs, eventLists    = make([]*string, n), make([]*string, n)
-			remaining               = make([]int32, n)
-			pending                 = make([]bool, n)
-		)
-		for k, d := range list {
-			i := owner[k]
-			d.Seq, d.Pending = seqs[k], ft.reqs[i].Pending
-			ft.entries[i] = append(ft.entries[i], d.InboxEntry)
-			principals[k], subs[k], kinds[k] = d.Principal, d.SubscriptionIDs[0], string(d.Kind)
-			eventIDs[k], eventLists[k] = d.eventID, d.eventIDs
-			remaining[k], pending[k] = int32(d.Remaining), ft.reqs[i].Pending
-		}
-		if _, err := ft.tx.Exec(ft.ctx, insertEntries, seqs, principals, subs, kinds, eventIDs, eventLists,
-			remaining, pending, ft.now); err != nil {
-			return fmt.Errorf("write inbox entries: %w", err)
-		}
-	}
-	if len(expire) > 0 {
-		if _, err := ft.tx.Exec(ft.ctx, expireQuery, ft.now, expire); err != nil {
-			return fmt.Errorf("expire subscriptions: %w", err)
-		}
-	}
-	return nil
+func (d fireDriver) Bodies(bodies map[string]json.RawMessage) error {
+	return eventBodies(d.ctx, d.tx, bodies)
 }
 
-// drawSeqs draws n inbox sequence numbers, in increasing order. The
+func (d fireDriver) Drop(whole []string, some []storecore.Cut) error {
+	q := &pgx.Batch{}
+	if len(whole) > 0 {
+		q.Queue(dropAllQuery, whole)
+	}
+	for _, c := range some {
+		q.Queue(dropSomeQuery, c.SubscriptionID, c.Seq)
+	}
+	return d.tx.SendBatch(d.ctx, q).Close()
+}
+
+// DrawSeqs draws the numbers now that the owners' rows are held. The
 // counter's row stays locked until tx ends: the numbers commit in the
 // order drawn, whichever process draws.
-func drawSeqs(ctx context.Context, tx pgx.Tx, n int) ([]int64, error) {
-	var last int64
-	if err := tx.QueryRow(ctx, seqsQuery, n).Scan(&last); err != nil {
-		return nil, fmt.Errorf("draw sequence numbers: %w", err)
-	}
-	seqs := make([]int64, n)
-	for i := range seqs {
-		seqs[i] = last - int64(n) + 1 + int64(i)
-	}
-	return seqs, nil
+func (d fireDriver) DrawSeqs(n int) (last int64, err error) {
+	err = d.tx.QueryRow(d.ctx, seqsQuery, n).Scan(&last)
+	return last, err
 }
 
-// results are the results of the requests, in order.
-func (ft *fireTx) results() []subscriptions.FireResult {
-	out := make([]subscriptions.FireResult, len(ft.reqs))
-	for i, r := range ft.reqs {
-		out[i].SubscriptionID = r.SubscriptionID
-		w := ft.took[r.SubscriptionID]
-		if w == nil {
-			out[i].Skipped = true
-			continue
-		}
-		out[i].Remaining = w.total - w.taken
-		if ft.entries != nil {
-			out[i].Entries = ft.entries[i]
-		}
+func (d fireDriver) Insert(list []storecore.Delivery, now time.Time) error {
+	n := len(list)
+	var (
+		seqs                    = make([]int64, n)
+		principals, subs, kinds = make([]string, n), make([]string, n), make([]string, n)
+		eventIDs, eventLists    = make([]*string, n), make([]*string, n)
+		remaining               = make([]int32, n)
+		pending                 = make([]bool, n)
+	)
+	for k, e := range list {
+		seqs[k], principals[k], subs[k], kinds[k] = e.Seq, e.Principal, e.SubscriptionIDs[0], string(e.Kind)
+		eventIDs[k], eventLists[k] = e.EventID, e.EventIDs
+		remaining[k], pending[k] = int32(e.Remaining), e.Pending
 	}
-	return out
+	_, err := d.tx.Exec(d.ctx, insertEntries, seqs, principals, subs, kinds, eventIDs, eventLists, remaining, pending, now)
+	return err
+}
+
+func (d fireDriver) Expire(ids []string, now time.Time) error {
+	_, err := d.tx.Exec(d.ctx, expireQuery, now, ids)
+	return err
 }

@@ -5,18 +5,12 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
-
-// A fire is set-based: whatever the number of subscriptions in one Fire call,
-// it runs a fixed handful of statements (claim the active subscriptions, take
-// their oldest waiting events, drop them from the buffers, write the inbox
-// entries, expire), so that thousands of digests falling in the same minute
-// cost milliseconds each, not a round of statements each.
 
 // fireStmts are the prepared statements of a fire.
 type fireStmts struct {
@@ -82,70 +76,31 @@ func (s *Store) Fire(ctx context.Context, reqs []subscriptions.FireRequest, now 
 	return out, err
 }
 
-// fire delivers reqs in tx. With claim, only active subscriptions are served
-// and their last and next fire are recorded; without, every request is (the
-// caller has just expired them).
+// fire delivers reqs in tx (see storecore.Fire). Nothing else writes while
+// the transaction holds the write lock, so what a fire reads of a buffer is
+// exactly what it deletes, and the inbox numbers cannot move under it.
 func (f *fireStmts) fire(ctx context.Context, tx *sql.Tx, reqs []subscriptions.FireRequest, now time.Time, claim bool) ([]subscriptions.FireResult, error) {
-	ft := &fireTx{fireStmts: f, ctx: ctx, tx: tx, now: now.UTC(), reqs: reqs, took: make(map[string]*waiting, len(reqs))}
-	if len(reqs) == 0 {
-		return ft.results(), nil
-	}
-	steps := []func() error{ft.take, ft.drop, ft.write}
-	if claim {
-		steps = append([]func() error{ft.claim}, steps...)
-	} else {
-		for _, r := range reqs {
-			ft.took[r.SubscriptionID] = &waiting{}
-		}
-	}
-	for _, step := range steps {
-		if err := step(); err != nil {
-			return nil, err
-		}
-	}
-	return ft.results(), nil
+	return storecore.Fire(fireDriver{f, ctx, tx}, reqs, now, claim)
 }
 
-// fireTx is one fire in progress.
-type fireTx struct {
+// fireDriver is a fire's statements in one transaction.
+type fireDriver struct {
 	*fireStmts
-	ctx  context.Context
-	tx   *sql.Tx
-	now  time.Time
-	reqs []subscriptions.FireRequest
-	// took is what each served subscription takes from its buffer; a
-	// request whose subscription is not served has none.
-	took map[string]*waiting
-	// whole and some are the served requests that take their whole buffer,
-	// and those that take only its oldest Max events.
-	whole []string
-	some  []subscriptions.FireRequest
-	// bodies are the taken events' bodies, by ID.
-	bodies map[string]json.RawMessage
-	// entries are the inbox entries written, by request.
-	entries [][]subscriptions.InboxEntry
+	ctx context.Context
+	tx  *sql.Tx
 }
 
-// waiting is what one subscription takes from its buffer.
-type waiting struct {
-	ids    []string
-	events []json.RawMessage
-	taken  int
-	total  int
-	last   int64 // the seq of the last event taken
-}
+func (d fireDriver) stmt(st *sql.Stmt) *sql.Stmt { return d.tx.StmtContext(d.ctx, st) }
 
-// claim records the fire of the active subscriptions among the requests,
-// with their next fire, and serves those.
-func (ft *fireTx) claim() error {
+func (d fireDriver) Claim(reqs []subscriptions.FireRequest, now time.Time) ([]string, error) {
 	type next struct {
 		ID        string `json:"id"`
 		Principal string `json:"principal"`
 		Next      *int64 `json:"next"`
 		Due       *int64 `json:"due,omitempty"`
 	}
-	list := make([]next, len(ft.reqs))
-	for i, r := range ft.reqs {
+	list := make([]next, len(reqs))
+	for i, r := range reqs {
 		list[i] = next{ID: r.SubscriptionID, Principal: r.Principal}
 		if r.Next != nil {
 			n := nanos(*r.Next)
@@ -156,204 +111,106 @@ func (ft *fireTx) claim() error {
 			list[i].Due = &d
 		}
 	}
-	ids, err := queryStrings(ft.ctx, ft.tx.StmtContext(ft.ctx, ft.fireStmts.claim), nanos(ft.now), mustJSON(list))
-	if err != nil {
-		return fmt.Errorf("claim subscriptions: %w", err)
-	}
-	for _, id := range ids {
-		ft.took[id] = &waiting{}
-	}
-	return nil
+	return queryStrings(d.ctx, d.stmt(d.claim), nanos(now), mustJSON(list))
 }
 
-// take counts each served buffer, reads whole the buffers that go whole
-// (one query for all) and the oldest events of the others one by one, and
-// reads the body of each event once.
-func (ft *fireTx) take() error {
-	if err := ft.count(); err != nil {
-		return err
-	}
-	for _, r := range ft.reqs {
-		w := ft.took[r.SubscriptionID]
-		switch {
-		case w == nil || w.total == 0:
-		case r.Drain || r.Max <= 0 || w.total <= r.Max:
-			ft.whole = append(ft.whole, r.SubscriptionID)
-		default:
-			ft.some = append(ft.some, r)
-		}
-	}
-	ft.bodies = make(map[string]json.RawMessage)
-	if len(ft.whole) > 0 {
-		if err := ft.read(ft.tx.StmtContext(ft.ctx, ft.takeAll).QueryContext(ft.ctx, mustJSON(ft.whole))); err != nil {
-			return err
-		}
-	}
-	for _, r := range ft.some {
-		if err := ft.read(ft.tx.StmtContext(ft.ctx, ft.takeSome).QueryContext(ft.ctx, r.SubscriptionID, r.Max)); err != nil {
-			return err
-		}
-	}
-	if len(ft.bodies) == 0 {
-		return nil
-	}
-	if err := ft.s.eventBodies(ft.ctx, &ft.s.wstmts, ft.tx, ft.bodies); err != nil {
-		return err
-	}
-	// An event retention removed is skipped.
-	for _, w := range ft.took {
-		kept := w.ids[:0]
-		for _, id := range w.ids {
-			if b := ft.bodies[id]; b != nil {
-				kept = append(kept, id)
-				w.events = append(w.events, b)
-			}
-		}
-		w.ids = kept
-	}
-	return nil
-}
-
-// count reads how many events wait for each served subscription.
-func (ft *fireTx) count() error {
-	var served []string
-	for _, r := range ft.reqs {
-		if ft.took[r.SubscriptionID] != nil {
-			served = append(served, r.SubscriptionID)
-		}
-	}
-	if len(served) == 0 {
-		return nil
-	}
-	rows, err := ft.tx.StmtContext(ft.ctx, ft.fireStmts.count).QueryContext(ft.ctx, mustJSON(served))
-	if err != nil {
-		return fmt.Errorf("count buffers: %w", err)
-	}
-	for rows.Next() {
+func (d fireDriver) Count(ids []string, set func(string, int)) error {
+	return d.each(d.stmt(d.count), []any{mustJSON(ids)}, func(rows *sql.Rows) error {
 		var id string
 		var n int
 		if err := rows.Scan(&id, &n); err != nil {
-			rows.Close()
 			return err
 		}
-		ft.took[id].total = n
-	}
-	return errors.Join(rows.Err(), rows.Close())
+		set(id, n)
+		return nil
+	})
 }
 
-// read records buffer rows (subscription, seq, event) as taken, and their
-// events in bodies.
-func (ft *fireTx) read(rows *sql.Rows, err error) error {
-	if err != nil {
-		return fmt.Errorf("read buffers: %w", err)
-	}
-	for rows.Next() {
+// Take reads the whole buffers in one query and the others one by one.
+func (d fireDriver) Take(whole []string, some []subscriptions.FireRequest, read func(string, int64, string)) error {
+	scan := func(rows *sql.Rows) error {
 		var sub, eventID string
 		var seq int64
 		if err := rows.Scan(&sub, &seq, &eventID); err != nil {
+			return err
+		}
+		read(sub, seq, eventID)
+		return nil
+	}
+	if len(whole) > 0 {
+		if err := d.each(d.stmt(d.takeAll), []any{mustJSON(whole)}, scan); err != nil {
+			return err
+		}
+	}
+	for _, r := range some {
+		if err := d.each(d.stmt(d.takeSome), []any{r.SubscriptionID, r.Max}, scan); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// each calls f on each row st returns for args.
+func (d fireDriver) each(st *sql.Stmt, args []any, f func(*sql.Rows) error) error {
+	rows, err := st.QueryContext(d.ctx, args...)
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+		if err := f(rows); err != nil {
 			rows.Close()
 			return err
 		}
-		w := ft.took[sub]
-		w.taken++
-		w.ids = append(w.ids, eventID)
-		w.last = seq
-		ft.bodies[eventID] = nil
 	}
 	return errors.Join(rows.Err(), rows.Close())
 }
 
-// drop deletes what was taken from the buffers: nothing else writes while
-// the transaction holds the write lock, so what was read is exactly what
-// these ranges hold.
-func (ft *fireTx) drop() error {
-	if len(ft.whole) > 0 {
-		if _, err := ft.tx.StmtContext(ft.ctx, ft.dropAll).ExecContext(ft.ctx, mustJSON(ft.whole)); err != nil {
-			return fmt.Errorf("drop taken events: %w", err)
+func (d fireDriver) Bodies(bodies map[string]json.RawMessage) error {
+	return d.s.eventBodies(d.ctx, &d.s.wstmts, d.tx, bodies)
+}
+
+func (d fireDriver) Drop(whole []string, some []storecore.Cut) error {
+	if len(whole) > 0 {
+		if _, err := d.stmt(d.dropAll).ExecContext(d.ctx, mustJSON(whole)); err != nil {
+			return err
 		}
 	}
-	for _, r := range ft.some {
-		if w := ft.took[r.SubscriptionID]; w.taken > 0 {
-			if _, err := ft.tx.StmtContext(ft.ctx, ft.dropSome).ExecContext(ft.ctx, r.SubscriptionID, w.last); err != nil {
-				return fmt.Errorf("drop taken events: %w", err)
-			}
+	for _, c := range some {
+		if _, err := d.stmt(d.dropSome).ExecContext(d.ctx, c.SubscriptionID, c.Seq); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// write records the deliveries in the inbox, numbering the entries here
-// (the transaction holds the write lock, so the sequence cannot move under
-// it), and expires the subscriptions whose last fire this is.
-func (ft *fireTx) write() error {
-	var seq int64
-	if err := ft.tx.StmtContext(ft.ctx, ft.lastSeq).QueryRowContext(ft.ctx).Scan(&seq); err != nil {
-		return err
-	}
-	var rows [][]any
-	var expire []string
-	ft.entries = make([][]subscriptions.InboxEntry, len(ft.reqs))
-	for i, r := range ft.reqs {
-		w := ft.took[r.SubscriptionID]
-		if w == nil {
-			continue
-		}
-		for _, e := range ft.deliveries(r, w) {
-			seq++
-			e.Seq, e.Pending = seq, r.Pending
-			ft.entries[i] = append(ft.entries[i], e.InboxEntry)
-			rows = append(rows, []any{seq, e.Principal, mustJSON(e.SubscriptionIDs), string(e.Kind), e.eventID, e.eventIDs, e.Remaining, r.Pending, nanos(ft.now)})
-		}
-		if r.Expire {
-			expire = append(expire, r.SubscriptionID)
-		}
-	}
-	if err := ft.insert(rows); err != nil {
-		return err
-	}
-	if len(expire) > 0 {
-		if _, err := ft.tx.StmtContext(ft.ctx, ft.expire).ExecContext(ft.ctx, nanos(ft.now), mustJSON(expire)); err != nil {
-			return fmt.Errorf("expire subscriptions: %w", err)
-		}
-	}
-	return nil
+func (d fireDriver) DrawSeqs(n int) (last int64, err error) {
+	err = d.stmt(d.lastSeq).QueryRowContext(d.ctx).Scan(&last)
+	return last + int64(n), err
 }
 
-// insert writes inbox rows, maxFireRows per statement.
-func (ft *fireTx) insert(rows [][]any) error {
-	for start := 0; start < len(rows); start += maxFireRows {
-		chunk := rows[start:min(start+maxFireRows, len(rows))]
-		st, err := ft.s.wstmts.get(ft.ctx, insertEntries(len(chunk)))
+// Insert writes the entries maxFireRows per statement.
+func (d fireDriver) Insert(list []storecore.Delivery, now time.Time) error {
+	for start := 0; start < len(list); start += maxFireRows {
+		chunk := list[start:min(start+maxFireRows, len(list))]
+		st, err := d.s.wstmts.get(d.ctx, insertEntries(len(chunk)))
 		if err != nil {
 			return err
 		}
 		args := make([]any, 0, len(chunk)*9)
-		for _, r := range chunk {
-			args = append(args, r...)
+		for _, e := range chunk {
+			args = append(args, e.Seq, e.Principal, mustJSON(e.SubscriptionIDs), string(e.Kind), e.EventID,
+				e.EventIDs, e.Remaining, e.Pending, nanos(now))
 		}
-		if _, err := ft.tx.StmtContext(ft.ctx, st).ExecContext(ft.ctx, args...); err != nil {
-			return fmt.Errorf("write inbox entries: %w", err)
+		if _, err := d.stmt(st).ExecContext(d.ctx, args...); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
-// results are the results of the requests, in order.
-func (ft *fireTx) results() []subscriptions.FireResult {
-	out := make([]subscriptions.FireResult, len(ft.reqs))
-	for i, r := range ft.reqs {
-		out[i].SubscriptionID = r.SubscriptionID
-		w := ft.took[r.SubscriptionID]
-		if w == nil {
-			out[i].Skipped = true
-			continue
-		}
-		out[i].Remaining = w.total - w.taken
-		if ft.entries != nil {
-			out[i].Entries = ft.entries[i]
-		}
-	}
-	return out
+func (d fireDriver) Expire(ids []string, now time.Time) error {
+	_, err := d.stmt(d.expire).ExecContext(d.ctx, nanos(now), mustJSON(ids))
+	return err
 }
 
 // maxFireRows is the most inbox entries one INSERT of a fire writes.

@@ -1,7 +1,7 @@
 // How the events a fire takes become inbox entries: batches bounded in count
 // and bytes, or one entry per event, then the expiry notice.
 
-package postgres
+package storecore
 
 import (
 	"encoding/json"
@@ -10,17 +10,17 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// delivery is an inbox entry with the columns that name its events: the
+// Delivery is an inbox entry with the columns that name its events: the
 // event of an InboxEvent, the JSON array of the events of an InboxBatch.
-type delivery struct {
+type Delivery struct {
 	subscriptions.InboxEntry
-	eventID, eventIDs *string
+	EventID, EventIDs *string
 }
 
 // deliveries are the inbox entries of one served request, in order: its
 // batches (Aggregate) or its single events (or, with Empty, one batch of
 // none), then its expiry notice.
-func (ft *fireTx) deliveries(r subscriptions.FireRequest, w *waiting) []delivery {
+func (ft *fireTx) deliveries(r subscriptions.FireRequest, w *waiting) []Delivery {
 	ids := []string{r.SubscriptionID}
 	base := subscriptions.InboxEntry{Principal: r.Principal, SubscriptionIDs: ids, CreatedAt: ft.now}
 	remaining := w.total - w.taken
@@ -28,31 +28,32 @@ func (ft *fireTx) deliveries(r subscriptions.FireRequest, w *waiting) []delivery
 	if size <= 0 {
 		size = max(len(w.events), 1)
 	}
-	var out []delivery
+	var out []Delivery
 	if r.Aggregate {
 		for start := 0; start < len(w.events); {
 			end := batchEnd(w.events, start, size)
 			e := base
 			e.Kind, e.Events, e.Remaining = mcpe.InboxBatch, w.events[start:end:end], remaining+len(w.events)-end
-			out = append(out, delivery{InboxEntry: e, eventIDs: new(mustJSON(w.ids[start:end]))})
+			list, _ := json.Marshal(w.ids[start:end]) // strings always encode
+			out = append(out, Delivery{InboxEntry: e, EventIDs: new(string(list))})
 			start = end
 		}
 	} else {
 		for j, ev := range w.events {
 			e := base
 			e.Kind, e.Event = mcpe.InboxEvent, ev
-			out = append(out, delivery{InboxEntry: e, eventID: &w.ids[j]})
+			out = append(out, Delivery{InboxEntry: e, EventID: &w.ids[j]})
 		}
 	}
 	if len(out) == 0 && r.Empty {
 		e := base
 		e.Kind = mcpe.InboxBatch
-		out = append(out, delivery{InboxEntry: e, eventIDs: new("[]")})
+		out = append(out, Delivery{InboxEntry: e, EventIDs: new("[]")})
 	}
 	if r.Expire {
 		e := base
 		e.Kind = mcpe.InboxExpired
-		out = append(out, delivery{InboxEntry: e})
+		out = append(out, Delivery{InboxEntry: e})
 	}
 	return out
 }
