@@ -3,7 +3,6 @@ package postgres
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
 // This file is what the handler runner reads: the jobs that are due, taken
@@ -81,87 +81,78 @@ const nextJobQuery = ownersCTE + `
 
 // DueJobs implements subscriptions.Store.
 func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, q subscriptions.JobQuery) ([]*subscriptions.Invocation, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
+	return storecore.DueJobs(ctx, jobsDriver{s}, now, limit, q)
+}
+
+// jobsDriver is the statements of DueJobs.
+type jobsDriver struct{ *Store }
+
+func (d jobsDriver) DueTurns(ctx context.Context, now time.Time, limit int, q subscriptions.JobQuery) ([]int64, error) {
 	names, busy := inFlight(q)
-	rows, err := s.pool.Query(ctx, dueTurnsQuery, now, jobIDs(q.Skip), limit, q.PerPrincipal, names, busy)
-	if err != nil {
-		return nil, fmt.Errorf("read due handler jobs: %w", err)
-	}
-	ids, err := pgx.CollectRows(rows, pgx.RowTo[int64])
-	if err != nil {
-		return nil, fmt.Errorf("read due handler jobs: %w", err)
-	}
-	if len(ids) == 0 {
-		return nil, nil
-	}
-	dueBy := now
-	if q.Lease > 0 {
-		dueBy = now.Add(q.Lease)
-		if ids, err = s.claimJobs(ctx, ids, now, dueBy); err != nil || len(ids) == 0 {
-			return nil, err
-		}
-	}
-	rows, err = s.pool.Query(ctx, dueJobsQuery, ids, dueBy)
-	if err != nil {
-		return nil, fmt.Errorf("read due handler jobs: %w", err)
-	}
-	jobs := &dueJobs{events: make(map[*subscriptions.Invocation][]string), bodies: make(map[string]json.RawMessage)}
-	err = func() error {
-		defer rows.Close()
-		for rows.Next() {
-			if err := jobs.scan(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	}()
+	rows, err := d.pool.Query(ctx, dueTurnsQuery, now, jobIDs(q.Skip), limit, q.PerPrincipal, names, busy)
 	if err != nil {
 		return nil, err
 	}
-	if len(jobs.bodies) > 0 {
-		if err := eventBodies(ctx, s.pool, jobs.bodies); err != nil {
-			return nil, err
-		}
-	}
-	jobs.fill()
-	if len(jobs.lost) > 0 {
-		if err := s.FinishJobs(ctx, lostJobs(jobs.lost, now)); err != nil {
-			return nil, err
-		}
-	}
-	return jobs.out, nil
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
 }
 
-// claimJobs moves the jobs ids that are still due at now to until, and
-// returns those it moved, in the order given: another process sharing the
-// database may have claimed some since they were read. The UPDATE takes
-// each row; one that another transaction claimed meanwhile is read again
-// once that one commits (READ COMMITTED re-checks the WHERE clause on the
-// newest version), and is then no longer due, so each job goes to one
-// claimant.
-func (s *Store) claimJobs(ctx context.Context, ids []int64, now, until time.Time) ([]int64, error) {
-	rows, err := s.pool.Query(ctx, `UPDATE handler_jobs SET due_at = $1
+// ClaimJobs: the UPDATE takes each row; one that another transaction
+// claimed meanwhile is read again once that one commits (READ COMMITTED
+// re-checks the WHERE clause on the newest version), and is then no longer
+// due, so each job goes to one claimant.
+func (d jobsDriver) ClaimJobs(ctx context.Context, ids []int64, now, until time.Time) ([]int64, error) {
+	rows, err := d.pool.Query(ctx, `UPDATE handler_jobs SET due_at = $1
 		WHERE id = ANY($2) AND due_at <= $3 RETURNING id`, until, ids, now)
 	if err != nil {
-		return nil, fmt.Errorf("claim handler jobs: %w", err)
+		return nil, err
 	}
-	got, err := pgx.CollectRows(rows, pgx.RowTo[int64])
+	return pgx.CollectRows(rows, pgx.RowTo[int64])
+}
+
+func (d jobsDriver) ReadJobs(ctx context.Context, ids []int64, dueBy time.Time, add func(*subscriptions.Invocation, []string)) error {
+	rows, err := d.pool.Query(ctx, dueJobsQuery, ids, dueBy)
 	if err != nil {
-		return nil, fmt.Errorf("claim handler jobs: %w", err)
+		return err
 	}
-	claimed := make(map[int64]bool, len(got))
-	for _, id := range got {
-		claimed[id] = true
-	}
-	out := ids[:0]
-	for _, id := range ids {
-		if claimed[id] {
-			out = append(out, id)
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id            int64
+			attempts      int32
+			created       time.Time
+			inv           subscriptions.Invocation
+			h             storedHandler
+			kind, eventID *string
+			eventIDs      []string
+			remaining     *int32
+		)
+		if err := rows.Scan(&id, &inv.SubscriptionID, &attempts, &created, &inv.Principal, &h.spec, &h.secrets,
+			&kind, &eventID, &eventIDs, &remaining); err != nil {
+			return err
 		}
+		inv.JobID = strconv.FormatInt(id, 10)
+		if kind != nil { // else its delivery is gone
+			var sub subscriptions.Subscription
+			sub.ID = inv.SubscriptionID
+			if err := h.decode(&sub); err != nil {
+				return err
+			}
+			inv.Spec, inv.Secrets, inv.Attempt, inv.CreatedAt = sub.Handler, sub.Secrets, int(attempts)+1, created.UTC()
+			inv.Kind = mcpe.InboxKind(*kind)
+			if remaining != nil {
+				inv.Remaining = int(*remaining)
+			}
+			if eventID != nil {
+				eventIDs = []string{*eventID}
+			}
+		}
+		add(&inv, eventIDs)
 	}
-	return out, nil
+	return rows.Err()
+}
+
+func (d jobsDriver) Bodies(ctx context.Context, bodies map[string]json.RawMessage) error {
+	return eventBodies(ctx, d.pool, bodies)
 }
 
 // ReleaseJobs implements subscriptions.Store: the jobs given back are due
@@ -186,88 +177,6 @@ func inFlight(q subscriptions.JobQuery) ([]string, []int32) {
 		busy = append(busy, int32(n))
 	}
 	return names, busy
-}
-
-// dueJobs gathers the runs DueJobs returns.
-type dueJobs struct {
-	out []*subscriptions.Invocation
-	// events are the IDs of each run's events, and bodies their bodies.
-	events map[*subscriptions.Invocation][]string
-	bodies map[string]json.RawMessage
-	// lost are the jobs whose delivery is gone.
-	lost []string
-}
-
-// scan reads one row of dueJobsQuery.
-func (j *dueJobs) scan(rows pgx.Rows) error {
-	var (
-		id            int64
-		attempts      int32
-		created       time.Time
-		inv           subscriptions.Invocation
-		h             storedHandler
-		kind, eventID *string
-		eventIDs      []string
-		remaining     *int32
-	)
-	if err := rows.Scan(&id, &inv.SubscriptionID, &attempts, &created, &inv.Principal, &h.spec, &h.secrets,
-		&kind, &eventID, &eventIDs, &remaining); err != nil {
-		return err
-	}
-	inv.JobID = strconv.FormatInt(id, 10)
-	if kind == nil {
-		// Its delivery is gone; nothing is left to hand on.
-		j.lost = append(j.lost, inv.JobID)
-		return nil
-	}
-	var sub subscriptions.Subscription
-	sub.ID = inv.SubscriptionID
-	if err := h.decode(&sub); err != nil {
-		return err
-	}
-	inv.Spec, inv.Secrets, inv.Attempt, inv.CreatedAt = sub.Handler, sub.Secrets, int(attempts)+1, created.UTC()
-	inv.Kind = mcpe.InboxKind(*kind)
-	if remaining != nil {
-		inv.Remaining = int(*remaining)
-	}
-	var want []string
-	if eventID != nil {
-		want = []string{*eventID}
-	} else {
-		want = eventIDs
-	}
-	for _, e := range want {
-		j.bodies[e] = nil
-	}
-	j.events[&inv] = want
-	j.out = append(j.out, &inv)
-	return nil
-}
-
-// fill gives each run the bodies of its events, leaving out those
-// retention removed.
-func (j *dueJobs) fill() {
-	for _, inv := range j.out {
-		for _, e := range j.events[inv] {
-			b := j.bodies[e]
-			if b == nil {
-				continue
-			}
-			if inv.Kind == mcpe.InboxBatch {
-				inv.Events = append(inv.Events, b)
-			} else {
-				inv.Event = b
-			}
-		}
-	}
-}
-
-func lostJobs(ids []string, now time.Time) []subscriptions.JobDone {
-	out := make([]subscriptions.JobDone, len(ids))
-	for i, id := range ids {
-		out[i] = subscriptions.JobDone{JobID: id, At: now, Outcome: subscriptions.Outcome{Err: errors.New("the delivery was removed before the handler ran")}}
-	}
-	return out
 }
 
 // NextJobDue implements subscriptions.Store.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
 // This file is what the handler runner reads: the jobs that are due, taken
@@ -81,104 +81,77 @@ const nextJobQuery = ownersCTE + `
 
 // DueJobs implements subscriptions.Store.
 func (s *Store) DueJobs(ctx context.Context, now time.Time, limit int, q subscriptions.JobQuery) ([]*subscriptions.Invocation, error) {
-	if limit <= 0 {
-		return nil, nil
-	}
-	ids, err := s.dueTurns(ctx, now, limit, q)
-	if err != nil || len(ids) == 0 {
-		return nil, err
-	}
-	dueBy := now
-	if q.Lease > 0 {
-		dueBy = now.Add(q.Lease)
-		if ids, err = s.claimJobs(ctx, ids, now, dueBy); err != nil || len(ids) == 0 {
-			return nil, err
-		}
-	}
-	out, err := s.readJobs(ctx, ids, now, dueBy)
-	if err != nil && q.Lease > 0 {
-		// Claimed and not handed out: give them back, whatever ended ctx.
-		back := make([]string, len(ids))
-		for i, id := range ids {
-			back[i] = strconv.FormatInt(id, 10)
-		}
-		if rerr := s.ReleaseJobs(context.WithoutCancel(ctx), back, now); rerr != nil {
-			err = errors.Join(err, rerr)
-		}
-	}
-	return out, err
+	return storecore.DueJobs(ctx, jobsDriver{s}, now, limit, q)
 }
 
-// readJobs reads the runs of the jobs ids, due by dueBy, in that order; the
-// jobs whose delivery is gone are finished as failed at now.
-func (s *Store) readJobs(ctx context.Context, ids []int64, now, dueBy time.Time) ([]*subscriptions.Invocation, error) {
-	st, err := s.rstmts.get(ctx, dueJobsQuery)
+// jobsDriver is the statements of DueJobs.
+type jobsDriver struct{ *Store }
+
+func (d jobsDriver) DueTurns(ctx context.Context, now time.Time, limit int, q subscriptions.JobQuery) ([]int64, error) {
+	st, err := d.rstmts.get(ctx, dueTurnsQuery)
 	if err != nil {
 		return nil, err
+	}
+	return column[int64](st.QueryContext(ctx, nanos(now), jobIDs(q.Skip), limit, q.PerPrincipal, inFlightJSON(q)))
+}
+
+func (d jobsDriver) ClaimJobs(ctx context.Context, ids []int64, now, until time.Time) (claimed []int64, err error) {
+	err = d.tx(ctx, func(tx *sql.Tx) error {
+		claimed, err = column[int64](tx.QueryContext(ctx, `UPDATE handler_jobs SET due_at = ?1
+			WHERE id IN (SELECT value FROM json_each(?2)) AND due_at <= ?3 RETURNING id`,
+			nanos(until), mustJSON(ids), nanos(now)))
+		return err
+	})
+	return claimed, err
+}
+
+func (d jobsDriver) ReadJobs(ctx context.Context, ids []int64, dueBy time.Time, add func(*subscriptions.Invocation, []string)) error {
+	st, err := d.rstmts.get(ctx, dueJobsQuery)
+	if err != nil {
+		return err
 	}
 	rows, err := st.QueryContext(ctx, mustJSON(ids), nanos(dueBy))
 	if err != nil {
-		return nil, fmt.Errorf("read due handler jobs: %w", err)
+		return err
 	}
-	jobs := &dueJobs{events: make(map[*subscriptions.Invocation][]string), bodies: make(map[string]json.RawMessage)}
-	err = func() error {
-		defer rows.Close()
-		for rows.Next() {
-			if err := jobs.scan(rows); err != nil {
-				return err
-			}
-		}
-		return rows.Err()
-	}()
-	if err != nil {
-		return nil, err
-	}
-	if len(jobs.bodies) > 0 {
-		if err := s.eventBodies(ctx, &s.rstmts, nil, jobs.bodies); err != nil {
-			return nil, err
-		}
-	}
-	jobs.fill()
-	if len(jobs.lost) > 0 {
-		if err := s.FinishJobs(ctx, lostJobs(jobs.lost, now)); err != nil {
-			return nil, err
-		}
-	}
-	return jobs.out, nil
-}
-
-// claimJobs moves the jobs ids that are still due at now to until, and
-// returns those it moved, in the order given: another process sharing the
-// store may have claimed some since they were read.
-func (s *Store) claimJobs(ctx context.Context, ids []int64, now, until time.Time) ([]int64, error) {
-	claimed := make(map[int64]bool, len(ids))
-	err := s.tx(ctx, func(tx *sql.Tx) error {
-		rows, err := tx.QueryContext(ctx, `UPDATE handler_jobs SET due_at = ?1
-			WHERE id IN (SELECT value FROM json_each(?2)) AND due_at <= ?3 RETURNING id`,
-			nanos(until), mustJSON(ids), nanos(now))
-		if err != nil {
+	defer rows.Close()
+	for rows.Next() {
+		var (
+			id, attempts, created int64
+			inv                   subscriptions.Invocation
+			h                     storedHandler
+			kind, eventID, evIDs  sql.NullString
+			remaining             sql.NullInt64
+			want                  []string
+		)
+		if err := rows.Scan(&id, &inv.SubscriptionID, &attempts, &created, &inv.Principal, &h.spec, &h.secrets,
+			&kind, &eventID, &evIDs, &remaining); err != nil {
 			return err
 		}
-		defer rows.Close()
-		for rows.Next() {
-			var id int64
-			if err := rows.Scan(&id); err != nil {
+		inv.JobID = strconv.FormatInt(id, 10)
+		if kind.Valid { // else its delivery is gone
+			var sub subscriptions.Subscription
+			sub.ID = inv.SubscriptionID
+			if err := h.decode(&sub); err != nil {
 				return err
 			}
-			claimed[id] = true
+			inv.Spec, inv.Secrets, inv.Attempt, inv.CreatedAt = sub.Handler, sub.Secrets, int(attempts)+1, fromNanos(created)
+			inv.Kind, inv.Remaining = mcpe.InboxKind(kind.String), int(remaining.Int64)
+			if eventID.Valid {
+				want = []string{eventID.String}
+			} else if evIDs.Valid {
+				if err := json.Unmarshal([]byte(evIDs.String), &want); err != nil {
+					return fmt.Errorf("handler job %d: decode event IDs: %w", id, err)
+				}
+			}
 		}
-		return rows.Err()
-	})
-	if err != nil {
-		return nil, fmt.Errorf("claim handler jobs: %w", err)
+		add(&inv, want)
 	}
-	out := ids[:0]
-	for _, id := range ids {
-		if claimed[id] {
-			out = append(out, id)
-		}
-	}
-	return out, nil
+	return rows.Err()
+}
+
+func (d jobsDriver) Bodies(ctx context.Context, bodies map[string]json.RawMessage) error {
+	return d.eventBodies(ctx, &d.rstmts, nil, bodies)
 }
 
 // ReleaseJobs implements subscriptions.Store.
@@ -193,28 +166,6 @@ func (s *Store) ReleaseJobs(ctx context.Context, ids []string, now time.Time) er
 	})
 }
 
-// dueTurns returns the IDs of the jobs DueJobs hands out, in order.
-func (s *Store) dueTurns(ctx context.Context, now time.Time, limit int, q subscriptions.JobQuery) ([]int64, error) {
-	st, err := s.rstmts.get(ctx, dueTurnsQuery)
-	if err != nil {
-		return nil, err
-	}
-	rows, err := st.QueryContext(ctx, nanos(now), jobIDs(q.Skip), limit, q.PerPrincipal, inFlightJSON(q))
-	if err != nil {
-		return nil, fmt.Errorf("read due handler jobs: %w", err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		ids = append(ids, id)
-	}
-	return ids, rows.Err()
-}
-
 // inFlightJSON returns q.InFlight as a JSON object.
 func inFlightJSON(q subscriptions.JobQuery) string {
 	if q.InFlight == nil {
@@ -223,82 +174,21 @@ func inFlightJSON(q subscriptions.JobQuery) string {
 	return mustJSON(q.InFlight)
 }
 
-// dueJobs gathers the runs DueJobs returns.
-type dueJobs struct {
-	out []*subscriptions.Invocation
-	// events are the IDs of each run's events, and bodies their bodies.
-	events map[*subscriptions.Invocation][]string
-	bodies map[string]json.RawMessage
-	// lost are the jobs whose delivery is gone.
-	lost []string
-}
-
-// scan reads one row of dueJobsQuery.
-func (j *dueJobs) scan(rows *sql.Rows) error {
-	var (
-		id, attempts, created int64
-		inv                   subscriptions.Invocation
-		h                     storedHandler
-		kind, eventID, evIDs  sql.NullString
-		remaining             sql.NullInt64
-	)
-	if err := rows.Scan(&id, &inv.SubscriptionID, &attempts, &created, &inv.Principal, &h.spec, &h.secrets,
-		&kind, &eventID, &evIDs, &remaining); err != nil {
-		return err
+// column reads the one column of rows.
+func column[T any](rows *sql.Rows, err error) ([]T, error) {
+	if err != nil {
+		return nil, err
 	}
-	inv.JobID = strconv.FormatInt(id, 10)
-	if !kind.Valid {
-		// Its delivery is gone; nothing is left to hand on.
-		j.lost = append(j.lost, inv.JobID)
-		return nil
-	}
-	var sub subscriptions.Subscription
-	sub.ID = inv.SubscriptionID
-	if err := h.decode(&sub); err != nil {
-		return err
-	}
-	inv.Spec, inv.Secrets, inv.Attempt, inv.CreatedAt = sub.Handler, sub.Secrets, int(attempts)+1, fromNanos(created)
-	inv.Kind, inv.Remaining = mcpe.InboxKind(kind.String), int(remaining.Int64)
-	var want []string
-	if eventID.Valid {
-		want = []string{eventID.String}
-	} else if evIDs.Valid {
-		if err := json.Unmarshal([]byte(evIDs.String), &want); err != nil {
-			return fmt.Errorf("handler job %d: decode event IDs: %w", id, err)
+	defer rows.Close()
+	var out []T
+	for rows.Next() {
+		var v T
+		if err := rows.Scan(&v); err != nil {
+			return nil, err
 		}
+		out = append(out, v)
 	}
-	for _, e := range want {
-		j.bodies[e] = nil
-	}
-	j.events[&inv] = want
-	j.out = append(j.out, &inv)
-	return nil
-}
-
-// fill gives each run the bodies of its events, leaving out those
-// retention removed.
-func (j *dueJobs) fill() {
-	for _, inv := range j.out {
-		for _, e := range j.events[inv] {
-			b := j.bodies[e]
-			if b == nil {
-				continue
-			}
-			if inv.Kind == mcpe.InboxBatch {
-				inv.Events = append(inv.Events, b)
-			} else {
-				inv.Event = b
-			}
-		}
-	}
-}
-
-func lostJobs(ids []string, now time.Time) []subscriptions.JobDone {
-	out := make([]subscriptions.JobDone, len(ids))
-	for i, id := range ids {
-		out[i] = subscriptions.JobDone{JobID: id, At: now, Outcome: subscriptions.Outcome{Err: errors.New("the delivery was removed before the handler ran")}}
-	}
-	return out
+	return out, rows.Err()
 }
 
 // NextJobDue implements subscriptions.Store.
