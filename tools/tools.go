@@ -1,9 +1,9 @@
 // Package tools registers the MCPE subscription tools (events_subscribe,
-// events_unsubscribe, events_list, events_pause, events_resume, events_update)
-// and events_poll on an MCP server, and translates between tool arguments and
-// the subscriptions domain. Arguments are decoded strictly and every mistake
-// comes back as a tool error written for the model: what was wrong and what
-// is accepted.
+// events_unsubscribe, events_list, events_pause, events_resume, events_update),
+// events_poll and, given a catalog, events_catalog on an MCP server, and
+// translates between tool arguments and the subscriptions domain. Arguments
+// are decoded strictly and every mistake comes back as a tool error written
+// for the model: what was wrong and what is accepted.
 package tools
 
 import (
