@@ -1,16 +1,14 @@
 package postgres
 
 import (
-	"cmp"
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
 // A publish is set-based, as in the SQLite store: however many events one
@@ -70,7 +68,7 @@ func (s *Store) Publish(ctx context.Context, pb subscriptions.PublishBatch) ([]s
 	if err := s.tx(ctx, b.write); err != nil {
 		return nil, err
 	}
-	b.finish()
+	storecore.FinishPublish(b.res, b.pubs, b.fresh, b.entries, b.now)
 	return b.res, nil
 }
 
@@ -223,7 +221,7 @@ func (b *batch) route() error {
 		if !b.fresh[i] {
 			continue
 		}
-		b.entries[i] = groupByPrincipal(p.Targets, b.isActive)
+		b.entries[i] = storecore.GroupByPrincipal(p.Targets, b.isActive)
 		for j := range b.entries[i] {
 			e := &b.entries[i][j]
 			principals = append(principals, e.Principal)
@@ -231,7 +229,7 @@ func (b *batch) route() error {
 			events = append(events, p.Event.ID)
 			index[[2]string{e.Principal, p.Event.ID}] = e
 		}
-		for _, sub := range bufferedTargets(p.Targets, b.isActive) {
+		for _, sub := range storecore.BufferedTargets(p.Targets, b.isActive) {
 			bufSubs = append(bufSubs, sub)
 			bufEvents = append(bufEvents, p.Event.ID)
 		}
@@ -265,57 +263,4 @@ func (b *batch) route() error {
 		return fmt.Errorf("write deliveries: %w", err)
 	}
 	return nil
-}
-
-// finish fills in the results: each new event's inbox entries, in
-// sequence order.
-func (b *batch) finish() {
-	for i := range b.pubs {
-		if !b.fresh[i] {
-			continue
-		}
-		entries := b.entries[i]
-		for j := range entries {
-			entries[j].Kind, entries[j].Event, entries[j].CreatedAt = mcpe.InboxEvent, b.pubs[i].Raw, b.now
-		}
-		slices.SortFunc(entries, func(x, y subscriptions.InboxEntry) int { return cmp.Compare(x.Seq, y.Seq) })
-		b.res[i].Delivered = entries
-	}
-}
-
-// bufferedTargets lists the active cron and scheduled subscriptions among
-// targets, each once.
-func bufferedTargets(targets []subscriptions.Target, active map[string]bool) []string {
-	var out []string
-	seen := make(map[string]bool)
-	for _, t := range targets {
-		if (t.Channel == mcpe.ChannelCron || t.Channel == mcpe.ChannelScheduled) && active[t.SubscriptionID] && !seen[t.SubscriptionID] {
-			seen[t.SubscriptionID] = true
-			out = append(out, t.SubscriptionID)
-		}
-	}
-	return out
-}
-
-// groupByPrincipal turns the active realtime targets into one inbox entry
-// per principal, in the order the principals first appear, each
-// subscription listed once.
-func groupByPrincipal(targets []subscriptions.Target, active map[string]bool) []subscriptions.InboxEntry {
-	var out []subscriptions.InboxEntry
-	byPrincipal := make(map[string]int)
-	listed := make(map[string]bool)
-	for _, t := range targets {
-		if t.Channel != mcpe.ChannelRealtime || listed[t.SubscriptionID] || !active[t.SubscriptionID] {
-			continue
-		}
-		listed[t.SubscriptionID] = true
-		i, ok := byPrincipal[t.Principal]
-		if !ok {
-			i = len(out)
-			byPrincipal[t.Principal] = i
-			out = append(out, subscriptions.InboxEntry{Principal: t.Principal})
-		}
-		out[i].SubscriptionIDs = append(out[i].SubscriptionIDs, t.SubscriptionID)
-	}
-	return out
 }

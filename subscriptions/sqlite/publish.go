@@ -1,16 +1,15 @@
 package sqlite
 
 import (
-	"cmp"
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
 // A publish is set-based, like a fire: however many events one Publish
@@ -51,7 +50,7 @@ func (s *Store) Publish(ctx context.Context, pb subscriptions.PublishBatch) ([]s
 	if err := s.tx(ctx, b.write); err != nil {
 		return nil, err
 	}
-	b.finish()
+	storecore.FinishPublish(b.res, b.pubs, b.fresh, b.entries, b.now)
 	return b.res, nil
 }
 
@@ -191,7 +190,7 @@ func (b *batch) route() error {
 		if !b.fresh[i] {
 			continue
 		}
-		b.entries[i] = groupByPrincipal(p.Targets, b.isActive)
+		b.entries[i] = storecore.GroupByPrincipal(p.Targets, b.isActive)
 		for j := range b.entries[i] {
 			rows = append(rows, row{i, j})
 		}
@@ -263,7 +262,7 @@ func (b *batch) buffer() error {
 		if !b.fresh[i] {
 			continue
 		}
-		subs := bufferedTargets(p.Targets, b.isActive)
+		subs := storecore.BufferedTargets(p.Targets, b.isActive)
 		if len(subs) == 0 {
 			continue
 		}
@@ -286,64 +285,11 @@ func (b *batch) buffer() error {
 	return err
 }
 
-// finish fills in the results: each new event's inbox entries, in
-// sequence order.
-func (b *batch) finish() {
-	for i := range b.pubs {
-		if !b.fresh[i] {
-			continue
-		}
-		entries := b.entries[i]
-		for j := range entries {
-			entries[j].Kind, entries[j].Event, entries[j].CreatedAt = mcpe.InboxEvent, b.pubs[i].Raw, b.now
-		}
-		slices.SortFunc(entries, func(x, y subscriptions.InboxEntry) int { return cmp.Compare(x.Seq, y.Seq) })
-		b.res[i].Delivered = entries
-	}
-}
-
 func sourceID(ev *mcpe.Event) sql.NullString {
 	if ev.Metadata.SourceEventID == "" {
 		return sql.NullString{}
 	}
 	return sql.NullString{String: ev.Metadata.SourceEventID, Valid: true}
-}
-
-// bufferedTargets lists the active cron and scheduled subscriptions among
-// targets, each once.
-func bufferedTargets(targets []subscriptions.Target, active map[string]bool) []string {
-	var out []string
-	seen := make(map[string]bool)
-	for _, t := range targets {
-		if (t.Channel == mcpe.ChannelCron || t.Channel == mcpe.ChannelScheduled) && active[t.SubscriptionID] && !seen[t.SubscriptionID] {
-			seen[t.SubscriptionID] = true
-			out = append(out, t.SubscriptionID)
-		}
-	}
-	return out
-}
-
-// groupByPrincipal turns the active realtime targets into one inbox entry
-// per principal, in the order the principals first appear, each
-// subscription listed once.
-func groupByPrincipal(targets []subscriptions.Target, active map[string]bool) []subscriptions.InboxEntry {
-	var out []subscriptions.InboxEntry
-	byPrincipal := make(map[string]int)
-	listed := make(map[string]bool)
-	for _, t := range targets {
-		if t.Channel != mcpe.ChannelRealtime || listed[t.SubscriptionID] || !active[t.SubscriptionID] {
-			continue
-		}
-		listed[t.SubscriptionID] = true
-		i, ok := byPrincipal[t.Principal]
-		if !ok {
-			i = len(out)
-			byPrincipal[t.Principal] = i
-			out = append(out, subscriptions.InboxEntry{Principal: t.Principal})
-		}
-		out[i].SubscriptionIDs = append(out[i].SubscriptionIDs, t.SubscriptionID)
-	}
-	return out
 }
 
 // insertEventsSQL[n] and insertInboxSQL[n] are the INSERTs of n rows,
