@@ -5,13 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
 // storedHandler holds a subscription's handler columns as read.
@@ -97,128 +97,43 @@ func (s *Store) FinishJobs(ctx context.Context, done []subscriptions.JobDone) er
 	if len(done) == 0 {
 		return nil
 	}
-	return s.tx(ctx, func(tx pgx.Tx) error {
-		f := &finish{ctx: ctx, tx: tx, tallies: make(map[string]*tally)}
-		for _, d := range done {
-			if err := f.one(d); err != nil {
-				return err
-			}
-		}
-		return f.recordTallies()
-	})
+	return s.tx(ctx, func(tx pgx.Tx) error { return storecore.FinishJobs(finish{ctx, tx}, done) })
 }
 
-// finish records the outcomes of handler runs in one transaction.
+// finish is the statements of FinishJobs in one transaction.
 type finish struct {
 	ctx context.Context
 	tx  pgx.Tx
-	// Each subscription's counts and latest run are written once per
-	// batch, in the order first seen.
-	tallies map[string]*tally
-	order   []string
 }
 
-// tally is what the runs of one subscription in a batch did.
-type tally struct {
-	ok, failed int
-	at         time.Time
-	lastErr    *string
-	output     string
-	tools      *string
-}
-
-// one ends or reschedules the job of d and counts its outcome.
-func (f *finish) one(d subscriptions.JobDone) error {
-	id, err := strconv.ParseInt(d.JobID, 10, 64)
-	if err != nil {
-		return nil
-	}
-	o := d.Outcome
-	retrying := o.Err != nil && o.RetryIn > 0 && !o.Disable
-	var sub string
-	if retrying {
+func (f finish) EndJob(id int64, retryAt *time.Time) (sub string, err error) {
+	if retryAt != nil {
 		err = f.tx.QueryRow(f.ctx, `UPDATE handler_jobs SET attempts = attempts + 1, due_at = $1 WHERE id = $2 RETURNING subscription_id`,
-			d.At.Add(o.RetryIn), id).Scan(&sub)
+			*retryAt, id).Scan(&sub)
 	} else {
 		err = f.tx.QueryRow(f.ctx, `DELETE FROM handler_jobs WHERE id = $1 RETURNING subscription_id`, id).Scan(&sub)
 	}
 	if errors.Is(err, pgx.ErrNoRows) {
-		return nil // its subscription or handler went meanwhile
+		return "", nil
 	}
-	if err != nil {
-		return err
-	}
-	f.count(sub, d, retrying)
-	if !o.Disable {
-		return nil
-	}
-	reason := "turned off"
-	if o.Err != nil {
-		reason = o.Err.Error()
-	}
+	return sub, err
+}
+
+func (f finish) DisableHandler(sub, reason string) error {
 	if _, err := f.tx.Exec(f.ctx, `UPDATE subscriptions SET handler_disabled = $2 WHERE id = $1 AND handler IS NOT NULL`, sub, reason); err != nil {
 		return err
 	}
-	_, err = f.tx.Exec(f.ctx, `DELETE FROM handler_jobs WHERE subscription_id = $1`, sub)
+	_, err := f.tx.Exec(f.ctx, `DELETE FROM handler_jobs WHERE subscription_id = $1`, sub)
 	return err
 }
 
-// count adds the outcome of d to the tally of subscription sub.
-func (f *finish) count(sub string, d subscriptions.JobDone, retrying bool) {
-	t := f.tallies[sub]
-	if t == nil {
-		t = &tally{}
-		f.tallies[sub] = t
-		f.order = append(f.order, sub)
-	}
-	o := d.Outcome
-	switch {
-	case o.Err == nil:
-		t.ok++
-	case !retrying:
-		t.failed++
-	}
-	if o.Err != nil {
-		t.lastErr = new(o.Err.Error())
-	}
-	if d.At.After(t.at) {
-		t.at = d.At
-	}
-	t.output = truncate(o.Output, maxStoredOutput)
-	t.tools = nil
-	if len(o.ToolCalls) > 0 {
-		t.tools = new(mustJSON(o.ToolCalls))
-	}
-}
-
-// recordTallies writes each subscription's counts and latest run.
-func (f *finish) recordTallies() error {
-	for _, sub := range f.order {
-		t := f.tallies[sub]
-		if _, err := f.tx.Exec(f.ctx, `UPDATE subscriptions
-			SET handler_succeeded = handler_succeeded + $2, handler_failed = handler_failed + $3,
-				handler_last_run_at = $4, handler_last_error = coalesce($5, handler_last_error),
-				handler_last_output = $6, handler_last_tools = $7
-			WHERE id = $1`, sub, t.ok, t.failed, t.at, t.lastErr, t.output, t.tools); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// maxStoredOutput bounds the output kept of a handler's latest run.
-const maxStoredOutput = mcpe.MaxStatusOutput
-
-// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…[truncated]"
+func (f finish) RecordTally(sub string, t *storecore.Tally) error {
+	_, err := f.tx.Exec(f.ctx, `UPDATE subscriptions
+		SET handler_succeeded = handler_succeeded + $2, handler_failed = handler_failed + $3,
+			handler_last_run_at = $4, handler_last_error = coalesce($5, handler_last_error),
+			handler_last_output = $6, handler_last_tools = $7
+		WHERE id = $1`, sub, t.OK, t.Failed, t.At, t.LastErr, t.Output, t.Tools)
+	return err
 }
 
 // deref returns *s, or "" for nil.

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
 // storedHandler holds a subscription's handler columns as read.
@@ -124,120 +126,40 @@ func (s *Store) FinishJobs(ctx context.Context, done []subscriptions.JobDone) er
 		return err
 	}
 	return s.tx(ctx, func(tx *sql.Tx) error {
-		f := &finish{ctx: ctx, tx: tx, end: st[0], retry: st[1], record: st[2], disable: st[3], dropAll: st[4],
-			tallies: make(map[string]*tally)}
-		for _, d := range done {
-			if err := f.one(d); err != nil {
-				return err
-			}
-		}
-		return f.recordTallies()
+		return storecore.FinishJobs(&finish{ctx: ctx, tx: tx, end: st[0], retry: st[1], record: st[2], disable: st[3], dropAll: st[4]}, done)
 	})
 }
 
-// finish records the outcomes of handler runs in one transaction.
+// finish is the statements of FinishJobs in one transaction.
 type finish struct {
 	ctx                                  context.Context
 	tx                                   *sql.Tx
 	end, retry, record, disable, dropAll *sql.Stmt
-	// Each subscription's counts and latest run are written once per
-	// batch, in the order first seen.
-	tallies map[string]*tally
-	order   []string
 }
 
-// tally is what the runs of one subscription in a batch did.
-type tally struct {
-	ok, failed    int
-	at            int64
-	lastErr       sql.NullString
-	output, tools sql.NullString
-}
+func (f *finish) stmt(st *sql.Stmt) *sql.Stmt { return f.tx.StmtContext(f.ctx, st) }
 
-// one ends or reschedules the job of d and counts its outcome.
-func (f *finish) one(d subscriptions.JobDone) error {
-	id, err := strconv.ParseInt(d.JobID, 10, 64)
-	if err != nil {
-		return nil
-	}
-	o := d.Outcome
-	retrying := o.Err != nil && o.RetryIn > 0 && !o.Disable
-	var sub string
-	if retrying {
-		err = f.tx.StmtContext(f.ctx, f.retry).QueryRowContext(f.ctx, nanos(d.At.Add(o.RetryIn)), id).Scan(&sub)
+func (f *finish) EndJob(id int64, retryAt *time.Time) (sub string, err error) {
+	if retryAt != nil {
+		err = f.stmt(f.retry).QueryRowContext(f.ctx, nanos(*retryAt), id).Scan(&sub)
 	} else {
-		err = f.tx.StmtContext(f.ctx, f.end).QueryRowContext(f.ctx, id).Scan(&sub)
+		err = f.stmt(f.end).QueryRowContext(f.ctx, id).Scan(&sub)
 	}
 	if errors.Is(err, sql.ErrNoRows) {
-		return nil // its subscription or handler went meanwhile
+		return "", nil
 	}
-	if err != nil {
+	return sub, err
+}
+
+func (f *finish) DisableHandler(sub, reason string) error {
+	if _, err := f.stmt(f.disable).ExecContext(f.ctx, sub, reason); err != nil {
 		return err
 	}
-	f.count(sub, d, retrying)
-	if !o.Disable {
-		return nil
-	}
-	reason := "turned off"
-	if o.Err != nil {
-		reason = o.Err.Error()
-	}
-	if _, err := f.tx.StmtContext(f.ctx, f.disable).ExecContext(f.ctx, sub, reason); err != nil {
-		return err
-	}
-	_, err = f.tx.StmtContext(f.ctx, f.dropAll).ExecContext(f.ctx, sub)
+	_, err := f.stmt(f.dropAll).ExecContext(f.ctx, sub)
 	return err
 }
 
-// count adds the outcome of d to the tally of subscription sub.
-func (f *finish) count(sub string, d subscriptions.JobDone, retrying bool) {
-	t := f.tallies[sub]
-	if t == nil {
-		t = &tally{}
-		f.tallies[sub] = t
-		f.order = append(f.order, sub)
-	}
-	o := d.Outcome
-	switch {
-	case o.Err == nil:
-		t.ok++
-	case !retrying:
-		t.failed++
-	}
-	if o.Err != nil {
-		t.lastErr = sql.NullString{String: o.Err.Error(), Valid: true}
-	}
-	t.at = max(t.at, nanos(d.At))
-	t.output = sql.NullString{String: truncate(o.Output, maxStoredOutput), Valid: true}
-	t.tools = sql.NullString{}
-	if len(o.ToolCalls) > 0 {
-		t.tools = sql.NullString{String: mustJSON(o.ToolCalls), Valid: true}
-	}
-}
-
-// recordTallies writes each subscription's counts and latest run.
-func (f *finish) recordTallies() error {
-	for _, sub := range f.order {
-		t := f.tallies[sub]
-		if _, err := f.tx.StmtContext(f.ctx, f.record).ExecContext(f.ctx, sub, t.ok, t.failed, t.at,
-			t.lastErr, t.output.String, t.tools); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// maxStoredOutput bounds the output kept of a handler's latest run.
-const maxStoredOutput = mcpe.MaxStatusOutput
-
-// truncate cuts s to at most n bytes, on a rune boundary, marking the cut.
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	cut := n
-	for cut > 0 && s[cut]&0xC0 == 0x80 {
-		cut--
-	}
-	return s[:cut] + "…[truncated]"
+func (f *finish) RecordTally(sub string, t *storecore.Tally) error {
+	_, err := f.stmt(f.record).ExecContext(f.ctx, sub, t.OK, t.Failed, nanos(t.At), t.LastErr, t.Output, t.Tools)
+	return err
 }
