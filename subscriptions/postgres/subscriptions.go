@@ -5,20 +5,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
 // CreateSubscription implements subscriptions.Store. It holds the
 // principal's row while it counts, so that two creations cannot both pass
 // the limit.
 func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subscription, max int) error {
-	filter, delivery, err := encodeSettings(sub)
+	filter, delivery, err := storecore.EncodeSettings(sub)
 	if err != nil {
 		return err
 	}
@@ -72,18 +72,6 @@ func dropOldestExpired(ctx context.Context, tx pgx.Tx, principal string, n int) 
 	}
 	_, err := tx.Exec(ctx, `DELETE FROM subscriptions WHERE id IN (`+oldest+`)`, principal, n)
 	return err
-}
-
-func encodeSettings(sub *subscriptions.Subscription) (filter, delivery string, err error) {
-	f, err := json.Marshal(sub.Filter)
-	if err != nil {
-		return "", "", err
-	}
-	d, err := json.Marshal(sub.Delivery)
-	if err != nil {
-		return "", "", err
-	}
-	return string(f), string(d), nil
 }
 
 // timed is the timed column of a subscription with delivery d: its
@@ -166,7 +154,7 @@ func (s *Store) GetSubscription(ctx context.Context, principal, id string) (*sub
 
 // UpdateSubscription implements subscriptions.Store.
 func (s *Store) UpdateSubscription(ctx context.Context, sub *subscriptions.Subscription) error {
-	filter, delivery, err := encodeSettings(sub)
+	filter, delivery, err := storecore.EncodeSettings(sub)
 	if err != nil {
 		return err
 	}
@@ -205,20 +193,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, principal, id string) er
 
 // ListSubscriptions implements subscriptions.Store.
 func (s *Store) ListSubscriptions(ctx context.Context, q subscriptions.ListQuery) ([]*subscriptions.Subscription, error) {
-	var where []string
-	var args []any
-	if q.Principal != "" {
-		args = append(args, q.Principal)
-		where = append(where, fmt.Sprintf("s.principal = $%d", len(args)))
-	}
-	if q.Status != "" {
-		args = append(args, string(q.Status))
-		where = append(where, fmt.Sprintf("s.status = $%d", len(args)))
-	}
-	cond := "true"
-	if len(where) > 0 {
-		cond = strings.Join(where, " AND ")
-	}
+	cond, args := storecore.ListCondition(q, "$")
 	rows, err := s.pool.Query(ctx, selectSubscriptions(cond)+" ORDER BY s.created_at, s.id", args...)
 	if err != nil {
 		return nil, err

@@ -6,17 +6,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
 // CreateSubscription implements subscriptions.Store.
 func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subscription, max int) error {
-	filter, delivery, err := encodeSettings(sub)
+	filter, delivery, err := storecore.EncodeSettings(sub)
 	if err != nil {
 		return err
 	}
@@ -96,18 +96,6 @@ func dropOldestExpired(ctx context.Context, tx *sql.Tx, principal string, n int)
 	}
 	_, err := tx.ExecContext(ctx, `DELETE FROM subscriptions WHERE id IN (`+oldest+`)`, principal, n)
 	return err
-}
-
-func encodeSettings(sub *subscriptions.Subscription) (filter, delivery string, err error) {
-	f, err := json.Marshal(sub.Filter)
-	if err != nil {
-		return "", "", err
-	}
-	d, err := json.Marshal(sub.Delivery)
-	if err != nil {
-		return "", "", err
-	}
-	return string(f), string(d), nil
 }
 
 // selectSubscriptions reads subscriptions with their delivery counts: the
@@ -191,7 +179,7 @@ func (s *Store) GetSubscription(ctx context.Context, principal, id string) (*sub
 
 // UpdateSubscription implements subscriptions.Store.
 func (s *Store) UpdateSubscription(ctx context.Context, sub *subscriptions.Subscription) error {
-	filter, delivery, err := encodeSettings(sub)
+	filter, delivery, err := storecore.EncodeSettings(sub)
 	if err != nil {
 		return err
 	}
@@ -233,20 +221,7 @@ func (s *Store) DeleteSubscription(ctx context.Context, principal, id string) er
 
 // ListSubscriptions implements subscriptions.Store.
 func (s *Store) ListSubscriptions(ctx context.Context, q subscriptions.ListQuery) ([]*subscriptions.Subscription, error) {
-	var where []string
-	var args []any
-	if q.Principal != "" {
-		args = append(args, q.Principal)
-		where = append(where, fmt.Sprintf("s.principal = ?%d", len(args)))
-	}
-	if q.Status != "" {
-		args = append(args, string(q.Status))
-		where = append(where, fmt.Sprintf("s.status = ?%d", len(args)))
-	}
-	cond := "true"
-	if len(where) > 0 {
-		cond = strings.Join(where, " AND ")
-	}
+	cond, args := storecore.ListCondition(q, "?")
 	query := selectSubscriptions(cond) + " ORDER BY s.created_at, s.id"
 	st, err := s.rstmts.get(ctx, query)
 	if err != nil {
