@@ -19,3 +19,11 @@ func Queued(s *Service) int {
 	defer s.batch.mu.Unlock()
 	return len(s.batch.queue)
 }
+
+// SetPreviewEvents sets how many events a dry run looks at, until the
+// returned function puts it back.
+func SetPreviewEvents(n int) (restore func()) {
+	was := previewEvents
+	previewEvents = n
+	return func() { previewEvents = was }
+}

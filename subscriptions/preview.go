@@ -3,13 +3,19 @@ package subscriptions
 import (
 	"context"
 	"encoding/json"
+	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
-// previewScan bounds how many of the newest inbox entries a dry run reads:
-// as many as the default retention keeps.
+// previewScan bounds how many of the newest inbox entries a dry run reads
+// (as many as the default retention keeps), and previewEvents how many of
+// their events it decodes and matches (the newest entry is looked at
+// whole): an entry that would pass it is left out, and Since moved up past
+// it.
 const previewScan = 1000
+
+var previewEvents = 10_000
 
 // Preview answers events_subscribe with dryRun and creates nothing: what f
 // would have matched among the events of principal's inbox (the newest
@@ -27,12 +33,17 @@ func (s *Service) Preview(ctx context.Context, principal string, f mcpe.Filter) 
 	if err != nil {
 		return res, err
 	}
-	counted := map[string]bool{}
+	counted, examined := map[string]bool{}, 0
 	for i := len(entries) - 1; i >= 0 && !entries[i].CreatedAt.Before(res.Since); i-- {
 		raws := entries[i].Events
 		if entries[i].Kind == mcpe.InboxEvent {
 			raws = []json.RawMessage{entries[i].Event}
 		}
+		if examined > 0 && examined+len(raws) > previewEvents {
+			res.Since = entries[i].CreatedAt.Add(time.Nanosecond)
+			break
+		}
+		examined += len(raws)
 		for j := len(raws) - 1; j >= 0; j-- {
 			var ev mcpe.Event
 			if json.Unmarshal(raws[j], &ev) != nil || counted[ev.ID] || !m.Match(&ev) {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // TestPreview checks events_subscribe's dry run: it counts what a filter
@@ -117,5 +118,34 @@ func TestPreview(t *testing.T) {
 	}
 	if res, err := f.svc.Preview(ctx, "carol", mcpe.Filter{EventTypes: []string{"*"}}); err != nil || res.Matched != 0 || len(res.Events) != 0 {
 		t.Errorf("a principal with an empty inbox got %+v, %v; want nothing matched", res, err)
+	}
+}
+
+// TestPreviewLooksAtABoundedNumberOfEvents checks that a dry run decodes at
+// most the bound of events (a hostile model may ask again and again), and
+// says from when it counted.
+func TestPreviewLooksAtABoundedNumberOfEvents(t *testing.T) {
+	defer subscriptions.SetPreviewEvents(3)()
+	ctx := context.Background()
+	clk := clock.NewFake(svcStart)
+	f, _ := newTimed(t, filepath.Join(t.TempDir(), "mcpe.db"), clk)
+	f.subscribe("alice", every("x.*"))
+	var times []time.Time
+	for range 5 {
+		clk.Advance(time.Minute)
+		times = append(times, clk.Now().UTC())
+		if _, err := f.svc.Publish(ctx, mcpe.Event{Type: "x.y", Data: json.RawMessage(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := f.svc.Preview(ctx, "alice", mcpe.Filter{EventTypes: []string{"x.*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Matched != 3 {
+		t.Errorf("matched %d, want the 3 newest", res.Matched)
+	}
+	if !res.Since.After(times[1]) || res.Since.After(times[2]) {
+		t.Errorf("since %s; want after %s (the newest left out) and at most %s", res.Since, times[1], times[2])
 	}
 }
