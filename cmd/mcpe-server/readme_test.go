@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -10,15 +11,21 @@ import (
 	"time"
 )
 
-// TestReadmeDigestExamples runs the README's events_subscribe examples for
-// digests as a reader would: the scheduled one with DELIVER_AT two hours
-// from now, as the README says to compute it.
-func TestReadmeDigestExamples(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "..", "README.md"))
+// readDoc reads a file of the repository, relative to its root.
+func readDoc(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(name)))
 	if err != nil {
 		t.Fatal(err)
 	}
-	blocks := regexp.MustCompile("(?s)```json\n(.*?)```").FindAllStringSubmatch(string(readme), -1)
+	return string(b)
+}
+
+// TestDocsDigestExamples runs the events_subscribe examples for digests of
+// docs/delivery.md as a reader would: the scheduled one with DELIVER_AT two
+// hours from now, as the page says to compute it.
+func TestDocsDigestExamples(t *testing.T) {
+	blocks := regexp.MustCompile("(?s)```json\n(.*?)```").FindAllStringSubmatch(readDoc(t, "docs/delivery.md"), -1)
 	paris, err := time.LoadLocation("Europe/Paris")
 	if err != nil {
 		t.Skipf("no time zone data: %v", err)
@@ -34,14 +41,64 @@ func TestReadmeDigestExamples(t *testing.T) {
 		text = strings.ReplaceAll(text, "DELIVER_AT", deliverAt)
 		var args map[string]any
 		if err := json.Unmarshal([]byte(text), &args); err != nil {
-			t.Fatalf("a README example is not JSON: %v\n%s", err, text)
+			t.Fatalf("an example of docs/delivery.md is not JSON: %v\n%s", err, text)
 		}
 		if _, errText := c.Call(t, "events_subscribe", args); errText != "" {
-			t.Errorf("the README example\n%s\nis refused: %s", text, errText)
+			t.Errorf("the example of docs/delivery.md\n%s\nis refused: %s", text, errText)
 		}
 		ran++
 	}
 	if ran < 2 {
-		t.Fatalf("found %d digest examples in the README; want the cron and the scheduled one", ran)
+		t.Fatalf("found %d digest examples in docs/delivery.md; want the cron and the scheduled one", ran)
+	}
+}
+
+// TestReadmeCommands checks the README's two commands: the test command is
+// the one .ci/run runs, and the serve command's flags parse.
+func TestReadmeCommands(t *testing.T) {
+	readme := readDoc(t, "README.md")
+	for _, cmd := range []string{"go run ./cmd/mcpe-server --http 127.0.0.1:8765", "go test ./..."} {
+		if !strings.Contains(readme, "\n"+cmd+" ") {
+			t.Errorf("the README does not give the command %q at the start of a line", cmd)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^go test \./\.\.\.$`).MatchString(readDoc(t, ".ci/run")) {
+		t.Error(".ci/run does not run the README's test command `go test ./...` on a line of its own")
+	}
+	flags, err := parseServeFlags([]string{"--http", "127.0.0.1:8765"}, io.Discard)
+	if err != nil || flags.http != "127.0.0.1:8765" {
+		t.Errorf("the README's serve command: flags %+v, %v", flags, err)
+	}
+}
+
+// TestReadmeStarterConfig checks the Quick start's configuration as a reader
+// would: with the environment it exports, `mcpe-server check` says ok, and
+// the configuration has what the README says it has.
+func TestReadmeStarterConfig(t *testing.T) {
+	_, quick, ok := strings.Cut(readDoc(t, "README.md"), "\n## Quick start\n")
+	if !ok {
+		t.Fatal("the README has no Quick start section")
+	}
+	_, block, ok := strings.Cut(quick, "```yaml\n")
+	if !ok {
+		t.Fatal("the Quick start has no yaml block")
+	}
+	block, _, _ = strings.Cut(block, "```")
+	exports := regexp.MustCompile(`([A-Z_]+)=\$\(openssl rand -hex 24\)`).FindAllStringSubmatch(quick, -1)
+	if len(exports) == 0 {
+		t.Fatal("the Quick start exports no tokens")
+	}
+	for _, e := range exports {
+		t.Setenv(e[1], "a-token-of-the-quick-start-"+e[1])
+	}
+	for _, want := range []string{"auth:\n  tokens:", "console:\n  adminTokenEnv:", "adapters:\n  github:"} {
+		if !strings.Contains(block, want) {
+			t.Errorf("the Quick start's configuration lacks %q", want)
+		}
+	}
+	cfg := writeConfig(t, block)
+	code, out, stderr := cli(t, "check", "--config", cfg, "--db", filepath.Join(t.TempDir(), "mcpe.db"))
+	if code != 0 || !strings.Contains(out, ": ok") {
+		t.Errorf("check of the Quick start's configuration = %d, %q, %q; want ok\n%s", code, out, stderr, block)
 	}
 }
