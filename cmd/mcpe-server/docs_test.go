@@ -138,8 +138,9 @@ func TestDocsContents(t *testing.T) {
 	}
 }
 
-// TestDocsLinks checks every relative link of the README and of docs/: the
-// file exists and, for a markdown file, the fragment names a heading.
+// TestDocsLinks checks every relative link of the README, of docs/ and of
+// the examples' READMEs: the file exists and, for a markdown file, the
+// fragment names a heading.
 func TestDocsLinks(t *testing.T) {
 	docs := map[string]*markdownDoc{}
 	get := func(name string) *markdownDoc {
@@ -148,7 +149,16 @@ func TestDocsLinks(t *testing.T) {
 		}
 		return docs[name]
 	}
-	for _, name := range append([]string{"README.md"}, docPages(t)...) {
+	examples, err := filepath.Glob(filepath.Join("..", "..", "examples", "*", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := append([]string{"README.md"}, docPages(t)...)
+	for _, f := range examples {
+		rel, _ := filepath.Rel(filepath.Join("..", ".."), f)
+		names = append(names, filepath.ToSlash(rel))
+	}
+	for _, name := range names {
 		for _, link := range get(name).links {
 			if strings.Contains(link, "://") || strings.HasPrefix(link, "mailto:") {
 				continue
