@@ -1,11 +1,13 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -100,5 +102,76 @@ func TestReadmeStarterConfig(t *testing.T) {
 	code, out, stderr := cli(t, "check", "--config", cfg, "--db", filepath.Join(t.TempDir(), "mcpe.db"))
 	if code != 0 || !strings.Contains(out, ": ok") {
 		t.Errorf("check of the Quick start's configuration = %d, %q, %q; want ok\n%s", code, out, stderr, block)
+	}
+}
+
+// TestDocsHandlerFields checks the field tables of docs/handlers.md against
+// the handler shapes events_subscribe offers when every handler type is on:
+// each field a shape takes is in its table, and each field of a table but
+// those marked "answer only" is one the shape takes.
+func TestDocsHandlerFields(t *testing.T) {
+	script := filepath.Join(t.TempDir(), "notify.sh")
+	if err := os.WriteFile(script, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeConfig(t, "handlers:\n  agent:\n    enabled: true\n  webhook:\n    enabled: true\n  bash:\n    commands:\n      notify: {path: "+script+"}\n")
+	c, _ := startStdio(t, filepath.Join(t.TempDir(), "mcpe.db"), nil, "--config", cfg)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	res, err := c.Session.ListTools(ctx, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schemaFields := map[string][]string{}
+	for _, tool := range res.Tools {
+		if tool.Name != "events_subscribe" {
+			continue
+		}
+		raw, err := json.Marshal(tool.InputSchema)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var schema struct {
+			Properties map[string]struct {
+				OneOf []struct {
+					Title      string                     `json:"title"`
+					Properties map[string]json.RawMessage `json:"properties"`
+				} `json:"oneOf"`
+			} `json:"properties"`
+		}
+		if err := json.Unmarshal(raw, &schema); err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range schema.Properties["handler"].OneOf {
+			for f := range s.Properties {
+				schemaFields[s.Title] = append(schemaFields[s.Title], f)
+			}
+			slices.Sort(schemaFields[s.Title])
+		}
+	}
+	if len(schemaFields) != 3 {
+		t.Fatalf("events_subscribe offers the handler shapes %v; want bash, webhook and agent", schemaFields)
+	}
+	page := readDoc(t, "docs/handlers.md")
+	row := regexp.MustCompile("^\\| `([A-Za-z]+)` \\| ([^|]+) \\|")
+	for typ, want := range schemaFields {
+		_, table, ok := strings.Cut(page, "\n### The "+typ+" handler's fields\n")
+		if !ok {
+			t.Errorf("docs/handlers.md has no section \"The %s handler's fields\"", typ)
+			continue
+		}
+		var got []string
+		for _, line := range strings.Split(table, "\n") {
+			if strings.HasPrefix(line, "#") {
+				break
+			}
+			if m := row.FindStringSubmatch(line); m != nil && strings.TrimSpace(m[2]) != "answer only" {
+				got = append(got, m[1])
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Errorf("docs/handlers.md lists the %s handler's fields %v; its schema takes %v", typ, got, want)
+		}
 	}
 }
