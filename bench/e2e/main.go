@@ -123,7 +123,7 @@ func main() {
 	quiet := flag.Duration("quiet", 20*time.Second, "after posting, how long without a notification ends the wait for the rest")
 	processes := flag.Int("processes", 1, "how many servers share the database")
 	remote := flag.Bool("remote", false, "with several processes, post only to those the client is not connected to")
-	follow := flag.Duration("follow", 0, "delivery.followInterval for the servers (0: their default)")
+	follow := flag.Duration("follow", 0, "delivery.followInterval for servers older than its removal (0: their default, 100ms; newer ones refuse it)")
 	db := flag.String("db", "", "the database the servers share (default: a new SQLite file); a postgres:// URL must name an empty database")
 	posters := flag.Int("posters", 0, "posters in every scenario that posts (0: each scenario's own)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this program (the posters and the client) to this file")

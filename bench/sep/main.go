@@ -96,7 +96,7 @@ func start(bin string, heartbeat time.Duration) (*server, error) {
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "config.yaml")
-	body := fmt.Sprintf("subscriptions:\n  maxPerPrincipal: 20000\n  maxPatternCost: 100000\ndelivery:\n  heartbeatInterval: %s\n", heartbeat)
+	body := fmt.Sprintf("subscriptions:\n  maxPerPrincipal: 20000\ndelivery:\n  heartbeatInterval: %s\n", heartbeat)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		return nil, err
 	}

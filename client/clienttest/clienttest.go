@@ -44,8 +44,9 @@ type Options struct {
 	// in memory for its live sessions; zero is the server's default. A
 	// session behind them catches up from the inbox.
 	WindowEntries int
-	// MaxBacklog and OnFullBacklog set the server's delivery.backlog
-	// maxEntries and onFull; zero and empty are its defaults.
+	// MaxBacklog and OnFullBacklog set what a live session may be owed
+	// and what happens past it (realtime.Options); zero and empty are the
+	// server's defaults.
 	MaxBacklog    int64
 	OnFullBacklog string
 	// Logger receives the server's logs; nil discards them.
@@ -84,7 +85,6 @@ func Start(ctx context.Context, opts *Options) (s *Server, err error) {
 		o.Clock = clock.Real{}
 	}
 	cfg := &config.Config{Inbox: config.Inbox{MaxEntries: 100000}}
-	cfg.Delivery.Backlog = config.Backlog{MaxEntries: o.MaxBacklog, OnFull: o.OnFullBacklog}
 	cfg.HTTP.Stateless = o.Stateless
 	for token, principal := range o.Tokens {
 		cfg.Auth.Tokens = append(cfg.Auth.Tokens, config.PrincipalToken{Principal: principal, Secret: config.Secret{Token: token}})
@@ -105,12 +105,12 @@ func Start(ctx context.Context, opts *Options) (s *Server, err error) {
 		return nil, err
 	}
 	s.app, err = app.New(ctx, app.Options{
-		Config:        cfg,
-		Store:         s.store,
-		HTTP:          true,
-		Clock:         o.Clock,
-		Logger:        o.Logger,
-		WindowEntries: o.WindowEntries,
+		Config:   cfg,
+		Store:    s.store,
+		HTTP:     true,
+		Clock:    o.Clock,
+		Logger:   o.Logger,
+		Realtime: realtime.Options{WindowEntries: o.WindowEntries, BacklogEntries: o.MaxBacklog, OnFullBacklog: o.OnFullBacklog},
 		// A test that moves its fake clock by a day would otherwise prune
 		// once for every minute passed.
 		PruneInterval: 24 * time.Hour,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -9,25 +10,26 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mcpe-server/mcpe-server/client/clienttest"
+	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
-// TestEndToEndNoLoss posts, through the binary's HTTP ingest, a burst ten
-// times larger than the in-memory window of a live stdio session whose
-// client does not read meanwhile: the session falls behind the window, and
-// once its client reads again it gets every event, once, in order, from the
+// TestEndToEndNoLoss posts, through the binary's HTTP ingest, a burst
+// larger than the in-memory window of a live stdio session whose client
+// does not read meanwhile: the session falls behind the window, and once
+// its client reads again it gets every event, once, in order, from the
 // window and the inbox; it is never told it missed any.
 func TestEndToEndNoLoss(t *testing.T) {
-	const window = 64
+	const window = realtime.DefaultWindowEntries
 	gate := mcpetest.NewGate()
-	cfg := writeConfig(t, fmt.Sprintf("delivery:\n  window: %d\n", window))
-	c, base, _ := startStdioGated(t, filepath.Join(t.TempDir(), "mcpe.db"), nil, gate, "--config", cfg)
+	c, base, _ := startStdioGated(t, filepath.Join(t.TempDir(), "mcpe.db"), nil, gate)
 	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"burst.*"}}})
 
 	gate.Close()
 	var ids []string
-	for i := range 10 * window {
+	for i := range window + window/2 {
 		code, body := post(t, base, "", fmt.Sprintf(`{"type": "burst.e", "data": {"n": %d, "pad": %q}}`, i, strings.Repeat("x", 200)))
 		if code != http.StatusAccepted {
 			t.Fatalf("POST %d: %d %s", i, code, body)
@@ -58,14 +60,22 @@ func TestEndToEndNoLoss(t *testing.T) {
 }
 
 // TestFullBacklogRefusesEvents has a live session fall behind by its
-// backlog bound (delivery.backlog.maxEntries): events for its owner are then
-// refused with 429 and Retry-After, and accepted again once it caught up;
-// it gets every event accepted, once.
+// backlog bound (realtime.Options.BacklogEntries, made small in process):
+// events for its owner are then refused with 429 and Retry-After, and
+// accepted again once it caught up; it gets every event accepted, once.
 func TestFullBacklogRefusesEvents(t *testing.T) {
 	const bound = 40
 	gate := mcpetest.NewGate()
-	cfg := writeConfig(t, fmt.Sprintf("delivery:\n  window: 8\n  backlog:\n    maxEntries: %d\n", bound))
-	c, base, _ := startStdioGated(t, filepath.Join(t.TempDir(), "mcpe.db"), nil, gate, "--config", cfg)
+	s, err := clienttest.Start(context.Background(), &clienttest.Options{WindowEntries: 8, MaxBacklog: bound})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(s.Close)
+	tr, err := s.Transport(context.Background(), "local")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, base := mcpetest.Connect(t, gate.Transport(tr), nil), s.URL
 	c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"burst.*"}}})
 
 	gate.Close()

@@ -43,7 +43,6 @@ auth:
     - principal: team
       token: team-token
 delivery:
-  followInterval: 10ms
   minEvery: 1s
 handlers:
   webhook:
@@ -255,8 +254,6 @@ auth:
   tokens:
     - principal: team
       token: team-token
-delivery:
-  followInterval: 10ms
 handlers:
   runTimeout: 1s
   webhook:
@@ -315,7 +312,6 @@ auth:
     - principal: team
       token: team-token
 delivery:
-  followInterval: 10ms
   minEvery: 1s
 `)
 	baseB, _, _ := startHTTPServer(t, "--db", db, "--config", cfg)

@@ -71,9 +71,6 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	if flags.logLevel != "" {
 		cfg.Log.Level = flags.logLevel
 	}
-	if flags.pprof != "" {
-		cfg.Debug.PprofAddr = flags.pprof
-	}
 	serveHTTP := cfg.HTTP.Addr
 	serveStdio := flags.stdio
 	switch {
@@ -120,8 +117,8 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if cfg.Debug.PprofAddr != "" {
-		stopPprof, err := startPprof(ctx, cfg.Debug.PprofAddr, log)
+	if flags.pprof != "" {
+		stopPprof, err := startPprof(ctx, flags.pprof, log)
 		if err != nil {
 			return err
 		}

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -17,17 +16,6 @@ import (
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
-// followConfig writes a configuration that follows the database every few
-// milliseconds, so that a change made by one server reaches the other soon.
-func followConfig(t *testing.T) string {
-	t.Helper()
-	path := filepath.Join(t.TempDir(), "follow.yaml")
-	if err := os.WriteFile(path, []byte("delivery:\n  followInterval: 10ms\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
 // TestWorkstationTwoServersOneDatabase is two hosts on one machine, each
 // starting "mcpe-server --stdio --http ADDR" on the default database: the
 // second finds the port taken by the first, says so and serves its host;
@@ -36,11 +24,10 @@ func followConfig(t *testing.T) string {
 // order.
 func TestWorkstationTwoServersOneDatabase(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "mcpe.db")
-	cfg := followConfig(t)
-	first, base := startStdio(t, db, nil, "--config", cfg)
+	first, base := startStdio(t, db, nil)
 	addr := strings.TrimPrefix(base, "http://")
 
-	cmd := exec.Command(binary, "--stdio", "--http", addr, "--db", db, "--config", cfg)
+	cmd := exec.Command(binary, "--stdio", "--http", addr, "--db", db)
 	pr, pw := io.Pipe()
 	cmd.Stderr = pw
 	logs := watchLog(t, pr)

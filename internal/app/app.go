@@ -56,10 +56,10 @@ type Options struct {
 	Clock clock.Clock
 	// Logger defaults to discarding.
 	Logger *slog.Logger
-	// WindowEntries is how many of a principal's latest deliveries are
-	// kept in memory for its live sessions; zero means the realtime
-	// package's default. A session behind them reads the inbox.
-	WindowEntries int
+	// Realtime sizes what is kept in memory for live sessions (window,
+	// backlog); the zero value is the realtime package's defaults. Tests
+	// make them small. Its Inbox, Logger and Sent are set by New.
+	Realtime realtime.Options
 	// PruneInterval is how often retention is applied; zero means the
 	// subscriptions package's default (a minute). A test that moves a fake
 	// clock by a day sets it longer, so as not to prune once per minute
@@ -130,15 +130,12 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	// The registry keeps the wall clock: its waits are for transports (an
 	// event stream that is not open yet), which run in real time even when
 	// a test moves the server's clock.
-	rt := cfg.Delivery.Realtime()
+	rt := opts.Realtime
 	rt.Inbox, rt.Logger = opts.Store, log
 	var ran func(*subscriptions.Invocation, subscriptions.Outcome, time.Duration)
 	var observer subscriptions.Observer
 	if a.Metrics != nil {
 		rt.Sent, ran, observer = a.Metrics.NotificationsSent, a.Metrics.HandlerRan, a.Metrics
-	}
-	if opts.WindowEntries > 0 {
-		rt.WindowEntries = opts.WindowEntries
 	}
 	a.Sessions = realtime.NewRegistry(&rt)
 	if a.Metrics != nil {
@@ -152,14 +149,13 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.runner, err = handlers.New(handlers.Options{
-		Jobs:         opts.Store,
-		Handlers:     a.handlers.byType,
-		Clock:        opts.Clock,
-		Logger:       log,
-		Concurrency:  cfg.Handlers.Concurrency,
-		PerPrincipal: cfg.Handlers.PerPrincipal,
-		RunTimeout:   time.Duration(cfg.Handlers.RunTimeout),
-		Ran:          ran,
+		Jobs:        opts.Store,
+		Handlers:    a.handlers.byType,
+		Clock:       opts.Clock,
+		Logger:      log,
+		Concurrency: cfg.Handlers.Concurrency,
+		RunTimeout:  time.Duration(cfg.Handlers.RunTimeout),
+		Ran:         ran,
 	})
 	if err != nil {
 		return nil, err
@@ -176,22 +172,19 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Clock:            opts.Clock,
 		Logger:           log,
 		MaxSubscriptions: cfg.Subscriptions.MaxPerPrincipal,
-		MaxPatternCost:   cfg.Subscriptions.MaxPatternCost,
-		MaxDataDepth:     cfg.Ingest.MaxDataDepth,
+		// What matching may cost grows with the subscriptions allowed.
+		MaxPatternCost: max(subscriptions.DefaultMaxPatternCost, cfg.Subscriptions.MaxPerPrincipal*subscriptions.DefaultMaxPatternCost/subscriptions.DefaultMaxSubscriptions),
 		Retention: subscriptions.Retention{
 			InboxMaxEntries: cfg.Inbox.MaxEntries,
 			InboxMaxAge:     time.Duration(cfg.Inbox.MaxAge),
-			DedupWindow:     time.Duration(cfg.Inbox.DedupWindow),
-			ExpiredMaxAge:   time.Duration(cfg.Inbox.ExpiredMaxAge),
+			ExpiredMaxAge:   time.Duration(cfg.Inbox.MaxAge),
 		},
 		PruneInterval:   opts.PruneInterval,
-		FollowInterval:  time.Duration(cfg.Delivery.FollowInterval),
 		EphemeralPrefix: mcpserver.SessionPrincipalPrefix,
 		MarkInterval:    opts.MarkInterval,
 		MarkLapse:       opts.MarkLapse,
 		Managed:         mcpserver.ManagedPrefixes(),
 		Handlers:        a.handlers.byType,
-		SecretGrace:     secretGrace(cfg),
 		JobsWritten:     a.runner.Wake,
 		Observer:        observer,
 		RunLost: func() {
@@ -223,14 +216,13 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		log.Warn("webhook adapters configured but HTTP not served", "effect", "nothing can reach them", "hint", "start with --http ADDR or set http.addr")
 	}
 	srv, err := mcpserver.New(mcpserver.Options{
-		Service:  svc,
-		Sessions: a.Sessions,
-		Version:  opts.Version,
-		Logger:   log,
-		Commands: a.handlers.commands,
-		Catalog:  a.Catalog,
-		Clock:    opts.Clock,
-		// The SEP-3415 events/stream heartbeat.
+		Service:         svc,
+		Sessions:        a.Sessions,
+		Version:         opts.Version,
+		Logger:          log,
+		Commands:        a.handlers.commands,
+		Catalog:         a.Catalog,
+		Clock:           opts.Clock,
 		EventsHeartbeat: time.Duration(cfg.Delivery.HeartbeatInterval),
 		Conversation:    cfg.Conversation.Options(),
 		// SEP-3415 webhook delivery, when the webhook handler is on.
@@ -267,12 +259,11 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 		refused = func(string) { a.Metrics.Refused("ingest") }
 	}
 	ingestHandler, err := httpapi.NewIngest(httpapi.IngestOptions{
-		Publisher:    a.publisher(a.Catalog.Publisher(a.Service))("ingest"),
-		MaxBodyBytes: a.cfg.Ingest.MaxBodyBytes,
-		Tokens:       httpapi.NewTokens(ingestTokens),
-		Clock:        a.opts.Clock,
-		Logger:       a.log,
-		Refused:      refused,
+		Publisher: a.publisher(a.Catalog.Publisher(a.Service))("ingest"),
+		Tokens:    httpapi.NewTokens(ingestTokens),
+		Clock:     a.opts.Clock,
+		Logger:    a.log,
+		Refused:   refused,
 	})
 	if err != nil {
 		return nil, err
@@ -291,10 +282,8 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 	return httpapi.NewMux(httpapi.MuxOptions{
 		Console: console,
 		MCP: a.Server.HTTPHandler(mcpserver.HTTPOptions{
-			Tokens:                  principals,
-			SessionTimeout:          time.Duration(a.cfg.HTTP.SessionTimeout),
-			MaxSessionsPerPrincipal: a.cfg.HTTP.MaxSessionsPerPrincipal,
-			Stateless:               a.cfg.HTTP.Stateless,
+			Tokens:    principals,
+			Stateless: a.cfg.HTTP.Stateless,
 		}),
 		Ingest:         ingestHandler,
 		Adapters:       a.sources.webhooks,
@@ -442,12 +431,4 @@ func (a *App) close() {
 	if a.Sessions != nil {
 		a.Sessions.Close()
 	}
-}
-
-// secretGrace is how long a rotated webhook secret keeps signing.
-func secretGrace(cfg *config.Config) time.Duration {
-	if w := cfg.Handlers.Webhook; w != nil {
-		return time.Duration(w.SecretGrace)
-	}
-	return 0
 }

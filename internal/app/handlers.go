@@ -43,7 +43,7 @@ func (h *handlerSet) close() {
 func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk clock.Clock, log *slog.Logger) (*handlerSet, error) {
 	set := &handlerSet{byType: make(map[mcpe.HandlerType]subscriptions.Handler)}
 	if b := cfg.Bash; b != nil && len(b.Commands) > 0 {
-		opts := b.Options()
+		opts := cfg.BashOptions()
 		opts.Clock, opts.Logger = clk, log.With("handler", "bash")
 		opts.HiddenPaths = private
 		runner, err := bash.New(&opts)
@@ -73,8 +73,7 @@ func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk
 		set.byType[mcpe.HandlerWebhook] = mcpserver.WebhookHandler(sender, clk, log.With("handler", "webhook"))
 		set.webhook = sender
 		set.closers = append(set.closers, sender.Close)
-		log.Info("webhook handler on", "allow_http", w.AllowHTTP, "allow_networks", w.AllowNetworks,
-			"verified_urls", len(w.VerifiedURLs), "well_known_receivers", !opts.NoWellKnownReceivers)
+		log.Info("webhook handler on", "allow_http", w.AllowHTTP, "allow_networks", w.AllowNetworks, "verified_urls", len(w.VerifiedURLs))
 	}
 	if a := cfg.Agent; a != nil && a.Enabled {
 		opts, err := a.Options()

@@ -1,10 +1,10 @@
 package config
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strings"
-	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
 	"github.com/mcpe-server/mcpe-server/adapters/github"
@@ -32,9 +32,6 @@ type Adapters struct {
 type GitHubAdapter struct {
 	// Secret is the webhook's secret; required.
 	Secret Secret `yaml:"secret"`
-	// MaxBodyBytes bounds a delivery. Default 1 MiB; GitHub sends up to
-	// 25 MB.
-	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
 	// PriorityLabels map issue and pull request labels to priorities,
 	// replacing the built-in rule.
 	PriorityLabels map[string]string `yaml:"priorityLabels"`
@@ -44,8 +41,6 @@ type GitHubAdapter struct {
 type SlackAdapter struct {
 	// SigningSecret is the app's signing secret; required.
 	SigningSecret Secret `yaml:"signingSecret"`
-	// MaxBodyBytes bounds a request. Default 1 MiB.
-	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
 }
 
 // AlertmanagerAdapter configures the Alertmanager webhook receiver.
@@ -55,20 +50,11 @@ type AlertmanagerAdapter struct {
 	// SeverityPriorities map the severity label to priorities, replacing
 	// the built-in rule (critical, warning -> high, info -> low).
 	SeverityPriorities map[string]string `yaml:"severityPriorities"`
-	// MaxBodyBytes bounds a notification. Default 1 MiB.
-	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
 }
 
 // MCPAdapter configures the upstream MCP servers.
 type MCPAdapter struct {
 	Upstreams []MCPUpstream `yaml:"upstreams"`
-	// LogLevel is the least severe log message asked of upstreams (an MCP
-	// logging level). Default info.
-	LogLevel string `yaml:"logLevel"`
-	// MinBackoff is the first wait before reconnecting. Default 1s.
-	MinBackoff Duration `yaml:"minBackoff"`
-	// MaxBackoff caps the wait between reconnections. Default 5m.
-	MaxBackoff Duration `yaml:"maxBackoff"`
 }
 
 // MCPUpstream is one upstream MCP server: a command (stdio) or a URL
@@ -81,46 +67,36 @@ type MCPUpstream struct {
 	Env     map[string]string `yaml:"env"`
 	URL     string            `yaml:"url"`
 	Headers map[string]string `yaml:"headers"`
-	// ProtocolVersion is the MCP version to ask for; empty chooses (see
-	// adapters/mcp).
-	ProtocolVersion string `yaml:"protocolVersion"`
 }
 
 func (a *Adapters) validate() error {
+	var errs []error
 	if g := a.GitHub; g != nil {
-		opts, err := g.Options()
-		if err == nil {
-			err = opts.Validate()
-		}
-		if err != nil {
-			return Within("adapters.github", err)
-		}
+		errs = append(errs, Within("adapters.github", checked(g.Options)))
 	}
 	if s := a.Slack; s != nil {
-		opts, err := s.Options()
-		if err == nil {
-			err = opts.Validate()
-		}
-		if err != nil {
-			return Within("adapters.slack", err)
-		}
+		errs = append(errs, Within("adapters.slack", checked(s.Options)))
 	}
 	if m := a.Alertmanager; m != nil {
-		opts, err := m.Options()
-		if err == nil {
-			err = opts.Validate()
-		}
-		if err != nil {
-			return Within("adapters.alertmanager", err)
-		}
+		errs = append(errs, Within("adapters.alertmanager", checked(m.Options)))
 	}
 	if m := a.MCP; m != nil {
 		opts := m.Options()
-		if err := opts.Validate(); err != nil {
-			return Within("adapters.mcp", err)
-		}
+		errs = append(errs, Within("adapters.mcp", opts.Validate()))
 	}
-	return nil
+	return errors.Join(errs...)
+}
+
+// checked returns the error of build, or else of what it built's Validate.
+func checked[T any, P interface {
+	*T
+	Validate() error
+}](build func() (T, error)) error {
+	opts, err := build()
+	if err != nil {
+		return err
+	}
+	return P(&opts).Validate()
 }
 
 // Options returns the GitHub receiver's options as configured, with the
@@ -134,7 +110,7 @@ func (g *GitHubAdapter) Options() (github.Options, error) {
 	return github.Options{
 		Secret:         []byte(secret),
 		PriorityLabels: Priorities(g.PriorityLabels),
-		MaxBodyBytes:   g.MaxBodyBytes,
+		MaxBodyBytes:   25 << 20, // the most GitHub sends
 	}, nil
 }
 
@@ -146,7 +122,7 @@ func (s *SlackAdapter) Options() (slack.Options, error) {
 	if err != nil {
 		return slack.Options{}, err
 	}
-	return slack.Options{SigningSecret: []byte(secret), MaxBodyBytes: s.MaxBodyBytes}, nil
+	return slack.Options{SigningSecret: []byte(secret)}, nil
 }
 
 // Options returns the Alertmanager receiver's options as configured, with
@@ -164,7 +140,6 @@ func (m *AlertmanagerAdapter) Options() (alertmanager.Options, error) {
 	return alertmanager.Options{
 		Tokens:             httpapi.NewTokens(tokens),
 		SeverityPriorities: Priorities(m.SeverityPriorities),
-		MaxBodyBytes:       m.MaxBodyBytes,
 	}, nil
 }
 
@@ -174,21 +149,9 @@ func (m *AlertmanagerAdapter) Options() (alertmanager.Options, error) {
 func (m *MCPAdapter) Options() mcpadapter.Options {
 	ups := make([]mcpadapter.Upstream, 0, len(m.Upstreams))
 	for _, u := range m.Upstreams {
-		ups = append(ups, mcpadapter.Upstream{
-			Name:            u.Name,
-			Command:         u.Command,
-			Env:             Expanded(u.Env),
-			URL:             u.URL,
-			Headers:         Expanded(u.Headers),
-			ProtocolVersion: u.ProtocolVersion,
-		})
+		ups = append(ups, mcpadapter.Upstream{Name: u.Name, Command: u.Command, Env: Expanded(u.Env), URL: u.URL, Headers: Expanded(u.Headers)})
 	}
-	return mcpadapter.Options{
-		Upstreams:  ups,
-		LogLevel:   m.LogLevel,
-		MinBackoff: time.Duration(m.MinBackoff),
-		MaxBackoff: time.Duration(m.MaxBackoff),
-	}
+	return mcpadapter.Options{Upstreams: ups}
 }
 
 // Priorities returns m with its values as priorities. A nil m gives nil (the

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpe-server/mcpe-server/adapters/github"
@@ -80,11 +79,6 @@ func TestParseAdapterErrors(t *testing.T) {
 		{"adapters:\n  mcp:\n    upstreams: [{name: a, url: 'https://x', env: {A: b}}]\n", "adapters.mcp.upstreams[0].env: env is for a command upstream"},
 		{"adapters:\n  mcp:\n    upstreams: [{name: a, command: [x], headers: {A: b}}]\n", "adapters.mcp.upstreams[0].headers: headers are for a url upstream"},
 		{"adapters:\n  mcp:\n    upstreams: [{name: a, command: [' ', x]}]\n", "adapters.mcp.upstreams[0].command: the program (first element) is empty"},
-		{"adapters:\n  mcp:\n    upstreams: [{name: a, url: 'https://x', protocolVersion: '2024-01-01'}]\n", `adapters.mcp.upstreams[0].protocolVersion: "2024-01-01" is not a version this server speaks; use one of`},
-		{"adapters:\n  mcp:\n    logLevel: verbose\n    upstreams: [{name: a, url: 'https://x'}]\n", `adapters.mcp.logLevel: "verbose" is not an MCP logging level`},
-		{"adapters:\n  mcp:\n    minBackoff: 10m\n    maxBackoff: 1m\n    upstreams: [{name: a, url: 'https://x'}]\n", "maxBackoff at least minBackoff"},
-		{"adapters:\n  slack:\n    signingSecret: {token: s}\n    maxBodyBytes: -1\n", "adapters.slack.maxBodyBytes: is -1; give a positive number of bytes"},
-		{"adapters:\n  alertmanager:\n    maxBodyBytes: -1\n", "adapters.alertmanager.maxBodyBytes: is -1; give a positive number of bytes"},
 	} {
 		_, err := Parse(strings.NewReader(tt.yaml))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -101,15 +95,12 @@ adapters:
   github:
     secret: {token: gh}
     priorityLabels: {P0: Critical}
-    maxBodyBytes: 2048
   slack:
     signingSecret: {token: s}
   alertmanager:
     tokens: [{token: a}, {token: b}]
     severityPriorities: {page: critical}
   mcp:
-    logLevel: warning
-    minBackoff: 2s
     upstreams:
       - name: docs
         url: https://docs.example.com/mcp
@@ -122,7 +113,7 @@ adapters:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(github.Options{Secret: []byte("gh"), PriorityLabels: map[string]mcpe.Priority{"P0": mcpe.PriorityCritical}, MaxBodyBytes: 2048}, gh); diff != "" {
+	if diff := cmp.Diff(github.Options{Secret: []byte("gh"), PriorityLabels: map[string]mcpe.Priority{"P0": mcpe.PriorityCritical}, MaxBodyBytes: 25 << 20}, gh); diff != "" {
 		t.Errorf("github options mismatch (-want +got):\n%s", diff)
 	}
 	sl, err := c.Adapters.Slack.Options()
@@ -140,9 +131,7 @@ adapters:
 		t.Errorf("alertmanager options: %d tokens, priorities %v; want 2 tokens and page -> critical", am.Tokens.Len(), am.SeverityPriorities)
 	}
 	want := mcpadapter.Options{
-		Upstreams:  []mcpadapter.Upstream{{Name: "docs", URL: "https://docs.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer docs-token"}}},
-		LogLevel:   "warning",
-		MinBackoff: 2 * time.Second,
+		Upstreams: []mcpadapter.Upstream{{Name: "docs", URL: "https://docs.example.com/mcp", Headers: map[string]string{"Authorization": "Bearer docs-token"}}},
 	}
 	if diff := cmp.Diff(want, c.Adapters.MCP.Options()); diff != "" {
 		t.Errorf("mcp options mismatch (-want +got):\n%s", diff)

@@ -24,8 +24,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/delivery/realtime"
-	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"go.yaml.in/yaml/v3"
 )
@@ -40,7 +38,7 @@ type Config struct {
 	HTTP HTTP `yaml:"http"`
 	// Auth configures who may use the MCP endpoint over HTTP.
 	Auth Auth `yaml:"auth"`
-	// Ingest configures POST /v1/events.
+	// Ingest configures POST /v1/events (a body is at most 1 MiB).
 	Ingest Ingest `yaml:"ingest"`
 	// Subscriptions configures limits on subscriptions.
 	Subscriptions Subscriptions `yaml:"subscriptions"`
@@ -56,8 +54,6 @@ type Config struct {
 	Log Log `yaml:"log"`
 	// Conversation configures conversation events (conversation/userMessage).
 	Conversation Conversation `yaml:"conversation"`
-	// Debug configures what helps find a problem in a running server.
-	Debug Debug `yaml:"debug"`
 	// Console configures the web console at /console.
 	Console Console `yaml:"console"`
 	// Metrics configures the Prometheus metrics on GET /metrics.
@@ -124,28 +120,11 @@ type Metrics struct {
 // On reports whether /metrics is served.
 func (m Metrics) On() bool { return m.Enabled || m.Addr != "" }
 
-// Debug configures diagnostics.
-type Debug struct {
-	// PprofAddr, when set, serves Go's profiles (net/http/pprof, under
-	// /debug/pprof/) on a listener of their own at this loopback address,
-	// e.g. 127.0.0.1:6060. Off by default.
-	PprofAddr string `yaml:"pprofAddr"`
-}
-
 // HTTP configures the HTTP listener.
 type HTTP struct {
 	// Addr is the listen address, e.g. "127.0.0.1:8765". Empty: no HTTP
 	// unless --http is given.
 	Addr string `yaml:"addr"`
-	// SessionTimeout closes MCP sessions idle for this long: no request
-	// and no event stream, or an event stream that stayed quiet and did not
-	// answer a ping. Default 5m.
-	SessionTimeout Duration `yaml:"sessionTimeout"`
-	// MaxSessionsPerPrincipal bounds the live MCP sessions of one
-	// principal; past it the one idle longest is closed. Without
-	// auth.tokens, the sessions count as one principal, and a new one past
-	// it is refused. Default 100.
-	MaxSessionsPerPrincipal int `yaml:"maxSessionsPerPrincipal"`
 	// Stateless serves MCP protocol 2026-07-28 to the clients that ask
 	// for it (its Streamable HTTP is stateless: a session per request,
 	// notifications only on subscriptions/listen streams). It needs
@@ -179,11 +158,6 @@ type Secret struct {
 
 // Ingest configures POST /v1/events.
 type Ingest struct {
-	// MaxBodyBytes bounds one request body. Default 1 MiB.
-	MaxBodyBytes int64 `yaml:"maxBodyBytes"`
-	// MaxDataDepth is how deeply an event's data may nest objects and
-	// arrays, from any source. Default 64, at most 512.
-	MaxDataDepth int `yaml:"maxDataDepth"`
 	// Tokens, when given, are required of publishers.
 	Tokens []Secret `yaml:"tokens"`
 }
@@ -194,24 +168,15 @@ type Subscriptions struct {
 	// principal may have; a principal keeps at most as many in all, expired
 	// ones included. Default 100.
 	MaxPerPrincipal int `yaml:"maxPerPrincipal"`
-	// MaxPatternCost bounds what matching one principal's active
-	// subscriptions against a new event type may cost (the sum of their
-	// patterns' costs; see the README). Default 4096.
-	MaxPatternCost int `yaml:"maxPatternCost"`
 }
 
 // Inbox configures retention.
 type Inbox struct {
 	// MaxEntries is the most inbox entries kept per principal. Default 1000.
 	MaxEntries int `yaml:"maxEntries"`
-	// MaxAge is how long an entry is kept. Default 7d.
+	// MaxAge is how long an entry is kept, and expired subscriptions
+	// stay listed. Default 7d.
 	MaxAge Duration `yaml:"maxAge"`
-	// DedupWindow is how long an event's sourceEventId is remembered to
-	// refuse redeliveries. Default 24h.
-	DedupWindow Duration `yaml:"dedupWindow"`
-	// ExpiredMaxAge is how long expired subscriptions stay listed. Default
-	// 7d.
-	ExpiredMaxAge Duration `yaml:"expiredMaxAge"`
 }
 
 // Delivery configures cron and scheduled delivery.
@@ -219,41 +184,11 @@ type Delivery struct {
 	// MinEvery is the shortest "@every" interval a cron schedule may use.
 	// Default 1m.
 	MinEvery Duration `yaml:"minEvery"`
-	// Window is how many of a principal's latest deliveries are kept in
-	// memory for its live sessions; a session further behind reads them
-	// from the inbox. Default 1024.
-	Window int `yaml:"window"`
-	// Backlog bounds what one live session may be owed and not yet sent.
-	Backlog Backlog `yaml:"backlog"`
-	// FollowInterval is how often this server reads what other servers
-	// sharing its database wrote: events they accepted for sessions here,
-	// and subscriptions changed through them. Default 100ms.
-	FollowInterval Duration `yaml:"followInterval"`
 	// HeartbeatInterval is how often an events/stream of the SEP-3415
 	// events extension sends notifications/events/heartbeat with its
-	// cursor. Default 30s, the most the SEP allows.
+	// cursor: shorter keeps a stream open through a proxy that closes
+	// idle connections sooner. Default 30s, the most the SEP allows.
 	HeartbeatInterval Duration `yaml:"heartbeatInterval"`
-}
-
-// Backlog bounds what a live session that reads slower than events arrive
-// may fall behind by.
-type Backlog struct {
-	// MaxEntries is the most deliveries a session may be owed. Default
-	// 100000.
-	MaxEntries int64 `yaml:"maxEntries"`
-	// MaxBytes is the most bytes of notifications it may be owed. Default
-	// 268435456 (256 MiB).
-	MaxBytes int64 `yaml:"maxBytes"`
-	// OnFull is "refuse" (events for the owner are answered 429 until the
-	// session catches up; the default) or "skip" (they are accepted, and
-	// the session skips ahead and is told where to poll from).
-	OnFull string `yaml:"onFull"`
-}
-
-// Realtime returns the realtime registry's options for d.
-func (d Delivery) Realtime() realtime.Options {
-	b := d.Backlog
-	return realtime.Options{WindowEntries: d.Window, BacklogEntries: b.MaxEntries, BacklogBytes: b.MaxBytes, OnFullBacklog: b.OnFull}
 }
 
 // Log configures logging.
@@ -267,31 +202,25 @@ type Log struct {
 // Duration is a time.Duration written like "90s", "15m", "24h" or "7d".
 type Duration time.Duration
 
-// UnmarshalYAML reads a duration string.
+// UnmarshalYAML reads a duration string. Its error is a *yaml.TypeError,
+// so that decoding goes on to find every problem, marked with the value's
+// position: the decoder does not say which key it decodes, and
+// explainDecodeError finds it from there.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
-	if err := n.Decode(&s); err != nil {
-		return &valueError{node: n, err: errors.New("want a duration such as \"30s\", \"15m\", \"24h\" or \"7d\"")}
-	}
-	v, err := ParseDuration(s)
+	err := n.Decode(&s)
 	if err != nil {
-		return &valueError{node: n, err: err}
+		err = errors.New("want a duration such as \"30s\", \"15m\", \"24h\" or \"7d\"")
+	} else {
+		var v time.Duration
+		v, err = ParseDuration(s)
+		*d = Duration(v)
 	}
-	*d = Duration(v)
+	if err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: %v", n.Line, n.Column, err)}}
+	}
 	return nil
 }
-
-// valueError is a bad value found while decoding. The decoder does not tell
-// an UnmarshalYAML method which key it is decoding, so Parse finds the key
-// from the node's position.
-type valueError struct {
-	node *yaml.Node
-	err  error
-}
-
-func (e *valueError) Error() string { return fmt.Sprintf("line %d: %v", e.node.Line, e.err) }
-
-func (e *valueError) Unwrap() error { return e.err }
 
 // keyPath returns the dotted path of the key whose value starts at line and
 // column in n, such as "inbox.maxAge", or "" if there is none.
@@ -364,37 +293,64 @@ func Load(path string) (*Config, error) {
 	return c, nil
 }
 
-// Parse reads and checks a configuration.
+// Parse reads and checks a configuration. Its error is a Problems: every
+// problem, those of decoding (unknown keys, bad values) and of checking
+// alike. With it comes the configuration as far as it could be read, nil
+// when the text is not YAML.
 func Parse(r io.Reader) (*Config, error) {
 	body, err := io.ReadAll(r)
 	if err != nil {
 		return nil, err
 	}
 	var c Config
+	var ps Problems
 	if len(bytes.TrimSpace(body)) > 0 {
 		dec := yaml.NewDecoder(bytes.NewReader(body))
 		dec.KnownFields(true)
 		if err := dec.Decode(&c); err != nil && !errors.Is(err, io.EOF) {
-			var ve *valueError
-			if errors.As(err, &ve) {
-				var root yaml.Node
-				if yaml.Unmarshal(body, &root) == nil {
-					if key := keyPath(&root, ve.node.Line, ve.node.Column, ""); key != "" {
-						return nil, fmt.Errorf("line %d: %s: %v", ve.node.Line, key, ve.err)
-					}
-				}
-			}
 			var te *yaml.TypeError
-			if errors.As(err, &te) {
-				return nil, explainDecodeError(te, body)
+			if !errors.As(err, &te) {
+				return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
 			}
-			return nil, fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "yaml: "))
+			for _, line := range explainDecodeError(te, body) {
+				ps = append(ps, errors.New(line))
+			}
 		}
 	}
-	if err := c.validate(); err != nil {
-		return nil, err
+	if ps = ps.add(c.validate()); len(ps) > 0 {
+		return &c, ps
 	}
 	return &c, nil
+}
+
+// Problems are the problems of a configuration, one a line.
+type Problems []error
+
+func (ps Problems) Error() string {
+	if len(ps) == 1 {
+		return ps[0].Error()
+	}
+	lines := make([]string, len(ps))
+	for i, p := range ps {
+		lines[i] = p.Error()
+	}
+	return fmt.Sprintf("%d problems:\n  %s", len(ps), strings.Join(lines, "\n  "))
+}
+
+func (ps Problems) Unwrap() []error { return ps }
+
+// add appends the errors that err joins.
+func (ps Problems) add(err error) Problems {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		for _, e := range j.Unwrap() {
+			ps = ps.add(e)
+		}
+		return ps
+	}
+	if err != nil {
+		ps = append(ps, err)
+	}
+	return ps
 }
 
 // validate checks c and returns every problem it finds, joined.
@@ -408,34 +364,11 @@ func (c *Config) validate() error {
 	if c.Subscriptions.MaxPerPrincipal < 0 {
 		add(errors.New("subscriptions.maxPerPrincipal must be positive (or left out for 100)"))
 	}
-	if err := (&httpapi.IngestOptions{MaxBodyBytes: c.Ingest.MaxBodyBytes}).Validate(); err != nil {
-		add(Within("ingest", err))
-	}
 	if c.Inbox.MaxEntries < 0 {
 		add(errors.New("inbox.maxEntries must be positive (or left out for 1000)"))
 	}
-	if c.Subscriptions.MaxPatternCost < 0 {
-		add(errors.New("subscriptions.maxPatternCost must be positive (or left out for 4096)"))
-	}
-	if d := c.Ingest.MaxDataDepth; d < 0 || d > 512 {
-		add(fmt.Errorf("ingest.maxDataDepth: is %d; give 1 to 512, or leave it out for 64", d))
-	}
-	if c.HTTP.MaxSessionsPerPrincipal < 0 {
-		add(errors.New("http.maxSessionsPerPrincipal must be positive (or left out for 100)"))
-	}
 	if c.HTTP.Stateless && len(c.Auth.Tokens) == 0 {
 		add(errors.New("http.stateless needs auth.tokens: a client of protocol 2026-07-28 has no session, so a bearer token is the only way to tell who it is; add tokens, or leave http.stateless out"))
-	}
-	if opts := c.Delivery.Realtime(); opts.Validate() != nil {
-		add(Within("delivery", opts.Validate()))
-	}
-	if a := c.Debug.PprofAddr; a != "" {
-		if err := CheckLoopback(a); err != nil {
-			add(fmt.Errorf("debug.pprofAddr: %w", err))
-		}
-	}
-	if f := time.Duration(c.Delivery.FollowInterval); f != 0 && (f < time.Millisecond || f > time.Minute) {
-		add(fmt.Errorf("delivery.followInterval: is %v; give a duration from 1ms to 1m, or leave it out for 100ms", f))
 	}
 	if h := time.Duration(c.Delivery.HeartbeatInterval); h != 0 && (h < 10*time.Millisecond || h > 30*time.Second) {
 		add(fmt.Errorf("delivery.heartbeatInterval: is %v; give a duration from 10ms to 30s, or leave it out for 30s", h))

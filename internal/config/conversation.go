@@ -11,11 +11,6 @@ type Conversation struct {
 	// Principals: "off" (nothing), "summary" (one line per unread event,
 	// without data) or "full" (with data). Default summary.
 	Context string `yaml:"context"`
-	// MaxEvents bounds the events of one answer. Default 20, at most 500.
-	MaxEvents int `yaml:"maxEvents"`
-	// MaxBytes bounds the text of one answer. Default 16384, from 1024 to
-	// 262144.
-	MaxBytes int `yaml:"maxBytes"`
 	// Principals set the context of some principals ("local" is stdio's).
 	Principals map[string]ConversationPrincipal `yaml:"principals"`
 }
@@ -27,11 +22,7 @@ type ConversationPrincipal struct {
 
 // Options returns the server's options for the section.
 func (c Conversation) Options() mcpserver.ConversationOptions {
-	o := mcpserver.ConversationOptions{
-		Context:   mcpserver.ContextMode(c.Context),
-		MaxEvents: c.MaxEvents,
-		MaxBytes:  c.MaxBytes,
-	}
+	o := mcpserver.ConversationOptions{Context: mcpserver.ContextMode(c.Context)}
 	if len(c.Principals) > 0 {
 		o.Principals = make(map[string]mcpserver.ContextMode, len(c.Principals))
 		for p, pc := range c.Principals {

@@ -13,8 +13,6 @@ func TestConversation(t *testing.T) {
 	c, err := Parse(strings.NewReader(`
 conversation:
   context: off
-  maxEvents: 5
-  maxBytes: 4096
   principals:
     alice: {context: full}
     local: {context: summary}
@@ -23,7 +21,7 @@ conversation:
 		t.Fatal(err)
 	}
 	want := mcpserver.ConversationOptions{
-		Context: mcpserver.ContextOff, MaxEvents: 5, MaxBytes: 4096,
+		Context:    mcpserver.ContextOff,
 		Principals: map[string]mcpserver.ContextMode{"alice": mcpserver.ContextFull, "local": mcpserver.ContextSummary},
 	}
 	if diff := cmp.Diff(want, c.Conversation.Options()); diff != "" {
@@ -36,8 +34,6 @@ func TestConversationErrors(t *testing.T) {
 		{"conversation:\n  context: loud\n", `conversation.context: "loud" is not a context mode; use "off", "summary" or "full"`},
 		{"conversation:\n  principals:\n    alice: {context: all}\n", `conversation.principals.alice.context: "all" is not a context mode`},
 		{"conversation:\n  principals:\n    alice: {}\n", `conversation.principals.alice.context: is empty`},
-		{"conversation:\n  maxEvents: 1000\n", `conversation.maxEvents: 1000 is out of range`},
-		{"conversation:\n  maxBytes: 100\n", `conversation.maxBytes: 100 is out of range`},
 		{"conversation:\n  principals:\n    alice: {mode: full}\n", `mode`},
 	} {
 		_, err := Parse(strings.NewReader(tc.yaml))

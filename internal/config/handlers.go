@@ -1,6 +1,8 @@
 package config
 
 import (
+	"cmp"
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -19,13 +21,10 @@ import (
 type Handlers struct {
 	// Concurrency bounds the handler runs in progress. Default 32.
 	Concurrency int `yaml:"concurrency"`
-	// PerPrincipal bounds the handler runs of one principal in progress or
-	// waiting, so that one principal's runs cannot hold every worker.
-	// Default a quarter of concurrency (8 of 32); at most concurrency.
-	PerPrincipal int `yaml:"perPrincipal"`
 	// RunTimeout is a ceiling on one run, above each handler's own
 	// timeouts; a run past it is cut off and retried. It also sizes the
-	// lease by which servers sharing a database claim runs. Default 10m.
+	// lease by which servers sharing a database claim runs, and half of it
+	// is the longest timeout a bash subscription may set. Default 10m.
 	RunTimeout Duration `yaml:"runTimeout"`
 	// Bash runs allowed programs; on when it lists at least one command.
 	Bash *BashHandler `yaml:"bash"`
@@ -42,13 +41,6 @@ type BashHandler struct {
 	// Sandbox is auto (bubblewrap when installed, the default), bwrap
 	// (required) or off.
 	Sandbox string `yaml:"sandbox"`
-	// DefaultTimeout is a run's timeout when the subscription sets none.
-	// Default 30s.
-	DefaultTimeout Duration `yaml:"defaultTimeout"`
-	// MaxTimeout is the longest timeout a subscription may set. Default 5m.
-	MaxTimeout Duration `yaml:"maxTimeout"`
-	// MaxConcurrent bounds the programs running at once. Default 4.
-	MaxConcurrent int `yaml:"maxConcurrent"`
 }
 
 // BashCommand is one allowed program.
@@ -64,9 +56,6 @@ type BashCommand struct {
 	// ReadablePaths are paths it may read inside the sandbox although
 	// they lie in a hidden directory, such as the server user's home.
 	ReadablePaths []string `yaml:"readablePaths"`
-	// ReadOnlyRoot keeps the file system read-only inside the sandbox.
-	// Default true.
-	ReadOnlyRoot *bool `yaml:"readOnlyRoot"`
 	// AllowOptions lets a subscription's arguments start with '-'; false
 	// gives the program operands only. Default true.
 	AllowOptions *bool `yaml:"allowOptions"`
@@ -78,19 +67,12 @@ type BashCommand struct {
 	Limits BashLimits `yaml:"limits"`
 }
 
-// BashLimits bound an allowed program's resources (setrlimit on its process);
-// -1 lifts a limit.
+// BashLimits bound an allowed program's resources (setrlimit on its
+// process); the others are bash's defaults.
 type BashLimits struct {
-	// Processes bounds the processes and threads (RLIMIT_NPROC). Default
-	// 128 inside the sandbox, none without it.
-	Processes int `yaml:"processes"`
-	// MemoryBytes bounds each process's data (RLIMIT_DATA). Default 1 GiB.
+	// MemoryBytes bounds each process's data (RLIMIT_DATA); -1 lifts it.
+	// Default 1 GiB.
 	MemoryBytes int64 `yaml:"memoryBytes"`
-	// FileBytes bounds a file it writes (RLIMIT_FSIZE). Default 64 MiB.
-	FileBytes int64 `yaml:"fileBytes"`
-	// OpenFiles bounds each process's open files (RLIMIT_NOFILE). Default
-	// 256.
-	OpenFiles int `yaml:"openFiles"`
 }
 
 // WebhookHandler configures the webhook handler.
@@ -105,29 +87,11 @@ type WebhookHandler struct {
 	// Secrets fill ${NAME} in the header values of webhooks whose URL is
 	// under one of the secret's urls.
 	Secrets map[string]WebhookSecret `yaml:"secrets"`
-	// DefaultTimeout is a delivery's timeout when the subscription sets
-	// none. Default 10s.
-	DefaultTimeout Duration `yaml:"defaultTimeout"`
-	// MaxTimeout is the longest timeout a subscription may set. Default
-	// 60s.
-	MaxTimeout Duration `yaml:"maxTimeout"`
-	// RetrySchedule are the delays before each retry. Default 5s, 30s, 2m,
-	// 10m, 30m.
-	RetrySchedule []Duration `yaml:"retrySchedule"`
-	// SecretGrace is how long a rotated secret keeps signing. Default 24h.
-	SecretGrace Duration `yaml:"secretGrace"`
 	// VerifiedURLs are prefixes of SEP-3415 callback URLs whose endpoints
 	// the operator vouches for (allowlisted, or verified out of band):
 	// events/subscribe to a URL under one delivers without a challenge.
 	// Each is https://host[:port][/path]; at most 100.
 	VerifiedURLs []string `yaml:"verifiedURLs"`
-	// WellKnownReceivers looks up the /.well-known/mcp-webhook-receiver.json
-	// of a callback URL's origin before sending a challenge. Default true.
-	WellKnownReceivers *bool `yaml:"wellKnownReceivers"`
-	// ChallengesPerHostPerMinute bounds the verification challenges and
-	// document lookups sent to one host, whichever principals subscribe:
-	// that many at once, then that many per minute. Default 30.
-	ChallengesPerHostPerMinute int `yaml:"challengesPerHostPerMinute"`
 }
 
 // WebhookSecret is a secret for webhook headers and where it may be sent.
@@ -146,13 +110,6 @@ type AgentHandler struct {
 	Enabled bool `yaml:"enabled"`
 	// Endpoint is an OpenAI-compatible chat-completions endpoint.
 	Endpoint *AgentEndpoint `yaml:"endpoint"`
-	// MaxTurns bounds the LLM calls of one run. Default 8.
-	MaxTurns int `yaml:"maxTurns"`
-	// MaxTokens is an answer's token limit when the subscription sets none.
-	// Default 1024.
-	MaxTokens int `yaml:"maxTokens"`
-	// MaxRunTime bounds one run. Default 2m.
-	MaxRunTime Duration `yaml:"maxRunTime"`
 }
 
 // AgentEndpoint is an OpenAI-compatible chat-completions endpoint.
@@ -167,53 +124,40 @@ type AgentEndpoint struct {
 }
 
 func (h *Handlers) validate() error {
-	if err := (&handlers.Options{Concurrency: h.Concurrency, PerPrincipal: h.PerPrincipal, RunTimeout: time.Duration(h.RunTimeout)}).Validate(); err != nil {
-		return Within("handlers", err)
-	}
-	if b := h.Bash; b != nil {
-		opts := b.Options()
-		if err := opts.Validate(); err != nil {
-			return Within("handlers.bash", err)
-		}
+	errs := []error{Within("handlers", (&handlers.Options{Concurrency: h.Concurrency, RunTimeout: time.Duration(h.RunTimeout)}).Validate())}
+	if h.Bash != nil {
+		opts := h.BashOptions()
+		errs = append(errs, Within("handlers.bash", opts.Validate()))
 	}
 	if w := h.Webhook; w != nil {
-		opts, err := w.Options()
-		if err == nil {
-			err = opts.Validate()
-		}
-		if err != nil {
-			return Within("handlers.webhook", err)
-		}
+		errs = append(errs, Within("handlers.webhook", checked(w.Options)))
 	}
 	if a := h.Agent; a != nil {
-		opts, err := a.Options()
-		if err == nil {
-			err = opts.Validate()
-		}
-		if err != nil {
-			return Within("handlers.agent", err)
-		}
+		errs = append(errs, Within("handlers.agent", checked(a.Options)))
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
-// Options returns the bash handler's options as configured; the caller adds
-// the Logger and the HiddenPaths.
-func (b *BashHandler) Options() bash.Options {
-	commands := make(map[string]bash.Command, len(b.Commands))
-	for name, c := range b.Commands {
+// BashOptions returns the bash handler's options as configured: a
+// subscription's timeout is at most half of runTimeout, and an eighth of
+// concurrency run at once (4 of 32). The caller adds the Logger and the
+// HiddenPaths.
+func (h *Handlers) BashOptions() bash.Options {
+	commands := make(map[string]bash.Command, len(h.Bash.Commands))
+	for name, c := range h.Bash.Commands {
 		commands[name] = bash.Command{
 			Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadablePaths: c.ReadablePaths,
-			ReadOnlyRoot: c.ReadOnlyRoot, AllowOptions: c.AllowOptions, AllowOptionPlaceholders: c.AllowOptionPlaceholders,
-			Limits: bash.Limits(c.Limits),
+			AllowOptions: c.AllowOptions, AllowOptionPlaceholders: c.AllowOptionPlaceholders,
+			Limits: bash.Limits{MemoryBytes: c.Limits.MemoryBytes},
 		}
 	}
+	maxTimeout := cmp.Or(time.Duration(h.RunTimeout), handlers.DefaultRunTimeout) / 2
 	return bash.Options{
 		Commands:       commands,
-		DefaultTimeout: time.Duration(b.DefaultTimeout),
-		MaxTimeout:     time.Duration(b.MaxTimeout),
-		MaxConcurrent:  b.MaxConcurrent,
-		Sandbox:        b.Sandbox,
+		DefaultTimeout: min(bash.DefaultTimeout, maxTimeout),
+		MaxTimeout:     maxTimeout,
+		MaxConcurrent:  max(1, cmp.Or(h.Concurrency, handlers.DefaultConcurrency)/8),
+		Sandbox:        h.Bash.Sandbox,
 	}
 }
 
@@ -229,22 +173,7 @@ func (w *WebhookHandler) Options() (webhook.Options, error) {
 	if err != nil {
 		return webhook.Options{}, err
 	}
-	var schedule []time.Duration
-	for _, d := range w.RetrySchedule {
-		schedule = append(schedule, time.Duration(d))
-	}
-	return webhook.Options{
-		AllowHTTP:      w.AllowHTTP,
-		AllowNetworks:  networks,
-		Secrets:        secrets,
-		DefaultTimeout: time.Duration(w.DefaultTimeout),
-		MaxTimeout:     time.Duration(w.MaxTimeout),
-		RetrySchedule:  schedule,
-		VerifiedURLs:   w.VerifiedURLs,
-		// Off only when set to false.
-		NoWellKnownReceivers:       w.WellKnownReceivers != nil && !*w.WellKnownReceivers,
-		ChallengesPerHostPerMinute: w.ChallengesPerHostPerMinute,
-	}, nil
+	return webhook.Options{AllowHTTP: w.AllowHTTP, AllowNetworks: networks, Secrets: secrets, VerifiedURLs: w.VerifiedURLs}, nil
 }
 
 // Networks returns AllowNetworks as prefixes; a single address is a /32 or
@@ -284,11 +213,7 @@ func (w *WebhookHandler) SecretValues() (map[string]webhook.Secret, error) {
 // key read; the caller adds the Sessions, Tools and Logger. An error names
 // the key under handlers.agent.
 func (a *AgentHandler) Options() (agent.Options, error) {
-	opts := agent.Options{
-		DefaultMaxTokens: a.MaxTokens,
-		MaxTurns:         a.MaxTurns,
-		MaxRunTime:       time.Duration(a.MaxRunTime),
-	}
+	var opts agent.Options
 	if e := a.Endpoint; e != nil {
 		opts.Endpoint = &agent.Endpoint{URL: e.URL, Model: e.Model}
 		if e.APIKey != nil {

@@ -19,11 +19,8 @@ func TestParseHandlers(t *testing.T) {
 	c, err := Parse(strings.NewReader(`
 handlers:
   concurrency: 8
-  perPrincipal: 2
   bash:
     sandbox: bwrap
-    defaultTimeout: 10s
-    maxTimeout: 1m
     commands:
       notify:
         path: /usr/bin/notify-send
@@ -37,10 +34,8 @@ handlers:
     allowNetworks: ["127.0.0.1", "10.0.0.0/8"]
     secrets:
       HOOK: {tokenEnv: MCPE_TEST_HOOK_TOKEN, urls: ["https://hooks.example.com/mcpe/"]}
-    retrySchedule: [1s, 1m]
   agent:
     enabled: true
-    maxTurns: 4
     endpoint:
       url: https://llm.example.com/v1/chat/completions
       model: small
@@ -50,7 +45,7 @@ handlers:
 		t.Fatal(err)
 	}
 	h := c.Handlers
-	if h.Concurrency != 8 || h.PerPrincipal != 2 || h.Bash.Sandbox != "bwrap" || time.Duration(h.Bash.MaxTimeout) != time.Minute ||
+	if h.Concurrency != 8 || h.Bash.Sandbox != "bwrap" ||
 		h.Bash.Commands["rollback"].Path != "/opt/deploy/rollback.sh" || !h.Bash.Commands["rollback"].Network ||
 		h.Bash.Commands["notify"].Env["DISPLAY"] != ":0" {
 		t.Errorf("bash: %+v", h.Bash)
@@ -67,23 +62,27 @@ handlers:
 	if err != nil || !cmp.Equal(secrets["HOOK"], webhook.Secret{Value: "hook-secret", URLs: []string{"https://hooks.example.com/mcpe/"}}) {
 		t.Errorf("secrets %v, %v", secrets, err)
 	}
-	if h.Agent.MaxTurns != 4 || h.Agent.Endpoint.Model != "small" {
+	if h.Agent.Endpoint.Model != "small" {
 		t.Errorf("agent: %+v", h.Agent)
 	}
 }
 
-// TestParseHandlerTimeouts checks the timeouts accepted: a maxTimeout alone
-// at least the default timeout, or with a defaultTimeout under it.
-func TestParseHandlerTimeouts(t *testing.T) {
-	for _, y := range []string{
-		"handlers:\n  bash:\n    maxTimeout: 30s\n",
-		"handlers:\n  bash:\n    defaultTimeout: 5s\n    maxTimeout: 10s\n",
-		"handlers:\n  webhook:\n    maxTimeout: 10s\n",
-		"handlers:\n  webhook:\n    defaultTimeout: 2s\n    maxTimeout: 5s\n",
-		"handlers:\n  webhook:\n    defaultTimeout: 2m\n",
+// TestBashTimeoutsFollowRunTimeout: a bash subscription's timeout may be
+// at most half of handlers.runTimeout, and the default timeout is never
+// longer than that.
+func TestBashTimeoutsFollowRunTimeout(t *testing.T) {
+	for y, want := range map[string][2]time.Duration{
+		"handlers:\n  bash: {}\n":                    {30 * time.Second, 5 * time.Minute},
+		"handlers:\n  runTimeout: 1h\n  bash: {}\n":  {30 * time.Second, 30 * time.Minute},
+		"handlers:\n  runTimeout: 20s\n  bash: {}\n": {10 * time.Second, 10 * time.Second},
 	} {
-		if _, err := Parse(strings.NewReader(y)); err != nil {
-			t.Errorf("Parse(%q) = %v; want it accepted", y, err)
+		c, err := Parse(strings.NewReader(y))
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", y, err)
+		}
+		o := c.Handlers.BashOptions()
+		if got := [2]time.Duration{o.DefaultTimeout, o.MaxTimeout}; got != want {
+			t.Errorf("Parse(%q): default and max timeout %v; want %v", y, got, want)
 		}
 	}
 }
@@ -91,30 +90,21 @@ func TestParseHandlerTimeouts(t *testing.T) {
 func TestParseHandlerErrors(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
 		{"handlers:\n  concurrency: -1\n", "handlers.concurrency: is -1; give a positive number"},
-		{"handlers:\n  perPrincipal: -1\n", "handlers.perPrincipal: is -1; give a positive number, or leave it out for a quarter of concurrency"},
-		{"handlers:\n  concurrency: 8\n  perPrincipal: 9\n", "handlers.perPrincipal: is 9, more than concurrency (8); give at most 8"},
-		{"handlers:\n  perPrincipal: 33\n", "handlers.perPrincipal: is 33, more than concurrency (32); give at most 32"},
 		{"handlers:\n  bash:\n    sandbox: docker\n", `handlers.bash.sandbox: "docker" is not a sandbox mode; use "auto"`},
 		{"handlers:\n  bash:\n    commands:\n      notify: {path: notify-send}\n", `handlers.bash.commands.notify.path: "notify-send" is not an absolute path; give the program's absolute path`},
 		{"handlers:\n  bash:\n    commands:\n      'a b': {path: /bin/true}\n", `handlers.bash.commands.a b: a command name is`},
 		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, env: {MCPE_EVENT_ID: x}}\n", `handlers.bash.commands.x.env: "MCPE_EVENT_ID" is not a variable name`},
-		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, limits: {openFiles: -2}}\n", `handlers.bash.commands.x.limits.openFiles: is -2; give a positive number, -1 for no limit`},
-		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, limits: {stack: 1}}\n", "line 4: handlers.bash.commands.x.limits.stack: unknown key. The keys under handlers.bash.commands.x.limits are: processes, memoryBytes"},
-		{"handlers:\n  bash:\n    defaultTimeout: 2m\n    maxTimeout: 1m\n", "handlers.bash.defaultTimeout: 2m0s is longer than maxTimeout 1m0s"},
+		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, limits: {memoryBytes: -2}}\n", `handlers.bash.commands.x.limits.memoryBytes: is -2; give a positive number of bytes, -1 for no limit`},
+		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, limits: {stack: 1}}\n", "line 4: handlers.bash.commands.x.limits.stack: unknown key. The keys under handlers.bash.commands.x.limits are: memoryBytes."},
 		{"handlers:\n  webhook:\n    allowNetworks: [localhost]\n", `handlers.webhook.allowNetworks[0]: "localhost" is not an address or a CIDR range`},
 		{"handlers:\n  webhook:\n    secrets:\n      '1X': {token: a, urls: ['https://h/']}\n", "handlers.webhook.secrets.1X: a secret name is"},
 		{"handlers:\n  webhook:\n    secrets:\n      X: {tokenEnv: MCPE_TEST_UNSET_VARIABLE}\n", "handlers.webhook.secrets.X.tokenEnv: environment variable MCPE_TEST_UNSET_VARIABLE is not set"},
 		{"handlers:\n  webhook:\n    secrets:\n      X: {token: a, urls: ['hooks.example.com']}\n", `handlers.webhook.secrets.X.urls[0]: "hooks.example.com" is not a URL prefix; give scheme, host`},
 		{"handlers:\n  webhook:\n    secrets:\n      X: {token: a, urls: ['https://hooks.example.com/?x']}\n", `handlers.webhook.secrets.X.urls[0]: "https://hooks.example.com/?x" has a query`},
-		{"handlers:\n  webhook:\n    retrySchedule: [0s]\n", "handlers.webhook.retrySchedule[0]: is 0s; give a positive duration"},
 		{"handlers:\n  agent:\n    endpoint: {url: 'ftp://x', model: m}\n", `handlers.agent.endpoint.url: "ftp://x" is not an http or https URL; give the full chat-completions URL`},
 		{"handlers:\n  agent:\n    endpoint: {url: 'https://x/v1/chat/completions'}\n", "handlers.agent.endpoint.model: is required"},
 		{"handlers:\n  runTimeout: 100ms\n", "handlers.runTimeout: is 100ms; give a duration from 1s to 24h"},
 		{"handlers:\n  agent:\n    endpont: {}\n", `handlers.agent.endpont: unknown key; did you mean "endpoint"?`},
-		{"handlers:\n  bash:\n    maxTimeout: 10s\n", "handlers.bash.maxTimeout: 10s is shorter than the default timeout 30s; set defaultTimeout too"},
-		{"handlers:\n  webhook:\n    maxTimeout: 5s\n", "handlers.webhook.maxTimeout: 5s is shorter than the default timeout 10s; set defaultTimeout too"},
-		{"handlers:\n  webhook:\n    defaultTimeout: 1m\n    maxTimeout: 30s\n", "handlers.webhook.defaultTimeout: 1m0s is longer than maxTimeout 30s"},
-		{"handlers:\n  webhook:\n    secretGrace: -1h\n", `handlers.webhook.secretGrace: "-1h" is negative`},
 		{"handlers:\n  webhook:\n    verifiedURLs: ['http://hooks.example.com/']\n", `handlers.webhook.verifiedURLs[0]: "http://hooks.example.com/" uses the scheme "http"; SEP-3415 callback URLs are https only, give an https URL prefix such as "https://hooks.example.com/mcp/"`},
 		{"handlers:\n  webhook:\n    verifiedURLs: ['https://ok.example/', 'hooks.example.com/mcp']\n", `handlers.webhook.verifiedURLs[1]: "hooks.example.com/mcp" is not a URL prefix; give scheme, host`},
 		{"handlers:\n  webhook:\n    verifiedURLs: ['https://me:pw@hooks.example.com/']\n", `handlers.webhook.verifiedURLs[0]: "https://me:pw@hooks.example.com/" contains user information`},
@@ -122,31 +112,10 @@ func TestParseHandlerErrors(t *testing.T) {
 		{"handlers:\n  webhook:\n    verifiedURLs: ['https://hooks.example.com/mcp#x']\n", `handlers.webhook.verifiedURLs[0]: "https://hooks.example.com/mcp#x" has a query or a fragment`},
 		{"handlers:\n  webhook:\n    verifiedURLs: ['https://hooks.example.com/" + strings.Repeat("a", 2048) + "']\n", "handlers.webhook.verifiedURLs[0]: is 2074 bytes long; at most 2048 are accepted"},
 		{"handlers:\n  webhook:\n    verifiedURLs: [" + strings.Repeat("'https://h.example/',", 100) + "'https://h.example/']\n", "handlers.webhook.verifiedURLs: has 101 entries; at most 100 are accepted"},
-		{"handlers:\n  agent:\n    maxTurns: 5000\n", "handlers.agent.maxTurns: is 5000; give a number from 1 to 1000"},
-		{"handlers:\n  agent:\n    maxTokens: -1\n", "handlers.agent.maxTokens: is -1; give a number from 1 to 64000"},
 	} {
 		_, err := Parse(strings.NewReader(tt.yaml))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("Parse(%q) = %v; want an error containing %q", tt.yaml, err, tt.want)
-		}
-	}
-}
-
-// TestWellKnownReceiversDefault: the receiver document is looked up unless
-// wellKnownReceivers is false.
-func TestWellKnownReceiversDefault(t *testing.T) {
-	for y, off := range map[string]bool{
-		"handlers:\n  webhook:\n    enabled: true\n":                               false,
-		"handlers:\n  webhook:\n    enabled: true\n    wellKnownReceivers: true\n": false,
-		"handlers:\n  webhook:\n    wellKnownReceivers: false\n":                   true,
-	} {
-		c, err := Parse(strings.NewReader(y))
-		if err != nil {
-			t.Fatal(err)
-		}
-		o, err := c.Handlers.Webhook.Options()
-		if err != nil || o.NoWellKnownReceivers != off {
-			t.Errorf("Parse(%q): NoWellKnownReceivers %v, %v; want %v", y, o.NoWellKnownReceivers, err, off)
 		}
 	}
 }
@@ -174,7 +143,7 @@ func TestParseErrorNamesTheKey(t *testing.T) {
 	for _, tt := range []struct{ yaml, field string }{
 		{"handlers:\n  bash:\n    sandbox: docker\n", "handlers.bash.sandbox"},
 		{"handlers:\n  webhook:\n    secrets:\n      X: {}\n", "handlers.webhook.secrets.X"},
-		{"handlers:\n  agent:\n    maxTurns: 5000\n", "handlers.agent.maxTurns"},
+		{"handlers:\n  agent:\n    endpoint: {url: 'ftp://x', model: m}\n", "handlers.agent.endpoint.url"},
 		{"adapters:\n  github:\n    secret: {token: x}\n    priorityLabels: {P0: urgent}\n", "adapters.github.priorityLabels.P0"},
 		{"adapters:\n  mcp:\n    upstreams: [{name: a, url: 'ftp://x'}]\n", "adapters.mcp.upstreams[0].url"},
 	} {
@@ -195,29 +164,21 @@ func TestHandlerOptions(t *testing.T) {
 handlers:
   bash:
     sandbox: "off"
-    maxConcurrent: 2
-    defaultTimeout: 10s
     commands:
-      notify: {path: /nonexistent/notify-send, env: {DISPLAY: ":0"}, readOnlyRoot: false}
+      notify: {path: /nonexistent/notify-send, env: {DISPLAY: ":0"}}
       sort: {path: /usr/bin/sort, allowOptions: false}
       tagged: {path: /usr/bin/tagged, allowOptionPlaceholders: true}
       big:
         path: /opt/big
         readablePaths: [/home/mcpe/lib]
-        limits: {processes: 512, memoryBytes: 4294967296, fileBytes: -1, openFiles: 1024}
+        limits: {memoryBytes: 4294967296}
   webhook:
     allowHTTP: true
     allowNetworks: ["127.0.0.1"]
     secrets:
       HOOK: {tokenEnv: MCPE_TEST_HOOK_TOKEN, urls: ["https://hooks.example.com/"]}
-    maxTimeout: 30s
-    retrySchedule: [1s, 1m]
     verifiedURLs: ["https://gateway.example.com/mcp/"]
-    wellKnownReceivers: false
-    challengesPerHostPerMinute: 5
   agent:
-    maxTokens: 300
-    maxRunTime: 1m
     endpoint: {url: "https://llm.example.com/v1/chat/completions", model: small, apiKey: {token: k}}
 `))
 	if err != nil {
@@ -226,17 +187,19 @@ handlers:
 	no := false
 	wantBash := bash.Options{
 		Commands: map[string]bash.Command{
-			"notify": {Path: "/nonexistent/notify-send", Env: map[string]string{"DISPLAY": ":0"}, ReadOnlyRoot: &no},
+			"notify": {Path: "/nonexistent/notify-send", Env: map[string]string{"DISPLAY": ":0"}},
 			"sort":   {Path: "/usr/bin/sort", AllowOptions: &no},
 			"tagged": {Path: "/usr/bin/tagged", AllowOptionPlaceholders: true},
 			"big": {Path: "/opt/big", ReadablePaths: []string{"/home/mcpe/lib"},
-				Limits: bash.Limits{Processes: 512, MemoryBytes: 4 << 30, FileBytes: bash.NoLimit, OpenFiles: 1024}},
+				Limits: bash.Limits{MemoryBytes: 4 << 30}},
 		},
-		DefaultTimeout: 10 * time.Second,
-		MaxConcurrent:  2,
+		// Derived from handlers.concurrency and runTimeout, here their defaults.
+		DefaultTimeout: bash.DefaultTimeout,
+		MaxTimeout:     5 * time.Minute,
+		MaxConcurrent:  4,
 		Sandbox:        bash.SandboxOff,
 	}
-	if diff := cmp.Diff(wantBash, c.Handlers.Bash.Options()); diff != "" {
+	if diff := cmp.Diff(wantBash, c.Handlers.BashOptions()); diff != "" {
 		t.Errorf("bash options mismatch (-want +got):\n%s", diff)
 	}
 
@@ -248,12 +211,7 @@ handlers:
 		AllowHTTP:     true,
 		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
 		Secrets:       map[string]webhook.Secret{"HOOK": {Value: "hook-secret", URLs: []string{"https://hooks.example.com/"}}},
-		MaxTimeout:    30 * time.Second,
-		RetrySchedule: []time.Duration{time.Second, time.Minute},
 		VerifiedURLs:  []string{"https://gateway.example.com/mcp/"},
-		// wellKnownReceivers: false
-		NoWellKnownReceivers:       true,
-		ChallengesPerHostPerMinute: 5,
 	}
 	if diff := cmp.Diff(wantHook, hook, cmp.Comparer(func(a, b netip.Prefix) bool { return a == b })); diff != "" {
 		t.Errorf("webhook options mismatch (-want +got):\n%s", diff)
@@ -264,9 +222,7 @@ handlers:
 		t.Fatal(err)
 	}
 	wantAgent := agent.Options{
-		Endpoint:         &agent.Endpoint{URL: "https://llm.example.com/v1/chat/completions", Model: "small", APIKey: "k"},
-		DefaultMaxTokens: 300,
-		MaxRunTime:       time.Minute,
+		Endpoint: &agent.Endpoint{URL: "https://llm.example.com/v1/chat/completions", Model: "small", APIKey: "k"},
 	}
 	if diff := cmp.Diff(wantAgent, ag); diff != "" {
 		t.Errorf("agent options mismatch (-want +got):\n%s", diff)

@@ -17,17 +17,25 @@ import (
 
 var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in type (\S+)$`)
 
-// explainDecodeError rewrites the unknown-key messages of te, from decoding
-// body, and joins its messages.
-func explainDecodeError(te *yaml.TypeError, body []byte) error {
+// badValue is the message of a Duration's TypeError.
+var badValue = regexp.MustCompile(`^line (\d+) column (\d+): (.*)$`)
+
+// explainDecodeError rewrites the messages of te, from decoding body: an
+// unknown key's, and a bad value's with its key.
+func explainDecodeError(te *yaml.TypeError, body []byte) []string {
 	var root yaml.Node
 	if yaml.Unmarshal(body, &root) != nil {
-		return fmt.Errorf("%s", strings.Join(te.Errors, "\n  "))
+		return te.Errors
 	}
 	types := goTypes()
 	lines := make([]string, len(te.Errors))
 	for i, msg := range te.Errors {
 		lines[i] = msg
+		if v := badValue.FindStringSubmatch(msg); v != nil {
+			line, _ := strconv.Atoi(v[1])
+			col, _ := strconv.Atoi(v[2])
+			lines[i] = fmt.Sprintf("line %d: %s: %s", line, keyPath(&root, line, col, ""), v[3])
+		}
 		m := unknownField.FindStringSubmatch(msg)
 		if m == nil {
 			continue
@@ -39,11 +47,53 @@ func explainDecodeError(te *yaml.TypeError, body []byte) error {
 			continue
 		}
 		lines[i] = describeUnknown(line, parent, m[2], yamlKeys(t))
+		if why, gone := removed[strings.TrimPrefix(m[3], "config.")+"."+m[2]]; gone {
+			lines[i] = fmt.Sprintf("line %d: %s: this key was removed: %s; delete it", line, strings.TrimPrefix(parent+"."+m[2], "."), why)
+		}
 	}
-	if len(lines) == 1 {
-		return fmt.Errorf("%s", lines[0])
-	}
-	return fmt.Errorf("%d problems:\n  %s", len(lines), strings.Join(lines, "\n  "))
+	return lines
+}
+
+// removed are the keys that earlier versions took, by the type that held
+// them and the key, with what the server does now.
+var removed = map[string]string{
+	"Config.debug":                              "give --pprof ADDR on the command line to serve Go's profiles",
+	"HTTP.sessionTimeout":                       "sessions idle for 5m are closed",
+	"HTTP.maxSessionsPerPrincipal":              "a principal has at most 100 live sessions",
+	"Ingest.maxDataDepth":                       "event data nests at most 64 deep",
+	"Subscriptions.maxPatternCost":              "one principal's patterns cost at most 41 per subscriptions.maxPerPrincipal together (4096 for the default 100)",
+	"Inbox.dedupWindow":                         "a sourceEventId is remembered for 24h",
+	"Inbox.expiredMaxAge":                       "expired subscriptions stay listed for inbox.maxAge",
+	"Delivery.window":                           "a principal's latest 1024 deliveries are kept in memory",
+	"Delivery.backlog":                          "a live session may be owed 100000 deliveries or 256 MiB, then events for its owner are refused with 429 until it catches up",
+	"Delivery.followInterval":                   "servers sharing a database read each other's writes every 100ms",
+	"Ingest.maxBodyBytes":                       "a request body is at most 1 MiB",
+	"GitHubAdapter.maxBodyBytes":                "a delivery is at most 25 MiB, the most GitHub sends",
+	"SlackAdapter.maxBodyBytes":                 "a request is at most 1 MiB",
+	"AlertmanagerAdapter.maxBodyBytes":          "a notification is at most 1 MiB",
+	"Handlers.perPrincipal":                     "one principal's runs hold at most a quarter of handlers.concurrency",
+	"BashHandler.defaultTimeout":                "a run whose subscription sets no timeout gets 30s",
+	"BashHandler.maxTimeout":                    "a subscription's timeout is at most half of handlers.runTimeout",
+	"BashHandler.maxConcurrent":                 "an eighth of handlers.concurrency programs run at once",
+	"BashCommand.readOnlyRoot":                  "the file system is read-only in the sandbox; list what the program writes in writablePaths",
+	"BashLimits.processes":                      "a program has at most 128 processes in the sandbox",
+	"BashLimits.fileBytes":                      "a program writes files of at most 64 MiB",
+	"BashLimits.openFiles":                      "a program has at most 256 open files",
+	"WebhookHandler.defaultTimeout":             "a delivery whose subscription sets no timeout gets 10s",
+	"WebhookHandler.maxTimeout":                 "a subscription's timeout is at most 60s",
+	"WebhookHandler.retrySchedule":              "retries wait 5s, 30s, 2m, 10m, 30m",
+	"WebhookHandler.secretGrace":                "a rotated secret keeps signing for 24h",
+	"WebhookHandler.wellKnownReceivers":         "a receiver's well-known document is always looked up before a challenge",
+	"WebhookHandler.challengesPerHostPerMinute": "a host gets at most 30 challenges a minute",
+	"AgentHandler.maxTurns":                     "a run makes at most 8 model calls",
+	"AgentHandler.maxTokens":                    "an answer has at most 1024 tokens unless the subscription says otherwise",
+	"AgentHandler.maxRunTime":                   "a run takes at most 2m",
+	"MCPAdapter.logLevel":                       "upstreams are asked for info and above",
+	"MCPAdapter.minBackoff":                     "reconnections wait from 1s up to 5m",
+	"MCPAdapter.maxBackoff":                     "reconnections wait from 1s up to 5m",
+	"MCPUpstream.protocolVersion":               "the version is negotiated (2025-11-25 with a command, 2026-07-28 or older with a URL)",
+	"Conversation.maxEvents":                    "an answer holds at most 20 events",
+	"Conversation.maxBytes":                     "an answer holds at most 16 KiB",
 }
 
 // describeUnknown says that key, under parent, is not one of keys.
