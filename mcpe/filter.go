@@ -66,6 +66,9 @@ func (f Filter) Validate() error {
 // the channel that runs it.
 func (d Delivery) Validate(supported []Channel) error {
 	list := quoteAll(supported)
+	if err := d.validateShape(); err != nil {
+		return err
+	}
 	if len(d.Channels) == 0 {
 		return Invalid("delivery.channels", "is empty; use [%s]", list)
 	}

@@ -38,6 +38,8 @@ const (
 // EventParams are the params of events/event.
 type EventParams struct {
 	SubscriptionID string `json:"subscriptionId"`
+	// Label is the subscription's, when it has one.
+	Label string `json:"label,omitempty"`
 	// Cursor is the inbox position of this delivery: events_poll with this
 	// cursor returns what came after it.
 	Cursor string `json:"cursor,omitempty"`
@@ -48,6 +50,7 @@ type EventParams struct {
 // BatchParams are the params of events/batch.
 type BatchParams struct {
 	SubscriptionID string `json:"subscriptionId"`
+	Label          string `json:"label,omitempty"`
 	Cursor         string `json:"cursor,omitempty"`
 	// Events are the events' JSON, oldest first.
 	Events []json.RawMessage `json:"events"`

@@ -67,6 +67,11 @@ type Delivery struct {
 	// ScheduledDelivery is required with the scheduled channel, and only
 	// then.
 	ScheduledDelivery *ScheduledDelivery `json:"scheduledDelivery,omitempty"`
+	// Fields, when set, are the paths into data each delivered event keeps
+	// (see Shape).
+	Fields []string `json:"fields,omitempty"`
+	// MaxEventBytes, when set, caps one delivered event (see Shape).
+	MaxEventBytes int `json:"maxEventBytes,omitempty"`
 }
 
 // CronSchedule configures the cron channel, as in MCPE.
@@ -123,7 +128,7 @@ func DefaultDelivery() Delivery { return Delivery{Channels: []Channel{ChannelRea
 // Clone returns a deep copy of d.
 func (d Delivery) Clone() Delivery {
 	c := d
-	c.Channels = slices.Clone(d.Channels)
+	c.Channels, c.Fields = slices.Clone(d.Channels), slices.Clone(d.Fields)
 	if cs := d.CronSchedule; cs != nil {
 		cp := *cs
 		cp.AggregateEvents = clonePtr(cs.AggregateEvents)
@@ -140,7 +145,9 @@ func (d Delivery) Clone() Delivery {
 // Subscription is an agent's standing request for events, as the events_*
 // tools show it to its owner.
 type Subscription struct {
-	ID       string   `json:"subscriptionId"`
+	ID string `json:"subscriptionId"`
+	// Label is the owner's short name for it, carried in its deliveries.
+	Label    string   `json:"label,omitempty"`
 	Status   Status   `json:"status"`
 	Filter   Filter   `json:"filter"`
 	Delivery Delivery `json:"delivery"`

@@ -35,6 +35,7 @@ const (
 
 // SubscribeRequest are the arguments of events_subscribe.
 type SubscribeRequest struct {
+	Label  string `json:"label,omitempty"`
 	Filter Filter `json:"filter"`
 	// Delivery defaults to realtime.
 	Delivery *Delivery `json:"delivery,omitempty"`
@@ -70,9 +71,11 @@ type DryRunResult struct {
 
 // UpdateRequest are the arguments of events_update. Fields left out are kept.
 type UpdateRequest struct {
-	SubscriptionID string    `json:"subscriptionId"`
-	Filter         *Filter   `json:"filter,omitempty"`
-	Delivery       *Delivery `json:"delivery,omitempty"`
+	SubscriptionID string `json:"subscriptionId"`
+	// Label set to "" removes it.
+	Label    *string   `json:"label,omitempty"`
+	Filter   *Filter   `json:"filter,omitempty"`
+	Delivery *Delivery `json:"delivery,omitempty"`
 	// ExpiresAt set to a time changes the expiry; set to null removes it.
 	ExpiresAt OptionalString `json:"expiresAt,omitzero"`
 	// Handler set to an object replaces the handler (and turns it back on
