@@ -20,10 +20,11 @@ import (
 
 // check validates a configuration without starting the server: the file
 // (every key and value, tokens and secrets read from the environment), the
-// database path, the HTTP address, the bash handler's programs and sandbox,
-// and the upstream MCP servers' commands. It prints every problem at once,
-// and what would only be a warning at start.
-func check(_ context.Context, args []string, stdout, stderr io.Writer) error {
+// database path, the HTTP and metrics addresses (listened on and closed),
+// the bash handler's programs and sandbox, and the upstream MCP servers'
+// commands. It prints every problem at once, and what would only be a
+// warning at start.
+func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mcpe-server check", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "YAML configuration `FILE` to check")
@@ -44,6 +45,8 @@ func check(_ context.Context, args []string, stdout, stderr io.Writer) error {
 	cfg, err := config.Load(*cfgPath)
 	if err != nil {
 		problems = append(problems, splitProblems(err)...)
+	}
+	if cfg == nil {
 		return report(stdout, *cfgPath, problems, warnings)
 	}
 	if *dbPath != "" {
@@ -64,10 +67,16 @@ func check(_ context.Context, args []string, stdout, stderr io.Writer) error {
 			problems = append(problems, err.Error())
 		}
 	}
-	if a := cfg.HTTP.Addr; a != "" {
-		if _, _, err := net.SplitHostPort(a); err != nil {
-			problems = append(problems, fmt.Sprintf("http.addr %q is not host:port (e.g. 127.0.0.1:8765): %v", a, err))
+	for _, key := range []struct{ name, addr string }{{"http.addr", cfg.HTTP.Addr}, {"metrics.addr", cfg.Metrics.Addr}} {
+		if key.addr == "" {
+			continue
 		}
+		ln, err := net.Listen("tcp", key.addr)
+		if err != nil {
+			problems = append(problems, fmt.Sprintf("%s: %v", key.name, portTaken(ctx, key.addr, err, key.name)))
+			continue
+		}
+		ln.Close()
 	}
 	p, w := checkBash(cfg)
 	problems, warnings = append(problems, p...), append(warnings, w...)

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -8,7 +10,7 @@ import (
 )
 
 func TestCheckGoodConfig(t *testing.T) {
-	cfg := writeConfig(t, "http:\n  addr: 127.0.0.1:8765\nauth:\n  tokens:\n    - principal: team\n      tokenEnv: MCPE_CHECK_TOKEN\n")
+	cfg := writeConfig(t, "http:\n  addr: 127.0.0.1:0\nauth:\n  tokens:\n    - principal: team\n      tokenEnv: MCPE_CHECK_TOKEN\n")
 	t.Setenv("MCPE_CHECK_TOKEN", "from-the-environment")
 	code, out, stderr := cli(t, "check", "--config", cfg, "--db", filepath.Join(t.TempDir(), "new", "mcpe.db"))
 	if code != 0 || !strings.Contains(out, "config.yaml: ok") {
@@ -52,8 +54,7 @@ adapters:
 			t.Errorf("check does not say %q:\n%s", want, out)
 		}
 	}
-	// The file's values are wrong, so its other checks wait: fix those
-	// first, then the rest is checked.
+	// The stages beyond the file report their problems too.
 	cfg = writeConfig(t, `
 handlers:
   bash:
@@ -92,4 +93,67 @@ func TestCheckUnknownKey(t *testing.T) {
 	if code != 1 || !strings.Contains(out, `http.adr: unknown key; did you mean "addr"?`) {
 		t.Errorf("check = %d %q; want the key named with the one meant", code, out)
 	}
+}
+
+// TestCheckEveryStageAtOnce: a configuration with four problems, each found
+// by another stage (decoding, checking values, the bash programs on disk,
+// listening on http.addr), is reported with all four in one run.
+func TestCheckEveryStageAtOnce(t *testing.T) {
+	cfg := writeConfig(t, `
+http:
+  addr: localhost:99999
+inbx: {}
+log:
+  format: xml
+handlers:
+  bash:
+    sandbox: "off"
+    commands:
+      gone: {path: /nonexistent/bin/tool}
+`)
+	code, out, _ := cli(t, "check", "--config", cfg, "--db", filepath.Join(t.TempDir(), "mcpe.db"))
+	if code != 1 {
+		t.Fatalf("check = exit %d; want 1\n%s", code, out)
+	}
+	for _, want := range []string{
+		"4 problem(s)",
+		`inbx: unknown key; did you mean "inbox"?`,
+		`log.format "xml"`,
+		"handlers.bash.commands.gone.path",
+		"http.addr: listen tcp: address 99999: invalid port",
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// TestCheckPortInUse: an http.addr whose port another process holds is a
+// problem that names the process and says what to do.
+func TestCheckPortInUse(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	cfg := writeConfig(t, "http:\n  addr: "+ln.Addr().String()+"\n")
+	code, out, _ := cli(t, "check", "--config", cfg, "--db", filepath.Join(t.TempDir(), "mcpe.db"))
+	if code != 1 {
+		t.Fatalf("check = exit %d; want 1\n%s", code, out)
+	}
+	for _, want := range []string{"1 problem(s)", "http.addr: listen tcp " + ln.Addr().String(), "address already in use, by " + thisProcess(), "stop it, or give http.addr another address"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("check does not say %q:\n%s", want, out)
+		}
+	}
+}
+
+// thisProcess is how a port clash names the test process where /proc
+// tells, as on Linux; elsewhere "another process".
+func thisProcess() string {
+	comm, err := os.ReadFile("/proc/self/comm")
+	if err != nil {
+		return "another process"
+	}
+	return fmt.Sprintf("process %d (%s)", os.Getpid(), strings.TrimSpace(string(comm)))
 }

@@ -98,7 +98,8 @@ Usage:
   mcpe-server check --config FILE [--db PATH]
       Check a configuration without starting: every key and value, the
       tokens and secrets it reads from the environment, the database path,
-      the bash handler's programs and sandbox, the upstream MCP commands.
+      the addresses it listens on (a port in use says what holds it), the
+      bash handler's programs and sandbox, the upstream MCP commands.
       Prints every problem at once; exit 1 when there is one.
 
   mcpe-server version | --version

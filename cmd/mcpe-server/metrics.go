@@ -24,7 +24,7 @@ func startMetrics(ctx context.Context, addr string, a *app.App, log *slog.Logger
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("metrics.addr: listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("metrics.addr: listen on %s: %w", addr, portTaken(ctx, addr, err, "metrics.addr"))
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", handler)

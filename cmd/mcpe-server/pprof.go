@@ -22,7 +22,7 @@ func startPprof(ctx context.Context, addr string, log *slog.Logger) (func(), err
 	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("--pprof: listen on %s: %w", addr, err)
+		return nil, fmt.Errorf("--pprof: listen on %s: %w", addr, portTaken(ctx, addr, err, "--pprof"))
 	}
 	mux := http.NewServeMux()
 	mux.HandleFunc("/debug/pprof/", pprof.Index)

@@ -140,7 +140,7 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 			servingHTTP = true
 			defer stopHTTP()
 		case !serveStdio:
-			return err
+			return portTaken(ctx, serveHTTP, err, "--http (or http.addr)")
 		default:
 			if err := portShared(ctx, serveHTTP, err, a.StoreID(), dbName); err != nil {
 				return err

@@ -9,6 +9,10 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -32,17 +36,14 @@ type holder struct {
 // portShared reports, when listening on addr failed with listenErr, whether
 // the port is held by a server of the same store (storeID, named dbName):
 // nil when it is, and otherwise an error that names both stores, or what
-// holds the port.
+// holds the port (portTaken).
 func portShared(ctx context.Context, addr string, listenErr error, storeID, dbName string) error {
 	if !errors.Is(listenErr, syscall.EADDRINUSE) {
 		return listenErr
 	}
 	h, err := probe(ctx, addr)
-	if err != nil {
-		return fmt.Errorf("%w; what holds it does not answer as an mcpe-server (GET /healthz: %v): give --http another address", listenErr, err)
-	}
-	if h.Store == "" {
-		return fmt.Errorf("%w, by a server that does not say which database it keeps (an older mcpe-server?): give --http another address", listenErr)
+	if err != nil || h.Store == "" {
+		return portTaken(ctx, addr, listenErr, "--http")
 	}
 	if storeID == "" || h.Store != storeID {
 		theirs := cmp.Or(h.Database, "another database")
@@ -50,6 +51,50 @@ func portShared(ctx context.Context, addr string, listenErr error, storeID, dbNa
 			listenErr, theirs, h.Store, dbName, storeID)
 	}
 	return nil
+}
+
+// portTaken explains listenErr, from listening on addr: when the port is
+// in use, what holds it and what to do; setting names what gave addr.
+func portTaken(ctx context.Context, addr string, listenErr error, setting string) error {
+	if !errors.Is(listenErr, syscall.EADDRINUSE) {
+		return listenErr
+	}
+	holder := "another process"
+	if h, err := probe(ctx, addr); err == nil && h.Store != "" {
+		holder = fmt.Sprintf("an mcpe-server with database %s (is it already running?)", cmp.Or(h.Database, "store "+h.Store))
+	} else if p := procHolder(addr); p != "" {
+		holder = p
+	}
+	return fmt.Errorf("%w, by %s: stop it, or give %s another address", listenErr, holder, setting)
+}
+
+// procHolder names the process listening on addr's TCP port, found in
+// /proc (Linux) among this user's processes, or returns "".
+func procHolder(addr string) string {
+	_, port, _ := net.SplitHostPort(addr)
+	n, err := strconv.Atoi(port)
+	if err != nil {
+		return ""
+	}
+	sockets := map[string]bool{}
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		b, _ := os.ReadFile(table)
+		for _, line := range strings.Split(string(b), "\n") {
+			// sl local_address rem_address st ... inode: st 0A is LISTEN.
+			if f := strings.Fields(line); len(f) > 9 && f[3] == "0A" && strings.HasSuffix(f[1], fmt.Sprintf(":%04X", n)) {
+				sockets["socket:["+f[9]+"]"] = true
+			}
+		}
+	}
+	fds, _ := filepath.Glob("/proc/[0-9]*/fd/*")
+	for _, fd := range fds {
+		if link, err := os.Readlink(fd); err == nil && sockets[link] {
+			pid := strings.Split(fd, "/")[2]
+			comm, _ := os.ReadFile("/proc/" + pid + "/comm")
+			return fmt.Sprintf("process %s (%s)", pid, strings.TrimSpace(string(comm)))
+		}
+	}
+	return ""
 }
 
 // probe asks the server at addr about itself.

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -88,6 +89,28 @@ func TestPortTakenByAnotherDatabase(t *testing.T) {
 	for _, want := range []string{"address already in use", filepath.Join(dir, "first.db"), other, "another --http address"} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr does not say %q:\n%s", want, stderr)
+		}
+	}
+}
+
+// TestPortTakenHTTPOnly: with --http alone, a port another process holds
+// stops the server with an error that names the process and says what to
+// do, as with --stdio --http.
+func TestPortTakenHTTPOnly(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	for _, args := range [][]string{{"--http", ln.Addr().String()}, {"--stdio", "--http", ln.Addr().String()}} {
+		code, _, stderr := cli(t, append(args, "--db", filepath.Join(t.TempDir(), "mcpe.db"))...)
+		if code != 1 {
+			t.Fatalf("%v on a taken port: exit %d; want 1\n%s", args, code, stderr)
+		}
+		for _, want := range []string{"address already in use, by " + thisProcess(), "stop it, or give --http"} {
+			if !strings.Contains(stderr, want) {
+				t.Errorf("%v: stderr does not say %q:\n%s", args, want, stderr)
+			}
 		}
 	}
 }

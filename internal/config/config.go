@@ -279,7 +279,7 @@ func ParseDuration(s string) (time.Duration, error) {
 	return v, nil
 }
 
-// Load reads and checks the file at path.
+// Load reads and checks the file at path, as Parse does.
 func Load(path string) (*Config, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -288,7 +288,7 @@ func Load(path string) (*Config, error) {
 	defer f.Close()
 	c, err := Parse(f)
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return c, fmt.Errorf("config %s: %w", path, err)
 	}
 	return c, nil
 }
