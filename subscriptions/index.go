@@ -29,8 +29,10 @@ type Entry struct {
 	ID string
 	// Principal owns the subscription.
 	Principal string
-	// Delivery is how matching events reach the owner.
+	// Delivery is how matching events reach the owner, and Label the
+	// name the owner gave the subscription.
 	Delivery mcpe.Delivery
+	Label    string
 	matcher  *Matcher
 	// cost is the sum of its patterns' costs (mcpe.Pattern.Cost) and of
 	// its where condition's.
@@ -47,7 +49,7 @@ func NewEntry(sub *Subscription) (*Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e := &Entry{ID: sub.ID, Principal: sub.Principal, Delivery: sub.Delivery, matcher: m, updated: sub.UpdatedAt, filter: sub.Filter}
+	e := &Entry{ID: sub.ID, Principal: sub.Principal, Delivery: sub.Delivery, Label: sub.Label, matcher: m, updated: sub.UpdatedAt, filter: sub.Filter}
 	for _, p := range m.patterns {
 		e.cost += p.Cost()
 	}

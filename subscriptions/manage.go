@@ -25,9 +25,13 @@ func (s *Service) prepareDelivery(d *mcpe.Delivery, now time.Time) error {
 
 // Subscribe creates a subscription for principal.
 func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.SubscribeRequest) (*Subscription, error) {
+	if err := mcpe.ValidateLabel(req.Label); err != nil {
+		return nil, err
+	}
 	now := s.clock.Now().UTC()
 	sub := &Subscription{Principal: principal, Subscription: mcpe.Subscription{
 		ID:        NewID(),
+		Label:     req.Label,
 		Status:    mcpe.StatusActive,
 		Filter:    req.Filter,
 		CreatedAt: now,
@@ -221,8 +225,12 @@ func (s *Service) Update(ctx context.Context, principal string, req mcpe.UpdateR
 				"events_pause, events_resume and events_unsubscribe work on it", req.SubscriptionID, m.Owner)
 		}
 	}
-	if req.Filter == nil && req.Delivery == nil && !req.ExpiresAt.Set && !req.Handler.Set && !req.RotateSecret {
-		return nil, invalid("", "nothing to update: give at least one of filter, delivery, expiresAt, handler or rotateSecret")
+	if req.Label == nil && req.Filter == nil && req.Delivery == nil && !req.ExpiresAt.Set && !req.Handler.Set && !req.RotateSecret {
+		return nil, invalid("", "nothing to update: give at least one of label, filter, delivery, expiresAt, handler or rotateSecret")
+	} else if req.Label != nil {
+		if err := mcpe.ValidateLabel(*req.Label); err != nil {
+			return nil, err
+		}
 	}
 	if req.RotateSecret && req.Handler.Set && req.Handler.Value == nil {
 		return nil, invalid("rotateSecret", "cannot be combined with handler null, which removes the handler")
@@ -252,6 +260,9 @@ func (s *Service) Update(ctx context.Context, principal string, req mcpe.UpdateR
 	res, err := s.change(ctx, principal, req.SubscriptionID, func(sub *Subscription) error {
 		if req.Filter != nil {
 			sub.Filter = *req.Filter
+		}
+		if req.Label != nil {
+			sub.Label = *req.Label
 		}
 		if req.Delivery != nil {
 			sub.Delivery = delivery
@@ -363,7 +374,7 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 }
 
 func sameSettings(a, b *Subscription) bool {
-	return a.Status == b.Status && sameJSON(a.Filter, b.Filter) && sameDelivery(a.Delivery, b.Delivery) &&
+	return a.Status == b.Status && a.Label == b.Label && sameJSON(a.Filter, b.Filter) && sameDelivery(a.Delivery, b.Delivery) &&
 		timePtrEqual(a.ExpiresAt, b.ExpiresAt) && sameHandler(a, b)
 }
 

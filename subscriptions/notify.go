@@ -1,5 +1,7 @@
 package subscriptions
 
+import "github.com/mcpe-server/mcpe-server/mcpe"
+
 // Presence tells whether a principal has a live session.
 type Presence interface {
 	Connected(principal string) bool
@@ -27,4 +29,14 @@ type Backlog interface {
 	// sequence number its session furthest behind has been sent up to:
 	// retention keeps what follows it.
 	Cursors() map[string]int64
+}
+
+// Rendering returns the label of an active subscription and its delivery,
+// whose Shape cuts the events it delivers; zero values for one not active
+// (paused, removed), whose deliveries then go out whole.
+func (s *Service) Rendering(id string) (label string, d mcpe.Delivery) {
+	if e := s.index.Get(id); e != nil {
+		return e.Label, e.Delivery
+	}
+	return "", mcpe.Delivery{}
 }

@@ -1,6 +1,7 @@
 package subscriptions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"time"
@@ -17,15 +18,20 @@ const previewScan = 1000
 
 var previewEvents = 10_000
 
-// Preview answers events_subscribe with dryRun and creates nothing: what f
-// would have matched among the events of principal's inbox (the newest
+// Preview answers events_subscribe with dryRun and creates nothing: what
+// req's filter would have matched among the events of principal's inbox (the newest
 // previewScan entries) delivered in the last mcpe.PreviewWindow, each event
 // counted once. It reads the inbox only, not every accepted event: the
 // events table does not record whom a PublishFor event was for, so
-// another principal's private events could not be told apart.
-func (s *Service) Preview(ctx context.Context, principal string, f mcpe.Filter) (mcpe.DryRunResult, error) {
+// another principal's private events could not be told apart. The events
+// it returns are shaped as req's delivery says (fields, maxEventBytes).
+func (s *Service) Preview(ctx context.Context, principal string, req mcpe.SubscribeRequest) (mcpe.DryRunResult, error) {
 	res := mcpe.DryRunResult{Types: map[string]int{}, Events: []json.RawMessage{}, Since: s.clock.Now().UTC().Add(-mcpe.PreviewWindow)}
-	m, err := CompileFilter(f)
+	shape := cmp.Or(req.Delivery, new(mcpe.DefaultDelivery()))
+	m, err := CompileFilter(req.Filter)
+	if err == nil {
+		err = shape.Validate(s.channels)
+	}
 	if err != nil {
 		return res, err
 	}
@@ -53,7 +59,7 @@ func (s *Service) Preview(ctx context.Context, principal string, f mcpe.Filter) 
 			res.Matched++
 			res.Types[ev.Type]++
 			if len(res.Events) < mcpe.PreviewSample {
-				res.Events = append(res.Events, raws[j])
+				res.Events = append(res.Events, shape.Shape(raws[j]))
 			}
 		}
 	}

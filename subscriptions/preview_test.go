@@ -76,7 +76,7 @@ func TestPreview(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			res, err := f.svc.Preview(ctx, "alice", tc.filter)
+			res, err := f.svc.Preview(ctx, "alice", mcpe.SubscribeRequest{Filter: tc.filter})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,10 +113,10 @@ func TestPreview(t *testing.T) {
 			}
 		})
 	}
-	if _, err := f.svc.Preview(ctx, "alice", mcpe.Filter{EventTypes: []string{"bad..type"}}); err == nil {
+	if _, err := f.svc.Preview(ctx, "alice", mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"bad..type"}}}); err == nil {
 		t.Error("a dry run accepted an invalid pattern")
 	}
-	if res, err := f.svc.Preview(ctx, "carol", mcpe.Filter{EventTypes: []string{"*"}}); err != nil || res.Matched != 0 || len(res.Events) != 0 {
+	if res, err := f.svc.Preview(ctx, "carol", mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"*"}}}); err != nil || res.Matched != 0 || len(res.Events) != 0 {
 		t.Errorf("a principal with an empty inbox got %+v, %v; want nothing matched", res, err)
 	}
 }
@@ -138,7 +138,7 @@ func TestPreviewLooksAtABoundedNumberOfEvents(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	res, err := f.svc.Preview(ctx, "alice", mcpe.Filter{EventTypes: []string{"x.*"}})
+	res, err := f.svc.Preview(ctx, "alice", mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"x.*"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -356,6 +356,10 @@ func (s *Service) pollItem(e InboxEntry) mcpe.PollItem {
 	if left > 0 {
 		item.Note = fmt.Sprintf("%d event(s) of this delivery left out: their data nests deeper than the %d levels this server serves", left, s.opts.MaxDataDepth)
 	}
+	if len(e.SubscriptionIDs) == 1 { // else the whole events, all that any of them asked for
+		_, d := s.Rendering(e.SubscriptionIDs[0])
+		item.Event, item.Events = d.Shape(item.Event), d.ShapeAll(item.Events)
+	}
 	return item
 }
 

@@ -109,13 +109,12 @@ func (d describer) handlerSchema() *jsonschema.Schema {
 // examples holds one valid argument object per tool; descriptions quote it and
 // argument errors point at it. A test checks each against its schema.
 var examples = map[string]string{
-	mcpe.ToolSubscribe:   `{"filter": {"eventTypes": ["github.issues.*"], "priority": ["high", "critical"]}}`,
-	digest:               `{"filter": {"eventTypes": ["github.issues.opened"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "0 9 * * *", "timezone": "America/New_York"}}}`,
+	mcpe.ToolSubscribe:   `{"label": "new issues", "filter": {"eventTypes": ["github.issues.opened"]}, "delivery": {"channels": ["realtime"], "fields": ["issue.title", "issue.html_url"]}}`,
 	mcpe.ToolUnsubscribe: `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
 	mcpe.ToolList:        `{"status": "active"}`,
 	mcpe.ToolPause:       `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
 	mcpe.ToolResume:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60"}`,
-	mcpe.ToolUpdate:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "filter": {"eventTypes": ["github.issues.opened"]}, "expiresAt": null}`,
+	mcpe.ToolUpdate:      `{"subscriptionId": "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60", "label": "all issues", "expiresAt": null}`,
 	mcpe.ToolPoll:        `{"limit": 20}`,
 	mcpe.ToolCatalog:     `{"pattern": "github.*"}`,
 
@@ -128,10 +127,6 @@ const (
 	webhookExample = mcpe.ToolSubscribe + " webhook"
 	agentExample   = mcpe.ToolSubscribe + " agent"
 )
-
-// digest names the second example of events_subscribe, shown when the cron
-// channel is offered.
-const digest = mcpe.ToolSubscribe + " digest"
 
 func exampleOf(t *mcp.Tool) string { return examples[t.Name] }
 
@@ -155,9 +150,10 @@ func refSchema() *jsonschema.Schema {
 }
 
 // like is a property of events_update that takes what events_subscribe's
-// property of that name takes; decode errors explain it from there.
-func like(name, more string, types ...string) *jsonschema.Schema {
-	return &jsonschema.Schema{Types: types, Description: "New " + name + ", same shape as events_subscribe's" + more + "."}
+// property of that name takes (the tool's description says so); decode
+// errors explain it from there.
+func like(text string, types ...string) *jsonschema.Schema {
+	return &jsonschema.Schema{Types: types, Description: text}
 }
 
 func (d describer) filterSchema() *jsonschema.Schema {
@@ -197,6 +193,11 @@ func (d describer) deliverySchema() *jsonschema.Schema {
 		order = append(order, "scheduledDelivery")
 	}
 	props["channels"] = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string", Enum: channels}, MinItems: ptr(1), Description: text}
+	props["fields"] = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(mcpe.MaxFields),
+		Description: "Data paths each event keeps."}
+	props["maxEventBytes"] = &jsonschema.Schema{Type: "integer", Minimum: ptr(float64(mcpe.MinEventBytes)), Maximum: ptr(float64(mcpe.MaxEventBytes)),
+		Description: "Long strings and arrays cut to fit."}
+	order = append(order, "fields", "maxEventBytes")
 	s := object(props, order, "channels")
 	s.Description = "Default {\"channels\": [\"realtime\"]}."
 	return s
@@ -237,7 +238,7 @@ func (d describer) withHandler(s *jsonschema.Schema, update bool) *jsonschema.Sc
 		s.Properties["handler"] = d.handlerSchema()
 		return s
 	}
-	s.Properties["handler"] = like("handler", " (also turns on a webhook that got 410 Gone), or null to remove it", "object", "null")
+	s.Properties["handler"] = like("null removes it; set again, turns on a webhook that got 410 Gone.", "object", "null")
 	if d.offers(mcpe.HandlerWebhook) {
 		s.Properties["rotateSecret"] = &jsonschema.Schema{Type: "boolean", Description: "true: a new webhook secret, returned once in handler.secret."}
 		s.PropertyOrder = append(s.PropertyOrder, "rotateSecret")
@@ -246,19 +247,15 @@ func (d describer) withHandler(s *jsonschema.Schema, update bool) *jsonschema.Sc
 }
 
 func (d describer) subscribeTool() *mcp.Tool {
-	description := fmt.Sprintf("Subscribe to events from outside (GitHub, Slack, alerts, deploys...): matching events come "+
-		"as events/event notifications and stay in your inbox (events_poll) while you are away. At most %d active "+
-		"or paused subscriptions.", d.caps.MaxSubscriptions)
+	description := fmt.Sprintf("Get events from outside (GitHub, Slack, alerts, deploys...) as events/event notifications; "+
+		"they also wait for events_poll. At most %d subscriptions.", d.caps.MaxSubscriptions)
 	if d.catalog {
-		description += " Call events_catalog first to see which event types exist."
+		description += " events_catalog lists the event types."
 	}
 	if d.caps.Features.CronSchedule || d.caps.Features.ScheduledDelivery {
-		description += " Digests come as events/batch; the result's nextDelivery says when."
+		description += " Digests come as events/batch."
 	}
 	description += "\n\nExample: " + examples[mcpe.ToolSubscribe]
-	if d.caps.Features.CronSchedule {
-		description += "\n\nDigest example: " + examples[digest]
-	}
 	if ex := d.handlerExample(); ex != "" {
 		description += "\n\nHandler example: " + ex
 	}
@@ -267,12 +264,13 @@ func (d describer) subscribeTool() *mcp.Tool {
 		Title:       "Subscribe to events",
 		Description: description,
 		InputSchema: d.withHandler(object(map[string]*jsonschema.Schema{
+			"label":    {Type: "string", MaxLength: ptr(mcpe.MaxLabelLength), Description: "Your name for it, sent with its events."},
 			"filter":   d.filterSchema(),
 			"delivery": d.deliverySchema(),
 			"expiresAt": {Type: "string", Format: "date-time",
-				Description: "End, a future RFC 3339 time; you then get events/subscription_expired."},
+				Description: "A future RFC 3339 time; then events/subscription_expired."},
 			"dryRun": {Type: "boolean", Description: "true: create nothing; preview filter on your last 24h of inbox."},
-		}, []string{"filter", "delivery", "expiresAt", "dryRun"}, "filter"), false),
+		}, []string{"label", "filter", "delivery", "expiresAt", "dryRun"}, "filter"), false),
 		Annotations: &mcp.ToolAnnotations{OpenWorldHint: ptr(false)},
 	}
 }
@@ -281,7 +279,7 @@ func (d describer) unsubscribeTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:        mcpe.ToolUnsubscribe,
 		Title:       "Remove a subscription",
-		Description: "Delete a subscription; to stop for a while, use events_pause.\n\nExample: " + examples[mcpe.ToolUnsubscribe],
+		Description: "Delete a subscription; to stop for a while, use events_pause.",
 		InputSchema: refSchema(),
 		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
 	}
@@ -289,10 +287,9 @@ func (d describer) unsubscribeTool() *mcp.Tool {
 
 func (d describer) listTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:  mcpe.ToolList,
-		Title: "List your subscriptions",
-		Description: "List your subscriptions, oldest first, with their settings, status, counts and handler " +
-			"runs.\n\nExample: " + examples[mcpe.ToolList],
+		Name:        mcpe.ToolList,
+		Title:       "List your subscriptions",
+		Description: "List your subscriptions with their settings, status and counts.",
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"status": {Type: "string", Enum: []any{"active", "paused", "expired"}, Description: "Only this status; default all."},
 		}, nil),
@@ -302,10 +299,9 @@ func (d describer) listTool() *mcp.Tool {
 
 func (d describer) pauseTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:  mcpe.ToolPause,
-		Title: "Pause a subscription",
-		Description: "Stop a subscription until events_resume; events meanwhile are skipped, not queued." +
-			"\n\nExample: " + examples[mcpe.ToolPause],
+		Name:        mcpe.ToolPause,
+		Title:       "Pause a subscription",
+		Description: "Stop a subscription until events_resume; events meanwhile are skipped, not queued.",
 		InputSchema: refSchema(),
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
@@ -313,10 +309,9 @@ func (d describer) pauseTool() *mcp.Tool {
 
 func (d describer) resumeTool() *mcp.Tool {
 	return &mcp.Tool{
-		Name:  mcpe.ToolResume,
-		Title: "Resume a subscription",
-		Description: "Resume a paused subscription; events from the pause are not replayed. An expired one " +
-			"cannot be resumed.\n\nExample: " + examples[mcpe.ToolResume],
+		Name:        mcpe.ToolResume,
+		Title:       "Resume a subscription",
+		Description: "Resume a paused subscription; events from the pause are not replayed. An expired one cannot be resumed.",
 		InputSchema: refSchema(),
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
@@ -326,14 +321,15 @@ func (d describer) updateTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  mcpe.ToolUpdate,
 		Title: "Change a subscription",
-		Description: "Change a subscription: what you give replaces the old value, the rest is kept. A paused " +
-			"one stays paused; an expired one cannot change.\n\nExample: " + examples[mcpe.ToolUpdate],
+		Description: "Change a subscription: each field given replaces the old, as events_subscribe takes it; the rest is kept. " +
+			"A paused one stays paused; an expired one cannot change.\n\nExample: " + examples[mcpe.ToolUpdate],
 		InputSchema: d.withHandler(object(map[string]*jsonschema.Schema{
 			"subscriptionId": idSchema(),
-			"filter":         like("filter", "", "object"),
-			"delivery":       like("delivery", "; leaving cron or scheduled delivers what waits at once", "object"),
-			"expiresAt":      like("expiresAt", ", or null to remove it", "string", "null"),
-		}, []string{"subscriptionId", "filter", "delivery", "expiresAt"}, "subscriptionId"), true),
+			"label":          like(`"" removes it.`, "string"),
+			"filter":         like("", "object"),
+			"delivery":       like("Leaving cron or scheduled delivers what waits at once.", "object"),
+			"expiresAt":      like("null removes it.", "string", "null"),
+		}, []string{"subscriptionId", "label", "filter", "delivery", "expiresAt"}, "subscriptionId"), true),
 		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)},
 	}
 }
@@ -346,9 +342,9 @@ func (d describer) pollTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  mcpe.ToolPoll,
 		Title: "Read delivered events",
-		Description: fmt.Sprintf("Read what your subscriptions delivered, oldest first: events, digests and expiry notices. "+
+		Description: fmt.Sprintf("Read what your subscriptions delivered, oldest first. "+
 			"Use it when your host does not show notifications, or to catch up. Each call continues where the "+
-			"last stopped; hasMore says to call again.%s\n\nExample: %s", keep, examples[mcpe.ToolPoll]),
+			"last stopped; hasMore says to call again.%s", keep),
 		InputSchema: object(map[string]*jsonschema.Schema{
 			"cursor": {Type: "string", Description: "A nextCursor or notification cursor to read after."},
 			"limit": {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(mcpe.MaxPollLimit)),
@@ -362,9 +358,9 @@ func (d describer) catalogTool() *mcp.Tool {
 	return &mcp.Tool{
 		Name:  mcpe.ToolCatalog,
 		Title: "What you can subscribe to",
-		Description: "List the event types this server delivers and how their priority and tags are set, so that " +
-			"your filters match real events. With pattern (as filter.eventTypes), only the matching types, each with " +
-			"its data's JSON Schema and an example.\n\nExample: " + examples[mcpe.ToolCatalog],
+		Description: "List the event types this server delivers, so that your filters match real events: with " +
+			"pattern (as filter.eventTypes) the matching ones, described; with one type, its data's JSON Schema and " +
+			"an example.\n\nExample: " + examples[mcpe.ToolCatalog],
 		InputSchema: object(map[string]*jsonschema.Schema{"pattern": {Type: "string"}}, nil),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}

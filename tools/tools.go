@@ -24,7 +24,7 @@ import (
 // Service is what the tools need from the subscriptions domain.
 type Service interface {
 	Subscribe(ctx context.Context, principal string, req mcpe.SubscribeRequest) (*subscriptions.Subscription, error)
-	Preview(ctx context.Context, principal string, f mcpe.Filter) (mcpe.DryRunResult, error)
+	Preview(ctx context.Context, principal string, req mcpe.SubscribeRequest) (mcpe.DryRunResult, error)
 	Unsubscribe(ctx context.Context, principal, id string) error
 	List(ctx context.Context, principal string, status mcpe.Status) ([]*subscriptions.Subscription, error)
 	Pause(ctx context.Context, principal, id string) (*subscriptions.Subscription, error)
@@ -76,7 +76,7 @@ func Register(s *mcp.Server, opts Options) *Set {
 
 	add(r, d.subscribeTool(), func(ctx context.Context, p string, in *mcpe.SubscribeRequest) (any, error) {
 		if in.DryRun {
-			res, err := svc.Preview(ctx, p, in.Filter)
+			res, err := svc.Preview(ctx, p, *in)
 			res.Warnings = warnings(ctx, opts.Catalog, in.Filter.EventTypes)
 			return res, err
 		}

@@ -25,7 +25,7 @@ func (s *subscriber) Subscribe(_ context.Context, _ string, req mcpe.SubscribeRe
 	return &subscriptions.Subscription{Subscription: mcpe.Subscription{ID: "3f1c2a4e-8b7d-4c6e-9f0a-1b2c3d4e5f60", Filter: req.Filter}}, nil
 }
 
-func (s *subscriber) Preview(_ context.Context, _ string, f mcpe.Filter) (mcpe.DryRunResult, error) {
+func (s *subscriber) Preview(context.Context, string, mcpe.SubscribeRequest) (mcpe.DryRunResult, error) {
 	return mcpe.DryRunResult{Matched: 1, Types: map[string]int{"github.push": 1}, Events: []json.RawMessage{json.RawMessage(`{"id":"e1"}`)}}, nil
 }
 

@@ -26,8 +26,10 @@ type Message struct {
 // subscriptions of one principal is sent twice, each time with its
 // subscriptionId and the same cursor. The events are the compact JSON the
 // store keeps, copied as they are: encoding them again for each
-// subscription and session would cost the most of a delivery.
-func messages(e subscriptions.InboxEntry) []Message {
+// subscription and session would cost the most of a delivery. Those of a
+// subscription with a label, fields or maxEventBytes are made to its
+// Rendering.
+func messages(e subscriptions.InboxEntry, rendering Rendering) []Message {
 	cursor := "" // an entry sent again (Replay) stands outside the order
 	if e.Seq > 0 {
 		cursor = mcpe.FormatCursor(e.Seq)
@@ -35,11 +37,15 @@ func messages(e subscriptions.InboxEntry) []Message {
 	out := make([]Message, 0, len(e.SubscriptionIDs))
 	for _, id := range e.SubscriptionIDs {
 		var m Message
+		label, d := "", mcpe.Delivery{}
+		if rendering != nil {
+			label, d = rendering(id)
+		}
 		switch e.Kind {
 		case mcpe.InboxEvent:
-			m = Message{Method: mcpe.MethodEvent, Params: eventParams(id, cursor, e.Event), Subscription: id, Seq: e.Seq}
+			m = Message{Method: mcpe.MethodEvent, Params: eventParams(id, label, cursor, d.Shape(e.Event)), Subscription: id, Seq: e.Seq}
 		case mcpe.InboxBatch:
-			m = Message{Method: mcpe.MethodBatch, Params: batchParams(id, cursor, e.Events, e.Remaining), Subscription: id, Seq: e.Seq}
+			m = Message{Method: mcpe.MethodBatch, Params: batchParams(id, label, cursor, d.ShapeAll(e.Events), e.Remaining), Subscription: id, Seq: e.Seq}
 		case mcpe.InboxExpired:
 			m = Message{Method: mcpe.MethodSubscriptionExpired, Params: expiredParams(id, cursor), Subscription: id, Seq: e.Seq}
 		default:
@@ -53,21 +59,21 @@ func messages(e subscriptions.InboxEntry) []Message {
 // size is what a message weighs, for the bounds on windows and batches.
 func (m Message) size() int { return len(m.Method) + len(m.Params) + 40 }
 
-func eventParams(id, cursor string, event json.RawMessage) json.RawMessage {
-	b := make([]byte, 0, len(event)+96)
-	b = head(b, id, cursor)
+func eventParams(id, label, cursor string, event json.RawMessage) json.RawMessage {
+	b := make([]byte, 0, len(event)+96+len(label))
+	b = head(b, id, label, cursor)
 	b = append(b, `,"event":`...)
 	b = append(b, event...)
 	return append(b, '}')
 }
 
-func batchParams(id, cursor string, events []json.RawMessage, remaining int) json.RawMessage {
-	n := 128
+func batchParams(id, label, cursor string, events []json.RawMessage, remaining int) json.RawMessage {
+	n := 128 + len(label)
 	for _, ev := range events {
 		n += len(ev) + 1
 	}
 	b := make([]byte, 0, n)
-	b = head(b, id, cursor)
+	b = head(b, id, label, cursor)
 	b = append(b, `,"events":[`...)
 	for i, ev := range events {
 		if i > 0 {
@@ -84,13 +90,17 @@ func batchParams(id, cursor string, events []json.RawMessage, remaining int) jso
 }
 
 func expiredParams(id, cursor string) json.RawMessage {
-	return append(head(make([]byte, 0, 96), id, cursor), '}')
+	return append(head(make([]byte, 0, 96), id, "", cursor), '}')
 }
 
-// head writes {"subscriptionId":...,"cursor":... with JSON-quoted strings.
-func head(b []byte, id, cursor string) []byte {
+// head writes {"subscriptionId":...,"label":...,"cursor":... with
+// JSON-quoted strings, leaving out those that are empty.
+func head(b []byte, id, label, cursor string) []byte {
 	b = append(b, `{"subscriptionId":`...)
 	b = appendString(b, id)
+	if label != "" {
+		b = appendString(append(b, `,"label":`...), label)
+	}
 	if cursor != "" {
 		b = append(b, `,"cursor":`...)
 		b = appendString(b, cursor)

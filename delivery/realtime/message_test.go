@@ -2,6 +2,7 @@ package realtime
 
 import (
 	"encoding/json"
+	"fmt"
 	"testing"
 	"time"
 
@@ -62,7 +63,7 @@ func TestMessages(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var got []any
-			for _, m := range messages(tt.entry) {
+			for _, m := range messages(tt.entry, nil) {
 				got = append(got, typed(t, m))
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
@@ -77,7 +78,7 @@ func TestMessageWireForm(t *testing.T) {
 	msgs := messages(subscriptions.InboxEntry{
 		Seq: 42, Principal: "alice", SubscriptionIDs: []string{"sub-1"}, Kind: mcpe.InboxEvent,
 		Event: json.RawMessage(`{"id":"e1","type":"a.b","data":{"n":1}}`),
-	})
+	}, nil)
 	if len(msgs) != 1 {
 		t.Fatalf("got %d messages, want 1", len(msgs))
 	}
@@ -109,12 +110,14 @@ func TestParamsEncodeLikeTheTypes(t *testing.T) {
 		got  json.RawMessage
 		want any
 	}{
-		{"event", eventParams("sub-1", "42", ev1), mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "42", Event: ev1}},
-		{"event, odd ID", eventParams(`a"b\c`, "7", ev1), mcpe.EventParams{SubscriptionID: `a"b\c`, Cursor: "7", Event: ev1}},
-		{"event, no cursor", eventParams("s", "", ev2), mcpe.EventParams{SubscriptionID: "s", Event: ev2}},
-		{"batch", batchParams("sub-2", "9", []json.RawMessage{ev1, ev2}, 3), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1, ev2}, Remaining: 3}},
-		{"batch, none remaining", batchParams("sub-2", "9", []json.RawMessage{ev1}, 0), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1}}},
-		{"batch, empty", batchParams("sub-2", "9", nil, 0), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{}}},
+		{"event", eventParams("sub-1", "", "42", ev1), mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "42", Event: ev1}},
+		{"event, odd ID", eventParams(`a"b\c`, "", "7", ev1), mcpe.EventParams{SubscriptionID: `a"b\c`, Cursor: "7", Event: ev1}},
+		{"event, no cursor", eventParams("s", "", "", ev2), mcpe.EventParams{SubscriptionID: "s", Event: ev2}},
+		{"batch", batchParams("sub-2", "", "9", []json.RawMessage{ev1, ev2}, 3), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1, ev2}, Remaining: 3}},
+		{"batch, none remaining", batchParams("sub-2", "", "9", []json.RawMessage{ev1}, 0), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1}}},
+		{"batch, empty", batchParams("sub-2", "", "9", nil, 0), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{}}},
+		{"event, label", eventParams("s", `PRs "merged" ✓`, "3", ev2), mcpe.EventParams{SubscriptionID: "s", Label: `PRs "merged" ✓`, Cursor: "3", Event: ev2}},
+		{"batch, label", batchParams("s", "digest", "4", []json.RawMessage{ev2}, 0), mcpe.BatchParams{SubscriptionID: "s", Label: "digest", Cursor: "4", Events: []json.RawMessage{ev2}}},
 		{"expired", expiredParams("sub-3", "12"), mcpe.ExpiredParams{SubscriptionID: "sub-3", Cursor: "12"}},
 	} {
 		want, err := json.Marshal(tc.want)
@@ -123,6 +126,29 @@ func TestParamsEncodeLikeTheTypes(t *testing.T) {
 		}
 		if string(tc.got) != string(want) {
 			t.Errorf("%s:\n got %s\nwant %s", tc.name, tc.got, want)
+		}
+	}
+}
+
+// TestMessagesRendering checks that each subscription's notification of
+// one entry carries its label and its events shaped by its delivery.
+func TestMessagesRendering(t *testing.T) {
+	ev := json.RawMessage(`{"id":"e1","type":"a.b","data":{"issue":{"title":"T","body":"long"},"n":1},"metadata":{"priority":"normal"}}`)
+	rendering := func(id string) (string, mcpe.Delivery) {
+		if id == "shaped" {
+			return "my label", mcpe.Delivery{Fields: []string{"issue.title"}}
+		}
+		return "", mcpe.Delivery{}
+	}
+	for _, kind := range []mcpe.InboxKind{mcpe.InboxEvent, mcpe.InboxBatch} {
+		msgs := messages(subscriptions.InboxEntry{Seq: 5, SubscriptionIDs: []string{"whole", "shaped"}, Kind: kind, Event: ev, Events: []json.RawMessage{ev}}, rendering)
+		want := []string{
+			`{"subscriptionId":"whole","cursor":"5",` + map[bool]string{true: `"event":` + string(ev) + `}`, false: `"events":[` + string(ev) + `]}`}[kind == mcpe.InboxEvent],
+			`{"subscriptionId":"shaped","label":"my label","cursor":"5",` + map[bool]string{true: `"event":%s}`, false: `"events":[%s]}`}[kind == mcpe.InboxEvent],
+		}
+		want[1] = fmt.Sprintf(want[1], `{"id":"e1","type":"a.b","data":{"issue":{"title":"T"}},"metadata":{"priority":"normal"},"shaped":true}`)
+		if len(msgs) != 2 || string(msgs[0].Params) != want[0] || string(msgs[1].Params) != want[1] {
+			t.Errorf("%s: got %d messages:\n%s\n%s\nwant\n%s\n%s", kind, len(msgs), msgs[0].Params, msgs[len(msgs)-1].Params, want[0], want[1])
 		}
 	}
 }

@@ -74,6 +74,10 @@ type Inbox interface {
 	LatestInbox(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error)
 }
 
+// Rendering returns the label of a subscription and the delivery whose
+// Shape cuts its events.
+type Rendering func(subscriptionID string) (label string, d mcpe.Delivery)
+
 // Options configure a Registry. A nil *Options means all defaults.
 type Options struct {
 	// Inbox is where a session that fell behind the window reads what it
@@ -110,6 +114,9 @@ type Options struct {
 	// LagWarning is how far behind, in time, a session may fall before it
 	// is logged as lagging; zero means DefaultLagWarning.
 	LagWarning time.Duration
+	// Rendering, when set, says how a subscription's notifications are
+	// made (subscriptions.Service.Rendering); nil sends events whole.
+	Rendering Rendering
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
 	// Logger defaults to discarding.
@@ -382,7 +389,7 @@ func (r *Registry) Deliver(entries []subscriptions.InboxEntry) {
 	now := r.opts.Clock.Now()
 	items := make([]item, len(entries))
 	for i, e := range entries {
-		items[i] = item{seq: e.Seq, msgs: messages(e), at: now, pending: e.Pending}
+		items[i] = item{seq: e.Seq, msgs: messages(e, r.opts.Rendering), at: now, pending: e.Pending}
 		for _, m := range items[i].msgs {
 			items[i].bytes += m.size()
 		}
@@ -502,7 +509,7 @@ func (r *Registry) Cursors() map[string]int64 {
 func (r *Registry) Replay(principal string, entries []subscriptions.InboxEntry) {
 	var msgs []Message
 	for _, e := range entries {
-		msgs = append(msgs, messages(e)...)
+		msgs = append(msgs, messages(e, r.opts.Rendering)...)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -779,7 +786,7 @@ func (r *Registry) catchUp(s *session, b batch) (batch, error) {
 			s.ahead = s.ahead[1:]
 			continue
 		}
-		msgs := messages(e)
+		msgs := messages(e, r.opts.Rendering)
 		n := 0
 		for _, m := range msgs {
 			n += m.size()

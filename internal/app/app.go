@@ -132,6 +132,8 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	// a test moves the server's clock.
 	rt := opts.Realtime
 	rt.Inbox, rt.Logger = opts.Store, log
+	var svc *subscriptions.Service // set before it delivers anything
+	rt.Rendering = func(id string) (string, mcpe.Delivery) { return svc.Rendering(id) }
 	var ran func(*subscriptions.Invocation, subscriptions.Outcome, time.Duration)
 	var observer subscriptions.Observer
 	if a.Metrics != nil {
@@ -160,7 +162,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+	svc, err = subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:     opts.Store,
 		Deliverer: a.Sessions,
 		Presence:  a.Sessions,
