@@ -294,7 +294,34 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 		StoreID:        a.storeID,
 		StoreName:      a.opts.StoreName,
 		Metrics:        metricsHandler,
+		Off:            a.offFeatures(console == nil, metricsHandler == nil),
 	}), nil
+}
+
+// offFeatures says, by path, how to turn on each feature of the HTTP
+// listener that is off.
+func (a *App) offFeatures(consoleOff, metricsOff bool) map[string]string {
+	off := map[string]string{"/debug/pprof/": "Go's profiles are served only with --pprof ADDR, on a loopback listener of their own"}
+	if consoleOff {
+		how := "the web console is off; set auth.tokens (principals log in with their tokens) or console.adminTokenEnv"
+		if a.cfg.Console.Disabled {
+			how = "the web console is off: console.disabled is true"
+		}
+		off["/console"], off["/console/"] = how, how
+	}
+	switch {
+	case !metricsOff:
+	case a.cfg.Metrics.Addr != "":
+		off["/metrics"] = "metrics are served on metrics.addr " + a.cfg.Metrics.Addr
+	default:
+		off["/metrics"] = "metrics are off; set metrics.enabled: true (or metrics.addr for a listener of their own)"
+	}
+	for _, name := range []string{"github", "slack", "alertmanager"} {
+		if path := "/adapters/" + name; a.sources.webhooks[path] == nil && a.sources.signed[path] == nil {
+			off[path] = "the " + name + " adapter is off; configure adapters." + name + " to turn it on"
+		}
+	}
+	return off
 }
 
 // console returns the web console, or nil when it is off: turned off in the

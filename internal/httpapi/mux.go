@@ -36,6 +36,9 @@ type MuxOptions struct {
 	Console http.Handler
 	// Metrics, when set, serves GET /metrics (Prometheus).
 	Metrics http.Handler
+	// Off are the paths of features that are off, each with how to turn
+	// it on: they answer 404 with that text instead of a bare 404.
+	Off map[string]string
 }
 
 // NewMux returns the server's HTTP handler, with per-request deadlines
@@ -53,6 +56,11 @@ func NewMux(opts MuxOptions) http.Handler {
 	}
 	if opts.Metrics != nil {
 		mux.Handle("/metrics", opts.Metrics)
+	}
+	for path, how := range opts.Off {
+		mux.HandleFunc(path, func(w http.ResponseWriter, _ *http.Request) {
+			http.Error(w, "404 page not found: "+how, http.StatusNotFound)
+		})
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		status, body := http.StatusOK, map[string]string{"status": "ok"}
