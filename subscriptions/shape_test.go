@@ -68,6 +68,21 @@ func TestLabelAndShape(t *testing.T) {
 		t.Errorf("poll of an entry for two shapes: %v, %+v", err, res)
 	}
 
+	for _, tc := range []struct {
+		label *string
+		want  string
+	}{
+		{new("PRs"), "PRs"},
+		{new(""), ""},
+	} {
+		up, err := f.svc.Update(ctx, "alice", mcpe.UpdateRequest{SubscriptionID: sub.ID, Label: tc.label})
+		if label, _ := f.svc.Rendering(sub.ID); err != nil || up.Label != tc.want || label != tc.want {
+			t.Errorf("update label to %q: %v, %q, rendering %q", *tc.label, err, up.Label, label)
+		}
+	}
+	if _, err := f.svc.Update(ctx, "alice", mcpe.UpdateRequest{SubscriptionID: sub.ID, Label: new(strings.Repeat("é", 101))}); err == nil || !strings.Contains(err.Error(), "at most 100 characters") {
+		t.Errorf("update to a long label: %v", err)
+	}
 }
 
 func dataOf(t *testing.T, event json.RawMessage) string {

@@ -154,9 +154,11 @@ func scanSubscription(row scanner) (*subscriptions.Subscription, error) {
 	if err := json.Unmarshal([]byte(filter), &sub.Filter); err != nil {
 		return nil, fmt.Errorf("subscription %s: decode filter: %w", sub.ID, err)
 	}
-	if err := json.Unmarshal([]byte(delivery), &sub.Delivery); err != nil {
+	var st storecore.Settings
+	if err := json.Unmarshal([]byte(delivery), &st); err != nil {
 		return nil, fmt.Errorf("subscription %s: decode delivery: %w", sub.ID, err)
 	}
+	sub.Delivery, sub.Label = st.Delivery, st.Label
 	sub.CreatedAt = fromNanos(created)
 	sub.UpdatedAt = fromNanos(updated)
 	sub.ExpiresAt = timePtr(expires)

@@ -21,6 +21,7 @@ func testSubscriptionRoundTrip(t *testing.T, open Opener) {
 			Principal: "alice",
 			Subscription: mcpe.Subscription{
 				ID:     subID(2),
+				Label:  `PRs "merged" in acme/api ✓`,
 				Status: mcpe.StatusActive,
 				Filter: mcpe.Filter{
 					EventTypes: []string{"github.issue.*", "test.created"},
@@ -29,7 +30,7 @@ func testSubscriptionRoundTrip(t *testing.T, open Opener) {
 				},
 				Delivery: mcpe.Delivery{Channels: []mcpe.Channel{
 					mcpe.ChannelCron, mcpe.ChannelRealtime, mcpe.ChannelScheduled,
-				}},
+				}, Fields: []string{"issue.title"}, MaxEventBytes: 700},
 				CreatedAt:       at(time.Minute + 123*time.Millisecond),
 				UpdatedAt:       at(time.Hour + 456*time.Millisecond),
 				ExpiresAt:       new(at(72*time.Hour + 789*time.Millisecond)),

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -14,11 +15,18 @@ func EncodeSettings(sub *subscriptions.Subscription) (filter, delivery string, e
 	if err != nil {
 		return "", "", err
 	}
-	d, err := json.Marshal(sub.Delivery)
+	d, err := json.Marshal(Settings{sub.Delivery, sub.Label})
 	if err != nil {
 		return "", "", err
 	}
 	return string(f), string(d), nil
+}
+
+// Settings is what the delivery column holds: the delivery, and beside its
+// fields the subscription's label (which needs no column of its own).
+type Settings struct {
+	mcpe.Delivery
+	Label string `json:"label,omitempty"`
 }
 
 // ListCondition returns the WHERE condition on subscriptions (aliased s)
