@@ -17,7 +17,6 @@ import (
 // Defaults for Options.
 const (
 	DefaultWindowEntries  = 1024
-	MaxWindowEntries      = 1 << 20
 	DefaultWindowBytes    = 4 << 20
 	DefaultBatchMessages  = 256
 	DefaultBatchBytes     = 1 << 20
@@ -161,26 +160,6 @@ func (o *Options) defaults() {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
-}
-
-// Validate checks the options; errors name the fields by their
-// configuration keys.
-func (o *Options) Validate() error {
-	if o.WindowEntries < 0 || o.WindowEntries > MaxWindowEntries {
-		return mcpe.Invalid("window", "is %d; it must be between 1 and %d, or left out for %d", o.WindowEntries, MaxWindowEntries, DefaultWindowEntries)
-	}
-	switch o.OnFullBacklog {
-	case "", OnFullBacklogRefuse, OnFullBacklogSkip:
-	default:
-		return mcpe.Invalid("backlog.onFull", "%q: use %q (events for the owner are refused, with 429, until its session catches up; the default) or %q (they are accepted, and the session skips ahead and is told where to poll from)", o.OnFullBacklog, OnFullBacklogRefuse, OnFullBacklogSkip)
-	}
-	if o.BacklogEntries < 0 {
-		return mcpe.Invalid("backlog.maxEntries", "is %d; it must be positive, or left out for %d", o.BacklogEntries, DefaultBacklogEntries)
-	}
-	if o.BacklogBytes < 0 {
-		return mcpe.Invalid("backlog.maxBytes", "is %d; it must be positive, or left out for %d (256 MiB)", o.BacklogBytes, DefaultBacklogBytes)
-	}
-	return nil
 }
 
 // Registry keeps, for each principal with live sessions, a window of its
