@@ -11,7 +11,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/mcpe-server/mcpe-server/internal/config"
 	"github.com/mcpe-server/mcpe-server/subscriptions/postgres"
@@ -43,8 +42,13 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var problems, warnings []string
 	cfg, err := config.Load(*cfgPath)
-	if err != nil {
-		problems = append(problems, splitProblems(err)...)
+	var ps config.Problems
+	if errors.As(err, &ps) {
+		for _, p := range ps {
+			problems = append(problems, p.Error())
+		}
+	} else if err != nil {
+		problems = append(problems, err.Error())
 	}
 	if cfg == nil {
 		return report(stdout, *cfgPath, problems, warnings)
@@ -82,19 +86,6 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	problems, warnings = append(problems, p...), append(warnings, w...)
 	problems = append(problems, checkUpstreams(cfg)...)
 	return report(stdout, *cfgPath, problems, warnings)
-}
-
-// splitProblems turns an error that lists several problems (one a line)
-// into one string each.
-func splitProblems(err error) []string {
-	var out []string
-	for _, line := range strings.Split(err.Error(), "\n") {
-		line = strings.TrimSpace(line)
-		if line != "" && !strings.HasSuffix(line, "problems:") {
-			out = append(out, line)
-		}
-	}
-	return out
 }
 
 // checkBash checks the bash handler's programs and its sandbox.

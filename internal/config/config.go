@@ -222,40 +222,6 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// keyPath returns the dotted path of the key whose value starts at line and
-// column in n, such as "inbox.maxAge", or "" if there is none.
-func keyPath(n *yaml.Node, line, column int, prefix string) string {
-	switch n.Kind {
-	case yaml.DocumentNode:
-		for _, c := range n.Content {
-			if p := keyPath(c, line, column, prefix); p != "" {
-				return p
-			}
-		}
-	case yaml.MappingNode:
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			k, v := n.Content[i], n.Content[i+1]
-			path := k.Value
-			if prefix != "" {
-				path = prefix + "." + k.Value
-			}
-			if v.Line == line && v.Column == column {
-				return path
-			}
-			if p := keyPath(v, line, column, path); p != "" {
-				return p
-			}
-		}
-	case yaml.SequenceNode:
-		for i, c := range n.Content {
-			if p := keyPath(c, line, column, fmt.Sprintf("%s[%d]", prefix, i)); p != "" {
-				return p
-			}
-		}
-	}
-	return ""
-}
-
 // maxDays is the longest duration in days that a time.Duration holds.
 const maxDays = int64(math.MaxInt64 / (24 * time.Hour))
 

@@ -34,21 +34,22 @@ func explainDecodeError(te *yaml.TypeError, body []byte) []string {
 		if v := badValue.FindStringSubmatch(msg); v != nil {
 			line, _ := strconv.Atoi(v[1])
 			col, _ := strconv.Atoi(v[2])
-			lines[i] = fmt.Sprintf("line %d: %s: %s", line, keyPath(&root, line, col, ""), v[3])
+			path, _, _ := findKey(&root, "", func(_, v *yaml.Node) bool { return v.Line == line && v.Column == col })
+			lines[i] = fmt.Sprintf("line %d: %s: %s", line, path, v[3])
 		}
 		m := unknownField.FindStringSubmatch(msg)
 		if m == nil {
 			continue
 		}
 		line, _ := strconv.Atoi(m[1])
-		parent, found := parentOfKey(&root, line, m[2], "")
+		path, parent, found := findKey(&root, "", func(k, _ *yaml.Node) bool { return k.Line == line && k.Value == m[2] })
 		t, known := types[m[3]]
 		if !found || !known {
 			continue
 		}
-		lines[i] = describeUnknown(line, parent, m[2], yamlKeys(t))
+		lines[i] = describeUnknown(line, path, parent, m[2], yamlKeys(t))
 		if why, gone := removed[strings.TrimPrefix(m[3], "config.")+"."+m[2]]; gone {
-			lines[i] = fmt.Sprintf("line %d: %s: this key was removed: %s; delete it", line, strings.TrimPrefix(parent+"."+m[2], "."), why)
+			lines[i] = fmt.Sprintf("line %d: %s: this key was removed: %s; delete it", line, path, why)
 		}
 	}
 	return lines
@@ -96,12 +97,11 @@ var removed = map[string]string{
 	"Conversation.maxBytes":                     "an answer holds at most 16 KiB",
 }
 
-// describeUnknown says that key, under parent, is not one of keys.
-func describeUnknown(line int, parent, key string, keys []string) string {
-	path := key
+// describeUnknown says that key, at path under parent, is not one of keys.
+func describeUnknown(line int, path, parent, key string, keys []string) string {
 	where := "at the top level"
 	if parent != "" {
-		path, where = parent+"."+key, "under "+parent
+		where = "under " + parent
 	}
 	msg := fmt.Sprintf("line %d: %s: unknown key", line, path)
 	if near := closest(key, keys); len(near) > 0 {
@@ -163,38 +163,35 @@ func editDistance(a, b string) int {
 	return prev[len(b)]
 }
 
-// parentOfKey finds the key named name on line in n and returns the dotted
-// path of the mapping that holds it.
-func parentOfKey(n *yaml.Node, line int, name, prefix string) (string, bool) {
+// findKey returns the dotted path of the first key in n that match picks,
+// and that of the mapping holding it.
+func findKey(n *yaml.Node, prefix string, match func(k, v *yaml.Node) bool) (path, parent string, ok bool) {
 	switch n.Kind {
 	case yaml.DocumentNode:
 		for _, c := range n.Content {
-			if p, ok := parentOfKey(c, line, name, prefix); ok {
-				return p, true
+			if path, parent, ok = findKey(c, prefix, match); ok {
+				return path, parent, ok
 			}
 		}
 	case yaml.MappingNode:
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
-			if k.Line == line && k.Value == name {
-				return prefix, true
+			path = strings.TrimPrefix(prefix+"."+k.Value, ".")
+			if match(k, v) {
+				return path, prefix, true
 			}
-			path := k.Value
-			if prefix != "" {
-				path = prefix + "." + k.Value
-			}
-			if p, ok := parentOfKey(v, line, name, path); ok {
-				return p, true
+			if path, parent, ok = findKey(v, path, match); ok {
+				return path, parent, ok
 			}
 		}
 	case yaml.SequenceNode:
 		for i, c := range n.Content {
-			if p, ok := parentOfKey(c, line, name, fmt.Sprintf("%s[%d]", prefix, i)); ok {
-				return p, true
+			if path, parent, ok = findKey(c, fmt.Sprintf("%s[%d]", prefix, i), match); ok {
+				return path, parent, ok
 			}
 		}
 	}
-	return "", false
+	return "", "", false
 }
 
 // goTypes maps the names the decoder gives the configuration's struct types
