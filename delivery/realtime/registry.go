@@ -100,10 +100,10 @@ type Options struct {
 	// it is given up (its client is gone), counted from its last successful
 	// write or its attach; zero means DefaultStreamWait.
 	StreamWait time.Duration
-	// BacklogEntries and BacklogBytes bound what a live session may have
-	// been owed and not yet sent; zero means the defaults.
+	// BacklogEntries bounds the deliveries a live session may have been
+	// owed and not yet sent, as DefaultBacklogBytes bounds their bytes;
+	// zero means DefaultBacklogEntries.
 	BacklogEntries int64
-	BacklogBytes   int64
 	// OnFullBacklog is what happens when a live session's backlog reaches
 	// its bound: "refuse" (the default: Full reports the owner, and the
 	// server refuses, with 429, events for it until the session catches up,
@@ -144,9 +144,6 @@ func (o *Options) defaults() {
 	}
 	if o.BacklogEntries <= 0 {
 		o.BacklogEntries = DefaultBacklogEntries
-	}
-	if o.BacklogBytes <= 0 {
-		o.BacklogBytes = DefaultBacklogBytes
 	}
 	if o.OnFullBacklog == "" {
 		o.OnFullBacklog = defaultOnFullBacklog
@@ -426,7 +423,7 @@ func (r *Registry) appendLocked(o *owner, it item) {
 // backlogFullLocked reports whether s is owed as much as it may be; what
 // a write in progress carries counts until it is written.
 func (r *Registry) backlogFullLocked(s *session) bool {
-	return s.o.appended-s.sent >= r.opts.BacklogEntries || s.o.appendedBytes-s.sentBytes >= r.opts.BacklogBytes
+	return s.o.appended-s.sent >= r.opts.BacklogEntries || s.o.appendedBytes-s.sentBytes >= DefaultBacklogBytes
 }
 
 // skipLocked moves s to its owner's newest delivery, and queues the notice

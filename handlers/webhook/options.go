@@ -105,10 +105,6 @@ type Options struct {
 	// fragment, at most MaxVerifiedURLLen bytes; at most MaxVerifiedURLs
 	// of them. A prefix covers a URL as a Secret's URLs do. Zero: none.
 	VerifiedURLs []string
-	// NoWellKnownReceivers turns off the lookup of the receiver document
-	// (WellKnownPath) of a callback URL's origin (ReceiverDeclares).
-	// Zero: it is looked up.
-	NoWellKnownReceivers bool
 	// ChallengesPerHostPerMinute bounds the SEP-3415 verification
 	// challenges POSTed to one destination host, and the receiver
 	// documents fetched from it, whichever principals ask

@@ -132,15 +132,11 @@ type receiverDoc struct {
 // special-purpose ranges and AllowNetworks, TLS, no proxy, no redirects),
 // within ReceiverDocumentTimeout, at most MaxReceiverDocument bytes, one
 // lookup of an origin at a time, and cached per origin (see
-// MinReceiverDocumentCache). Anything else (an http URL, the lookup turned
-// off by Options.NoWellKnownReceivers or refused by the host's budget of
-// AllowChallenge, no answer, a status other than 200, a document too large
-// or not valid, no prefix covering raw) is false, and the caller falls
-// back to the challenge.
+// MinReceiverDocumentCache). Anything else (an http URL, the lookup
+// refused by the host's budget of AllowChallenge, no answer, a status
+// other than 200, a document too large or not valid, no prefix covering
+// raw) is false, and the caller falls back to the challenge.
 func (s *Sender) ReceiverDeclares(ctx context.Context, raw string) bool {
-	if s.opts.NoWellKnownReceivers {
-		return false
-	}
 	u, err := s.checkURL(raw)
 	if err != nil || u.Scheme != "https" {
 		return false

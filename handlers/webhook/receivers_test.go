@@ -288,12 +288,6 @@ func TestReceiverDeclaresGuarded(t *testing.T) {
 		t.Fatal("a loopback origin declared without allowNetworks")
 	}
 
-	off := *o
-	off.NoWellKnownReceivers = true
-	if newSender(t, &off).ReceiverDeclares(ctx, d.URL+"/x") {
-		t.Fatal("declared with the lookup off")
-	}
-
 	plain := *o
 	plain.AllowHTTP = true
 	if newSender(t, &plain).ReceiverDeclares(ctx, strings.Replace(d.URL, "https:", "http:", 1)+"/x") {

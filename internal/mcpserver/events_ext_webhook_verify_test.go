@@ -194,22 +194,6 @@ func TestEventsWebhookWellKnownNegativeCache(t *testing.T) {
 	}
 }
 
-// TestEventsWebhookWellKnownOff: with wellKnownReceivers false no document
-// is fetched, and a covered URL is challenged.
-func TestEventsWebhookWellKnownOff(t *testing.T) {
-	c := clock.NewFake(start)
-	r := newReceiver(t, c, secretA)
-	r.setDoc(receiverDoc(`{"receivers":["/"]}`, ""))
-	o := r.options()
-	o.NoWellKnownReceivers = true
-	e := newEnv(t, envOptions{clock: c, webhooks: o})
-	subscribeOK(t, sepSession(t, e, "alice"), r.ts.URL+"/ok/off", secretA, ``)
-	challenged(t, r, "/ok/off")
-	if n := docGets(r); n != 0 {
-		t.Fatalf("%d document lookups with the lookup off", n)
-	}
-}
-
 // TestEventsWebhookWellKnownOrigin: a receiver document speaks for its own
 // origin only: another port of the same host is looked up on its own.
 func TestEventsWebhookWellKnownOrigin(t *testing.T) {
