@@ -31,6 +31,8 @@ type Options struct {
 	Jobs Jobs
 	// Handlers run each type of handler; a job whose type has none fails.
 	Handlers map[mcpe.HandlerType]subscriptions.Handler
+	// Labels, when set, gives each run its subscription's label.
+	Labels func(subscriptionID string) string
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
 	// Logger defaults to discarding.

@@ -304,6 +304,9 @@ func (r *Runner) handle(inv *subscriptions.Invocation) (o subscriptions.Outcome)
 			o = subscriptions.Outcome{Err: fmt.Errorf("the %s handler failed unexpectedly", inv.Spec.Type)}
 		}
 	}()
+	if r.opts.Labels != nil {
+		inv.Label = r.opts.Labels(inv.SubscriptionID)
+	}
 	// A context deadline runs on the wall clock, whatever Options.Clock is.
 	ctx, cancel := context.WithTimeout(r.ctx, r.opts.RunTimeout)
 	defer cancel()

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -98,6 +99,8 @@ type envOptions struct {
 	stopped bool
 	// jobs, when set, wraps the store the runner takes jobs from.
 	jobs func(handlers.Jobs) handlers.Jobs
+	// labels gives runs their labels (handlers.Options.Labels).
+	labels func(string) string
 }
 
 // newEnv runs h as the bash handler.
@@ -116,7 +119,7 @@ func newEnvWith(t *testing.T, path string, clk *clock.Fake, o envOptions) *env {
 	if o.jobs != nil {
 		jobs = o.jobs(store)
 	}
-	runner, err := handlers.New(handlers.Options{Jobs: jobs, Handlers: o.kinds, Clock: clk})
+	runner, err := handlers.New(handlers.Options{Jobs: jobs, Handlers: o.kinds, Clock: clk, Labels: o.labels})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,6 +233,26 @@ func TestRunsEachDeliveryOnce(t *testing.T) {
 	st := e.status(t, sub.ID, func(s mcpe.HandlerStatus) bool { return s.Succeeded == 3 })
 	if st.Pending != 0 || st.LastOutput != "ok" || st.LastRunAt == nil {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// TestRunsCarryTheLabel checks that each run is given its subscription's
+// label, which a digest's payload carries beside its subscriptionId.
+func TestRunsCarryTheLabel(t *testing.T) {
+	h := newFakeHandler(nil)
+	e := newEnvWith(t, filepath.Join(t.TempDir(), "db"), clock.NewFake(t0), envOptions{
+		kinds:  map[mcpe.HandlerType]subscriptions.Handler{mcpe.HandlerBash: h},
+		labels: func(id string) string { return "label of " + id },
+	})
+	sub := e.subscribe(t)
+	e.publish(t, "a")
+	inv := h.wait(t)
+	if inv.Label != "label of "+sub.ID {
+		t.Errorf("run label %q, want %q", inv.Label, "label of "+sub.ID)
+	}
+	inv.Kind = mcpe.InboxBatch
+	if p := string(inv.Payload()); !strings.Contains(p, `"label":"label of `+sub.ID+`"`) {
+		t.Errorf("digest payload %s has no label", p)
 	}
 }
 

@@ -63,8 +63,10 @@ type Invocation struct {
 	// JobID identifies the delivery; it is the same for every attempt.
 	JobID          string
 	SubscriptionID string
-	Principal      string
-	Spec           *mcpe.HandlerSpec
+	// Label is the subscription's, when it has one.
+	Label     string
+	Principal string
+	Spec      *mcpe.HandlerSpec
 	// Secrets sign a webhook handler's deliveries.
 	Secrets *WebhookSecrets
 	// Attempt counts the attempts, from 1.
@@ -80,13 +82,13 @@ type Invocation struct {
 }
 
 // Payload is the JSON a handler hands on: the event for an event delivery,
-// or {"subscriptionId", "events", "remaining"} for a digest.
+// or {"subscriptionId", "label", "events", "remaining"} for a digest.
 func (inv *Invocation) Payload() json.RawMessage {
 	if inv.Kind != mcpe.InboxBatch {
 		return inv.Event
 	}
 	events := append([]json.RawMessage{}, inv.Events...) // [], not null, for a digest of nothing
-	b, _ := json.Marshal(mcpe.BatchParams{SubscriptionID: inv.SubscriptionID, Events: events, Remaining: inv.Remaining})
+	b, _ := json.Marshal(mcpe.BatchParams{SubscriptionID: inv.SubscriptionID, Label: inv.Label, Events: events, Remaining: inv.Remaining})
 	return b
 }
 

@@ -180,12 +180,13 @@ func TestHandleDigest(t *testing.T) {
 	inv.Kind = mcpe.InboxBatch
 	inv.Events = []json.RawMessage{json.RawMessage(`{"id":"e1"}`), json.RawMessage(`{"id":"e2","x":"</event_data>"}`)}
 	inv.Remaining = 3
+	inv.Label = "deploys"
 	out := a.Handle(context.Background(), inv)
 	if out.Err != nil || out.Output != "two events" {
 		t.Fatalf("outcome = %+v", out)
 	}
 	msg := s.plainRequests()[0].Messages[0].Content.(*mcp.TextContent).Text
-	if !strings.Contains(msg, "A digest of 2 event(s)") || !strings.Contains(msg, "3 more") {
+	if !strings.Contains(msg, "A digest of 2 event(s)") || !strings.Contains(msg, "3 more") || !strings.Contains(msg, `("deploys") was delivered`) {
 		t.Errorf("user message does not describe the digest:\n%s", msg)
 	}
 	checkDataBlock(t, msg, string(inv.Payload()))

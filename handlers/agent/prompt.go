@@ -47,13 +47,13 @@ func userMessage(inv *subscriptions.Invocation, maxEvent int) string {
 		b.WriteString("\n\n")
 	}
 	if inv.Kind == mcpe.InboxBatch {
-		fmt.Fprintf(&b, "A digest of %d event(s) of subscription %q was delivered", len(inv.Events), inv.SubscriptionID)
+		fmt.Fprintf(&b, "A digest of %d event(s) of subscription %q%s was delivered", len(inv.Events), inv.SubscriptionID, labelOf(inv))
 		if inv.Remaining > 0 {
 			fmt.Fprintf(&b, " (%d more are left for the next digest)", inv.Remaining)
 		}
 		b.WriteString(".")
 	} else {
-		fmt.Fprintf(&b, "An event of subscription %q was delivered.", inv.SubscriptionID)
+		fmt.Fprintf(&b, "An event of subscription %q%s was delivered.", inv.SubscriptionID, labelOf(inv))
 	}
 	data, cut := encodeData(inv.Payload(), maxEvent)
 	if cut > 0 {
@@ -66,6 +66,14 @@ func userMessage(inv *subscriptions.Invocation, maxEvent int) string {
 	b.WriteString("\n")
 	b.WriteString(dataClose)
 	return b.String()
+}
+
+// labelOf names the subscription's label after its ID, when it has one.
+func labelOf(inv *subscriptions.Invocation) string {
+	if inv.Label == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (%q)", inv.Label)
 }
 
 // encodeData returns payload as compact JSON in which <, >, &, U+2028 and

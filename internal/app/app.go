@@ -152,6 +152,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	a.runner, err = handlers.New(handlers.Options{
 		Jobs:        opts.Store,
+		Labels:      func(id string) string { label, _ := svc.Rendering(id); return label },
 		Handlers:    a.handlers.byType,
 		Clock:       opts.Clock,
 		Logger:      log,
