@@ -46,9 +46,8 @@ func portShared(ctx context.Context, addr string, listenErr error, storeID, dbNa
 		return portTaken(ctx, addr, listenErr, "--http")
 	}
 	if storeID == "" || h.Store != storeID {
-		theirs := cmp.Or(h.Database, "another database")
 		return fmt.Errorf("%w, by another mcpe-server with database %s (store %s), and this one has %s (store %s): give this one another --http address, or both the same --db",
-			listenErr, theirs, h.Store, dbName, storeID)
+			listenErr, cmp.Or(h.Database, "another database"), h.Store, dbName, storeID)
 	}
 	return nil
 }
