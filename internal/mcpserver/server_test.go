@@ -243,8 +243,9 @@ func TestToolsListed(t *testing.T) {
 	var names []string
 	for _, tool := range res.Tools {
 		names = append(names, tool.Name)
-		if !strings.Contains(tool.Description, "Example: {") {
-			t.Errorf("%s: description has no example: %q", tool.Name, tool.Description)
+		// The others take a subscriptionId, or nothing required.
+		if example := tool.Name == "events_subscribe" || tool.Name == "events_update"; strings.Contains(tool.Description, "Example: {") != example {
+			t.Errorf("%s: description has an example: %v, want %v: %q", tool.Name, !example, example, tool.Description)
 		}
 	}
 	slices.Sort(names)
@@ -655,7 +656,7 @@ func TestBadToolInput(t *testing.T) {
 		{"events_pause", `{"subscriptionId": ""}`, `subscriptionId: is required`},
 		{"events_resume", `{"id": "x"}`, `unknown field "id"; the arguments accept "subscriptionId"`},
 		{"events_list", `{"status": "done"}`, `status: "done" is not a status; use "active", "paused" or "expired", or leave it out to list all`},
-		{"events_update", `{"subscriptionId": "` + id + `"}`, `nothing to update: give at least one of filter, delivery, expiresAt, handler or rotateSecret`},
+		{"events_update", `{"subscriptionId": "` + id + `"}`, `nothing to update: give at least one of label, filter, delivery, expiresAt, handler or rotateSecret`},
 		{"events_update", `{"subscriptionId": "` + id + `", "filter": {"priority": []}}`, `filter.priority: is an empty list`},
 		{"events_update", `{"subscriptionId": "` + id + `", "expiresAt": "2000-01-01T00:00:00Z"}`, `expiresAt: 2000-01-01T00:00:00Z is in the past`},
 		{"events_update", `{"subscriptionId": "` + id + `", "expiresAt": 5}`, `expiresAt`},
