@@ -28,8 +28,8 @@ func priorityBit(p mcpe.Priority) uint8 {
 
 // NormalizeEvent validates e and fills in what the server assigns: a UUID
 // when ID is empty, now when Timestamp is zero, normal when Priority is
-// empty, and an empty object when Data is empty. The error is an
-// *mcpe.InvalidError naming the field.
+// empty, and an empty object when Data is empty; Timestamp is kept to the
+// millisecond. The error is an *mcpe.InvalidError naming the field.
 func NormalizeEvent(e *mcpe.Event, now time.Time) error {
 	if e.ID == "" {
 		e.ID = NewID()
@@ -55,7 +55,7 @@ func NormalizeEvent(e *mcpe.Event, now time.Time) error {
 	if e.Metadata.Timestamp.IsZero() {
 		e.Metadata.Timestamp = now
 	}
-	e.Metadata.Timestamp = e.Metadata.Timestamp.UTC()
+	e.Metadata.Timestamp = e.Metadata.Timestamp.UTC().Truncate(time.Millisecond)
 	// A UTC offset can carry a time out of the years RFC 3339 can write
 	// ("9999-12-31T23:59:59-23:59" is in the year 10000 in UTC).
 	if y := e.Metadata.Timestamp.Year(); y < 0 || y > 9999 {

@@ -344,7 +344,7 @@ func TestEventInputEvent(t *testing.T) {
 				Type: "a",
 				Data: json.RawMessage(`{}`),
 				Metadata: mcpe.Metadata{
-					Timestamp: time.Date(2024, 2, 29, 21, 59, 59, 123456789, time.UTC),
+					Timestamp: time.Date(2024, 2, 29, 21, 59, 59, 123000000, time.UTC), // to the millisecond
 					Priority:  mcpe.PriorityNormal,
 				},
 			},
