@@ -62,7 +62,7 @@ var removed = map[string]string{
 	"HTTP.sessionTimeout":                       "sessions idle for 5m are closed",
 	"HTTP.maxSessionsPerPrincipal":              "a principal has at most 100 live sessions",
 	"Ingest.maxDataDepth":                       "event data nests at most 64 deep",
-	"Subscriptions.maxPatternCost":              "one principal's patterns cost at most 41 per subscriptions.maxPerPrincipal together (4096 for the default 100)",
+	"Subscriptions.maxPatternCost":              "what one principal's patterns may cost together grows with subscriptions.maxPerPrincipal (4096 for the default 100)",
 	"Inbox.dedupWindow":                         "a sourceEventId is remembered for 24h",
 	"Inbox.expiredMaxAge":                       "expired subscriptions stay listed for inbox.maxAge",
 	"Delivery.window":                           "a principal's latest 1024 deliveries are kept in memory",
