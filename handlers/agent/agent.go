@@ -21,7 +21,7 @@ var (
 	// was no endpoint when the handler was due.
 	ErrOffline = errors.New("no LLM to run the agent handler")
 	// ErrTurns means the model still asked for tools at the last model
-	// call Options.MaxTurns allows.
+	// call a run allows.
 	ErrTurns = errors.New("the model still asked for tools at the last allowed model call")
 )
 
@@ -35,7 +35,8 @@ var _ subscriptions.Handler = (*Agent)(nil)
 // Agent runs "agent" handlers. It is safe for concurrent use.
 type Agent struct {
 	opts Options
-	log  *slog.Logger
+	limits
+	log *slog.Logger
 }
 
 // New checks opts and returns an Agent. A nil opts means all defaults.
@@ -44,7 +45,7 @@ func New(opts *Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	return &Agent{opts: o, log: o.Logger}, nil
+	return &Agent{opts: o, limits: defaultLimits, log: o.Logger}, nil
 }
 
 // Check tells whether spec may run for principal: it is an agent handler,
@@ -98,23 +99,23 @@ func (a *Agent) Handle(ctx context.Context, inv *subscriptions.Invocation) subsc
 		return out
 	}
 
-	maxTokens := a.opts.DefaultMaxTokens
+	maxTokens := a.maxTokens
 	if inv.Spec.MaxTokens > 0 {
 		maxTokens = inv.Spec.MaxTokens
 	}
-	system, user := systemPrompt(inv.Spec), userMessage(inv, a.opts.MaxEventBytes)
+	system, user := systemPrompt(inv.Spec), userMessage(inv, a.maxEventBytes)
 	var conv conversation
 	via := "endpoint"
 	if r.session != nil {
 		via = "sampling"
 		conv = newSamplingConv(r.session, inv.Spec.Model, system, user, maxTokens, defs)
 	} else {
-		conv = newEndpointConv(r.endpoint, a.opts.MaxRetryAfter, system, user, maxTokens, defs)
+		conv = newEndpointConv(r.endpoint, a.maxRetryAfter, system, user, maxTokens, defs)
 	}
 
 	start := a.opts.Clock.Now()
 	// A context deadline runs on the wall clock, whatever Options.Clock is.
-	runCtx, cancel := context.WithTimeout(ctx, a.opts.MaxRunTime)
+	runCtx, cancel := context.WithTimeout(ctx, a.maxRunTime)
 	defer cancel()
 	out, turns := a.loop(runCtx, inv, conv, defs, log)
 	if out.Err != nil {
@@ -122,11 +123,11 @@ func (a *Agent) Handle(ctx context.Context, inv *subscriptions.Invocation) subsc
 		case ctx.Err() != nil:
 			out.Err = fmt.Errorf("the run was stopped: %w", ctx.Err())
 		case runCtx.Err() != nil:
-			out.Err = &passingError{err: fmt.Errorf("the run did not finish within %v, the operator's limit per run", a.opts.MaxRunTime)}
+			out.Err = &passingError{err: fmt.Errorf("the run did not finish within %v, the limit per run", a.maxRunTime)}
 		}
 		var pe *passingError
 		if errors.As(out.Err, &pe) && len(out.ToolCalls) == 0 && ctx.Err() == nil {
-			if d, ok := delay(a.opts.RetrySchedule, inv.Attempt); ok {
+			if d, ok := delay(a.retrySchedule, inv.Attempt); ok {
 				out.RetryIn = max(d, pe.retryAfter)
 			} else {
 				out.Err = fmt.Errorf("gave up after %d attempts: %w", inv.Attempt, out.Err)
@@ -188,7 +189,7 @@ func (a *Agent) offline(inv *subscriptions.Invocation, plainSampling bool) subsc
 	if plainSampling {
 		why = "the owner's connected MCP clients support sampling but not with tools (sampling.tools), which this handler's tools need, and the operator configured no LLM endpoint"
 	}
-	if d, ok := delay(a.opts.OfflineRetries, inv.Attempt); ok {
+	if d, ok := delay(a.offlineRetries, inv.Attempt); ok {
 		return subscriptions.Outcome{Err: fmt.Errorf("%w: %s; trying again in %v", ErrOffline, why, d), RetryIn: d}
 	}
 	return subscriptions.Outcome{Err: fmt.Errorf("%w: %s; gave up after %d attempts", ErrOffline, why, inv.Attempt)}

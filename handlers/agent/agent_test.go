@@ -124,6 +124,7 @@ func TestOffline(t *testing.T) {
 	tests := []struct {
 		name    string
 		opts    *Options
+		offline []time.Duration // the agent's offlineRetries, when set
 		spec    *mcpe.HandlerSpec
 		want    []time.Duration // RetryIn of attempts 1, 2, ...
 		wantWhy string
@@ -137,14 +138,16 @@ func TestOffline(t *testing.T) {
 		},
 		{
 			name:    "own schedule",
-			opts:    &Options{OfflineRetries: []time.Duration{time.Second}},
+			opts:    &Options{},
+			offline: []time.Duration{time.Second},
 			spec:    &mcpe.HandlerSpec{Type: mcpe.HandlerAgent},
 			want:    []time.Duration{time.Second, 0},
 			wantWhy: "no MCP client",
 		},
 		{
 			name:    "tools but no sampling.tools",
-			opts:    &Options{Sessions: sessionsOf(plain), Tools: newFakeTools("events_list"), OfflineRetries: []time.Duration{time.Second}},
+			opts:    &Options{Sessions: sessionsOf(plain), Tools: newFakeTools("events_list")},
+			offline: []time.Duration{time.Second},
 			spec:    &mcpe.HandlerSpec{Type: mcpe.HandlerAgent, Tools: []string{"events_list"}},
 			want:    []time.Duration{time.Second, 0},
 			wantWhy: "not with tools (sampling.tools)",
@@ -153,6 +156,9 @@ func TestOffline(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a := newAgent(t, tt.opts)
+			if tt.offline != nil {
+				a.offlineRetries = tt.offline
+			}
 			var got []time.Duration
 			for attempt := 1; attempt <= len(tt.want); attempt++ {
 				inv := invocation(tt.spec, `{}`)
@@ -277,11 +283,6 @@ func TestNewOptions(t *testing.T) {
 		{"endpoint URL with user", &Options{Endpoint: &Endpoint{URL: "https://k:s@x/y", Model: "m"}}, "user information"},
 		{"endpoint without model", &Options{Endpoint: &Endpoint{URL: "https://x/y"}}, "agent: endpoint.model: is required"},
 		{"API key with a line break", &Options{Endpoint: &Endpoint{URL: "https://x/y", Model: "m", APIKey: "sk\nx"}}, "agent: endpoint.apiKey: "},
-		{"negative MaxTurns", &Options{MaxTurns: -1}, "agent: maxTurns: is -1; give a number from 1 to 1000"},
-		{"too many tokens", &Options{DefaultMaxTokens: mcpe.MaxHandlerTokens + 1}, "agent: maxTokens: is 64001; give a number from 1 to 64000"},
-		{"negative MaxRunTime", &Options{MaxRunTime: -time.Second}, "agent: maxRunTime: "},
-		{"zero offline retry", &Options{OfflineRetries: []time.Duration{time.Minute, 0}}, "agent: offlineRetries[1]: "},
-		{"negative retry", &Options{RetrySchedule: []time.Duration{-1}}, "agent: retrySchedule[0]: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

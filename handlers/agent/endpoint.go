@@ -79,13 +79,14 @@ type (
 // endpointConv talks to the operator's OpenAI-compatible endpoint.
 type endpointConv struct {
 	ep            *Endpoint
+	client        *http.Client // tests set their own
 	maxRetryAfter time.Duration
 	req           chatRequest
 	calls         int
 }
 
 func newEndpointConv(ep *Endpoint, maxRetryAfter time.Duration, system, user string, maxTokens int, tools []*mcp.Tool) *endpointConv {
-	c := &endpointConv{ep: ep, maxRetryAfter: maxRetryAfter}
+	c := &endpointConv{ep: ep, client: http.DefaultClient, maxRetryAfter: maxRetryAfter}
 	c.req = chatRequest{
 		Model: ep.Model,
 		Messages: []chatMessage{
@@ -166,11 +167,11 @@ func (c *endpointConv) post(ctx context.Context) (*chatResponse, error) {
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", c.ep.UserAgent)
+	req.Header.Set("User-Agent", userAgent)
 	if c.ep.APIKey != "" {
 		req.Header.Set("Authorization", "Bearer "+c.ep.APIKey)
 	}
-	resp, err := c.ep.HTTPClient.Do(req)
+	resp, err := c.client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()

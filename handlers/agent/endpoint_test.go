@@ -137,7 +137,8 @@ func TestEndpointToolCalls(t *testing.T) {
 	tools.result = func(string, json.RawMessage) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("x", 1000)}}}, nil
 	}
-	a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, Model: "op-model"}, Tools: tools, MaxToolResultBytes: 100})
+	a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, Model: "op-model"}, Tools: tools})
+	a.maxToolResultBytes = 100
 	spec := &mcpe.HandlerSpec{Type: mcpe.HandlerAgent, Tools: []string{"events_list"}}
 	out := a.Handle(context.Background(), invocation(spec, `{"id":"evt_1"}`))
 
@@ -181,7 +182,7 @@ func TestEndpointToolCalls(t *testing.T) {
 		t.Errorf("second request's messages mismatch (-want +got):\n%s", diff)
 	}
 	if n := len(reqs[1].Messages[3].Content); n > 100 {
-		t.Errorf("tool result is %d bytes, want at most MaxToolResultBytes (100)", n)
+		t.Errorf("tool result is %d bytes, want at most maxToolResultBytes (100)", n)
 	}
 }
 
@@ -232,8 +233,8 @@ func TestEndpointUnreachable(t *testing.T) {
 	srv.Close() // nothing listens there any more
 	a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, Model: "m"}})
 	out := a.Handle(context.Background(), invocation(&mcpe.HandlerSpec{Type: mcpe.HandlerAgent}, `{}`))
-	if !strings.Contains(errText(out.Err), "could not be reached") || out.RetryIn != DefaultRetrySchedule[0] {
-		t.Errorf("outcome = %+v; want an unreachable error retried after %v", out, DefaultRetrySchedule[0])
+	if !strings.Contains(errText(out.Err), "could not be reached") || out.RetryIn != defaultLimits.retrySchedule[0] {
+		t.Errorf("outcome = %+v; want an unreachable error retried after %v", out, defaultLimits.retrySchedule[0])
 	}
 }
 
@@ -260,10 +261,11 @@ func TestEndpointRunTime(t *testing.T) {
 	llm := &fakeLLM{answer: func(int, http.ResponseWriter) { <-release }}
 	url := llm.start(t)
 	defer close(release)
-	a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, Model: "m"}, MaxRunTime: 50 * time.Millisecond})
+	a := newAgent(t, &Options{Endpoint: &Endpoint{URL: url, Model: "m"}})
+	a.maxRunTime = 50 * time.Millisecond
 	out := a.Handle(context.Background(), invocation(&mcpe.HandlerSpec{Type: mcpe.HandlerAgent}, `{}`))
-	if !strings.Contains(errText(out.Err), "did not finish within 50ms") || out.RetryIn != DefaultRetrySchedule[0] {
-		t.Errorf("outcome = %+v; want a timeout retried after %v", out, DefaultRetrySchedule[0])
+	if !strings.Contains(errText(out.Err), "did not finish within 50ms") || out.RetryIn != defaultLimits.retrySchedule[0] {
+		t.Errorf("outcome = %+v; want a timeout retried after %v", out, defaultLimits.retrySchedule[0])
 	}
 }
 
@@ -304,9 +306,9 @@ func FuzzEndpointAnswer(f *testing.F) {
 		if status < 100 || status > 999 {
 			status = 200
 		}
-		ep := &Endpoint{URL: "http://llm.test/v1/chat/completions", Model: "m", UserAgent: DefaultUserAgent,
-			HTTPClient: &http.Client{Transport: bodyTransport{status, body}}}
+		ep := &Endpoint{URL: "http://llm.test/v1/chat/completions", Model: "m"}
 		conv := newEndpointConv(ep, time.Hour, "system", "user", 100, []*mcp.Tool{{Name: "events_list", InputSchema: map[string]any{"type": "object"}}})
+		conv.client = &http.Client{Transport: bodyTransport{status, body}}
 		r, err := conv.next(context.Background(), false)
 		if err != nil {
 			return

@@ -56,8 +56,8 @@ func (a *Agent) loop(ctx context.Context, inv *subscriptions.Invocation, conv co
 	}
 	var out subscriptions.Outcome
 	made := 0 // tool calls made or refused for the limit
-	for turn := 1; turn <= a.opts.MaxTurns; turn++ {
-		final := turn == a.opts.MaxTurns
+	for turn := 1; turn <= a.maxTurns; turn++ {
+		final := turn == a.maxTurns
 		r, err := conv.next(ctx, final)
 		if err != nil {
 			out.Err = err
@@ -74,7 +74,7 @@ func (a *Agent) loop(ctx context.Context, inv *subscriptions.Invocation, conv co
 			return out, turn
 		}
 		if final {
-			out.Err = fmt.Errorf("%w: stopped after %d model calls, the operator's limit per run", ErrTurns, turn)
+			out.Err = fmt.Errorf("%w: stopped after %d model calls, the limit per run", ErrTurns, turn)
 			return out, turn
 		}
 		results := make([]toolResult, 0, len(r.uses))
@@ -90,8 +90,8 @@ func (a *Agent) loop(ctx context.Context, inv *subscriptions.Invocation, conv co
 				}
 			case u.badArgs != "":
 				res.text = fmt.Sprintf("Refused: the arguments of this call to %q are not a JSON object (%s). The call was not made.", u.name, u.badArgs)
-			case made >= a.opts.MaxToolCalls:
-				res.text = fmt.Sprintf("Refused: this run reached its limit of %d tool calls. The call was not made; give your final answer now.", a.opts.MaxToolCalls)
+			case made >= a.maxToolCalls:
+				res.text = fmt.Sprintf("Refused: this run reached its limit of %d tool calls. The call was not made; give your final answer now.", a.maxToolCalls)
 			default:
 				made++
 				out.ToolCalls = append(out.ToolCalls, u.name)
@@ -102,7 +102,7 @@ func (a *Agent) loop(ctx context.Context, inv *subscriptions.Invocation, conv co
 		conv.answer(results)
 	}
 	// Not reached: the last turn returns.
-	return out, a.opts.MaxTurns
+	return out, a.maxTurns
 }
 
 // callTool calls the tool of u as principal.
@@ -110,12 +110,12 @@ func (a *Agent) callTool(ctx context.Context, principal string, u toolUse, log *
 	res, err := a.opts.Tools.CallTool(ctx, principal, u.name, u.args)
 	if err != nil {
 		log.Warn("agent handler's tool call failed", "tool", u.name, "error", err)
-		return toolResult{id: u.id, isError: true, text: truncate("The call failed: "+err.Error(), a.opts.MaxToolResultBytes)}
+		return toolResult{id: u.id, isError: true, text: truncate("The call failed: "+err.Error(), a.maxToolResultBytes)}
 	}
 	if res == nil {
 		return toolResult{id: u.id, text: "(the tool returned no result)"}
 	}
-	return toolResult{id: u.id, isError: res.IsError, text: truncate(resultText(res), a.opts.MaxToolResultBytes)}
+	return toolResult{id: u.id, isError: res.IsError, text: truncate(resultText(res), a.maxToolResultBytes)}
 }
 
 // resultText renders a tool result as text: its text content, with other

@@ -4,11 +4,8 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"fmt"
 	"log/slog"
-	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"time"
 
@@ -17,31 +14,31 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// Defaults for Options.
-const (
-	DefaultMaxTokens          = 1024
-	DefaultMaxTurns           = 8
-	DefaultMaxToolCalls       = 32
-	DefaultMaxRunTime         = 2 * time.Minute
-	DefaultMaxToolResultBytes = 16 << 10
-	DefaultMaxEventBytes      = 64 << 10
-	DefaultUserAgent          = "mcpe-server-agent/1"
-)
-
 // MaxOutputBytes bounds Outcome.Output: a longer answer is cut, on a UTF-8
 // boundary, and marked as cut. It is what events_list shows of an outcome
 // (mcpe.MaxStatusOutput), so a whole answer is shown.
 const MaxOutputBytes = mcpe.MaxStatusOutput
 
-// DefaultOfflineRetries are the delays before the next attempt when no
-// route to an LLM exists at run time (Options.OfflineRetries): after
-// attempts 1 to 3. The delivery fails after the fourth attempt.
-var DefaultOfflineRetries = []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute}
+// limits bound each run (see the package doc); tests set an Agent's own.
+type limits struct {
+	// maxTokens is each model call's maxTokens when the handler sets none.
+	maxTokens, maxTurns, maxToolCalls, maxToolResultBytes, maxEventBytes int
+	// maxRunTime bounds a run; maxRetryAfter caps an endpoint's Retry-After.
+	maxRunTime, maxRetryAfter time.Duration
+	// offlineRetries[i] follows attempt i+1 when no LLM can be reached;
+	// retrySchedule[i] follows it after a passing failure of the LLM.
+	offlineRetries, retrySchedule []time.Duration
+}
 
-// DefaultRetrySchedule are the delays before the next attempt after a
-// passing failure of the LLM (Options.RetrySchedule): after attempts 1
-// to 3.
-var DefaultRetrySchedule = []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute}
+var defaultLimits = limits{
+	maxTokens: 1024, maxTurns: 8, maxToolCalls: 32, maxToolResultBytes: 16 << 10, maxEventBytes: 64 << 10,
+	maxRunTime: 2 * time.Minute, maxRetryAfter: time.Hour,
+	offlineRetries: []time.Duration{time.Minute, 5 * time.Minute, 30 * time.Minute},
+	retrySchedule:  []time.Duration{30 * time.Second, 2 * time.Minute, 10 * time.Minute},
+}
+
+// userAgent is sent to the endpoint as User-Agent.
+const userAgent = "mcpe-server-agent/1"
 
 // ToolSet is this server's own tools, as the agent's LLM may call them.
 // *tools.Set implements it.
@@ -69,11 +66,6 @@ type Endpoint struct {
 	// chooses what the endpoint costs. (handler.model is a preference hint
 	// that only MCP sampling passes on.)
 	Model string
-	// HTTPClient sends the requests. Zero: http.DefaultClient. Each run's
-	// deadline (Options.MaxRunTime) bounds the requests in any case.
-	HTTPClient *http.Client
-	// UserAgent is sent as User-Agent. Zero: DefaultUserAgent.
-	UserAgent string
 }
 
 // Options configure an Agent. A nil *Options means all defaults: no
@@ -92,46 +84,10 @@ type Options struct {
 	// sample. Zero: none, and a handler only runs while its owner is
 	// connected with a client that can sample.
 	Endpoint *Endpoint
-	// DefaultMaxTokens is the maxTokens of each model call when the
-	// handler sets none; the configuration file, and Validate's errors,
-	// call it maxTokens. Zero: DefaultMaxTokens (1024).
-	DefaultMaxTokens int
-	// MaxTurns bounds the model calls of one run: the tool loop stops
-	// there. The last call tells the model it may use no more tools.
-	// Zero: DefaultMaxTurns (8).
-	MaxTurns int
-	// MaxToolCalls bounds the tool calls of one run; further calls the
-	// model asks for are answered with an error, not made. Zero:
-	// DefaultMaxToolCalls (32).
-	MaxToolCalls int
-	// MaxRunTime bounds one run, tool calls included. Zero:
-	// DefaultMaxRunTime (2m).
-	MaxRunTime time.Duration
-	// MaxToolResultBytes bounds the text of one tool result handed to the
-	// model; the rest is cut. Zero: DefaultMaxToolResultBytes (16 KiB).
-	MaxToolResultBytes int
-	// MaxEventBytes bounds the event data put in the prompt; a larger
-	// payload is cut and handed on as a JSON string. Zero:
-	// DefaultMaxEventBytes (64 KiB).
-	MaxEventBytes int
-	// OfflineRetries are the delays before the next attempt when, at run
-	// time, the owner has no session that can sample and there is no
-	// Endpoint: OfflineRetries[i] follows attempt i+1; then the delivery
-	// fails. Empty: DefaultOfflineRetries (1m, 5m, 30m).
-	OfflineRetries []time.Duration
-	// RetrySchedule are the delays before the next attempt after a passing
-	// failure before any tool was called: the endpoint answered 408, 429
-	// or 5xx or could not be reached, the session closed, or the model did
-	// not answer within MaxRunTime. RetrySchedule[i] follows attempt i+1.
-	// Empty: DefaultRetrySchedule (30s, 2m, 10m).
-	RetrySchedule []time.Duration
-	// MaxRetryAfter caps the delay an endpoint's Retry-After may ask for.
-	// Zero: one hour.
-	MaxRetryAfter time.Duration
 	// Logger logs runs, without event data. Zero: discard.
 	Logger *slog.Logger
-	// Clock times each run for the log. Zero: the wall clock. MaxRunTime
-	// is a context deadline, on the wall clock in any case.
+	// Clock times each run for the log. Zero: the wall clock. A run's
+	// time limit is a context deadline, on the wall clock in any case.
 	Clock clock.Clock
 }
 
@@ -148,38 +104,14 @@ func (o *Options) withDefaults() (Options, error) {
 	if c.Sessions == nil {
 		c.Sessions = func(string) []*mcp.ServerSession { return nil }
 	}
-	if c.Endpoint != nil {
-		ep := *c.Endpoint
-		ep.HTTPClient = cmp.Or(ep.HTTPClient, http.DefaultClient)
-		ep.UserAgent = cmp.Or(ep.UserAgent, DefaultUserAgent)
-		c.Endpoint = &ep
-	}
-	c.DefaultMaxTokens = cmp.Or(c.DefaultMaxTokens, DefaultMaxTokens)
-	c.MaxTurns = cmp.Or(c.MaxTurns, DefaultMaxTurns)
-	c.MaxToolCalls = cmp.Or(c.MaxToolCalls, DefaultMaxToolCalls)
-	c.MaxRunTime = cmp.Or(c.MaxRunTime, DefaultMaxRunTime)
-	c.MaxToolResultBytes = cmp.Or(c.MaxToolResultBytes, DefaultMaxToolResultBytes)
-	c.MaxEventBytes = cmp.Or(c.MaxEventBytes, DefaultMaxEventBytes)
-	if len(c.OfflineRetries) == 0 {
-		c.OfflineRetries = DefaultOfflineRetries
-	}
-	c.OfflineRetries = slices.Clone(c.OfflineRetries)
-	if len(c.RetrySchedule) == 0 {
-		c.RetrySchedule = DefaultRetrySchedule
-	}
-	c.RetrySchedule = slices.Clone(c.RetrySchedule)
-	c.MaxRetryAfter = cmp.Or(c.MaxRetryAfter, time.Hour)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	c.Clock = cmp.Or[clock.Clock](c.Clock, clock.Real{})
 	return c, nil
 }
 
-// maxAgentTurns bounds Options.MaxTurns.
-const maxAgentTurns = 1000
-
 // Validate checks the settings of o. An error is an *mcpe.InvalidError
 // whose Field is the setting's key in the configuration file, relative to
-// the agent handler's section, such as "endpoint.url" or "maxTurns".
+// the agent handler's section, such as "endpoint.url".
 func (o *Options) Validate() error {
 	if o == nil {
 		return nil
@@ -199,42 +131,6 @@ func (o *Options) Validate() error {
 		}
 		if strings.ContainsAny(ep.APIKey, "\r\n\x00") || strings.TrimSpace(ep.APIKey) != ep.APIKey {
 			return mcpe.Invalid("endpoint.apiKey", "cannot go in an HTTP header: it has a line break, NUL or surrounding space")
-		}
-		if strings.ContainsAny(ep.UserAgent, "\r\n\x00") {
-			return mcpe.Invalid("endpoint.userAgent", "%q cannot go in an HTTP header", ep.UserAgent)
-		}
-	}
-	ints := []struct {
-		field string
-		v     int
-		def   int
-		limit int
-	}{
-		{"maxTokens", o.DefaultMaxTokens, DefaultMaxTokens, mcpe.MaxHandlerTokens},
-		{"maxTurns", o.MaxTurns, DefaultMaxTurns, maxAgentTurns},
-		{"maxToolCalls", o.MaxToolCalls, DefaultMaxToolCalls, 10000},
-		{"maxToolResultBytes", o.MaxToolResultBytes, DefaultMaxToolResultBytes, 16 << 20},
-		{"maxEventBytes", o.MaxEventBytes, DefaultMaxEventBytes, 16 << 20},
-	}
-	for _, f := range ints {
-		if f.v < 0 || f.v > f.limit {
-			return mcpe.Invalid(f.field, "is %d; give a number from 1 to %d, or leave it out for %d", f.v, f.limit, f.def)
-		}
-	}
-	if o.MaxRunTime < 0 {
-		return mcpe.Invalid("maxRunTime", "is %v; give a positive duration, or leave it out for %v", o.MaxRunTime, DefaultMaxRunTime)
-	}
-	if o.MaxRetryAfter < 0 {
-		return mcpe.Invalid("maxRetryAfter", "is %v; give a positive duration, or leave it out for 1h", o.MaxRetryAfter)
-	}
-	for i, d := range o.OfflineRetries {
-		if d <= 0 {
-			return mcpe.Invalid(fmt.Sprintf("offlineRetries[%d]", i), "is %v; give a positive duration such as 5m", d)
-		}
-	}
-	for i, d := range o.RetrySchedule {
-		if d <= 0 {
-			return mcpe.Invalid(fmt.Sprintf("retrySchedule[%d]", i), "is %v; give a positive duration such as 30s", d)
 		}
 	}
 	return nil

@@ -39,7 +39,7 @@ func TestSamplingPrompt(t *testing.T) {
 		{
 			name:          "defaults",
 			spec:          &mcpe.HandlerSpec{Type: mcpe.HandlerAgent},
-			wantMaxTokens: DefaultMaxTokens,
+			wantMaxTokens: int64(defaultLimits.maxTokens),
 		},
 	}
 	for _, tt := range tests {
@@ -188,7 +188,8 @@ func TestSamplingMaxTurns(t *testing.T) {
 		}}, nil
 	}}
 	tools := newFakeTools("events_list")
-	a := newAgent(t, &Options{Sessions: sessionsOf(connect(t, s, true, "2025-11-25")), Tools: tools, MaxTurns: 3})
+	a := newAgent(t, &Options{Sessions: sessionsOf(connect(t, s, true, "2025-11-25")), Tools: tools})
+	a.maxTurns = 3
 	spec := &mcpe.HandlerSpec{Type: mcpe.HandlerAgent, Tools: []string{"events_list"}}
 	out := a.Handle(context.Background(), invocation(spec, `{}`))
 
@@ -200,7 +201,7 @@ func TestSamplingMaxTurns(t *testing.T) {
 	}
 	reqs := s.requests()
 	if len(reqs) != 3 {
-		t.Fatalf("got %d sampling requests, want 3 (MaxTurns)", len(reqs))
+		t.Fatalf("got %d sampling requests, want 3 (maxTurns)", len(reqs))
 	}
 	if tc := reqs[2].ToolChoice; tc == nil || tc.Mode != "none" {
 		t.Errorf("last request's tool choice = %+v, want mode none", tc)
@@ -222,7 +223,8 @@ func TestSamplingMaxToolCalls(t *testing.T) {
 		return &mcp.CreateMessageWithToolsResult{Role: "assistant", StopReason: "toolUse", Content: uses}, nil
 	}}
 	tools := newFakeTools("events_list")
-	a := newAgent(t, &Options{Sessions: sessionsOf(connect(t, s, true, "2025-11-25")), Tools: tools, MaxToolCalls: 2})
+	a := newAgent(t, &Options{Sessions: sessionsOf(connect(t, s, true, "2025-11-25")), Tools: tools})
+	a.maxToolCalls = 2
 	spec := &mcpe.HandlerSpec{Type: mcpe.HandlerAgent, Tools: []string{"events_list"}}
 	out := a.Handle(context.Background(), invocation(spec, `{}`))
 	if out.Err != nil || len(out.ToolCalls) != 2 {
@@ -291,8 +293,8 @@ func TestSamplingSessionClosed(t *testing.T) {
 	ss.Wait()
 	a := newAgent(t, &Options{Sessions: sessionsOf(ss)})
 	out := a.Handle(context.Background(), invocation(&mcpe.HandlerSpec{Type: mcpe.HandlerAgent}, `{}`))
-	if out.Err == nil || out.RetryIn != DefaultRetrySchedule[0] {
-		t.Errorf("outcome = %+v; want an error and RetryIn %v", out, DefaultRetrySchedule[0])
+	if out.Err == nil || out.RetryIn != defaultLimits.retrySchedule[0] {
+		t.Errorf("outcome = %+v; want an error and RetryIn %v", out, defaultLimits.retrySchedule[0])
 	}
 }
 
