@@ -32,6 +32,7 @@ import (
 // This file is the model-based test of the delivery core: random sequences
 // of operations (subscribe, update, pause, resume, unsubscribe, expiry,
 // events from two sources with and without sourceEventId, digests firing,
+// throttle windows folding and ending,
 // sessions attaching, reading slowly, failing writes, event streams opening
 // and closing, sessions dropped, events_poll with any cursor, an
 // operator's replay, restarts) are run against the real Service, SQLite
@@ -41,6 +42,9 @@ import (
 //   - each accepted event is in the inbox once for each subscription it
 //     matched while active (realtime), or in one digest or still waiting
 //     (cron, scheduled); an expired subscription has one expiry notice;
+//   - a throttled subscription's notifications of one group are a window
+//     apart at least, and stand (with folded) for each event it matched
+//     once: all of them once their windows have ended, unless it was paused;
 //   - a session's notifications come in inbox order with no repeats, and
 //     are all owed to it; a session that is live and reads is sent, once it
 //     catches up, everything the inbox holds for it: what was committed
@@ -208,6 +212,12 @@ type modelSub struct {
 	expiresAt     time.Time
 	deliverAt     time.Time
 	events        map[string]string // accepted events it matched while active, with their types
+	// throttle is the window of a throttled one; last is when it last
+	// matched an event, and paused whether it ever was (which may drop
+	// what a window folded).
+	throttle  time.Duration
+	last      time.Time
+	wasPaused bool
 }
 
 func (m *modelSub) matches(typ string) bool {
@@ -274,7 +284,8 @@ func (m *model) startServer(t *rapid.T) *server {
 	if err := v.svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if v.sched, err = delivery.StartAll(context.Background(), v.svc, v.svc.Capability().DeliveryChannels, &delivery.SchedulerOptions{Clock: m.clk}); err != nil {
+	channels := append(v.svc.Capability().DeliveryChannels, subscriptions.Windows)
+	if v.sched, err = delivery.StartAll(context.Background(), v.svc, channels, &delivery.SchedulerOptions{Clock: m.clk}); err != nil {
 		t.Fatal(err)
 	}
 	return v
@@ -350,6 +361,11 @@ func runModel(t *rapid.T) {
 			req := mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: pats}, Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{ch}}}
 			ms := &modelSub{principal: p, patterns: pats, channel: ch, status: mcpe.StatusActive, events: map[string]string{}}
 			switch ch {
+			case mcpe.ChannelRealtime:
+				if rapid.Bool().Draw(t, "throttle") {
+					ms.throttle = 5 * time.Minute
+					req.Delivery.Throttle = &mcpe.Throttle{Window: "5m", GroupBy: "type"}
+				}
 			case mcpe.ChannelCron:
 				req.Delivery.CronSchedule = &mcpe.CronSchedule{Expression: "*/5 * * * *"}
 			case mcpe.ChannelScheduled:
@@ -383,7 +399,7 @@ func runModel(t *rapid.T) {
 			case "pause":
 				_, err = svc.Pause(ctx, ms.principal, ms.id)
 				if err == nil {
-					ms.status = mcpe.StatusPaused
+					ms.status, ms.wasPaused = mcpe.StatusPaused, true
 				}
 			case "resume":
 				_, err = svc.Resume(ctx, ms.principal, ms.id)
@@ -468,7 +484,8 @@ func runModel(t *rapid.T) {
 		},
 		"replay": func(t *rapid.T) {
 			ms := m.pickSub(t)
-			if ms == nil || ms.channel != mcpe.ChannelRealtime || ms.status != mcpe.StatusActive || len(ms.events) == 0 {
+			// A throttled subscription's folded events are not in the inbox.
+			if ms == nil || ms.channel != mcpe.ChannelRealtime || ms.throttle > 0 || ms.status != mcpe.StatusActive || len(ms.events) == 0 {
 				return
 			}
 			var ids []string
@@ -582,7 +599,7 @@ func (m *model) publish(t *rapid.T) {
 	m.seen[key] = true
 	for _, ms := range m.subs {
 		if ms.status == mcpe.StatusActive && ms.matches(typ) {
-			ms.events[res.EventID] = typ
+			ms.events[res.EventID], ms.last = typ, m.clk.Now()
 			t.Logf("event %s (%s) at %s matches %s", res.EventID, typ, m.clk.Now().Format(time.TimeOnly), ms.id)
 		}
 	}
@@ -716,7 +733,8 @@ func (m *model) checkInbox(t *rapid.T, inboxes map[string][]subscriptions.InboxE
 	ctx := context.Background()
 	for _, ms := range m.subs {
 		count := map[string]int{}
-		expired := 0
+		expired, folded := 0, 0
+		lastOf := map[string]time.Time{} // a throttle group's last notification
 		for _, e := range inboxes[ms.principal] {
 			if !slices.Contains(e.SubscriptionIDs, ms.id) {
 				continue
@@ -728,6 +746,13 @@ func (m *model) checkInbox(t *rapid.T, inboxes map[string][]subscriptions.InboxE
 					t.Fatal(err)
 				}
 				count[ev.ID]++
+				if ms.throttle == 0 {
+					break
+				}
+				if prev, ok := lastOf[ev.Type]; ok && e.CreatedAt.Sub(prev) < ms.throttle {
+					t.Fatalf("subscription %s, throttled by %v: %s notified at %s and %s", ms.id, ms.throttle, ev.Type, prev.Format(time.TimeOnly), e.CreatedAt.Format(time.TimeOnly))
+				}
+				lastOf[ev.Type], folded = e.CreatedAt, folded+max(e.Remaining-1, 0)
 			case mcpe.InboxBatch:
 				for _, raw := range e.Events {
 					var ev mcpe.Event
@@ -756,7 +781,12 @@ func (m *model) checkInbox(t *rapid.T, inboxes map[string][]subscriptions.InboxE
 			}
 			waiting = int(sub.BufferedEvents)
 		}
-		if ms.status != "" && len(count)+waiting != len(ms.events) {
+		if ms.throttle > 0 {
+			ended := ms.status == mcpe.StatusActive && !ms.wasPaused && !m.clk.Now().Before(ms.last.Add(ms.throttle))
+			if n := len(count) + folded; n > len(ms.events) || ended && n != len(ms.events) {
+				t.Fatalf("subscription %s, throttled: %d notifications standing for %d events; %d matched (windows ended: %t)", ms.id, len(count), n, len(ms.events), ended)
+			}
+		} else if ms.status != "" && len(count)+waiting != len(ms.events) {
 			t.Fatalf("subscription %s (%s, %v, %s): %d events in the inbox and %d waiting; %d matched while it was active", ms.id, ms.channel, ms.patterns, ms.status, len(count), waiting, len(ms.events))
 		}
 		if want := ms.status == mcpe.StatusExpired; expired > 1 || want != (expired == 1) {

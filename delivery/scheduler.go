@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // DefaultRetry is how long a Scheduler whose fire failed waits before it
@@ -64,10 +65,11 @@ type Scheduler struct {
 	wg      sync.WaitGroup
 }
 
-// NewScheduler returns the scheduler of buffered channel c.
+// NewScheduler returns the scheduler of buffered channel c, or with
+// subscriptions.Windows the one that ends throttle windows.
 func NewScheduler(c mcpe.Channel, f Firer, opts *SchedulerOptions) (*Scheduler, error) {
-	if c != mcpe.ChannelCron && c != mcpe.ChannelScheduled {
-		return nil, fmt.Errorf("delivery: %q is not a buffered channel; use %q or %q", c, mcpe.ChannelCron, mcpe.ChannelScheduled)
+	if c != mcpe.ChannelCron && c != mcpe.ChannelScheduled && c != subscriptions.Windows {
+		return nil, fmt.Errorf("delivery: %q is not a buffered channel; use %q, %q or %q", c, mcpe.ChannelCron, mcpe.ChannelScheduled, subscriptions.Windows)
 	}
 	if f == nil {
 		return nil, errors.New("delivery: NewScheduler needs a Firer")

@@ -91,6 +91,10 @@ func (d Delivery) Validate(supported []Channel) error {
 		return Invalid("delivery.scheduledDelivery", `is required with the "scheduled" channel, e.g. {"deliverAt": "2026-01-15T14:00:00Z"}`)
 	case !d.Has(ChannelScheduled) && d.ScheduledDelivery != nil:
 		return Invalid("delivery.scheduledDelivery", `is given but delivery.channels does not include "scheduled"; add it, or leave scheduledDelivery out`)
+	case d.Throttle != nil && !d.Has(ChannelRealtime):
+		return Invalid("delivery.throttle", `limits realtime notifications and delivery.channels has no "realtime"; a digest is already one notification per fire: add "realtime", or leave throttle out`)
+	case d.Throttle != nil:
+		return d.Throttle.validate()
 	}
 	return nil
 }

@@ -45,6 +45,9 @@ type EventParams struct {
 	Cursor string `json:"cursor,omitempty"`
 	// Event is the event's JSON; see Event for its shape.
 	Event json.RawMessage `json:"event"`
+	// Folded is how many events of a throttled subscription (Throttle) it
+	// stands for; the event is the latest of them.
+	Folded int `json:"folded,omitempty"`
 }
 
 // BatchParams are the params of events/batch.

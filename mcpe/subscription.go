@@ -72,6 +72,8 @@ type Delivery struct {
 	Fields []string `json:"fields,omitempty"`
 	// MaxEventBytes, when set, caps one delivered event (see Shape).
 	MaxEventBytes int `json:"maxEventBytes,omitempty"`
+	// Throttle limits the realtime notifications; nil sends each event.
+	Throttle *Throttle `json:"throttle,omitempty"`
 }
 
 // CronSchedule configures the cron channel, as in MCPE.
@@ -129,6 +131,7 @@ func DefaultDelivery() Delivery { return Delivery{Channels: []Channel{ChannelRea
 func (d Delivery) Clone() Delivery {
 	c := d
 	c.Channels, c.Fields = slices.Clone(d.Channels), slices.Clone(d.Fields)
+	c.Throttle = clonePtr(d.Throttle)
 	if cs := d.CronSchedule; cs != nil {
 		cp := *cs
 		cp.AggregateEvents = clonePtr(cs.AggregateEvents)

@@ -171,6 +171,8 @@ type PollItem struct {
 	// one-time delivery found nothing.
 	Events    []json.RawMessage `json:"events,omitzero"`
 	Remaining int               `json:"remaining,omitempty"`
+	// Folded is set as in EventParams.
+	Folded int `json:"folded,omitempty"`
 	// DeliveredAt is when the entry was written.
 	DeliveredAt time.Time `json:"deliveredAt"`
 	// Note says why the item holds less than was delivered: an event that

@@ -62,6 +62,9 @@ func (s *Service) WatchSchedule(c mcpe.Channel, changed func()) { s.watchers.add
 // NextFire returns when the earliest active subscription of buffered
 // channel c fires next; ok is false when none is scheduled.
 func (s *Service) NextFire(ctx context.Context, c mcpe.Channel) (t time.Time, ok bool, err error) {
+	if c == Windows {
+		return s.store.NextWindowEnd(ctx)
+	}
 	return s.store.NextFire(ctx, c)
 }
 
@@ -71,6 +74,9 @@ func (s *Service) NextFire(ctx context.Context, c mcpe.Channel) (t time.Time, ok
 // may still be due. A fire that falls while the server is down runs once
 // when it is next called: the next fire is computed from now.
 func (s *Service) FireDue(ctx context.Context, c mcpe.Channel, now time.Time) (more bool, err error) {
+	if c == Windows {
+		return s.endWindows(ctx, now)
+	}
 	if s.timings[c] == nil {
 		return false, nil
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -189,11 +190,13 @@ func (s *Service) commitBatch(batch []*publication) {
 	s.route.RLock()
 	gen := s.index.Generation()
 	pubs := make([]Publication, len(batch))
+	throttled := false
 	for i, p := range batch {
 		if p.gen != gen {
 			p.matches = s.index.Recheck(p.matches, &p.ev)
 		}
-		pubs[i] = Publication{Event: &p.ev, Raw: p.raw, Targets: targetsOf(p.matches), Source: p.source}
+		pubs[i] = Publication{Event: &p.ev, Raw: p.raw, Targets: targetsOf(p.matches, &p.ev), Source: p.source}
+		throttled = throttled || slices.ContainsFunc(pubs[i].Targets, func(t Target) bool { return t.Window > 0 })
 	}
 	// Once queued an event is committed or refused with its batch, whatever
 	// becomes of the request that brought it.
@@ -213,6 +216,9 @@ func (s *Service) commitBatch(batch []*publication) {
 	s.handOver(s.bg(), delivered, delivered)
 	s.commit.Unlock()
 	s.route.RUnlock()
+	if throttled {
+		s.watchers.tell(Windows) // a window may have opened
+	}
 	if len(delivered) > 0 {
 		s.jobsWritten()
 	}
@@ -221,12 +227,16 @@ func (s *Service) commitBatch(batch []*publication) {
 	}
 }
 
-// targetsOf lists the deliveries of matched entries: one per channel.
-func targetsOf(matches []*Entry) []Target {
+// targetsOf lists the deliveries of ev to matched entries: one per channel.
+func targetsOf(matches []*Entry, ev *mcpe.Event) []Target {
 	targets := make([]Target, 0, len(matches))
 	for _, e := range matches {
 		for _, c := range e.Delivery.Channels {
-			targets = append(targets, Target{SubscriptionID: e.ID, Principal: e.Principal, Channel: c})
+			t := Target{SubscriptionID: e.ID, Principal: e.Principal, Channel: c}
+			if th := e.Delivery.Throttle; th != nil && c == mcpe.ChannelRealtime {
+				t.Group, t.Window = th.Group(ev), th.Length()
+			}
+			targets = append(targets, t)
 		}
 	}
 	return targets
@@ -341,6 +351,8 @@ func (s *Service) pollItem(e InboxEntry) mcpe.PollItem {
 	}
 	if e.Kind == mcpe.InboxBatch {
 		item.Events = []json.RawMessage{} // [], not left out, for a digest of nothing
+	} else {
+		item.Folded, item.Remaining = e.Remaining, 0
 	}
 	left := 0
 	if e.Event != nil && s.tooDeep(e.Event) {

@@ -88,7 +88,11 @@ func newFixture(t *testing.T, path string, clk *clock.Fake, opts subscriptions.S
 		t.Fatal(err)
 	}
 	schedOpts := &delivery.SchedulerOptions{Clock: clk}
-	schedulers := delivery.Schedulers{cron.NewScheduler(svc, schedOpts), scheduled.NewScheduler(svc, schedOpts)}
+	windows, err := delivery.NewScheduler(subscriptions.Windows, svc, schedOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schedulers := delivery.Schedulers{cron.NewScheduler(svc, schedOpts), scheduled.NewScheduler(svc, schedOpts), windows}
 	for _, s := range schedulers {
 		if err := s.Start(context.Background()); err != nil {
 			t.Fatal(err)

@@ -22,6 +22,7 @@ type Store interface {
 	InboxStore
 	RetentionStore
 	JobStore
+	ThrottleStore
 	// Close releases the store.
 	Close() error
 }
@@ -178,6 +179,21 @@ type JobStore interface {
 	ReleaseJobs(ctx context.Context, ids []string, now time.Time) error
 }
 
+// ThrottleStore ends the windows of throttled deliveries (mcpe.Throttle),
+// which Publish opens and folds into.
+type ThrottleStore interface {
+	// EndWindows ends up to limit windows that ended at or before now,
+	// earliest first, in one transaction: a group whose window folded
+	// events gets an InboxEvent entry with the latest of them (Remaining
+	// counts them) and a new window from now; any other group closes, and
+	// so does one whose subscription is not active. more is true when
+	// others may be due.
+	EndWindows(ctx context.Context, now time.Time, limit int) (entries []InboxEntry, more bool, err error)
+	// NextWindowEnd returns the earliest end of an open window; ok is
+	// false when none is open.
+	NextWindowEnd(ctx context.Context) (t time.Time, ok bool, err error)
+}
+
 // JobQuery says which handler jobs DueJobs and NextJobDue consider. The zero
 // value considers every job.
 type JobQuery struct {
@@ -242,6 +258,12 @@ type Target struct {
 	SubscriptionID string
 	Principal      string
 	Channel        mcpe.Channel
+	// Window, when not zero, throttles a realtime target: in the same
+	// transaction, Publish opens a window for its Group, or folds the event
+	// into the open one (or, past mcpe.MaxThrottleGroups open groups, into
+	// mcpe.OverflowGroup's) and delivers nothing.
+	Group  string
+	Window time.Duration
 }
 
 // PublishResult is what Publish did with an event.
@@ -270,7 +292,9 @@ type InboxEntry struct {
 	// Event is the event's JSON for InboxEvent entries.
 	Event json.RawMessage
 	// Events are the events of an InboxBatch entry, oldest first, and
-	// Remaining how many more were still waiting after it.
+	// Remaining how many more were still waiting after it; for an
+	// InboxEvent entry that ends a throttle window, how many events it
+	// stands for.
 	Events    []json.RawMessage
 	Remaining int
 	CreatedAt time.Time

@@ -49,7 +49,8 @@ func acceptedFields(t *mcp.Tool) string {
 }
 
 // acceptedAt lists the properties the input schemas of tools allow in the
-// object at path (a dotted path; array indexes are skipped).
+// object at path (a dotted path; array indexes are skipped), or "" when
+// they list none.
 func acceptedAt(tools []*mcp.Tool, path string) string {
 	var schemas []*jsonschema.Schema
 	for _, t := range tools {
@@ -85,7 +86,7 @@ func acceptedAt(tools []*mcp.Tool, path string) string {
 		}
 	}
 	if len(names) == 0 {
-		return "only the fields the input schema of " + tools[0].Name + " lists"
+		return "" // the fields of the Go type, which DecodeStrict names
 	}
 	slices.Sort(names)
 	return strings.Join(names, ", ")

@@ -198,7 +198,9 @@ func (d describer) deliverySchema() *jsonschema.Schema {
 	props["maxEventBytes"] = &jsonschema.Schema{Type: "integer", Minimum: ptr(float64(mcpe.MinEventBytes)), Maximum: ptr(float64(mcpe.MaxEventBytes)),
 		Description: "Long strings and arrays cut to fit."}
 	order = append(order, "fields", "maxEventBytes")
-	s := object(props, order, "channels")
+	props["throttle"] = &jsonschema.Schema{Type: "object", Description: `At most one realtime notification per window per group, the rest folded into one at its end: ` +
+		`{"window": "1s" to "24h", "groupBy": "type", "priority", "tag:PREFIX" or "data.PATH"}.`}
+	s := object(props, append(order, "throttle"), "channels")
 	s.Description = "Default {\"channels\": [\"realtime\"]}."
 	return s
 }

@@ -145,8 +145,8 @@ func TestSchemasOfferOnlyWhatWorks(t *testing.T) {
 		channels []any
 		options  []string
 	}{
-		{realtimeOnly, []any{"realtime"}, []string{"fields", "maxEventBytes"}},
-		{testDescriber, []any{"realtime", "cron", "scheduled"}, []string{"cronSchedule", "fields", "maxEventBytes", "scheduledDelivery"}},
+		{realtimeOnly, []any{"realtime"}, []string{"fields", "maxEventBytes", "throttle"}},
+		{testDescriber, []any{"realtime", "cron", "scheduled"}, []string{"cronSchedule", "fields", "maxEventBytes", "scheduledDelivery", "throttle"}},
 	} {
 		for _, tool := range []*mcp.Tool{tc.d.subscribeTool(), tc.d.updateTool()} {
 			if _, ok := tool.InputSchema.(*jsonschema.Schema).Properties["handler"]; ok != (len(tc.d.caps.Handlers) > 0) {
@@ -205,7 +205,11 @@ func TestDecodeArgsErrors(t *testing.T) {
 		{subscribe, newSubscribe, `{"filter": {"tags": ["a"]}, "delivery": {"channels": ["cron"], "cronSchedule": {"expression": "@daily", "tz": "UTC"}}}`,
 			`unknown field "tz" in delivery.cronSchedule; delivery.cronSchedule accepts "aggregateEvents", "expression", "maxEventsPerDelivery", "timezone"`},
 		{subscribe, newSubscribe, `{"filter": {"tags": ["a"]}, "delivery": {"channel": ["realtime"]}}`,
-			`unknown field "channel" in delivery; delivery accepts "channels", "cronSchedule", "fields", "maxEventBytes", "scheduledDelivery"`},
+			`unknown field "channel" in delivery; delivery accepts "channels", "cronSchedule", "fields", "maxEventBytes", "scheduledDelivery", "throttle"`},
+		{subscribe, newSubscribe, `{"filter": {"tags": ["a"]}, "delivery": {"channels": ["realtime"], "throttle": {"window": "1m", "group": "type"}}}`,
+			`unknown field "group" in delivery.throttle; delivery.throttle accepts "window", "groupBy"`},
+		{update, newUpdate, `{"subscriptionId": "x", "delivery": {"channels": ["realtime"], "throttle": {"windows": "1m"}}}`,
+			`unknown field "windows" in delivery.throttle; delivery.throttle accepts "window", "groupBy"`},
 		{subscribe, newSubscribe, `{"filter": {"tags": ["a"]}, "handler": {"type": "webhook", "uri": "https://x"}}`,
 			`unknown field "uri" in handler; handler accepts "args", "command", "headers", "input", "instructions", "maxTokens", "model", "systemPrompt", "timeout", "tools", "type", "url"`},
 		{subscribe, newSubscribe, `{"filter": `, `the arguments are not valid JSON: they end too early`},

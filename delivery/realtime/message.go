@@ -43,7 +43,7 @@ func messages(e subscriptions.InboxEntry, rendering Rendering) []Message {
 		}
 		switch e.Kind {
 		case mcpe.InboxEvent:
-			m = Message{Method: mcpe.MethodEvent, Params: eventParams(id, label, cursor, d.Shape(e.Event)), Subscription: id, Seq: e.Seq}
+			m = Message{Method: mcpe.MethodEvent, Params: eventParams(id, label, cursor, d.Shape(e.Event), e.Remaining), Subscription: id, Seq: e.Seq}
 		case mcpe.InboxBatch:
 			m = Message{Method: mcpe.MethodBatch, Params: batchParams(id, label, cursor, d.ShapeAll(e.Events), e.Remaining), Subscription: id, Seq: e.Seq}
 		case mcpe.InboxExpired:
@@ -59,11 +59,16 @@ func messages(e subscriptions.InboxEntry, rendering Rendering) []Message {
 // size is what a message weighs, for the bounds on windows and batches.
 func (m Message) size() int { return len(m.Method) + len(m.Params) + 40 }
 
-func eventParams(id, label, cursor string, event json.RawMessage) json.RawMessage {
+// eventParams are those of events/event; folded counts the events a
+// throttled delivery stands for (subscriptions.InboxEntry.Remaining).
+func eventParams(id, label, cursor string, event json.RawMessage, folded int) json.RawMessage {
 	b := make([]byte, 0, len(event)+96+len(label))
 	b = head(b, id, label, cursor)
 	b = append(b, `,"event":`...)
 	b = append(b, event...)
+	if folded > 0 {
+		b = strconv.AppendInt(append(b, `,"folded":`...), int64(folded), 10)
+	}
 	return append(b, '}')
 }
 

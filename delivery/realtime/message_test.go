@@ -110,13 +110,14 @@ func TestParamsEncodeLikeTheTypes(t *testing.T) {
 		got  json.RawMessage
 		want any
 	}{
-		{"event", eventParams("sub-1", "", "42", ev1), mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "42", Event: ev1}},
-		{"event, odd ID", eventParams(`a"b\c`, "", "7", ev1), mcpe.EventParams{SubscriptionID: `a"b\c`, Cursor: "7", Event: ev1}},
-		{"event, no cursor", eventParams("s", "", "", ev2), mcpe.EventParams{SubscriptionID: "s", Event: ev2}},
+		{"event", eventParams("sub-1", "", "42", ev1, 0), mcpe.EventParams{SubscriptionID: "sub-1", Cursor: "42", Event: ev1}},
+		{"event, odd ID", eventParams(`a"b\c`, "", "7", ev1, 0), mcpe.EventParams{SubscriptionID: `a"b\c`, Cursor: "7", Event: ev1}},
+		{"event, no cursor", eventParams("s", "", "", ev2, 0), mcpe.EventParams{SubscriptionID: "s", Event: ev2}},
 		{"batch", batchParams("sub-2", "", "9", []json.RawMessage{ev1, ev2}, 3), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1, ev2}, Remaining: 3}},
 		{"batch, none remaining", batchParams("sub-2", "", "9", []json.RawMessage{ev1}, 0), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{ev1}}},
 		{"batch, empty", batchParams("sub-2", "", "9", nil, 0), mcpe.BatchParams{SubscriptionID: "sub-2", Cursor: "9", Events: []json.RawMessage{}}},
-		{"event, label", eventParams("s", `PRs "merged" ✓`, "3", ev2), mcpe.EventParams{SubscriptionID: "s", Label: `PRs "merged" ✓`, Cursor: "3", Event: ev2}},
+		{"event, label", eventParams("s", `PRs "merged" ✓`, "3", ev2, 0), mcpe.EventParams{SubscriptionID: "s", Label: `PRs "merged" ✓`, Cursor: "3", Event: ev2}},
+		{"event, folded", eventParams("s", "", "3", ev2, 4), mcpe.EventParams{SubscriptionID: "s", Cursor: "3", Event: ev2, Folded: 4}},
 		{"batch, label", batchParams("s", "digest", "4", []json.RawMessage{ev2}, 0), mcpe.BatchParams{SubscriptionID: "s", Label: "digest", Cursor: "4", Events: []json.RawMessage{ev2}}},
 		{"expired", expiredParams("sub-3", "12"), mcpe.ExpiredParams{SubscriptionID: "sub-3", Cursor: "12"}},
 	} {

@@ -204,7 +204,8 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	}
 	a.Service = svc
 	schedOpts := &delivery.SchedulerOptions{Clock: opts.Clock, Logger: log}
-	for _, sch := range []*delivery.Scheduler{cron.NewScheduler(svc, schedOpts), scheduled.NewScheduler(svc, schedOpts)} {
+	windows, _ := delivery.NewScheduler(subscriptions.Windows, svc, schedOpts) // fails only without a Firer
+	for _, sch := range []*delivery.Scheduler{cron.NewScheduler(svc, schedOpts), scheduled.NewScheduler(svc, schedOpts), windows} {
 		if err := sch.Start(ctx); err != nil {
 			return nil, err
 		}

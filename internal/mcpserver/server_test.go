@@ -134,7 +134,11 @@ func newEnv(t *testing.T, o envOptions) *env {
 		}
 	}
 	schedOpts := &delivery.SchedulerOptions{Clock: o.clock}
-	schedulers := delivery.Schedulers{cron.NewScheduler(svc, schedOpts), scheduled.NewScheduler(svc, schedOpts)}
+	windows, err := delivery.NewScheduler(subscriptions.Windows, svc, schedOpts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	schedulers := delivery.Schedulers{cron.NewScheduler(svc, schedOpts), scheduled.NewScheduler(svc, schedOpts), windows}
 	for _, s := range schedulers {
 		if err := s.Start(ctx); err != nil {
 			t.Fatal(err)

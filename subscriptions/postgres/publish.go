@@ -88,6 +88,9 @@ type batch struct {
 	// tells which target subscriptions are active.
 	routed   int64
 	isActive map[string]bool
+	// folded marks the throttled targets, by event and subscription, whose
+	// event was folded into a window.
+	folded map[[2]string]bool
 }
 
 // write runs the batch in tx; it starts over when tx is run again.
@@ -120,6 +123,9 @@ func (b *batch) write(tx pgx.Tx) error {
 		return err
 	}
 	if err := b.findDuplicates(ids, active); err != nil {
+		return err
+	}
+	if err := b.fold(); err != nil {
 		return err
 	}
 	return b.route()
@@ -221,7 +227,7 @@ func (b *batch) route() error {
 		if !b.fresh[i] {
 			continue
 		}
-		b.entries[i] = storecore.GroupByPrincipal(p.Targets, b.isActive)
+		b.entries[i] = storecore.GroupByPrincipal(storecore.Unfolded(p.Targets, p.Event.ID, b.folded), b.isActive)
 		for j := range b.entries[i] {
 			e := &b.entries[i][j]
 			principals = append(principals, e.Principal)

@@ -75,6 +75,9 @@ type batch struct {
 	// entries are numbered from the next one.
 	head  int64
 	stmts map[string]*sql.Stmt
+	// folded marks the throttled targets, by event and subscription, whose
+	// event was folded into a window.
+	folded map[[2]string]bool
 }
 
 // Statements of a publish besides the multi-row INSERTs.
@@ -91,7 +94,7 @@ const (
 // prepare fetches the statements the transaction will use: they are
 // prepared before it takes the only write connection.
 func (b *batch) prepare() error {
-	queries := []string{findDuplicateQuery, publishStateQuery, activeQuery, insertBufferQuery, bufferSeqQuery}
+	queries := []string{findDuplicateQuery, publishStateQuery, activeQuery, insertBufferQuery, bufferSeqQuery, foldQuery}
 	for _, n := range chunkSizes(len(b.pubs), maxEventRows) {
 		queries = append(queries, insertEventsSQL[n])
 	}
@@ -128,7 +131,7 @@ func (b *batch) stmt(q string) *sql.Stmt { return b.tx.StmtContext(b.ctx, b.stmt
 // write runs the batch in tx.
 func (b *batch) write(tx *sql.Tx) error {
 	b.tx = tx
-	for _, step := range []func() error{b.insertEvents, b.findDuplicates, b.active, b.route, b.buffer} {
+	for _, step := range []func() error{b.insertEvents, b.findDuplicates, b.active, b.fold, b.route, b.buffer} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -190,7 +193,7 @@ func (b *batch) route() error {
 		if !b.fresh[i] {
 			continue
 		}
-		b.entries[i] = storecore.GroupByPrincipal(p.Targets, b.isActive)
+		b.entries[i] = storecore.GroupByPrincipal(storecore.Unfolded(p.Targets, p.Event.ID, b.folded), b.isActive)
 		for j := range b.entries[i] {
 			rows = append(rows, row{i, j})
 		}

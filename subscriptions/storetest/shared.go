@@ -37,6 +37,7 @@ func RunShared(t *testing.T, open PairOpener) {
 		{"FireOnce", testFireOnce},
 		{"JobLease", testJobLease},
 		{"Runs", testRuns},
+		{"ThrottleFoldOnce", testThrottleFoldOnce},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })

@@ -89,6 +89,10 @@ func Run(t *testing.T, open Opener) {
 		{"DueJobsTakeTurns", testDueJobsTakeTurns},
 		{"Concurrency", testConcurrency},
 		{"Counts", testCounts},
+		{"Throttle", testThrottle},
+		{"ThrottleInOneBatch", testThrottleInOneBatch},
+		{"ThrottleGroupsBounded", testThrottleGroupsBounded},
+		{"ThrottleInactive", testThrottleInactive},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })
