@@ -14,8 +14,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -24,15 +22,6 @@ import (
 
 // SourceName is the adapter's name.
 const SourceName = "mcp"
-
-// Defaults for Options.
-const (
-	DefaultMinBackoff             = time.Second
-	DefaultMaxBackoff             = 5 * time.Minute
-	DefaultJitter                 = 0.2
-	DefaultLogLevel               = "info"
-	DefaultMaxSubscribedResources = 100
-)
 
 // MaxNameLength bounds an upstream's name.
 const MaxNameLength = 64
@@ -65,22 +54,6 @@ type Upstream struct {
 	// Headers are sent with every HTTP request, e.g. Authorization; nil
 	// sends none. Only for URL.
 	Headers map[string]string
-	// ProtocolVersion is the MCP protocol version to ask for, one of
-	// mcp.SupportedProtocolVersions(). Empty means "2025-11-25" for a
-	// Command and "2026-07-28" for a URL (which a server that does not
-	// speak it answers with an older one); see the package doc.
-	ProtocolVersion string
-}
-
-// protocolVersion is the version the upstream is asked for.
-func (u Upstream) protocolVersion() string {
-	switch {
-	case u.ProtocolVersion != "":
-		return u.ProtocolVersion
-	case len(u.Command) > 0:
-		return protocolLegacy
-	}
-	return protocolListen
 }
 
 // Options configure an Adapter.
@@ -95,45 +68,13 @@ type Options struct {
 	Clock clock.Clock
 	// Logger receives the adapter's logs; nil discards them.
 	Logger *slog.Logger
-	// MinBackoff is the first wait before a retry; zero means
-	// DefaultMinBackoff.
-	MinBackoff time.Duration
-	// MaxBackoff caps the wait between retries; zero means
-	// DefaultMaxBackoff.
-	MaxBackoff time.Duration
-	// Jitter varies each wait by up to this fraction either way, from 0 to
-	// 1; zero means DefaultJitter and a negative value means none.
-	Jitter float64
-	// LogLevel is the level asked of upstreams with logging/setLevel: one
-	// of debug, info, notice, warning, error, critical, alert, emergency;
-	// empty means DefaultLogLevel.
-	LogLevel string
-	// MaxSubscribedResources bounds the resources subscribed to per
-	// upstream; zero means DefaultMaxSubscribedResources and a negative
-	// value subscribes to none.
-	MaxSubscribedResources int
 }
 
 // Validate checks the settings of o; New also requires a Publisher. An
 // error is an *mcpe.InvalidError whose Field is the setting's key in the
 // configuration file, relative to the adapter's section, such as
-// "upstreams[0].url" or "maxBackoff".
+// "upstreams[0].url".
 func (o *Options) Validate() error {
-	if o.MinBackoff < 0 {
-		return mcpe.Invalid("minBackoff", "is %v; give a positive duration, or leave it out for %v", o.MinBackoff, DefaultMinBackoff)
-	}
-	if o.MaxBackoff < 0 {
-		return mcpe.Invalid("maxBackoff", "is %v; give a positive duration, or leave it out for %v", o.MaxBackoff, DefaultMaxBackoff)
-	}
-	if o.MaxBackoff > 0 && o.MaxBackoff < o.minBackoff() {
-		return mcpe.Invalid("maxBackoff", "%v is shorter than minBackoff %v; give maxBackoff at least minBackoff, or leave both out for %v and %v", o.MaxBackoff, o.minBackoff(), DefaultMinBackoff, DefaultMaxBackoff)
-	}
-	if o.Jitter > 1 {
-		return mcpe.Invalid("jitter", "is %v; give a fraction from 0 to 1, e.g. 0.2", o.Jitter)
-	}
-	if o.LogLevel != "" && !slices.Contains(logLevels, o.LogLevel) {
-		return mcpe.Invalid("logLevel", "%q is not an MCP logging level; use one of %s, or leave it out for %q", o.LogLevel, strings.Join(logLevels, ", "), DefaultLogLevel)
-	}
 	seen := make(map[string]bool)
 	for i, u := range o.Upstreams {
 		field := fmt.Sprintf("upstreams[%d]", i)
@@ -144,9 +85,6 @@ func (o *Options) Validate() error {
 			return mcpe.Invalid(field+".name", "%q is used twice; each upstream needs its own name", u.Name)
 		}
 		seen[u.Name] = true
-		if v := u.ProtocolVersion; v != "" && !slices.Contains(mcp.SupportedProtocolVersions(), v) {
-			return mcpe.Invalid(field+".protocolVersion", "%q is not a version this server speaks; use one of %s, or leave it out to choose", v, strings.Join(mcp.SupportedProtocolVersions(), ", "))
-		}
 		switch {
 		case len(u.Command) > 0 && u.URL != "":
 			return mcpe.Invalid(field, "give command (stdio) or url (Streamable HTTP), not both")
@@ -172,30 +110,6 @@ func (o *Options) Validate() error {
 	return nil
 }
 
-// withDefaults fills in the defaults of o, which Validate accepted.
-func (o *Options) withDefaults() {
-	o.Clock = cmp.Or[clock.Clock](o.Clock, clock.Real{})
-	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
-	o.MinBackoff = o.minBackoff()
-	o.MaxBackoff = cmp.Or(o.MaxBackoff, max(DefaultMaxBackoff, o.MinBackoff))
-	switch {
-	case o.Jitter == 0:
-		o.Jitter = DefaultJitter
-	case o.Jitter < 0:
-		o.Jitter = 0
-	}
-	o.LogLevel = cmp.Or(o.LogLevel, DefaultLogLevel)
-	o.MaxSubscribedResources = cmp.Or(o.MaxSubscribedResources, DefaultMaxSubscribedResources)
-}
-
-// minBackoff is MinBackoff, or its default.
-func (o *Options) minBackoff() time.Duration {
-	if o.MinBackoff == 0 {
-		return DefaultMinBackoff
-	}
-	return o.MinBackoff
-}
-
 // validName checks an upstream's name; its error is the message of an
 // *mcpe.InvalidError about the name.
 func validName(name string) error {
@@ -219,6 +133,10 @@ func validName(name string) error {
 type Adapter struct {
 	opts      Options
 	upstreams []*upstream
+	// Fixed here; tests in this package set their own before Start.
+	backoff       backoff
+	logLevel      string // asked of upstreams with logging/setLevel
+	maxSubscribed int    // resources subscribed to per upstream
 
 	mu      sync.Mutex
 	started bool
@@ -238,8 +156,10 @@ func New(opts Options) (*Adapter, error) {
 		return nil, fmt.Errorf("mcp: %w", err)
 	}
 	opts.Upstreams = slices.Clone(opts.Upstreams)
-	opts.withDefaults()
-	a := &Adapter{opts: opts}
+	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	a := &Adapter{opts: opts, logLevel: "info", maxSubscribed: 100,
+		backoff: backoff{min: time.Second, max: 5 * time.Minute, jitter: 0.2, rand: rand.Float64}}
 	for _, cfg := range opts.Upstreams {
 		cfg.Command = slices.Clone(cfg.Command)
 		cfg.Env = maps.Clone(cfg.Env)
@@ -298,9 +218,4 @@ func (a *Adapter) Stop() {
 	}
 	a.mu.Unlock()
 	a.wg.Wait()
-}
-
-// newBackoff returns the backoff the options describe.
-func (o *Options) newBackoff() backoff {
-	return backoff{min: o.MinBackoff, max: o.MaxBackoff, jitter: o.Jitter, rand: rand.Float64}
 }

@@ -19,11 +19,10 @@
 //	                                   events/batch) the upstream sent
 //
 // Once connected, the adapter asks a server that has the logging capability
-// for Options.LogLevel with logging/setLevel, and subscribes to every
-// resource a server that supports resources/subscribe lists (at most
-// Options.MaxSubscribedResources; resource templates are not expanded). On
-// resources/list_changed it lists again, subscribes to the new resources and
-// unsubscribes from the ones gone.
+// for info with logging/setLevel, and subscribes to every resource a server
+// that supports resources/subscribe lists (at most 100; resource templates
+// are not expanded). On resources/list_changed it lists again, subscribes to
+// the new resources and unsubscribes from the ones gone.
 //
 // Events an upstream sends itself (MCPE's events/event and events/batch) are
 // re-published with their data, timestamp, priority and tags, the tag
@@ -58,19 +57,18 @@
 //     asks for a level and hears log messages; a stateless HTTP server
 //     keeps no level and sends none outside a request. There is no ping.
 //
-// Upstream.ProtocolVersion chooses. By default a command is asked for
-// 2025-11-25 (its one pipe carries everything, with pings, and no older
-// server is sent a server/discover it does not know), and a URL is offered
-// 2026-07-28, which a stateless Streamable HTTP server takes while a
-// stateful one (and every server that does not speak it) answers with
-// 2025-11-25 and gets the standalone stream. A server that neither speaks
+// A command is asked for 2025-11-25 (its one pipe carries everything, with
+// pings, and no older server is sent a server/discover it does not know),
+// and a URL is offered 2026-07-28, which a stateless Streamable HTTP server
+// takes while a stateful one (and every server that does not speak it)
+// answers with 2025-11-25 and gets the standalone stream. A server that neither speaks
 // 2026-07-28 nor keeps a standalone stream (it answers the GET with 405, as a
 // stateless server of the older protocol does) cannot send anything outside
 // a request: the adapter logs a warning, and the upstream shows as connected
 // with nothing to hear. The connected event carries the version agreed on.
 //
 // A dropped session or a failed connection is retried after an exponential
-// backoff with jitter, between Options.MinBackoff and Options.MaxBackoff,
+// backoff with jitter, between 1s and 5m,
 // timed with the injected clock; the backoff starts over after a session
 // that stayed up for a minute. States reports each upstream's state for the
 // events catalog.

@@ -265,13 +265,14 @@ func TestEndToEndStdio(t *testing.T) {
 			svc := newService(t, sub, "mcp.child.*")
 			ctl := newControl(t)
 			fake := clock.NewFake(t0)
-			a := startAdapter(t, svc, fake, Upstream{
+			a := newAdapter(t, svc, fake, Upstream{
 				Name:    "child",
 				Command: []string{os.Args[0], "-test.run=^$"},
 				// GORACE: a race-enabled child would otherwise wait 1s before it exits.
-				Env:             map[string]string{childEnv: childControlled, controlEnv: ctl.ln.Addr().String(), "GORACE": "atexit_sleep_ms=0"},
-				ProtocolVersion: version,
+				Env: map[string]string{childEnv: childControlled, controlEnv: ctl.ln.Addr().String(), "GORACE": "atexit_sleep_ms=0"},
 			})
+			a.upstreams[0].protocol = version
+			start(t, a)
 
 			first := ctl.next(t)
 			ev := sub.Wait(t, "mcp.child.connected", 1)[0]

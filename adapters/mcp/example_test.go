@@ -34,7 +34,6 @@ func ExampleNew() {
 			},
 		},
 		Publisher: publisher{},
-		LogLevel:  "warning",
 	})
 	if err != nil {
 		log.Fatal(err)

@@ -239,17 +239,18 @@ func TestMain(m *testing.M) {
 // when the test ends.
 func startAdapter(t *testing.T, pub subscriptions.Publisher, fake *clock.Fake, upstreams ...Upstream) *Adapter {
 	t.Helper()
-	a, err := New(Options{
-		Upstreams:  upstreams,
-		Publisher:  pub,
-		Clock:      fake,
-		Logger:     testLogger(t),
-		MinBackoff: time.Second,
-		MaxBackoff: time.Minute,
-	})
+	a := newAdapter(t, pub, fake, upstreams...)
+	start(t, a)
+	return a
+}
+
+// newAdapter is startAdapter's adapter, not started.
+func newAdapter(t *testing.T, pub subscriptions.Publisher, fake *clock.Fake, upstreams ...Upstream) *Adapter {
+	t.Helper()
+	a, err := New(Options{Upstreams: upstreams, Publisher: pub, Clock: fake, Logger: testLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	start(t, a)
+	a.backoff.max = time.Minute
 	return a
 }

@@ -312,19 +312,19 @@ func testHTTPUpstreamResourceLimit(t *testing.T, mode httpMode) {
 	}
 	rec := newRecorder()
 	a, err := New(Options{
-		Upstreams:              []Upstream{{Name: "up", URL: up.srv.URL}},
-		Publisher:              rec,
-		Clock:                  clock.NewFake(t0),
-		Logger:                 testLogger(t),
-		MaxSubscribedResources: 2,
+		Upstreams: []Upstream{{Name: "up", URL: up.srv.URL}},
+		Publisher: rec,
+		Clock:     clock.NewFake(t0),
+		Logger:    testLogger(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.maxSubscribed = 2
 	start(t, a)
 	rec.wait(t, "mcp.up.connected", 1)
 	if got := up.subscriptions(); len(got) != 2 {
-		t.Errorf("subscribed to %q; want 2 of the 5 resources (MaxSubscribedResources)", got)
+		t.Errorf("subscribed to %q; want 2 of the 5 resources (maxSubscribed)", got)
 	}
 }
 
@@ -371,7 +371,7 @@ func testHTTPUpstreamReconnects(t *testing.T, mode httpMode) {
 		t.Fatal("no retry timer is pending")
 	}
 	if d := due.Sub(t0); d < time.Second || d > 1200*time.Millisecond {
-		t.Errorf("first retry in %v; want MinBackoff (1s) with up to 20%% jitter", d)
+		t.Errorf("first retry in %v; want 1s with up to 20%% jitter", d)
 	}
 
 	// Restarted on the same address: the retry, once due, reconnects.
@@ -398,20 +398,18 @@ func TestHTTPUpstreamUnreachable(t *testing.T) {
 	fake := clock.NewFake(t0)
 	rec := newRecorder()
 	a, err := New(Options{
-		Upstreams:  []Upstream{{Name: "down", URL: "http://" + addr + "/mcp"}},
-		Publisher:  rec,
-		Clock:      fake,
-		Logger:     testLogger(t),
-		MinBackoff: time.Second,
-		MaxBackoff: 4 * time.Second,
-		Jitter:     -1,
+		Upstreams: []Upstream{{Name: "down", URL: "http://" + addr + "/mcp"}},
+		Publisher: rec,
+		Clock:     fake,
+		Logger:    testLogger(t),
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.backoff.max, a.backoff.jitter = 4*time.Second, 0
 	start(t, a)
 
-	// Each failed attempt doubles the wait, up to MaxBackoff.
+	// Each failed attempt doubles the wait, up to the backoff's max.
 	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 4 * time.Second} {
 		var due time.Time
 		eventually(t, fmt.Sprintf("retry timer %d", i+1), func() bool {
@@ -441,7 +439,7 @@ func TestHTTPUpstreamWithoutNotificationStream(t *testing.T) {
 	var logs syncBuffer
 	rec := newRecorder()
 	a, err := New(Options{
-		Upstreams: []Upstream{{Name: "up", URL: up.srv.URL, ProtocolVersion: "2025-11-25"}},
+		Upstreams: []Upstream{{Name: "up", URL: up.srv.URL}},
 		Publisher: rec,
 		Clock:     clock.NewFake(t0),
 		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
@@ -449,6 +447,7 @@ func TestHTTPUpstreamWithoutNotificationStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	a.upstreams[0].protocol = "2025-11-25"
 	start(t, a)
 	ev := rec.wait(t, "mcp.up.connected", 1)[0]
 	if v := decode(t, ev)["protocolVersion"]; v != "2025-11-25" {

@@ -57,10 +57,13 @@ const (
 
 // upstream is the connection to one upstream server.
 type upstream struct {
-	a     *Adapter
-	cfg   Upstream
-	log   *slog.Logger
-	queue chan mcpe.Event
+	a   *Adapter
+	cfg Upstream
+	// protocol is the version asked for: 2025-11-25 for a command,
+	// 2026-07-28 for a URL (see the package doc). Tests set others.
+	protocol string
+	log      *slog.Logger
+	queue    chan mcpe.Event
 	// httpBase carries the requests of a URL upstream; nil for a command.
 	httpBase *http.Transport
 
@@ -70,14 +73,17 @@ type upstream struct {
 
 func newUpstream(a *Adapter, cfg Upstream) *upstream {
 	u := &upstream{
-		a:     a,
-		cfg:   cfg,
-		log:   a.opts.Logger.With("upstream", cfg.Name),
-		queue: make(chan mcpe.Event, queueSize),
-		state: mcpe.SourceState{Name: cfg.Name, Status: StatusConnecting},
+		a:        a,
+		cfg:      cfg,
+		protocol: protocolListen,
+		log:      a.opts.Logger.With("upstream", cfg.Name),
+		queue:    make(chan mcpe.Event, queueSize),
+		state:    mcpe.SourceState{Name: cfg.Name, Status: StatusConnecting},
 	}
 	if cfg.URL != "" {
 		u.httpBase = newHTTPBase()
+	} else {
+		u.protocol = protocolLegacy
 	}
 	return u
 }
@@ -118,7 +124,7 @@ func (u *upstream) setState(status string, lastErr error, next time.Time) {
 // run connects, serves the session until it ends, and retries, until ctx
 // is done.
 func (u *upstream) run(ctx context.Context) {
-	r := retrier{backoff: u.a.opts.newBackoff()}
+	r := retrier{backoff: u.a.backoff}
 	clk := u.a.opts.Clock
 	for {
 		u.setState(StatusConnecting, nil, time.Time{})
@@ -163,7 +169,7 @@ func (u *upstream) serve(ctx context.Context) (connected bool, upFor time.Durati
 		return false, 0, err
 	}
 	mc := mcp.NewClient(&mcp.Implementation{Name: "mcpe-server", Version: version()}, s.clientOptions())
-	cs, err := mc.Connect(setupCtx, client.Tap(transport, s.custom), &mcp.ClientSessionOptions{ProtocolVersion: u.cfg.protocolVersion()})
+	cs, err := mc.Connect(setupCtx, client.Tap(transport, s.custom), &mcp.ClientSessionOptions{ProtocolVersion: u.protocol})
 	if err != nil {
 		return false, 0, stderr.explain(fmt.Errorf("connect: %w", err))
 	}
@@ -387,7 +393,7 @@ func (s *session) setup(ctx context.Context) {
 	// (and the SDK sends logging/setLevel without the _meta that version
 	// needs), so no level can be kept for messages sent outside a request.
 	if caps.Logging != nil && !(s.u.cfg.URL != "" && init.ProtocolVersion >= protocolListen) {
-		level := mcp.LoggingLevel(s.u.a.opts.LogLevel)
+		level := mcp.LoggingLevel(s.u.a.logLevel)
 		if err := s.cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: level}); err != nil {
 			s.u.log.Warn("mcp upstream: logging/setLevel failed", "level", level, "error", err)
 		}
@@ -401,7 +407,7 @@ func (s *session) setup(ctx context.Context) {
 // resources.
 func (s *session) subscribing() bool {
 	init := s.cs.InitializeResult()
-	return s.u.a.opts.MaxSubscribedResources > 0 && init != nil && init.Capabilities != nil &&
+	return s.u.a.maxSubscribed > 0 && init != nil && init.Capabilities != nil &&
 		init.Capabilities.Resources != nil && init.Capabilities.Resources.Subscribe
 }
 
@@ -426,7 +432,7 @@ func (s *session) watchResources(ctx context.Context) {
 // syncResources subscribes to the listed resources not yet subscribed to,
 // up to the limit, and unsubscribes from those no longer listed.
 func (s *session) syncResources(ctx context.Context) {
-	limit := s.u.a.opts.MaxSubscribedResources
+	limit := s.u.a.maxSubscribed
 	listed, complete, err := s.listResources(ctx, limit)
 	if err != nil {
 		s.u.log.Warn("mcp upstream: resources/list failed", "error", err)
@@ -466,7 +472,7 @@ func (s *session) syncResources(ctx context.Context) {
 		s.subscribed[uri] = true
 	}
 	if capped || !complete {
-		s.u.log.Warn("mcp upstream: more resources than MaxSubscribedResources; the rest are not watched", "max_subscribed_resources", limit)
+		s.u.log.Warn("mcp upstream: too many resources; the rest are not watched", "max_subscribed_resources", limit)
 	}
 }
 
@@ -573,7 +579,7 @@ func (s *session) listenEnded(err error) {
 // stream for notifications outside requests.
 func (s *session) noStandaloneStream(status int) {
 	s.warnOnce.Do(func() {
-		s.u.log.Warn("mcp upstream: stream for notifications outside requests refused", "http_status", status, "protocol_version", s.u.cfg.protocolVersion(),
+		s.u.log.Warn("mcp upstream: stream for notifications outside requests refused", "http_status", status, "protocol_version", s.u.protocol,
 			"effect", "no list change, resource update, log message or event can arrive from it",
 			"hint", "a stateless Streamable HTTP server needs protocol 2026-07-28, where they come over subscriptions/listen")
 	})
