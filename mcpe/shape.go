@@ -83,7 +83,7 @@ func (d Delivery) Shape(event json.RawMessage) json.RawMessage {
 
 // ShapeAll returns events, each shaped by Shape.
 func (d Delivery) ShapeAll(events []json.RawMessage) []json.RawMessage {
-	if len(d.Fields) == 0 && d.MaxEventBytes == 0 {
+	if len(events) == 0 || len(d.Fields) == 0 && d.MaxEventBytes == 0 {
 		return events
 	}
 	out := make([]json.RawMessage, len(events))

@@ -64,6 +64,16 @@ func TestShapeMaxEventBytes(t *testing.T) {
 	}
 }
 
+func TestShapeAllKeepsNoneAsNone(t *testing.T) {
+	d := Delivery{Fields: []string{"a"}}
+	if got := d.ShapeAll(nil); got != nil {
+		t.Errorf("ShapeAll(nil) = %#v, want nil (an event item has no events)", got)
+	}
+	if got := d.ShapeAll([]json.RawMessage{}); got == nil || len(got) != 0 {
+		t.Errorf("ShapeAll([]) = %#v, want [] (a digest of nothing)", got)
+	}
+}
+
 func TestShapeValidate(t *testing.T) {
 	realtime := []Channel{ChannelRealtime}
 	for _, tc := range []struct {

@@ -347,7 +347,7 @@ func (s *Service) pollItem(e InboxEntry) mcpe.PollItem {
 		SubscriptionIDs: e.SubscriptionIDs,
 		Event:           e.Event,
 		Remaining:       e.Remaining,
-		DeliveredAt:     e.CreatedAt,
+		DeliveredAt:     e.CreatedAt.Truncate(time.Millisecond),
 	}
 	if e.Kind == mcpe.InboxBatch {
 		item.Events = []json.RawMessage{} // [], not left out, for a digest of nothing

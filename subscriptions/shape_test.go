@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -20,7 +21,8 @@ import (
 // shape comes whole).
 func TestLabelAndShape(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, filepath.Join(t.TempDir(), "mcpe.db"), clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	clk := clock.NewFake(svcStart.Add(1234567 * time.Nanosecond))
+	f := newFixture(t, filepath.Join(t.TempDir(), "mcpe.db"), clk, subscriptions.ServiceOptions{})
 	fields := &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelRealtime}, Fields: []string{"issue.title"}}
 	for _, tc := range []struct {
 		req  mcpe.SubscribeRequest
@@ -49,6 +51,9 @@ func TestLabelAndShape(t *testing.T) {
 	}
 	if got := dataOf(t, res.Items[0].Event); got != `{"issue":{"title":"T"}}` {
 		t.Errorf("polled data %s, want only issue.title", got)
+	}
+	if item := res.Items[0]; item.Events != nil || item.DeliveredAt.Nanosecond()%int(time.Millisecond) != 0 {
+		t.Errorf("polled item has events %#v, deliveredAt %s: want none, and milliseconds", item.Events, item.DeliveredAt.Format(time.RFC3339Nano))
 	}
 	dry, err := f.svc.Preview(ctx, "alice", mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"github.*"}}, Delivery: fields})
 	if err != nil || len(dry.Events) != 1 || dataOf(t, dry.Events[0]) != `{"issue":{"title":"T"}}` {
