@@ -2,6 +2,9 @@ package mcpe
 
 import (
 	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -23,6 +26,10 @@ type EventType struct {
 	Priority string `json:"priority,omitempty"`
 	// Tags says which tags the source adds.
 	Tags string `json:"tags,omitempty"`
+	// Types are the types of a family whose placeholder takes a known set
+	// of values (github.issues.opened of github.issues.<action>); in an
+	// answer to a pattern, those it matches.
+	Types []string `json:"types,omitempty"`
 }
 
 // SourceState is how a source that connects out (an upstream MCP server)
@@ -50,31 +57,61 @@ type CatalogRequest struct {
 // the sources of events, the types they emit, and the types recently
 // posted to POST /v1/events.
 type Catalog struct {
-	Sources []CatalogSource `json:"sources"`
-	Types   []CatalogType   `json:"types"`
+	Sources []CatalogSource `json:"sources,omitempty"`
+	Types   []CatalogType   `json:"types,omitempty"`
 	// SeenRecently are the types posted to /v1/events lately, most recent
 	// first.
-	SeenRecently []SeenType `json:"seenRecently"`
-	// Note says what an overview leaves out.
+	SeenRecently []SeenType `json:"seenRecently,omitempty"`
+	// Note says what an answer to a model leaves out.
 	Note string `json:"note,omitempty"`
 }
 
-// OverviewNote is the Note of a catalog made by Overview.
-const OverviewNote = "This overview leaves out each type's dataSchema and example; call events_catalog with a " +
-	"pattern, such as \"github.issues.*\", to see them for the types it matches."
+// Brief describes types in at most briefBytes, and lists briefSeen posted.
+const briefBytes, briefSeen = 5000, 20
 
-// Overview returns a copy of c without the data schemas and examples of its
-// types, which make up most of its size: what a model reads first, before
-// it asks for the types it is interested in.
-func (c *Catalog) Overview() *Catalog {
-	out := *c
-	out.Types = make([]CatalogType, len(c.Types))
-	for i, t := range c.Types {
-		t.DataSchema, t.Example = nil, nil
-		out.Types[i] = t
+// Brief returns c as a model reads it, in a few kilobytes however many
+// types there are. Without a pattern, an overview: the sources, each with
+// the names of its types. With one, the types c holds (those it matched):
+// a single one in full, with its data's schema, an example and how
+// priority and tags are set; several with their descriptions, as many as
+// fit in a few kilobytes, the others named in the note.
+func (c *Catalog) Brief(pattern string) *Catalog {
+	out := &Catalog{SeenRecently: c.SeenRecently[:min(len(c.SeenRecently), briefSeen)],
+		Note: "Call events_catalog with one type (github.issues.opened) for its data's schema and an example."}
+	switch {
+	case pattern == "":
+		out.Sources = slices.Clone(c.Sources)
+		for i, s := range out.Sources {
+			for _, t := range c.Types {
+				if t.Source == s.Name {
+					out.Sources[i].Types = append(out.Sources[i].Types, t.Type)
+				}
+			}
+		}
+		out.Note = "Call events_catalog with a pattern (\"github.issues.*\", \"*deploy*\") for the types it matches, described. " + out.Note
+	case len(c.Types) == 1:
+		out.Types, out.Note = c.Types, ""
+	case len(c.Types)+len(c.SeenRecently) == 0:
+		out.Note = "Nothing matches " + pattern + "; call events_catalog without a pattern for an overview."
+	default:
+		size, more := 0, []string(nil)
+		for _, t := range c.Types {
+			t.DataSchema, t.Example, t.Priority, t.Tags = nil, nil, "", ""
+			if b, _ := json.Marshal(t); size+len(b) > briefBytes {
+				more = append(more, t.Type)
+			} else {
+				size += len(b)
+				out.Types = append(out.Types, t)
+			}
+		}
+		if len(more) > 0 {
+			out.Note = "Also matched: " + strings.Join(more, ", ") + ". Narrow the pattern to see them described. " + out.Note
+		}
 	}
-	out.Note = OverviewNote
-	return &out
+	if n := len(c.SeenRecently) - briefSeen; n > 0 {
+		out.Note += fmt.Sprintf(" %d more types were posted lately; a pattern finds them.", n)
+	}
+	return out
 }
 
 // CatalogSource is one source of events and whether it is set up.
@@ -89,6 +126,8 @@ type CatalogSource struct {
 	Description string `json:"description"`
 	// Upstreams are the states of an MCP source's upstream servers.
 	Upstreams []SourceState `json:"upstreams,omitempty"`
+	// Types are the names of its types, in an overview (Brief).
+	Types []string `json:"types,omitempty"`
 }
 
 // CatalogType is an event type with the source that emits it.
@@ -97,9 +136,9 @@ type CatalogType struct {
 	EventType
 }
 
-// SeenType is an event type seen on POST /v1/events.
+// SeenType is an event type seen on POST /v1/events, and when, to the
+// minute.
 type SeenType struct {
 	Type       string    `json:"type"`
-	Count      int64     `json:"count"`
 	LastSeenAt time.Time `json:"lastSeenAt"`
 }

@@ -86,32 +86,44 @@ type UpdateRequest struct {
 	RotateSecret bool `json:"rotateSecret,omitempty"`
 }
 
-// OptionalHandler is a handler that may be absent, null or an object.
-type OptionalHandler struct {
+// Optional is a JSON value that may be absent, null or set: a field of
+// events_update, which keeps what is absent and removes what is null.
+type Optional[T comparable] struct {
 	// Set is true when the field was present, even as null.
 	Set bool
-	// Value is the handler; nil when the field was null.
-	Value *HandlerSpec
+	// Value is the value; the zero value when the field was null.
+	Value T
 }
 
-// UnmarshalJSON records presence and reads an object or null.
-func (o *OptionalHandler) UnmarshalJSON(b []byte) error {
-	o.Set = true
+// The optional fields of events_update.
+type (
+	OptionalString  = Optional[string]
+	OptionalHandler = Optional[*HandlerSpec]
+)
+
+// UnmarshalJSON records presence and reads null or a value, refusing
+// fields the value has no place for.
+func (o *Optional[T]) UnmarshalJSON(b []byte) error {
+	var zero T
+	o.Set, o.Value = true, zero
 	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		o.Value = nil
 		return nil
 	}
-	o.Value = new(HandlerSpec)
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.DisallowUnknownFields()
-	return d.Decode(o.Value)
+	return d.Decode(&o.Value)
 }
 
-// MarshalJSON writes the handler, or null.
-func (o OptionalHandler) MarshalJSON() ([]byte, error) { return json.Marshal(o.Value) }
+// MarshalJSON writes the value, or null for the zero value.
+func (o Optional[T]) MarshalJSON() ([]byte, error) {
+	if o.Value == *new(T) {
+		return []byte("null"), nil
+	}
+	return json.Marshal(o.Value)
+}
 
 // IsZero reports whether the field is absent, for omitzero.
-func (o OptionalHandler) IsZero() bool { return !o.Set }
+func (o Optional[T]) IsZero() bool { return !o.Set }
 
 // SubscriptionRef names one subscription: the arguments of
 // events_unsubscribe, events_pause and events_resume.
@@ -180,32 +192,3 @@ type PollItem struct {
 	// left out and named here.
 	Note string `json:"note,omitempty"`
 }
-
-// OptionalString is a JSON string that may be absent, null or a value.
-type OptionalString struct {
-	// Set is true when the field was present, even as null.
-	Set bool
-	// Value is the string; empty when the field was null.
-	Value string
-}
-
-// UnmarshalJSON records presence and reads a string or null.
-func (o *OptionalString) UnmarshalJSON(b []byte) error {
-	o.Set = true
-	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
-		o.Value = ""
-		return nil
-	}
-	return json.Unmarshal(b, &o.Value)
-}
-
-// MarshalJSON writes the value, or null when it is empty.
-func (o OptionalString) MarshalJSON() ([]byte, error) {
-	if o.Value == "" {
-		return []byte("null"), nil
-	}
-	return json.Marshal(o.Value)
-}
-
-// IsZero reports whether the field is absent, for omitzero.
-func (o OptionalString) IsZero() bool { return !o.Set }

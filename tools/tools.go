@@ -118,10 +118,10 @@ func Register(s *mcp.Server, opts Options) *Set {
 	if opts.Catalog != nil {
 		add(r, d.catalogTool(), func(ctx context.Context, _ string, in *mcpe.CatalogRequest) (any, error) {
 			cat, err := opts.Catalog.Get(ctx, *in)
-			if err != nil || in.Pattern != "" {
-				return cat, err
+			if err != nil {
+				return nil, err
 			}
-			return cat.Overview(), nil
+			return cat.Brief(in.Pattern), nil
 		})
 	}
 	return set

@@ -11,6 +11,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters/catalog"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
 
 // subscriber is a Service that records subscriptions and answers dry runs
@@ -34,12 +35,17 @@ func (s *subscriber) Preview(context.Context, string, mcpe.SubscribeRequest) (mc
 // closest known type when one is close, subscribes all the same, and says
 // nothing of patterns that match a known type.
 func TestSubscribeWarnings(t *testing.T) {
-	cat := catalog.New(catalog.Options{Sources: []catalog.Source{{Name: "github", Configured: true,
+	store, err := sqlite.Open(t.Context(), sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	cat := catalog.New(catalog.Options{Store: store, Sources: []catalog.Source{{Name: "github", Configured: true,
 		Types: func() []mcpe.EventType {
 			return []mcpe.EventType{{Type: "github.push"}, {Type: "github.issues.<action>"},
 				{Type: "github.pull_request.<action>"}, {Type: "github.pull_request_review.<action>"}}
 		}}}})
-	cat.Observe("deploy.failed")
+	cat.Observe(t.Context(), "deploy.failed")
 	none := "matches no event type this server has declared or seen"
 	for _, tc := range []struct {
 		types []string

@@ -8,6 +8,8 @@ package catalog
 import (
 	"cmp"
 	"context"
+	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -44,25 +46,36 @@ type Source struct {
 type Options struct {
 	// Sources are the known sources, configured or not.
 	Sources []Source
+	// Store keeps the types posted to /v1/events across restarts; nil
+	// lists none.
+	Store subscriptions.TypeStore
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
+	// Logger defaults to discarding.
+	Logger *slog.Logger
 	// SeenWindow is how long a type posted to /v1/events stays listed;
 	// zero means DefaultSeenWindow.
 	SeenWindow time.Duration
-	// SeenLimit bounds the types remembered, and a quarter of it those
-	// of one source (a type's first segment); past it a new type is not
-	// listed until some age out. Zero means DefaultSeenLimit.
+	// SeenLimit bounds the types kept, and a quarter of it those of one
+	// source (a type's first segment); past it a new type is not listed
+	// until some age out (subscriptions.TypeStore). Zero means
+	// DefaultSeenLimit.
 	SeenLimit int
 }
+
+// keepEvery is how often a type posted again and again is written to the
+// store: its lastSeenAt is to the minute.
+const keepEvery = time.Minute
 
 // Catalog is the event catalog. It is safe for concurrent use.
 type Catalog struct {
 	opts Options
 
-	mu   sync.Mutex
-	seen map[string]*mcpe.SeenType
-	// watchers are called when the set of seen types changes; expiry is
-	// armed for the oldest seen type while there is one.
+	mu sync.Mutex
+	// written is when this process last wrote each type the store keeps.
+	written map[string]time.Time
+	// watchers are called when the set of kept types may have changed;
+	// expiry is armed for the oldest kept type while there are watchers.
 	watchers map[int]func()
 	nextID   int
 	expiry   clock.Timer
@@ -71,34 +84,39 @@ type Catalog struct {
 // New returns a Catalog.
 func New(opts Options) *Catalog {
 	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
-	if opts.SeenWindow <= 0 {
-		opts.SeenWindow = DefaultSeenWindow
-	}
-	if opts.SeenLimit <= 0 {
-		opts.SeenLimit = DefaultSeenLimit
-	}
-	return &Catalog{opts: opts, seen: make(map[string]*mcpe.SeenType)}
+	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.SeenWindow = cmp.Or(opts.SeenWindow, DefaultSeenWindow)
+	opts.SeenLimit = cmp.Or(opts.SeenLimit, DefaultSeenLimit)
+	return &Catalog{opts: opts, written: make(map[string]time.Time), watchers: make(map[int]func())}
 }
 
 // Observe records that an event of type t was accepted on /v1/events.
-func (c *Catalog) Observe(t string) {
-	now := c.opts.Clock.Now().UTC()
+func (c *Catalog) Observe(ctx context.Context, t string) {
+	now := c.opts.Clock.Now().UTC().Truncate(time.Second)
 	c.mu.Lock()
-	if s := c.seen[t]; s != nil {
-		s.Count++
-		s.LastSeenAt = now
-		c.mu.Unlock()
-		return
-	}
-	if !c.roomLocked(t, now) {
-		c.mu.Unlock()
-		return
-	}
-	c.seen[t] = &mcpe.SeenType{Type: t, Count: 1, LastSeenAt: now}
-	c.armLocked(now)
-	watchers := c.watchersLocked()
+	last, ok := c.written[t]
 	c.mu.Unlock()
-	notify(watchers)
+	if c.opts.Store == nil || ok && now.Sub(last) < keepEvery {
+		return
+	}
+	kept, err := c.opts.Store.KeepType(ctx, t, now, c.opts.SeenWindow, c.opts.SeenLimit)
+	if err != nil {
+		c.opts.Logger.Warn("keep a posted event type", "type", t, "error", err)
+	}
+	if !kept {
+		return
+	}
+	c.mu.Lock()
+	if len(c.written) >= c.opts.SeenLimit {
+		clear(c.written)
+	}
+	c.written[t] = now
+	var watchers []func()
+	if !ok {
+		watchers = slices.Collect(maps.Values(c.watchers))
+	}
+	c.mu.Unlock()
+	c.notify(ctx, watchers)
 }
 
 // Watch calls f, in a goroutine of the caller's or a timer's, whenever the
@@ -108,13 +126,11 @@ func (c *Catalog) Observe(t string) {
 // runs. Stop ends the calls.
 func (c *Catalog) Watch(f func()) (stop func()) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.watchers == nil {
-		c.watchers = make(map[int]func())
-	}
 	id := c.nextID
 	c.nextID++
 	c.watchers[id] = f
+	c.mu.Unlock()
+	c.notify(context.Background(), nil)
 	return func() {
 		c.mu.Lock()
 		defer c.mu.Unlock()
@@ -122,75 +138,35 @@ func (c *Catalog) Watch(f func()) (stop func()) {
 	}
 }
 
-func (c *Catalog) watchersLocked() []func() {
-	out := make([]func(), 0, len(c.watchers))
-	for _, f := range c.watchers {
-		out = append(out, f)
-	}
-	return out
-}
-
-func notify(watchers []func()) {
+// notify calls watchers, then makes sure, while there are watchers, that a
+// timer is due when the oldest kept type leaves the window (past it by a
+// hair: a type seen exactly a window ago is still listed), to call them.
+func (c *Catalog) notify(ctx context.Context, watchers []func()) {
 	for _, f := range watchers {
 		f()
 	}
-}
-
-// armLocked makes sure a timer is due when the oldest seen type leaves
-// the window.
-func (c *Catalog) armLocked(now time.Time) {
-	if c.expiry != nil || len(c.seen) == 0 {
+	c.mu.Lock()
+	idle := c.expiry != nil || len(c.watchers) == 0 || c.opts.Store == nil
+	c.mu.Unlock()
+	if idle {
 		return
 	}
-	oldest := now
-	for _, s := range c.seen {
-		if s.LastSeenAt.Before(oldest) {
-			oldest = s.LastSeenAt
-		}
+	now := c.opts.Clock.Now()
+	kept, err := c.opts.Store.KeptTypes(ctx, now, c.opts.SeenWindow)
+	if err != nil || len(kept) == 0 {
+		return
 	}
-	// Past the window by a hair: Get keeps a type seen exactly a window
-	// ago.
-	c.expiry = c.opts.Clock.AfterFunc(oldest.Add(c.opts.SeenWindow).Sub(now)+time.Millisecond, c.expire)
-}
-
-// expire drops the types that left the window and tells the watchers.
-func (c *Catalog) expire() {
-	now := c.opts.Clock.Now().UTC()
 	c.mu.Lock()
-	c.expiry = nil
-	dropped := false
-	for t, s := range c.seen {
-		if now.Sub(s.LastSeenAt) > c.opts.SeenWindow {
-			delete(c.seen, t)
-			dropped = true
-		}
+	defer c.mu.Unlock()
+	if c.expiry == nil {
+		c.expiry = c.opts.Clock.AfterFunc(kept[len(kept)-1].LastSeenAt.Add(c.opts.SeenWindow).Sub(now)+time.Millisecond, func() {
+			c.mu.Lock()
+			c.expiry = nil
+			watchers := slices.Collect(maps.Values(c.watchers))
+			c.mu.Unlock()
+			c.notify(context.Background(), watchers)
+		})
 	}
-	c.armLocked(now)
-	var watchers []func()
-	if dropped {
-		watchers = c.watchersLocked()
-	}
-	c.mu.Unlock()
-	notify(watchers)
-}
-
-// roomLocked reports whether a new type t may be listed at now: not while
-// SeenLimit types are, or a quarter as many of its source (its first
-// segment, "deploy" of "deploy.failed"). A listed type is never pushed out
-// by a new one, so that a flood of new types leaves those seen before
-// listed until they age out (expire drops them).
-func (c *Catalog) roomLocked(t string, now time.Time) bool {
-	source, _, _ := strings.Cut(t, ".")
-	all, same := 0, 0
-	for typ, s := range c.seen {
-		if now.Sub(s.LastSeenAt) <= c.opts.SeenWindow {
-			all++
-			if src, _, _ := strings.Cut(typ, "."); src == source {
-				same++
-			}
-		}
-	}
-	return all < c.opts.SeenLimit && same < max(1, c.opts.SeenLimit/4)
 }
 
 // Publisher wraps p so that the types it accepts are recorded as seen.
@@ -206,28 +182,30 @@ type observer struct {
 func (o observer) Publish(ctx context.Context, ev mcpe.Event) (subscriptions.PublishResult, error) {
 	res, err := o.p.Publish(ctx, ev)
 	if err == nil && !res.Duplicate {
-		o.c.Observe(ev.Type)
+		o.c.Observe(ctx, ev.Type)
 	}
 	return res, err
 }
 
-// Get returns the catalog, keeping the types that match req.Pattern. A
-// type with a placeholder segment, such as alert.<alertname>.firing, stands
-// for a family and is kept when the pattern could match one of its types
-// ("alert.HighCPU.*" keeps it, "alert.*.resolved" does not).
-func (c *Catalog) Get(_ context.Context, req mcpe.CatalogRequest) (*mcpe.Catalog, error) {
-	match := func(string) bool { return true }
-	matchFamily := match
+// Get returns the catalog, keeping the types that match req.Pattern: a
+// family whose types are listed (github.issues.<action>) by the types it
+// matches; another by familyMatcher, unless the pattern's literal start
+// names, where its placeholder is, what another type of its source
+// declares (github.<event>.<action> is the other GitHub events, not
+// github.issues.*). A pattern without wildcards names one type: it gets
+// the one entry that declares it, the type itself or the first family that
+// has it.
+func (c *Catalog) Get(ctx context.Context, req mcpe.CatalogRequest) (*mcpe.Catalog, error) {
+	all := func(string) bool { return true }
+	match, family, exact, prefix := all, all, false, ""
 	if req.Pattern != "" {
 		p, err := subscriptions.CompilePattern(req.Pattern)
 		if err != nil {
 			return nil, err
 		}
-		family := familyMatcher(req.Pattern)
-		match = p.Match
-		matchFamily = func(t string) bool { return p.Match(t) || family(t) }
+		match, family, exact, prefix = p.Match, familyMatcher(p.Match, p.Prefix()), p.Exact(), p.Prefix()
 	}
-	out := &mcpe.Catalog{Sources: []mcpe.CatalogSource{}, Types: []mcpe.CatalogType{}, SeenRecently: []mcpe.SeenType{}}
+	out := &mcpe.Catalog{}
 	for _, s := range c.opts.Sources {
 		cs := mcpe.CatalogSource{Name: s.Name, Configured: s.Configured, Endpoint: s.Endpoint, Description: s.Description}
 		if s.Configured && s.States != nil {
@@ -237,29 +215,33 @@ func (c *Catalog) Get(_ context.Context, req mcpe.CatalogRequest) (*mcpe.Catalog
 		if !s.Configured || s.Types == nil {
 			continue
 		}
-		for _, t := range s.Types() {
-			keep := match
-			if isFamily(t.Type) {
-				keep = matchFamily
+		types, declared := s.Types(), ""
+		for _, t := range types {
+			if !isFamily(t.Type) || len(t.Types) > 0 {
+				declared += "\n" + t.Type + "."
 			}
-			if keep(t.Type) {
+		}
+		for _, t := range types {
+			known := len(t.Types) > 0
+			t.Types = slices.DeleteFunc(slices.Clone(t.Types), func(typ string) bool { return !match(typ) })
+			start, _, _ := strings.Cut(t.Type, "<")
+			seg, _, named := strings.Cut(strings.TrimPrefix(prefix, start), ".")
+			open := isFamily(t.Type) && family(t.Type) && !(named && strings.HasPrefix(prefix, start) && strings.Contains(declared, "\n"+start+seg+"."))
+			if known && len(t.Types) > 0 || !known && (match(t.Type) || open) {
 				out.Types = append(out.Types, mcpe.CatalogType{Source: s.Name, EventType: t})
 			}
 		}
 	}
-	now := c.opts.Clock.Now()
-	c.mu.Lock()
-	for _, s := range c.seen {
-		if now.Sub(s.LastSeenAt) <= c.opts.SeenWindow && match(s.Type) {
-			out.SeenRecently = append(out.SeenRecently, *s)
-		}
+	if exact && len(out.Types) > 1 {
+		i := slices.IndexFunc(out.Types, func(t mcpe.CatalogType) bool { return !isFamily(t.Type) || len(t.Types) > 0 })
+		out.Types = out.Types[max(i, 0) : max(i, 0)+1]
 	}
-	c.mu.Unlock()
-	slices.SortFunc(out.SeenRecently, func(a, b mcpe.SeenType) int {
-		if d := b.LastSeenAt.Compare(a.LastSeenAt); d != 0 {
-			return d
+	if c.opts.Store != nil {
+		kept, err := c.opts.Store.KeptTypes(ctx, c.opts.Clock.Now(), c.opts.SeenWindow)
+		if err != nil {
+			return nil, err
 		}
-		return cmp.Compare(a.Type, b.Type)
-	})
+		out.SeenRecently = slices.DeleteFunc(kept, func(t mcpe.SeenType) bool { return !match(t.Type) })
+	}
 	return out, nil
 }

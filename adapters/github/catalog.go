@@ -15,7 +15,9 @@ type family struct {
 	// typ is the type or pattern listed.
 	typ string
 	// event is the X-GitHub-Event of the example.
-	event       string
+	event string
+	// actions are those of typ's <action> GitHub sends.
+	actions     string
 	description string
 	props       []prop
 	// priority is "labels of <what>", "failure" or "" (normal).
@@ -37,10 +39,9 @@ const labelTags = "; label:<name> for each of its labels"
 
 var families = []family{
 	{
-		typ:   "github.issues.<action>",
-		event: "issues",
-		description: "An issue changed; <action> is opened, edited, closed, reopened, deleted, assigned, unassigned, labeled, unlabeled, " +
-			"milestoned, demilestoned, locked, unlocked, pinned, unpinned or transferred (e.g. github.issues.opened).",
+		typ: "github.issues.<action>", actions: "opened edited closed reopened deleted assigned unassigned labeled unlabeled milestoned demilestoned locked unlocked pinned unpinned transferred",
+		event:       "issues",
+		description: "An issue changed (e.g. github.issues.opened).",
 		props: []prop{
 			req("issue", issueSchema()),
 			opt("label", str("The label added or removed, for labeled and unlabeled.")),
@@ -56,11 +57,9 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:   "github.pull_request.<action>",
-		event: "pull_request",
-		description: "A pull request changed; <action> is opened, edited, closed (merged or not: see pull_request.merged), reopened, " +
-			"synchronize (new commits), ready_for_review, converted_to_draft, review_requested, review_request_removed, assigned, " +
-			"unassigned, labeled, unlabeled, auto_merge_enabled, auto_merge_disabled, enqueued, dequeued, locked or unlocked.",
+		typ: "github.pull_request.<action>", actions: "opened edited closed reopened synchronize ready_for_review converted_to_draft review_requested review_request_removed assigned unassigned labeled unlabeled auto_merge_enabled auto_merge_disabled enqueued dequeued locked unlocked",
+		event:       "pull_request",
+		description: "A pull request changed: closed is merged or not (see pull_request.merged), synchronize is new commits.",
 		props: []prop{
 			req("number", integer("Pull request number.")),
 			req("pull_request", pullRequestSchema()),
@@ -81,7 +80,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:   "github.issue_comment.<action>",
+		typ: "github.issue_comment.<action>", actions: "created edited deleted",
 		event: "issue_comment",
 		description: "A comment on an issue or pull request (issue.is_pull_request) was created, edited or deleted " +
 			"(e.g. github.issue_comment.created).",
@@ -101,7 +100,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ:         "github.pull_request_review.<action>",
+		typ: "github.pull_request_review.<action>", actions: "submitted edited dismissed",
 		event:       "pull_request_review",
 		description: "A review of a pull request was submitted, edited or dismissed; review.state is approved, changes_requested or commented.",
 		props: []prop{
@@ -128,7 +127,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ:         "github.pull_request_review_comment.<action>",
+		typ: "github.pull_request_review_comment.<action>", actions: "created edited deleted",
 		event:       "pull_request_review_comment",
 		description: "A comment on a line of a pull request's diff was created, edited or deleted.",
 		props: []prop{
@@ -147,7 +146,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ:         "github.commit_comment.<action>",
+		typ: "github.commit_comment.<action>", actions: "created",
 		event:       "commit_comment",
 		description: "A comment on a commit was created (github.commit_comment.created; GitHub sends no other action).",
 		props:       []prop{req("comment", commentSchema("The comment, with the commit (and file and line) it is on."))},
@@ -212,7 +211,7 @@ var families = []family{
 		example: `{"ref": "fix-sso", "ref_type": "branch", "pusher_type": "user", "repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:   "github.workflow_run.<action>",
+		typ: "github.workflow_run.<action>", actions: "requested in_progress completed",
 		event: "workflow_run",
 		description: "A GitHub Actions workflow run was requested, is in_progress or completed; on completed, workflow_run.conclusion " +
 			"says success, failure, cancelled, ... (e.g. github.workflow_run.completed).",
@@ -228,7 +227,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:         "github.workflow_job.<action>",
+		typ: "github.workflow_job.<action>", actions: "queued waiting in_progress completed",
 		event:       "workflow_job",
 		description: "A job of a GitHub Actions workflow run is queued, waiting, in_progress or completed (see workflow_job.conclusion).",
 		props:       []prop{req("workflow_job", runSchema("The job."))},
@@ -242,7 +241,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:         "github.check_run.<action>",
+		typ: "github.check_run.<action>", actions: "created completed rerequested requested_action",
 		event:       "check_run",
 		description: "A check run (one check of a commit, by GitHub Actions or another app) was created, completed, rerequested or requested_action.",
 		props:       []prop{req("check_run", runSchema("The check run."))},
@@ -256,7 +255,7 @@ var families = []family{
 			"pull_requests": []}, "repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:         "github.check_suite.<action>",
+		typ: "github.check_suite.<action>", actions: "requested rerequested completed",
 		event:       "check_suite",
 		description: "The checks of a commit by one app were requested, rerequested or completed (see check_suite.conclusion).",
 		props:       []prop{req("check_suite", runSchema("The check suite."))},
@@ -268,7 +267,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:   "github.release.<action>",
+		typ: "github.release.<action>", actions: "published unpublished created edited deleted prereleased released",
 		event: "release",
 		description: "A release was published, unpublished, created, edited, deleted, prereleased or released " +
 			"(e.g. github.release.published, sent once a release is public).",
@@ -288,20 +287,20 @@ var families = []family{
 			"created_at": "2025-06-02T15:00:00Z"}, "repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ:         "github.star.<action>",
+		typ: "github.star.<action>", actions: "created deleted",
 		event:       "star",
 		description: "Someone starred (created) or unstarred (deleted) the repository.",
 		props:       []prop{opt("starred_at", dateTime("When it was starred; absent for deleted."))},
 		example:     `{"action": "created", "starred_at": "2025-06-02T15:10:00Z", "repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ:         "github.watch.<action>",
+		typ: "github.watch.<action>", actions: "started",
 		event:       "watch",
 		description: "Someone starred the repository: github.watch.started, GitHub's older name for a star (watching is not reported).",
 		example:     `{"action": "started", "repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ:         "github.deployment.<action>",
+		typ: "github.deployment.<action>", actions: "created",
 		event:       "deployment",
 		description: "A deployment was created, to an environment such as production (github.deployment.created; GitHub sends no other action).",
 		props:       []prop{req("deployment", deploymentSchema())},
@@ -311,7 +310,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:         "github.deployment_status.<action>",
+		typ: "github.deployment_status.<action>", actions: "created",
 		event:       "deployment_status",
 		description: "A deployment's status changed (github.deployment_status.created); deployment_status.state is queued, in_progress, success, failure, error, inactive or pending.",
 		props: []prop{
@@ -385,7 +384,12 @@ func (a *Adapter) buildCatalog() []mcpe.EventType {
 		case strings.HasPrefix(f.priority, "labels of "):
 			priority = a.priorityText(strings.TrimPrefix(f.priority, "labels of "))
 		}
+		var types []string
+		for _, act := range strings.Fields(f.actions) {
+			types = append(types, strings.TrimSuffix(f.typ, "<action>")+act)
+		}
 		out = append(out, mcpe.EventType{
+			Types:       types,
 			Type:        f.typ,
 			Description: f.description,
 			DataSchema:  dataSchema("Data of "+f.typ+".", f.props...),

@@ -212,7 +212,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		a.schedulers = append(a.schedulers, sch)
 	}
 
-	if a.sources, err = buildSources(&cfg.Adapters, a.publisher(svc), opts.HTTP, opts.Clock, log); err != nil {
+	if a.sources, err = buildSources(&cfg.Adapters, a.publisher(svc), opts, log); err != nil {
 		return nil, err
 	}
 	a.Catalog = a.sources.catalog

@@ -10,7 +10,6 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters/github"
 	mcpadapter "github.com/mcpe-server/mcpe-server/adapters/mcp"
 	"github.com/mcpe-server/mcpe-server/adapters/slack"
-	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/internal/config"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -29,15 +28,15 @@ type sources struct {
 }
 
 // buildSources builds the adapters of cfg. Each publishes through
-// pubFor(its source name), the same path as POST /v1/events; httpServed
-// says whether that endpoint is.
-func buildSources(cfg *config.Adapters, pubFor func(source string) subscriptions.Publisher, httpServed bool, clk clock.Clock, log *slog.Logger) (*sources, error) {
+// pubFor(its source name), the same path as POST /v1/events, served when
+// o.HTTP; the catalog keeps the types posted there in o.Store.
+func buildSources(cfg *config.Adapters, pubFor func(source string) subscriptions.Publisher, o Options, log *slog.Logger) (*sources, error) {
 	s := &sources{webhooks: map[string]http.Handler{}, signed: map[string]http.Handler{}}
 	list := []catalog.Source{{
 		Name:        "ingest",
 		Description: "Events posted by scripts, CI jobs and services to POST /v1/events (or with `mcpe-server publish`): any type; the types posted lately are listed under seenRecently.",
 		Endpoint:    "/v1/events",
-		Configured:  httpServed,
+		Configured:  o.HTTP,
 	}}
 
 	gh := catalog.Source{
@@ -50,7 +49,7 @@ func buildSources(cfg *config.Adapters, pubFor func(source string) subscriptions
 		if err != nil {
 			return nil, config.Within("adapters.github", err)
 		}
-		opts.Publisher, opts.Clock, opts.Logger = pubFor("github"), clk, log.With("adapter", "github")
+		opts.Publisher, opts.Clock, opts.Logger = pubFor("github"), o.Clock, log.With("adapter", "github")
 		a, err := github.New(opts)
 		if err != nil {
 			return nil, config.Within("adapters.github", err)
@@ -70,7 +69,7 @@ func buildSources(cfg *config.Adapters, pubFor func(source string) subscriptions
 		if err != nil {
 			return nil, config.Within("adapters.slack", err)
 		}
-		opts.Publisher, opts.Clock, opts.Logger = pubFor("slack"), clk, log.With("adapter", "slack")
+		opts.Publisher, opts.Clock, opts.Logger = pubFor("slack"), o.Clock, log.With("adapter", "slack")
 		a, err := slack.New(opts)
 		if err != nil {
 			return nil, config.Within("adapters.slack", err)
@@ -90,7 +89,7 @@ func buildSources(cfg *config.Adapters, pubFor func(source string) subscriptions
 		if err != nil {
 			return nil, config.Within("adapters.alertmanager", err)
 		}
-		opts.Publisher, opts.Clock, opts.Logger = pubFor("alertmanager"), clk, log.With("adapter", "alertmanager")
+		opts.Publisher, opts.Clock, opts.Logger = pubFor("alertmanager"), o.Clock, log.With("adapter", "alertmanager")
 		a, err := alertmanager.New(opts)
 		if err != nil {
 			return nil, config.Within("adapters.alertmanager", err)
@@ -113,7 +112,7 @@ func buildSources(cfg *config.Adapters, pubFor func(source string) subscriptions
 	}
 	if c := cfg.MCP; c != nil && len(c.Upstreams) > 0 {
 		opts := c.Options()
-		opts.Publisher, opts.Clock, opts.Logger = pubFor(mcpadapter.SourceName), clk, log.With("adapter", "mcp")
+		opts.Publisher, opts.Clock, opts.Logger = pubFor(mcpadapter.SourceName), o.Clock, log.With("adapter", "mcp")
 		a, err := mcpadapter.New(opts)
 		if err != nil {
 			return nil, config.Within("adapters.mcp", err)
@@ -123,7 +122,8 @@ func buildSources(cfg *config.Adapters, pubFor func(source string) subscriptions
 	}
 	list = append(list, up)
 
-	s.catalog = catalog.New(catalog.Options{Sources: list, Clock: clk})
+	kept, _ := o.Store.(subscriptions.TypeStore)
+	s.catalog = catalog.New(catalog.Options{Sources: list, Store: kept, Clock: o.Clock, Logger: log})
 	return s, nil
 }
 

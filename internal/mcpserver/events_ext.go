@@ -178,9 +178,9 @@ const (
 )
 
 // eventTypes lists what events/list shows, FilterEventType first, then the
-// catalog's types and the types posted lately, in name order. Families
-// whose types depend on configuration (a placeholder such as <name> in the
-// type) are reached through FilterEventType.
+// catalog's types (a family's when it knows them) and the types posted
+// lately, in name order. Other families (a placeholder such as <name> in
+// the type) are reached through FilterEventType.
 func (s *Server) eventTypes(ctx context.Context) ([]eventTypeInfo, error) {
 	out := []eventTypeInfo{{
 		Name: FilterEventType,
@@ -197,7 +197,13 @@ func (s *Server) eventTypes(ctx context.Context) ([]eventTypeInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	types := slices.Clone(cat.Types)
+	var types []mcpe.CatalogType
+	for _, t := range cat.Types {
+		types = append(types, t)
+		for _, typ := range t.Types { // the types of a family, when known
+			types = append(types, mcpe.CatalogType{Source: t.Source, EventType: mcpe.EventType{Type: typ, Description: t.Description, DataSchema: t.DataSchema}})
+		}
+	}
 	for _, t := range cat.SeenRecently {
 		types = append(types, mcpe.CatalogType{Source: seenSource, EventType: mcpe.EventType{Type: t.Type, Description: seenDescription}})
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters/catalog"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -491,7 +492,7 @@ func TestEventsExtensionGolden(t *testing.T) {
 				var w txWire
 				c := clock.NewFake(start)
 				hook := newReceiver(t, c, secretA, secretB)
-				cat := goldenCatalog(c)
+				cat := goldenCatalog(t, c)
 				e := newEnv(t, envOptions{catalog: cat, clock: c, webhooks: hook.options()})
 				e.catalog = cat
 				e.hookURL = hook.ts.URL
@@ -546,9 +547,14 @@ func TestEventsExtensionGolden(t *testing.T) {
 
 // goldenCatalog is the event catalog of the golden tests: three declared
 // types, and the types the script posts.
-func goldenCatalog(clk clock.Clock) *catalog.Catalog {
+func goldenCatalog(t testing.TB, clk clock.Clock) *catalog.Catalog {
 	types := func(ts ...mcpe.EventType) func() []mcpe.EventType { return func() []mcpe.EventType { return ts } }
-	return catalog.New(catalog.Options{Clock: clk, Sources: []catalog.Source{
+	store, err := sqlite.Open(context.Background(), sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return catalog.New(catalog.Options{Clock: clk, Store: store, Sources: []catalog.Source{
 		{Name: "github", Configured: true, Types: types(mcpe.EventType{Type: "github.push", Description: "Commits were pushed.",
 			DataSchema: json.RawMessage(`{"type":"object","properties":{"ref":{"type":"string"}}}`)})},
 		{Name: "mcp", Configured: true, Types: types(mcpe.EventType{Type: "mcp.<name>.log", Description: "A family: left out."})},

@@ -326,7 +326,7 @@ func TestEventsStreamInHTTPBatch(t *testing.T) {
 // listChangedEnv is an env whose catalog the test posts types to.
 func listChangedEnv(t *testing.T) *env {
 	c := clock.NewFake(start)
-	cat := goldenCatalog(c)
+	cat := goldenCatalog(t, c)
 	e := newEnv(t, envOptions{catalog: cat, clock: c})
 	e.catalog = cat
 	return e
@@ -387,7 +387,7 @@ func TestListenEndsAtShutdown(t *testing.T) {
 // arguments (and, for webhooks, verified): a poll subscription's filter,
 // a webhook subscription's URL or expiry. events_pause still works.
 func TestEventsUpdateRefusesExtensionSubscriptions(t *testing.T) {
-	e := newEnv(t, envOptions{catalog: goldenCatalog(clock.NewFake(start))})
+	e := newEnv(t, envOptions{catalog: goldenCatalog(t, clock.NewFake(start))})
 	w := sepSession(t, e, "alice")
 	pollResult(t, w, `{"name":"github.push","arguments":{"tags":["repo:a"]},"cursor":null}`)
 	ids := e.listSubscriptions("alice")

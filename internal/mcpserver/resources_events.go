@@ -568,26 +568,12 @@ const maxListedTypes = 500
 // addListedResources adds to the last page of resources/list the event
 // types the catalog knows and the caller's webhook subscriptions.
 func (s *Server) addListedResources(ctx context.Context, r *mcp.ListResourcesResult) {
-	if s.opts.Catalog != nil {
-		if cat, err := s.opts.Catalog.Get(ctx, mcpe.CatalogRequest{}); err == nil {
-			seen := make(map[string]bool)
-			add := func(typ, desc string) {
-				if seen[typ] || len(seen) >= maxListedTypes || mcpe.ValidateType(typ) != nil {
-					return
-				}
-				seen[typ] = true
-				r.Resources = append(r.Resources, &mcp.Resource{
-					URI: EventScheme + typ, Name: typ, Description: desc, MIMEType: "application/json",
-				})
-			}
-			for _, t := range cat.Types {
-				add(t.Type, t.Description)
-			}
-			for _, t := range cat.SeenRecently {
-				add(t.Type, "Posted to /v1/events lately.")
-			}
-		} else {
-			s.log.Warn("list event resources: read the catalog", "error", err)
+	// The types events/list lists, after its FilterEventType.
+	if types, err := s.eventTypes(ctx); err != nil {
+		s.log.Warn("list event resources: read the catalog", "error", err)
+	} else {
+		for _, t := range types[1:min(len(types), maxListedTypes+1)] {
+			r.Resources = append(r.Resources, &mcp.Resource{URI: EventScheme + t.Name, Name: t.Name, Description: t.Description, MIMEType: "application/json"})
 		}
 	}
 	if p, ok := ctx.Value(principalKey{}).(string); ok {

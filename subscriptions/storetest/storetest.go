@@ -93,6 +93,7 @@ func Run(t *testing.T, open Opener) {
 		{"ThrottleInOneBatch", testThrottleInOneBatch},
 		{"ThrottleGroupsBounded", testThrottleGroupsBounded},
 		{"ThrottleInactive", testThrottleInactive},
+		{"KeptTypes", testKeptTypes},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) { tt.run(t, open) })
