@@ -94,6 +94,7 @@ func TestNew(t *testing.T) {
 	tests := []struct {
 		name    string
 		opts    Options
+		bwrap   string // what bwrap in PATH is, when set ("-" for none)
 		wantErr string
 	}{
 		{name: "paths in a hidden directory", opts: Options{HiddenPaths: []string{dir}, Commands: map[string]Command{
@@ -130,27 +131,19 @@ func TestNew(t *testing.T) {
 			wantErr: `bash: commands.notify.writablePaths[0]: stat ` + filepath.Join(dir, "nope") + `: no such file or directory; the path must exist`},
 		{name: "bad sandbox", opts: Options{Sandbox: "docker"},
 			wantErr: `bash: sandbox: "docker" is not a sandbox mode; use "auto" (bubblewrap when installed, the default), "bwrap" (bubblewrap required) or "off"`},
-		{name: "bwrap required but missing", opts: Options{Sandbox: SandboxBwrap, BwrapPath: filepath.Join(dir, "bwrap")},
-			wantErr: `bash: bwrapPath: stat ` + filepath.Join(dir, "bwrap")},
-		{name: "bwrap required but broken", opts: Options{Sandbox: SandboxBwrap, BwrapPath: "/bin/false"},
-			wantErr: `bash: sandbox is "bwrap" but /bin/false does not work on this system`},
-		{name: "auto with a broken bwrap", opts: Options{Sandbox: SandboxAuto, BwrapPath: "/bin/false"}},
-		{name: "relative bwrap", opts: Options{BwrapPath: "bwrap"},
-			wantErr: `bash: bwrapPath: "bwrap" is not an absolute path`},
-		{name: "negative timeout", opts: Options{DefaultTimeout: -time.Second},
-			wantErr: `bash: defaultTimeout: is -1s; give a positive duration, or leave it out for 30s`},
-		{name: "default over max", opts: Options{DefaultTimeout: time.Minute, MaxTimeout: time.Second},
-			wantErr: `bash: defaultTimeout: 1m0s is longer than maxTimeout 1s`},
-		{name: "max under the default default", opts: Options{MaxTimeout: time.Second},
-			wantErr: `bash: maxTimeout: 1s is shorter than the default timeout 30s; set defaultTimeout too`},
-		{name: "negative concurrency", opts: Options{MaxConcurrent: -1},
-			wantErr: `bash: maxConcurrent: is -1; give a positive number, or leave it out for 4`},
-		{name: "negative output", opts: Options{MaxOutput: -1},
-			wantErr: `bash: maxOutput: is -1; give a positive number of bytes, or leave it out for 65536`},
+		{name: "bwrap required but missing", opts: Options{Sandbox: SandboxBwrap}, bwrap: "-",
+			wantErr: `bash: sandbox is "bwrap" but bwrap is not in PATH; install bubblewrap (apt-get install bubblewrap), or set sandbox to "auto" or "off"`},
+		{name: "bwrap required but broken", opts: Options{Sandbox: SandboxBwrap}, bwrap: "/bin/false",
+			wantErr: `bash: sandbox is "bwrap" but `},
+		{name: "auto with a broken bwrap", opts: Options{Sandbox: SandboxAuto}, bwrap: "/bin/false"},
+		{name: "auto without bwrap", opts: Options{Sandbox: SandboxAuto}, bwrap: "-"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.opts.WorkRoot = t.TempDir()
+			if tt.bwrap != "" {
+				fakeBwrap(t, tt.bwrap)
+			}
 			_, err := New(&tt.opts)
 			if tt.wantErr == "" {
 				if err != nil {
@@ -184,10 +177,8 @@ func TestValidate(t *testing.T) {
 			want: &mcpe.InvalidError{Field: "commands.notify.env.A", Message: "the value contains a NUL character, which no environment variable can hold"}},
 		{name: "readable path", opts: &Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", ReadablePaths: []string{"lib"}}}},
 			want: &mcpe.InvalidError{Field: "commands.notify.readablePaths[0]", Message: `"lib" is not an absolute path; give one such as /home/mcpe/.local/lib`}},
-		{name: "limits", opts: &Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", Limits: Limits{OpenFiles: -2}}}},
-			want: &mcpe.InvalidError{Field: "commands.notify.limits.openFiles", Message: "is -2; give a positive number, -1 for no limit, or leave it out for 256"}},
-		{name: "max timeout", opts: &Options{MaxTimeout: time.Second},
-			want: &mcpe.InvalidError{Field: "maxTimeout", Message: "1s is shorter than the default timeout 30s; set defaultTimeout too"}},
+		{name: "limits", opts: &Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", Limits: Limits{MemoryBytes: -2}}}},
+			want: &mcpe.InvalidError{Field: "commands.notify.limits.memoryBytes", Message: "is -2; give a positive number of bytes, -1 for no limit, or leave it out for 1073741824"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,7 +201,7 @@ func TestNewNil(t *testing.T) {
 	}
 	want := Options{
 		DefaultTimeout: DefaultTimeout, MaxTimeout: DefaultMaxTimeout, MaxConcurrent: DefaultMaxConcurrent,
-		MaxOutput: DefaultMaxOutput, Sandbox: SandboxAuto, WorkRoot: os.TempDir(), Commands: map[string]Command{},
+		Sandbox: SandboxAuto, WorkRoot: os.TempDir(), Commands: map[string]Command{},
 		Clock: clock.Real{},
 	}
 	got := r.opts
@@ -232,22 +223,45 @@ func TestCommandsAndSandboxed(t *testing.T) {
 	if r.Sandboxed() {
 		t.Error("Sandboxed() = true with sandbox off")
 	}
-	auto := newRunner(t, Options{Sandbox: SandboxAuto, BwrapPath: "/bin/false"})
+	fakeBwrap(t, "/bin/false")
+	auto := newRunner(t, Options{Sandbox: SandboxAuto})
 	if auto.Sandboxed() {
 		t.Error("Sandboxed() = true with a bwrap that does not work")
 	}
 }
 
 func TestOptionsCopied(t *testing.T) {
-	ro, ao := false, false
-	opts := Options{Commands: map[string]Command{"a": {Path: "/bin/sh", Env: map[string]string{"X": "1"}, ReadOnlyRoot: &ro, AllowOptions: &ao, ReadablePaths: []string{"/usr"}}}}
+	ao := false
+	opts := Options{Commands: map[string]Command{"a": {Path: "/bin/sh", Env: map[string]string{"X": "1"}, AllowOptions: &ao, ReadablePaths: []string{"/usr"}}}}
 	r := newRunner(t, opts)
 	opts.Commands["a"].Env["X"] = "2"
 	opts.Commands["a"].ReadablePaths[0] = "/etc"
-	ro, ao = true, true
+	ao = true
 	opts.Commands["b"] = Command{Path: "/bin/sh"}
 	c := r.opts.Commands["a"]
-	if c.Env["X"] != "1" || c.readOnlyRoot() || c.allowOptions() || c.ReadablePaths[0] != "/usr" || len(r.opts.Commands) != 1 {
+	if c.Env["X"] != "1" || c.allowOptions() || c.ReadablePaths[0] != "/usr" || len(r.opts.Commands) != 1 {
 		t.Errorf("the Runner sees changes made to its options after New: %+v", r.opts.Commands)
 	}
+}
+
+// TestTimeoutWithinMax checks that a default timeout above the longest one
+// allowed is lowered to it.
+func TestTimeoutWithinMax(t *testing.T) {
+	r := newRunner(t, Options{MaxTimeout: time.Second})
+	if got := r.opts.DefaultTimeout; got != time.Second {
+		t.Errorf("DefaultTimeout = %v, want MaxTimeout (1s)", got)
+	}
+}
+
+// fakeBwrap makes PATH a directory whose bwrap is target, or that has no
+// bwrap when target is "-".
+func fakeBwrap(t *testing.T, target string) {
+	t.Helper()
+	dir := t.TempDir()
+	if target != "-" {
+		if err := os.Symlink(target, filepath.Join(dir, "bwrap")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Setenv("PATH", dir)
 }

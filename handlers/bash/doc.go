@@ -42,7 +42,7 @@
 //   - the program's resources are bounded (Command.Limits);
 //   - at most Options.MaxConcurrent programs run at once; further runs wait
 //     for a slot;
-//   - at most Options.MaxOutput bytes of output are kept.
+//   - at most 64 KiB of output are kept.
 //
 // # Sandbox
 //
@@ -50,9 +50,9 @@
 // namespaces (user when available, pid, ipc, uts, cgroup and network:
 // --unshare-all) with no capabilities (--cap-drop ALL), in a session of its
 // own (--new-session), killed with the server (--die-with-parent). It sees
-// the host's file system read-only (--ro-bind / /, unless the command sets
-// ReadOnlyRoot to false), a minimal /dev, its own /proc, a private empty /tmp,
-// and, writable, its working directory and the command's WritablePaths. It
+// the host's file system read-only (--ro-bind / /), a minimal /dev, its own
+// /proc, a private empty /tmp, and, writable, its working directory and the
+// command's WritablePaths. It
 // has no network, not even the host's loopback, unless the command sets
 // Network. Inside the sandbox a program's whole pid namespace dies with it,
 // so nothing escapes the kill.

@@ -162,7 +162,7 @@ func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin 
 	}
 	pid := cmd.Process.Pid
 
-	out := &capture{max: r.opts.MaxOutput}
+	out := &capture{max: r.maxOutput}
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)

@@ -64,7 +64,6 @@ var rlimits = map[string]int{
 	limitData:        unix.RLIMIT_DATA,
 	limitFsize:       unix.RLIMIT_FSIZE,
 	limitNofile:      unix.RLIMIT_NOFILE,
-	limitNproc:       unix.RLIMIT_NPROC,
 	limitNprocUserns: unix.RLIMIT_NPROC,
 }
 

@@ -82,10 +82,7 @@ func bwrapArgs(c *Command, sp *sandboxPaths, wd string) []string {
 	if c.Network {
 		args = append(args, "--share-net")
 	}
-	root := mount{"/", mountRW}
-	if c.readOnlyRoot() {
-		root.kind = mountRO
-	}
+	root := mount{"/", mountRO}
 	args = append(args, root.args()...)
 
 	mounts := []mount{{"/dev", mountDev}, {"/proc", mountProc}, {"/tmp", mountHide}}

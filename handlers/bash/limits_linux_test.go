@@ -18,7 +18,7 @@ import (
 
 // limitNames are the lines of /proc/self/limits the limits set.
 var limitNames = map[string]string{
-	"Max processes":      limitNproc,
+	"Max processes":      limitNprocUserns,
 	"Max data size":      limitData,
 	"Max file size":      limitFsize,
 	"Max open files":     limitNofile,
@@ -69,11 +69,10 @@ func both(v string) [2]string { return [2]string{v, v} }
 // limits are set on the program's own process, with the sandbox and
 // without it.
 func TestLimitsInForce(t *testing.T) {
-	custom := Limits{Processes: 50, MemoryBytes: 512 << 20, FileBytes: 1 << 20, OpenFiles: 100}
-	none := Limits{Processes: NoLimit, MemoryBytes: NoLimit, FileBytes: NoLimit, OpenFiles: NoLimit}
+	custom := Limits{MemoryBytes: 512 << 20}
+	none := Limits{MemoryBytes: NoLimit}
 	ownNproc := ownLimit(t, unix.RLIMIT_NPROC)
 	ownData := ownLimit(t, unix.RLIMIT_DATA)
-	ownFsize := ownLimit(t, unix.RLIMIT_FSIZE)
 	tests := []struct {
 		name    string
 		sandbox string
@@ -83,19 +82,19 @@ func TestLimitsInForce(t *testing.T) {
 		{name: "defaults, no sandbox", sandbox: SandboxOff, want: map[string][2]string{
 			// Without a user namespace of its own, the count would
 			// include the server's threads: no default.
-			limitNproc: ownNproc, limitData: both("1073741824"), limitFsize: both("67108864"), limitNofile: both("256"), limitCore: both("0"),
+			limitNprocUserns: ownNproc, limitData: both("1073741824"), limitFsize: both("67108864"), limitNofile: both("256"), limitCore: both("0"),
 		}},
 		{name: "defaults, bwrap", sandbox: SandboxBwrap, want: map[string][2]string{
-			limitNproc: both("128"), limitData: both("1073741824"), limitFsize: both("67108864"), limitNofile: both("256"), limitCore: both("0"),
+			limitNprocUserns: both("128"), limitData: both("1073741824"), limitFsize: both("67108864"), limitNofile: both("256"), limitCore: both("0"),
 		}},
 		{name: "set, no sandbox", sandbox: SandboxOff, limits: custom, want: map[string][2]string{
-			limitNproc: both("50"), limitData: both("536870912"), limitFsize: both("1048576"), limitNofile: both("100"), limitCore: both("0"),
+			limitNprocUserns: ownNproc, limitData: both("536870912"), limitFsize: both("67108864"), limitNofile: both("256"), limitCore: both("0"),
 		}},
 		{name: "set, bwrap", sandbox: SandboxBwrap, limits: custom, want: map[string][2]string{
-			limitNproc: both("50"), limitData: both("536870912"), limitFsize: both("1048576"), limitNofile: both("100"), limitCore: both("0"),
+			limitNprocUserns: both("128"), limitData: both("536870912"), limitFsize: both("67108864"), limitNofile: both("256"), limitCore: both("0"),
 		}},
 		{name: "none, bwrap", sandbox: SandboxBwrap, limits: none, want: map[string][2]string{
-			limitNproc: ownNproc, limitData: ownData, limitFsize: ownFsize, limitCore: both("0"),
+			limitNprocUserns: both("128"), limitData: ownData, limitFsize: both("67108864"), limitNofile: both("256"), limitCore: both("0"),
 		}},
 	}
 	for _, tt := range tests {
@@ -109,11 +108,6 @@ func TestLimitsInForce(t *testing.T) {
 				t.Fatalf("Handle: %v", out.Err)
 			}
 			got := readLimits(t, out.Output)
-			if tt.limits == none {
-				// The soft limit of open files is whatever the test
-				// process's children get.
-				delete(got, limitNofile)
-			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("limits mismatch (-want +got):\n%s", diff)
 			}
@@ -121,9 +115,11 @@ func TestLimitsInForce(t *testing.T) {
 	}
 }
 
-// TestFileSizeLimit checks that a program writing a file past
-// Limits.FileBytes is killed, and the file stops at the limit.
+// TestFileSizeLimit checks that a program writing a file past maxFileBytes
+// is killed, and the file stops at the limit.
 func TestFileSizeLimit(t *testing.T) {
+	defer func(n int64) { maxFileBytes = n }(maxFileBytes)
+	maxFileBytes = 4096
 	for _, sandbox := range []string{SandboxOff, SandboxBwrap} {
 		t.Run(sandbox, func(t *testing.T) {
 			if sandbox == SandboxBwrap {
@@ -131,7 +127,7 @@ func TestFileSizeLimit(t *testing.T) {
 			}
 			dir := t.TempDir()
 			r := newRunner(t, Options{Sandbox: sandbox, Commands: map[string]Command{
-				"sh": {Path: "/bin/sh", WritablePaths: []string{dir}, Limits: Limits{FileBytes: 4096}},
+				"sh": {Path: "/bin/sh", WritablePaths: []string{dir}},
 			}})
 			out := r.Handle(context.Background(), eventInv(bashSpec("sh", "", "-c", `exec head -c 100000 /dev/zero > "$1/big"`, "sh", dir), event(t, map[string]any{})))
 			// bubblewrap reports a signal as 128 + its number.
@@ -152,12 +148,9 @@ func TestLimitsValidate(t *testing.T) {
 		want   *mcpe.InvalidError
 	}{
 		{limits: Limits{}},
-		{limits: Limits{Processes: NoLimit, MemoryBytes: NoLimit, FileBytes: NoLimit, OpenFiles: NoLimit}},
-		{limits: Limits{Processes: 1, MemoryBytes: 1, FileBytes: 1, OpenFiles: 1}},
-		{limits: Limits{Processes: -2}, want: &mcpe.InvalidError{Field: "commands.x.limits.processes", Message: "is -2; give a positive number, -1 for no limit, or leave it out for 128"}},
+		{limits: Limits{MemoryBytes: NoLimit}},
+		{limits: Limits{MemoryBytes: 1}},
 		{limits: Limits{MemoryBytes: -5}, want: &mcpe.InvalidError{Field: "commands.x.limits.memoryBytes", Message: "is -5; give a positive number of bytes, -1 for no limit, or leave it out for 1073741824"}},
-		{limits: Limits{FileBytes: -2}, want: &mcpe.InvalidError{Field: "commands.x.limits.fileBytes", Message: "is -2; give a positive number of bytes, -1 for no limit, or leave it out for 67108864"}},
-		{limits: Limits{OpenFiles: -3}, want: &mcpe.InvalidError{Field: "commands.x.limits.openFiles", Message: "is -3; give a positive number, -1 for no limit, or leave it out for 256"}},
 	}
 	for _, tt := range tests {
 		opts := &Options{Commands: map[string]Command{"x": {Path: "/bin/true", Limits: tt.limits}}}
@@ -177,8 +170,8 @@ func TestLimitsSpec(t *testing.T) {
 		want   string
 	}{
 		{Limits{}, "core=0,data=1073741824,fsize=67108864,nofile=256,nproc-userns=128"},
-		{Limits{Processes: 9, MemoryBytes: 8, FileBytes: 7, OpenFiles: 6}, "core=0,data=8,fsize=7,nofile=6,nproc=9"},
-		{Limits{Processes: NoLimit, MemoryBytes: NoLimit, FileBytes: NoLimit, OpenFiles: NoLimit}, "core=0"},
+		{Limits{MemoryBytes: 8}, "core=0,data=8,fsize=67108864,nofile=256,nproc-userns=128"},
+		{Limits{MemoryBytes: NoLimit}, "core=0,fsize=67108864,nofile=256,nproc-userns=128"},
 	}
 	for _, tt := range tests {
 		got := tt.limits.spec()

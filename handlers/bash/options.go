@@ -21,7 +21,9 @@ const (
 	DefaultTimeout       = 30 * time.Second
 	DefaultMaxTimeout    = 5 * time.Minute
 	DefaultMaxConcurrent = 4
-	DefaultMaxOutput     = 64 << 10
+	// maxOutput bounds the output kept of one run, in bytes; the rest is
+	// read and dropped. Tests set a Runner's own.
+	maxOutput = 64 << 10
 	// DefaultPath is the PATH a program gets unless its command sets one.
 	DefaultPath = "/usr/local/bin:/usr/bin:/bin"
 )
@@ -45,7 +47,7 @@ type Options struct {
 	// bash handler is refused.
 	Commands map[string]Command
 	// DefaultTimeout bounds a run whose subscription sets no timeout.
-	// Zero: DefaultTimeout (30s).
+	// Zero: DefaultTimeout (30s); at most MaxTimeout.
 	DefaultTimeout time.Duration
 	// MaxTimeout is the longest timeout a subscription may set. Zero:
 	// DefaultMaxTimeout (5m).
@@ -54,15 +56,9 @@ type Options struct {
 	// wait for a slot, for as long as their context allows, and their
 	// timeout starts once they have one. Zero: DefaultMaxConcurrent (4).
 	MaxConcurrent int
-	// MaxOutput bounds the output kept of one run, in bytes; the rest is
-	// read and dropped. Zero: DefaultMaxOutput (64 KiB).
-	MaxOutput int
 	// Sandbox is SandboxAuto, SandboxBwrap or SandboxOff. Zero:
 	// SandboxAuto.
 	Sandbox string
-	// BwrapPath is the bubblewrap program. Zero: "bwrap" looked up in
-	// the server's PATH.
-	BwrapPath string
 	// WorkRoot is the directory under which each run gets a fresh working
 	// directory, removed after the run; it is created if missing. Inside the
 	// sandbox a run sees its own working directory there and nothing else.
@@ -113,9 +109,6 @@ type Command struct {
 	// directory, such as a program's libraries in the server user's home.
 	// The program's own path is always readable. Zero: none.
 	ReadablePaths []string
-	// ReadOnlyRoot keeps the host's file system read-only inside the
-	// sandbox; false binds it read-write. Zero (nil): true.
-	ReadOnlyRoot *bool
 	// AllowOptions lets the arguments a subscription writes start with
 	// '-' (options, such as "-u" "critical"); false refuses such an
 	// argument, so that the program gets operands only. Zero (nil): true.
@@ -129,9 +122,6 @@ type Command struct {
 	// files, with or without the sandbox. Zero: the defaults of Limits.
 	Limits Limits
 }
-
-// readOnlyRoot reports whether the root is bound read-only.
-func (c *Command) readOnlyRoot() bool { return c.ReadOnlyRoot == nil || *c.ReadOnlyRoot }
 
 // allowOptions reports whether a subscription's arguments may start with '-'.
 func (c *Command) allowOptions() bool { return c.AllowOptions == nil || *c.AllowOptions }
@@ -169,10 +159,9 @@ func (o *Options) withDefaults() (Options, error) {
 	if err := c.checkDisk(); err != nil {
 		return Options{}, err
 	}
-	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, DefaultTimeout)
-	c.MaxTimeout = cmp.Or(c.MaxTimeout, max(DefaultMaxTimeout, c.DefaultTimeout))
+	c.MaxTimeout = cmp.Or(c.MaxTimeout, DefaultMaxTimeout)
+	c.DefaultTimeout = min(cmp.Or(c.DefaultTimeout, DefaultTimeout), c.MaxTimeout)
 	c.MaxConcurrent = cmp.Or(c.MaxConcurrent, DefaultMaxConcurrent)
-	c.MaxOutput = cmp.Or(c.MaxOutput, DefaultMaxOutput)
 	c.Sandbox = cmp.Or(c.Sandbox, SandboxAuto)
 	c.WorkRoot = cmp.Or(c.WorkRoot, os.TempDir())
 	root, err := filepath.Abs(c.WorkRoot)
@@ -190,10 +179,6 @@ func (o *Options) withDefaults() (Options, error) {
 		cmd.Env = maps.Clone(cmd.Env)
 		cmd.WritablePaths = slices.Clone(cmd.WritablePaths)
 		cmd.ReadablePaths = slices.Clone(cmd.ReadablePaths)
-		if cmd.ReadOnlyRoot != nil {
-			ro := *cmd.ReadOnlyRoot
-			cmd.ReadOnlyRoot = &ro
-		}
 		if cmd.AllowOptions != nil {
 			ao := *cmd.AllowOptions
 			cmd.AllowOptions = &ao
@@ -213,22 +198,10 @@ func (o *Options) Validate() error {
 	if o == nil {
 		return nil
 	}
-	if err := checkTimeouts(o.DefaultTimeout, o.MaxTimeout); err != nil {
-		return err
-	}
-	if o.MaxConcurrent < 0 {
-		return mcpe.Invalid("maxConcurrent", "is %d; give a positive number, or leave it out for %d", o.MaxConcurrent, DefaultMaxConcurrent)
-	}
-	if o.MaxOutput < 0 {
-		return mcpe.Invalid("maxOutput", "is %d; give a positive number of bytes, or leave it out for %d", o.MaxOutput, DefaultMaxOutput)
-	}
 	switch o.Sandbox {
 	case "", SandboxAuto, SandboxBwrap, SandboxOff:
 	default:
 		return mcpe.Invalid("sandbox", "%q is not a sandbox mode; use %q (bubblewrap when installed, the default), %q (bubblewrap required) or %q", o.Sandbox, SandboxAuto, SandboxBwrap, SandboxOff)
-	}
-	if o.BwrapPath != "" && !filepath.IsAbs(o.BwrapPath) {
-		return mcpe.Invalid("bwrapPath", "%q is not an absolute path; give one such as /usr/bin/bwrap, or leave it out to look bwrap up in PATH", o.BwrapPath)
 	}
 	for _, name := range slices.Sorted(maps.Keys(o.Commands)) {
 		field := "commands." + name
@@ -238,21 +211,6 @@ func (o *Options) Validate() error {
 		if err := o.Commands[name].validate(field); err != nil {
 			return err
 		}
-	}
-	return nil
-}
-
-// checkTimeouts checks a default timeout against the longest one allowed.
-func checkTimeouts(defaultTimeout, maxTimeout time.Duration) error {
-	switch {
-	case defaultTimeout < 0:
-		return mcpe.Invalid("defaultTimeout", "is %v; give a positive duration, or leave it out for %v", defaultTimeout, DefaultTimeout)
-	case maxTimeout < 0:
-		return mcpe.Invalid("maxTimeout", "is %v; give a positive duration, or leave it out for %v", maxTimeout, DefaultMaxTimeout)
-	case maxTimeout > 0 && defaultTimeout > maxTimeout:
-		return mcpe.Invalid("defaultTimeout", "%v is longer than maxTimeout %v", defaultTimeout, maxTimeout)
-	case maxTimeout > 0 && defaultTimeout == 0 && DefaultTimeout > maxTimeout:
-		return mcpe.Invalid("maxTimeout", "%v is shorter than the default timeout %v; set defaultTimeout too", maxTimeout, DefaultTimeout)
 	}
 	return nil
 }

@@ -451,8 +451,7 @@ func TestCancelKills(t *testing.T) {
 	}
 }
 
-// TestDefaultOutputCap checks that without Options.MaxOutput a run keeps
-// 64 KiB of output.
+// TestDefaultOutputCap checks that a run keeps 64 KiB of output.
 func TestDefaultOutputCap(t *testing.T) {
 	r := newRunner(t, Options{Commands: map[string]Command{"flood": helperCommand(t, "flood")}})
 	out := r.Handle(context.Background(), eventInv(bashSpec("flood", "", "200000"), event(t, map[string]any{})))
@@ -466,7 +465,8 @@ func TestDefaultOutputCap(t *testing.T) {
 }
 
 func TestOutputCap(t *testing.T) {
-	r := newRunner(t, Options{MaxOutput: 1000, Commands: map[string]Command{"flood": helperCommand(t, "flood")}})
+	r := newRunner(t, Options{Commands: map[string]Command{"flood": helperCommand(t, "flood")}})
+	r.maxOutput = 1000
 	ev := event(t, map[string]any{})
 	tests := []struct {
 		n    string
@@ -493,7 +493,8 @@ func TestOutputCap(t *testing.T) {
 
 func TestLargePayload(t *testing.T) {
 	root := t.TempDir()
-	r := newRunner(t, Options{WorkRoot: root, MaxOutput: 1 << 20, Commands: map[string]Command{"echo": helperCommand(t, "echo")}})
+	r := newRunner(t, Options{WorkRoot: root, Commands: map[string]Command{"echo": helperCommand(t, "echo")}})
+	r.maxOutput = 1 << 20
 	ev := event(t, map[string]any{"blob": strings.Repeat("a", 200<<10)})
 	tests := []struct {
 		input string

@@ -26,6 +26,8 @@ type Runner struct {
 	paths sandboxPaths
 	// slots holds a token per program running.
 	slots chan struct{}
+	// maxOutput is the output kept of a run: maxOutput unless a test sets less.
+	maxOutput int
 	// waitHook, when set, is called when a run starts waiting for a slot
 	// (tests).
 	waitHook func()
@@ -55,7 +57,7 @@ func New(opts *Options) (*Runner, error) {
 	} else {
 		o.Logger.Info("bash handler: programs run without a sandbox", "sandbox", o.Sandbox, "commands", len(o.Commands))
 	}
-	return &Runner{opts: o, bwrap: bwrap, paths: paths, slots: make(chan struct{}, o.MaxConcurrent)}, nil
+	return &Runner{opts: o, bwrap: bwrap, paths: paths, slots: make(chan struct{}, o.MaxConcurrent), maxOutput: maxOutput}, nil
 }
 
 // Sandboxed reports whether programs run under bubblewrap.

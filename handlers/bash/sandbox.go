@@ -63,22 +63,12 @@ func findBwrap(o *Options, sp *sandboxPaths) (string, error) {
 		return "", nil
 	}
 	required := o.Sandbox == SandboxBwrap
-	path := o.BwrapPath
-	if path == "" {
-		p, err := exec.LookPath("bwrap")
-		if err != nil {
-			if required {
-				return "", errors.New(`bash: sandbox is "bwrap" but bwrap is not in PATH; install bubblewrap (apt-get install bubblewrap), set bwrapPath, or set sandbox to "auto" or "off"`)
-			}
-			o.Logger.Warn("bash handler: bubblewrap not found; programs run without a sandbox", "hint", "apt-get install bubblewrap")
-			return "", nil
-		}
-		path = p
-	} else if err := checkExecutable(path); err != nil {
+	path, err := exec.LookPath("bwrap")
+	if err != nil {
 		if required {
-			return "", fmt.Errorf("bash: bwrapPath: %w", err)
+			return "", errors.New(`bash: sandbox is "bwrap" but bwrap is not in PATH; install bubblewrap (apt-get install bubblewrap), or set sandbox to "auto" or "off"`)
 		}
-		o.Logger.Warn("bash handler: bubblewrap not usable; programs run without a sandbox", "bwrap", path, "error", err)
+		o.Logger.Warn("bash handler: bubblewrap not found; programs run without a sandbox", "hint", "apt-get install bubblewrap")
 		return "", nil
 	}
 	if err := probeBwrap(path, sp.helper); err != nil {
