@@ -3,6 +3,7 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -29,13 +30,15 @@ func newDescriber(caps mcpe.Capability, r subscriptions.Retention, commands, too
 	return describer{caps: caps, retention: r, commands: commands, tools: tools}
 }
 
-func (d describer) offers(t mcpe.HandlerType) bool {
-	for _, h := range d.caps.Handlers {
-		if h == t {
-			return true
-		}
+func (d describer) offers(t mcpe.HandlerType) bool { return slices.Contains(d.caps.Handlers, t) }
+
+// enum returns values as a schema's enum; nil when there are none.
+func enum[T ~string](values []T) []any {
+	var out []any
+	for _, v := range values {
+		out = append(out, string(v))
 	}
-	return false
+	return out
 }
 
 // handlerSchema is the handler object: one shape per handler type offered.
@@ -50,13 +53,7 @@ func (d describer) handlerSchema() *jsonschema.Schema {
 	var shapes []*jsonschema.Schema
 	var text []string
 	if d.offers(mcpe.HandlerBash) {
-		command := &jsonschema.Schema{Type: "string", Description: "A command the operator allowed."}
-		if len(d.commands) > 0 {
-			command.Enum = make([]any, len(d.commands))
-			for i, c := range d.commands {
-				command.Enum[i] = c
-			}
-		}
+		command := &jsonschema.Schema{Type: "string", Description: "A command the operator allowed.", Enum: enum(d.commands)}
 		s := object(map[string]*jsonschema.Schema{
 			"type":    typ(mcpe.HandlerBash),
 			"command": command,
@@ -82,14 +79,8 @@ func (d describer) handlerSchema() *jsonschema.Schema {
 		text = append(text, "\"webhook\" POSTs it, signed with a secret returned once as handler.secret")
 	}
 	if d.offers(mcpe.HandlerAgent) {
-		tools := &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(mcpe.MaxHandlerTools),
+		tools := &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string", Enum: enum(d.tools)}, MaxItems: ptr(mcpe.MaxHandlerTools),
 			Description: "Tools of this server the LLM may call."}
-		if len(d.tools) > 0 {
-			tools.Items.Enum = make([]any, len(d.tools))
-			for i, t := range d.tools {
-				tools.Items.Enum[i] = t
-			}
-		}
 		s := object(map[string]*jsonschema.Schema{
 			"type":         typ(mcpe.HandlerAgent),
 			"systemPrompt": {Type: "string", MaxLength: ptr(mcpe.MaxHandlerText), Description: "What the LLM is for."},
@@ -157,17 +148,13 @@ func like(text string, types ...string) *jsonschema.Schema {
 }
 
 func (d describer) filterSchema() *jsonschema.Schema {
-	priorities := make([]any, len(mcpe.Priorities))
-	for i, p := range mcpe.Priorities {
-		priorities[i] = string(p)
-	}
 	list := func(items *jsonschema.Schema, max *int, text string) *jsonschema.Schema {
 		return &jsonschema.Schema{Type: "array", Items: items, MinItems: ptr(1), MaxItems: max, Description: text}
 	}
 	s := object(map[string]*jsonschema.Schema{
 		"eventTypes": list(&jsonschema.Schema{Type: "string"}, ptr(mcpe.MaxFilterPatterns), "Any may match. "+mcpe.PatternHelp),
 		"tags":       list(&jsonschema.Schema{Type: "string"}, ptr(mcpe.MaxTags), "Any of these tags."),
-		"priority":   list(&jsonschema.Schema{Type: "string", Enum: priorities}, nil, "Any of these priorities."),
+		"priority":   list(&jsonschema.Schema{Type: "string", Enum: enum(mcpe.Priorities)}, nil, "Any of these priorities."),
 		"where":      {Type: "string", Description: "CEL on type, priority, tags, data: data.pr.merged == true"},
 	}, []string{"eventTypes", "tags", "priority", "where"})
 	s.Description = "Every part given must match."
@@ -175,10 +162,6 @@ func (d describer) filterSchema() *jsonschema.Schema {
 }
 
 func (d describer) deliverySchema() *jsonschema.Schema {
-	channels := make([]any, len(d.caps.DeliveryChannels))
-	for i, c := range d.caps.DeliveryChannels {
-		channels[i] = string(c)
-	}
 	text := "realtime: each event at once."
 	props := map[string]*jsonschema.Schema{}
 	order := []string{"channels"}
@@ -192,7 +175,7 @@ func (d describer) deliverySchema() *jsonschema.Schema {
 		props["scheduledDelivery"] = d.scheduledSchema()
 		order = append(order, "scheduledDelivery")
 	}
-	props["channels"] = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string", Enum: channels}, MinItems: ptr(1), Description: text}
+	props["channels"] = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string", Enum: enum(d.caps.DeliveryChannels)}, MinItems: ptr(1), Description: text}
 	props["fields"] = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(mcpe.MaxFields),
 		Description: "Data paths each event keeps."}
 	props["maxEventBytes"] = &jsonschema.Schema{Type: "integer", Minimum: ptr(float64(mcpe.MinEventBytes)), Maximum: ptr(float64(mcpe.MaxEventBytes)),
