@@ -20,12 +20,12 @@ const meta2026 = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28
 // stdio-2026, http, http-2026) as the binary serves it, HTTP with the
 // deadlines of httpapi.Deadlines (write, or its default when zero), and
 // returns it with the _meta its requests carry (followed by a comma, or "").
-func openRawSession(t *testing.T, e *env, transport, principal string, write time.Duration) (txWire, string) {
+func openRawSession(t *testing.T, e *env, transport, principal string, write time.Duration) (*wire, string) {
 	t.Helper()
-	var w txWire
+	var w *wire
 	switch transport {
 	case "stdio", "stdio-2026":
-		w = newTxStdioWire(t, e, principal)
+		w = dialStdio(t, e, principal)
 	default:
 		var opts mcpserver.HTTPOptions
 		if transport == "http-2026" {
@@ -34,11 +34,10 @@ func openRawSession(t *testing.T, e *env, transport, principal string, write tim
 		ts := httptest.NewServer(httpapi.Deadlines(e.srv.HTTPHandler(opts), 0, write))
 		t.Cleanup(ts.Close)
 		t.Cleanup(e.srv.EndStreams) // before ts.Close, which waits for them
-		hw := newTxHTTPWire(t, ts.URL)
+		w = dialHTTP(t, ts.URL, "", "")
 		if transport == "http-2026" {
-			hw.token, hw.protocol = principal, "2026-07-28"
+			w = dialHTTP(t, ts.URL, principal, proto2026)
 		}
-		w = hw
 	}
 	if strings.HasSuffix(transport, "-2026") {
 		w.send(t, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{`+meta2026+`}}`)
@@ -66,7 +65,7 @@ type rawMessage struct {
 
 // nextMatching reads w until a message match accepts, each of which must
 // be JSON-RPC 2.0; it fails after 20 others.
-func nextMatching(t *testing.T, w txWire, what string, match func(rawMessage) bool) rawMessage {
+func nextMatching(t *testing.T, w *wire, what string, match func(rawMessage) bool) rawMessage {
 	t.Helper()
 	for range 20 {
 		raw := w.next(t)
@@ -182,7 +181,7 @@ func TestStreamsOutliveTheWriteDeadline(t *testing.T) {
 		ts := httptest.NewServer(httpapi.Deadlines(e.srv.HTTPHandler(mcpserver.HTTPOptions{}), 0, write))
 		t.Cleanup(ts.Close)
 		t.Cleanup(e.srv.EndStreams)
-		w := newTxHTTPWire(t, ts.URL)
+		w := dialHTTP(t, ts.URL, "", "")
 		w.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 		w.next(t)
 		w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -198,9 +197,7 @@ func TestStreamsOutliveTheWriteDeadline(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer resp.Body.Close()
-		in := make(chan json.RawMessage, 16)
-		go readSSE(resp.Body, in)
-		stream := sseWire{in}
+		stream := streamWire(t, resp.Body)
 		nextMatching(t, stream, "the stream's start", method("notifications/events/active"))
 		time.Sleep(3 * write)
 		e.post("a.b")
@@ -216,19 +213,4 @@ func TestStreamsOutliveTheWriteDeadline(t *testing.T) {
 		e.clock.Advance(mcpserver.DefaultListChangedDelay)
 		nextMatching(t, w, "the list_changed due past the deadline", method("notifications/events/list_changed"))
 	})
-}
-
-// sseWire reads the messages of one event stream.
-type sseWire struct{ in <-chan json.RawMessage }
-
-func (sseWire) send(t *testing.T, _ string) { t.Fatal("sseWire only reads") }
-
-func (w sseWire) next(t *testing.T) string {
-	select {
-	case m := <-w.in:
-		return string(m)
-	case <-time.After(10 * time.Second):
-		t.Fatal("no message on the stream within 10s")
-	}
-	return ""
 }

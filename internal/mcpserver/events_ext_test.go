@@ -21,8 +21,8 @@ import (
 const initialize2025 = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
 
 // sepSession is a raw stdio session of one principal.
-func sepSession(t *testing.T, e *env, principal string) *txStdioWire {
-	w := newTxStdioWire(t, e, principal)
+func sepSession(t *testing.T, e *env, principal string) *wire {
+	w := dialStdio(t, e, principal)
 	w.send(t, initialize2025)
 	w.next(t)
 	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -30,7 +30,7 @@ func sepSession(t *testing.T, e *env, principal string) *txStdioWire {
 }
 
 // nextSEP returns the next message that is not an MCPE notification.
-func nextSEP(t *testing.T, w txWire) map[string]any {
+func nextSEP(t *testing.T, w *wire) map[string]any {
 	t.Helper()
 	for {
 		raw := w.next(t)
@@ -45,7 +45,7 @@ func nextSEP(t *testing.T, w txWire) map[string]any {
 	}
 }
 
-func pollResult(t *testing.T, w txWire, params string) map[string]any {
+func pollResult(t *testing.T, w *wire, params string) map[string]any {
 	t.Helper()
 	w.send(t, `{"jsonrpc":"2.0","id":1,"method":"events/poll","params":`+params+`}`)
 	m := nextSEP(t, w)
@@ -152,7 +152,7 @@ func TestEventsStreamHTTPAbort(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	ts := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
 	t.Cleanup(ts.Close)
-	w := newTxHTTPWire(t, ts.URL)
+	w := dialHTTP(t, ts.URL, "", "")
 	w.send(t, initialize2025)
 	w.next(t)
 	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -255,7 +255,7 @@ func TestEventsStreamInHTTPBatch(t *testing.T) {
 	ts := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
 	t.Cleanup(ts.Close)
 	t.Cleanup(e.srv.EndStreams) // before ts.Close, which waits for them
-	w := newTxHTTPWire(t, ts.URL)
+	w := dialHTTP(t, ts.URL, "", "")
 	w.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`)
 	w.next(t)
 	w.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
@@ -343,13 +343,13 @@ func (e *env) post(typ string) {
 // changes without listing the types first; one that did neither does not.
 func TestListChangedToDeclaringSessions(t *testing.T) {
 	e := listChangedEnv(t)
-	declared := newTxStdioWire(t, e, "alice")
+	declared := dialStdio(t, e, "alice")
 	declared.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{"extensions":{"io.modelcontextprotocol/events":{}}},"clientInfo":{"name":"t","version":"1"}}}`)
 	declared.next(t)
 	declared.send(t, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
 	plain := sepSession(t, e, "bob")
 	// Both attached (a request answered after initialized).
-	for _, w := range []*txStdioWire{declared, plain} {
+	for _, w := range []*wire{declared, plain} {
 		w.send(t, `{"jsonrpc":"2.0","id":1,"method":"ping"}`)
 		nextSEP(t, w)
 	}
@@ -368,7 +368,7 @@ func TestListChangedToDeclaringSessions(t *testing.T) {
 // eventsListChanged with its empty result, as graceful close is.
 func TestListenEndsAtShutdown(t *testing.T) {
 	e := listChangedEnv(t)
-	w := newTxStdioWire(t, e, "alice")
+	w := dialStdio(t, e, "alice")
 	meta := `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}`
 	w.send(t, `{"jsonrpc":"2.0","id":0,"method":"server/discover","params":{`+meta+`}}`)
 	nextSEP(t, w)

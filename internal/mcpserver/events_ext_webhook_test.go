@@ -170,7 +170,7 @@ func (r *receiver) none(t *testing.T) {
 }
 
 // call sends one request on w and returns its response.
-func call(t *testing.T, w txWire, method, params string) map[string]any {
+func call(t *testing.T, w *wire, method, params string) map[string]any {
 	t.Helper()
 	w.send(t, `{"jsonrpc":"2.0","id":7,"method":"`+method+`","params":`+params+`}`)
 	return nextSEP(t, w)
@@ -438,15 +438,14 @@ func TestEventsWebhookSurvivesRestart(t *testing.T) {
 
 // httpSEP opens a Streamable HTTP session with token ("" for none) and
 // sends initialize only: the session is not attached yet.
-func httpSEP(t *testing.T, e *env, token string) *txHTTPWire {
+func httpSEP(t *testing.T, e *env, token string) *wire {
 	var opts mcpserver.HTTPOptions
 	if token != "" {
 		opts.Tokens = httpapi.NewTokens(map[string]string{token: token})
 	}
 	ts := httptest.NewServer(e.srv.HTTPHandler(opts))
 	t.Cleanup(ts.Close)
-	w := newTxHTTPWire(t, ts.URL)
-	w.token = token
+	w := dialHTTP(t, ts.URL, token, "")
 	w.send(t, initialize2025)
 	w.next(t)
 	return w

@@ -19,7 +19,7 @@ import (
 // that no challenge was sent.
 
 // subscribeOK subscribes url with secret on w and returns the id.
-func subscribeOK(t *testing.T, w txWire, url, secret, extra string) string {
+func subscribeOK(t *testing.T, w *wire, url, secret, extra string) string {
 	t.Helper()
 	m := call(t, w, "events/subscribe", subscribeParams(url, secret, extra))
 	res, _ := m["result"].(map[string]any)

@@ -13,15 +13,26 @@ import (
 // goldenTransports are the transports and protocol versions of the golden
 // exchanges: stateful Streamable HTTP speaks 2025-11-25, stateless
 // (HTTPOptions.Stateless, with a bearer token) 2026-07-28.
-var goldenTransports = []struct {
-	name  string
-	proto string
-	open  func(t *testing.T, e *env, principal string) *wire
-}{
+var goldenTransports = []goldenTransport{
 	{"stdio-2025-11-25", proto2025, func(t *testing.T, e *env, p string) *wire { return stdioWire(t, e, p, proto2025) }},
 	{"stdio-2026-07-28", proto2026, func(t *testing.T, e *env, p string) *wire { return stdioWire(t, e, p, proto2026) }},
 	{"http-2025-11-25", proto2025, func(t *testing.T, e *env, _ string) *wire { return httpWire(t, e) }},
 	{"http-2026-07-28", proto2026, statelessWire},
+}
+
+type goldenTransport struct {
+	name  string
+	proto string
+	dial  func(t *testing.T, e *env, principal string) *wire
+}
+
+// open opens a wire for an exchange scripted in Go: it runs on the wall
+// clock, so its times and IDs are recorded as placeholders.
+func (g goldenTransport) open(t *testing.T, e *env, principal string) *wire {
+	t.Helper()
+	w := g.dial(t, e, principal)
+	w.norm.wallClock = true
+	return w
 }
 
 // webhookEnv is an env whose subscriptions may carry webhook handlers.
@@ -130,7 +141,7 @@ func TestGoldenEventResources(t *testing.T) {
 			}
 			e.publish("deploy.failed", `{"service": "web"}`, mcpe.Metadata{})
 			w.noneBefore("tools/call", map[string]any{"name": "events_list", "arguments": map[string]any{}}, isResourceUpdated)
-			w.check("event_resources_" + tr.name)
+			w.check("event_resources", tr.name)
 		})
 	}
 }
@@ -151,7 +162,7 @@ func TestGoldenWebhookRegistration(t *testing.T) {
 				// outlive.
 				w.comment("refused: a session without a bearer token cannot register")
 				w.call("resources/subscriptions/register", map[string]any{"uris": []string{"event://deploy.*", "event://alert.critical"}, "targetUri": "https://hooks.example.com/in"})
-				w.check("webhook_registration_" + tr.name)
+				w.check("webhook_registration", tr.name)
 				return
 			}
 			w.comment("registered: the server generates the Standard Webhooks secret")
@@ -164,7 +175,7 @@ func TestGoldenWebhookRegistration(t *testing.T) {
 			w.call("resources/subscriptions/deregister", map[string]any{"uri": uri})
 			w.call("resources/subscriptions/deregister", map[string]any{"uri": uri})
 			w.call("resources/subscriptions/deregister", map[string]any{"uri": "event://deploy.*"})
-			w.check("webhook_registration_" + tr.name)
+			w.check("webhook_registration", tr.name)
 		})
 	}
 }
@@ -198,7 +209,7 @@ func TestGoldenConversation(t *testing.T) {
 			w.comment("refused: no messageId, a bad role")
 			w.call("conversation/userMessage", map[string]any{"content": "x"})
 			w.call("conversation/userMessage", map[string]any{"messageId": "m3", "content": "x", "recentHistory": []map[string]any{{"role": "system", "content": "x"}}})
-			w.check("conversation_" + tr.name)
+			w.check("conversation", tr.name)
 		})
 	}
 }
