@@ -46,14 +46,18 @@ func userMessage(inv *subscriptions.Invocation, maxEvent int) string {
 		b.WriteString(s)
 		b.WriteString("\n\n")
 	}
+	sub := fmt.Sprintf("%q", inv.SubscriptionID)
+	if inv.Label != "" {
+		sub += fmt.Sprintf(" (%q)", inv.Label)
+	}
 	if inv.Kind == mcpe.InboxBatch {
-		fmt.Fprintf(&b, "A digest of %d event(s) of subscription %q%s was delivered", len(inv.Events), inv.SubscriptionID, labelOf(inv))
+		fmt.Fprintf(&b, "A digest of %d event(s) of subscription %s was delivered", len(inv.Events), sub)
 		if inv.Remaining > 0 {
 			fmt.Fprintf(&b, " (%d more are left for the next digest)", inv.Remaining)
 		}
 		b.WriteString(".")
 	} else {
-		fmt.Fprintf(&b, "An event of subscription %q%s was delivered.", inv.SubscriptionID, labelOf(inv))
+		fmt.Fprintf(&b, "An event of subscription %s was delivered.", sub)
 	}
 	data, cut := encodeData(inv.Payload(), maxEvent)
 	if cut > 0 {
@@ -66,14 +70,6 @@ func userMessage(inv *subscriptions.Invocation, maxEvent int) string {
 	b.WriteString("\n")
 	b.WriteString(dataClose)
 	return b.String()
-}
-
-// labelOf names the subscription's label after its ID, when it has one.
-func labelOf(inv *subscriptions.Invocation) string {
-	if inv.Label == "" {
-		return ""
-	}
-	return fmt.Sprintf(" (%q)", inv.Label)
 }
 
 // encodeData returns payload as compact JSON in which <, >, &, U+2028 and
