@@ -363,17 +363,15 @@ func (s *Server) listenMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 
 // holdListen counts a listen of principal that this server serves (held
 // open, and on stateless HTTP a session deliveries go to), refusing one
-// past http.maxSessionsPerPrincipal; release ends it.
+// past maxSessions; release ends it.
 func (s *Server) holdListen(principal string) (release func(), err error) {
-	s.mu.Lock()
 	max := s.maxSessions
-	s.mu.Unlock()
 	w := s.types
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.listens[principal] >= max {
 		return nil, eventsError(CodeResourceExhausted, map[string]any{"limit": "listens",
-			"reason": fmt.Sprintf("this principal has %d subscriptions/listen streams open that ask for eventsListChanged, mcpeEvents or event:// resources, the most it may (http.maxSessionsPerPrincipal); end one first", max)})
+			"reason": fmt.Sprintf("this principal has %d subscriptions/listen streams open that ask for eventsListChanged, mcpeEvents or event:// resources, the most it may; end one first", max)})
 	}
 	w.listens[principal]++
 	return func() {

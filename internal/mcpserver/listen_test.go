@@ -96,11 +96,10 @@ func TestStatelessHTTPDigestKeptForListen(t *testing.T) {
 }
 
 // A principal's listens that the server holds open are bounded like its
-// sessions (http.maxSessionsPerPrincipal); one that ends makes room.
+// sessions; one that ends makes room.
 func TestListensBounded(t *testing.T) {
 	e := newEnv(t, envOptions{catalog: goldenCatalog(t, clock.NewFake(start))})
-	// The handler is not served: making it sets the bound.
-	e.srv.HTTPHandler(mcpserver.HTTPOptions{MaxSessionsPerPrincipal: 2})
+	e.srv.SetHTTPLimits(0, 2)
 	w := stdioWire(t, e, "alice", proto2026)
 	isAck := func(m map[string]any) bool { return m["method"] == "notifications/subscriptions/acknowledged" }
 	first := w.request("subscriptions/listen", map[string]any{"notifications": map[string]any{"eventsListChanged": true}})
@@ -112,6 +111,9 @@ func TestListensBounded(t *testing.T) {
 	errObj, _ := m["error"].(map[string]any)
 	if errObj == nil || errObj["code"] != float64(mcpserver.CodeResourceExhausted) {
 		t.Fatalf("a third listen answered %v; want ResourceExhausted", m)
+	}
+	if strings.Contains(errObj["data"].(map[string]any)["reason"].(string)+errObj["message"].(string), "maxSessionsPerPrincipal") {
+		t.Errorf("a third listen answered %v, which names a config key that is gone", m)
 	}
 	w.cancel(first)
 	w.await("the first listen's end", func(m map[string]any) bool { return m["id"] == float64(first) })

@@ -15,17 +15,17 @@ import (
 	"github.com/mcpe-server/mcpe-server/clock"
 )
 
-// Defaults of HTTPOptions.
+// Limits of HTTP sessions.
 const (
-	// DefaultSessionTimeout is how long a Streamable HTTP session may stay
+	// sessionTimeout is how long a Streamable HTTP session may stay
 	// idle before the server closes it. MCP hosts often go away without a
 	// DELETE; an abandoned session would otherwise keep its memory, its
 	// goroutines and (without tokens) its subscriptions forever.
-	DefaultSessionTimeout = 5 * time.Minute
-	// DefaultMaxSessionsPerPrincipal bounds the live HTTP sessions of one
+	sessionTimeout = 5 * time.Minute
+	// maxSessionsPerPrincipal bounds the live HTTP sessions of one
 	// principal; past it the one idle longest is closed. Those without a
 	// token count as one principal, and past it a new one is refused.
-	DefaultMaxSessionsPerPrincipal = 100
+	maxSessionsPerPrincipal = 100
 )
 
 // pingWait bounds the answer to the ping that tells whether a session whose
@@ -68,13 +68,6 @@ type httpSession struct {
 
 func newLiveness(clk clock.Clock, timeout time.Duration, opened func(*mcp.ServerSession)) *liveness {
 	return &liveness{clock: clk, timeout: timeout, opened: opened, sessions: make(map[string]*httpSession)}
-}
-
-// setTimeout sets how long a session may stay idle.
-func (l *liveness) setTimeout(d time.Duration) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.timeout = d
 }
 
 // remove stops tracking the session with the given ID.

@@ -103,7 +103,8 @@ func (e *env) count(principal string) int {
 // it; a session that listens on its event stream and answers pings stays.
 func TestAbandonedSessionIsReclaimed(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{SessionTimeout: time.Minute}))
+	e.srv.SetHTTPLimits(time.Minute, 0)
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
 	t.Cleanup(hs.Close)
 
 	abandoned := openRaw(t, hs.URL, "")
@@ -139,7 +140,8 @@ func TestAbandonedSessionIsReclaimed(t *testing.T) {
 func TestSessionsPerPrincipalBounded(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	tokens := httpapi.NewTokens(map[string]string{"alice-token": "alice"})
-	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{Tokens: tokens, MaxSessionsPerPrincipal: 2}))
+	e.srv.SetHTTPLimits(0, 2)
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{Tokens: tokens}))
 	t.Cleanup(hs.Close)
 	// The initialized notification is handled after its POST is answered:
 	// wait for each session to be attached.
@@ -320,7 +322,8 @@ func TestUnauthorizedSaysBearer(t *testing.T) {
 // counts too, and times out like any other, which makes room again.
 func TestTokenlessSessionsBounded(t *testing.T) {
 	e := newEnv(t, envOptions{})
-	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{MaxSessionsPerPrincipal: 2, SessionTimeout: time.Minute}))
+	e.srv.SetHTTPLimits(time.Minute, 2)
+	hs := httptest.NewServer(e.srv.HTTPHandler(mcpserver.HTTPOptions{}))
 	t.Cleanup(hs.Close)
 	initialize := func() (*rawSession, string) {
 		r := &rawSession{t: t, url: hs.URL}
@@ -336,6 +339,9 @@ func TestTokenlessSessionsBounded(t *testing.T) {
 		if !strings.Contains(body, want) {
 			t.Errorf("a third session was answered %s; want an error with %q", body, want)
 		}
+	}
+	if strings.Contains(body, "maxSessionsPerPrincipal") {
+		t.Errorf("a third session was answered %s, which names a config key that is gone", body)
 	}
 	// A go-sdk client shows the reason.
 	_, err := mcp.NewClient(&mcp.Implementation{Name: "third", Version: "1"}, nil).Connect(t.Context(),
@@ -387,7 +393,8 @@ func TestEventStreamHeaderGoesFirst(t *testing.T) {
 	e := newEnv(t, envOptions{})
 	tokens := httpapi.NewTokens(map[string]string{"alice-token": "alice"})
 	// The session outlives the hour the digest waits.
-	h := e.srv.HTTPHandler(mcpserver.HTTPOptions{Tokens: tokens, SessionTimeout: 24 * time.Hour})
+	e.srv.SetHTTPLimits(24*time.Hour, 0)
+	h := e.srv.HTTPHandler(mcpserver.HTTPOptions{Tokens: tokens})
 	held := &heldHeader{holding: make(chan struct{}), release: make(chan struct{}), wrote: make(chan struct{})}
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodGet {

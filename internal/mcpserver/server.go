@@ -215,14 +215,14 @@ func New(opts Options) (*Server, error) {
 		attached:      make(map[*mcp.ServerSession]string),
 		fixed:         make(map[*mcp.ServerSession]string),
 		lines:         make(map[*mcp.ServerSession]*lineWriter),
-		maxSessions:   DefaultMaxSessionsPerPrincipal,
+		maxSessions:   maxSessionsPerPrincipal,
 	}
 	s.streamsCtx, s.endStreams = context.WithCancel(context.Background())
 	if opts.Clock == nil {
 		opts.Clock = clock.Real{}
 		s.opts.Clock = opts.Clock
 	}
-	s.live = newLiveness(opts.Clock, DefaultSessionTimeout, s.streamOpened)
+	s.live = newLiveness(opts.Clock, sessionTimeout, s.streamOpened)
 	caps := &mcp.ServerCapabilities{
 		Logging:      &mcp.LoggingCapabilities{},
 		Tools:        &mcp.ToolCapabilities{},
@@ -530,14 +530,12 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 // one idle longest; without a token, it refuses ss instead.
 func (s *Server) admit(ss *mcp.ServerSession, extra *mcp.RequestExtra) error {
 	principal := s.principalOf(ss, extra)
-	s.mu.Lock()
 	max := s.maxSessions
-	s.mu.Unlock()
 	closing, ok := s.live.admit(ss, principal, max)
 	if !ok {
 		s.log.Warn("too many sessions without a token: refusing a new one", "max", max)
 		return &jsonrpc.Error{Code: CodeResourceExhausted, Message: fmt.Sprintf("this server already has %d MCP sessions "+
-			"without a token, the most it allows (http.maxSessionsPerPrincipal); end sessions you no longer use (DELETE "+
+			"without a token, the most it allows; end sessions you no longer use (DELETE "+
 			"with their Mcp-Session-Id) or wait for idle ones to time out, or have the operator configure auth.tokens, "+
 			"with which each principal has sessions of its own", max)}
 	}
@@ -585,15 +583,6 @@ type HTTPOptions struct {
 	// request needs a valid token (401 otherwise); when empty, each MCP
 	// session is its own principal.
 	Tokens *httpapi.Tokens
-	// SessionTimeout closes a session idle for this long: no request in
-	// progress and none since, or an event stream that stayed quiet that
-	// long and did not answer a ping. Zero means DefaultSessionTimeout.
-	SessionTimeout time.Duration
-	// MaxSessionsPerPrincipal bounds the live HTTP sessions of one
-	// principal; a new one past it closes the one idle longest. Sessions
-	// without a token count as one principal, and a new one past it is
-	// refused. Zero means DefaultMaxSessionsPerPrincipal.
-	MaxSessionsPerPrincipal int
 	// Stateless serves protocol 2026-07-28 to the clients that ask for it
 	// (a request whose Mcp-Protocol-Version says so), statelessly: each
 	// request is a session of its own, and notifications reach the client
@@ -611,16 +600,6 @@ type HTTPOptions struct {
 // when opts.Stateless says so. Call it once; Close stops the watch on its
 // sessions.
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
-	if opts.SessionTimeout <= 0 {
-		opts.SessionTimeout = DefaultSessionTimeout
-	}
-	if opts.MaxSessionsPerPrincipal <= 0 {
-		opts.MaxSessionsPerPrincipal = DefaultMaxSessionsPerPrincipal
-	}
-	s.mu.Lock()
-	s.maxSessions = opts.MaxSessionsPerPrincipal
-	s.mu.Unlock()
-	s.live.setTimeout(opts.SessionTimeout)
 	stateful := s.live.handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{Logger: redactSessionIDs(s.log)}))
 	if opts.Tokens.Len() == 0 {
