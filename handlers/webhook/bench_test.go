@@ -38,10 +38,11 @@ func BenchmarkFanOut(b *testing.B) {
 		w.WriteHeader(http.StatusNoContent)
 	}))
 	defer srv.Close()
-	s, err := New(&Options{AllowHTTP: true, AllowNetworks: loopback, MaxConnsPerHost: workers})
+	s, err := New(&Options{AllowHTTP: true, AllowNetworks: loopback})
 	if err != nil {
 		b.Fatal(err)
 	}
+	s.transport.MaxConnsPerHost, s.transport.MaxIdleConnsPerHost = workers, workers
 	defer s.Close()
 	spec := &mcpe.HandlerSpec{
 		Type: mcpe.HandlerWebhook,

@@ -56,11 +56,11 @@ func (s *Sender) check(spec *mcpe.HandlerSpec) (*url.URL, error) {
 	}
 	if spec.Timeout < 0 {
 		return nil, mcpe.Invalid("handler.timeout", "is %d; give milliseconds from %d to %d, or leave it out for the default %v",
-			spec.Timeout, mcpe.MinHandlerTimeout, s.opts.MaxTimeout.Milliseconds(), s.opts.DefaultTimeout)
+			spec.Timeout, mcpe.MinHandlerTimeout, maxTimeout.Milliseconds(), defaultTimeout)
 	}
-	if maxMS := s.opts.MaxTimeout.Milliseconds(); int64(spec.Timeout) > maxMS {
-		return nil, mcpe.Invalid("handler.timeout", "is %d ms; the operator allows at most %d (%v); give a smaller number, or leave it out for the default %v",
-			spec.Timeout, maxMS, s.opts.MaxTimeout, s.opts.DefaultTimeout)
+	if maxMS := maxTimeout.Milliseconds(); int64(spec.Timeout) > maxMS {
+		return nil, mcpe.Invalid("handler.timeout", "is %d ms; at most %d (%v) is allowed; give a smaller number, or leave it out for the default %v",
+			spec.Timeout, maxMS, maxTimeout, defaultTimeout)
 	}
 	if len(spec.Headers) > mcpe.MaxHandlerHeaders {
 		return nil, mcpe.Invalid("handler.headers", "has %d entries; at most %d are accepted", len(spec.Headers), mcpe.MaxHandlerHeaders)
@@ -206,5 +206,5 @@ func (s *Sender) timeout(spec *mcpe.HandlerSpec) time.Duration {
 	if spec.Timeout > 0 {
 		return time.Duration(spec.Timeout) * time.Millisecond
 	}
-	return s.opts.DefaultTimeout
+	return defaultTimeout
 }

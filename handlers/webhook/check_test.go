@@ -54,7 +54,6 @@ func TestCheck(t *testing.T) {
 			"OTHER":     {Value: "x", URLs: []string{"https://hooks.example.com/"}},
 			"ELSEWHERE": {Value: "y", URLs: []string{"https://api.example.com/"}},
 		},
-		MaxTimeout: 30 * time.Second,
 	})
 	noSecrets := newSender(t, nil)
 	withHTTP := newSender(t, &Options{AllowHTTP: true})
@@ -89,8 +88,8 @@ func TestCheck(t *testing.T) {
 		{"loopback literal", s, spec{URL: "https://127.0.0.1/"}, &checkResult{"handler.url", []string{"127.0.0.1", "loopback", "allowNetworks"}}},
 		{"too long", s, spec{URL: ok + "?" + strings.Repeat("a", 2048)}, &checkResult{"handler.url", []string{"at most 2048"}}},
 
-		{"timeout at max", s, spec{URL: ok, Timeout: 30000}, nil},
-		{"timeout over max", s, spec{URL: ok, Timeout: 30001}, &checkResult{"handler.timeout", []string{"30001", "at most 30000"}}},
+		{"timeout at max", s, spec{URL: ok, Timeout: 60000}, nil},
+		{"timeout over max", s, spec{URL: ok, Timeout: 60001}, &checkResult{"handler.timeout", []string{"60001", "at most 60000"}}},
 		{"timeout negative", s, spec{URL: ok, Timeout: -5}, &checkResult{"handler.timeout", []string{"milliseconds"}}},
 
 		{"header", s, spec{URL: ok, Headers: map[string]string{"X-Api-Key": "abc", "Authorization": "Bearer ${TOKEN}"}}, nil},
@@ -188,18 +187,11 @@ func TestNewValidates(t *testing.T) {
 		opts Options
 		want string // a part of the error
 	}{
-		{"negative timeout", Options{DefaultTimeout: -1}, "webhook: defaultTimeout: "},
-		{"default over max", Options{DefaultTimeout: time.Minute, MaxTimeout: time.Second}, "webhook: defaultTimeout: "},
-		{"max under default", Options{MaxTimeout: time.Second}, "webhook: maxTimeout: "},
-		{"schedule", Options{RetrySchedule: []time.Duration{time.Second, 0}}, "webhook: retrySchedule[1]: "},
 		{"jitter", Options{Jitter: 1.5}, "webhook: jitter: "},
-		{"retry-after", Options{MaxRetryAfter: -time.Second}, "webhook: maxRetryAfter: "},
-		{"conns", Options{MaxConnsPerHost: -1}, "webhook: maxConnsPerHost: "},
 		{"secret name", Options{Secrets: map[string]Secret{"1X": {Value: "v", URLs: []string{"https://h/"}}}}, "webhook: secrets.1X: "},
 		{"secret value", Options{Secrets: map[string]Secret{"X": {Value: "a\nb", URLs: []string{"https://h/"}}}}, "webhook: secrets.X: "},
 		{"secret without urls", Options{Secrets: map[string]Secret{"X": {Value: "v"}}}, "webhook: secrets.X.urls: is required: list the URL prefixes"},
 		{"secret url without host", Options{Secrets: map[string]Secret{"X": {Value: "v", URLs: []string{"https://h/", "hooks.example.com/"}}}}, "webhook: secrets.X.urls[1]: "},
-		{"user agent", Options{UserAgent: "a\r\nb"}, "webhook: userAgent: "},
 		{"invalid prefix", Options{AllowNetworks: []netip.Prefix{{}}}, "webhook: allowNetworks[0]: "},
 	}
 	for _, tt := range tests {
@@ -216,21 +208,17 @@ func TestNewDefaults(t *testing.T) {
 	s := newSender(t, nil)
 	got := struct {
 		AllowHTTP                   bool
-		DefaultTimeout, MaxTimeout  time.Duration
 		RetrySchedule               []time.Duration
 		Jitter                      float64
 		MaxRetryAfter               time.Duration
 		MaxConnsPerHost             int
-		UserAgent                   string
 		HasClock, HasResolver, HasL bool
-	}{s.opts.AllowHTTP, s.opts.DefaultTimeout, s.opts.MaxTimeout, s.opts.RetrySchedule, s.opts.Jitter,
-		s.opts.MaxRetryAfter, s.opts.MaxConnsPerHost, s.opts.UserAgent,
+	}{s.opts.AllowHTTP, s.retrySchedule, s.opts.Jitter, s.maxRetryAfter, s.transport.MaxConnsPerHost,
 		s.opts.Clock != nil, s.opts.Resolver != nil, s.opts.Logger != nil}
 	want := got
 	want.AllowHTTP = false
-	want.DefaultTimeout, want.MaxTimeout = 10*time.Second, 60*time.Second
 	want.RetrySchedule = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}
-	want.Jitter, want.MaxRetryAfter, want.MaxConnsPerHost, want.UserAgent = 0.2, time.Hour, 32, DefaultUserAgent
+	want.Jitter, want.MaxRetryAfter, want.MaxConnsPerHost = 0.2, time.Hour, 32
 	want.HasClock, want.HasResolver, want.HasL = true, true, true
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)

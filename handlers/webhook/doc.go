@@ -35,10 +35,9 @@
 //
 // # Retries
 //
-// A 2xx answer is a success. The attempt is retried after a delay from
-// Options.RetrySchedule (by default 5s, 30s, 2m, 10m and 30m after attempts
-// 1 to 5, each varied by up to ±20%), or after the answer's Retry-After when
-// that is later (capped at Options.MaxRetryAfter, 1h by default), when:
+// A 2xx answer is a success. The attempt is retried after 5s, 30s, 2m, 10m
+// or 30m (after attempts 1 to 5, each varied by up to ±20%), or after the
+// answer's Retry-After when that is later (capped at 1h), when:
 //
 //   - the receiver answered 408, 425, 429 or 5xx;
 //   - the request failed on the network or timed out.

@@ -66,14 +66,14 @@ func TestHandleSends(t *testing.T) {
 	}
 }
 
-func TestHandleDefaultUserAgent(t *testing.T) {
+func TestHandleUserAgent(t *testing.T) {
 	rc := newReceiver(t, false, nil)
 	s := newSender(t, httpOptions(clock.NewFake(t0)))
 	if o := s.Handle(t.Context(), invocation(rc.URL, 1)); o.Err != nil {
 		t.Fatal(o.Err)
 	}
-	if got := rc.requests()[0].Header.Get("User-Agent"); got != DefaultUserAgent {
-		t.Errorf("User-Agent = %q, want %q", got, DefaultUserAgent)
+	if got := rc.requests()[0].Header.Get("User-Agent"); got != userAgent {
+		t.Errorf("User-Agent = %q, want %q", got, userAgent)
 	}
 }
 

@@ -11,7 +11,6 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
@@ -20,29 +19,27 @@ import (
 
 // Defaults for Options.
 const (
-	DefaultTimeout         = 10 * time.Second
-	DefaultMaxTimeout      = 60 * time.Second
-	DefaultJitter          = 0.2
-	DefaultMaxRetryAfter   = time.Hour
-	DefaultMaxConnsPerHost = 32
+	DefaultJitter = 0.2
 	// DefaultChallengesPerHostPerMinute is Options.
 	// ChallengesPerHostPerMinute when it is zero.
 	DefaultChallengesPerHostPerMinute = 30
 	// MaxChallengesPerHostPerMinute is the most it may be set to.
 	MaxChallengesPerHostPerMinute = 6000
-	DefaultUserAgent              = "mcpe-server-webhook/1"
 )
 
-// DefaultRetrySchedule is the retry schedule when Options.RetrySchedule is
-// empty: the delays after attempts 1 to 5; the delivery fails after the
-// sixth attempt.
-var DefaultRetrySchedule = []time.Duration{
-	5 * time.Second,
-	30 * time.Second,
-	2 * time.Minute,
-	10 * time.Minute,
-	30 * time.Minute,
-}
+// What the sender fixes: a delivery whose subscription sets no timeout
+// gets defaultTimeout, one may set at most maxTimeout; userAgent is sent as
+// User-Agent; maxConnsPerHost bounds the connections to one receiver.
+const (
+	defaultTimeout  = 10 * time.Second
+	maxTimeout      = 60 * time.Second
+	userAgent       = "mcpe-server-webhook/1"
+	maxConnsPerHost = 32
+)
+
+// defaultRetrySchedule are the delays after attempts 1 to 5; the delivery
+// fails after the sixth attempt.
+var defaultRetrySchedule = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}
 
 // Resolver looks up the addresses of a host. *net.Resolver implements it.
 type Resolver interface {
@@ -64,23 +61,10 @@ type Options struct {
 	// not starting with a digit. Zero: none, and a header that uses
 	// ${...} is refused.
 	Secrets map[string]Secret
-	// DefaultTimeout bounds a delivery whose subscription sets no
-	// timeout. Zero: DefaultTimeout (10s).
-	DefaultTimeout time.Duration
-	// MaxTimeout is the longest timeout a subscription may set. Zero:
-	// DefaultMaxTimeout (60s).
-	MaxTimeout time.Duration
-	// RetrySchedule are the delays before the retries: RetrySchedule[i]
-	// follows attempt i+1; after len(RetrySchedule)+1 attempts the
-	// delivery fails. Empty: DefaultRetrySchedule (5s, 30s, 2m, 10m, 30m).
-	RetrySchedule []time.Duration
-	// Jitter varies each delay of RetrySchedule by up to this fraction
+	// Jitter varies each delay of the retry schedule by up to this fraction
 	// either way, so that retries of many deliveries spread out. Zero:
 	// DefaultJitter (±20%); negative: no jitter; at most 1.
 	Jitter float64
-	// MaxRetryAfter caps the delay a receiver's Retry-After may ask for.
-	// Zero: DefaultMaxRetryAfter (1h).
-	MaxRetryAfter time.Duration
 	// Clock tells the time of the webhook-timestamp header and of
 	// Retry-After dates. Zero: the wall clock.
 	Clock clock.Clock
@@ -90,11 +74,6 @@ type Options struct {
 	// RootCAs are the certificate authorities trusted for https
 	// receivers. Zero: the system's.
 	RootCAs *x509.CertPool
-	// MaxConnsPerHost bounds the connections to one receiver, in use or
-	// idle. Zero: DefaultMaxConnsPerHost (32).
-	MaxConnsPerHost int
-	// UserAgent is sent as User-Agent. Zero: DefaultUserAgent.
-	UserAgent string
 	// Logger logs refused addresses. Zero: discard.
 	Logger *slog.Logger
 	// VerifiedURLs are prefixes of SEP-3415 callback URLs whose intent to
@@ -127,26 +106,17 @@ func (o *Options) withDefaults() (Options, error) {
 	if err := c.Validate(); err != nil {
 		return Options{}, err
 	}
-	c.DefaultTimeout = cmp.Or(c.DefaultTimeout, DefaultTimeout)
-	c.MaxTimeout = cmp.Or(c.MaxTimeout, max(DefaultMaxTimeout, c.DefaultTimeout))
-	if len(c.RetrySchedule) == 0 {
-		c.RetrySchedule = DefaultRetrySchedule
-	}
-	c.RetrySchedule = slices.Clone(c.RetrySchedule)
 	switch {
 	case c.Jitter == 0:
 		c.Jitter = DefaultJitter
 	case c.Jitter < 0:
 		c.Jitter = 0
 	}
-	c.MaxRetryAfter = cmp.Or(c.MaxRetryAfter, DefaultMaxRetryAfter)
 	c.Clock = cmp.Or[clock.Clock](c.Clock, clock.Real{})
 	if c.Resolver == nil {
 		c.Resolver = net.DefaultResolver
 	}
-	c.MaxConnsPerHost = cmp.Or(c.MaxConnsPerHost, DefaultMaxConnsPerHost)
 	c.ChallengesPerHostPerMinute = cmp.Or(c.ChallengesPerHostPerMinute, DefaultChallengesPerHostPerMinute)
-	c.UserAgent = cmp.Or(c.UserAgent, DefaultUserAgent)
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	nets := make([]netip.Prefix, 0, len(c.AllowNetworks))
 	for _, p := range c.AllowNetworks {
@@ -167,8 +137,7 @@ func (o *Options) withDefaults() (Options, error) {
 
 // Validate checks the settings of o. An error is an *mcpe.InvalidError
 // whose Field is the setting's key in the configuration file, relative to
-// the webhook handler's section, such as "secrets.TOKEN.urls[0]" or
-// "retrySchedule[1]".
+// the webhook handler's section, such as "secrets.TOKEN.urls[0]".
 func (o *Options) Validate() error {
 	if o == nil {
 		return nil
@@ -199,35 +168,11 @@ func (o *Options) Validate() error {
 			}
 		}
 	}
-	switch d, m := o.DefaultTimeout, o.MaxTimeout; {
-	case d < 0:
-		return mcpe.Invalid("defaultTimeout", "is %v; give a positive duration, or leave it out for %v", d, DefaultTimeout)
-	case m < 0:
-		return mcpe.Invalid("maxTimeout", "is %v; give a positive duration, or leave it out for %v", m, DefaultMaxTimeout)
-	case m > 0 && d > m:
-		return mcpe.Invalid("defaultTimeout", "%v is longer than maxTimeout %v", d, m)
-	case m > 0 && d == 0 && DefaultTimeout > m:
-		return mcpe.Invalid("maxTimeout", "%v is shorter than the default timeout %v; set defaultTimeout too", m, DefaultTimeout)
-	}
-	for i, d := range o.RetrySchedule {
-		if d <= 0 {
-			return mcpe.Invalid(fmt.Sprintf("retrySchedule[%d]", i), "is %v; give a positive duration such as 30s", d)
-		}
-	}
 	if o.Jitter > 1 {
 		return mcpe.Invalid("jitter", "is %v; give a fraction up to 1 (0.2 varies delays by ±20%%), zero for %v, or a negative number for none", o.Jitter, DefaultJitter)
 	}
-	if o.MaxRetryAfter < 0 {
-		return mcpe.Invalid("maxRetryAfter", "is %v; give a positive duration, or leave it out for %v", o.MaxRetryAfter, DefaultMaxRetryAfter)
-	}
-	if o.MaxConnsPerHost < 0 {
-		return mcpe.Invalid("maxConnsPerHost", "is %d; give a positive number, or leave it out for %d", o.MaxConnsPerHost, DefaultMaxConnsPerHost)
-	}
 	if n := o.ChallengesPerHostPerMinute; n < 0 || n > MaxChallengesPerHostPerMinute {
 		return mcpe.Invalid("challengesPerHostPerMinute", "is %d; give a number from 1 to %d, or leave it out for %d", n, MaxChallengesPerHostPerMinute, DefaultChallengesPerHostPerMinute)
-	}
-	if strings.ContainsAny(o.UserAgent, "\r\n") || !validHeaderValue(o.UserAgent) {
-		return mcpe.Invalid("userAgent", "%q cannot go in an HTTP header", o.UserAgent)
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ type Message struct {
 	Header http.Header
 	// Body is sent byte for byte as signed.
 	Body []byte
-	// Timeout bounds the request; zero: Options.DefaultTimeout.
+	// Timeout bounds the request; zero: 10s.
 	Timeout time.Duration
 }
 
@@ -38,8 +38,8 @@ type Response struct {
 	Status int
 	// Body is the start of the answer's body (at most 4 KiB).
 	Body []byte
-	// RetryAfter is the answer's Retry-After as a delay, capped at
-	// Options.MaxRetryAfter; zero when absent.
+	// RetryAfter is the answer's Retry-After as a delay, capped at an
+	// hour; zero when absent.
 	RetryAfter time.Duration
 }
 
@@ -71,7 +71,7 @@ func (s *Sender) Post(ctx context.Context, m *Message) (*Response, error) {
 	}
 	timeout := m.Timeout
 	if timeout <= 0 {
-		timeout = s.opts.DefaultTimeout
+		timeout = defaultTimeout
 	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -83,7 +83,7 @@ func (s *Sender) Post(ctx context.Context, m *Message) (*Response, error) {
 	for name, v := range m.Header {
 		h[http.CanonicalHeaderKey(name)] = v
 	}
-	h["User-Agent"] = []string{s.opts.UserAgent}
+	h["User-Agent"] = []string{userAgent}
 	h["Content-Type"] = []string{"application/json"}
 	h["Webhook-Id"] = []string{m.ID}
 	h["Webhook-Timestamp"] = []string{strconv.FormatInt(now.Unix(), 10)}
@@ -98,7 +98,7 @@ func (s *Sender) Post(ctx context.Context, m *Message) (*Response, error) {
 	defer resp.Body.Close()
 	head, _ := io.ReadAll(io.LimitReader(resp.Body, maxRead))
 	io.Copy(io.Discard, io.LimitReader(resp.Body, maxDrain))
-	ra := min(retryAfter(resp.Header.Get("Retry-After"), s.opts.Clock.Now()), s.opts.MaxRetryAfter)
+	ra := min(retryAfter(resp.Header.Get("Retry-After"), s.opts.Clock.Now()), s.maxRetryAfter)
 	return &Response{Status: resp.StatusCode, Body: head, RetryAfter: ra}, nil
 }
 

@@ -251,7 +251,7 @@ func (s *Sender) fetchReceiverDoc(ctx context.Context, u *url.URL, origin urlPre
 	if err != nil {
 		return nil, 0, err
 	}
-	req.Header["User-Agent"] = []string{s.opts.UserAgent}
+	req.Header["User-Agent"] = []string{userAgent}
 	req.Header["Accept"] = []string{"application/json"}
 	resp, err := s.client.Do(req)
 	if err != nil {

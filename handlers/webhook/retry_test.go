@@ -107,8 +107,8 @@ func TestCustomSchedule(t *testing.T) {
 	rc := statusReceiver(t)
 	s := newSender(t, &Options{
 		AllowHTTP: true, AllowNetworks: loopback, Clock: clock.NewFake(t0), Jitter: -1,
-		RetrySchedule: []time.Duration{time.Minute}, MaxRetryAfter: 90 * time.Second,
 	})
+	s.retrySchedule, s.maxRetryAfter = []time.Duration{time.Minute}, 90*time.Second
 	var got []time.Duration
 	for attempt := 1; attempt <= 2; attempt++ {
 		got = append(got, s.Handle(t.Context(), invocation(rc.URL+"/503?ra=3600", attempt)).RetryIn)
@@ -121,7 +121,7 @@ func TestCustomSchedule(t *testing.T) {
 func TestJitterBounds(t *testing.T) {
 	rc := statusReceiver(t)
 	s := newSender(t, &Options{AllowHTTP: true, AllowNetworks: loopback, Clock: clock.NewFake(t0)}) // default ±20%
-	for attempt, base := range DefaultRetrySchedule {
+	for attempt, base := range defaultRetrySchedule {
 		lo, hi := base-base/5, base+base/5
 		seen := map[bool]bool{}
 		for range 40 {

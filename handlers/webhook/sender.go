@@ -48,6 +48,10 @@ type Sender struct {
 	dial func(ctx context.Context, network, address string) (net.Conn, error)
 	// rand returns a number in [0, 1) for the jitter. Tests replace it.
 	rand func() float64
+	// The delays after attempts 1, 2, ...; the cap on a Retry-After. Tests
+	// set their own.
+	retrySchedule []time.Duration
+	maxRetryAfter time.Duration
 }
 
 var _ subscriptions.Handler = (*Sender)(nil)
@@ -58,7 +62,7 @@ func New(opts *Options) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	s := &Sender{opts: o, secrets: parseSecrets(o.Secrets), rand: rand.Float64}
+	s := &Sender{opts: o, secrets: parseSecrets(o.Secrets), rand: rand.Float64, retrySchedule: defaultRetrySchedule, maxRetryAfter: time.Hour}
 	s.challenges.per = o.ChallengesPerHostPerMinute
 	for _, raw := range o.VerifiedURLs {
 		if p, msg := parseVerifiedURL(raw); msg == "" { // Validate checked
@@ -74,8 +78,8 @@ func New(opts *Options) (*Sender, error) {
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    10 * time.Second,
 		MaxIdleConns:           1024,
-		MaxIdleConnsPerHost:    o.MaxConnsPerHost,
-		MaxConnsPerHost:        o.MaxConnsPerHost,
+		MaxIdleConnsPerHost:    maxConnsPerHost,
+		MaxConnsPerHost:        maxConnsPerHost,
 		IdleConnTimeout:        90 * time.Second,
 		MaxResponseHeaderBytes: 64 << 10,
 		DisableCompression:     true,
@@ -134,7 +138,7 @@ func (s *Sender) Handle(ctx context.Context, inv *subscriptions.Invocation) subs
 		return subscriptions.Outcome{Err: fmt.Errorf("handler.url: %w", err)}
 	}
 	h := req.Header
-	h["User-Agent"] = []string{s.opts.UserAgent} // a subscription may set its own
+	h["User-Agent"] = []string{userAgent} // a subscription may set its own
 	allowed := s.secretsFor(u)
 	for name, v := range spec.Headers {
 		val, xerr := expand(v, allowed)
@@ -199,11 +203,11 @@ func (s *Sender) Handle(ctx context.Context, inv *subscriptions.Invocation) subs
 // the schedule's delay, or the receiver's Retry-After when later, until the
 // schedule is used up.
 func (s *Sender) retry(attempt int, err error, retryAfter time.Duration) subscriptions.Outcome {
-	if attempt > len(s.opts.RetrySchedule) {
+	if attempt > len(s.retrySchedule) {
 		return subscriptions.Outcome{Err: fmt.Errorf("gave up after %d attempts: %w", attempt, err)}
 	}
-	d := jitter(s.opts.RetrySchedule[attempt-1], s.opts.Jitter, s.rand())
-	d = max(d, min(retryAfter, s.opts.MaxRetryAfter))
+	d := jitter(s.retrySchedule[attempt-1], s.opts.Jitter, s.rand())
+	d = max(d, min(retryAfter, s.maxRetryAfter))
 	return subscriptions.Outcome{Err: err, RetryIn: d}
 }
 
