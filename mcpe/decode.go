@@ -115,7 +115,7 @@ func decodeError(err error, data []byte, v any, s subject, accepts func(string) 
 			what = accepts(u.path)
 		}
 		if what == "" {
-			what = fieldList(typeAtPath(reflect.TypeOf(v), u.path))
+			what = fieldList(typeAt(reflect.TypeOf(v), u.path))
 		}
 		if u.path == "" {
 			return fmt.Errorf("unknown field %q; %s %s %s", u.name, s.name, s.verb("accepts", "accept"), what)
@@ -262,39 +262,20 @@ func fieldNamed(fields []jsonField, key string) (jsonField, bool) {
 	return jsonField{}, false
 }
 
-// typeAt returns the type at a dotted field path as encoding/json writes it
-// in an UnmarshalTypeError (slices are passed through without an index), or
-// nil.
+// typeAt returns the type at a dotted path, or nil: a path as
+// encoding/json writes it in an UnmarshalTypeError (slices passed through
+// without an index), or as findUnknown writes it (with indexes, and map
+// keys as segments).
 func typeAt(t reflect.Type, path string) reflect.Type {
 	t = unwrapOptional(t)
 	if path == "" {
 		return t
 	}
 	for seg := range strings.SplitSeq(path, ".") {
+		name, index, _ := strings.Cut(seg, "[")
 		for t.Kind() == reflect.Slice || t.Kind() == reflect.Array {
 			t = unwrapOptional(t.Elem())
 		}
-		if t.Kind() != reflect.Struct {
-			return nil
-		}
-		f, ok := fieldNamed(fieldsOf(t), seg)
-		if !ok {
-			return nil
-		}
-		t = unwrapOptional(f.typ)
-	}
-	return t
-}
-
-// typeAtPath returns the type of the object at a path as findUnknown writes
-// it (with indexes, and map keys as segments), or nil.
-func typeAtPath(t reflect.Type, path string) reflect.Type {
-	t = unwrapOptional(t)
-	if path == "" {
-		return t
-	}
-	for seg := range strings.SplitSeq(path, ".") {
-		name, _, _ := strings.Cut(seg, "[")
 		switch t.Kind() {
 		case reflect.Struct:
 			f, ok := fieldNamed(fieldsOf(t), name)
@@ -307,7 +288,7 @@ func typeAtPath(t reflect.Type, path string) reflect.Type {
 		default:
 			return nil
 		}
-		for range strings.Count(seg, "[") {
+		for range strings.Count(index, "]") {
 			if t.Kind() != reflect.Slice && t.Kind() != reflect.Array {
 				return nil
 			}
