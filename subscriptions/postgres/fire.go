@@ -127,7 +127,7 @@ func (d fireDriver) Take(whole []string, some []subscriptions.FireRequest, read 
 }
 
 func (d fireDriver) Bodies(bodies map[string]json.RawMessage) error {
-	return eventBodies(d.ctx, d.tx, bodies)
+	return storecore.ReadBodies(d.ctx, conn{d.tx}, queries.Bodies, bodies)
 }
 
 func (d fireDriver) Drop(whole []string, some []storecore.Cut) error {

@@ -12,10 +12,8 @@ import (
 	"embed"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -26,6 +24,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
 //go:embed migrations/*.sql
@@ -33,6 +32,8 @@ var migrations embed.FS
 
 // Store is a subscriptions.Store backed by PostgreSQL.
 type Store struct {
+	// Core is the logic both stores share, over conn.
+	storecore.Core
 	pool *pgxpool.Pool
 	// where names the database for errors, without its password.
 	where string
@@ -60,6 +61,7 @@ type Store struct {
 }
 
 var (
+	_ subscriptions.Counts     = (*Store)(nil)
 	_ subscriptions.Store      = (*Store)(nil)
 	_ subscriptions.Companions = (*Store)(nil)
 	_ subscriptions.Runs       = (*Store)(nil)
@@ -140,6 +142,7 @@ func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error)
 	}
 	s := &Store{pool: pool, where: where, stop: make(chan struct{}), done: make(chan struct{}),
 		name: name, connConfig: cfg.ConnConfig.Copy()}
+	s.Core = storecore.Core{Name: "postgres", DB: conn{pool}, Tx: s.coreTx, Q: queries}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()
 		return nil, fmt.Errorf("postgres: %s: %w", where, err)
@@ -225,11 +228,6 @@ const migrationLock = 0x6d63_7065_6d69_6772
 // one transaction that holds an advisory lock, recording each version in
 // schema_migrations.
 func (s *Store) migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
 	return s.tx(ctx, func(tx pgx.Tx) error {
 		if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock($1)`, int64(migrationLock)); err != nil {
 			return fmt.Errorf("take the migration lock: %w", err)
@@ -244,23 +242,13 @@ func (s *Store) migrate(ctx context.Context) error {
 		if err := tx.QueryRow(ctx, `SELECT coalesce(max(version), 0) FROM schema_migrations`).Scan(&version); err != nil {
 			return fmt.Errorf("read schema version: %w", err)
 		}
-		if version > len(names) {
-			return fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer mcpe-server", version, len(names))
-		}
-		for i := version; i < len(names); i++ {
-			body, err := migrations.ReadFile(names[i])
-			if err != nil {
+		return storecore.Migrate(migrations, version, func(n int, name, body string) error {
+			if _, err := tx.Exec(ctx, body); err != nil {
 				return err
 			}
-			if _, err := tx.Exec(ctx, string(body)); err != nil {
-				return fmt.Errorf("apply migration %s: %w", names[i], err)
-			}
-			if _, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`,
-				i+1, strings.TrimPrefix(names[i], "migrations/")); err != nil {
-				return err
-			}
-		}
-		return nil
+			_, err := tx.Exec(ctx, `INSERT INTO schema_migrations (version, name) VALUES ($1, $2)`, n, name)
+			return err
+		})
 	})
 }
 
@@ -325,41 +313,6 @@ func sortedSet(list []string) []string {
 		}
 	}
 	return out[:n]
-}
-
-// utc returns t in UTC, as the SQLite store returns times.
-func utc(t time.Time) time.Time { return t.UTC() }
-
-// utcPtr returns a copy of *t in UTC, or nil.
-func utcPtr(t *time.Time) *time.Time {
-	if t == nil {
-		return nil
-	}
-	u := t.UTC()
-	return &u
-}
-
-// expectRow returns ErrNotFound when a statement changed no row.
-func expectRow(tag pgconn.CommandTag, err error) error {
-	if err != nil {
-		return err
-	}
-	if tag.RowsAffected() == 0 {
-		return subscriptions.ErrNotFound
-	}
-	return nil
-}
-
-// jobIDs turns job IDs into the integers the queries take, leaving out what
-// is not one.
-func jobIDs(ids []string) []int64 {
-	n := make([]int64, 0, len(ids))
-	for _, id := range ids {
-		if v, err := strconv.ParseInt(id, 10, 64); err == nil {
-			n = append(n, v)
-		}
-	}
-	return n
 }
 
 // CheckURL says whether rawURL is a database URL this store can use,

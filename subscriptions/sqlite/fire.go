@@ -50,7 +50,7 @@ func (s *Store) fireStatements(ctx context.Context) (*fireStmts, error) {
 	}
 	// The inbox INSERTs and the body query too: statements are prepared
 	// before a transaction takes the only write connection.
-	if _, err := s.wstmts.get(ctx, bodiesQuery); err != nil {
+	if _, err := s.wstmts.get(ctx, numbered(bodiesQuery)); err != nil {
 		return nil, err
 	}
 	for n := 1; n <= maxFireRows; n++ {
@@ -166,7 +166,7 @@ func (d fireDriver) each(st *sql.Stmt, args []any, f func(*sql.Rows) error) erro
 }
 
 func (d fireDriver) Bodies(bodies map[string]json.RawMessage) error {
-	return d.s.eventBodies(d.ctx, &d.s.wstmts, d.tx, bodies)
+	return storecore.ReadBodies(d.ctx, conn{d.s, d.tx, new([]string)}, bodiesQuery, bodies)
 }
 
 func (d fireDriver) Drop(whole []string, some []storecore.Cut) error {

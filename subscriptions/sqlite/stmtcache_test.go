@@ -64,3 +64,33 @@ func TestStatementCacheDoesNotWaitOnAPrepare(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestCoreStatementsPreparedAfterFirstUse checks that a statement of the
+// core's that a transaction ran unprepared (it holds the only write
+// connection) is prepared once the transaction ends, so the next one runs
+// it prepared, and that the core's $N arguments become SQLite's ?N.
+func TestCoreStatementsPreparedAfterFirstUse(t *testing.T) {
+	s, err := Open(t.Context(), filepath.Join(t.TempDir(), "c.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	q := numbered(`DELETE FROM inbox WHERE principal = $1`)
+	if q != `DELETE FROM inbox WHERE principal = ?1` {
+		t.Fatalf("numbered = %q", q)
+	}
+	if got := numbered(`SELECT '$.id', $12`); got != `SELECT '$.id', ?12` {
+		t.Fatalf("numbered = %q; want a JSON path kept and $12 as ?12", got)
+	}
+	if s.wstmts.cached(q) != nil {
+		t.Fatal("prepared before its first use")
+	}
+	for range 2 {
+		if err := s.DeletePrincipal(t.Context(), "alice"); err != nil {
+			t.Fatal(err)
+		}
+		if s.wstmts.cached(q) == nil {
+			t.Fatal("not prepared after a transaction ran it")
+		}
+	}
+}

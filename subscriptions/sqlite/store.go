@@ -10,10 +10,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"net/url"
 	"os"
-	"sort"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -21,6 +19,7 @@ import (
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
 //go:embed migrations/*.sql
@@ -31,6 +30,8 @@ const Memory = ":memory:"
 
 // Store is a subscriptions.Store backed by SQLite.
 type Store struct {
+	// Core is the logic both stores share, over conn.
+	storecore.Core
 	// w is the only connection that writes, so writers queue in Go instead
 	// of spinning on SQLITE_BUSY; r serves reads concurrently (WAL).
 	w, r *sql.DB
@@ -94,6 +95,7 @@ type Options struct {
 }
 
 var (
+	_ subscriptions.Counts     = (*Store)(nil)
 	_ subscriptions.Store      = (*Store)(nil)
 	_ subscriptions.Companions = (*Store)(nil)
 	_ subscriptions.Runs       = (*Store)(nil)
@@ -265,13 +267,11 @@ func (s *Store) Health() error {
 	return nil
 }
 
-// init migrates the schema and sets up the statement caches.
+// init sets up the statement caches and the core, and migrates the schema.
 func (s *Store) init(ctx context.Context) error {
 	s.wstmts.db, s.rstmts.db = s.w, s.r
-	if err := s.migrate(ctx); err != nil {
-		return err
-	}
-	return nil
+	s.Core = storecore.Core{Name: "sqlite", DB: conn{s: s}, Tx: s.coreTx, Q: queries}
+	return s.migrate(ctx)
 }
 
 // stmtCache prepares each query once per pool.
@@ -306,6 +306,13 @@ func (c *stmtCache) get(ctx context.Context, query string) (*sql.Stmt, error) {
 	}
 	c.m[query] = st
 	return st, nil
+}
+
+// cached returns the statement of query if it is prepared, else nil.
+func (c *stmtCache) cached(query string) *sql.Stmt {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.m[query]
 }
 
 func (c *stmtCache) close() error {
@@ -356,44 +363,25 @@ func (s *Store) close() error {
 // migrate applies the embedded migrations that the database has not seen,
 // tracking progress in PRAGMA user_version.
 func (s *Store) migrate(ctx context.Context) error {
-	names, err := fs.Glob(migrations, "migrations/*.sql")
-	if err != nil {
-		return err
-	}
-	sort.Strings(names)
 	var version int
 	if err := s.w.QueryRowContext(ctx, "PRAGMA user_version").Scan(&version); err != nil {
 		return fmt.Errorf("read schema version: %w", err)
 	}
-	if version > len(names) {
-		return fmt.Errorf("schema version %d is newer than this binary knows (%d); use a newer mcpe-server", version, len(names))
-	}
-	for i := version; i < len(names); i++ {
-		body, err := migrations.ReadFile(names[i])
-		if err != nil {
-			return err
-		}
-		err = s.tx(ctx, func(tx *sql.Tx) error {
+	return storecore.Migrate(migrations, version, func(n int, _, body string) error {
+		return s.tx(ctx, func(tx *sql.Tx) error {
 			// Another process sharing the file may have applied it
 			// since: the transaction holds the write lock now.
 			var now int
-			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&now); err != nil {
+			if err := tx.QueryRowContext(ctx, "PRAGMA user_version").Scan(&now); err != nil || now >= n {
 				return err
 			}
-			if now > i {
-				return nil
-			}
-			if _, err := tx.ExecContext(ctx, string(body)); err != nil {
+			if _, err := tx.ExecContext(ctx, body); err != nil {
 				return err
 			}
-			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", i+1))
+			_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", n))
 			return err
 		})
-		if err != nil {
-			return fmt.Errorf("apply migration %s: %w", names[i], err)
-		}
-	}
-	return nil
+	})
 }
 
 func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
@@ -461,20 +449,6 @@ func timePtr(n sql.NullInt64) *time.Time {
 	}
 	t := fromNanos(n.Int64)
 	return &t
-}
-
-func expectRow(res sql.Result, err error) error {
-	if err != nil {
-		return err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return err
-	}
-	if n == 0 {
-		return subscriptions.ErrNotFound
-	}
-	return nil
 }
 
 func queryStrings(ctx context.Context, st *sql.Stmt, args ...any) ([]string, error) {

@@ -1,6 +1,7 @@
 package storecore
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -10,19 +11,8 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// FinishDriver runs the statements of FinishJobs in one transaction.
-type FinishDriver interface {
-	// EndJob deletes job id or, with a retryAt, moves it there with one
-	// more attempt; it returns the job's subscription, "" if the job is gone.
-	EndJob(id int64, retryAt *time.Time) (sub string, err error)
-	// DisableHandler turns off the handler of sub for reason and drops its jobs.
-	DisableHandler(sub, reason string) error
-	// RecordTally adds t to the handler counts of sub and records its latest run.
-	RecordTally(sub string, t *Tally) error
-}
-
-// Tally is what the runs of one subscription in a batch did.
-type Tally struct {
+// tally is what the runs of one subscription in a batch did.
+type tally struct {
 	OK, Failed int
 	At         time.Time
 	LastErr    *string // nil keeps the last error recorded
@@ -30,11 +20,19 @@ type Tally struct {
 	Tools      *string // the tool calls as JSON, or nil
 }
 
-// FinishJobs ends or reschedules the jobs of done and records their
-// outcomes through d: each subscription's counts and latest run are
-// written once per batch, in the order first seen.
-func FinishJobs(d FinishDriver, done []subscriptions.JobDone) error {
-	tallies := make(map[string]*Tally)
+// FinishJobs implements subscriptions.Store: it ends or reschedules the
+// jobs of done and records their outcomes, each subscription's counts and
+// latest run written once per batch, in the order first seen.
+func (c *Core) FinishJobs(ctx context.Context, done []subscriptions.JobDone) error {
+	if len(done) == 0 {
+		return nil
+	}
+	return c.Tx(ctx, nil, func(tx DB) error { return finishJobs(ctx, tx, done) })
+}
+
+// finishJobs is FinishJobs in tx.
+func finishJobs(ctx context.Context, tx DB, done []subscriptions.JobDone) error {
+	tallies := make(map[string]*tally)
 	var order []string
 	for _, j := range done {
 		id, err := strconv.ParseInt(j.JobID, 10, 64)
@@ -43,11 +41,13 @@ func FinishJobs(d FinishDriver, done []subscriptions.JobDone) error {
 		}
 		o := j.Outcome
 		retrying := o.Err != nil && o.RetryIn > 0 && !o.Disable
-		var retryAt *time.Time
+		var sub string
 		if retrying {
-			retryAt = new(j.At.Add(o.RetryIn))
+			err = one(ctx, tx, `UPDATE handler_jobs SET attempts = attempts + 1, due_at = $1 WHERE id = $2 RETURNING subscription_id`,
+				[]any{j.At.Add(o.RetryIn), id}, &sub)
+		} else {
+			err = one(ctx, tx, `DELETE FROM handler_jobs WHERE id = $1 RETURNING subscription_id`, []any{id}, &sub)
 		}
-		sub, err := d.EndJob(id, retryAt)
 		if err != nil {
 			return err
 		}
@@ -56,7 +56,7 @@ func FinishJobs(d FinishDriver, done []subscriptions.JobDone) error {
 		}
 		t := tallies[sub]
 		if t == nil {
-			t = &Tally{}
+			t = &tally{}
 			tallies[sub] = t
 			order = append(order, sub)
 		}
@@ -83,12 +83,20 @@ func FinishJobs(d FinishDriver, done []subscriptions.JobDone) error {
 		if o.Err != nil {
 			reason = o.Err.Error()
 		}
-		if err := d.DisableHandler(sub, reason); err != nil {
+		if _, err := tx.Exec(ctx, `UPDATE subscriptions SET handler_disabled = $2 WHERE id = $1 AND handler IS NOT NULL`, sub, reason); err != nil {
+			return err
+		}
+		if _, err := tx.Exec(ctx, `DELETE FROM handler_jobs WHERE subscription_id = $1`, sub); err != nil {
 			return err
 		}
 	}
 	for _, sub := range order {
-		if err := d.RecordTally(sub, tallies[sub]); err != nil {
+		t := tallies[sub]
+		if _, err := tx.Exec(ctx, `UPDATE subscriptions
+			SET handler_succeeded = handler_succeeded + $2, handler_failed = handler_failed + $3,
+				handler_last_run_at = $4, handler_last_error = coalesce($5, handler_last_error),
+				handler_last_output = $6, handler_last_tools = $7
+			WHERE id = $1`, sub, t.OK, t.Failed, t.At, t.LastErr, t.Output, t.Tools); err != nil {
 			return err
 		}
 	}

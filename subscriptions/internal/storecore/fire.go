@@ -4,8 +4,11 @@
 package storecore
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -246,6 +249,36 @@ func (ft *fireTx) results() []subscriptions.FireResult {
 		if ft.entries != nil {
 			out[i].Entries = ft.entries[i]
 		}
+	}
+	return out
+}
+
+// expireFlush is the size of the batches in which an expiring subscription's
+// buffer is delivered.
+const expireFlush = 1000
+
+// Expire expires, in tx, the subscriptions whose time is up at now, and
+// returns the requests that deliver what waits in their buffers with their
+// expiry notice, by subscription ID: Fire them, without claim, in tx.
+func Expire(ctx context.Context, tx DB, now time.Time) ([]subscriptions.FireRequest, error) {
+	var reqs []subscriptions.FireRequest
+	err := tx.Query(ctx, func(r Row) error {
+		q := subscriptions.FireRequest{Max: expireFlush, Aggregate: true, Drain: true, Expire: true, Pending: true}
+		err := r.Scan(&q.SubscriptionID, &q.Principal)
+		reqs = append(reqs, q)
+		return err
+	}, `UPDATE subscriptions SET status = 'expired', expired_at = $1, updated_at = $1, next_fire_at = NULL
+		WHERE status IN ('active', 'paused') AND expires_at IS NOT NULL AND expires_at <= $1
+		RETURNING id, principal`, now)
+	slices.SortFunc(reqs, func(a, b subscriptions.FireRequest) int { return cmp.Compare(a.SubscriptionID, b.SubscriptionID) })
+	return reqs, err
+}
+
+// Entries are the inbox entries of results, in order.
+func Entries(results []subscriptions.FireResult) []subscriptions.InboxEntry {
+	var out []subscriptions.InboxEntry
+	for _, r := range results {
+		out = append(out, r.Entries...)
 	}
 	return out
 }
