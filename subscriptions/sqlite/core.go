@@ -45,9 +45,9 @@ var queries = storecore.Queries{
 type conn struct {
 	s  *Store
 	tx *sql.Tx
-	// missed lists the statements tx ran that were not prepared: the
-	// transaction holds the only write connection, so they are prepared
-	// for the next time once it ends (coreTx).
+	// missed, if not nil, lists the statements tx ran that were not
+	// prepared: the transaction holds the only write connection, so they
+	// are prepared for the next time once it ends (coreTx).
 	missed *[]string
 }
 
@@ -69,7 +69,9 @@ func (c conn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 	if st := c.s.wstmts.cached(query); st != nil {
 		return c.tx.StmtContext(ctx, st), nil
 	}
-	*c.missed = append(*c.missed, query)
+	if c.missed != nil {
+		*c.missed = append(*c.missed, query)
+	}
 	return c.tx.PrepareContext(ctx, query)
 }
 

@@ -18,7 +18,7 @@ func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) (out []s
 		return nil, err
 	}
 	err = s.tx(ctx, func(tx *sql.Tx) error {
-		reqs, err := storecore.Expire(ctx, conn{s, tx, new([]string)}, now)
+		reqs, err := storecore.Expire(ctx, conn{s: s, tx: tx}, now)
 		if err != nil {
 			return err
 		}

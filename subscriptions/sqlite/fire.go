@@ -166,7 +166,7 @@ func (d fireDriver) each(st *sql.Stmt, args []any, f func(*sql.Rows) error) erro
 }
 
 func (d fireDriver) Bodies(bodies map[string]json.RawMessage) error {
-	return storecore.ReadBodies(d.ctx, conn{d.s, d.tx, new([]string)}, bodiesQuery, bodies)
+	return storecore.ReadBodies(d.ctx, conn{s: d.s, tx: d.tx}, bodiesQuery, bodies)
 }
 
 func (d fireDriver) Drop(whole []string, some []storecore.Cut) error {
