@@ -1,7 +1,3 @@
-// Package mcpserver assembles the MCP server of mcpe-server: the events_* tools,
-// the MCPE events capability in the initialize result, one principal per
-// caller, and the attachment of every live session to the session registry so
-// that notifications reach it. It serves stdio and Streamable HTTP.
 package mcpserver
 
 import (
