@@ -2,6 +2,7 @@ package subscriptions
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -19,6 +20,12 @@ import (
 // transaction, when many fire at once.
 const FireChunk = 256
 
+// Windows names the ends of throttle windows (mcpe.Throttle) for the
+// Scheduler of package delivery: NextFire, FireDue and WatchSchedule work
+// on them as on the fires of a buffered channel. The windows are in the
+// store, so that they end, once, whichever server is running then.
+const Windows mcpe.Channel = "throttle"
+
 // scheduleWatchers calls the functions registered for a buffered channel
 // when its schedule may have changed.
 type scheduleWatchers struct {
@@ -35,14 +42,12 @@ func (w *scheduleWatchers) add(c mcpe.Channel, f func()) {
 	w.fs[c] = append(w.fs[c], f)
 }
 
-// changed tells the watchers of the channels of deliveries ds.
-func (w *scheduleWatchers) changed(ds ...mcpe.Delivery) {
+// changed tells the watchers of channels cs ("" names none).
+func (w *scheduleWatchers) changed(cs ...mcpe.Channel) {
 	var fs []func()
 	w.mu.Lock()
-	seen := map[mcpe.Channel]bool{}
-	for _, d := range ds {
-		if c := d.Timed(); c != "" && !seen[c] {
-			seen[c] = true
+	for i, c := range cs {
+		if c != "" && !slices.Contains(cs[:i], c) {
 			fs = append(fs, w.fs[c]...)
 		}
 	}
@@ -75,7 +80,14 @@ func (s *Service) NextFire(ctx context.Context, c mcpe.Channel) (t time.Time, ok
 // when it is next called: the next fire is computed from now.
 func (s *Service) FireDue(ctx context.Context, c mcpe.Channel, now time.Time) (more bool, err error) {
 	if c == Windows {
-		return s.endWindows(ctx, now)
+		s.commit.Lock()
+		entries, more, err := s.store.EndWindows(ctx, now, FireChunk)
+		s.handOver(ctx, entries, entries)
+		s.commit.Unlock()
+		if len(entries) > 0 {
+			s.jobsWritten()
+		}
+		return more, err
 	}
 	if s.timings[c] == nil {
 		return false, nil

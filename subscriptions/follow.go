@@ -166,10 +166,14 @@ func (s *Service) followOnce(ctx context.Context) {
 	}
 	s.manage.Unlock()
 	s.commit.Lock()
-	if inbox > s.follow.inbox {
+	wrote := inbox > s.follow.inbox
+	if wrote {
 		s.followInboxLocked(ctx, inbox)
 	}
 	s.commit.Unlock()
+	if wrote {
+		s.watchers.changed(Windows) // another process may have opened a window
+	}
 }
 
 // followChangesLocked brings the index up to date with every subscription
@@ -202,8 +206,7 @@ func (s *Service) followChangesLocked(ctx context.Context) {
 			return
 		}
 		s.follow.changes = head
-		s.watchers.changed(mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelCron}},
-			mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelScheduled}})
+		s.watchers.changed(mcpe.ChannelCron, mcpe.ChannelScheduled)
 		s.armExpiry()
 	}
 	if d > 0 {

@@ -76,7 +76,7 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.Subs
 	}
 	s.putEntry(e)
 	if sub.NextFireAt != nil {
-		s.watchers.changed(sub.Delivery)
+		s.watchers.changed(sub.Delivery.Timed())
 	}
 	if sub.ExpiresAt != nil {
 		s.armExpiry()
@@ -361,7 +361,7 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 			return nil, notFound(err, id)
 		}
 	}
-	s.watchers.changed(before.Delivery, sub.Delivery)
+	s.watchers.changed(before.Delivery.Timed(), sub.Delivery.Timed())
 	if !timePtrEqual(before.ExpiresAt, sub.ExpiresAt) {
 		s.armExpiry()
 	}

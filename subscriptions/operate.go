@@ -54,7 +54,7 @@ func (s *Service) FireNow(ctx context.Context, principal, id string) (*Subscript
 	if err != nil {
 		return nil, err
 	}
-	s.watchers.changed(sub.Delivery)
+	s.watchers.changed(sub.Delivery.Timed())
 	if fired {
 		s.jobsWritten()
 	}

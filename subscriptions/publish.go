@@ -217,7 +217,7 @@ func (s *Service) commitBatch(batch []*publication) {
 	s.commit.Unlock()
 	s.route.RUnlock()
 	if throttled {
-		s.watchers.tell(Windows) // a window may have opened
+		s.watchers.changed(Windows) // a window may have opened
 	}
 	if len(delivered) > 0 {
 		s.jobsWritten()

@@ -179,18 +179,14 @@ type JobStore interface {
 	ReleaseJobs(ctx context.Context, ids []string, now time.Time) error
 }
 
-// ThrottleStore ends the windows of throttled deliveries (mcpe.Throttle),
-// which Publish opens and folds into.
+// ThrottleStore ends the throttle windows (mcpe.Throttle) Publish opens.
 type ThrottleStore interface {
-	// EndWindows ends up to limit windows that ended at or before now,
-	// earliest first, in one transaction: a group whose window folded
-	// events gets an InboxEvent entry with the latest of them (Remaining
-	// counts them) and a new window from now; any other group closes, and
-	// so does one whose subscription is not active. more is true when
-	// others may be due.
+	// EndWindows ends, in one transaction, up to limit windows due by now,
+	// earliest first: one that folded events of an active subscription
+	// becomes an InboxEvent entry with the latest (Remaining counts them)
+	// and opens the next window; any other closes. more says others may be due.
 	EndWindows(ctx context.Context, now time.Time, limit int) (entries []InboxEntry, more bool, err error)
-	// NextWindowEnd returns the earliest end of an open window; ok is
-	// false when none is open.
+	// NextWindowEnd returns the earliest end of an open window, if any.
 	NextWindowEnd(ctx context.Context) (t time.Time, ok bool, err error)
 }
 
@@ -258,10 +254,8 @@ type Target struct {
 	SubscriptionID string
 	Principal      string
 	Channel        mcpe.Channel
-	// Window, when not zero, throttles a realtime target: in the same
-	// transaction, Publish opens a window for its Group, or folds the event
-	// into the open one (or, past mcpe.MaxThrottleGroups open groups, into
-	// mcpe.OverflowGroup's) and delivers nothing.
+	// Window, when set, throttles a realtime target: Publish opens a window
+	// for Group, or folds the event into the open one and delivers nothing.
 	Group  string
 	Window time.Duration
 }

@@ -133,3 +133,24 @@ func TestThrottleRefused(t *testing.T) {
 		t.Errorf("throttle on a digest: error %v; want one saying it needs realtime", err)
 	}
 }
+
+// TestThrottleEndedByAnotherServer stops the server that opened a window:
+// another one on the same database, which follows what it wrote, ends it.
+func TestThrottleEndedByAnotherServer(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "mcpe.db")
+	clk := clock.NewFake(svcStart)
+	f := newFixture(t, path, clk, subscriptions.ServiceOptions{})
+	f.subscribe("alice", throttledReq("1m"))
+	f2 := newFixture(t, path, clk, subscriptions.ServiceOptions{})
+	f.failed("acme/api", 1)
+	f.failed("acme/api", 2)
+	f.stop()
+	got := ""
+	for deadline := time.Now().Add(10 * time.Second); got != "n1 n2+1" && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		clk.Advance(time.Second)
+		got = f2.inboxOf("alice")
+	}
+	if got != "n1 n2+1" {
+		t.Errorf("inbox = %q; want the window ended by the other server, %q", got, "n1 n2+1")
+	}
+}
