@@ -335,15 +335,13 @@ func TestSlowSessionGetsEverything(t *testing.T) {
 	}
 }
 
-// TestMissedNoticeCatchesUp has the server skip a session that fell behind
-// (delivery.backlog.onFull "skip"): the events/missed notice makes the
-// client read what it missed from the inbox.
+// TestMissedNoticeCatchesUp has the session lose the first events the
+// server sends, then bring an events/missed notice, as the server sends
+// one when retention removed deliveries a session was owed: the notice
+// makes the client read what it missed from the inbox.
 func TestMissedNoticeCatchesUp(t *testing.T) {
-	s, _ := inProcess(t, &clienttest.Options{WindowEntries: 2, MaxBacklog: 3, OnFullBacklog: "skip"})
-	readSlowly(t, s)
-	if st := s.Sessions.Stats(); st.Skipped == 0 {
-		t.Error("the server skipped nothing; the test did not make the session fall behind")
-	}
+	s, _ := inProcess(t, nil)
+	readAll(t, s, func(tr mcp.Transport) mcp.Transport { return &losingTransport{Transport: tr, lose: 5} }, nil, nil)
 }
 
 // readSlowly connects a client whose reads wait while 20 events are
@@ -351,12 +349,20 @@ func TestMissedNoticeCatchesUp(t *testing.T) {
 func readSlowly(t *testing.T, s *clienttest.Server) {
 	t.Helper()
 	gate := mcpetest.NewGate()
+	readAll(t, s, gate.Transport, gate.Close, gate.Open)
+}
+
+// readAll connects a client through wrap, publishes 20 events between
+// before and after (when set), and checks that its handler sees each of
+// them once.
+func readAll(t *testing.T, s *clienttest.Server, wrap func(mcp.Transport) mcp.Transport, before, after func()) {
+	t.Helper()
 	dial := func(ctx context.Context) (mcp.Transport, error) {
 		tr, err := s.Transport(ctx, principal)
 		if err != nil {
 			return nil, err
 		}
-		return gate.Transport(tr), nil
+		return wrap(tr), nil
 	}
 	got := make(chan string, 100)
 	c, err := client.New(&client.Options{Reconnect: dial})
@@ -373,7 +379,9 @@ func readSlowly(t *testing.T, s *clienttest.Server) {
 	if _, err := c.Subscribe(ctxT(t), mcpe.SubscribeRequest{Filter: mcpe.Filter{EventTypes: []string{"*"}}}); err != nil {
 		t.Fatal(err)
 	}
-	gate.Close()
+	if before != nil {
+		before()
+	}
 	want := map[string]bool{}
 	for i := range 20 {
 		id, err := s.Publish(ctxT(t), mcpe.EventInput{Type: fmt.Sprintf("burst.e%d", i)})
@@ -382,7 +390,9 @@ func readSlowly(t *testing.T, s *clienttest.Server) {
 		}
 		want[id] = true
 	}
-	gate.Open()
+	if after != nil {
+		after()
+	}
 	seen := map[string]int{}
 	deadline := time.After(wait)
 	for len(seen) < len(want) {
@@ -694,5 +704,39 @@ func closed(ch <-chan struct{}) bool {
 		return true
 	default:
 		return false
+	}
+}
+
+// losingTransport drops the first lose events/event notifications its
+// connection brings, then brings an events/missed notice in their place.
+type losingTransport struct {
+	mcp.Transport
+	lose int
+}
+
+func (t *losingTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	conn, err := t.Transport.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &losingConn{Connection: conn, lose: t.lose}, nil
+}
+
+type losingConn struct {
+	mcp.Connection
+	lose int // only Read touches it: the go-sdk reads from one goroutine
+}
+
+func (c *losingConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	for {
+		msg, err := c.Connection.Read(ctx)
+		req, ok := msg.(*jsonrpc.Request)
+		if err != nil || c.lose == 0 || !ok || req.Method != mcpe.MethodEvent {
+			return msg, err
+		}
+		if c.lose--; c.lose == 0 {
+			params := `{"fromCursor":"0","toCursor":"0","reason":"retention"}`
+			return &jsonrpc.Request{Method: mcpe.MethodMissed, Params: []byte(params)}, nil
+		}
 	}
 }

@@ -11,10 +11,8 @@ const (
 	MethodBatch               = "events/batch"
 	MethodSubscriptionExpired = "events/subscription_expired"
 	// MethodMissed is sent, once, to a live session that was not sent
-	// deliveries it was owed: its owner's backlog passed its bound (with
-	// delivery.backlog.onFull "skip"), or retention removed entries the
-	// session had not been sent. Its params say where events_poll finds
-	// them.
+	// deliveries it was owed because retention removed them. Its params
+	// say where events_poll finds them.
 	MethodMissed = "events/missed"
 	// MethodPrefix starts every MCPE notification method.
 	MethodPrefix = "events/"

@@ -44,11 +44,9 @@ type Options struct {
 	// in memory for its live sessions; zero is the server's default. A
 	// session behind them catches up from the inbox.
 	WindowEntries int
-	// MaxBacklog and OnFullBacklog set what a live session may be owed
-	// and what happens past it (realtime.Options); zero and empty are the
-	// server's defaults.
-	MaxBacklog    int64
-	OnFullBacklog string
+	// MaxBacklog sets what a live session may be owed (realtime.Options);
+	// zero is the server's default.
+	MaxBacklog int64
 	// Logger receives the server's logs; nil discards them.
 	Logger *slog.Logger
 	// Stateless turns the server's http.stateless on: protocol 2026-07-28
@@ -110,7 +108,7 @@ func Start(ctx context.Context, opts *Options) (s *Server, err error) {
 		HTTP:     true,
 		Clock:    o.Clock,
 		Logger:   o.Logger,
-		Realtime: realtime.Options{WindowEntries: o.WindowEntries, BacklogEntries: o.MaxBacklog, OnFullBacklog: o.OnFullBacklog},
+		Realtime: realtime.Options{WindowEntries: o.WindowEntries, BacklogEntries: o.MaxBacklog},
 		// A test that moves its fake clock by a day would otherwise prune
 		// once for every minute passed.
 		PruneInterval: 24 * time.Hour,

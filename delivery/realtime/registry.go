@@ -25,14 +25,10 @@ const (
 	DefaultBacklogEntries = 100_000
 	DefaultBacklogBytes   = 256 << 20
 	DefaultLagWarning     = 30 * time.Second
-	OnFullBacklogRefuse   = "refuse"
-	OnFullBacklogSkip     = "skip"
-	defaultOnFullBacklog  = OnFullBacklogRefuse
 	maxBackoff            = time.Second
 	firstBackoff          = 10 * time.Millisecond
 	catchUpLimit          = 256
 	retentionReason       = "retention"
-	backlogReason         = "backlog"
 	closeWait             = 5 * time.Second
 	lagWarningEvery       = time.Minute
 	// keptDigests is how many of the digests and expiry notices kept while
@@ -104,12 +100,6 @@ type Options struct {
 	// owed and not yet sent, as DefaultBacklogBytes bounds their bytes;
 	// zero means DefaultBacklogEntries.
 	BacklogEntries int64
-	// OnFullBacklog is what happens when a live session's backlog reaches
-	// its bound: "refuse" (the default: Full reports the owner, and the
-	// server refuses, with 429, events for it until the session catches up,
-	// so a live session loses nothing) or "skip" (the session skips to the
-	// newest delivery and is told once where to poll from).
-	OnFullBacklog string
 	// LagWarning is how far behind, in time, a session may fall before it
 	// is logged as lagging; zero means DefaultLagWarning.
 	LagWarning time.Duration
@@ -144,9 +134,6 @@ func (o *Options) defaults() {
 	}
 	if o.BacklogEntries <= 0 {
 		o.BacklogEntries = DefaultBacklogEntries
-	}
-	if o.OnFullBacklog == "" {
-		o.OnFullBacklog = defaultOnFullBacklog
 	}
 	if o.LagWarning <= 0 {
 		o.LagWarning = DefaultLagWarning
@@ -410,9 +397,6 @@ func (r *Registry) appendLocked(o *owner, it item) {
 		if s.sent == o.appended-1 {
 			s.oldest = it.at
 		}
-		if r.opts.OnFullBacklog == OnFullBacklogSkip && r.backlogFullLocked(s) {
-			r.skipLocked(s, backlogReason)
-		}
 		select {
 		case s.wake <- struct{}{}:
 		default:
@@ -441,12 +425,9 @@ func missed(from, to int64, reason string) Message {
 }
 
 // Full reports whether a live session of principal is owed as much as it
-// may be and the registry refuses more (OnFullBacklog "refuse"): the server
-// then refuses events for principal until the session catches up.
+// may be: the server then refuses events for principal, with 429, until the
+// session catches up, so a live session loses nothing.
 func (r *Registry) Full(principal string) bool {
-	if r.opts.OnFullBacklog != OnFullBacklogRefuse {
-		return false
-	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if o := r.owners[principal]; o != nil {
@@ -460,8 +441,8 @@ func (r *Registry) Full(principal string) bool {
 }
 
 // Cursors returns, for each principal with a live session, the lowest
-// cursor among them: what retention must keep in the inbox (with
-// OnFullBacklog "refuse") so that a live session loses nothing.
+// cursor among them: what retention must keep in the inbox so that a live
+// session loses nothing.
 func (r *Registry) Cursors() map[string]int64 {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -905,9 +886,8 @@ func (r *Registry) warnIfLagging(s *session) {
 type Stats struct {
 	// Sent were written to a session.
 	Sent int64
-	// Skipped are deliveries a session was not sent because its backlog
-	// was full (OnFullBacklog "skip") or retention removed them; it was
-	// told where to poll from.
+	// Skipped are deliveries a session was not sent because retention
+	// removed them; it was told where to poll from.
 	Skipped int64
 	// Failed counts the sessions given up because they could not be
 	// written to within the stream wait.

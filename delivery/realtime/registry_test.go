@@ -453,7 +453,7 @@ func TestBlockedSessionLagsAndLosesNothing(t *testing.T) {
 	blocked.expectNone(t, "blocked session")
 }
 
-// With OnFullBacklog "refuse", a live session owed as much as its bound
+// A live session owed as much as its bound
 // makes its owner Full until it catches up, and retention is told to keep
 // what it has not been sent.
 func TestBacklogRefuse(t *testing.T) {
@@ -488,33 +488,6 @@ func TestBacklogRefuse(t *testing.T) {
 			t.Fatal("still full after catching up")
 		}
 		time.Sleep(time.Millisecond)
-	}
-}
-
-// With OnFullBacklog "skip", a session owed as much as its bound skips to
-// the newest delivery and is told once where to poll from.
-func TestBacklogSkip(t *testing.T) {
-	r := newRegistry(t, &Options{BacklogEntries: 3, OnFullBacklog: OnFullBacklogSkip})
-	blocked := newBlockingSink()
-	r.Attach("alice", blocked)
-	e0, w0 := entry("alice", 0)
-	r.Deliver([]subscriptions.InboxEntry{e0})
-	recv(t, blocked.entered, "the blocked sink to be called")
-	// The third delivery owed (the one being written counts) fills the
-	// backlog: the session skips to it.
-	e1, _ := entry("alice", 1)
-	e2, _ := entry("alice", 2)
-	r.Deliver([]subscriptions.InboxEntry{e1, e2})
-	if r.Full("alice") {
-		t.Error("Full with OnFullBacklog skip")
-	}
-	e3, w3 := entry("alice", 3)
-	r.Deliver([]subscriptions.InboxEntry{e3})
-	close(blocked.release)
-	notice := received{Method: mcpe.MethodMissed, Params: fmt.Sprintf(`{"fromCursor":"%d","toCursor":"%d","reason":"backlog"}`, e0.Seq, e2.Seq)}
-	blocked.expect(t, "alice", w0, notice, w3)
-	if got := r.Stats().Skipped; got != 3 {
-		t.Errorf("Stats().Skipped = %d, want 3", got)
 	}
 }
 
@@ -764,8 +737,8 @@ func TestOptionsDefaults(t *testing.T) {
 	r := NewRegistry(nil)
 	defer r.Close()
 	o := r.opts
-	got := []any{o.WindowEntries, o.WindowBytes, o.BatchMessages, o.WriteTimeout, o.StreamWait, o.BacklogEntries, o.OnFullBacklog}
-	want := []any{DefaultWindowEntries, DefaultWindowBytes, DefaultBatchMessages, DefaultWriteTimeout, DefaultStreamWait, int64(DefaultBacklogEntries), OnFullBacklogRefuse}
+	got := []any{o.WindowEntries, o.WindowBytes, o.BatchMessages, o.WriteTimeout, o.StreamWait, o.BacklogEntries}
+	want := []any{DefaultWindowEntries, DefaultWindowBytes, DefaultBatchMessages, DefaultWriteTimeout, DefaultStreamWait, int64(DefaultBacklogEntries)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
 	}

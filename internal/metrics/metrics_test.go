@@ -171,7 +171,7 @@ mcpe_sessions_behind 2
 # HELP mcpe_sessions_behind_deliveries Deliveries made and not yet sent, summed over the live sessions.
 # TYPE mcpe_sessions_behind_deliveries gauge
 mcpe_sessions_behind_deliveries 6
-# HELP mcpe_notifications_skipped_total Deliveries a live session was not sent, because its backlog was full (delivery.backlog.onFull: skip) or retention removed them; it was sent events/missed saying where to poll from.
+# HELP mcpe_notifications_skipped_total Deliveries a live session was not sent, because retention removed them; it was sent events/missed saying where to poll from.
 # TYPE mcpe_notifications_skipped_total counter
 mcpe_notifications_skipped_total 2
 `

@@ -24,7 +24,7 @@ var (
 	lagDesc = prometheus.NewDesc("mcpe_session_lag_seconds",
 		"How long ago the oldest delivery not yet sent to the most lagging live session was made (0 when none is behind).", nil, nil)
 	skippedDesc = prometheus.NewDesc("mcpe_notifications_skipped_total",
-		"Deliveries a live session was not sent, because its backlog was full (delivery.backlog.onFull: skip) or retention removed them; it was sent events/missed saying where to poll from.", nil, nil)
+		"Deliveries a live session was not sent, because retention removed them; it was sent events/missed saying where to poll from.", nil, nil)
 	givenUpDesc = prometheus.NewDesc("mcpe_sessions_given_up_total",
 		"Live sessions given up because they could not be written to for 10 seconds (the inbox keeps what they were owed).", nil, nil)
 	subscriptionsDesc = prometheus.NewDesc("mcpe_subscriptions",
