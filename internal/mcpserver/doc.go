@@ -3,15 +3,14 @@
 // the registry of delivery/realtime so that notifications reach it, and
 // four protocols, each in files of its own:
 //
-//   - MCPE: server.go (New, principals and sessions, the events_* tools of
-//     package tools, the events capability of initialize and
-//     server/discover, stdio and the HTTP handler).
+//   - MCPE: server.go (New, the events_* tools of package tools, each
+//     request's principal and session, the events capability of initialize
+//     and server/discover, stdio and the HTTP handler).
 //   - SEP-3415 events extension, events_ext*.go: events/list and
 //     events/poll (events_ext.go), events/stream (_stream, woken by _hub),
 //     webhook delivery (_webhook), and what the go-sdk lacks on HTTP (_http).
-//   - SEP-1803 event:// resources (resources_events.go, which also puts
-//     each request's principal in its context) and out-of-band webhook
-//     registration (resources_webhooks.go).
+//   - SEP-1803 event:// resources (resources_events.go) and out-of-band
+//     webhook registration (resources_webhooks.go).
 //   - Conversation events: conversation.go.
 //
 // listen.go serves protocol 2026-07-28's subscriptions/listen for all of

@@ -361,6 +361,26 @@ func (s *Server) listenMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// ackMiddleware learns the ID of each subscriptions/listen request from
+// its acknowledgement, so that the events of its resource subscriptions
+// carry it in _meta as protocol 2026-07-28 asks, and writes the
+// acknowledgement itself when the request asked for eventsListChanged.
+func (s *Server) ackMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method == "notifications/subscriptions/acknowledged" {
+			if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && p != nil {
+				if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+					s.res.acknowledged(ss, p.Meta[metaListenID], p.Notifications.ResourceSubscriptions)
+				}
+			}
+			if done, err := s.ackListen(ctx, method, req); done {
+				return nil, err
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
 // holdListen counts a listen of principal that this server serves (held
 // open, and on stateless HTTP a session deliveries go to), refusing one
 // past maxSessions; release ends it.

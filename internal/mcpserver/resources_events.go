@@ -163,67 +163,6 @@ func (r *resourceSubs) bySubID(ss *mcp.ServerSession) map[string]*resourceSub {
 	return out
 }
 
-// principalKey and listenKey mark a request's context with its principal
-// and with being a subscriptions/listen request.
-type principalKey struct{}
-type listenKey struct{}
-
-// requestMiddleware puts each request's principal in its context, for the
-// handlers that get no mcp.RequestExtra (resources/subscribe reached
-// through subscriptions/listen, custom methods), and marks
-// subscriptions/listen requests.
-func (s *Server) requestMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-			ctx = context.WithValue(ctx, principalKey{}, s.principalOf(ss, req.GetExtra()))
-			if pos, ok := s.positions.Load(ss); ok {
-				ctx = subscriptions.WithPosition(ctx, pos.(*subscriptions.Position))
-			}
-		}
-		if method == "subscriptions/listen" {
-			ctx = context.WithValue(ctx, listenKey{}, true)
-		}
-		res, err := next(ctx, method, req)
-		if err != nil {
-			return res, err
-		}
-		if method == "resources/list" {
-			if r, ok := res.(*mcp.ListResourcesResult); ok && r.NextCursor == "" {
-				s.addListedResources(ctx, r)
-			}
-		}
-		return res, nil
-	}
-}
-
-// requestPrincipal returns the principal of the request ctx belongs to.
-func (s *Server) requestPrincipal(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra) string {
-	if p, ok := ctx.Value(principalKey{}).(string); ok {
-		return p
-	}
-	return s.principalOf(ss, extra)
-}
-
-// ackMiddleware learns the ID of each subscriptions/listen request from
-// its acknowledgement, so that the events of its resource subscriptions
-// carry it in _meta as protocol 2026-07-28 asks, and writes the
-// acknowledgement itself when the request asked for eventsListChanged.
-func (s *Server) ackMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "notifications/subscriptions/acknowledged" {
-			if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && p != nil {
-				if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
-					s.res.acknowledged(ss, p.Meta[metaListenID], p.Notifications.ResourceSubscriptions)
-				}
-			}
-			if done, err := s.ackListen(ctx, method, req); done {
-				return nil, err
-			}
-		}
-		return next(ctx, method, req)
-	}
-}
-
 func (r *resourceSubs) acknowledged(ss *mcp.ServerSession, id any, uris []string) {
 	if id == nil {
 		return

@@ -402,6 +402,47 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
+// principalKey and listenKey mark a request's context with its principal
+// and with being a subscriptions/listen request.
+type principalKey struct{}
+type listenKey struct{}
+
+// requestMiddleware puts each request's principal in its context, for the
+// handlers that get no mcp.RequestExtra (resources/subscribe reached
+// through subscriptions/listen, custom methods), and marks
+// subscriptions/listen requests.
+func (s *Server) requestMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
+			ctx = context.WithValue(ctx, principalKey{}, s.principalOf(ss, req.GetExtra()))
+			if pos, ok := s.positions.Load(ss); ok {
+				ctx = subscriptions.WithPosition(ctx, pos.(*subscriptions.Position))
+			}
+		}
+		if method == "subscriptions/listen" {
+			ctx = context.WithValue(ctx, listenKey{}, true)
+		}
+		res, err := next(ctx, method, req)
+		if err != nil {
+			return res, err
+		}
+		if method == "resources/list" {
+			if r, ok := res.(*mcp.ListResourcesResult); ok && r.NextCursor == "" {
+				s.addListedResources(ctx, r)
+			}
+		}
+		return res, nil
+	}
+}
+
+// requestPrincipal returns the principal of the request ctx belongs to.
+func (s *Server) requestPrincipal(ctx context.Context, ss *mcp.ServerSession, extra *mcp.RequestExtra) string {
+	if p, ok := ctx.Value(principalKey{}).(string); ok {
+		return p
+	}
+	return s.principalOf(ss, extra)
+}
+
 // jsonData moves the data of a JSON-RPC error that is not JSON, which no
 // transport can write (the stdio session, and the process, would end), into
 // its message as text: the go-sdk (v1.8 mcp.ResourceNotFoundError) quotes
