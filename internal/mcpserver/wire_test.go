@@ -31,7 +31,7 @@ import (
 //     stdioWire, httpWire and statelessWire, which handshake and record.
 //   - what a wire records goes through one normalizer, and check
 //     compares it with a section of a txtar file under testdata/.
-//   - an exchange is scripted in Go (resources_golden_test.go) or in the
+//   - an exchange is scripted in Go (golden_test.go) or in the
 //     txtar file itself (events_ext_golden_test.go, runScript).
 //
 // Run with -update to rewrite the golden sections.
