@@ -1,10 +1,17 @@
 package subscriptions
 
-import "context"
+import (
+	"context"
+	"time"
+)
 
 // SetBeforeMatch makes the index of s run f after reading the candidates
 // of a new type and before matching its patterns.
 func SetBeforeMatch(s *Service, f func()) { s.index.beforeMatch = f }
+
+// SetFollowInterval makes s, before Start, look for what other processes
+// sharing its store wrote every d.
+func SetFollowInterval(s *Service, d time.Duration) { s.follow.interval = d }
 
 // FollowNow reads at once what other processes sharing s's store wrote.
 func FollowNow(s *Service) { s.followOnce(context.Background()) }

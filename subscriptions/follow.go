@@ -14,12 +14,13 @@ import (
 // others write. Inbox entries of the principals with live sessions here are
 // handed to the Deliverer in sequence order, merged with this process's
 // own; subscription changes are applied to the routing index. It looks
-// every FollowInterval, and before handing over its own entries when others
+// every followInterval, and before handing over its own entries when others
 // wrote some since.
 
-// DefaultFollowInterval is how often a Service on a shared store looks for
-// what other processes wrote.
-const DefaultFollowInterval = 100 * time.Millisecond
+// followInterval is how often a Service on a shared store looks for what
+// other processes wrote: the bound on how late a subscription changed there
+// routes here, and an event accepted there reaches a session here.
+const followInterval = 100 * time.Millisecond
 
 // wakeSpacing is the least time between two looks that a Notifier's wakes
 // start: what another process wrote arrives that much later at worst, and
@@ -54,6 +55,8 @@ type follower struct {
 	othersAt atomic.Int64
 	stop     chan struct{}
 	done     chan struct{}
+	// interval is followInterval unless a test sets another.
+	interval time.Duration
 }
 
 // othersActive is how long after another process was last seen writing a
@@ -75,7 +78,7 @@ func newFollower(store Store, deliverer Deliverer) *follower {
 	if !ok {
 		return nil
 	}
-	f := &follower{shared: shared}
+	f := &follower{shared: shared, interval: followInterval}
 	f.sessions, _ = deliverer.(Sessions)
 	return f
 }
@@ -108,7 +111,7 @@ func (s *Service) runFollowing() {
 	notifier, _ := f.shared.(Notifier)
 	go func() {
 		defer close(f.done)
-		t := time.NewTicker(s.opts.FollowInterval)
+		t := time.NewTicker(f.interval)
 		defer t.Stop()
 		// The Notifier is listened to only once another process has been
 		// seen writing: a server alone takes no wake-up per commit.

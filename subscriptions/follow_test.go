@@ -59,11 +59,12 @@ func startProcess(t *testing.T, path string, clk clock.Clock) *process {
 	p := &process{sessions: &sessions{principals: []string{"alice"}}}
 	// Followed by hand (FollowNow), not by the timer.
 	p.svc, err = subscriptions.NewService(subscriptions.ServiceOptions{
-		Store: store, Deliverer: p.sessions, Clock: clk, FollowInterval: time.Minute,
+		Store: store, Deliverer: p.sessions, Clock: clk,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
+	subscriptions.SetFollowInterval(p.svc, time.Minute)
 	if err := p.svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -34,7 +33,7 @@ func handlerFixture(t *testing.T, types ...mcpe.HandlerType) (*fixture, *checker
 	for _, ty := range types {
 		hs[ty] = c
 	}
-	f := newFixture(t, filepath.Join(t.TempDir(), "db"), clock.NewFake(svcStart), subscriptions.ServiceOptions{Handlers: hs, SecretGrace: time.Hour})
+	f := newFixture(t, filepath.Join(t.TempDir(), "db"), clock.NewFake(svcStart), subscriptions.ServiceOptions{Handlers: hs})
 	return f, c
 }
 
@@ -124,7 +123,7 @@ func TestWebhookSecretShownOnceAndRotated(t *testing.T) {
 	if s := got.Secrets.Signing(now); len(s) != 2 || s[0] != second || s[1] != first {
 		t.Errorf("signing secrets during the grace period: %v", s)
 	}
-	if s := got.Secrets.Signing(now.Add(time.Hour)); len(s) != 1 || s[0] != second {
+	if s := got.Secrets.Signing(now.Add(subscriptions.SecretGrace)); len(s) != 1 || s[0] != second {
 		t.Errorf("signing secrets after the grace period: %v", s)
 	}
 

@@ -21,7 +21,7 @@ import (
 //     progress; its expiry becomes expiresAt, a handler that a receiver
 //     turned off (410 Gone) runs again, and a secret other than the
 //     current one replaces it, the previous one signing beside it for
-//     ServiceOptions.SecretGrace.
+//     SecretGrace.
 //
 // The deliveries are durable handler jobs, as for any webhook handler.
 func (s *Service) KeyedWebhook(ctx context.Context, principal, id string, f mcpe.Filter, spec *mcpe.HandlerSpec, secret string, expiresAt *time.Time) (sub *Subscription, created bool, err error) {
@@ -77,7 +77,7 @@ func (s *Service) keyedWebhook(ctx context.Context, principal, id string, f mcpe
 		case sub.Secrets == nil:
 			sub.Secrets = &WebhookSecrets{Current: secret}
 		case sub.Secrets.Current != secret:
-			until := now.Add(s.opts.SecretGrace)
+			until := now.Add(SecretGrace)
 			sub.Secrets = &WebhookSecrets{Current: secret, Previous: sub.Secrets.Current, PreviousUntil: &until}
 		}
 		return nil

@@ -138,7 +138,7 @@ func (s *Service) prepareHandler(ctx context.Context, principal string, h, prev 
 	case prev == nil || prev.Type != mcpe.HandlerWebhook || prevSecrets == nil:
 		return secret, &WebhookSecrets{Current: secret}, nil
 	case rotate:
-		until := now.Add(s.opts.SecretGrace)
+		until := now.Add(SecretGrace)
 		return secret, &WebhookSecrets{Current: secret, Previous: prevSecrets.Current, PreviousUntil: &until}, nil
 	}
 	return "", prevSecrets.Clone(), nil

@@ -51,8 +51,8 @@ func (s *Service) publish(ctx context.Context, ev mcpe.Event, principal string) 
 	if err := NormalizeEvent(&ev, now); err != nil {
 		return PublishResult{}, err
 	}
-	if d := mcpe.JSONDepth(ev.Data); d > s.opts.MaxDataDepth {
-		return PublishResult{}, invalid("data", "nests objects and arrays %d levels deep; this server accepts at most %d", d, s.opts.MaxDataDepth)
+	if d := mcpe.JSONDepth(ev.Data); d > mcpe.DefaultMaxDataDepth {
+		return PublishResult{}, invalid("data", "nests objects and arrays %d levels deep; this server accepts at most %d", d, mcpe.DefaultMaxDataDepth)
 	}
 	raw, err := json.Marshal(&ev)
 	if err != nil {
@@ -366,7 +366,7 @@ func (s *Service) pollItem(e InboxEntry) mcpe.PollItem {
 		item.Events = append(item.Events, ev)
 	}
 	if left > 0 {
-		item.Note = fmt.Sprintf("%d event(s) of this delivery left out: their data nests deeper than the %d levels this server serves", left, s.opts.MaxDataDepth)
+		item.Note = fmt.Sprintf("%d event(s) of this delivery left out: their data nests deeper than the %d levels this server serves", left, mcpe.DefaultMaxDataDepth)
 	}
 	if len(e.SubscriptionIDs) == 1 { // else the whole events, all that any of them asked for
 		_, d := s.Rendering(e.SubscriptionIDs[0])
@@ -379,7 +379,7 @@ func (s *Service) pollItem(e InboxEntry) mcpe.PollItem {
 // serves (it was accepted before the bound, or under a higher one).
 func (s *Service) tooDeep(event json.RawMessage) bool {
 	// The event object and its data field add a level each.
-	return mcpe.JSONDepth(event) > s.opts.MaxDataDepth+1
+	return mcpe.JSONDepth(event) > mcpe.DefaultMaxDataDepth+1
 }
 
 // pollItemSize estimates the encoded size of an item: its events and a

@@ -19,18 +19,14 @@ import (
 // Defaults for ServiceOptions.
 const (
 	DefaultMaxSubscriptions = 100
-	// MaxDataDepth is the highest ServiceOptions.MaxDataDepth: an event
-	// sits a few levels down in a notification, and MCP clients refuse
-	// messages nested more than 1000 levels.
-	MaxDataDepth = 512
 	// DefaultMaxPatternCost bounds the summed mcpe.Pattern.Cost of one
 	// principal's active subscriptions: about 2 000 patterns such as
 	// "github.*", and far fewer of the kind that is slow to match.
 	DefaultMaxPatternCost = 4096
 	DefaultPruneInterval  = time.Minute
-	// DefaultSecretGrace is how long a rotated webhook secret keeps
-	// signing.
-	DefaultSecretGrace = 24 * time.Hour
+	// SecretGrace is how long a rotated webhook secret keeps signing
+	// besides the new one.
+	SecretGrace = 24 * time.Hour
 )
 
 // DefaultRetention is the retention used for zero fields of
@@ -68,10 +64,6 @@ type ServiceOptions struct {
 	// MaxSubscriptions is the most active and paused subscriptions one
 	// principal may have; zero means DefaultMaxSubscriptions.
 	MaxSubscriptions int
-	// MaxDataDepth is how deeply an event's data may nest objects and
-	// arrays; zero means mcpe.DefaultMaxDataDepth. Events are refused past
-	// it, and events_poll leaves out stored ones past it.
-	MaxDataDepth int
 	// MaxPatternCost bounds what matching one principal's active
 	// subscriptions against a new event type may cost: the sum of their
 	// patterns' mcpe.Pattern.Cost. Zero means DefaultMaxPatternCost.
@@ -85,18 +77,9 @@ type ServiceOptions struct {
 	// Handlers run subscriptions' handlers, by type (handlers/*). Nil
 	// offers none: a subscription with a handler is refused.
 	Handlers map[mcpe.HandlerType]Handler
-	// SecretGrace is how long a rotated webhook secret keeps signing
-	// besides the new one; zero means DefaultSecretGrace.
-	SecretGrace time.Duration
 	// JobsWritten, when set, is called after deliveries were recorded, so
 	// that the handler runner looks for new jobs. It must not block.
 	JobsWritten func()
-	// FollowInterval is how often, when the store is shared with other
-	// processes (it implements Shared), the service reads what they wrote:
-	// the bound on how late a subscription changed there routes here, and
-	// an event accepted there reaches a session here. Zero means
-	// DefaultFollowInterval.
-	FollowInterval time.Duration
 	// EphemeralPrefix names principals that live only as long as one
 	// session: at Start, everything owned by a principal with this prefix is
 	// deleted, unless the store was opened beside other processes
@@ -206,10 +189,6 @@ func NewService(opts ServiceOptions) (*Service, error) {
 		return nil, fmt.Errorf("subscriptions: ServiceOptions.MaxSubscriptions is %d; it must be positive, or zero for the default", opts.MaxSubscriptions)
 	}
 	opts.MaxSubscriptions = cmp.Or(opts.MaxSubscriptions, DefaultMaxSubscriptions)
-	if opts.MaxDataDepth < 0 || opts.MaxDataDepth > MaxDataDepth {
-		return nil, fmt.Errorf("subscriptions: ServiceOptions.MaxDataDepth is %d; give 1 to %d, or zero for %d", opts.MaxDataDepth, MaxDataDepth, mcpe.DefaultMaxDataDepth)
-	}
-	opts.MaxDataDepth = cmp.Or(opts.MaxDataDepth, mcpe.DefaultMaxDataDepth)
 	if opts.MaxPatternCost < 0 {
 		return nil, fmt.Errorf("subscriptions: ServiceOptions.MaxPatternCost is %d; it must be positive, or zero for the default", opts.MaxPatternCost)
 	}
@@ -219,13 +198,6 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.PruneInterval <= 0 {
 		opts.PruneInterval = DefaultPruneInterval
 	}
-	if opts.SecretGrace <= 0 {
-		opts.SecretGrace = DefaultSecretGrace
-	}
-	if opts.FollowInterval < 0 {
-		return nil, fmt.Errorf("subscriptions: ServiceOptions.FollowInterval is %v; it must be positive, or zero for %v", opts.FollowInterval, DefaultFollowInterval)
-	}
-	opts.FollowInterval = cmp.Or(opts.FollowInterval, DefaultFollowInterval)
 	opts.MarkInterval = cmp.Or(opts.MarkInterval, DefaultMarkInterval)
 	opts.MarkLapse = cmp.Or(opts.MarkLapse, max(DefaultMarkLapse, 2*opts.MarkInterval))
 	if opts.MarkInterval < 0 || opts.MarkLapse < 2*opts.MarkInterval {
