@@ -10,9 +10,9 @@ import (
 
 // Throttle sends at most one realtime notification per window for each
 // group of a subscription's events: a group's first event is delivered at
-// once and opens its window; the later ones are folded, and the window's
-// end sends the latest with folded (how many it stands for) and opens the
-// next window. A window that ends with nothing folded closes its group.
+// once and opens its window; later ones are folded, and the window's end
+// sends the latest with folded (how many) and opens the next window, or,
+// with nothing folded, closes the group.
 type Throttle struct {
 	// Window is a duration from 1s to 24h, such as "10m".
 	Window string `json:"window"`

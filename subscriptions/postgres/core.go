@@ -44,6 +44,14 @@ var queries = storecore.Queries{
 	ClaimJobs:   `UPDATE handler_jobs SET due_at = $1 WHERE id = ANY($2) AND due_at <= $3 RETURNING id`,
 	ReleaseJobs: `UPDATE handler_jobs SET due_at = $1 WHERE id = ANY($2) AND due_at > $1`,
 	NextJob:     nextJobQuery,
+	// The windows' rows are taken: a fold committed meanwhile is read, and
+	// another process ending the same windows waits, then finds them not due.
+	DueWindows: `SELECT t.subscription_id, t.group_key, t.event_id, t.folded, t.window_length, coalesce(s.principal, ''), e.body
+		FROM throttle t LEFT JOIN subscriptions s ON s.id = t.subscription_id AND s.status = 'active'
+		LEFT JOIN events e ON e.id = t.event_id WHERE t.window_end <= $1 ORDER BY t.window_end LIMIT $2 FOR UPDATE OF t`,
+	DeliverWindow: `WITH d AS (UPDATE changes SET inbox_seq = inbox_seq + 1 WHERE id = 1 RETURNING inbox_seq)
+		INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, remaining, created_at)
+		SELECT d.inbox_seq, $1::text, $2::text[], 'event', $3::text, $4::integer, $5::timestamptz FROM d RETURNING seq`,
 }
 
 // conn runs the core's statements (storecore.DB) on the pool or in a

@@ -88,9 +88,6 @@ type batch struct {
 	// tells which target subscriptions are active.
 	routed   int64
 	isActive map[string]bool
-	// folded marks the throttled targets, by event and subscription, whose
-	// event was folded into a window.
-	folded map[[2]string]bool
 }
 
 // write runs the batch in tx; it starts over when tx is run again.
@@ -123,9 +120,6 @@ func (b *batch) write(tx pgx.Tx) error {
 		return err
 	}
 	if err := b.findDuplicates(ids, active); err != nil {
-		return err
-	}
-	if err := b.fold(); err != nil {
 		return err
 	}
 	return b.route()
@@ -218,16 +212,20 @@ func (b *batch) findDuplicates(ids, active []string) error {
 }
 
 // route writes the inbox rows of the new events, for the targets whose
-// subscriptions are still active, and adds the new events to the buffers
-// of their active cron and scheduled targets.
+// subscriptions are still active and not throttled, and adds the new
+// events to the buffers of their active cron and scheduled targets.
 func (b *batch) route() error {
+	targets, err := storecore.Fold(b.ctx, conn{b.tx}, b.pubs, b.fresh, b.isActive, b.now)
+	if err != nil {
+		return err
+	}
 	var principals, ids, events, bufSubs, bufEvents []string
 	index := make(map[[2]string]*subscriptions.InboxEntry)
 	for i, p := range b.pubs {
 		if !b.fresh[i] {
 			continue
 		}
-		b.entries[i] = storecore.GroupByPrincipal(storecore.Unfolded(p.Targets, p.Event.ID, b.folded), b.isActive)
+		b.entries[i] = storecore.GroupByPrincipal(targets[i], b.isActive)
 		for j := range b.entries[i] {
 			e := &b.entries[i][j]
 			principals = append(principals, e.Principal)

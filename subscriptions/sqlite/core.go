@@ -38,6 +38,11 @@ var queries = storecore.Queries{
 	ClaimJobs:   `UPDATE handler_jobs SET due_at = $1 WHERE id IN (SELECT value FROM json_each($2)) AND due_at <= $3 RETURNING id`,
 	ReleaseJobs: `UPDATE handler_jobs SET due_at = $1 WHERE id IN (SELECT value FROM json_each($2)) AND due_at > $1`,
 	NextJob:     nextJobQuery,
+	DueWindows: `SELECT t.subscription_id, t.group_key, t.event_id, t.folded, t.window_length, coalesce(s.principal, ''), e.body
+		FROM throttle t LEFT JOIN subscriptions s ON s.id = t.subscription_id AND s.status = 'active'
+		LEFT JOIN events e ON e.id = t.event_id WHERE t.window_end <= $1 ORDER BY t.window_end LIMIT $2`,
+	DeliverWindow: `INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, remaining, created_at)
+		SELECT ` + inboxHead + ` + 1, $1, $2, 'event', $3, $4, $5 RETURNING seq`,
 }
 
 // conn runs the core's statements (storecore.DB): on the read connections,

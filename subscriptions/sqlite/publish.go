@@ -75,9 +75,6 @@ type batch struct {
 	// entries are numbered from the next one.
 	head  int64
 	stmts map[string]*sql.Stmt
-	// folded marks the throttled targets, by event and subscription, whose
-	// event was folded into a window.
-	folded map[[2]string]bool
 }
 
 // Statements of a publish besides the multi-row INSERTs.
@@ -94,7 +91,7 @@ const (
 // prepare fetches the statements the transaction will use: they are
 // prepared before it takes the only write connection.
 func (b *batch) prepare() error {
-	queries := []string{findDuplicateQuery, publishStateQuery, activeQuery, insertBufferQuery, bufferSeqQuery, foldQuery}
+	queries := []string{findDuplicateQuery, publishStateQuery, activeQuery, insertBufferQuery, bufferSeqQuery, numbered(storecore.FoldQuery)}
 	for _, n := range chunkSizes(len(b.pubs), maxEventRows) {
 		queries = append(queries, insertEventsSQL[n])
 	}
@@ -131,7 +128,7 @@ func (b *batch) stmt(q string) *sql.Stmt { return b.tx.StmtContext(b.ctx, b.stmt
 // write runs the batch in tx.
 func (b *batch) write(tx *sql.Tx) error {
 	b.tx = tx
-	for _, step := range []func() error{b.insertEvents, b.findDuplicates, b.active, b.fold, b.route, b.buffer} {
+	for _, step := range []func() error{b.insertEvents, b.findDuplicates, b.active, b.route, b.buffer} {
 		if err := step(); err != nil {
 			return err
 		}
@@ -180,20 +177,24 @@ func (b *batch) findDuplicates() error {
 }
 
 // route writes the inbox rows of the new events, for the targets whose
-// subscriptions are still active: one matched before a pause, an expiry
-// or a deletion that committed first is left out.
+// subscriptions are still active (one matched before a pause, an expiry
+// or a deletion that committed first is left out) and not throttled.
 func (b *batch) route() error {
+	targets, err := storecore.Fold(b.ctx, conn{b.s, b.tx, new([]string)}, b.pubs, b.fresh, b.isActive, b.now)
+	if err != nil {
+		return err
+	}
 	b.entries = make([][]subscriptions.InboxEntry, len(b.pubs))
 	type row struct {
 		pub   int
 		entry int
 	}
 	var rows []row
-	for i, p := range b.pubs {
+	for i := range b.pubs {
 		if !b.fresh[i] {
 			continue
 		}
-		b.entries[i] = storecore.GroupByPrincipal(storecore.Unfolded(p.Targets, p.Event.ID, b.folded), b.isActive)
+		b.entries[i] = storecore.GroupByPrincipal(targets[i], b.isActive)
 		for j := range b.entries[i] {
 			rows = append(rows, row{i, j})
 		}

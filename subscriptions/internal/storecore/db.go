@@ -58,6 +58,9 @@ type Queries struct {
 	// The handler runner's statements (see DueJobs): the order of the due
 	// jobs, their runs, jobs' claim and release, and the next one due.
 	DueTurns, DueJobs, ClaimJobs, ReleaseJobs, NextJob string
+	// DueWindows reads the throttle windows ended by $1, at most $2 (see
+	// window); DeliverWindow writes and numbers the entry of one.
+	DueWindows, DeliverWindow string
 }
 
 // one reads the row of query, if there is one, into dest.

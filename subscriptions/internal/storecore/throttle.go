@@ -1,8 +1,7 @@
 package storecore
 
 import (
-	"encoding/json"
-	"fmt"
+	"context"
 	"slices"
 	"time"
 
@@ -10,84 +9,88 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// Window is an open throttle window whose end has come, as a store reads it.
-type Window struct {
-	SubscriptionID, Group, EventID string
-	Folded                         int
-	// Principal owns the subscription; "" when it is gone or not active.
-	Principal string
+// FoldQuery opens the throttle window of a group (the new row has folded 0)
+// or folds the event into the open one; past $5 open groups of the
+// subscription, a new group is $6 (migrations *_throttle.sql).
+const FoldQuery = `INSERT INTO throttle (subscription_id, group_key, event_id, window_end, window_length)
+	VALUES ($1, CASE WHEN EXISTS (SELECT 1 FROM throttle WHERE subscription_id = $1 AND group_key = $2)
+		OR (SELECT count(*) FROM throttle WHERE subscription_id = $1) < $5 THEN $2 ELSE $6 END, $3, $4, $7)
+	ON CONFLICT (subscription_id, group_key) DO UPDATE SET folded = throttle.folded + 1, event_id = excluded.event_id
+	RETURNING folded`
+
+// Fold opens or folds into, in db, the windows of the active throttled
+// targets (subscriptions.Target.Window) of the new events among pubs, and
+// returns the targets of each publication without those it folded.
+func Fold(ctx context.Context, db DB, pubs []subscriptions.Publication, fresh []bool, active map[string]bool, now time.Time) ([][]subscriptions.Target, error) {
+	out := make([][]subscriptions.Target, len(pubs))
+	for i, p := range pubs {
+		out[i] = p.Targets
+		for _, t := range p.Targets {
+			var n int
+			if !fresh[i] || t.Window == 0 || !active[t.SubscriptionID] {
+				continue
+			} else if err := one(ctx, db, FoldQuery, []any{t.SubscriptionID, t.Group, p.Event.ID, now.Add(t.Window),
+				mcpe.MaxThrottleGroups, mcpe.OverflowGroup, t.Window.Milliseconds()}, &n); err != nil {
+				return nil, err
+			} else if n > 0 {
+				out[i] = slices.DeleteFunc(slices.Clone(out[i]), func(o subscriptions.Target) bool { return o == t })
+			}
+		}
+	}
+	return out, nil
 }
 
-// WindowsDriver runs the statements of EndWindows in one transaction.
-type WindowsDriver interface {
-	// DueWindows returns up to limit windows ended at or before now,
-	// earliest first.
-	DueWindows(now time.Time, limit int) ([]Window, error)
-	// EndWindows opens a new window, from now, for each of reopen, with
-	// nothing folded, and deletes the windows of shut.
-	EndWindows(reopen, shut []Window, now time.Time) error
-	// Bodies, DrawSeqs and Insert are FireDriver's.
-	Bodies(bodies map[string]json.RawMessage) error
-	DrawSeqs(n int) (last int64, err error)
-	Insert(entries []Delivery, now time.Time) error
+// window is a throttle window whose end came, as Q.DueWindows reads it:
+// principal is "" when its subscription is not active, body nil when
+// retention removed its event.
+type window struct {
+	sub, group, event, principal string
+	folded                       int
+	length                       int64 // milliseconds
+	body                         []byte
 }
 
-// EndWindows implements subscriptions.Store's EndWindows through d.
-func EndWindows(d WindowsDriver, now time.Time, limit int) ([]subscriptions.InboxEntry, bool, error) {
+// EndWindows implements subscriptions.Store: each due window that folded
+// events of an active subscription becomes an inbox entry, numbered by
+// Q.DeliverWindow, and opens the next; any other closes.
+func (c *Core) EndWindows(ctx context.Context, now time.Time, limit int) (out []subscriptions.InboxEntry, more bool, err error) {
 	now = now.UTC()
-	due, err := d.DueWindows(now, limit)
-	if err != nil || len(due) == 0 {
-		return nil, false, err
-	}
-	bodies := make(map[string]json.RawMessage)
-	for _, w := range due {
-		bodies[w.EventID] = nil
-	}
-	if err := d.Bodies(bodies); err != nil {
-		return nil, false, err
-	}
-	var reopen, shut []Window
-	var list []Delivery
-	for _, w := range due {
-		// An event retention removed (the window outlived the dedup
-		// window while no server ran) cannot be delivered.
-		if w.Folded == 0 || w.Principal == "" || bodies[w.EventID] == nil {
-			shut = append(shut, w)
-			continue
+	err = c.Tx(ctx, nil, func(db DB) error {
+		var due []window
+		if err := db.Query(ctx, func(r Row) error {
+			var w window
+			err := r.Scan(&w.sub, &w.group, &w.event, &w.folded, &w.length, &w.principal, &w.body)
+			due = append(due, w)
+			return err
+		}, c.Q.DueWindows, now, limit); err != nil {
+			return err
 		}
-		reopen = append(reopen, w)
-		e := subscriptions.InboxEntry{Principal: w.Principal, SubscriptionIDs: []string{w.SubscriptionID},
-			Kind: mcpe.InboxEvent, Event: bodies[w.EventID], Remaining: w.Folded, CreatedAt: now}
-		list = append(list, Delivery{InboxEntry: e, EventID: &w.EventID})
-	}
-	entries := make([]subscriptions.InboxEntry, len(list))
-	if len(list) > 0 {
-		last, err := d.DrawSeqs(len(list))
-		if err != nil {
-			return nil, false, fmt.Errorf("draw sequence numbers: %w", err)
+		out, more = nil, len(due) == limit
+		for _, w := range due {
+			e := subscriptions.InboxEntry{Principal: w.principal, SubscriptionIDs: []string{w.sub}, Kind: mcpe.InboxEvent,
+				Event: w.body, Remaining: w.folded, CreatedAt: now}
+			var err error
+			if w.folded == 0 || w.principal == "" || w.body == nil {
+				_, err = db.Exec(ctx, `DELETE FROM throttle WHERE subscription_id = $1 AND group_key = $2`, w.sub, w.group)
+			} else if err = one(ctx, db, c.Q.DeliverWindow, []any{w.principal, e.SubscriptionIDs, w.event, w.folded, now}, &e.Seq); err == nil {
+				out = append(out, e)
+				_, err = db.Exec(ctx, `UPDATE throttle SET folded = 0, window_end = $3 WHERE subscription_id = $1 AND group_key = $2`,
+					w.sub, w.group, now.Add(time.Duration(w.length)*time.Millisecond))
+			}
+			if err != nil {
+				return err
+			}
 		}
-		for i := range list {
-			list[i].Seq = last - int64(len(list)-1-i)
-			entries[i] = list[i].InboxEntry
-		}
-		if err := d.Insert(list, now); err != nil {
-			return nil, false, fmt.Errorf("write inbox entries: %w", err)
-		}
-	}
-	if err := d.EndWindows(reopen, shut, now); err != nil {
-		return nil, false, fmt.Errorf("end throttle windows: %w", err)
-	}
-	return entries, len(due) == limit, nil
+		return nil
+	})
+	return out, more, err
 }
 
-// Unfolded returns the targets of event without the throttled ones
-// (subscriptions.Target.Window) that Publish folded into a window, as
-// folded names them by event and subscription.
-func Unfolded(targets []subscriptions.Target, event string, folded map[[2]string]bool) []subscriptions.Target {
-	if len(folded) == 0 {
-		return targets
+// NextWindowEnd implements subscriptions.Store.
+func (c *Core) NextWindowEnd(ctx context.Context) (time.Time, bool, error) {
+	var end *time.Time
+	if err := one(ctx, c.DB, `SELECT min(window_end) FROM throttle`, nil, &end); err != nil || end == nil {
+		return time.Time{}, false, err
 	}
-	return slices.DeleteFunc(slices.Clone(targets), func(t subscriptions.Target) bool {
-		return t.Window > 0 && folded[[2]string{event, t.SubscriptionID}]
-	})
+	return *end, true, nil
 }
