@@ -48,23 +48,24 @@ func (c *Core) DeletePrincipalsWithPrefix(ctx context.Context, prefix string) (n
 // deletePrefix deletes, in tx, everything owned by principals whose name
 // starts with prefix, and returns how many subscriptions went.
 func (c *Core) deletePrefix(ctx context.Context, tx DB, prefix string) (int, error) {
+	if c.Q.LockPrefix != "" {
+		if _, err := tx.Exec(ctx, c.Q.LockPrefix, prefix); err != nil {
+			return 0, err
+		}
+	}
 	match := ` WHERE ` + c.Q.Prefix
-	queries := []string{
+	var subs int64
+	for i, q := range []string{
 		`DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions` + match + `)`,
 		`DELETE FROM inbox` + match, // before the subscriptions, as in DeletePrincipal
 		`DELETE FROM subscriptions` + match,
 		`DELETE FROM principals` + match,
-	}
-	if c.Q.LockPrefix != "" {
-		queries = append([]string{c.Q.LockPrefix}, queries...)
-	}
-	var subs int64
-	for _, q := range queries {
+	} {
 		n, err := tx.Exec(ctx, q, prefix)
 		if err != nil {
 			return 0, err
 		}
-		if q == queries[len(queries)-2] {
+		if i == 2 {
 			subs = n
 		}
 	}
