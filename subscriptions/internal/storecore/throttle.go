@@ -88,9 +88,5 @@ func (c *Core) EndWindows(ctx context.Context, now time.Time, limit int) (out []
 
 // NextWindowEnd implements subscriptions.Store.
 func (c *Core) NextWindowEnd(ctx context.Context) (time.Time, bool, error) {
-	var end *time.Time
-	if err := one(ctx, c.DB, `SELECT min(window_end) FROM throttle`, nil, &end); err != nil || end == nil {
-		return time.Time{}, false, err
-	}
-	return *end, true, nil
+	return c.earliest(ctx, `SELECT min(window_end) FROM throttle`)
 }
