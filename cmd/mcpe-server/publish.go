@@ -132,7 +132,7 @@ func readData(v string, stdin io.Reader) (json.RawMessage, error) {
 	case v == "":
 		return nil, nil
 	case v == "-":
-		b, err := io.ReadAll(io.LimitReader(stdin, httpapi.DefaultMaxBodyBytes+1))
+		b, err := io.ReadAll(io.LimitReader(stdin, httpapi.MaxBodyBytes+1))
 		return b, err
 	case strings.HasPrefix(v, "@"):
 		b, err := os.ReadFile(v[1:])

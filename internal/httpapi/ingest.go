@@ -19,15 +19,13 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// DefaultMaxBodyBytes is the body limit when IngestOptions.MaxBodyBytes is zero.
-const DefaultMaxBodyBytes = 1 << 20
+// MaxBodyBytes bounds a request body.
+const MaxBodyBytes = 1 << 20
 
 // IngestOptions configure the handler.
 type IngestOptions struct {
 	// Publisher is required.
 	Publisher subscriptions.Publisher
-	// MaxBodyBytes bounds the request body; zero means DefaultMaxBodyBytes.
-	MaxBodyBytes int64
 	// Tokens, when not empty, are the bearer tokens a publisher must send.
 	Tokens *Tokens
 	// Clock stamps events that come without a timestamp; nil is the wall
@@ -44,18 +42,8 @@ type IngestOptions struct {
 
 // Ingest serves POST /v1/events.
 type Ingest struct {
-	opts IngestOptions
-}
-
-// Validate checks the settings of o; NewIngest also requires a Publisher.
-// An error is an *mcpe.InvalidError whose Field is the setting's key in the
-// configuration file, relative to the ingest section, such as
-// "maxBodyBytes".
-func (o *IngestOptions) Validate() error {
-	if o.MaxBodyBytes < 0 {
-		return mcpe.Invalid("maxBodyBytes", "is %d; give a positive number of bytes, or leave it out for %d", o.MaxBodyBytes, DefaultMaxBodyBytes)
-	}
-	return nil
+	opts    IngestOptions
+	maxBody int64 // MaxBodyBytes unless a test sets less
 }
 
 // NewIngest returns the handler of POST /v1/events.
@@ -63,13 +51,9 @@ func NewIngest(opts IngestOptions) (*Ingest, error) {
 	if opts.Publisher == nil {
 		return nil, errors.New("httpapi: IngestOptions.Publisher is required")
 	}
-	if err := opts.Validate(); err != nil {
-		return nil, fmt.Errorf("httpapi: %w", err)
-	}
-	opts.MaxBodyBytes = cmp.Or(opts.MaxBodyBytes, DefaultMaxBodyBytes)
 	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
-	return &Ingest{opts: opts}, nil
+	return &Ingest{opts: opts, maxBody: MaxBodyBytes}, nil
 }
 
 // IngestResponse is the body of a 202 answer.
@@ -99,12 +83,12 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			"send the event as JSON with \"Content-Type: application/json\" (with curl: -H 'Content-Type: application/json')")
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.opts.MaxBodyBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
 	if err != nil {
 		var tooLarge *http.MaxBytesError
 		if errors.As(err, &tooLarge) {
 			h.refuse(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
-				fmt.Sprintf("the body is larger than this server's limit of %d bytes; send less data, or ask the operator to raise ingest.maxBodyBytes", h.opts.MaxBodyBytes))
+				fmt.Sprintf("the body is larger than this server's limit of %d bytes; send less data", h.maxBody))
 			return
 		}
 		h.refuse(w, http.StatusBadRequest, CodeInvalidJSON, "could not read the body: "+err.Error())

@@ -66,10 +66,11 @@ func FuzzIngest(f *testing.F) {
 	}
 	fx := newFixture(f, IngestOptions{})
 	rec := &lastEvent{Publisher: fx.svc}
-	h, err := NewIngest(IngestOptions{Publisher: rec, MaxBodyBytes: 4096, Clock: clock.NewFake(now)})
+	h, err := NewIngest(IngestOptions{Publisher: rec, Clock: clock.NewFake(now)})
 	if err != nil {
 		f.Fatal(err)
 	}
+	h.maxBody = 4096
 	f.Fuzz(func(t *testing.T, body []byte) {
 		r := httptest.NewRequest(http.MethodPost, "/v1/events", strings.NewReader(string(body)))
 		r.Header.Set("Content-Type", "application/json")

@@ -564,7 +564,8 @@ func TestBodyLimit(t *testing.T) {
 		return `{"type": "a` + strings.Repeat("b", n-len(frame)) + `"}`
 	}
 	t.Run("at the limit", func(t *testing.T) {
-		f := newFixture(t, IngestOptions{MaxBodyBytes: limit})
+		f := newFixture(t, IngestOptions{})
+		f.handler.(*Ingest).maxBody = limit
 		b := body(limit)
 		if len(b) != limit {
 			t.Fatalf("test body is %d bytes, want %d", len(b), limit)
@@ -575,12 +576,14 @@ func TestBodyLimit(t *testing.T) {
 		}
 	})
 	t.Run("one byte over", func(t *testing.T) {
-		f := newFixture(t, IngestOptions{MaxBodyBytes: limit})
+		f := newFixture(t, IngestOptions{})
+		f.handler.(*Ingest).maxBody = limit
 		checkRefusal(t, f, f.post(t, body(limit+1)), refusal{http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
-			"the body is larger than this server's limit of 64 bytes; send less data, or ask the operator to raise ingest.maxBodyBytes"})
+			"the body is larger than this server's limit of 64 bytes; send less data"})
 	})
 	t.Run("far over", func(t *testing.T) {
-		f := newFixture(t, IngestOptions{MaxBodyBytes: limit})
+		f := newFixture(t, IngestOptions{})
+		f.handler.(*Ingest).maxBody = limit
 		checkRefusal(t, f, f.post(t, body(10*limit)), refusal{http.StatusRequestEntityTooLarge, CodeBodyTooLarge, "limit of 64 bytes"})
 	})
 }
@@ -648,7 +651,6 @@ func TestNewHandlerOptions(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no publisher", opts: IngestOptions{}, wantErr: "IngestOptions.Publisher is required"},
-		{name: "negative body limit", opts: IngestOptions{Publisher: failingPublisher{}, MaxBodyBytes: -1}, wantErr: "httpapi: maxBodyBytes: is -1; give a positive number of bytes, or leave it out for 1048576"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -662,7 +664,7 @@ func TestNewHandlerOptions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.opts.MaxBodyBytes != DefaultMaxBodyBytes {
-		t.Errorf("MaxBodyBytes = %d, want the default %d", h.opts.MaxBodyBytes, DefaultMaxBodyBytes)
+	if h.maxBody != MaxBodyBytes {
+		t.Errorf("maxBody = %d, want %d", h.maxBody, MaxBodyBytes)
 	}
 }
