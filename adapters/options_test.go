@@ -24,8 +24,7 @@ func TestReceiverOptionsCheck(t *testing.T) {
 		opts    ReceiverOptions
 		wantErr string
 	}{
-		{name: "no publisher", opts: ReceiverOptions{MaxBodyBytes: -1}, wantErr: "src: Options.Publisher is required"},
-		{name: "negative body limit", opts: ReceiverOptions{Publisher: pub, MaxBodyBytes: -1}, wantErr: "src: maxBodyBytes: is -1; give a positive number of bytes, or leave it out for 1048576"},
+		{name: "no publisher", opts: ReceiverOptions{}, wantErr: "src: Options.Publisher is required"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := tc.opts.Check("src")
@@ -39,7 +38,7 @@ func TestReceiverOptionsCheck(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Publisher != pub || got.MaxBodyBytes != DefaultMaxBodyBytes || got.Clock == nil || got.Logger == nil {
+	if got.Publisher != pub || got.Clock == nil || got.Logger == nil {
 		t.Errorf("defaults: %+v", got)
 	}
 	if got.Logger.Enabled(context.Background(), slog.LevelError) {
@@ -48,7 +47,7 @@ func TestReceiverOptionsCheck(t *testing.T) {
 
 	fake := clock.NewFake(time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC))
 	logger := slog.New(slog.DiscardHandler)
-	given := ReceiverOptions{Publisher: pub, MaxBodyBytes: 512, Clock: fake, Logger: logger}
+	given := ReceiverOptions{Publisher: pub, Clock: fake, Logger: logger}
 	if got, err := given.Check("src"); err != nil || got != given {
 		t.Errorf("Check(%+v) = %+v, %v; want it unchanged", given, got, err)
 	}

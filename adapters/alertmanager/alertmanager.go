@@ -69,9 +69,6 @@ type Options struct {
 	// DefaultSeverityPriorities; a map given replaces it. A severity it
 	// does not list, or no severity label, gives normal.
 	SeverityPriorities map[string]mcpe.Priority
-	// MaxBodyBytes bounds a notification; zero means
-	// adapters.DefaultMaxBodyBytes.
-	MaxBodyBytes int64
 	// Clock stamps alerts that come without a time; nil is the wall clock.
 	Clock clock.Clock
 	// Logger defaults to discarding.
@@ -98,9 +95,6 @@ var _ adapters.Source = (*Adapter)(nil)
 // configuration file, relative to the adapter's section, such as
 // "severityPriorities.page".
 func (o *Options) Validate() error {
-	if err := (adapters.ReceiverOptions{MaxBodyBytes: o.MaxBodyBytes}).Validate(); err != nil {
-		return err
-	}
 	_, err := severityPriorities(o.SeverityPriorities)
 	return err
 }
@@ -110,7 +104,7 @@ func New(opts Options) (*Adapter, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("alertmanager: %w", err)
 	}
-	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, MaxBodyBytes: opts.MaxBodyBytes, Clock: opts.Clock, Logger: opts.Logger}.Check("alertmanager")
+	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, Clock: opts.Clock, Logger: opts.Logger}.Check("alertmanager")
 	if err != nil {
 		return nil, err
 	}
@@ -119,7 +113,7 @@ func New(opts Options) (*Adapter, error) {
 		pub:        ro.Publisher,
 		tokens:     opts.Tokens,
 		severities: severities,
-		maxBody:    ro.MaxBodyBytes,
+		maxBody:    adapters.DefaultMaxBodyBytes,
 		clock:      ro.Clock,
 		log:        ro.Logger,
 	}

@@ -52,7 +52,7 @@
 //   - 400: the notification as a whole is unusable (not JSON, not version
 //     "4", no alerts array), or every one of its alerts was refused.
 //   - 401: a token is configured and the request has none or another one.
-//   - 405, 413 (body over Options.MaxBodyBytes, more than MaxAlerts
+//   - 405, 413 (body over 1 MiB, more than MaxAlerts
 //     alerts), 415 (not application/json).
 //   - 500: an alert could not be stored. Alertmanager retries the whole
 //     notification; the alerts accepted before the failure are then

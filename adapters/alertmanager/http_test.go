@@ -116,7 +116,10 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, pub := newTestAdapter(t, func(o *Options) { o.MaxBodyBytes = tt.maxBody })
+			a, pub := newTestAdapter(t, nil)
+			if tt.maxBody > 0 {
+				a.maxBody = tt.maxBody
+			}
 			w := adaptertest.Serve(a, adaptertest.Request(tt.method, Endpoint, tt.contentType, tt.body))
 			if w.Code != tt.wantStatus {
 				t.Fatalf("status = %d, want %d; body %s", w.Code, tt.wantStatus, w.Body)
@@ -204,7 +207,6 @@ func TestNew(t *testing.T) {
 		wantErr string
 	}{
 		{name: "no publisher", opts: Options{}, wantErr: "Options.Publisher is required"},
-		{name: "negative body limit", opts: Options{Publisher: pub, MaxBodyBytes: -1}, wantErr: "alertmanager: maxBodyBytes: is -1"},
 		{name: "bad priority", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"page": "urgent"}}, wantErr: `alertmanager: severityPriorities.page: "urgent" is not a priority`},
 		{name: "conflicting case", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"Page": "high", "page": "critical"}}, wantErr: `severity "page" both`},
 		{name: "same priority in two cases", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"Page": "high", "page": "high"}}},

@@ -136,7 +136,7 @@
 //     form without payload), no X-GitHub-Event or X-GitHub-Delivery, or a
 //     payload that does not fit its event kind; the message says what.
 //   - 401: no valid X-Hub-Signature-256.
-//   - 405 (not POST), 413 (body over Options.MaxBodyBytes), 415 (another
+//   - 405 (not POST), 413 (body over 25 MiB), 415 (another
 //     content type).
 //   - 500: the event could not be stored; GitHub marks the delivery failed
 //     and it can be redelivered, which the dedup then accepts once.

@@ -113,11 +113,6 @@ type Options struct {
 	// given replaces it, and an empty map gives every labelled event normal
 	// priority. When several labels match, the highest priority wins.
 	PriorityLabels map[string]mcpe.Priority
-	// MaxBodyBytes bounds a delivery; zero means
-	// adapters.DefaultMaxBodyBytes (1 MiB). GitHub sends at most 25 MB,
-	// and larger pushes and pull requests come close to 1 MiB only with
-	// very long bodies or thousands of commits.
-	MaxBodyBytes int64
 	// Clock stamps events whose payload carries no time; nil is the wall
 	// clock.
 	Clock clock.Clock
@@ -144,9 +139,6 @@ var _ adapters.Source = (*Adapter)(nil)
 // configuration file, relative to the adapter's section, such as "secret"
 // or "priorityLabels.P1".
 func (o *Options) Validate() error {
-	if err := (adapters.ReceiverOptions{MaxBodyBytes: o.MaxBodyBytes}).Validate(); err != nil {
-		return err
-	}
 	if len(o.Secret) == 0 {
 		return mcpe.Invalid("secret", "is required: the secret entered in the webhook's settings on GitHub, which signs every delivery")
 	}
@@ -159,7 +151,7 @@ func New(opts Options) (*Adapter, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("github: %w", err)
 	}
-	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, MaxBodyBytes: opts.MaxBodyBytes, Clock: opts.Clock, Logger: opts.Logger}.Check("github")
+	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, Clock: opts.Clock, Logger: opts.Logger}.Check("github")
 	if err != nil {
 		return nil, err
 	}
@@ -168,7 +160,7 @@ func New(opts Options) (*Adapter, error) {
 		pub:     ro.Publisher,
 		secret:  slices.Clone(opts.Secret),
 		labels:  labels,
-		maxBody: ro.MaxBodyBytes,
+		maxBody: 25 << 20, // the most GitHub sends
 		clock:   ro.Clock,
 		log:     ro.Logger,
 	}

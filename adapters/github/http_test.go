@@ -69,7 +69,10 @@ func TestRefusals(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			a, pub := newTestAdapter(t, func(o *Options) { o.MaxBodyBytes = tt.maxBody })
+			a, pub := newTestAdapter(t, nil)
+			if tt.maxBody > 0 {
+				a.maxBody = tt.maxBody
+			}
 			r := tt.d.request()
 			if tt.method != "" {
 				r.Method = tt.method
@@ -237,7 +240,6 @@ func TestNew(t *testing.T) {
 		{name: "no publisher", opts: Options{Secret: testSecret}, wantErr: "Options.Publisher is required"},
 		{name: "no secret", opts: Options{Publisher: pub}, wantErr: "github: secret: is required"},
 		{name: "empty secret", opts: Options{Publisher: pub, Secret: []byte{}}, wantErr: "github: secret: is required"},
-		{name: "negative body limit", opts: Options{Publisher: pub, Secret: testSecret, MaxBodyBytes: -1}, wantErr: "github: maxBodyBytes: is -1"},
 		{name: "bad priority", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"P1": "urgent"}}, wantErr: `github: priorityLabels.P1: "urgent" is not a priority`},
 		{name: "label without letters", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"!!!": "high"}}, wantErr: `the label "!!!", which has no letter or digit`},
 		{name: "conflicting spellings", opts: Options{Publisher: pub, Secret: testSecret, PriorityLabels: map[string]mcpe.Priority{"Priority: High": "high", "priority/high": "critical"}}, wantErr: `label "priority high" both`},
@@ -247,7 +249,9 @@ func TestNew(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			a, err := New(tt.opts)
-			adaptertest.CheckNew(t, a, err, tt.wantErr)
+			if adaptertest.CheckNew(t, a, err, tt.wantErr) && a.maxBody != 25<<20 {
+				t.Errorf("max body %d, want 25 MiB, the most GitHub sends", a.maxBody)
+			}
 		})
 	}
 }

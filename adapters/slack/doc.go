@@ -11,7 +11,7 @@
 // before the body is read, and the MAC, compared in constant time, before
 // the body is parsed. A missing, repeated or malformed header, a timestamp
 // that is not whole seconds in ASCII digits or is more than
-// Options.Tolerance (5 minutes) from the clock in either direction, and a
+// Tolerance (5 minutes) from the clock in either direction, and a
 // wrong MAC are answered 401 with a JSON refusal, and nothing is published.
 //
 // # Requests
@@ -77,7 +77,7 @@
 //
 // Slack counts any 2xx within 3 seconds as delivered and retries anything
 // else. 200 is the answer to everything accepted; 400 (a body that is not
-// an Events API request), 413 (body over Options.MaxBodyBytes) and 415
+// an Events API request), 413 (body over 1 MiB) and 415
 // carry X-Slack-No-Retry: 1, since a retry would be refused the same way;
 // 401 does not, so that retries pass once the secret or the clock is set
 // right; 405 answers anything but POST; 500 (the event could not be

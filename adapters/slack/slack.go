@@ -1,7 +1,6 @@
 package slack
 
 import (
-	"cmp"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -33,9 +32,9 @@ const (
 	HeaderNoRetry = "X-Slack-No-Retry"
 )
 
-// DefaultTolerance is how far a request's timestamp may be from the
+// Tolerance is how far a request's timestamp may be from the
 // server's clock, in either direction, as Slack recommends.
-const DefaultTolerance = 5 * time.Minute
+const Tolerance = 5 * time.Minute
 
 // Limits on what one event keeps of Slack's payload.
 const (
@@ -73,13 +72,6 @@ type Options struct {
 	// SigningSecret is the Slack app's Signing Secret (Basic Information,
 	// App Credentials); required. Every request must be signed with it.
 	SigningSecret []byte
-	// Tolerance is how far X-Slack-Request-Timestamp may be from the
-	// clock, in either direction, before a request is refused as a
-	// possible replay; zero means DefaultTolerance.
-	Tolerance time.Duration
-	// MaxBodyBytes bounds a request; zero means
-	// adapters.DefaultMaxBodyBytes.
-	MaxBodyBytes int64
 	// Clock checks request timestamps and stamps events whose event_time
 	// is unusable; nil is the wall clock.
 	Clock clock.Clock
@@ -106,17 +98,11 @@ var _ adapters.Source = (*Adapter)(nil)
 // configuration file, relative to the adapter's section, such as
 // "signingSecret".
 func (o *Options) Validate() error {
-	if err := (adapters.ReceiverOptions{MaxBodyBytes: o.MaxBodyBytes}).Validate(); err != nil {
-		return err
-	}
 	if len(o.SigningSecret) == 0 {
 		return mcpe.Invalid("signingSecret", "is required; copy the Signing Secret from the app's Basic Information page at https://api.slack.com/apps")
 	}
 	if s := string(o.SigningSecret); strings.TrimSpace(s) != s {
 		return mcpe.Invalid("signingSecret", "starts or ends with white space, which would make every signature wrong; copy the Signing Secret without spaces or line breaks")
-	}
-	if o.Tolerance < 0 {
-		return mcpe.Invalid("tolerance", "is %v; give a positive duration, or leave it out for %v", o.Tolerance, DefaultTolerance)
 	}
 	return nil
 }
@@ -126,16 +112,15 @@ func New(opts Options) (*Adapter, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("slack: %w", err)
 	}
-	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, MaxBodyBytes: opts.MaxBodyBytes, Clock: opts.Clock, Logger: opts.Logger}.Check("slack")
+	ro, err := adapters.ReceiverOptions{Publisher: opts.Publisher, Clock: opts.Clock, Logger: opts.Logger}.Check("slack")
 	if err != nil {
 		return nil, err
 	}
-	opts.Tolerance = cmp.Or(opts.Tolerance, DefaultTolerance)
 	a := &Adapter{
 		pub:       ro.Publisher,
 		secret:    append([]byte(nil), opts.SigningSecret...),
-		tolerance: opts.Tolerance,
-		maxBody:   ro.MaxBodyBytes,
+		tolerance: Tolerance,
+		maxBody:   adapters.DefaultMaxBodyBytes,
 		clock:     ro.Clock,
 		log:       ro.Logger,
 	}

@@ -107,11 +107,7 @@ func (g *GitHubAdapter) Options() (github.Options, error) {
 	if err != nil {
 		return github.Options{}, err
 	}
-	return github.Options{
-		Secret:         []byte(secret),
-		PriorityLabels: Priorities(g.PriorityLabels),
-		MaxBodyBytes:   25 << 20, // the most GitHub sends
-	}, nil
+	return github.Options{Secret: []byte(secret), PriorityLabels: Priorities(g.PriorityLabels)}, nil
 }
 
 // Options returns the Slack receiver's options as configured, with the

@@ -113,7 +113,7 @@ adapters:
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(github.Options{Secret: []byte("gh"), PriorityLabels: map[string]mcpe.Priority{"P0": mcpe.PriorityCritical}, MaxBodyBytes: 25 << 20}, gh); diff != "" {
+	if diff := cmp.Diff(github.Options{Secret: []byte("gh"), PriorityLabels: map[string]mcpe.Priority{"P0": mcpe.PriorityCritical}}, gh); diff != "" {
 		t.Errorf("github options mismatch (-want +got):\n%s", diff)
 	}
 	sl, err := c.Adapters.Slack.Options()
