@@ -4,7 +4,9 @@
 // events_poll page. It starts the built binary over stdio, speaks JSON-RPC
 // to it line by line (so the bytes counted are the bytes a client reads),
 // and posts the events to the adapters and /v1/events over HTTP.
-// Approximate tokens are bytes/4.
+// Approximate tokens are bytes/4. A tool's answer is counted whole and as
+// the text content a host shows the model (the answer also carries it as
+// structuredContent).
 //
 //	go build -o /tmp/mcpe-server ./cmd/mcpe-server
 //	go run ./bench/wire -bin /tmp/mcpe-server
@@ -84,13 +86,36 @@ func main() {
 	if *withFields {
 		modes = append(modes, true)
 	}
-	fmt.Println("| what | bytes | ~tokens (bytes/4) |\n|---|---:|---:|")
-	row := func(what string, n int) { fmt.Printf("| %s | %d | %d |\n", what, n, (n+2)/4) }
+	fmt.Println("| what | bytes on the wire | ~tokens (bytes/4) | a tool's text content |\n|---|---:|---:|---:|")
+	row := func(what string, line []byte) {
+		text := ""
+		var r struct {
+			Result struct{ Content []struct{ Text string } }
+		}
+		if json.Unmarshal(line, &r) == nil && len(r.Result.Content) > 0 {
+			text = fmt.Sprintf("%d (~%d tokens)", len(r.Result.Content[0].Text), (len(r.Result.Content[0].Text)+2)/4)
+		}
+		fmt.Printf("| %s | %d | %d | %s |\n", what, len(line), (len(line)+2)/4, text)
+	}
 	for _, handlers := range []bool{false, true} {
 		s := start(*bin, handlers)
-		row(map[bool]string{false: "tools/list, handlers off", true: "tools/list, bash and webhook handlers on"}[handlers], len(s.call("tools/list", `{}`)))
+		row(map[bool]string{false: "tools/list, handlers off", true: "tools/list, bash and webhook handlers on"}[handlers], s.call("tools/list", `{}`))
 		s.stop()
 	}
+	// The catalog, with every adapter configured (an upstream MCP server
+	// included) and three types posted to /v1/events.
+	s := start(*bin, false)
+	for _, t := range []string{"deploy.started", "deploy.failed", "build.done"} {
+		s.post(source{path: "/v1/events", body: func() []byte { return []byte(`{"type": "` + t + `", "data": {}}`) }, headers: func([]byte) map[string]string { return nil }})
+	}
+	for _, c := range []struct{ what, pattern string }{{"events_catalog overview", ""}, {"events_catalog *deploy*", "*deploy*"}, {"events_catalog *", "*"}, {"events_catalog github.issues.opened", "github.issues.opened"}} {
+		args := `{}`
+		if c.pattern != "" {
+			args = fmt.Sprintf(`{"pattern": %q}`, c.pattern)
+		}
+		row(c.what, s.call("tools/call", `{"name": "events_catalog", "arguments": `+args+`}`))
+	}
+	s.stop()
 	for _, fields := range modes {
 		s := start(*bin, false)
 		suffix := map[bool]string{false: "", true: " with fields"}[fields]
@@ -112,7 +137,7 @@ func main() {
 			if os.Getenv("WIRE_SHOW") != "" {
 				fmt.Fprintf(os.Stderr, "%s\n", n)
 			}
-			row(src.name+" notification"+suffix, len(n))
+			row(src.name+" notification"+suffix, n)
 		}
 		for i := 0; i < 4; i++ {
 			for _, src := range sources {
@@ -125,7 +150,7 @@ func main() {
 		if os.Getenv("WIRE_SHOW") != "" {
 			fmt.Fprintf(os.Stderr, "%s\n", page)
 		}
-		row("events_poll page of 20 events"+suffix, len(page))
+		row("events_poll page of 20 events"+suffix, page)
 		s.stop()
 	}
 }
@@ -147,7 +172,8 @@ func start(bin string, handlers bool) *server {
 	}
 	addr := l.Addr().String()
 	l.Close()
-	cfg := fmt.Sprintf("http:\n  addr: %q\nadapters:\n  github:\n    secret: {token: %q}\n  slack:\n    signingSecret: {token: %q}\n  alertmanager: {}\n", addr, secret, secret)
+	cfg := fmt.Sprintf("http:\n  addr: %q\nadapters:\n  github:\n    secret: {token: %q}\n  slack:\n    signingSecret: {token: %q}\n  alertmanager: {}\n  mcp:\n    upstreams:\n      - name: files\n        command: [%q, --stdio, --db, %q]\n",
+		addr, secret, secret, bin, filepath.Join(dir, "upstream.db"))
 	if handlers {
 		cfg += "handlers:\n  bash:\n    sandbox: off\n    commands:\n      notify:\n        path: /bin/true\n  webhook:\n    enabled: true\n"
 	}
