@@ -17,7 +17,7 @@ import (
 const takeAhead = 4
 
 // shareTaken bounds the jobs of one principal taken and not yet recorded.
-func (r *Runner) shareTaken() int { return takeAhead * r.opts.PerPrincipal }
+func (r *Runner) shareTaken() int { return takeAhead * r.perPrincipal }
 
 // lease is how long a job the store hands out stays claimed for this
 // runner (subscriptions.JobQuery.Lease), so that another process sharing
@@ -74,7 +74,7 @@ func (r *Runner) next() *subscriptions.Invocation {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	for r.ctx.Err() == nil {
-		if inv := r.queue.pop(r.opts.PerPrincipal); inv != nil {
+		if inv := r.queue.pop(r.perPrincipal); inv != nil {
 			return inv
 		}
 		r.ready.Wait()

@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"cmp"
 	"context"
 	"log/slog"
 	"time"
@@ -41,10 +40,6 @@ type Options struct {
 	// progress; zero means DefaultConcurrency. Each handler may bound its
 	// own runs further.
 	Concurrency int
-	// PerPrincipal bounds the runs of one principal in progress, and so
-	// the workers its runs can hold; zero means DefaultPerPrincipal, a
-	// quarter of Concurrency. At most Concurrency.
-	PerPrincipal int
 	// RunTimeout is a ceiling on one run, above the handlers' own
 	// timeouts; zero means DefaultRunTimeout.
 	RunTimeout time.Duration
@@ -61,20 +56,8 @@ func (o *Options) Validate() error {
 	if o.Concurrency < 0 {
 		return mcpe.Invalid("concurrency", "is %d; give a positive number, or leave it out for %d", o.Concurrency, DefaultConcurrency)
 	}
-	if o.PerPrincipal < 0 {
-		return mcpe.Invalid("perPrincipal", "is %d; give a positive number, or leave it out for a quarter of concurrency", o.PerPrincipal)
-	}
-	if c := cmp.Or(o.Concurrency, DefaultConcurrency); o.PerPrincipal > c {
-		return mcpe.Invalid("perPrincipal", "is %d, more than concurrency (%d); give at most %d", o.PerPrincipal, c, c)
-	}
 	if t := o.RunTimeout; t != 0 && (t < time.Second || t > 24*time.Hour) {
 		return mcpe.Invalid("runTimeout", "is %v; give a duration from 1s to 24h, or leave it out for %v", t, DefaultRunTimeout)
 	}
 	return nil
-}
-
-// DefaultPerPrincipal is the most runs of one principal in progress when
-// Options.PerPrincipal is zero: a quarter of concurrency, at least 1.
-func DefaultPerPrincipal(concurrency int) int {
-	return max(1, cmp.Or(concurrency, DefaultConcurrency)/4)
 }

@@ -7,16 +7,16 @@
 // outcome is stored, so a run cut short by a crash or a stop runs again at the
 // next start: handlers run at least once per delivery.
 //
-// Principals share the workers fairly. One principal has at most
-// Options.PerPrincipal runs in progress, so that runs that hang hold no
+// Principals share the workers fairly. One principal has at most a
+// quarter of Concurrency runs in progress, so that runs that hang hold no
 // more workers than that, and at most four times as many jobs taken
 // (running, waiting for a worker or being recorded), as the runner takes at
 // most four times Concurrency. A free worker goes to the waiting principal
 // with the fewest runs in progress, and the store hands out the jobs of the
 // principals with the fewest in flight first. A principal whose runs hang
 // for their whole timeout does not delay another's while workers are free,
-// which they are unless Concurrency / PerPrincipal principals hold their
-// share.
+// which they are unless four principals (Concurrency, when fewer than four)
+// hold their share.
 package handlers
 
 import (
@@ -49,6 +49,8 @@ const (
 type Runner struct {
 	opts Options
 	log  *slog.Logger
+	// perPrincipal bounds one principal's runs in progress.
+	perPrincipal int
 
 	wake chan struct{}
 	done chan subscriptions.JobDone
@@ -81,20 +83,20 @@ func New(opts Options) (*Runner, error) {
 		return nil, fmt.Errorf("handlers: %w", err)
 	}
 	opts.Concurrency = cmp.Or(opts.Concurrency, DefaultConcurrency)
-	opts.PerPrincipal = cmp.Or(opts.PerPrincipal, DefaultPerPrincipal(opts.Concurrency))
 	if opts.RunTimeout <= 0 {
 		opts.RunTimeout = DefaultRunTimeout
 	}
 	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	r := &Runner{
-		opts:     opts,
-		log:      opts.Logger,
-		wake:     make(chan struct{}, 1),
-		done:     make(chan subscriptions.JobDone, opts.Concurrency),
-		taken:    make(map[string]string),
-		inFlight: make(map[string]int),
-		queue:    newFairQueue(),
+		opts:         opts,
+		log:          opts.Logger,
+		perPrincipal: max(1, opts.Concurrency/4),
+		wake:         make(chan struct{}, 1),
+		done:         make(chan subscriptions.JobDone, opts.Concurrency),
+		taken:        make(map[string]string),
+		inFlight:     make(map[string]int),
+		queue:        newFairQueue(),
 	}
 	r.ready = sync.NewCond(&r.mu)
 	return r, nil
