@@ -40,8 +40,6 @@ type SchedulerOptions struct {
 	Clock clock.Clock
 	// Logger defaults to discarding.
 	Logger *slog.Logger
-	// Retry is the wait after a failed fire; zero means DefaultRetry.
-	Retry time.Duration
 }
 
 // Scheduler fires the due subscriptions of one buffered channel. It keeps
@@ -54,7 +52,6 @@ type Scheduler struct {
 	firer   Firer
 	clock   clock.Clock
 	log     *slog.Logger
-	retry   time.Duration
 
 	mu      sync.Mutex // guards the fields below
 	started bool
@@ -80,10 +77,7 @@ func NewScheduler(c mcpe.Channel, f Firer, opts *SchedulerOptions) (*Scheduler, 
 	}
 	o.Clock = cmp.Or[clock.Clock](o.Clock, clock.Real{})
 	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
-	if o.Retry <= 0 {
-		o.Retry = DefaultRetry
-	}
-	return &Scheduler{channel: c, firer: f, clock: o.Clock, log: o.Logger.With("channel", string(c)), retry: o.Retry}, nil
+	return &Scheduler{channel: c, firer: f, clock: o.Clock, log: o.Logger.With("channel", string(c))}, nil
 }
 
 // Start fires what fell due while the server was down (once, however many
@@ -125,8 +119,8 @@ func (s *Scheduler) fire() {
 	for {
 		more, err := s.firer.FireDue(s.ctx, s.channel, s.clock.Now())
 		if err != nil {
-			s.log.Error("fire digests; retrying later", "retry_in", s.retry, "error", err)
-			s.set(s.clock.Now().Add(s.retry))
+			s.log.Error("fire digests; retrying later", "retry_in", DefaultRetry, "error", err)
+			s.set(s.clock.Now().Add(DefaultRetry))
 			return
 		}
 		if !more {
@@ -148,8 +142,8 @@ func (s *Scheduler) rearm() {
 	next, ok, err := s.firer.NextFire(s.ctx, s.channel)
 	switch {
 	case err != nil:
-		s.log.Error("find the next fire; looking again later", "retry_in", s.retry, "error", err)
-		next, ok = s.clock.Now().Add(s.retry), true
+		s.log.Error("find the next fire; looking again later", "retry_in", DefaultRetry, "error", err)
+		next, ok = s.clock.Now().Add(DefaultRetry), true
 	case !ok:
 		s.setLocked(time.Time{})
 		return

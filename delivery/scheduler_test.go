@@ -76,7 +76,7 @@ func (f *firer) got() []string {
 
 func start(t *testing.T, f *firer, clk *clock.Fake) *delivery.Scheduler {
 	t.Helper()
-	s, err := delivery.NewScheduler(mcpe.ChannelCron, f, &delivery.SchedulerOptions{Clock: clk, Retry: time.Minute})
+	s, err := delivery.NewScheduler(mcpe.ChannelCron, f, &delivery.SchedulerOptions{Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}

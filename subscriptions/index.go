@@ -146,9 +146,6 @@ type IndexOptions struct {
 	// CacheSize bounds the result cache, in event types. Zero means
 	// DefaultIndexCacheSize; negative disables the cache.
 	CacheSize int
-	// CacheEntries bounds the subscriptions listed in all cached results
-	// together. Zero means DefaultIndexCacheEntries.
-	CacheEntries int
 }
 
 // NewIndex returns an empty index. opts may be nil.
@@ -158,9 +155,6 @@ func NewIndex(opts *IndexOptions) *Index {
 		o = *opts
 	}
 	o.CacheSize = cmp.Or(o.CacheSize, DefaultIndexCacheSize)
-	if o.CacheEntries <= 0 {
-		o.CacheEntries = DefaultIndexCacheEntries
-	}
 	x := &Index{
 		entries:  make(map[string]*Entry),
 		exact:    make(map[string]*entryList),
@@ -168,7 +162,7 @@ func NewIndex(opts *IndexOptions) *Index {
 		costs:    make(map[string]*patternUses),
 	}
 	if o.CacheSize > 0 {
-		x.cache = newTypeCache(o.CacheSize, o.CacheEntries)
+		x.cache = newTypeCache(o.CacheSize, DefaultIndexCacheEntries)
 	}
 	return x
 }

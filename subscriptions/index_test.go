@@ -649,7 +649,8 @@ func TestIndexChangeKeepsUnrelatedCachedTypes(t *testing.T) {
 // TestIndexCacheEntriesBound checks that the cache bounds the entries its
 // results list together, not only the number of types.
 func TestIndexCacheEntriesBound(t *testing.T) {
-	x := NewIndex(&IndexOptions{CacheEntries: 10})
+	x := NewIndex(nil)
+	x.cache = newTypeCache(DefaultIndexCacheSize, 10)
 	for i := range 4 {
 		x.Put(testEntry(t, fmt.Sprint(i), mcpe.Filter{EventTypes: []string{"svc.*"}}))
 	}

@@ -63,8 +63,6 @@ type Options struct {
 	// sequence number its live sessions were all sent up to
 	// (realtime.Registry.Cursors); nil knows none.
 	Cursors func() map[string]int64
-	// SessionTTL is how long a login lasts; zero means 12 hours.
-	SessionTTL time.Duration
 	// Clock defaults to the wall clock.
 	Clock clock.Clock
 	// Logger defaults to discarding.
@@ -103,7 +101,6 @@ func New(opts Options) (*Console, error) {
 	if opts.Tokens == nil && opts.AdminToken == "" {
 		return nil, errors.New("console: nobody could log in: give Options.Tokens or Options.AdminToken")
 	}
-	opts.SessionTTL = cmp.Or(opts.SessionTTL, 12*time.Hour)
 	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
 	log := cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	c := &Console{opts: opts, log: log, guesses: newGuesses()}
@@ -186,7 +183,7 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 		c.render(w, http.StatusUnauthorized, "login.html", loginPage{Error: "This token is not a token of this server."})
 		return
 	}
-	expires := now.Add(c.opts.SessionTTL)
+	expires := now.Add(12 * time.Hour) // a login lasts a working day
 	id := c.sessions.create(principal, admin, expires, now)
 	http.SetCookie(w, c.cookie(r, id, expires))
 	c.log.Info("console login", "principal", principal, "admin", admin)

@@ -27,10 +27,10 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// Defaults for Options.
+// Bounds of a scrape.
 const (
-	// DefaultStoreTimeout bounds the store queries of one scrape.
-	DefaultStoreTimeout = 2 * time.Second
+	// StoreTimeout bounds the store queries of one scrape.
+	StoreTimeout = 2 * time.Second
 	// LateAfter is how long after its due time a digest fire counts as
 	// late rather than on time.
 	LateAfter = 5 * time.Second
@@ -42,9 +42,6 @@ type Options struct {
 	// reports totals only. Turn it on only for a bounded set of
 	// principals (bearer tokens), not for one principal per HTTP session.
 	Principals bool
-	// StoreTimeout bounds the store queries of one scrape; zero means
-	// DefaultStoreTimeout.
-	StoreTimeout time.Duration
 	// Clock gives the ages of inbox entries; nil is the wall clock.
 	Clock clock.Clock
 	// Logger defaults to discarding.
@@ -82,9 +79,6 @@ type Metrics struct {
 // New returns Metrics with every metric registered, the Go runtime and
 // process collectors included.
 func New(opts Options) *Metrics {
-	if opts.StoreTimeout <= 0 {
-		opts.StoreTimeout = DefaultStoreTimeout
-	}
 	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	m := &Metrics{opts: opts, reg: prometheus.NewRegistry()}

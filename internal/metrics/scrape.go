@@ -64,7 +64,7 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 		s.collectSessions(ch, sessions)
 	}
 	if counts != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), s.m.opts.StoreTimeout)
+		ctx, cancel := context.WithTimeout(context.Background(), StoreTimeout)
 		defer cancel()
 		s.collectStore(ctx, ch)
 	}
