@@ -14,8 +14,6 @@ const (
 	// deliveries it was owed because retention removed them. Its params
 	// say where events_poll finds them.
 	MethodMissed = "events/missed"
-	// MethodPrefix starts every MCPE notification method.
-	MethodPrefix = "events/"
 )
 
 // InboxKind says what an inbox entry records: what events_poll items and

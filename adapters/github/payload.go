@@ -221,7 +221,6 @@ type pullRequestRef struct {
 
 type app struct {
 	Name text `json:"name"`
-	Slug text `json:"slug"`
 }
 
 type checkOutput struct {
