@@ -45,9 +45,9 @@ func (d Delivery) validateShape() error {
 // only the paths d.Fields name, nested as they were, without nulls and
 // empty objects; then, while it is longer than d.MaxEventBytes, its long
 // strings and arrays cut shorter, each ending with a note that says
-// "truncated" and how much was cut. The server keeps no other way to read
-// a whole event, so a shaped one says "shaped": true. An event d leaves
-// whole, or that does not decode, is returned as it is.
+// "truncated" and how much was cut. A shaped one says "shaped": true, and
+// events_poll with its eventId gives it whole. An event d leaves whole, or
+// that does not decode, is returned as it is.
 func (d Delivery) Shape(event json.RawMessage) json.RawMessage {
 	if len(d.Fields) == 0 && (d.MaxEventBytes == 0 || len(event) <= d.MaxEventBytes) {
 		return event

@@ -158,6 +158,9 @@ type PollRequest struct {
 	Cursor string `json:"cursor,omitempty"`
 	// Limit is how many items to return; zero means the default.
 	Limit int `json:"limit,omitempty"`
+	// EventID, without Cursor and Limit, asks for that one event of the
+	// inbox, whole: the result is {"event": ...}.
+	EventID string `json:"eventId,omitempty"`
 }
 
 // PollResult is the result of events_poll.

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -314,6 +316,29 @@ func (s *Service) Poll(ctx context.Context, principal string, req mcpe.PollReque
 		pos.seq.Store(next)
 	}
 	return res, nil
+}
+
+// Event returns whole the event req.EventID (events_poll without cursor or
+// limit) if it was delivered to principal and retention kept it. Any other
+// id, another principal's event's too, gets the same answer.
+func (s *Service) Event(ctx context.Context, principal string, req mcpe.PollRequest) (json.RawMessage, error) {
+	if req.Cursor != "" || req.Limit != 0 {
+		return nil, invalid("eventId", "reads one event on its own; leave out cursor and limit, or leave out eventId to read your inbox page by page")
+	}
+	var ev json.RawMessage
+	var err error
+	if uuid.Validate(req.EventID) == nil {
+		ev, err = s.store.InboxEvent(ctx, principal, req.EventID)
+	}
+	switch {
+	case err != nil:
+		return nil, err
+	case ev == nil:
+		return nil, invalid("eventId", "no event %.80q in your inbox; give the id of an event delivered to you (event.id in events_poll items and notifications) that retention has kept", req.EventID)
+	case s.tooDeep(ev):
+		return nil, invalid("eventId", "event %q nests deeper than the %d levels this server serves, so it cannot be read", req.EventID, mcpe.DefaultMaxDataDepth)
+	}
+	return ev, nil
 }
 
 // Position is one connection's place in its principal's inbox, where Poll

@@ -125,6 +125,9 @@ type InboxStore interface {
 	// LatestInbox returns the newest limit (> 0) entries of principal's
 	// inbox, oldest first: all of them when it holds fewer.
 	LatestInbox(ctx context.Context, principal string, limit int) ([]InboxEntry, error)
+	// InboxEvent returns the body of event id if an entry of principal's
+	// inbox holds it, else nil.
+	InboxEvent(ctx context.Context, principal, id string) (json.RawMessage, error)
 	// PrunedThrough returns the highest sequence number of principal's
 	// inbox that retention removed, or 0.
 	PrunedThrough(ctx context.Context, principal string) (int64, error)

@@ -177,7 +177,7 @@ func (d describer) deliverySchema() *jsonschema.Schema {
 	}
 	props["channels"] = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string", Enum: enum(d.caps.DeliveryChannels)}, MinItems: ptr(1), Description: text}
 	props["fields"] = &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string"}, MaxItems: ptr(mcpe.MaxFields),
-		Description: "Data paths each event keeps."}
+		Description: "Data paths each event keeps. The whole event: events_poll {eventId}."}
 	props["maxEventBytes"] = &jsonschema.Schema{Type: "integer", Minimum: ptr(float64(mcpe.MinEventBytes)), Maximum: ptr(float64(mcpe.MaxEventBytes)),
 		Description: "Long strings and arrays cut to fit."}
 	order = append(order, "fields", "maxEventBytes")
@@ -334,7 +334,8 @@ func (d describer) pollTool() *mcp.Tool {
 			"cursor": {Type: "string", Description: "A nextCursor or notification cursor to read after."},
 			"limit": {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(mcpe.MaxPollLimit)),
 				Description: fmt.Sprintf("Default %d.", mcpe.DefaultPollLimit)},
-		}, []string{"cursor", "limit"}),
+			"eventId": {Type: "string", Description: "Alone: that event, whole."},
+		}, []string{"cursor", "limit", "eventId"}),
 		Annotations: &mcp.ToolAnnotations{ReadOnlyHint: true, OpenWorldHint: ptr(false)},
 	}
 }

@@ -31,6 +31,7 @@ type Service interface {
 	Resume(ctx context.Context, principal, id string) (*subscriptions.Subscription, error)
 	Update(ctx context.Context, principal string, req mcpe.UpdateRequest) (*subscriptions.Subscription, error)
 	Poll(ctx context.Context, principal string, req mcpe.PollRequest) (mcpe.PollResult, error)
+	Event(ctx context.Context, principal string, req mcpe.PollRequest) (json.RawMessage, error)
 	Capability() mcpe.Capability
 	Retention() subscriptions.Retention
 }
@@ -113,6 +114,10 @@ func Register(s *mcp.Server, opts Options) *Set {
 		return view(svc.Update(ctx, p, *in))
 	})
 	add(r, d.pollTool(), func(ctx context.Context, p string, in *mcpe.PollRequest) (any, error) {
+		if in.EventID != "" {
+			ev, err := svc.Event(ctx, p, *in)
+			return map[string]json.RawMessage{"event": ev}, err
+		}
 		return svc.Poll(ctx, p, *in)
 	})
 	if opts.Catalog != nil {

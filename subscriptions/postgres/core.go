@@ -18,6 +18,7 @@ var queries = storecore.Queries{
 	Greatest:   "greatest",
 	Members:    "unnest(i.subscription_ids) AS j(value)",
 	Events:     "cardinality(i.event_ids)",
+	Holds:      "$2 = ANY(i.event_ids)",
 	Bodies:     `SELECT id, body FROM events WHERE id = ANY($1)`,
 	InboxRange: `i.seq > $1 AND i.seq <= $2 AND i.principal = ANY($3) ORDER BY i.seq LIMIT $4`,
 	True:       "true",

@@ -17,6 +17,7 @@ var queries = storecore.Queries{
 	Greatest:   "max",
 	Members:    "json_each(i.subscription_ids) AS j",
 	Events:     "json_array_length(i.event_ids)",
+	Holds:      "$2 IN (SELECT value FROM json_each(i.event_ids))",
 	Bodies:     bodiesQuery,
 	InboxRange: `i.seq > $1 AND i.seq <= $2 AND i.principal IN (SELECT value FROM json_each($3)) ORDER BY i.seq LIMIT $4`,
 	True:       "1",

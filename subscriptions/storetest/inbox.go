@@ -1,6 +1,7 @@
 package storetest
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
@@ -68,6 +69,51 @@ func testReadInbox(t *testing.T, open Opener) {
 			}
 		})
 	}
+}
+
+// testInboxEvent checks that InboxEvent finds an event, byte for byte, only
+// in the inbox of its principal: in an event entry or a digest, and not
+// once retention removed the principal's entry, even while another
+// principal's entry keeps the event.
+func testInboxEvent(t *testing.T, open Opener) {
+	s := open(t)
+	alices, bobs, digest := newSub(1, "alice"), newSub(2, "bob"), cronSub(3, "alice")
+	create(t, s, alices, bobs, digest)
+	raws := map[int]json.RawMessage{}
+	for _, p := range []struct {
+		n    int
+		subs []*subscriptions.Subscription
+	}{{5, []*subscriptions.Subscription{alices, bobs}}, {1, []*subscriptions.Subscription{alices}}, {2, []*subscriptions.Subscription{bobs}}} {
+		ev, raw := newEvent(p.n, "test.created", "")
+		publish(t, s, ev, raw, targets(p.subs...), at(time.Duration(p.n)*time.Minute))
+		raws[p.n] = raw
+	}
+	batch := fill(t, s, 3, 2, at(time.Hour), digest)
+	raws[3], raws[4] = batch[0], batch[1]
+	fireOne(t, s, fireReq(digest, 10, true), at(24*time.Hour))
+	check := func(when, principal string, n int, want json.RawMessage) {
+		t.Helper()
+		got, err := s.InboxEvent(t.Context(), principal, eventID(n))
+		if err != nil || string(got) != string(want) {
+			t.Errorf("%s: InboxEvent(%s, event %d) = %s, %v; want %s", when, principal, n, got, err, want)
+		}
+	}
+	for _, tc := range []struct {
+		principal string
+		n         int
+		want      json.RawMessage
+	}{
+		{"alice", 1, raws[1]}, {"alice", 3, raws[3]}, {"alice", 4, raws[4]}, {"alice", 5, raws[5]}, {"bob", 2, raws[2]}, {"bob", 5, raws[5]},
+		{"alice", 2, nil}, {"bob", 1, nil}, {"bob", 3, nil}, {"carol", 1, nil}, {"alice", 99, nil},
+	} {
+		check("before Prune", tc.principal, tc.n, tc.want)
+	}
+	r := keepAll
+	r.InboxMaxEntries = 2 // alice's entry of event 5 goes, bob's stays
+	prune(t, s, r, at(25*time.Hour))
+	check("after Prune", "alice", 5, nil)
+	check("after Prune", "bob", 5, raws[5])
+	check("after Prune", "alice", 3, raws[3])
 }
 
 // testLatestInbox checks that LatestInbox returns the newest entries of a

@@ -60,6 +60,7 @@ func Run(t *testing.T, open Opener) {
 		{"Deactivations", testDeactivations},
 		{"ReadInbox", testReadInbox},
 		{"LatestInbox", testLatestInbox},
+		{"InboxEvent", testInboxEvent},
 		{"ExpireSubscriptions", testExpireSubscriptions},
 		{"NextExpiry", testNextExpiry},
 		{"PollCursor", testPollCursor},

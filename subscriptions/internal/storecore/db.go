@@ -40,8 +40,9 @@ type Core struct {
 type Queries struct {
 	// Greatest is the function that returns the larger of its
 	// arguments; Members lists the subscriptions of inbox entry i as
-	// j.value; Events counts the events of its event_ids.
-	Greatest, Members, Events string
+	// j.value; Events counts the events of its event_ids, and Holds is
+	// the condition that they include $2.
+	Greatest, Members, Events, Holds string
 	// Bodies reads (id, body) of the events listed in $1.
 	Bodies string
 	// InboxRange is the condition on the inbox entries i numbered above

@@ -105,6 +105,14 @@ func (c *Core) LatestInbox(ctx context.Context, principal string, limit int) ([]
 	return c.readEntries(ctx, `SELECT * FROM (`+entries+`i.principal = $1 ORDER BY i.seq DESC LIMIT $2) AS latest ORDER BY seq`, principal, limit)
 }
 
+// InboxEvent implements subscriptions.Store.
+func (c *Core) InboxEvent(ctx context.Context, principal, id string) (json.RawMessage, error) {
+	var body []byte
+	err := one(ctx, c.DB, `SELECT e.body FROM events e WHERE e.id = $2 AND EXISTS (
+		SELECT 1 FROM inbox i WHERE i.principal = $1 AND (i.event_id = $2 OR `+c.Q.Holds+`))`, []any{principal, id}, &body)
+	return body, wrap("read an event", err)
+}
+
 // PendingEntries implements subscriptions.Store.
 func (c *Core) PendingEntries(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error) {
 	if limit <= 0 {
