@@ -38,6 +38,14 @@ type Sessions interface {
 	Principals() []string
 }
 
+// Watcher is implemented by a Notifier that can leave out what others
+// write to the inboxes of principals with no session here: after Watch,
+// Written receives for the inbox entries of principals only (and for every
+// subscription change).
+type Watcher interface {
+	Watch(principals []string)
+}
+
 // follower is the state of following a shared store.
 type follower struct {
 	shared Shared
@@ -158,6 +166,14 @@ func (s *Service) stopFollowing() {
 // followOnce applies the subscription changes and hands over the inbox
 // entries that other processes wrote since it last looked.
 func (s *Service) followOnce(ctx context.Context) {
+	// Before Heads: what commits after it wakes by the principals now here.
+	if w, ok := s.follow.shared.(Watcher); ok {
+		var here []string
+		if s.follow.sessions != nil {
+			here = s.follow.sessions.Principals()
+		}
+		w.Watch(here)
+	}
 	inbox, changes, err := s.follow.shared.Heads(ctx)
 	if err != nil {
 		s.log.Warn("read what other processes sharing the store wrote", "error", err)

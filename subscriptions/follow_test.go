@@ -171,3 +171,63 @@ func TestFollowedChangesShareATime(t *testing.T) {
 		t.Fatalf("b still routes by the filter a replaced: %+v", res.Delivered)
 	}
 }
+
+// watchingStore is a shared store that can be told whose inbox entries
+// wake its follower (subscriptions.Watcher), and records what it is told.
+type watchingStore struct {
+	*sqlite.Store
+	mu      sync.Mutex
+	watched [][]string
+}
+
+func (w *watchingStore) Watch(principals []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.watched = append(w.watched, slices.Sorted(slices.Values(principals)))
+}
+
+func (w *watchingStore) last() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if len(w.watched) == 0 {
+		return nil
+	}
+	return w.watched[len(w.watched)-1]
+}
+
+// TestFollowerWatchesItsPrincipals checks that each look at a shared store
+// tells it the principals with sessions here, as they come and go: another
+// process's inbox entries for any other principal then wake nobody here.
+func TestFollowerWatchesItsPrincipals(t *testing.T) {
+	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "shared.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &watchingStore{Store: store}
+	sess := &sessions{principals: []string{"alice"}}
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+		Store: ws, Deliverer: sess, Clock: clock.NewFake(svcStart),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscriptions.SetFollowInterval(svc, time.Minute)
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop(); store.Close() })
+	subscriptions.FollowNow(svc)
+	if got := ws.last(); !slices.Equal(got, []string{"alice"}) {
+		t.Fatalf("watched %q; want alice, whose session is here", got)
+	}
+	sess.principals = []string{"bob", "alice"}
+	subscriptions.FollowNow(svc)
+	if got := ws.last(); !slices.Equal(got, []string{"alice", "bob"}) {
+		t.Fatalf("watched %q; want alice and bob once bob's session came", got)
+	}
+	sess.principals = nil
+	subscriptions.FollowNow(svc)
+	if got := ws.last(); len(got) != 0 {
+		t.Fatalf("watched %q; want none once the sessions left", got)
+	}
+}

@@ -405,6 +405,31 @@ func TestWrittenNotifies(t *testing.T) {
 	}
 	expectWake("an event published by another store")
 
+	// Once b watches alice only, an event for bob published by another
+	// store does not wake it; one for alice still does, and so does a
+	// subscription change, whoever owns it.
+	b.Watch([]string{"alice"})
+	bobSub := newSub(2, "bob")
+	if err := a.CreateSubscription(t.Context(), bobSub, 10); err != nil {
+		t.Fatal(err)
+	}
+	expectWake("a subscription of a principal not watched, created by another store")
+	ev, raw = newEvent(4)
+	if _, err := storetest.PublishOne(t.Context(), a, ev, raw,
+		[]subscriptions.Target{{SubscriptionID: bobSub.ID, Principal: "bob", Channel: mcpe.ChannelRealtime}}, t0); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-written:
+		t.Fatal("the store was woken for an inbox entry of a principal it does not watch")
+	case <-time.After(300 * time.Millisecond):
+	}
+	ev, raw = newEvent(5)
+	if _, err := storetest.PublishOne(t.Context(), a, ev, raw, target, t0); err != nil {
+		t.Fatal(err)
+	}
+	expectWake("an event of a watched principal published by another store")
+
 	ev, raw = newEvent(2)
 	if _, err := storetest.PublishOne(t.Context(), b, ev, raw, target, t0); err != nil {
 		t.Fatal(err)

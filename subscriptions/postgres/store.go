@@ -58,6 +58,11 @@ type Store struct {
 	stopListen  context.CancelFunc
 	listening   sync.WaitGroup
 	listenErr   atomic.Pointer[error]
+	// watched is the md5s of the principals whose inbox entries wake
+	// (nil: all); hashes maps those principals to them (written.go).
+	watched atomic.Pointer[map[string]bool]
+	watchMu sync.Mutex
+	hashes  map[string]string
 }
 
 var (

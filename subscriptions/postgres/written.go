@@ -2,8 +2,10 @@ package postgres
 
 import (
 	"context"
+	"crypto/md5"
 	"crypto/rand"
 	"encoding/hex"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -12,10 +14,11 @@ import (
 )
 
 // This file tells a follower (subscriptions.Notifier) at once when another
-// process on the database commits inbox entries or subscription changes:
-// triggers NOTIFY the channel mcpe_written (migration 0003), and one
-// connection of each store LISTENs to it. Should that connection drop, it
-// is made again with back-off; the follower polls meanwhile.
+// process on the database commits subscription changes, or inbox entries
+// of the principals it watches: triggers NOTIFY the channel mcpe_written
+// (migrations 0003 and 0008), and one connection of each store LISTENs to
+// it. Should that connection drop, it is made again with back-off; the
+// follower polls meanwhile.
 
 var _ subscriptions.Notifier = (*Store)(nil)
 
@@ -37,6 +40,24 @@ func processName() string {
 // OwnWritesTold implements subscriptions.Notifier: a notification names
 // its writer, and this store's own are left out.
 func (s *Store) OwnWritesTold() bool { return false }
+
+// Watch implements subscriptions.Watcher: an inbox notification names the
+// md5 of its principal.
+func (s *Store) Watch(principals []string) {
+	s.watchMu.Lock()
+	defer s.watchMu.Unlock()
+	hashes, set := make(map[string]string, len(principals)), make(map[string]bool, len(principals))
+	for _, p := range principals {
+		h, ok := s.hashes[p]
+		if !ok {
+			sum := md5.Sum([]byte(p))
+			h = hex.EncodeToString(sum[:])
+		}
+		hashes[p], set[h] = h, true
+	}
+	s.hashes = hashes
+	s.watched.Store(&set)
+}
 
 // Written implements subscriptions.Notifier.
 func (s *Store) Written() <-chan struct{} {
@@ -90,10 +111,20 @@ func (s *Store) listenOnce(ctx context.Context, listening func()) error {
 		if err != nil {
 			return err
 		}
-		if n.Payload != s.name {
+		// "writer" for a subscription change, "writer md5" for inbox
+		// entries: only those of the principals watched wake.
+		writer, principal, entries := strings.Cut(n.Payload, " ")
+		if writer != s.name && (!entries || s.watching(principal)) {
 			s.wake()
 		}
 	}
+}
+
+// watching reports whether Watch named the principal whose md5 is h; all
+// are watched until Watch is called.
+func (s *Store) watching(h string) bool {
+	set := s.watched.Load()
+	return set == nil || (*set)[h]
 }
 
 func (s *Store) wake() {
