@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -54,7 +55,12 @@ func (c *Client) List(ctx context.Context, status mcpe.Status) ([]*mcpe.Subscrip
 	if err != nil {
 		return nil, err
 	}
-	return res.Subscriptions, nil
+	subs := make([]*mcpe.Subscription, len(res.Subscriptions))
+	for i, item := range res.Subscriptions {
+		subs[i] = cmp.Or(item.Subscription, new(mcpe.Subscription))
+		subs[i].ID = item.ID
+	}
+	return subs, nil
 }
 
 // Poll reads the caller's inbox (events_poll). It does not call the

@@ -148,7 +148,7 @@ func (d Delivery) Clone() Delivery {
 // Subscription is an agent's standing request for events, as the events_*
 // tools show it to its owner.
 type Subscription struct {
-	ID string `json:"subscriptionId"`
+	ID string `json:"subscriptionId,omitempty"`
 	// Label is the owner's short name for it, carried in its deliveries.
 	Label    string   `json:"label,omitempty"`
 	Status   Status   `json:"status"`

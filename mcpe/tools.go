@@ -139,7 +139,15 @@ type ListRequest struct {
 
 // ListResult is the result of events_list.
 type ListResult struct {
-	Subscriptions []*Subscription `json:"subscriptions"`
+	Subscriptions []ListItem `json:"subscriptions"`
+}
+
+// ListItem is a subscription as events_list shows it: its ID under "id",
+// the name MCPE's Subscription gives it, and not again as subscriptionId
+// (Subscription.ID is empty).
+type ListItem struct {
+	ID string `json:"id"`
+	*Subscription
 }
 
 // UnsubscribeResult is the result of events_unsubscribe.

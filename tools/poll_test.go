@@ -25,36 +25,7 @@ func (discard) Replay(string, []subscriptions.InboxEntry) {}
 // saying whether they exist; and that eventId refuses cursor and limit.
 func TestPollEventByID(t *testing.T) {
 	ctx := t.Context()
-	store, err := sqlite.Open(ctx, sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: store, Deliverer: discard{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop()
-	set := Register(mcp.NewServer(&mcp.Implementation{Name: "test"}, nil), Options{Service: svc,
-		Principal: func(context.Context, *mcp.CallToolRequest) (string, error) { return "alice", nil }})
-	call := func(principal, tool, args string) (string, bool) {
-		t.Helper()
-		res, err := set.CallTool(ctx, principal, tool, json.RawMessage(args))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res.Content[0].(*mcp.TextContent).Text, res.IsError
-	}
-	mustCall := func(principal, tool, args string, out any) {
-		t.Helper()
-		text, isErr := call(principal, tool, args)
-		if isErr || json.Unmarshal([]byte(text), out) != nil {
-			t.Fatalf("%s %s %s: %s", principal, tool, args, text)
-		}
-	}
+	svc, call, mustCall := serve(t)
 
 	var sub struct{}
 	mustCall("alice", mcpe.ToolSubscribe, `{"filter": {"eventTypes": ["github.issues.opened"]}, "delivery": {"channels": ["realtime"], "fields": ["issue.title"]}}`, &sub)
@@ -100,4 +71,61 @@ func TestPollEventByID(t *testing.T) {
 			t.Errorf("events_poll %s: %s; want it refused, naming cursor and limit", args, text)
 		}
 	}
+}
+
+// TestListNamesIDOnce checks that events_list gives each subscription's ID
+// once, under "id" (the name MCPE's Subscription has, which the reference
+// client reads), while events_subscribe still answers subscriptionId.
+func TestListNamesIDOnce(t *testing.T) {
+	_, _, mustCall := serve(t)
+	var sub map[string]any
+	mustCall("alice", mcpe.ToolSubscribe, `{"filter": {"eventTypes": ["github.*"]}}`, &sub)
+	var list struct{ Subscriptions []map[string]any }
+	mustCall("alice", mcpe.ToolList, `{}`, &list)
+	if id := sub["subscriptionId"]; id == nil || len(list.Subscriptions) != 1 || list.Subscriptions[0]["id"] != id || list.Subscriptions[0]["subscriptionId"] != nil {
+		t.Errorf("events_subscribe answered %v, events_list %v; want subscriptionId there and only id here", sub, list.Subscriptions)
+	}
+	var typed mcpe.ListResult
+	mustCall("alice", mcpe.ToolList, `{}`, &typed)
+	if len(typed.Subscriptions) != 1 || typed.Subscriptions[0].ID != sub["subscriptionId"] || typed.Subscriptions[0].Status != mcpe.StatusActive {
+		t.Errorf("events_list read as mcpe.ListResult: %+v", typed.Subscriptions)
+	}
+}
+
+// serve registers the tools over a subscriptions.Service with an SQLite
+// store in memory, and returns it with functions that call a tool for a
+// principal: call returns the result's text and whether it is an error,
+// mustCall decodes a result that must not be one into out.
+func serve(t *testing.T) (svc *subscriptions.Service, call func(principal, tool, args string) (string, bool), mustCall func(principal, tool, args string, out any)) {
+	store, err := sqlite.Open(t.Context(), sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	svc, err = subscriptions.NewService(subscriptions.ServiceOptions{Store: store, Deliverer: discard{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(svc.Stop)
+	set := Register(mcp.NewServer(&mcp.Implementation{Name: "test"}, nil), Options{Service: svc,
+		Principal: func(context.Context, *mcp.CallToolRequest) (string, error) { return "alice", nil }})
+	call = func(principal, tool, args string) (string, bool) {
+		t.Helper()
+		res, err := set.CallTool(t.Context(), principal, tool, json.RawMessage(args))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Content[0].(*mcp.TextContent).Text, res.IsError
+	}
+	mustCall = func(principal, tool, args string, out any) {
+		t.Helper()
+		text, isErr := call(principal, tool, args)
+		if isErr || json.Unmarshal([]byte(text), out) != nil {
+			t.Fatalf("%s %s %s: %s", principal, tool, args, text)
+		}
+	}
+	return svc, call, mustCall
 }

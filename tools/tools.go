@@ -98,11 +98,13 @@ func Register(s *mcp.Server, opts Options) *Set {
 		if err != nil {
 			return nil, err
 		}
-		items := make([]listItem, len(subs))
+		items := make([]mcpe.ListItem, len(subs))
 		for i, sub := range subs {
-			items[i] = listItem{ID: sub.ID, Subscription: sub.View()}
+			v := *sub.View()
+			items[i] = mcpe.ListItem{ID: v.ID, Subscription: &v}
+			v.ID = ""
 		}
-		return listResult{Subscriptions: items}, nil
+		return mcpe.ListResult{Subscriptions: items}, nil
 	})
 	add(r, d.pauseTool(), func(ctx context.Context, p string, in *mcpe.SubscriptionRef) (any, error) {
 		return view(svc.Pause(ctx, p, in.SubscriptionID))
@@ -132,23 +134,11 @@ func Register(s *mcp.Server, opts Options) *Set {
 	return set
 }
 
-// listResult is mcpe.ListResult with each subscription's ID also under
-// "id", the name the MCPE reference client reads; subscriptionId stays for
-// the clients that read it.
-type listResult struct {
-	Subscriptions []listItem `json:"subscriptions"`
-}
-
 // subscribed is events_subscribe's result: the subscription, and what may
 // be wrong with its filter.
 type subscribed struct {
 	*mcpe.Subscription
 	Warnings []string `json:"warnings,omitempty"`
-}
-
-type listItem struct {
-	ID string `json:"id"`
-	*mcpe.Subscription
 }
 
 // Names are the names of the tools Register always adds, in order;
