@@ -13,10 +13,10 @@ import (
 
 // A publish is set-based, as in the SQLite store: however many events one
 // Publish call takes (a group commit), it runs a fixed handful of
-// statements, sent in three round trips: take the targets' principals,
-// insert the events and read the deactivation count; look up duplicates
-// and, when something stopped since the routing, which targets are still
-// active; write the inbox rows and the buffer rows.
+// statements, sent in two round trips: take the targets' principals,
+// insert the events and read the deactivation count; write the inbox rows
+// and the buffer rows. Between them, a third looks up duplicates and, when
+// something stopped since the routing, which targets are still active.
 
 // Deactivations implements subscriptions.Store.
 func (s *Store) Deactivations(ctx context.Context) (int64, error) {
@@ -108,14 +108,7 @@ func (b *batch) write(tx pgx.Tx) error {
 			}
 		}
 	}
-	// The principals first: what this transaction appends to their inboxes
-	// and buffers then commits in sequence order, and a pause, expiry or
-	// deletion of a target (which takes its principal too) either
-	// committed before, and is seen below, or waits for this one.
-	if err := lockPrincipals(b.ctx, tx, principals); err != nil {
-		return err
-	}
-	active, err := b.insertEvents(ids)
+	active, err := b.insertEvents(principals, ids)
 	if err != nil {
 		return err
 	}
@@ -125,11 +118,12 @@ func (b *batch) write(tx pgx.Tx) error {
 	return b.route()
 }
 
-// insertEvents stores the events; those the table refuses (the same ID, or
-// the same source, type and sourceEventId, as one stored before or earlier
-// in the batch) are duplicates. In the same round trip it reads the deactivation
-// count, or which of ids are active when the routing reflects no count.
-func (b *batch) insertEvents(ids []string) (active []string, err error) {
+// insertEvents takes the principals' rows and stores the events; those the
+// table refuses (the same ID, or the same source, type and sourceEventId,
+// as one stored before or earlier in the batch) are duplicates. In the same
+// round trip it reads the deactivation count, or which of ids are active
+// when the routing reflects no count.
+func (b *batch) insertEvents(principals, ids []string) (active []string, err error) {
 	n := len(b.pubs)
 	evIDs, origins, types, sources, bodies := make([]string, n), make([]string, n), make([]string, n), make([]*string, n), make([][]byte, n)
 	byID := make(map[string][]int, n)
@@ -140,7 +134,14 @@ func (b *batch) insertEvents(ids []string) (active []string, err error) {
 		}
 		byID[p.Event.ID] = append(byID[p.Event.ID], i)
 	}
+	// The principals first, in the same round trip (a turn on their rows,
+	// which every other publish to them waits for, is the shorter): what
+	// this transaction appends to their inboxes and buffers then commits
+	// in sequence order, and a pause, expiry or deletion of a target
+	// (which takes its principal too) either committed before, and is seen
+	// below, or waits for this one.
 	q := &pgx.Batch{}
+	queueLock(q, principals)
 	q.Queue(insertEventsQuery, evIDs, origins, types, sources, bodies, b.now).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
 			var id string
@@ -162,7 +163,7 @@ func (b *batch) insertEvents(ids []string) (active []string, err error) {
 		})
 	}
 	if err := b.tx.SendBatch(b.ctx, q).Close(); err != nil {
-		return nil, fmt.Errorf("insert events: %w", err)
+		return nil, fmt.Errorf("lock principals and insert events: %w", err)
 	}
 	if b.routed != 0 && count == b.routed {
 		// Almost always no subscription stopped since the routing: then

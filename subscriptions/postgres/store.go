@@ -293,17 +293,25 @@ func retryable(err error) bool {
 // is the last lock a transaction takes: one that held it while waiting
 // for a principal's row would wait on a publish waiting for it.
 func lockPrincipals(ctx context.Context, tx pgx.Tx, principals []string) error {
-	if len(principals) == 0 {
+	b := &pgx.Batch{}
+	if queueLock(b, principals); b.Len() == 0 {
 		return nil
 	}
-	names := sortedSet(principals)
-	b := &pgx.Batch{}
-	b.Queue(`INSERT INTO principals (principal) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, names)
-	b.Queue(`SELECT principal FROM principals WHERE principal = ANY($1) ORDER BY principal FOR NO KEY UPDATE`, names)
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
 		return fmt.Errorf("lock principals: %w", err)
 	}
 	return nil
+}
+
+// queueLock queues lockPrincipals' statements in b, so that a publish
+// takes the rows in the round trip that starts its work.
+func queueLock(b *pgx.Batch, principals []string) {
+	if len(principals) == 0 {
+		return
+	}
+	names := sortedSet(principals)
+	b.Queue(`INSERT INTO principals (principal) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, names)
+	b.Queue(`SELECT principal FROM principals WHERE principal = ANY($1) ORDER BY principal FOR NO KEY UPDATE`, names)
 }
 
 // sortedSet returns the distinct strings of list, sorted.

@@ -1,0 +1,130 @@
+package postgres_test
+
+import (
+	"bufio"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"sync/atomic"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/mcpe-server/mcpe-server/internal/pgtest"
+	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+	"github.com/mcpe-server/mcpe-server/subscriptions/postgres"
+	"github.com/mcpe-server/mcpe-server/subscriptions/storetest"
+)
+
+// roundTrips is a loopback proxy to the database that counts the round
+// trips its clients ask for: the messages that make the server answer and
+// wait for the next request (Sync ends an extended-protocol batch, Query is
+// a simple query).
+type roundTrips struct {
+	url string
+	n   atomic.Int64
+}
+
+func proxy(t *testing.T, url string) *roundTrips {
+	t.Helper()
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	network, addr := "tcp", fmt.Sprintf("%s:%d", cfg.Host, cfg.Port)
+	if cfg.Host[0] == '/' {
+		network, addr = "unix", fmt.Sprintf("%s/.s.PGSQL.%d", cfg.Host, cfg.Port)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	rt := &roundTrips{url: fmt.Sprintf("postgres://%s@%s/%s?sslmode=disable", cfg.User, ln.Addr(), cfg.Database)}
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			s, err := net.Dial(network, addr)
+			if err != nil {
+				c.Close()
+				continue
+			}
+			go func() { io.Copy(c, s); c.Close() }()
+			go func() { rt.forward(s, c); s.Close() }()
+		}
+	}()
+	return rt
+}
+
+// forward copies what a client sends, message by message, counting round
+// trips; the first messages (startup, or a request for TLS) have no type.
+func (rt *roundTrips) forward(to io.Writer, from io.Reader) {
+	r := bufio.NewReader(from)
+	typed := false
+	for {
+		var typ byte
+		if typed {
+			b, err := r.ReadByte()
+			if err != nil {
+				return
+			}
+			typ = b
+		}
+		var head [4]byte
+		if _, err := io.ReadFull(r, head[:]); err != nil {
+			return
+		}
+		body := make([]byte, binary.BigEndian.Uint32(head[:])-4)
+		if _, err := io.ReadFull(r, body); err != nil {
+			return
+		}
+		if typ == 'S' || typ == 'Q' {
+			rt.n.Add(1)
+		}
+		msg := append(append([]byte{}, typ), head[:]...)
+		if !typed {
+			msg = head[:]
+			// A startup message, not a TLS or GSS request, ends the untyped ones.
+			typed = len(body) < 4 || binary.BigEndian.Uint32(body) != 80877103 && binary.BigEndian.Uint32(body) != 80877104
+		}
+		if _, err := to.Write(append(msg, body...)); err != nil {
+			return
+		}
+	}
+}
+
+// TestPublishRoundTrips checks that a publish takes its principals' rows in
+// the round trip that inserts its events: every other publish to those
+// principals, from any server, waits for the rows from then until the
+// commit, so each round trip more is a wait more for all of them.
+func TestPublishRoundTrips(t *testing.T) {
+	rt := proxy(t, pgtest.Database(t))
+	s, err := postgres.OpenWith(t.Context(), rt.url, &postgres.Options{MaxConns: 1, HealthEvery: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	sub := newSub(1, "alice")
+	if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
+		t.Fatal(err)
+	}
+	target := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}
+	// The first publish prepares its statements; the second is counted.
+	for i := 1; i <= 2; i++ {
+		before := rt.n.Load()
+		ev, raw := newEvent(i)
+		if _, err := storetest.PublishOne(t.Context(), s, ev, raw, target, t0); err != nil {
+			t.Fatal(err)
+		}
+		// BEGIN, the rows taken and the event inserted, the inbox
+		// written, COMMIT.
+		if n := rt.n.Load() - before; i == 2 && n != 4 {
+			t.Errorf("a publish took %d round trips; want 4", n)
+		}
+	}
+}
