@@ -29,7 +29,7 @@ func (s *Service) Keyed(ctx context.Context, principal, id string, f mcpe.Filter
 	}
 	// Microseconds: what every store keeps of a time, so that the
 	// subscription read back is the one made (cursors hash its creation).
-	now := s.clock.Now().UTC().Truncate(time.Microsecond)
+	now := s.clock.Now().UTC().Truncate(time.Millisecond)
 	sub = &Subscription{Principal: principal, Subscription: mcpe.Subscription{
 		ID:        id,
 		Status:    mcpe.StatusActive,

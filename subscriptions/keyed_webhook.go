@@ -89,7 +89,7 @@ func (s *Service) keyedWebhook(ctx context.Context, principal, id string, f mcpe
 		return nil, false, err
 	}
 
-	now := s.clock.Now().UTC()
+	now := s.clock.Now().UTC().Truncate(time.Millisecond)
 	if expiresAt != nil && !expiresAt.After(now) {
 		return nil, false, invalid("expiresAt", "%s is not in the future", expiresAt.Format(time.RFC3339))
 	}

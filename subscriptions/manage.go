@@ -28,7 +28,7 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.Subs
 	if err := mcpe.ValidateLabel(req.Label); err != nil {
 		return nil, err
 	}
-	now := s.clock.Now().UTC()
+	now := s.clock.Now().UTC().Truncate(time.Millisecond)
 	sub := &Subscription{Principal: principal, Subscription: mcpe.Subscription{
 		ID:        NewID(),
 		Label:     req.Label,
@@ -312,7 +312,7 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 	if err != nil {
 		return nil, notFound(err, id)
 	}
-	now := s.clock.Now().UTC()
+	now := s.clock.Now().UTC().Truncate(time.Millisecond)
 	if sub.Status == mcpe.StatusExpired || sub.ExpiresAt != nil && !sub.ExpiresAt.After(now) {
 		return nil, fmt.Errorf("%w: subscription %q expired; create a new one with events_subscribe", ErrExpired, id)
 	}

@@ -762,3 +762,22 @@ func TestSessionsShareOneQuota(t *testing.T) {
 		t.Errorf("resuming once there is room: %v", err)
 	}
 }
+
+// A subscription's times are kept to the millisecond: nanoseconds in every
+// answer carry nothing a model needs.
+func TestSubscriptionTimesToTheMillisecond(t *testing.T) {
+	clk := clock.NewFake(svcStart.Add(123456789 * time.Nanosecond))
+	f := newFixture(t, subscriptionsMemory, clk, subscriptions.ServiceOptions{})
+	sub := f.subscribe("alice", every("x"))
+	clk.Advance(time.Second + 987654321*time.Nanosecond)
+	label := "renamed"
+	updated, err := f.svc.Update(context.Background(), "alice", mcpe.UpdateRequest{SubscriptionID: sub.ID, Label: &label})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for what, at := range map[string]time.Time{"createdAt": sub.CreatedAt, "updatedAt": updated.UpdatedAt} {
+		if at.Nanosecond()%int(time.Millisecond) != 0 {
+			t.Errorf("%s = %s; want it to the millisecond", what, at.Format(time.RFC3339Nano))
+		}
+	}
+}
