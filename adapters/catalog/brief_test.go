@@ -38,7 +38,7 @@ func allAdapters(t *testing.T) *Catalog {
 	}
 	c := New(Options{Store: memoryStore(t), Sources: []Source{
 		{Name: "ingest", Configured: true, Endpoint: "/v1/events", Description: strings.Repeat("i", 200)},
-		{Name: "github", Configured: true, Endpoint: github.Endpoint, Description: strings.Repeat("g", 250), Types: gh.Catalog},
+		{Name: "github", Configured: true, Endpoint: github.Endpoint, Description: strings.Repeat("g", 250), Types: gh.Catalog, Values: github.Placeholders},
 		{Name: "slack", Configured: true, Endpoint: slack.Endpoint, Description: strings.Repeat("s", 200), Types: sl.Catalog},
 		{Name: "alertmanager", Configured: true, Endpoint: alertmanager.Endpoint, Description: strings.Repeat("a", 120), Types: am.Catalog},
 		{Name: "mcp", Configured: true, Description: strings.Repeat("m", 120), Types: up.Catalog, States: up.States},
@@ -136,7 +136,14 @@ func TestBriefAffordable(t *testing.T) {
 	}
 	// merged is no action of pull_request, and github.<event>.<action> is
 	// the other events.
-	if none, _ := brief(t, c, "github.pull_request.merged"); len(none.Types) != 0 || !strings.Contains(none.Note, "Nothing matches") {
-		t.Errorf("github.pull_request.merged: %v, note %q; want nothing, said so", typeNames(none), none.Note)
+	// pr is no event GitHub sends: github.<event>.<action> does not stand
+	// for it.
+	for _, p := range []string{"github.pull_request.merged", "github.pr.merged", "github.pr.*", "github.pr"} {
+		if none, _ := brief(t, c, p); len(none.Types) != 0 || !strings.Contains(none.Note, "Nothing matches") {
+			t.Errorf("%s: %v, note %q; want nothing, said so", p, typeNames(none), none.Note)
+		}
+	}
+	if one, _ := brief(t, c, "github.sub_issues.parent_issue_added"); len(one.Types) != 1 || one.Types[0].Type != "github.<event>.<action>" {
+		t.Errorf("github.sub_issues.parent_issue_added: %v; want github.<event>.<action>", typeNames(one))
 	}
 }

@@ -40,6 +40,9 @@ type Source struct {
 	States func() []mcpe.SourceState
 	// Configured is false for a known source the operator has not set up.
 	Configured bool
+	// Values are all the values some placeholders of its types take (<event>
+	// of github.<event>.<action>): a pattern naming another matches none.
+	Values map[string][]string
 }
 
 // Options configure a Catalog.
@@ -189,21 +192,20 @@ func (o observer) Publish(ctx context.Context, ev mcpe.Event) (subscriptions.Pub
 
 // Get returns the catalog, keeping the types that match req.Pattern: a
 // family whose types are listed (github.issues.<action>) by the types it
-// matches; another by familyMatcher, unless the pattern's literal start
+// matches; another by familyMatches, unless the pattern's literal start
 // names, where its placeholder is, what another type of its source
 // declares (github.<event>.<action> is the other GitHub events, not
 // github.issues.*). A pattern without wildcards names one type: it gets
 // the one entry that declares it, the type itself or the first family that
 // has it.
 func (c *Catalog) Get(ctx context.Context, req mcpe.CatalogRequest) (*mcpe.Catalog, error) {
-	all := func(string) bool { return true }
-	match, family, exact, prefix := all, all, false, ""
+	match, exact, prefix := func(string) bool { return true }, false, ""
 	if req.Pattern != "" {
 		p, err := subscriptions.CompilePattern(req.Pattern)
 		if err != nil {
 			return nil, err
 		}
-		match, family, exact, prefix = p.Match, familyMatcher(p.Match, p.Prefix()), p.Exact(), p.Prefix()
+		match, exact, prefix = p.Match, p.Exact(), p.Prefix()
 	}
 	out := &mcpe.Catalog{}
 	for _, s := range c.opts.Sources {
@@ -226,7 +228,7 @@ func (c *Catalog) Get(ctx context.Context, req mcpe.CatalogRequest) (*mcpe.Catal
 			t.Types = slices.DeleteFunc(slices.Clone(t.Types), func(typ string) bool { return !match(typ) })
 			start, _, _ := strings.Cut(t.Type, "<")
 			seg, _, named := strings.Cut(strings.TrimPrefix(prefix, start), ".")
-			open := isFamily(t.Type) && family(t.Type) && !(named && strings.HasPrefix(prefix, start) && strings.Contains(declared, "\n"+start+seg+"."))
+			open := isFamily(t.Type) && familyMatches(t.Type, match, prefix, s.Values) && !(named && strings.HasPrefix(prefix, start) && strings.Contains(declared, "\n"+start+seg+"."))
 			if known && len(t.Types) > 0 || !known && (match(t.Type) || open) {
 				out.Types = append(out.Types, mcpe.CatalogType{Source: s.Name, EventType: t})
 			}

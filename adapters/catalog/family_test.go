@@ -60,7 +60,36 @@ func TestFamilyMatcher(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := familyMatcher(p.Match, p.Prefix())(tc.family); got != tc.want {
+		if got := familyMatches(tc.family, p.Match, p.Prefix(), nil); got != tc.want {
+			t.Errorf("pattern %q, family %q: %v, want %v", tc.pattern, tc.family, got, tc.want)
+		}
+	}
+}
+
+// TestFamilyMatcherValues checks that a placeholder whose values are known
+// matches only where a pattern spells one of them, or the start of one.
+func TestFamilyMatcherValues(t *testing.T) {
+	values := map[string][]string{"<event>": {"discussion", "deployment_review", "label"}}
+	for _, tc := range []struct {
+		pattern, family string
+		want            bool
+	}{
+		{"github.discussion.created", "github.<event>.<action>", true},
+		{"github.pr.merged", "github.<event>.<action>", false},
+		{"github.disc*", "github.<event>.<action>", true},
+		{"github.pull*", "github.<event>.<action>", false},
+		{"github.deployment_review.*", "github.<event>.<action>", true},
+		{"github.label", "github.<event>", true},
+		{"github.labels", "github.<event>", false},
+		{"github.*", "github.<event>", true},
+		{"*deploy*", "github.<event>.<action>", false},
+		{"alert.HighCPU.firing", "alert.<alertname>.firing", true},
+	} {
+		p, err := subscriptions.CompilePattern(tc.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := familyMatches(tc.family, p.Match, p.Prefix(), values); got != tc.want {
 			t.Errorf("pattern %q, family %q: %v, want %v", tc.pattern, tc.family, got, tc.want)
 		}
 	}
@@ -151,7 +180,7 @@ func FuzzFamilyMatcher(f *testing.F) {
 		if err != nil {
 			return
 		}
-		got := familyMatcher(p.Match, p.Prefix())(family)
+		got := familyMatches(family, p.Match, p.Prefix(), map[string][]string{"<alertname>": {"a", "ab", "Kube"}})
 		if !isFamily(family) && p.Match(family) && !got {
 			t.Fatalf("pattern %q matches %q, but the family test says no", pattern, family)
 		}

@@ -59,7 +59,7 @@ var families = []family{
 	{
 		typ: "github.pull_request.<action>", actions: "opened edited closed reopened synchronize ready_for_review converted_to_draft review_requested review_request_removed assigned unassigned labeled unlabeled auto_merge_enabled auto_merge_disabled enqueued dequeued locked unlocked",
 		event:       "pull_request",
-		description: "A pull request changed: closed is merged or not (see pull_request.merged), synchronize is new commits.",
+		description: "A pull request changed: synchronize is new commits; closed is merged or not (a merge: closed, where data.pull_request.merged == true).",
 		props: []prop{
 			req("number", integer("Pull request number.")),
 			req("pull_request", pullRequestSchema()),
@@ -365,6 +365,17 @@ var families = []family{
 		example:     `{"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 }
+
+// Placeholders are the values of <event> (github.<event>.<action>, github.<event>): the X-GitHub-Event
+// names in GitHub's "Webhook events and payloads" (docs.github.com/en/webhooks/webhook-events-and-payloads),
+// ping excepted, which publishes nothing.
+var Placeholders = map[string][]string{"<event>": strings.Fields(`branch_protection_configuration branch_protection_rule check_run check_suite code_scanning_alert commit_comment create custom_property custom_property_values delete dependabot_alert
+	deploy_key deployment deployment_protection_rule deployment_review deployment_status discussion discussion_comment fork github_app_authorization gollum installation installation_repositories
+	installation_target issue_comment issue_dependencies issues label marketplace_purchase member membership merge_group meta milestone org_block organization package page_build
+	personal_access_token_request project project_card project_column projects_v2 projects_v2_item projects_v2_status_update public pull_request pull_request_review pull_request_review_comment
+	pull_request_review_thread push registry_package release repository repository_advisory repository_dispatch repository_import repository_ruleset repository_vulnerability_alert
+	secret_scanning_alert secret_scanning_alert_location secret_scanning_scan security_advisory security_and_analysis sponsorship star status sub_issues team team_add watch workflow_dispatch
+	workflow_job workflow_run`)}
 
 // commonTags are the tags every event may have.
 const commonTags = "repo:<owner/name>; org:<login> in an organization; sender:<login>"

@@ -247,3 +247,18 @@ func TestDocListsDefaultPriorityLabels(t *testing.T) {
 		t.Errorf("doc.go's table and DefaultPriorityLabels differ (-code +doc):\n%s", diff)
 	}
 }
+
+// TestPlaceholdersNameEveryEventMapped checks that <event>'s values, which
+// bound what github.<event>.<action> stands for, hold every event a family
+// of the catalog maps, once each, and not ping, which publishes nothing.
+func TestPlaceholdersNameEveryEventMapped(t *testing.T) {
+	events := Placeholders["<event>"]
+	for _, f := range families {
+		if !slices.Contains(events, f.event) && !strings.Contains(f.typ, "<event>") {
+			t.Errorf("%s: its event %q is not among Placeholders[\"<event>\"]", f.typ, f.event)
+		}
+	}
+	if slices.Contains(events, "ping") || len(slices.Compact(slices.Sorted(slices.Values(events)))) != len(events) {
+		t.Errorf("Placeholders[\"<event>\"] holds ping or a name twice: %v", events)
+	}
+}

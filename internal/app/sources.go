@@ -55,7 +55,7 @@ func buildSources(cfg *config.Adapters, pubFor func(source string) subscriptions
 			return nil, config.Within("adapters.github", err)
 		}
 		s.signed[github.Endpoint] = a
-		gh.Configured, gh.Types = true, a.Catalog
+		gh.Configured, gh.Types, gh.Values = true, a.Catalog, github.Placeholders
 	}
 	list = append(list, gh)
 
