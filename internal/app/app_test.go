@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,8 +59,8 @@ func TestNewAndClose(t *testing.T) {
 			names = append(names, s.Name)
 		}
 	}
-	if len(names) != 1 || names[0] != "ingest" {
-		t.Errorf("configured sources %v; want only ingest with no adapters set up", names)
+	if !slices.Equal(names, []string{"ingest", "conversation"}) {
+		t.Errorf("configured sources %v; want only ingest and conversation with no adapters set up", names)
 	}
 	a.Close()
 	a.Close() // safe twice

@@ -11,6 +11,8 @@ import (
 	mcpadapter "github.com/mcpe-server/mcpe-server/adapters/mcp"
 	"github.com/mcpe-server/mcpe-server/adapters/slack"
 	"github.com/mcpe-server/mcpe-server/internal/config"
+	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -37,6 +39,13 @@ func buildSources(cfg *config.Adapters, pubFor func(source string) subscriptions
 		Description: "Events posted by scripts, CI jobs and services to POST /v1/events (or with `mcpe-server publish`): any type; the types posted lately are listed under seenRecently.",
 		Endpoint:    "/v1/events",
 		Configured:  o.HTTP,
+	}, {
+		Name:        "conversation",
+		Description: "The user's messages, which a host that supports conversation events sends to the server.",
+		Configured:  true,
+		Types: func() []mcpe.EventType {
+			return []mcpe.EventType{{Type: mcpserver.UserMessageType, Description: "A user message (data.messageId, data.content); only its sender's subscriptions receive it."}}
+		},
 	}}
 
 	gh := catalog.Source{
