@@ -78,7 +78,9 @@ func Register(s *mcp.Server, opts Options) *Set {
 	add(r, d.subscribeTool(), func(ctx context.Context, p string, in *mcpe.SubscribeRequest) (any, error) {
 		if in.DryRun {
 			res, err := svc.Preview(ctx, p, *in)
-			res.Warnings = warnings(ctx, opts.Catalog, in.Filter.EventTypes)
+			if err == nil { // a refused filter's patterns are not looked up
+				res.Warnings = warnings(ctx, opts.Catalog, in.Filter.EventTypes)
+			}
 			return res, err
 		}
 		sub, err := svc.Subscribe(ctx, p, *in)

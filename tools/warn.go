@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strings"
@@ -9,13 +10,14 @@ import (
 )
 
 // warnings names each of patterns that matches no type cat declares or saw
-// lately, with the closest known type when one is close; none without a
+// lately, with the closest known type when one is close, and that type's
+// description when it speaks of the pattern's last word; none without a
 // catalog. A subscription with such a pattern is made all the same.
 func warnings(ctx context.Context, cat Catalog, patterns []string) []string {
 	if cat == nil {
 		return nil
 	}
-	var out, known []string
+	out, known := []string(nil), []mcpe.EventType(nil)
 	for _, p := range patterns {
 		c, err := cat.Get(ctx, mcpe.CatalogRequest{Pattern: p})
 		if err != nil || len(c.Types)+len(c.SeenRecently) > 0 {
@@ -26,32 +28,38 @@ func warnings(ctx context.Context, cat Catalog, patterns []string) []string {
 			if err != nil {
 				return out
 			}
-			for _, t := range all.Types {
-				known = append(known, t.Type)
+			known = []mcpe.EventType{}    // fetched once, however few
+			for _, t := range all.Types { // a family by its types, when known
+				for _, typ := range strings.Fields(cmp.Or(strings.Join(t.Types, " "), t.Type)) {
+					known = append(known, mcpe.EventType{Type: typ, Description: t.Description})
+				}
 			}
 			for _, t := range all.SeenRecently {
-				known = append(known, t.Type)
+				known = append(known, mcpe.EventType{Type: t.Type})
 			}
 		}
 		w := p + " matches no event type this server has declared or seen"
-		best, bestDist := "", len(p)/2+1
+		best, bestDist := mcpe.EventType{}, len(p)/2+1
 		for _, t := range known {
-			if d := typeDistance(p, t); d < bestDist || d == bestDist && best != "" && t < best {
+			if d := typeDistance(p, t.Type); d < bestDist || d == bestDist && best.Type != "" && t.Type < best.Type {
 				best, bestDist = t, d
 			}
 		}
-		if best != "" {
-			w += fmt.Sprintf("; did you mean %s?", best)
+		if best.Type != "" {
+			w += fmt.Sprintf("; did you mean %s?", best.Type)
+			if word := p[strings.LastIndexByte(p, '.')+1:]; len(word) > 2 && !strings.Contains(best.Type, word) && strings.Contains(best.Description, word) {
+				w += " " + best.Description
+			}
 		}
 		out = append(out, w)
 	}
 	return out
 }
 
-// typeDistance is how far pattern p is from type t, segment by segment: a
-// placeholder segment, an abbreviation ("pr" of "pull_request") or "*"
-// (with the segments after it, when last) costs nothing, other segments
-// their edit distance, and a missing one its length.
+// typeDistance is how far pattern p is from type t, segment by segment: an
+// abbreviation ("pr" of "pull_request") or "*" (with the segments after
+// it, when last) costs nothing, a placeholder segment of t the length of
+// p's, other segments their edit distance, and a missing one its length.
 func typeDistance(p, t string) int {
 	ps, ts := strings.Split(p, "."), strings.Split(t, ".")
 	d := 0
@@ -63,7 +71,10 @@ func typeDistance(p, t string) int {
 			d += len(ps[i])
 		case ps[i] == "*" && i == len(ps)-1:
 			return d
-		case ps[i] != "*" && !strings.HasPrefix(ts[i], "<") && !abbreviates(ps[i], ts[i]):
+		case ps[i] == "*" || abbreviates(ps[i], ts[i]):
+		case strings.HasPrefix(ts[i], "<"):
+			d += len(ps[i])
+		default:
 			d += editDistance(ps[i], ts[i])
 		}
 	}

@@ -3,6 +3,8 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -98,7 +100,9 @@ func TestTypeDistance(t *testing.T) {
 		pattern, typ string
 		want         int
 	}{
-		{"github.pr.merged", "github.pull_request.<action>", 0},
+		{"github.pr.merged", "github.pull_request.<action>", 6},
+		{"github.pr.merged", "github.pull_request.closed", 4},
+		{"alert.HighCPU.firng", "alert.<alertname>.firing", 7},
 		{"github.*", "github.issues.opened", 0},
 		{"github.issue.opened", "github.issues.opened", 0},
 		{"deploy.faild", "deploy.failed", 0},
@@ -108,6 +112,66 @@ func TestTypeDistance(t *testing.T) {
 	} {
 		if got := typeDistance(tc.pattern, tc.typ); got != tc.want {
 			t.Errorf("typeDistance(%q, %q) = %d, want %d", tc.pattern, tc.typ, got, tc.want)
+		}
+	}
+}
+
+// countingCatalog is a Catalog that declares nothing and counts the calls.
+type countingCatalog struct{ calls int }
+
+func (c *countingCatalog) Get(context.Context, mcpe.CatalogRequest) (*mcpe.Catalog, error) {
+	c.calls++
+	return &mcpe.Catalog{}, nil
+}
+
+// validating is a subscriber whose dry runs refuse a filter as the
+// service does.
+type validating struct{ subscriber }
+
+func (v *validating) Subscribe(ctx context.Context, p string, req mcpe.SubscribeRequest) (*subscriptions.Subscription, error) {
+	if _, err := subscriptions.CompileFilter(req.Filter); err != nil {
+		return nil, err
+	}
+	return v.subscriber.Subscribe(ctx, p, req)
+}
+
+func (*validating) Preview(_ context.Context, _ string, req mcpe.SubscribeRequest) (mcpe.DryRunResult, error) {
+	_, err := subscriptions.CompileFilter(req.Filter)
+	return mcpe.DryRunResult{}, err
+}
+
+// TestWarningsBounded checks that the catalog is asked about a filter's
+// patterns only once the filter is accepted: a dry run with far more
+// patterns than a filter takes is refused without a look-up each, and an
+// accepted one costs one per pattern and one for the suggestions.
+func TestWarningsBounded(t *testing.T) {
+	cat := &countingCatalog{}
+	set := Register(mcp.NewServer(&mcp.Implementation{Name: "test"}, nil), Options{Service: &validating{}, Catalog: cat,
+		Principal: func(context.Context, *mcp.CallToolRequest) (string, error) { return "alice", nil }})
+	many := make([]string, 20000)
+	for i := range many {
+		many[i] = fmt.Sprintf("x%d.%s", i, strings.Repeat("y", 200))
+	}
+	for _, tc := range []struct {
+		patterns []string
+		dryRun   bool
+		refused  bool
+		calls    int
+	}{
+		{many, true, true, 0},
+		{many, false, true, 0},
+		{many[:mcpe.MaxFilterPatterns], true, false, mcpe.MaxFilterPatterns + 1},
+		{many[:mcpe.MaxFilterPatterns], false, false, mcpe.MaxFilterPatterns + 1},
+	} {
+		cat.calls = 0
+		args, _ := json.Marshal(map[string]any{"filter": map[string]any{"eventTypes": tc.patterns}, "dryRun": tc.dryRun})
+		res, err := set.CallTool(context.Background(), "alice", mcpe.ToolSubscribe, args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.IsError != tc.refused || cat.calls != tc.calls {
+			t.Errorf("%d patterns, dryRun %v: refused %v after %d catalog calls; want %v after %d", len(tc.patterns), tc.dryRun,
+				res.IsError, cat.calls, tc.refused, tc.calls)
 		}
 	}
 }
