@@ -16,11 +16,10 @@ import (
 func isFamily(t string) bool { return strings.Contains(t, "<") }
 
 // familyMatches reports whether family f could have a type that pattern p
-// matches: match tells whether p matches a type, prefix is p's literal
-// start. Each placeholder takes what prefix spells in its place, up to the
-// family's next literal character, or, when values lists the ones it takes,
-// each of those that starts so; past prefix, a character that only a
-// wildcard matches.
+// matches: match tells whether p matches a type, prefix is p's literal start.
+// Each placeholder takes what prefix spells in its place, up to the family's
+// next literal character (each value in values that starts so, when listed);
+// past prefix, a character that only a wildcard matches.
 func familyMatches(f string, match func(string) bool, prefix string, values map[string][]string) bool {
 	i := strings.IndexByte(f, '<')
 	j := strings.IndexByte(f[max(i, 0):], '>') + max(i, 0)

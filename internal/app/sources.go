@@ -44,7 +44,8 @@ func buildSources(cfg *config.Adapters, pubFor func(source string) subscriptions
 		Description: "The user's messages, which a host that supports conversation events sends to the server.",
 		Configured:  true,
 		Types: func() []mcpe.EventType {
-			return []mcpe.EventType{{Type: mcpserver.UserMessageType, Description: "A user message (data.messageId, data.content); only its sender's subscriptions receive it."}}
+			return []mcpe.EventType{{Type: mcpserver.UserMessageType, Description: "A user message (data.messageId, data.content); only its sender's subscriptions receive it.",
+				DataSchema: []byte(`{"type":"object","properties":{"messageId":{"type":"string"},"content":{"type":"string"}},"required":["messageId","content"]}`)}}
 		},
 	}}
 
