@@ -82,7 +82,15 @@ type Catalog struct {
 	watchers map[int]func()
 	nextID   int
 	expiry   clock.Timer
+	// kept is what the store kept when last read, at keptAt (zero: read
+	// it again).
+	kept   []mcpe.SeenType
+	keptAt time.Time
 }
+
+// keptFresh is how long the types read from the store are listed before
+// they are read again: what another server kept shows that much later.
+const keptFresh = time.Second
 
 // New returns a Catalog.
 func New(opts Options) *Catalog {
@@ -117,6 +125,7 @@ func (c *Catalog) Observe(ctx context.Context, t string) {
 	var watchers []func()
 	if !ok {
 		watchers = slices.Collect(maps.Values(c.watchers))
+		c.keptAt = time.Time{}
 	}
 	c.mu.Unlock()
 	c.notify(ctx, watchers)
@@ -239,11 +248,30 @@ func (c *Catalog) Get(ctx context.Context, req mcpe.CatalogRequest) (*mcpe.Catal
 		out.Types = out.Types[max(i, 0) : max(i, 0)+1]
 	}
 	if c.opts.Store != nil {
-		kept, err := c.opts.Store.KeptTypes(ctx, c.opts.Clock.Now(), c.opts.SeenWindow)
+		kept, err := c.keptTypes(ctx)
 		if err != nil {
 			return nil, err
 		}
 		out.SeenRecently = slices.DeleteFunc(kept, func(t mcpe.SeenType) bool { return !match(t.Type) })
 	}
 	return out, nil
+}
+
+// keptTypes returns the types the store keeps, read at most every
+// keptFresh, and again once this process kept a new one.
+func (c *Catalog) keptTypes(ctx context.Context) ([]mcpe.SeenType, error) {
+	now := c.opts.Clock.Now()
+	c.mu.Lock()
+	kept, fresh := slices.Clone(c.kept), now.Sub(c.keptAt) < keptFresh
+	c.mu.Unlock()
+	if fresh {
+		return kept, nil
+	}
+	kept, err := c.opts.Store.KeptTypes(ctx, now, c.opts.SeenWindow)
+	if err == nil {
+		c.mu.Lock()
+		c.kept, c.keptAt = kept, now
+		c.mu.Unlock()
+	}
+	return slices.Clone(kept), err
 }

@@ -198,3 +198,58 @@ func TestWatchSeenTypes(t *testing.T) {
 		t.Fatalf("watcher called after stop")
 	}
 }
+
+// countingStore counts the reads of the kept types.
+type countingStore struct {
+	subscriptions.TypeStore
+	reads int
+}
+
+func (s *countingStore) KeptTypes(ctx context.Context, now time.Time, window time.Duration) ([]mcpe.SeenType, error) {
+	s.reads++
+	return s.TypeStore.KeptTypes(ctx, now, window)
+}
+
+// Every events_subscribe looks the catalog up for its warnings: the kept
+// types are read from the store once a second at most, and again at once
+// after this process kept a new one; what another process kept is listed
+// within the second.
+func TestKeptTypesReadOncePerSecond(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	shared := memoryStore(t)
+	store := &countingStore{TypeStore: shared}
+	c := New(Options{Clock: clk, Store: store})
+	ctx := t.Context()
+	seen := func() []string {
+		t.Helper()
+		cat, err := c.Get(ctx, mcpe.CatalogRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, s := range cat.SeenRecently {
+			out = append(out, s.Type)
+		}
+		return out
+	}
+	c.Observe(ctx, "deploy.failed")
+	for range 100 {
+		if got := seen(); !slices.Equal(got, []string{"deploy.failed"}) {
+			t.Fatalf("seen = %q; want [deploy.failed]", got)
+		}
+	}
+	if store.reads != 1 {
+		t.Errorf("100 lookups read the kept types %d times; want 1", store.reads)
+	}
+	c.Observe(ctx, "deploy.started")
+	if got := seen(); len(got) != 2 {
+		t.Errorf("after a new type was kept here, seen = %q; want both", got)
+	}
+	if _, err := shared.KeepType(ctx, "build.done", clk.Now(), DefaultSeenWindow, DefaultSeenLimit); err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(time.Second)
+	if got := seen(); len(got) != 3 {
+		t.Errorf("a second after another process kept build.done, seen = %q; want it too", got)
+	}
+}
