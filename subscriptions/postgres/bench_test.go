@@ -17,10 +17,7 @@ import (
 // The store benchmarks (storetest.Bench*) on a database of the test
 // cluster, and one of PostgreSQL's own.
 
-func BenchmarkPublish(b *testing.B)        { storetest.BenchPublish(b, openBench) }
-func BenchmarkFire(b *testing.B)           { storetest.BenchFire(b, openBench) }
-func BenchmarkDueJobsBacklog(b *testing.B) { storetest.BenchDueJobsBacklog(b, openBench) }
-func BenchmarkCreate(b *testing.B)         { storetest.BenchCreate(b, openBench) }
+func BenchmarkStore(b *testing.B) { storetest.Bench(b, openBench) }
 
 // openBench opens a new database in the test cluster.
 func openBench(b *testing.B) subscriptions.Store {

@@ -11,10 +11,7 @@ import (
 
 // The store benchmarks (storetest.Bench*) on a file database.
 
-func BenchmarkPublish(b *testing.B)        { storetest.BenchPublish(b, openBench) }
-func BenchmarkFire(b *testing.B)           { storetest.BenchFire(b, openBench) }
-func BenchmarkDueJobsBacklog(b *testing.B) { storetest.BenchDueJobsBacklog(b, openBench) }
-func BenchmarkCreate(b *testing.B)         { storetest.BenchCreate(b, openBench) }
+func BenchmarkStore(b *testing.B) { storetest.Bench(b, openBench) }
 
 // openBench opens a file database in b's temporary directory.
 func openBench(b *testing.B) subscriptions.Store {

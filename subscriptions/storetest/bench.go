@@ -12,7 +12,16 @@ import (
 )
 
 // The benchmarks every store runs, so that their figures compare: each
-// store's bench_test.go calls them with an opener of its own.
+// store's bench_test.go calls Bench with an opener of its own.
+
+// Bench runs every store benchmark as a sub-benchmark of b: Publish, Fire,
+// DueJobsBacklog and Create.
+func Bench(b *testing.B, open BenchOpener) {
+	b.Run("Publish", func(b *testing.B) { BenchPublish(b, open) })
+	b.Run("Fire", func(b *testing.B) { BenchFire(b, open) })
+	b.Run("DueJobsBacklog", func(b *testing.B) { BenchDueJobsBacklog(b, open) })
+	b.Run("Create", func(b *testing.B) { BenchCreate(b, open) })
+}
 
 // BenchOpener returns a new, empty store for a benchmark and registers its
 // cleanup with b.
