@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
@@ -59,13 +61,23 @@ const (
 )
 
 // Publish implements subscriptions.Store. It returns once the transaction
-// has committed.
+// has committed. Its BEGIN rides in its first round trip and its COMMIT in
+// its last: a publish is two round trips (three with duplicates).
 func (s *Store) Publish(ctx context.Context, pb subscriptions.PublishBatch) ([]subscriptions.PublishResult, error) {
 	if len(pb.Publications) == 0 {
 		return nil, nil
 	}
 	b := &batch{ctx: ctx, now: pb.Now.UTC(), pubs: pb.Publications, routed: pb.Deactivations}
-	if err := s.tx(ctx, b.write); err != nil {
+	err := s.retry(ctx, func() error {
+		return s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
+			err := b.write(c)
+			if err != nil && c.Conn().PgConn().TxStatus() != 'I' {
+				c.Exec(ctx, "ROLLBACK") // else the pool closes the connection
+			}
+			return err
+		})
+	})
+	if err != nil {
 		return nil, err
 	}
 	storecore.FinishPublish(b.res, b.pubs, b.fresh, b.entries, b.now)
@@ -74,8 +86,12 @@ func (s *Store) Publish(ctx context.Context, pb subscriptions.PublishBatch) ([]s
 
 // batch is one Publish in progress.
 type batch struct {
-	ctx  context.Context
-	tx   pgx.Tx
+	ctx context.Context
+	tx  interface {
+		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
+		Query(context.Context, string, ...any) (pgx.Rows, error)
+		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
+	}
 	now  time.Time
 	pubs []subscriptions.Publication
 	res  []subscriptions.PublishResult
@@ -90,9 +106,10 @@ type batch struct {
 	isActive map[string]bool
 }
 
-// write runs the batch in tx; it starts over when tx is run again.
-func (b *batch) write(tx pgx.Tx) error {
-	b.tx = tx
+// write runs the batch in a transaction on c; it starts over when run
+// again.
+func (b *batch) write(c *pgxpool.Conn) error {
+	b.tx = c
 	b.res = make([]subscriptions.PublishResult, len(b.pubs))
 	b.fresh = make([]bool, len(b.pubs))
 	b.entries = make([][]subscriptions.InboxEntry, len(b.pubs))
@@ -141,6 +158,7 @@ func (b *batch) insertEvents(principals, ids []string) (active []string, err err
 	// (which takes its principal too) either committed before, and is seen
 	// below, or waits for this one.
 	q := &pgx.Batch{}
+	q.Queue("BEGIN")
 	queueLock(q, principals)
 	q.Queue(insertEventsQuery, evIDs, origins, types, sources, bodies, b.now).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -261,9 +279,7 @@ func (b *batch) route() error {
 			return rows.Err()
 		})
 	}
-	if q.Len() == 0 {
-		return nil
-	}
+	q.Queue("COMMIT")
 	if err := b.tx.SendBatch(b.ctx, q).Close(); err != nil {
 		return fmt.Errorf("write deliveries: %w", err)
 	}

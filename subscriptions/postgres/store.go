@@ -264,8 +264,14 @@ const maxAttempts = 5
 // tx runs f in a transaction and commits it; f may run again, from the
 // start, when PostgreSQL aborts it to break a deadlock.
 func (s *Store) tx(ctx context.Context, f func(pgx.Tx) error) error {
+	return s.retry(ctx, func() error { return pgx.BeginFunc(ctx, s.pool, f) })
+}
+
+// retry runs the transaction run until it ends without a deadlock or
+// serialization failure, at most maxAttempts times.
+func (s *Store) retry(ctx context.Context, run func() error) error {
 	for attempt := 1; ; attempt++ {
-		err := pgx.BeginFunc(ctx, s.pool, f)
+		err := run()
 		if err == nil || attempt == maxAttempts || !retryable(err) {
 			return err
 		}
