@@ -96,7 +96,7 @@ func TestCatalogEndToEnd(t *testing.T) {
 
 			// A stdio host starts the server anew for each conversation.
 			r.in.Close()
-			r.cmd.Wait()
+			<-r.exited
 			r = startRawStdio(t, db, "--config", cfg)
 			if _, overview := r.callCatalog(t, 1, `{}`); len(overview.SeenRecently) != 2 {
 				t.Errorf("after a restart the overview lists %v posted; want deploy.finished and build.done", overview.SeenRecently)

@@ -26,6 +26,8 @@ type rawStdio struct {
 	in   io.WriteCloser
 	out  chan map[string]any
 	base string
+	// exited is closed once the server has exited.
+	exited chan struct{}
 }
 
 func startRawStdio(t *testing.T, db string, args ...string) *rawStdio {
@@ -47,7 +49,7 @@ func startRawStdio(t *testing.T, db string, args ...string) *rawStdio {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	r := &rawStdio{cmd: cmd, in: in, out: make(chan map[string]any, 1024)}
+	r := &rawStdio{cmd: cmd, in: in, out: make(chan map[string]any, 1024), exited: make(chan struct{})}
 	go func() {
 		sc := bufio.NewScanner(stdout)
 		sc.Buffer(make([]byte, 1<<20), 1<<24)
@@ -59,12 +61,11 @@ func startRawStdio(t *testing.T, db string, args ...string) *rawStdio {
 		}
 		close(r.out)
 	}()
-	exited := make(chan struct{})
-	go func() { cmd.Wait(); close(exited) }()
+	go func() { cmd.Wait(); close(r.exited) }()
 	t.Cleanup(func() {
 		in.Close()
 		cmd.Process.Kill()
-		<-exited
+		<-r.exited
 	})
 	r.base = "http://" + logs.waitAddr(t)
 	r.send(t, `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"e2e","version":"1"}}}`)
