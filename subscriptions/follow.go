@@ -36,6 +36,9 @@ const followBatch = 500
 // it.
 type Sessions interface {
 	Principals() []string
+	// Arrived receives after a principal with no session here got one: a
+	// store that wakes by principal (Watcher) is told at once.
+	Arrived() <-chan struct{}
 }
 
 // Watcher is implemented by a Notifier that can leave out what others
@@ -121,12 +124,18 @@ func (s *Service) runFollowing() {
 		defer close(f.done)
 		t := time.NewTicker(f.interval)
 		defer t.Stop()
-		// The Notifier is listened to only once another process has been
-		// seen writing: a server alone takes no wake-up per commit.
-		var written <-chan struct{}
+		// A Notifier that tells this process's own commits too is listened
+		// to only once another process has been seen writing: a server
+		// alone takes no wake-up per commit. One that leaves them out is
+		// listened to at once: the first subscription another process
+		// makes routes here without waiting for the interval.
+		var written, arrived <-chan struct{}
+		if f.sessions != nil {
+			arrived = f.sessions.Arrived()
+		}
 		own := false
 		for {
-			if written == nil && notifier != nil && f.othersRecently() {
+			if written == nil && notifier != nil && (!notifier.OwnWritesTold() || f.othersRecently()) {
 				written, own = notifier.Written(), notifier.OwnWritesTold()
 			}
 			woken := false
@@ -134,6 +143,7 @@ func (s *Service) runFollowing() {
 			case <-f.stop:
 				return
 			case <-t.C:
+			case <-arrived:
 			case <-written:
 				if own && !f.othersRecently() {
 					continue // most likely this process's own commit

@@ -21,9 +21,12 @@ type sessions struct {
 	mu         sync.Mutex
 	principals []string
 	types      []string
+	arrived    chan struct{}
 }
 
 func (s *sessions) Principals() []string { return s.principals }
+
+func (s *sessions) Arrived() <-chan struct{} { return s.arrived }
 
 func (s *sessions) Deliver(es []subscriptions.InboxEntry) {
 	s.mu.Lock()
@@ -204,7 +207,7 @@ func TestFollowerWatchesItsPrincipals(t *testing.T) {
 		t.Fatal(err)
 	}
 	ws := &watchingStore{Store: store}
-	sess := &sessions{principals: []string{"alice"}}
+	sess := &sessions{principals: []string{"alice"}, arrived: make(chan struct{}, 1)}
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store: ws, Deliverer: sess, Clock: clock.NewFake(svcStart),
 	})
@@ -230,4 +233,64 @@ func TestFollowerWatchesItsPrincipals(t *testing.T) {
 	if got := ws.last(); len(got) != 0 {
 		t.Fatalf("watched %q; want none once the sessions left", got)
 	}
+	// A session of a new principal is watched at once, not at the next
+	// interval (a minute here).
+	sess.principals = []string{"carol"}
+	sess.arrived <- struct{}{}
+	for i := 0; !slices.Equal(ws.last(), []string{"carol"}); i++ {
+		if i == 500 {
+			t.Fatalf("watched %q 5 s after carol's session arrived; want carol", ws.last())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// toldStore is a shared store whose Notifier leaves out this process's own
+// commits (as PostgreSQL's does): the test tells it when others wrote.
+type toldStore struct {
+	*sqlite.Store
+	told chan struct{}
+}
+
+func (s *toldStore) Written() <-chan struct{} { return s.told }
+func (s *toldStore) OwnWritesTold() bool      { return false }
+
+// TestFirstChangeRoutesAtOnce checks that a process on a store whose
+// Notifier leaves out its own commits follows the first change another
+// process makes as soon as the store tells, not one follow interval later.
+func TestFirstChangeRoutesAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "shared.db")
+	clk := clock.NewFake(svcStart)
+	store, err := sqlite.Open(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	told := &toldStore{Store: store, told: make(chan struct{}, 1)}
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+		Store: told, Deliverer: &sessions{principals: []string{"alice"}}, Clock: clk,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscriptions.SetFollowInterval(svc, time.Hour)
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop(); store.Close() })
+	other := startProcess(t, path, clk)
+	if _, err := other.svc.Subscribe(context.Background(), "alice", every("x.*")); err != nil {
+		t.Fatal(err)
+	}
+	told.told <- struct{}{}
+	for range 500 {
+		res, err := svc.Publish(context.Background(), mcpe.Event{Type: "x.probe", Data: json.RawMessage(`{}`)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Delivered) == 1 {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("a subscription made by another process did not route within 5 s of the store telling")
 }

@@ -161,6 +161,7 @@ type Registry struct {
 
 	mu      sync.Mutex
 	owners  map[string]*owner
+	arrived chan struct{} // Arrived
 	closed  bool
 	wg      sync.WaitGroup
 	lastLag time.Time
@@ -246,7 +247,7 @@ func NewRegistry(opts *Options) *Registry {
 		o = *opts
 	}
 	o.defaults()
-	return &Registry{opts: o, log: o.Logger, owners: make(map[string]*owner)}
+	return &Registry{opts: o, log: o.Logger, owners: make(map[string]*owner), arrived: make(chan struct{}, 1)}
 }
 
 // Attach registers a live session of principal and starts its writer. It
@@ -262,6 +263,10 @@ func (r *Registry) Attach(principal string, sink Sink) (detach func()) {
 	if o == nil {
 		o = &owner{principal: principal, sessions: make(map[*session]struct{})}
 		r.owners[principal] = o
+		select {
+		case r.arrived <- struct{}{}:
+		default:
+		}
 	}
 	s := &session{
 		o:        o,
@@ -327,6 +332,10 @@ func (r *Registry) Principals() []string {
 	}
 	return out
 }
+
+// Arrived implements subscriptions.Sessions: it receives after a principal
+// with no session here got one.
+func (r *Registry) Arrived() <-chan struct{} { return r.arrived }
 
 // Connected reports whether principal has a session that notifications can
 // reach now. A digest fired while none is kept for the owner's return.

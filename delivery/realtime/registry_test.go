@@ -743,3 +743,35 @@ func TestOptionsDefaults(t *testing.T) {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)
 	}
 }
+
+// TestArrivedTellsNewPrincipals checks that Arrived receives when a
+// principal with no session here gets one, and not for a second session of
+// a principal already here.
+func TestArrivedTellsNewPrincipals(t *testing.T) {
+	r := newRegistry(t, nil)
+	arrived := func() bool {
+		select {
+		case <-r.Arrived():
+			return true
+		default:
+			return false
+		}
+	}
+	if arrived() {
+		t.Fatal("Arrived received before any session")
+	}
+	detach := r.Attach("alice", newChanSink())
+	if !arrived() {
+		t.Fatal("Arrived did not receive for alice's first session")
+	}
+	r.Attach("alice", newChanSink())
+	if arrived() {
+		t.Fatal("Arrived received for alice's second session")
+	}
+	detach()
+	r.Attach("bob", newChanSink())
+	if !arrived() {
+		t.Fatal("Arrived did not receive for bob's first session")
+	}
+	r.Close()
+}
