@@ -409,6 +409,28 @@ func TestWrittenNotifies(t *testing.T) {
 	// store does not wake it; one for alice still does, and so does a
 	// subscription change, whoever owns it.
 	b.Watch([]string{"alice"})
+	// b's listening connection leaves the other inbox channels (alice's
+	// is mcpe_inbox_63): the database does not even send it what is
+	// written for bob. (pg_stat_activity shows the statement's first
+	// kilobyte only.)
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	for i := 0; ; i++ {
+		var left bool
+		if err := conn.QueryRow(t.Context(), `SELECT count(*) > 0 FROM pg_stat_activity
+			WHERE query LIKE 'UNLISTEN mcpe_inbox_00; UNLISTEN mcpe_inbox_01; %'`).Scan(&left); err != nil {
+			t.Fatal(err)
+		}
+		if left {
+			break
+		} else if i == 500 {
+			t.Fatal("the listening connection did not leave the inbox channels of the principals not watched")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	bobSub := newSub(2, "bob")
 	if err := a.CreateSubscription(t.Context(), bobSub, 10); err != nil {
 		t.Fatal(err)
@@ -442,7 +464,7 @@ func TestWrittenNotifies(t *testing.T) {
 
 	// Cut every listening connection: the store listens again.
 	exec(t, url, `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
-		WHERE pid <> pg_backend_pid() AND query LIKE 'LISTEN%'`)
+		WHERE pid <> pg_backend_pid() AND query LIKE '%LISTEN %'`)
 	expectWake("listening again")
 	ev, raw = newEvent(3)
 	if _, err := storetest.PublishOne(t.Context(), a, ev, raw, target, t0); err != nil {

@@ -59,8 +59,12 @@ type Store struct {
 	listening   sync.WaitGroup
 	listenErr   atomic.Pointer[error]
 	// watched is the md5s of the principals whose inbox entries wake
-	// (nil: all); hashes maps those principals to them (written.go).
+	// (nil: all), buckets their first bytes (the channels listened to);
+	// hashes maps those principals to them; rewatch tells the listening
+	// connection that buckets changed (written.go).
 	watched atomic.Pointer[map[string]bool]
+	buckets atomic.Pointer[[256]bool]
+	rewatch chan struct{}
 	watchMu sync.Mutex
 	hashes  map[string]string
 }
@@ -146,7 +150,7 @@ func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error)
 		return nil, fmt.Errorf("postgres: cannot reach %s: %w", where, err)
 	}
 	s := &Store{pool: pool, where: where, stop: make(chan struct{}), done: make(chan struct{}),
-		name: name, connConfig: cfg.ConnConfig.Copy()}
+		name: name, connConfig: cfg.ConnConfig.Copy(), rewatch: make(chan struct{}, 1)}
 	s.Core = storecore.Core{Name: "postgres", DB: conn{pool}, Tx: s.coreTx, Q: queries}
 	if err := s.migrate(ctx); err != nil {
 		pool.Close()

@@ -5,6 +5,8 @@ import (
 	"crypto/md5"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,8 +18,11 @@ import (
 // This file tells a follower (subscriptions.Notifier) at once when another
 // process on the database commits subscription changes, or inbox entries
 // of the principals it watches: triggers NOTIFY the channel mcpe_written
-// (migrations 0003 and 0008), and one connection of each store LISTENs to
-// it. Should that connection drop, it is made again with back-off; the
+// for the first, and mcpe_inbox_<first byte of the md5 of the principal>
+// for the others (migrations 0003 and 0008). One connection of each store
+// LISTENs to mcpe_written and to the inbox channels of the principals it
+// watches, and leaves out the others' notifications that the channel shares.
+// Should that connection drop, it is made again with back-off; the
 // follower polls meanwhile.
 
 var _ subscriptions.Notifier = (*Store)(nil)
@@ -47,6 +52,7 @@ func (s *Store) Watch(principals []string) {
 	s.watchMu.Lock()
 	defer s.watchMu.Unlock()
 	hashes, set := make(map[string]string, len(principals)), make(map[string]bool, len(principals))
+	var buckets [256]bool
 	for _, p := range principals {
 		h, ok := s.hashes[p]
 		if !ok {
@@ -54,9 +60,18 @@ func (s *Store) Watch(principals []string) {
 			h = hex.EncodeToString(sum[:])
 		}
 		hashes[p], set[h] = h, true
+		b, _ := strconv.ParseUint(h[:2], 16, 8)
+		buckets[b] = true
 	}
 	s.hashes = hashes
 	s.watched.Store(&set)
+	if old := s.buckets.Load(); old == nil || *old != buckets {
+		s.buckets.Store(&buckets)
+		select {
+		case s.rewatch <- struct{}{}:
+		default:
+		}
+	}
 }
 
 // Written implements subscriptions.Notifier.
@@ -103,12 +118,30 @@ func (s *Store) listenOnce(ctx context.Context, listening func()) error {
 		return err
 	}
 	listening()
-	// What was written before the LISTEN took effect is found by the
-	// follower's next look.
-	s.wake()
+	var listened [256]bool
 	for {
-		n, err := conn.WaitForNotification(ctx)
-		if err != nil {
+		if added, err := relisten(ctx, conn, &listened, s.buckets.Load()); err != nil {
+			return err
+		} else if added {
+			// What was written before the LISTEN took effect is found by
+			// the follower's next look.
+			s.wake()
+		}
+		// Watch interrupts the wait when the channels to listen to change.
+		wctx, cancel := context.WithCancel(ctx)
+		go func() {
+			select {
+			case <-s.rewatch:
+				cancel()
+			case <-wctx.Done():
+			}
+		}()
+		n, err := conn.WaitForNotification(wctx)
+		interrupted := wctx.Err() != nil
+		cancel()
+		if err != nil && interrupted && ctx.Err() == nil {
+			continue
+		} else if err != nil {
 			return err
 		}
 		// "writer" for a subscription change, "writer md5" for inbox
@@ -118,6 +151,23 @@ func (s *Store) listenOnce(ctx context.Context, listening func()) error {
 			s.wake()
 		}
 	}
+}
+
+// relisten makes conn listen to the inbox channels of the buckets in want
+// (all when nil) and to no other, and reports whether it listens to one
+// more.
+func relisten(ctx context.Context, conn *pgx.Conn, listened, want *[256]bool) (added bool, err error) {
+	var sql []string
+	for i := range listened {
+		if w := want == nil || want[i]; w != listened[i] {
+			sql = append(sql, fmt.Sprintf("%sLISTEN mcpe_inbox_%02x", map[bool]string{true: "", false: "UN"}[w], i))
+			listened[i], added = w, added || w
+		}
+	}
+	if len(sql) > 0 {
+		_, err = conn.Exec(ctx, strings.Join(sql, "; "))
+	}
+	return added, err
 }
 
 // watching reports whether Watch named the principal whose md5 is h; all
