@@ -67,10 +67,7 @@ func (s *Store) Watch(principals []string) {
 	s.watched.Store(&set)
 	if old := s.buckets.Load(); old == nil || *old != buckets {
 		s.buckets.Store(&buckets)
-		select {
-		case s.rewatch <- struct{}{}:
-		default:
-		}
+		signal(s.rewatch)
 	}
 }
 
@@ -125,7 +122,7 @@ func (s *Store) listenOnce(ctx context.Context, listening func()) error {
 		} else if added {
 			// What was written before the LISTEN took effect is found by
 			// the follower's next look.
-			s.wake()
+			signal(s.written)
 		}
 		// Watch interrupts the wait when the channels to listen to change.
 		wctx, cancel := context.WithCancel(ctx)
@@ -145,10 +142,11 @@ func (s *Store) listenOnce(ctx context.Context, listening func()) error {
 			return err
 		}
 		// "writer" for a subscription change, "writer md5" for inbox
-		// entries: only those of the principals watched wake.
+		// entries: only those of the principals watched (all until Watch
+		// is called) wake.
 		writer, principal, entries := strings.Cut(n.Payload, " ")
-		if writer != s.name && (!entries || s.watching(principal)) {
-			s.wake()
+		if set := s.watched.Load(); writer != s.name && (!entries || set == nil || (*set)[principal]) {
+			signal(s.written)
 		}
 	}
 }
@@ -170,16 +168,10 @@ func relisten(ctx context.Context, conn *pgx.Conn, listened, want *[256]bool) (a
 	return added, err
 }
 
-// watching reports whether Watch named the principal whose md5 is h; all
-// are watched until Watch is called.
-func (s *Store) watching(h string) bool {
-	set := s.watched.Load()
-	return set == nil || (*set)[h]
-}
-
-func (s *Store) wake() {
+// signal sends on c unless a signal waits there already.
+func signal(c chan struct{}) {
 	select {
-	case s.written <- struct{}{}:
+	case c <- struct{}{}:
 	default:
 	}
 }
