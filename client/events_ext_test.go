@@ -269,12 +269,12 @@ func TestRunStreamResumes(t *testing.T) {
 			return l
 		},
 		func(t *testing.T) link {
-			l := stdioLinkConfig(t, "", "delivery:\n  heartbeatInterval: 100ms\n")
+			l := stdioLinkConfig(t, "", "subscriptions:\n  heartbeatInterval: 100ms\n")
 			l.name = "stdio server killed"
 			return l
 		},
 		func(t *testing.T) link {
-			l := stdioLinkConfig(t, "2025-11-25", "delivery:\n  heartbeatInterval: 100ms\n")
+			l := stdioLinkConfig(t, "2025-11-25", "subscriptions:\n  heartbeatInterval: 100ms\n")
 			l.name = "stdio server killed"
 			return l
 		},

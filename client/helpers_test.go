@@ -180,7 +180,7 @@ func serverBinary(t *testing.T) string {
 // uses the same database. It lets "@every 1s" digests through. The principal
 // of stdio is "local".
 func stdioLink(t *testing.T, protocol string) link {
-	return stdioLinkConfig(t, protocol, "delivery:\n  minEvery: 1s\n")
+	return stdioLinkConfig(t, protocol, "subscriptions:\n  minEvery: 1s\n")
 }
 
 // stdioLinkConfig is stdioLink with the server's configuration file.

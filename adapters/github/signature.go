@@ -27,8 +27,8 @@ func Signature(secret, body []byte) string {
 
 // Errors of checkSignature; the messages are answered to the sender.
 var (
-	errNoSignature = errors.New("the request has no " + SignatureHeader + " header; set a secret in the webhook's settings on GitHub (the same as adapters.github.secret here) so that GitHub signs its deliveries")
-	errMismatch    = errors.New(SignatureHeader + " does not match the body; the webhook's secret on GitHub differs from adapters.github.secret, or the body was changed on the way")
+	errNoSignature = errors.New("the request has no " + SignatureHeader + " header; set a secret in the webhook's settings on GitHub (the same as adapters.github.token or tokenEnv here) so that GitHub signs its deliveries")
+	errMismatch    = errors.New(SignatureHeader + " does not match the body; the webhook's secret on GitHub differs from adapters.github.token (or tokenEnv), or the body was changed on the way")
 )
 
 // parseSignature reads an X-Hub-Signature-256 value: "sha256=" and 64 hex

@@ -44,7 +44,7 @@ func main() {
 	streams := flag.Int("streams", 1000, "streams open for the throughput measurement")
 	events := flag.Int("events", 20000, "events posted for the throughput measurement")
 	idle := flag.Int("idle", 10000, "idle streams for the memory measurement")
-	heartbeat := flag.Duration("heartbeat", 10*time.Second, "the server's delivery.heartbeatInterval")
+	heartbeat := flag.Duration("heartbeat", 10*time.Second, "the server's subscriptions.heartbeatInterval")
 	polls := flag.Int("polls", 10000, "events/poll calls in a row")
 	only := flag.String("only", "", "run only the measurement of that name: streams, idle or poll")
 	flag.Parse()
@@ -96,7 +96,7 @@ func start(bin string, heartbeat time.Duration) (*server, error) {
 		return nil, err
 	}
 	cfg := filepath.Join(dir, "config.yaml")
-	body := fmt.Sprintf("subscriptions:\n  maxPerPrincipal: 20000\ndelivery:\n  heartbeatInterval: %s\n", heartbeat)
+	body := fmt.Sprintf("subscriptions:\n  maxPerPrincipal: 20000\n  heartbeatInterval: %s\n", heartbeat)
 	if err := os.WriteFile(cfg, []byte(body), 0o600); err != nil {
 		return nil, err
 	}

@@ -130,7 +130,7 @@ func TestSignedAdaptersEndToEnd(t *testing.T) {
 	cfg := writeConfig(t, `
 adapters:
   github:
-    secret: {token: gh-secret}
+    token: gh-secret
   slack:
     signingSecret: {token: slack-secret}
 `)

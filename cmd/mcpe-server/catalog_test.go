@@ -19,7 +19,7 @@ func catalogConfig(t *testing.T) string {
 	return writeConfig(t, `
 adapters:
   github:
-    secret: {token: gh-secret}
+    token: gh-secret
   slack:
     signingSecret: {token: slack-secret}
   alertmanager: {}

@@ -28,11 +28,10 @@ auth:
       token: alice-token
     - principal: bob
       token: bob-token
-ingest:
-  tokens:
+  ingestTokens:
     - token: ingest-token
 console:
-  adminToken: console-admin-token-0123456789
+  token: console-admin-token-0123456789
 `
 
 // chromium returns the path of Chromium, or skips the test without it
@@ -270,7 +269,7 @@ func TestConsoleWithoutTokens(t *testing.T) {
 	}
 
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
-	os.WriteFile(cfg, []byte("console:\n  adminTokenEnv: TEST_CONSOLE_ADMIN\n"), 0o600)
+	os.WriteFile(cfg, []byte("console:\n  tokenEnv: TEST_CONSOLE_ADMIN\n"), 0o600)
 	t.Setenv("TEST_CONSOLE_ADMIN", "console-admin-token-0123456789")
 	base, _, _ = startHTTPServer(t, "--config", cfg)
 	session := httpClient(t, base, "")

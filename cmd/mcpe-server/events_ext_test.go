@@ -131,7 +131,7 @@ func stepOf(t *testing.T, m map[string]any) int {
 // are every event posted, each once, in order.
 func TestStreamResumesAfterSIGKILL(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "mcpe.db")
-	cfg := writeConfig(t, "delivery:\n  heartbeatInterval: 50ms\n")
+	cfg := writeConfig(t, "subscriptions:\n  heartbeatInterval: 50ms\n")
 	r := startRawStdio(t, db, "--config", cfg)
 	const open = `{"jsonrpc":"2.0","id":%d,"method":"events/stream","params":{"name":"mcpe.filter","arguments":{"eventTypes":["e2e.*"]},"cursor":%s}}`
 	r.send(t, fmt.Sprintf(open, 1, "null"))

@@ -439,10 +439,9 @@ func TestAgentHandlerThroughEndpoint(t *testing.T) {
 handlers:
   agent:
     enabled: true
-    endpoint:
-      url: `+llm.URL+`/v1/chat/completions
-      apiKey: {tokenEnv: TEST_LLM_KEY}
-      model: operator-model
+    url: `+llm.URL+`/v1/chat/completions
+    tokenEnv: TEST_LLM_KEY
+    model: operator-model
 `)
 		c, base := startStdio(t, filepath.Join(t.TempDir(), "mcpe.db"), nil, "--config", cfg)
 		sub := c.Subscribe(t, subscribe)
@@ -595,8 +594,8 @@ func TestBashSandboxHidesServerFiles(t *testing.T) {
 	const canary = "ingest-token-canary-5e1f"
 	cfg := filepath.Join(cfgDir, "mcpe.yaml")
 	yaml := `
-ingest:
-  tokens: [{token: ` + canary + `}]
+auth:
+  ingestTokens: [{token: ` + canary + `}]
 handlers:
   bash:
     sandbox: bwrap

@@ -300,8 +300,7 @@ auth:
       token: alice-token
     - principal: bob
       tokenEnv: TEST_BOB_TOKEN
-ingest:
-  tokens:
+  ingestTokens:
     - token: ingest-token
 `), 0o600)
 	t.Setenv("TEST_BOB_TOKEN", "bob-token")
@@ -787,7 +786,7 @@ func TestScenarioOverStreamableHTTP(t *testing.T) {
 // within a test's patience.
 func fastCronConfig(t *testing.T) string {
 	cfg := filepath.Join(t.TempDir(), "config.yaml")
-	if err := os.WriteFile(cfg, []byte("delivery:\n  minEvery: 1s\n"), 0o600); err != nil {
+	if err := os.WriteFile(cfg, []byte("subscriptions:\n  minEvery: 1s\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

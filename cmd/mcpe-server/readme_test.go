@@ -93,7 +93,7 @@ func TestReadmeStarterConfig(t *testing.T) {
 	for _, e := range exports {
 		t.Setenv(e[1], "a-token-of-the-quick-start-"+e[1])
 	}
-	for _, want := range []string{"auth:\n  tokens:", "console:\n  adminTokenEnv:", "adapters:\n  github:"} {
+	for _, want := range []string{"auth:\n  tokens:", "console:\n  tokenEnv:", "adapters:\n  github:"} {
 		if !strings.Contains(block, want) {
 			t.Errorf("the Quick start's configuration lacks %q", want)
 		}

@@ -42,7 +42,7 @@ auth:
   tokens:
     - principal: team
       token: team-token
-delivery:
+subscriptions:
   minEvery: 1s
 handlers:
   webhook:
@@ -311,7 +311,7 @@ auth:
   tokens:
     - principal: team
       token: team-token
-delivery:
+subscriptions:
   minEvery: 1s
 `)
 	baseB, _, _ := startHTTPServer(t, "--db", db, "--config", cfg)

@@ -220,8 +220,8 @@ func exposedWarnings(cfg *config.Config) []string {
 	if len(cfg.Auth.Tokens) == 0 {
 		out = append(out, "HTTP is reachable from other machines and auth.tokens is empty: anyone who can connect can subscribe")
 	}
-	if len(cfg.Ingest.Tokens) == 0 {
-		out = append(out, "HTTP is reachable from other machines and ingest.tokens is empty: anyone who can connect can publish events")
+	if len(cfg.Auth.IngestTokens) == 0 {
+		out = append(out, "HTTP is reachable from other machines and auth.ingestTokens is empty: anyone who can connect can publish events")
 	}
 	if cfg.Metrics.Enabled && cfg.Metrics.Addr == "" && len(cfg.Metrics.Tokens) == 0 {
 		out = append(out, "HTTP is reachable from other machines, metrics.enabled is on and metrics.tokens is empty: anyone who can connect can read /metrics")

@@ -10,18 +10,17 @@ import (
 // TestExposedWarnings checks the warnings for an HTTP listener other
 // machines reach, among them /metrics without metrics.tokens.
 func TestExposedWarnings(t *testing.T) {
-	auth := config.Auth{Tokens: []config.PrincipalToken{{Principal: "a", Secret: config.Secret{Token: "x"}}}}
-	ingest := config.Ingest{Tokens: []config.Secret{{Token: "y"}}}
+	auth := config.Auth{Tokens: []config.PrincipalToken{{Principal: "a", Secret: config.Secret{Token: "x"}}}, IngestTokens: []config.Secret{{Token: "y"}}}
 	for _, tc := range []struct {
 		name string
 		cfg  config.Config
 		want []string
 	}{
-		{"nothing set", config.Config{}, []string{"auth.tokens is empty", "ingest.tokens is empty"}},
-		{"tokens set", config.Config{Auth: auth, Ingest: ingest}, nil},
-		{"metrics without tokens", config.Config{Auth: auth, Ingest: ingest, Metrics: config.Metrics{Enabled: true}}, []string{"metrics.tokens is empty"}},
-		{"metrics with tokens", config.Config{Auth: auth, Ingest: ingest, Metrics: config.Metrics{Enabled: true, Tokens: []config.Secret{{Token: "z"}}}}, nil},
-		{"metrics on a listener of their own", config.Config{Auth: auth, Ingest: ingest, Metrics: config.Metrics{Enabled: true, Addr: "127.0.0.1:9464"}}, nil},
+		{"nothing set", config.Config{}, []string{"auth.tokens is empty", "auth.ingestTokens is empty"}},
+		{"tokens set", config.Config{Auth: auth}, nil},
+		{"metrics without tokens", config.Config{Auth: auth, Metrics: config.Metrics{Enabled: true}}, []string{"metrics.tokens is empty"}},
+		{"metrics with tokens", config.Config{Auth: auth, Metrics: config.Metrics{Enabled: true, Tokens: []config.Secret{{Token: "z"}}}}, nil},
+		{"metrics on a listener of their own", config.Config{Auth: auth, Metrics: config.Metrics{Enabled: true, Addr: "127.0.0.1:9464"}}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := exposedWarnings(&tc.cfg)

@@ -278,11 +278,11 @@ func TestNewOptions(t *testing.T) {
 	}{
 		{"nil", nil, ""},
 		{"endpoint", &Options{Endpoint: &Endpoint{URL: "http://127.0.0.1:11434/v1/chat/completions", Model: "llama3"}}, ""},
-		{"endpoint without URL", &Options{Endpoint: &Endpoint{Model: "m"}}, "agent: endpoint.url: is required"},
-		{"endpoint URL not http", &Options{Endpoint: &Endpoint{URL: "ftp://x/y", Model: "m"}}, "agent: endpoint.url: \"ftp://x/y\" is not an http or https URL"},
+		{"endpoint without URL", &Options{Endpoint: &Endpoint{Model: "m"}}, "agent: url: is required"},
+		{"endpoint URL not http", &Options{Endpoint: &Endpoint{URL: "ftp://x/y", Model: "m"}}, "agent: url: \"ftp://x/y\" is not an http or https URL"},
 		{"endpoint URL with user", &Options{Endpoint: &Endpoint{URL: "https://k:s@x/y", Model: "m"}}, "user information"},
-		{"endpoint without model", &Options{Endpoint: &Endpoint{URL: "https://x/y"}}, "agent: endpoint.model: is required"},
-		{"API key with a line break", &Options{Endpoint: &Endpoint{URL: "https://x/y", Model: "m", APIKey: "sk\nx"}}, "agent: endpoint.apiKey: "},
+		{"endpoint without model", &Options{Endpoint: &Endpoint{URL: "https://x/y"}}, "agent: model: is required"},
+		{"API key with a line break", &Options{Endpoint: &Endpoint{URL: "https://x/y", Model: "m", APIKey: "sk\nx"}}, "agent: token: "},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

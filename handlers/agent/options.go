@@ -111,7 +111,7 @@ func (o *Options) withDefaults() (Options, error) {
 
 // Validate checks the settings of o. An error is an *mcpe.InvalidError
 // whose Field is the setting's key in the configuration file, relative to
-// the agent handler's section, such as "endpoint.url".
+// the agent handler's section, such as "url".
 func (o *Options) Validate() error {
 	if o == nil {
 		return nil
@@ -120,17 +120,17 @@ func (o *Options) Validate() error {
 		u, err := url.Parse(ep.URL)
 		switch {
 		case ep.URL == "":
-			return mcpe.Invalid("endpoint.url", "is required: the full chat-completions URL, e.g. \"https://api.openai.com/v1/chat/completions\"")
+			return mcpe.Invalid("url", "is required: the full chat-completions URL, e.g. \"https://api.openai.com/v1/chat/completions\"")
 		case err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "":
-			return mcpe.Invalid("endpoint.url", "%q is not an http or https URL; give the full chat-completions URL, e.g. \"https://api.openai.com/v1/chat/completions\"", ep.URL)
+			return mcpe.Invalid("url", "%q is not an http or https URL; give the full chat-completions URL, e.g. \"https://api.openai.com/v1/chat/completions\"", ep.URL)
 		case u.User != nil:
-			return mcpe.Invalid("endpoint.url", "must not hold user information; put the key in endpoint.apiKey")
+			return mcpe.Invalid("url", "must not hold user information; put the key in token or tokenEnv")
 		}
 		if ep.Model == "" {
-			return mcpe.Invalid("endpoint.model", "is required: the model the endpoint serves, e.g. \"gpt-4o-mini\"")
+			return mcpe.Invalid("model", "is required: the model the endpoint serves, e.g. \"gpt-4o-mini\"")
 		}
 		if strings.ContainsAny(ep.APIKey, "\r\n\x00") || strings.TrimSpace(ep.APIKey) != ep.APIKey {
-			return mcpe.Invalid("endpoint.apiKey", "cannot go in an HTTP header: it has a line break, NUL or surrounding space")
+			return mcpe.Invalid("token", "cannot go in an HTTP header: it has a line break, NUL or surrounding space")
 		}
 	}
 	return nil

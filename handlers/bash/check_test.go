@@ -178,7 +178,7 @@ func TestValidate(t *testing.T) {
 		{name: "readable path", opts: &Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", ReadablePaths: []string{"lib"}}}},
 			want: &mcpe.InvalidError{Field: "commands.notify.readablePaths[0]", Message: `"lib" is not an absolute path; give one such as /home/mcpe/.local/lib`}},
 		{name: "limits", opts: &Options{Commands: map[string]Command{"notify": {Path: "/bin/sh", Limits: Limits{MemoryBytes: -2}}}},
-			want: &mcpe.InvalidError{Field: "commands.notify.limits.memoryBytes", Message: "is -2; give a positive number of bytes, -1 for no limit, or leave it out for 1073741824"}},
+			want: &mcpe.InvalidError{Field: "commands.notify.memoryBytes", Message: "is -2; give a positive number of bytes, -1 for no limit, or leave it out for 1073741824"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

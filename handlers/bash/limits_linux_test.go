@@ -150,7 +150,7 @@ func TestLimitsValidate(t *testing.T) {
 		{limits: Limits{}},
 		{limits: Limits{MemoryBytes: NoLimit}},
 		{limits: Limits{MemoryBytes: 1}},
-		{limits: Limits{MemoryBytes: -5}, want: &mcpe.InvalidError{Field: "commands.x.limits.memoryBytes", Message: "is -5; give a positive number of bytes, -1 for no limit, or leave it out for 1073741824"}},
+		{limits: Limits{MemoryBytes: -5}, want: &mcpe.InvalidError{Field: "commands.x.memoryBytes", Message: "is -5; give a positive number of bytes, -1 for no limit, or leave it out for 1073741824"}},
 	}
 	for _, tt := range tests {
 		opts := &Options{Commands: map[string]Command{"x": {Path: "/bin/true", Limits: tt.limits}}}

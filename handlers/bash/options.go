@@ -241,7 +241,7 @@ func (c Command) validate(field string) error {
 			return mcpe.Invalid(fmt.Sprintf("%s.readablePaths[%d]", field, i), "%q is not an absolute path; give one such as /home/mcpe/.local/lib", p)
 		}
 	}
-	return c.Limits.validate(field + ".limits")
+	return c.Limits.validate(field)
 }
 
 // checkDisk checks that each command's program is an executable file, that

@@ -169,7 +169,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Presence:  a.Sessions,
 		Backlog:   a.Sessions,
 		Timings: map[mcpe.Channel]subscriptions.Timing{
-			mcpe.ChannelCron:      cron.New(&cron.Options{MinEvery: time.Duration(cfg.Delivery.MinEvery)}),
+			mcpe.ChannelCron:      cron.New(&cron.Options{MinEvery: time.Duration(cfg.Subscriptions.MinEvery)}),
 			mcpe.ChannelScheduled: scheduled.Channel{},
 		},
 		Clock:            opts.Clock,
@@ -227,7 +227,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		Commands:        a.handlers.commands,
 		Catalog:         a.Catalog,
 		Clock:           opts.Clock,
-		EventsHeartbeat: time.Duration(cfg.Delivery.HeartbeatInterval),
+		EventsHeartbeat: time.Duration(cfg.Subscriptions.HeartbeatInterval),
 		Conversation:    cfg.Conversation.Options(),
 		// SEP-3415 webhook delivery, when the webhook handler is on.
 		Webhooks: a.handlers.webhook,
@@ -305,7 +305,7 @@ func (a *App) HTTPHandler() (http.Handler, error) {
 func (a *App) offFeatures(consoleOff, metricsOff bool) map[string]string {
 	off := map[string]string{"/debug/pprof/": "Go's profiles are served only with --pprof ADDR, on a loopback listener of their own"}
 	if consoleOff {
-		how := "the web console is off; set auth.tokens (principals log in with their tokens) or console.adminTokenEnv"
+		how := "the web console is off; set auth.tokens (principals log in with their tokens) or console.tokenEnv (an admin token)"
 		if a.cfg.Console.Disabled {
 			how = "the web console is off: console.disabled is true"
 		}

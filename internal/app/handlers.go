@@ -88,7 +88,7 @@ func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk
 			return nil, config.Within("handlers.agent", err)
 		}
 		set.byType[mcpe.HandlerAgent] = ag
-		log.Info("agent handler on", "endpoint", a.Endpoint != nil)
+		log.Info("agent handler on", "endpoint", a.URL != "")
 	}
 	return set, nil
 }

@@ -21,7 +21,7 @@ func TestOffFeaturesSayHowToTurnOn(t *testing.T) {
 	}{
 		{"nothing configured", &config.Config{}, map[string]string{
 			"/console":               "set auth.tokens",
-			"/console/login":         "console.adminTokenEnv",
+			"/console/login":         "console.tokenEnv",
 			"/adapters/github":       "configure adapters.github",
 			"/adapters/slack":        "configure adapters.slack",
 			"/adapters/alertmanager": "configure adapters.alertmanager",

@@ -30,8 +30,8 @@ type Adapters struct {
 
 // GitHubAdapter configures the GitHub webhook receiver.
 type GitHubAdapter struct {
-	// Secret is the webhook's secret; required.
-	Secret Secret `yaml:"secret"`
+	// Secret (token or tokenEnv) is the webhook's secret; required.
+	Secret `yaml:",inline"`
 	// PriorityLabels map issue and pull request labels to priorities,
 	// replacing the built-in rule.
 	PriorityLabels map[string]string `yaml:"priorityLabels"`
@@ -103,7 +103,7 @@ func checked[T any, P interface {
 // secret read; the caller adds the Publisher, Clock and Logger. An error
 // names the key under adapters.github.
 func (g *GitHubAdapter) Options() (github.Options, error) {
-	secret, err := g.Secret.Value("secret")
+	secret, err := g.Value("")
 	if err != nil {
 		return github.Options{}, err
 	}

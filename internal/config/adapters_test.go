@@ -19,7 +19,7 @@ func TestParseAdapters(t *testing.T) {
 	c, err := Parse(strings.NewReader(`
 adapters:
   github:
-    secret: {tokenEnv: MCPE_TEST_GH_SECRET}
+    tokenEnv: MCPE_TEST_GH_SECRET
     priorityLabels: {P0: Critical, bug: high}
   slack:
     signingSecret: {token: s}
@@ -56,7 +56,7 @@ func TestPriorities(t *testing.T) {
 	if p := Priorities(map[string]string{}); p == nil || len(p) != 0 {
 		t.Errorf("Priorities({}) = %#v; want an empty map (no rule)", p)
 	}
-	c, err := Parse(strings.NewReader("adapters:\n  github:\n    secret: {token: x}\n    priorityLabels: {}\n"))
+	c, err := Parse(strings.NewReader("adapters:\n  github:\n    token: x\n    priorityLabels: {}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,8 +67,8 @@ func TestPriorities(t *testing.T) {
 
 func TestParseAdapterErrors(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
-		{"adapters:\n  github: {}\n", "adapters.github.secret: give token"},
-		{"adapters:\n  github:\n    secret: {token: x}\n    priorityLabels: {P0: urgent}\n", `adapters.github.priorityLabels.P0: "urgent" is not a priority`},
+		{"adapters:\n  github: {}\n", "adapters.github: give token"},
+		{"adapters:\n  github:\n    token: x\n    priorityLabels: {P0: urgent}\n", `adapters.github.priorityLabels.P0: "urgent" is not a priority`},
 		{"adapters:\n  slack:\n    signingSecret: {tokenEnv: MCPE_TEST_UNSET_VARIABLE}\n", "adapters.slack.signingSecret.tokenEnv: environment variable MCPE_TEST_UNSET_VARIABLE is not set"},
 		{"adapters:\n  alertmanager:\n    tokens: [{}]\n", "adapters.alertmanager.tokens[0]: give token"},
 		{"adapters:\n  mcp:\n    upstreams: [{name: a.b, url: 'https://x'}]\n", `adapters.mcp.upstreams[0].name: "a.b" is not a name of letters, digits`},
@@ -93,7 +93,7 @@ func TestAdapterOptions(t *testing.T) {
 	c, err := Parse(strings.NewReader(`
 adapters:
   github:
-    secret: {token: gh}
+    token: gh
     priorityLabels: {P0: Critical}
   slack:
     signingSecret: {token: s}

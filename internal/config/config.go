@@ -36,16 +36,12 @@ type Config struct {
 	DB string `yaml:"db"`
 	// HTTP configures the HTTP listener.
 	HTTP HTTP `yaml:"http"`
-	// Auth configures who may use the MCP endpoint over HTTP.
+	// Auth configures who may use the MCP endpoint and POST /v1/events.
 	Auth Auth `yaml:"auth"`
-	// Ingest configures POST /v1/events (a body is at most 1 MiB).
-	Ingest Ingest `yaml:"ingest"`
-	// Subscriptions configures limits on subscriptions.
+	// Subscriptions configures limits on subscriptions and their delivery.
 	Subscriptions Subscriptions `yaml:"subscriptions"`
 	// Inbox configures what is kept for events_poll.
 	Inbox Inbox `yaml:"inbox"`
-	// Delivery configures cron and scheduled delivery.
-	Delivery Delivery `yaml:"delivery"`
 	// Handlers configures the handlers subscriptions may carry.
 	Handlers Handlers `yaml:"handlers"`
 	// Adapters configures the event sources.
@@ -62,13 +58,11 @@ type Config struct {
 
 // Console configures the web console served at /console with HTTP. A
 // principal logs in with its auth.tokens token and sees its own
-// subscriptions; the admin token sees every principal's. With neither
-// (no auth.tokens and no admin token), the console is off.
+// subscriptions; the administrator's token (token or tokenEnv) sees every
+// principal's. With neither (no auth.tokens and no admin token), the
+// console is off.
 type Console struct {
-	// AdminToken logs in as the administrator; AdminTokenEnv names an
-	// environment variable holding it instead. Neither: no administrator.
-	AdminToken    string `yaml:"adminToken"`
-	AdminTokenEnv string `yaml:"adminTokenEnv"`
+	Secret `yaml:",inline"`
 	// Disabled turns the console off even when it could log people in.
 	Disabled bool `yaml:"disabled"`
 }
@@ -76,29 +70,14 @@ type Console struct {
 // ConsoleAdminToken returns the console's admin token, or "" when none is
 // configured.
 func (c *Config) ConsoleAdminToken() (string, error) {
-	cc := c.Console
-	if cc.AdminToken == "" && cc.AdminTokenEnv == "" {
+	if c.Console.Secret == (Secret{}) {
 		return "", nil
 	}
-	switch {
-	case cc.AdminToken != "" && cc.AdminTokenEnv != "":
-		return "", mcpe.Invalid("console", "give adminToken or adminTokenEnv, not both")
-	case cc.AdminTokenEnv != "":
-		v := os.Getenv(cc.AdminTokenEnv)
-		if v == "" {
-			return "", mcpe.Invalid("console.adminTokenEnv", "environment variable %s is not set or empty", cc.AdminTokenEnv)
-		}
-		return checkAdminToken("console.adminTokenEnv", v)
+	v, err := c.Console.Value("console")
+	if err == nil && len(v) < 16 {
+		err = mcpe.Invalid("console", "the admin token has %d characters; give at least 16 (e.g. the output of: openssl rand -hex 32)", len(v))
 	}
-	return checkAdminToken("console.adminToken", cc.AdminToken)
-}
-
-// checkAdminToken refuses an admin token short enough to guess.
-func checkAdminToken(field, v string) (string, error) {
-	if len(v) < 16 {
-		return "", mcpe.Invalid(field, "the admin token has %d characters; give at least 16 (e.g. the output of: openssl rand -hex 32)", len(v))
-	}
-	return v, nil
+	return v, err
 }
 
 // Metrics configures GET /metrics (Prometheus). Off unless Enabled or Addr
@@ -134,11 +113,14 @@ type HTTP struct {
 	Stateless bool `yaml:"stateless"`
 }
 
-// Auth configures bearer tokens for the MCP endpoint.
+// Auth configures bearer tokens for the MCP endpoint and POST /v1/events.
 type Auth struct {
 	// Tokens map bearer tokens to principals. With none, each HTTP session
 	// is its own principal.
 	Tokens []PrincipalToken `yaml:"tokens"`
+	// IngestTokens, when given, are required of publishers on POST
+	// /v1/events (a body is at most 1 MiB).
+	IngestTokens []Secret `yaml:"ingestTokens"`
 }
 
 // PrincipalToken is one bearer token and the principal it stands for.
@@ -156,18 +138,20 @@ type Secret struct {
 	TokenEnv string `yaml:"tokenEnv"`
 }
 
-// Ingest configures POST /v1/events.
-type Ingest struct {
-	// Tokens, when given, are required of publishers.
-	Tokens []Secret `yaml:"tokens"`
-}
-
-// Subscriptions configures limits.
+// Subscriptions configures limits on subscriptions and their delivery.
 type Subscriptions struct {
 	// MaxPerPrincipal is the most active and paused subscriptions one
 	// principal may have; a principal keeps at most as many in all, expired
 	// ones included. Default 100.
 	MaxPerPrincipal int `yaml:"maxPerPrincipal"`
+	// MinEvery is the shortest "@every" interval a cron schedule may use.
+	// Default 1m.
+	MinEvery Duration `yaml:"minEvery"`
+	// HeartbeatInterval is how often an events/stream of the SEP-3415
+	// events extension sends notifications/events/heartbeat with its
+	// cursor: shorter keeps a stream open through a proxy that closes
+	// idle connections sooner. Default 30s, the most the SEP allows.
+	HeartbeatInterval Duration `yaml:"heartbeatInterval"`
 }
 
 // Inbox configures retention.
@@ -177,18 +161,6 @@ type Inbox struct {
 	// MaxAge is how long an entry is kept, and expired subscriptions
 	// stay listed. Default 7d.
 	MaxAge Duration `yaml:"maxAge"`
-}
-
-// Delivery configures cron and scheduled delivery.
-type Delivery struct {
-	// MinEvery is the shortest "@every" interval a cron schedule may use.
-	// Default 1m.
-	MinEvery Duration `yaml:"minEvery"`
-	// HeartbeatInterval is how often an events/stream of the SEP-3415
-	// events extension sends notifications/events/heartbeat with its
-	// cursor: shorter keeps a stream open through a proxy that closes
-	// idle connections sooner. Default 30s, the most the SEP allows.
-	HeartbeatInterval Duration `yaml:"heartbeatInterval"`
 }
 
 // Log configures logging.
@@ -336,11 +308,11 @@ func (c *Config) validate() error {
 	if c.HTTP.Stateless && len(c.Auth.Tokens) == 0 {
 		add(errors.New("http.stateless needs auth.tokens: a client of protocol 2026-07-28 has no session, so a bearer token is the only way to tell who it is; add tokens, or leave http.stateless out"))
 	}
-	if h := time.Duration(c.Delivery.HeartbeatInterval); h != 0 && (h < 10*time.Millisecond || h > 30*time.Second) {
-		add(fmt.Errorf("delivery.heartbeatInterval: is %v; give a duration from 10ms to 30s, or leave it out for 30s", h))
+	if h := time.Duration(c.Subscriptions.HeartbeatInterval); h != 0 && (h < 10*time.Millisecond || h > 30*time.Second) {
+		add(fmt.Errorf("subscriptions.heartbeatInterval: is %v; give a duration from 10ms to 30s, or leave it out for 30s", h))
 	}
-	if m := time.Duration(c.Delivery.MinEvery); m != 0 && m < time.Second {
-		add(fmt.Errorf("delivery.minEvery %v is shorter than a second; cron fires at most once a second", m))
+	if m := time.Duration(c.Subscriptions.MinEvery); m != 0 && m < time.Second {
+		add(fmt.Errorf("subscriptions.minEvery %v is shorter than a second; cron fires at most once a second", m))
 	}
 	seen := map[string]string{}
 	for i, t := range c.Auth.Tokens {
@@ -368,8 +340,8 @@ func (c *Config) validate() error {
 	} else if field, dup := seen[admin]; dup && admin != "" {
 		add(fmt.Errorf("console: the admin token is the token of %s; give the administrator a token of its own", field))
 	}
-	for i, t := range c.Ingest.Tokens {
-		if _, err := t.Value(fmt.Sprintf("ingest.tokens[%d]", i)); err != nil {
+	for i, t := range c.Auth.IngestTokens {
+		if _, err := t.Value(fmt.Sprintf("auth.ingestTokens[%d]", i)); err != nil {
 			add(err)
 		}
 	}
@@ -399,7 +371,7 @@ func (s Secret) Value(field string) (string, error) {
 	case s.TokenEnv != "":
 		v := os.Getenv(s.TokenEnv)
 		if v == "" {
-			return "", mcpe.Invalid(field+".tokenEnv", "environment variable %s is not set or empty", s.TokenEnv)
+			return "", mcpe.Invalid(strings.TrimPrefix(field+".tokenEnv", "."), "environment variable %s is not set or empty", s.TokenEnv)
 		}
 		return v, nil
 	case s.Token != "":
@@ -486,7 +458,7 @@ func (c *Config) PrincipalTokens() (map[string]string, error) {
 
 // IngestTokens returns the ingest tokens, each mapped to "ingest".
 func (c *Config) IngestTokens() (map[string]string, error) {
-	return tokens("ingest.tokens", c.Ingest.Tokens, func(s Secret) (Secret, string) { return s, "ingest" })
+	return tokens("auth.ingestTokens", c.Auth.IngestTokens, func(s Secret) (Secret, string) { return s, "ingest" })
 }
 
 // tokens reads each secret of list and maps it to its principal; field names

@@ -37,8 +37,7 @@ auth:
       tokenEnv: MCPE_TEST_ALICE_TOKEN
     - principal: bob
       token: bob-secret
-ingest:
-  tokens:
+  ingestTokens:
     - token: ingest-secret-1
     - tokenEnv: MCPE_TEST_INGEST_TOKEN
 subscriptions:
@@ -56,8 +55,7 @@ log:
 				Auth: Auth{Tokens: []PrincipalToken{
 					{Principal: "alice", Secret: Secret{TokenEnv: "MCPE_TEST_ALICE_TOKEN"}},
 					{Principal: "bob", Secret: Secret{Token: "bob-secret"}},
-				}},
-				Ingest: Ingest{Tokens: []Secret{
+				}, IngestTokens: []Secret{
 					{Token: "ingest-secret-1"},
 					{TokenEnv: "MCPE_TEST_INGEST_TOKEN"},
 				}},
@@ -128,8 +126,8 @@ func TestParseErrors(t *testing.T) {
 		{name: "tokenEnv empty", yaml: "auth:\n  tokens:\n    - principal: a\n      tokenEnv: MCPE_TEST_EMPTY_TOKEN\n", want: []string{"auth.tokens[0].tokenEnv", "MCPE_TEST_EMPTY_TOKEN", "empty"}},
 		{name: "duplicate tokens", yaml: "auth:\n  tokens:\n    - principal: a\n      token: same\n    - principal: b\n      token: same\n", want: []string{"auth.tokens[1] has the same token as auth.tokens[0]"}},
 		{name: "duplicate token through tokenEnv", yaml: "auth:\n  tokens:\n    - principal: a\n      token: shared-secret\n    - principal: b\n      tokenEnv: MCPE_TEST_SET_TOKEN\n", want: []string{"auth.tokens[1] has the same token as auth.tokens[0]"}},
-		{name: "ingest token and tokenEnv", yaml: "ingest:\n  tokens:\n    - token: x\n      tokenEnv: MCPE_TEST_SET_TOKEN\n", want: []string{"ingest.tokens[0]", "not both"}},
-		{name: "ingest token empty", yaml: "ingest:\n  tokens:\n    - token: \"\"\n", want: []string{"ingest.tokens[0]", "give token"}},
+		{name: "ingest token and tokenEnv", yaml: "auth:\n  ingestTokens:\n    - token: x\n      tokenEnv: MCPE_TEST_SET_TOKEN\n", want: []string{"auth.ingestTokens[0]", "not both"}},
+		{name: "ingest token empty", yaml: "auth:\n  ingestTokens:\n    - token: \"\"\n", want: []string{"auth.ingestTokens[0]", "give token"}},
 		{name: "metrics without tokens beside auth", yaml: "auth:\n  tokens:\n    - principal: a\n      token: x\nmetrics:\n  enabled: true\n", want: []string{"metrics.tokens: auth.tokens is configured"}},
 		{name: "metrics addr not host:port", yaml: "metrics:\n  addr: nine\n", want: []string{"metrics.addr", `"nine" is not host:port`}},
 		{name: "metrics addr reachable without tokens", yaml: "metrics:\n  addr: 0.0.0.0:9464\n", want: []string{"metrics.tokens", "reachable from other machines"}},
@@ -138,7 +136,7 @@ func TestParseErrors(t *testing.T) {
 		{name: "metrics tokens while off", yaml: "metrics:\n  tokens:\n    - token: x\n", want: []string{"metrics: tokens or principalLabel are set but metrics are off"}},
 		{name: "metrics tokenEnv not set", yaml: "metrics:\n  enabled: true\n  tokens:\n    - tokenEnv: MCPE_TEST_UNSET_TOKEN_9F3A\n", want: []string{"metrics.tokens[0].tokenEnv", "MCPE_TEST_UNSET_TOKEN_9F3A"}},
 		{name: "misspelt metrics key", yaml: "metrics:\n  principalLabels: true\n", want: []string{"metrics.principalLabels: unknown key", `did you mean "principalLabel"?`}},
-		{name: "ingest tokenEnv not set", yaml: "ingest:\n  tokens:\n    - token: x\n    - tokenEnv: MCPE_TEST_UNSET_TOKEN_9F3A\n", want: []string{"ingest.tokens[1].tokenEnv", "MCPE_TEST_UNSET_TOKEN_9F3A"}},
+		{name: "ingest tokenEnv not set", yaml: "auth:\n  ingestTokens:\n    - token: x\n    - tokenEnv: MCPE_TEST_UNSET_TOKEN_9F3A\n", want: []string{"auth.ingestTokens[1].tokenEnv", "MCPE_TEST_UNSET_TOKEN_9F3A"}},
 
 		{name: "negative maxPerPrincipal", yaml: "subscriptions:\n  maxPerPrincipal: -1\n", want: []string{"subscriptions.maxPerPrincipal must be positive"}},
 		{name: "negative maxEntries", yaml: "inbox:\n  maxEntries: -5\n", want: []string{"inbox.maxEntries must be positive"}},
@@ -148,17 +146,17 @@ func TestParseErrors(t *testing.T) {
 
 		{name: "negative duration", yaml: "inbox:\n  maxAge: -5m\n", want: []string{"line 2", "inbox.maxAge", `"-5m" is negative`}},
 		{name: "negative days", yaml: "inbox:\n  maxAge: -1d\n", want: []string{"line 2", "inbox.maxAge", `"-1d" is not a duration`}},
-		{name: "unknown unit", yaml: "delivery:\n  minEvery: 7x\n", want: []string{"line 2", "delivery.minEvery", `"7x" is not a duration`}},
+		{name: "unknown unit", yaml: "subscriptions:\n  minEvery: 7x\n", want: []string{"line 2", "subscriptions.minEvery", `"7x" is not a duration`}},
 		{name: "number without unit", yaml: "inbox:\n  maxAge: 90\n", want: []string{"line 2", "inbox.maxAge", `"90" is not a duration`}},
 		{name: "days mixed with units", yaml: "inbox:\n  maxAge: 1d12h\n", want: []string{"line 2", "inbox.maxAge", `"1d12h" is not a duration`}},
 		{name: "fractional days", yaml: "inbox:\n  maxAge: 1.5d\n", want: []string{"inbox.maxAge", `"1.5d" is not a duration`}},
 		{name: "empty duration", yaml: "inbox:\n  maxAge: \"\"\n", want: []string{"inbox.maxAge", `"" is not a duration`}},
 		{name: "duration as a list", yaml: "inbox:\n  maxAge: [1h]\n", want: []string{"line 2", "inbox.maxAge", "want a duration"}},
 		{name: "days beyond a time.Duration", yaml: "inbox:\n  maxAge: 106752d\n", want: []string{"inbox.maxAge", `"106752d" is too long`}},
-		{name: "short console admin token", yaml: "console:\n  adminToken: short\n", want: []string{"console.adminToken", "at least 16"}},
-		{name: "console admin token twice", yaml: "console:\n  adminToken: a-long-admin-token-123\n  adminTokenEnv: MCPE_TEST_SET_TOKEN\n", want: []string{"console", "not both"}},
-		{name: "console admin token unset", yaml: "console:\n  adminTokenEnv: MCPE_TEST_UNSET_TOKEN\n", want: []string{"console.adminTokenEnv", "MCPE_TEST_UNSET_TOKEN is not set"}},
-		{name: "console admin token is a principal's", yaml: "auth:\n  tokens:\n    - principal: a\n      token: a-long-admin-token-123\nconsole:\n  adminToken: a-long-admin-token-123\n", want: []string{"console", "auth.tokens[0]"}},
+		{name: "short console admin token", yaml: "console:\n  token: short\n", want: []string{"console: the admin token has 5 characters", "at least 16"}},
+		{name: "console admin token twice", yaml: "console:\n  token: a-long-admin-token-123\n  tokenEnv: MCPE_TEST_SET_TOKEN\n", want: []string{"console", "not both"}},
+		{name: "console admin token unset", yaml: "console:\n  tokenEnv: MCPE_TEST_UNSET_TOKEN\n", want: []string{"console.tokenEnv", "MCPE_TEST_UNSET_TOKEN is not set"}},
+		{name: "console admin token is a principal's", yaml: "auth:\n  tokens:\n    - principal: a\n      token: a-long-admin-token-123\nconsole:\n  token: a-long-admin-token-123\n", want: []string{"console", "auth.tokens[0]"}},
 		{name: "duration error on a later line", yaml: "db: x\n\ninbox:\n  maxEntries: 3\n  maxAge: soon\n", want: []string{"line 5", "inbox.maxAge", `"soon"`}},
 	}
 	for _, tt := range tests {
@@ -223,8 +221,7 @@ auth:
       tokenEnv: MCPE_TEST_ALICE_TOKEN
     - principal: bob
       token: bob-inline
-ingest:
-  tokens:
+  ingestTokens:
     - token: ingest-inline
     - tokenEnv: MCPE_TEST_INGEST_TOKEN
 `))
@@ -257,8 +254,8 @@ ingest:
 		t.Errorf("PrincipalTokens with the variable unset: err = %v; want one naming auth.tokens[0].tokenEnv", err)
 	}
 	t.Setenv("MCPE_TEST_INGEST_TOKEN", "")
-	if _, err := c.IngestTokens(); err == nil || !strings.Contains(err.Error(), "ingest.tokens[1].tokenEnv") {
-		t.Errorf("IngestTokens with the variable unset: err = %v; want one naming ingest.tokens[1].tokenEnv", err)
+	if _, err := c.IngestTokens(); err == nil || !strings.Contains(err.Error(), "auth.ingestTokens[1].tokenEnv") {
+		t.Errorf("IngestTokens with the variable unset: err = %v; want one naming auth.ingestTokens[1].tokenEnv", err)
 	}
 }
 

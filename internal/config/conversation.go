@@ -1,7 +1,10 @@
 package config
 
 import (
+	"fmt"
+
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"go.yaml.in/yaml/v3"
 )
 
 // Conversation configures conversation events: what the answer to a
@@ -12,12 +15,20 @@ type Conversation struct {
 	// without data) or "full" (with data). Default summary.
 	Context string `yaml:"context"`
 	// Principals set the context of some principals ("local" is stdio's).
-	Principals map[string]ConversationPrincipal `yaml:"principals"`
+	Principals map[string]ContextMode `yaml:"principals"`
 }
 
-// ConversationPrincipal is the conversation setting of one principal.
-type ConversationPrincipal struct {
-	Context string `yaml:"context"`
+// ContextMode is the context of one principal, written as the mode itself.
+type ContextMode string
+
+// UnmarshalYAML reads the mode, and refuses the {context: MODE} that
+// earlier versions took with a message saying what to write (a TypeError,
+// as Duration's is).
+func (m *ContextMode) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.MappingNode {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: this form moved: write the mode itself, e.g. alice: full, not alice: {context: full}", n.Line, n.Column)}}
+	}
+	return n.Decode((*string)(m))
 }
 
 // Options returns the server's options for the section.
@@ -26,7 +37,7 @@ func (c Conversation) Options() mcpserver.ConversationOptions {
 	if len(c.Principals) > 0 {
 		o.Principals = make(map[string]mcpserver.ContextMode, len(c.Principals))
 		for p, pc := range c.Principals {
-			o.Principals[p] = mcpserver.ContextMode(pc.Context)
+			o.Principals[p] = mcpserver.ContextMode(pc)
 		}
 	}
 	return o

@@ -14,8 +14,8 @@ func TestConversation(t *testing.T) {
 conversation:
   context: off
   principals:
-    alice: {context: full}
-    local: {context: summary}
+    alice: full
+    local: summary
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -32,9 +32,9 @@ conversation:
 func TestConversationErrors(t *testing.T) {
 	for _, tc := range []struct{ yaml, want string }{
 		{"conversation:\n  context: loud\n", `conversation.context: "loud" is not a context mode; use "off", "summary" or "full"`},
-		{"conversation:\n  principals:\n    alice: {context: all}\n", `conversation.principals.alice.context: "all" is not a context mode`},
-		{"conversation:\n  principals:\n    alice: {}\n", `conversation.principals.alice.context: is empty`},
-		{"conversation:\n  principals:\n    alice: {mode: full}\n", `mode`},
+		{"conversation:\n  principals:\n    alice: all\n", `conversation.principals.alice: "all" is not a context mode`},
+		{"conversation:\n  principals:\n    alice: ''\n", `conversation.principals.alice: is empty`},
+		{"conversation:\n  principals:\n    alice: [full]\n", `cannot unmarshal`},
 	} {
 		_, err := Parse(strings.NewReader(tc.yaml))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -63,15 +63,9 @@ type BashCommand struct {
 	// that starts with '-' (event content read as an option). Default
 	// false: such a run is refused.
 	AllowOptionPlaceholders bool `yaml:"allowOptionPlaceholders"`
-	// Limits bound the program's resources.
-	Limits BashLimits `yaml:"limits"`
-}
-
-// BashLimits bound an allowed program's resources (setrlimit on its
-// process); the others are bash's defaults.
-type BashLimits struct {
-	// MemoryBytes bounds each process's data (RLIMIT_DATA); -1 lifts it.
-	// Default 1 GiB.
+	// MemoryBytes bounds each of the program's processes' data
+	// (RLIMIT_DATA); -1 lifts it. Default 1 GiB; its other limits are
+	// fixed.
 	MemoryBytes int64 `yaml:"memoryBytes"`
 }
 
@@ -106,21 +100,16 @@ type WebhookSecret struct {
 // AgentHandler configures the agent handler.
 type AgentHandler struct {
 	// Enabled turns the agent handler on: it samples through the owner's
-	// connected client, or Endpoint when none is connected.
+	// connected client, or the endpoint at URL when none is connected.
 	Enabled bool `yaml:"enabled"`
-	// Endpoint is an OpenAI-compatible chat-completions endpoint.
-	Endpoint *AgentEndpoint `yaml:"endpoint"`
-}
-
-// AgentEndpoint is an OpenAI-compatible chat-completions endpoint.
-type AgentEndpoint struct {
-	// URL is the full chat-completions URL, e.g.
-	// "https://api.openai.com/v1/chat/completions".
+	// URL is an OpenAI-compatible endpoint's full chat-completions URL,
+	// e.g. "https://api.openai.com/v1/chat/completions"; empty, none.
 	URL string `yaml:"url"`
-	// APIKey is sent as a bearer token; optional.
-	APIKey *Secret `yaml:"apiKey"`
-	// Model is the model asked for.
+	// Model is the model asked of the endpoint.
 	Model string `yaml:"model"`
+	// Secret (token or tokenEnv) is the endpoint's API key, sent as a
+	// bearer token; optional.
+	Secret `yaml:",inline"`
 }
 
 func (h *Handlers) validate() error {
@@ -148,7 +137,7 @@ func (h *Handlers) BashOptions() bash.Options {
 		commands[name] = bash.Command{
 			Path: c.Path, Env: c.Env, Network: c.Network, WritablePaths: c.WritablePaths, ReadablePaths: c.ReadablePaths,
 			AllowOptions: c.AllowOptions, AllowOptionPlaceholders: c.AllowOptionPlaceholders,
-			Limits: bash.Limits{MemoryBytes: c.Limits.MemoryBytes},
+			Limits: bash.Limits{MemoryBytes: c.MemoryBytes},
 		}
 	}
 	maxTimeout := cmp.Or(time.Duration(h.RunTimeout), handlers.DefaultRunTimeout) / 2
@@ -213,16 +202,15 @@ func (w *WebhookHandler) SecretValues() (map[string]webhook.Secret, error) {
 // key read; the caller adds the Sessions, Tools and Logger. An error names
 // the key under handlers.agent.
 func (a *AgentHandler) Options() (agent.Options, error) {
-	var opts agent.Options
-	if e := a.Endpoint; e != nil {
-		opts.Endpoint = &agent.Endpoint{URL: e.URL, Model: e.Model}
-		if e.APIKey != nil {
-			key, err := e.APIKey.Value("endpoint.apiKey")
-			if err != nil {
-				return agent.Options{}, err
-			}
-			opts.Endpoint.APIKey = key
+	if a.URL == "" && a.Model == "" && a.Secret == (Secret{}) {
+		return agent.Options{}, nil
+	}
+	ep := &agent.Endpoint{URL: a.URL, Model: a.Model}
+	if a.Secret != (Secret{}) {
+		var err error
+		if ep.APIKey, err = a.Value(""); err != nil {
+			return agent.Options{}, err
 		}
 	}
-	return opts, nil
+	return agent.Options{Endpoint: ep}, nil
 }

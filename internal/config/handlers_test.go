@@ -36,10 +36,9 @@ handlers:
       HOOK: {tokenEnv: MCPE_TEST_HOOK_TOKEN, urls: ["https://hooks.example.com/mcpe/"]}
   agent:
     enabled: true
-    endpoint:
-      url: https://llm.example.com/v1/chat/completions
-      model: small
-      apiKey: {token: k}
+    url: https://llm.example.com/v1/chat/completions
+    model: small
+    token: k
 `))
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +61,7 @@ handlers:
 	if err != nil || !cmp.Equal(secrets["HOOK"], webhook.Secret{Value: "hook-secret", URLs: []string{"https://hooks.example.com/mcpe/"}}) {
 		t.Errorf("secrets %v, %v", secrets, err)
 	}
-	if h.Agent.Endpoint.Model != "small" {
+	if h.Agent.Model != "small" {
 		t.Errorf("agent: %+v", h.Agent)
 	}
 }
@@ -94,17 +93,17 @@ func TestParseHandlerErrors(t *testing.T) {
 		{"handlers:\n  bash:\n    commands:\n      notify: {path: notify-send}\n", `handlers.bash.commands.notify.path: "notify-send" is not an absolute path; give the program's absolute path`},
 		{"handlers:\n  bash:\n    commands:\n      'a b': {path: /bin/true}\n", `handlers.bash.commands.a b: a command name is`},
 		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, env: {MCPE_EVENT_ID: x}}\n", `handlers.bash.commands.x.env: "MCPE_EVENT_ID" is not a variable name`},
-		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, limits: {memoryBytes: -2}}\n", `handlers.bash.commands.x.limits.memoryBytes: is -2; give a positive number of bytes, -1 for no limit`},
-		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, limits: {stack: 1}}\n", "line 4: handlers.bash.commands.x.limits.stack: unknown key. The keys under handlers.bash.commands.x.limits are: memoryBytes."},
+		{"handlers:\n  bash:\n    commands:\n      x: {path: /bin/true, memoryBytes: -2}\n", `handlers.bash.commands.x.memoryBytes: is -2; give a positive number of bytes, -1 for no limit`},
 		{"handlers:\n  webhook:\n    allowNetworks: [localhost]\n", `handlers.webhook.allowNetworks[0]: "localhost" is not an address or a CIDR range`},
 		{"handlers:\n  webhook:\n    secrets:\n      '1X': {token: a, urls: ['https://h/']}\n", "handlers.webhook.secrets.1X: a secret name is"},
 		{"handlers:\n  webhook:\n    secrets:\n      X: {tokenEnv: MCPE_TEST_UNSET_VARIABLE}\n", "handlers.webhook.secrets.X.tokenEnv: environment variable MCPE_TEST_UNSET_VARIABLE is not set"},
 		{"handlers:\n  webhook:\n    secrets:\n      X: {token: a, urls: ['hooks.example.com']}\n", `handlers.webhook.secrets.X.urls[0]: "hooks.example.com" is not a URL prefix; give scheme, host`},
 		{"handlers:\n  webhook:\n    secrets:\n      X: {token: a, urls: ['https://hooks.example.com/?x']}\n", `handlers.webhook.secrets.X.urls[0]: "https://hooks.example.com/?x" has a query`},
-		{"handlers:\n  agent:\n    endpoint: {url: 'ftp://x', model: m}\n", `handlers.agent.endpoint.url: "ftp://x" is not an http or https URL; give the full chat-completions URL`},
-		{"handlers:\n  agent:\n    endpoint: {url: 'https://x/v1/chat/completions'}\n", "handlers.agent.endpoint.model: is required"},
+		{"handlers:\n  agent:\n    {url: 'ftp://x', model: m}\n", `handlers.agent.url: "ftp://x" is not an http or https URL; give the full chat-completions URL`},
+		{"handlers:\n  agent:\n    {url: 'https://x/v1/chat/completions'}\n", "handlers.agent.model: is required"},
+		{"handlers:\n  agent:\n    {url: 'https://x/v1/chat/completions', model: m, tokenEnv: MCPE_TEST_UNSET_VARIABLE}\n", "handlers.agent.tokenEnv: environment variable MCPE_TEST_UNSET_VARIABLE is not set"},
 		{"handlers:\n  runTimeout: 100ms\n", "handlers.runTimeout: is 100ms; give a duration from 1s to 24h"},
-		{"handlers:\n  agent:\n    endpont: {}\n", `handlers.agent.endpont: unknown key; did you mean "endpoint"?`},
+		{"handlers:\n  agent:\n    modle: m\n", `handlers.agent.modle: unknown key; did you mean "model"?`},
 		{"handlers:\n  webhook:\n    verifiedURLs: ['http://hooks.example.com/']\n", `handlers.webhook.verifiedURLs[0]: "http://hooks.example.com/" uses the scheme "http"; SEP-3415 callback URLs are https only, give an https URL prefix such as "https://hooks.example.com/mcp/"`},
 		{"handlers:\n  webhook:\n    verifiedURLs: ['https://ok.example/', 'hooks.example.com/mcp']\n", `handlers.webhook.verifiedURLs[1]: "hooks.example.com/mcp" is not a URL prefix; give scheme, host`},
 		{"handlers:\n  webhook:\n    verifiedURLs: ['https://me:pw@hooks.example.com/']\n", `handlers.webhook.verifiedURLs[0]: "https://me:pw@hooks.example.com/" contains user information`},
@@ -143,8 +142,8 @@ func TestParseErrorNamesTheKey(t *testing.T) {
 	for _, tt := range []struct{ yaml, field string }{
 		{"handlers:\n  bash:\n    sandbox: docker\n", "handlers.bash.sandbox"},
 		{"handlers:\n  webhook:\n    secrets:\n      X: {}\n", "handlers.webhook.secrets.X"},
-		{"handlers:\n  agent:\n    endpoint: {url: 'ftp://x', model: m}\n", "handlers.agent.endpoint.url"},
-		{"adapters:\n  github:\n    secret: {token: x}\n    priorityLabels: {P0: urgent}\n", "adapters.github.priorityLabels.P0"},
+		{"handlers:\n  agent:\n    {url: 'ftp://x', model: m}\n", "handlers.agent.url"},
+		{"adapters:\n  github:\n    token: x\n    priorityLabels: {P0: urgent}\n", "adapters.github.priorityLabels.P0"},
 		{"adapters:\n  mcp:\n    upstreams: [{name: a, url: 'ftp://x'}]\n", "adapters.mcp.upstreams[0].url"},
 	} {
 		_, err := Parse(strings.NewReader(tt.yaml))
@@ -171,7 +170,7 @@ handlers:
       big:
         path: /opt/big
         readablePaths: [/home/mcpe/lib]
-        limits: {memoryBytes: 4294967296}
+        memoryBytes: 4294967296
   webhook:
     allowHTTP: true
     allowNetworks: ["127.0.0.1"]
@@ -179,7 +178,7 @@ handlers:
       HOOK: {tokenEnv: MCPE_TEST_HOOK_TOKEN, urls: ["https://hooks.example.com/"]}
     verifiedURLs: ["https://gateway.example.com/mcp/"]
   agent:
-    endpoint: {url: "https://llm.example.com/v1/chat/completions", model: small, apiKey: {token: k}}
+    {url: "https://llm.example.com/v1/chat/completions", model: small, token: k}
 `))
 	if err != nil {
 		t.Fatal(err)

@@ -50,25 +50,24 @@ func explainDecodeError(te *yaml.TypeError, body []byte) []string {
 		lines[i] = describeUnknown(line, path, parent, m[2], yamlKeys(t))
 		if why, gone := removed[strings.TrimPrefix(m[3], "config.")+"."+m[2]]; gone {
 			lines[i] = fmt.Sprintf("line %d: %s: this key was removed: %s; delete it", line, path, why)
+			if to, moved := strings.CutPrefix(why, "moved: "); moved {
+				lines[i] = fmt.Sprintf("line %d: %s: this key moved: %s", line, path, to)
+			}
 		}
 	}
 	return lines
 }
 
 // removed are the keys that earlier versions took, by the type that held
-// them and the key, with what the server does now.
+// them and the key, with what the server does now, or, after "moved: ",
+// what to write instead.
 var removed = map[string]string{
 	"Config.debug":                              "give --pprof ADDR on the command line to serve Go's profiles",
 	"HTTP.sessionTimeout":                       "sessions idle for 5m are closed",
 	"HTTP.maxSessionsPerPrincipal":              "a principal has at most 100 live sessions",
-	"Ingest.maxDataDepth":                       "event data nests at most 64 deep",
 	"Subscriptions.maxPatternCost":              "what one principal's patterns may cost together grows with subscriptions.maxPerPrincipal (4096 for the default 100)",
 	"Inbox.dedupWindow":                         "a sourceEventId is remembered for 24h",
 	"Inbox.expiredMaxAge":                       "expired subscriptions stay listed for inbox.maxAge",
-	"Delivery.window":                           "a principal's latest 1024 deliveries are kept in memory",
-	"Delivery.backlog":                          "a live session may be owed 100000 deliveries or 256 MiB, then events for its owner are refused with 429 until it catches up",
-	"Delivery.followInterval":                   "servers sharing a database read each other's writes every 100ms",
-	"Ingest.maxBodyBytes":                       "a request body is at most 1 MiB",
 	"GitHubAdapter.maxBodyBytes":                "a delivery is at most 25 MiB, the most GitHub sends",
 	"SlackAdapter.maxBodyBytes":                 "a request is at most 1 MiB",
 	"AlertmanagerAdapter.maxBodyBytes":          "a notification is at most 1 MiB",
@@ -77,9 +76,6 @@ var removed = map[string]string{
 	"BashHandler.maxTimeout":                    "a subscription's timeout is at most half of handlers.runTimeout",
 	"BashHandler.maxConcurrent":                 "an eighth of handlers.concurrency programs run at once",
 	"BashCommand.readOnlyRoot":                  "the file system is read-only in the sandbox; list what the program writes in writablePaths",
-	"BashLimits.processes":                      "a program has at most 128 processes in the sandbox",
-	"BashLimits.fileBytes":                      "a program writes files of at most 64 MiB",
-	"BashLimits.openFiles":                      "a program has at most 256 open files",
 	"WebhookHandler.defaultTimeout":             "a delivery whose subscription sets no timeout gets 10s",
 	"WebhookHandler.maxTimeout":                 "a subscription's timeout is at most 60s",
 	"WebhookHandler.retrySchedule":              "retries wait 5s, 30s, 2m, 10m, 30m",
@@ -94,6 +90,13 @@ var removed = map[string]string{
 	"MCPAdapter.maxBackoff":                     "reconnections wait from 1s up to 5m",
 	"MCPUpstream.protocolVersion":               "the version is negotiated (2025-11-25 with a command, 2026-07-28 or older with a URL)",
 	"Conversation.maxEvents":                    "an answer holds at most 20 events",
+	"Config.ingest":                             "moved: write its tokens as auth.ingestTokens (event data nests at most 64 deep, a body is at most 1 MiB)",
+	"Config.delivery":                           "moved: write minEvery and heartbeatInterval under subscriptions (a principal's latest 1024 deliveries are kept in memory; window, backlog and followInterval are fixed)",
+	"Console.adminToken":                        "moved: write console.token",
+	"Console.adminTokenEnv":                     "moved: write console.tokenEnv",
+	"BashCommand.limits":                        "moved: write memoryBytes on the command itself (128 processes, files of 64 MiB and 256 open files are fixed)",
+	"AgentHandler.endpoint":                     "moved: write url and model on handlers.agent itself, and apiKey as its token or tokenEnv",
+	"GitHubAdapter.secret":                      "moved: write the secret as adapters.github.token or tokenEnv",
 	"Conversation.maxBytes":                     "an answer holds at most 16 KiB",
 }
 

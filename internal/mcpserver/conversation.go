@@ -96,7 +96,7 @@ func (o ConversationOptions) Validate() error {
 		if p == "" {
 			return mcpe.Invalid("principals", "a principal name is empty")
 		}
-		field := "principals." + p + ".context"
+		field := "principals." + p
 		if o.Principals[p] == "" {
 			return mcpe.Invalid(field, "is empty; use \"off\", \"summary\" or \"full\"")
 		}

@@ -133,7 +133,7 @@ func TestConversationOptionsValidate(t *testing.T) {
 		want string
 	}{
 		{mcpserver.ConversationOptions{Context: "loud"}, `context: "loud" is not a context mode`},
-		{mcpserver.ConversationOptions{Principals: map[string]mcpserver.ContextMode{"alice": "x"}}, `principals.alice.context: "x"`},
+		{mcpserver.ConversationOptions{Principals: map[string]mcpserver.ContextMode{"alice": "x"}}, `principals.alice: "x"`},
 		{mcpserver.ConversationOptions{MaxEvents: 501}, "maxEvents: 501"},
 		{mcpserver.ConversationOptions{MaxBytes: 10}, "maxBytes: 10"},
 		{mcpserver.ConversationOptions{Context: mcpserver.ContextFull, MaxEvents: 5, MaxBytes: 4096}, ""},

@@ -21,7 +21,7 @@ if (!bin) {
 const wait = 10000;
 const dir = mkdtempSync(join(tmpdir(), "mcpe-interop-ts-"));
 const cfg = join(dir, "config.yaml");
-writeFileSync(cfg, "delivery:\n  heartbeatInterval: 200ms\n");
+writeFileSync(cfg, "subscriptions:\n  heartbeatInterval: 200ms\n");
 
 function check(cond, msg) {
   if (!cond) throw new Error(msg);
