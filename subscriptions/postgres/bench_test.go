@@ -14,22 +14,6 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions/storetest"
 )
 
-// The store benchmarks (storetest.Bench*) on a database of the test
-// cluster, and one of PostgreSQL's own.
-
-func BenchmarkStore(b *testing.B) { storetest.Bench(b, openBench) }
-
-// openBench opens a new database in the test cluster.
-func openBench(b *testing.B) subscriptions.Store {
-	b.Helper()
-	s, err := postgres.Open(b.Context(), pgtest.Database(b))
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { s.Close() })
-	return s
-}
-
 // BenchmarkPublishParallel publishes from 8 goroutines at once through two
 // stores on one database (as two replicas would), each goroutine to its
 // own principal's 10 subscriptions, so that no two wait on a principal's

@@ -18,8 +18,14 @@ func TestStore(t *testing.T) {
 	})
 }
 
+// BenchmarkStore runs the store benchmarks (storetest.Bench) on a database
+// of the test cluster.
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) subscriptions.Store { return open(b, pgtest.Database(b)) })
+}
+
 // open opens the database at url and closes it when t ends.
-func open(t *testing.T, url string) *postgres.Store {
+func open(t testing.TB, url string) *postgres.Store {
 	t.Helper()
 	s, err := postgres.Open(t.Context(), url)
 	if err != nil {

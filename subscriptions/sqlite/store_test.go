@@ -33,8 +33,14 @@ func TestStore(t *testing.T) {
 	})
 }
 
+// BenchmarkStore runs the store benchmarks (storetest.Bench) on a file
+// database.
+func BenchmarkStore(b *testing.B) {
+	storetest.Bench(b, func(b *testing.B) subscriptions.Store { return open(b, filepath.Join(b.TempDir(), "bench.db")) })
+}
+
 // open opens the database at path and closes it when t ends.
-func open(t *testing.T, path string) *sqlite.Store {
+func open(t testing.TB, path string) *sqlite.Store {
 	t.Helper()
 	s, err := sqlite.Open(t.Context(), path)
 	if err != nil {
