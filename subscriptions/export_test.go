@@ -14,7 +14,7 @@ func SetBeforeMatch(s *Service, f func()) { s.index.beforeMatch = f }
 func SetFollowInterval(s *Service, d time.Duration) { s.follow.interval = d }
 
 // FollowNow reads at once what other processes sharing s's store wrote.
-func FollowNow(s *Service) { s.followOnce(context.Background()) }
+func FollowNow(s *Service) { s.followOnce(context.Background(), true) }
 
 // SetYield makes the publications' group commit call f where it would
 // yield the processor.

@@ -150,7 +150,7 @@ func (s *Service) runFollowing() {
 				}
 				woken = true
 			}
-			s.followOnce(s.bg())
+			s.followOnce(s.bg(), !woken)
 			if woken {
 				// This process's own commits wake it too: under a stream
 				// of writes, look at most once per wakeSpacing.
@@ -174,10 +174,12 @@ func (s *Service) stopFollowing() {
 }
 
 // followOnce applies the subscription changes and hands over the inbox
-// entries that other processes wrote since it last looked.
-func (s *Service) followOnce(ctx context.Context) {
-	// Before Heads: what commits after it wakes by the principals now here.
-	if w, ok := s.follow.shared.(Watcher); ok {
+// entries that other processes wrote since it last looked. With watch (at
+// each interval, and when a principal arrives, not at each wake: one that
+// left costs wakes until then) it first tells a Watcher store whose
+// sessions are here, before Heads: what commits after wakes by them.
+func (s *Service) followOnce(ctx context.Context, watch bool) {
+	if w, ok := s.follow.shared.(Watcher); ok && watch {
 		var here []string
 		if s.follow.sessions != nil {
 			here = s.follow.sessions.Principals()

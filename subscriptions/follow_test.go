@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -293,4 +294,61 @@ func TestFirstChangeRoutesAtOnce(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	t.Fatal("a subscription made by another process did not route within 5 s of the store telling")
+}
+
+// wokenStore is a shared store whose Notifier the test drives, and which
+// counts the follower's looks (Heads) and Watch calls.
+type wokenStore struct {
+	*sqlite.Store
+	told           chan struct{}
+	heads, watches atomic.Int32
+}
+
+func (s *wokenStore) Written() <-chan struct{} { return s.told }
+func (s *wokenStore) OwnWritesTold() bool      { return false }
+func (s *wokenStore) Watch([]string)           { s.watches.Add(1) }
+
+func (s *wokenStore) Heads(ctx context.Context) (int64, int64, error) {
+	s.heads.Add(1)
+	return s.Store.Heads(ctx)
+}
+
+// TestWakeDoesNotRewatch checks that a look woken by the store (one per
+// commit elsewhere, under load) does not tell the store the principals
+// again: that is done at each interval and when a principal arrives.
+func TestWakeDoesNotRewatch(t *testing.T) {
+	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "shared.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws := &wokenStore{Store: store, told: make(chan struct{}, 1)}
+	sess := &sessions{principals: []string{"alice"}, arrived: make(chan struct{}, 1)}
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
+		Store: ws, Deliverer: sess, Clock: clock.NewFake(svcStart),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	subscriptions.SetFollowInterval(svc, time.Hour)
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Stop(); store.Close() })
+	waitFor := func(what string, done func() bool) {
+		t.Helper()
+		for i := 0; !done(); i++ {
+			if i == 500 {
+				t.Fatalf("%s: not within 5 s", what)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	heads := ws.heads.Load()
+	ws.told <- struct{}{}
+	waitFor("the woken look", func() bool { return ws.heads.Load() > heads })
+	if n := ws.watches.Load(); n != 0 {
+		t.Fatalf("a woken look called Watch %d times; want 0", n)
+	}
+	sess.arrived <- struct{}{}
+	waitFor("Watch after an arrival", func() bool { return ws.watches.Load() == 1 })
 }
