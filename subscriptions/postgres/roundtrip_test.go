@@ -98,11 +98,11 @@ func (rt *roundTrips) forward(to io.Writer, from io.Reader) {
 	}
 }
 
-// TestPublishRoundTrips checks that a publish takes its principals' rows in
-// the round trip that begins it and inserts its events, and commits in the
-// one that writes the inbox: every other publish to those principals, from
-// any server, waits for the rows from then until the commit, so each round
-// trip more is a wait more for all of them.
+// TestPublishRoundTrips checks that a publish is one round trip: BEGIN,
+// its principals' rows taken, its events and their inbox rows written,
+// COMMIT. Every other publish to those principals, from any server, waits
+// for the rows from then until the commit, so each round trip more would be
+// a wait more for all of them.
 func TestPublishRoundTrips(t *testing.T) {
 	rt := proxy(t, pgtest.Database(t))
 	s, err := postgres.OpenWith(t.Context(), rt.url, &postgres.Options{MaxConns: 1, HealthEvery: 1 << 40})
@@ -114,18 +114,25 @@ func TestPublishRoundTrips(t *testing.T) {
 	if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
 		t.Fatal(err)
 	}
+	routed, err := s.Deactivations(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
 	target := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}
 	// The first publish prepares its statements; the second is counted.
 	for i := 1; i <= 2; i++ {
 		before := rt.n.Load()
 		ev, raw := newEvent(i)
-		if _, err := storetest.PublishOne(t.Context(), s, ev, raw, target, t0); err != nil {
+		res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Now: t0, Deactivations: routed,
+			Publications: []subscriptions.Publication{{Event: ev, Raw: raw, Targets: target}}})
+		if err != nil {
 			t.Fatal(err)
 		}
-		// BEGIN, the rows taken and the event inserted; the inbox
-		// written, COMMIT.
-		if n := rt.n.Load() - before; i == 2 && n != 2 {
-			t.Errorf("a publish took %d round trips; want 2", n)
+		if len(res[0].Delivered) != 1 || res[0].Delivered[0].Seq == 0 {
+			t.Fatalf("publish %d delivered %+v; want one numbered entry", i, res[0].Delivered)
+		}
+		if n := rt.n.Load() - before; i == 2 && n != 1 {
+			t.Errorf("a publish took %d round trips; want 1", n)
 		}
 	}
 }

@@ -53,7 +53,7 @@ func CheckLegacyDedup(t *testing.T, s subscriptions.Store) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Now: at(time.Hour),
+		res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Now: at(time.Hour), Deactivations: routed(t, s),
 			Publications: []subscriptions.Publication{{Event: ev, Raw: raw, Source: tt.source}}})
 		if err != nil {
 			t.Fatalf("Publish: %v", err)

@@ -108,7 +108,7 @@ func testPublishLargeBatch(t *testing.T, open Opener) {
 		}
 		pubs = append(pubs, subscriptions.Publication{Event: ev, Raw: raw, Targets: ts})
 	}
-	res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Publications: pubs, Now: at(time.Hour)})
+	res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Publications: pubs, Now: at(time.Hour), Deactivations: routed(t, s)})
 	if err != nil {
 		t.Fatalf("Publish of %d events: %v", len(pubs), err)
 	}
@@ -168,7 +168,7 @@ func testPublishDuplicates(t *testing.T, open Opener) {
 			}
 			publishFrom := func(source string, ev *mcpe.Event, raw json.RawMessage, now time.Time) subscriptions.PublishResult {
 				t.Helper()
-				res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Now: now, Publications: []subscriptions.Publication{
+				res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Now: now, Deactivations: routed(t, s), Publications: []subscriptions.Publication{
 					{Event: ev, Raw: raw, Targets: targets(sub), Source: source}}})
 				if err != nil || len(res) != 1 {
 					t.Fatalf("Publish(%s) from %q = %+v, %v", ev.ID, source, res, err)
@@ -202,7 +202,7 @@ func testPublishDuplicates(t *testing.T, open Opener) {
 			ev, raw := newEvent(i+1, "test.created", "a")
 			pubs = append(pubs, subscriptions.Publication{Event: ev, Raw: raw, Source: source})
 		}
-		res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Publications: pubs, Now: at(time.Hour)})
+		res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Publications: pubs, Now: at(time.Hour), Deactivations: routed(t, s)})
 		if err != nil {
 			t.Fatalf("Publish: %v", err)
 		}

@@ -358,9 +358,23 @@ func diff(t *testing.T, what string, want, got any, opts ...cmp.Option) {
 
 // PublishOne publishes one event through Store.Publish.
 func PublishOne(ctx context.Context, s subscriptions.Store, ev *mcpe.Event, raw json.RawMessage, targets []subscriptions.Target, now time.Time) (subscriptions.PublishResult, error) {
-	res, err := s.Publish(ctx, subscriptions.PublishBatch{Publications: []subscriptions.Publication{{Event: ev, Raw: raw, Targets: targets}}, Now: now})
+	// As a Service routes: knowing the count (0, knowing none, should the
+	// store fail to say).
+	routed, _ := s.Deactivations(ctx)
+	res, err := s.Publish(ctx, subscriptions.PublishBatch{Publications: []subscriptions.Publication{{Event: ev, Raw: raw, Targets: targets}}, Now: now, Deactivations: routed})
 	if err != nil {
 		return subscriptions.PublishResult{}, err
 	}
 	return res[0], nil
+}
+
+// routed returns the count of deactivations, as a publish routed now
+// passes it (subscriptions.PublishBatch.Deactivations).
+func routed(t testing.TB, s subscriptions.Store) int64 {
+	t.Helper()
+	n, err := s.Deactivations(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
 }

@@ -124,7 +124,7 @@ func testThrottleInOneBatch(t *testing.T, open Opener) {
 		raws = append(raws, raw)
 		pubs = append(pubs, subscriptions.Publication{Event: ev, Raw: raw, Targets: []subscriptions.Target{throttled(sub, fmt.Sprint(n%2), time.Hour)}})
 	}
-	res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Publications: pubs, Now: t0})
+	res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Publications: pubs, Now: t0, Deactivations: routed(t, s)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -154,7 +154,7 @@ func testThrottleGroupsBounded(t *testing.T, open Opener) {
 		ev, raw := newEvent(n, "test.created", "")
 		pubs = append(pubs, subscriptions.Publication{Event: ev, Raw: raw, Targets: []subscriptions.Target{throttled(sub, fmt.Sprint("group-", n), time.Minute)}})
 	}
-	res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Publications: pubs, Now: t0})
+	res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Publications: pubs, Now: t0, Deactivations: routed(t, s)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,12 +10,12 @@ import (
 )
 
 // BufferedTargets lists the active cron and scheduled subscriptions among
-// targets, each once.
+// targets, each once; with active nil, every target is active.
 func BufferedTargets(targets []subscriptions.Target, active map[string]bool) []string {
 	var out []string
 	seen := make(map[string]bool)
 	for _, t := range targets {
-		if (t.Channel == mcpe.ChannelCron || t.Channel == mcpe.ChannelScheduled) && active[t.SubscriptionID] && !seen[t.SubscriptionID] {
+		if (t.Channel == mcpe.ChannelCron || t.Channel == mcpe.ChannelScheduled) && (active == nil || active[t.SubscriptionID]) && !seen[t.SubscriptionID] {
 			seen[t.SubscriptionID] = true
 			out = append(out, t.SubscriptionID)
 		}
@@ -25,13 +25,13 @@ func BufferedTargets(targets []subscriptions.Target, active map[string]bool) []s
 
 // GroupByPrincipal turns the active realtime targets into one inbox entry
 // per principal, in the order the principals first appear, each
-// subscription listed once.
+// subscription listed once; with active nil, every target is active.
 func GroupByPrincipal(targets []subscriptions.Target, active map[string]bool) []subscriptions.InboxEntry {
 	var out []subscriptions.InboxEntry
 	byPrincipal := make(map[string]int)
 	listed := make(map[string]bool)
 	for _, t := range targets {
-		if t.Channel != mcpe.ChannelRealtime || listed[t.SubscriptionID] || !active[t.SubscriptionID] {
+		if t.Channel != mcpe.ChannelRealtime || listed[t.SubscriptionID] || active != nil && !active[t.SubscriptionID] {
 			continue
 		}
 		listed[t.SubscriptionID] = true
