@@ -19,11 +19,17 @@
 // is then summed over the processes, and a scenario of its own measures how
 // long a subscription made through one process takes to route events
 // posted to another.
+//
+// With -principals K (K > 1) the subscriptions are spread over K
+// principals, subscription i to principal i mod K, each with a bearer token
+// of its own and a Streamable HTTP session on the last server; each
+// notification must come on the session of its subscription's principal.
 package main
 
 import (
 	"bufio"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -72,6 +78,9 @@ type Scenario struct {
 	Processes int `json:"processes,omitempty"`
 	// Remote posts only to the processes the client is not connected to.
 	Remote bool `json:"remote,omitempty"`
+	// Principals, when more than one, own the subscriptions in turn, each
+	// through a Streamable HTTP session with a bearer token of its own.
+	Principals int `json:"principals,omitempty"`
 }
 
 // Result is what one scenario measured.
@@ -125,6 +134,7 @@ func main() {
 	remote := flag.Bool("remote", false, "with several processes, post only to those the client is not connected to")
 	follow := flag.Duration("follow", 0, "delivery.followInterval for servers older than its removal (0: their default, 100ms; newer ones refuse it)")
 	db := flag.String("db", "", "the database the servers share (default: a new SQLite file); a postgres:// URL must name an empty database")
+	principals := flag.Int("principals", 1, "how many principals the subscriptions are spread over, each with its own bearer token and session (more than 1 implies -transport http)")
 	posters := flag.Int("posters", 0, "posters in every scenario that posts (0: each scenario's own)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this program (the posters and the client) to this file")
 	flag.Parse()
@@ -132,8 +142,8 @@ func main() {
 		fmt.Fprintln(os.Stderr, "e2e: -bin is required")
 		os.Exit(2)
 	}
-	if *processes < 1 {
-		fmt.Fprintln(os.Stderr, "e2e: -processes must be at least 1")
+	if *processes < 1 || *principals < 1 {
+		fmt.Fprintln(os.Stderr, "e2e: -processes and -principals must be at least 1")
 		os.Exit(2)
 	}
 	if *cpuProfile != "" {
@@ -155,6 +165,9 @@ func main() {
 		if *posters > 0 && sc.Posters > 0 {
 			sc.Posters = *posters
 		}
+		if *principals > 1 {
+			sc.Transport, sc.Principals = "http", *principals
+		}
 		res, err := run(*bin, sc, *quiet, *db, *follow)
 		if err != nil {
 			fmt.Fprintf(os.Stderr, "e2e: %s: %v\n", sc.Name, err)
@@ -169,9 +182,10 @@ func main() {
 // server is the running binaries: the one the client is connected to, and
 // the others on the same database.
 type server struct {
-	cmd    *exec.Cmd
-	base   string // http://host:port
-	cs     *mcp.ClientSession
+	cmd  *exec.Cmd
+	base string // http://host:port
+	// css are the client's sessions, one per principal.
+	css    []*mcp.ClientSession
 	got    *tally
 	others []*exec.Cmd
 	// bases are every process's base URL, the client's last.
@@ -205,7 +219,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 		defer drop()
 		db = fresh
 	}
-	s, err := start(bin, dir, sc.Transport, db, sc.Processes, follow)
+	s, err := start(bin, dir, db, sc, follow)
 	if err != nil {
 		return nil, err
 	}
@@ -218,7 +232,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 
 	cpu0, own0 := s.cpu(), proc.CPUTime(os.Getpid())
 	t0 := time.Now()
-	subs, err := subscribe(ctx, s.cs, sc.Subs)
+	subs, owner, err := subscribe(ctx, s.css, sc.Subs)
 	if err != nil {
 		return nil, err
 	}
@@ -229,7 +243,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 		res.RSSMegabytes = proc.RSS(s.cmd.Process.Pid)
 		return res, nil
 	}
-	s.got.expect(subs, sc.Events)
+	s.got.expect(subs, owner, sc.Events)
 	if len(s.others) > 0 {
 		// The others route by the subscriptions once they have followed
 		// the database: wait for every one to deliver a probe.
@@ -273,12 +287,22 @@ var listenLine = regexp.MustCompile(`msg="HTTP server listening" addr=(\S+)`)
 
 // start runs the binaries on db, the last with stdio (or HTTP for the
 // client) and each with HTTP on a free loopback port, and connects the
-// client to the last.
-func start(bin, dir, transport, db string, processes int, follow time.Duration) (*server, error) {
+// client to the last, with a session per principal.
+func start(bin, dir, db string, sc Scenario, follow time.Duration) (*server, error) {
+	transport := sc.Transport
 	// Room for the workload's subscriptions, in a file both old and new
 	// binaries read.
 	cfg := filepath.Join(dir, "config.yaml")
 	body := "subscriptions:\n  maxPerPrincipal: 20000\n"
+	tokens := []string{""} // without a token, the session is its own principal
+	if sc.Principals > 1 {
+		body += "auth:\n  tokens:\n"
+		tokens = make([]string, sc.Principals)
+		for p := range tokens {
+			tokens[p] = rand.Text()
+			body += fmt.Sprintf("    - {principal: p%d, token: %s}\n", p, tokens[p])
+		}
+	}
 	if follow > 0 {
 		body += fmt.Sprintf("delivery:\n  followInterval: %s\n", follow)
 	}
@@ -286,7 +310,7 @@ func start(bin, dir, transport, db string, processes int, follow time.Duration) 
 		return nil, err
 	}
 	s := &server{got: newTally()}
-	for range processes - 1 {
+	for range sc.Processes - 1 {
 		cmd := exec.Command(bin, "--http", "127.0.0.1:0", "--db", db, "--config", cfg)
 		addr, err := listenAddr(cmd)
 		if err != nil {
@@ -317,7 +341,9 @@ func start(bin, dir, transport, db string, processes int, follow time.Duration) 
 		s.stop()
 		return nil, err
 	}
-	tap := func(method string, params json.RawMessage) { s.got.note(method, params) }
+	tap := func(p int) client.TapHandler {
+		return func(method string, params json.RawMessage) { s.got.note(p, method, params) }
+	}
 	mc := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "1"}, nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -329,25 +355,28 @@ func start(bin, dir, transport, db string, processes int, follow time.Duration) 
 		}
 	}
 	if transport == "stdio" {
-		cs, err := mc.Connect(ctx, client.Tap(t, tap), nil)
+		cs, err := mc.Connect(ctx, client.Tap(t, tap(0)), nil)
 		if err != nil {
 			s.stop()
 			return nil, err
 		}
-		s.cs = cs
+		s.css = append(s.css, cs)
 	}
 	if s.base, err = waitAddr(addr); err != nil {
 		s.stop()
 		return nil, err
 	}
 	s.bases = append(s.bases, s.base)
-	if transport == "http" {
-		cs, err := mc.Connect(ctx, client.Tap(&mcp.StreamableClientTransport{Endpoint: s.base + "/mcp"}, tap), nil)
-		if err != nil {
-			s.stop()
-			return nil, err
+	for p, token := range tokens {
+		if transport == "http" {
+			t, _ := client.StreamableHTTP(s.base+"/mcp", token)(ctx)
+			cs, err := mc.Connect(ctx, client.Tap(t, tap(p)), nil)
+			if err != nil {
+				s.stop()
+				return nil, err
+			}
+			s.css = append(s.css, cs)
 		}
-		s.cs = cs
 	}
 	return s, nil
 }
@@ -384,8 +413,8 @@ func waitAddr(addr <-chan string) (string, error) {
 }
 
 func (s *server) stop() {
-	if s.cs != nil {
-		s.cs.Close()
+	for _, cs := range s.css {
+		cs.Close()
 	}
 	for _, cmd := range append(slices.Clone(s.others), s.cmd) {
 		if cmd == nil || cmd.Process == nil {
@@ -402,16 +431,18 @@ func (s *server) stop() {
 	}
 }
 
-// subscribe makes n subscriptions of the workload and returns, by group,
-// the IDs of the subscriptions an event of that group reaches.
-func subscribe(ctx context.Context, cs *mcp.ClientSession, n int) (map[int][]string, error) {
+// subscribe makes n subscriptions of the workload, subscription i through
+// session i mod len(css), and returns, by group, the IDs of the
+// subscriptions an event of that group reaches, and each ID's session.
+func subscribe(ctx context.Context, css []*mcp.ClientSession, n int) (map[int][]string, map[string]int, error) {
 	byGroup := make(map[int][]string)
+	owner := make(map[string]int)
 	for i := range n {
 		g := workload.Group(i)
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpe.ToolSubscribe,
+		res, err := css[i%len(css)].CallTool(ctx, &mcp.CallToolParams{Name: mcpe.ToolSubscribe,
 			Arguments: map[string]any{"filter": map[string]any{"eventTypes": []string{workload.Pattern(i)}}}})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if res.IsError {
 			var text strings.Builder
@@ -420,16 +451,17 @@ func subscribe(ctx context.Context, cs *mcp.ClientSession, n int) (map[int][]str
 					text.WriteString(tc.Text)
 				}
 			}
-			return nil, fmt.Errorf("events_subscribe %d: %s", i, text.String())
+			return nil, nil, fmt.Errorf("events_subscribe %d: %s", i, text.String())
 		}
 		b, _ := json.Marshal(res.StructuredContent)
 		var sub mcpe.Subscription
 		if err := json.Unmarshal(b, &sub); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		byGroup[g] = append(byGroup[g], sub.ID)
+		owner[sub.ID] = i % len(css)
 	}
-	return byGroup, nil
+	return byGroup, owner, nil
 }
 
 // databases counts the PostgreSQL databases made for scenarios.
@@ -480,7 +512,7 @@ func routeDelay(ctx context.Context, s *server, sc Scenario, res *Result) error 
 	var delays []time.Duration
 	for i := range sc.Subs {
 		typ := fmt.Sprintf("route%d.created", i)
-		r, err := s.cs.CallTool(ctx, &mcp.CallToolParams{Name: mcpe.ToolSubscribe,
+		r, err := s.css[0].CallTool(ctx, &mcp.CallToolParams{Name: mcpe.ToolSubscribe,
 			Arguments: map[string]any{"filter": map[string]any{"eventTypes": []string{typ}}}})
 		if err != nil || r.IsError {
 			return fmt.Errorf("events_subscribe: %v %+v", err, r)
@@ -590,6 +622,7 @@ type tally struct {
 	mu       sync.Mutex
 	want     map[string]map[int]bool // subscription -> seq -> received
 	groupOf  map[string]int
+	ownerOf  map[string]int // subscription -> the session it must come on
 	expected int64
 	lat      []time.Duration
 	last     time.Time
@@ -604,11 +637,12 @@ func newTally() *tally {
 	return &tally{arrived: make(chan struct{}, 1), routed: make(chan string, 1024)}
 }
 
-func (t *tally) expect(byGroup map[int][]string, events int) {
+func (t *tally) expect(byGroup map[int][]string, owner map[string]int, events int) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.want = make(map[string]map[int]bool)
 	t.groupOf = make(map[string]int)
+	t.ownerOf = owner
 	for g, ids := range byGroup {
 		for _, id := range ids {
 			t.want[id] = make(map[int]bool)
@@ -620,12 +654,13 @@ func (t *tally) expect(byGroup map[int][]string, events int) {
 	}
 }
 
-func (t *tally) note(method string, params json.RawMessage) {
+// note checks a notification that came on session p.
+func (t *tally) note(p int, method string, params json.RawMessage) {
 	now := time.Now()
 	if method != mcpe.MethodEvent {
 		return
 	}
-	var p struct {
+	var n struct {
 		SubscriptionID string `json:"subscriptionId"`
 		Event          struct {
 			Type string `json:"type"`
@@ -638,13 +673,13 @@ func (t *tally) note(method string, params json.RawMessage) {
 	// segmentio's decoder, as the go-sdk and client.Tap use: the check
 	// runs on the server's cores, and encoding/json's took as long as
 	// reading the notification.
-	if sjson.Unmarshal(params, &p) != nil {
+	if sjson.Unmarshal(params, &n) != nil {
 		t.foreign.Add(1)
 		return
 	}
-	if strings.HasPrefix(p.Event.Type, "route") {
+	if strings.HasPrefix(n.Event.Type, "route") {
 		select {
-		case t.routed <- p.Event.Type:
+		case t.routed <- n.Event.Type:
 		default:
 		}
 		return
@@ -653,15 +688,15 @@ func (t *tally) note(method string, params json.RawMessage) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.last = now
-	seen, ok := t.want[p.SubscriptionID]
+	seen, ok := t.want[n.SubscriptionID]
 	switch {
-	case !ok || workload.Group(p.Event.Data.Seq) != t.groupOf[p.SubscriptionID]:
+	case !ok || workload.Group(n.Event.Data.Seq) != t.groupOf[n.SubscriptionID] || t.ownerOf[n.SubscriptionID] != p:
 		t.foreign.Add(1)
-	case seen[p.Event.Data.Seq]:
+	case seen[n.Event.Data.Seq]:
 		t.duplicates.Add(1)
 	default:
-		seen[p.Event.Data.Seq] = true
-		t.lat = append(t.lat, now.Sub(time.Unix(0, p.Event.Data.Sent)))
+		seen[n.Event.Data.Seq] = true
+		t.lat = append(t.lat, now.Sub(time.Unix(0, n.Event.Data.Sent)))
 	}
 	select {
 	case t.arrived <- struct{}{}:
