@@ -3,8 +3,6 @@ package alertmanager
 import (
 	"fmt"
 	"log/slog"
-	"maps"
-	"slices"
 	"strings"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
@@ -123,22 +121,8 @@ func New(opts Options) (*Adapter, error) {
 
 // severityPriorities checks m and returns it with lower-case keys.
 func severityPriorities(m map[string]mcpe.Priority) (map[string]mcpe.Priority, error) {
-	if m == nil {
-		return DefaultSeverityPriorities(), nil
-	}
-	out := make(map[string]mcpe.Priority, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		p := m[k]
-		if !p.Valid() {
-			return nil, mcpe.Invalid("severityPriorities."+k, "%q is not a priority; use %s", p, mcpe.PriorityList)
-		}
-		key := severityKey(k)
-		if prev, ok := out[key]; ok && prev != p {
-			return nil, mcpe.Invalid("severityPriorities", "gives severity %q both %q and %q; severities are compared without regard to case, so give it one priority", key, prev, p)
-		}
-		out[key] = p
-	}
-	return out, nil
+	return adapters.Priorities("severityPriorities", "severity", m, DefaultSeverityPriorities(), severityKey,
+		"which is empty", "severities are compared without regard to case")
 }
 
 func severityKey(s string) string { return strings.ToLower(strings.TrimSpace(s)) }

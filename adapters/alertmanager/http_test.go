@@ -209,6 +209,7 @@ func TestNew(t *testing.T) {
 		{name: "no publisher", opts: Options{}, wantErr: "Options.Publisher is required"},
 		{name: "bad priority", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"page": "urgent"}}, wantErr: `alertmanager: severityPriorities.page: "urgent" is not a priority`},
 		{name: "conflicting case", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"Page": "high", "page": "critical"}}, wantErr: `severity "page" both`},
+		{name: "empty severity", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{" ": "high"}}, wantErr: `severityPriorities: has the severity " ", which is empty`},
 		{name: "same priority in two cases", opts: Options{Publisher: pub, SeverityPriorities: map[string]mcpe.Priority{"Page": "high", "page": "high"}}},
 		{name: "defaults", opts: Options{Publisher: pub}},
 	}

@@ -170,25 +170,9 @@ func New(opts Options) (*Adapter, error) {
 
 // priorityLabels checks m and returns it with normalized keys.
 func priorityLabels(m map[string]mcpe.Priority) (map[string]mcpe.Priority, error) {
-	if m == nil {
-		return DefaultPriorityLabels(), nil
-	}
-	out := make(map[string]mcpe.Priority, len(m))
-	for _, k := range slices.Sorted(maps.Keys(m)) {
-		p := m[k]
-		if !p.Valid() {
-			return nil, mcpe.Invalid("priorityLabels."+k, "%q is not a priority; use %s", p, mcpe.PriorityList)
-		}
-		key := NormalizeLabel(k)
-		if key == "" {
-			return nil, mcpe.Invalid("priorityLabels", "has the label %q, which has no letter or digit; labels are compared by their letters and digits, so give a label name such as \"P1\" or \"priority: high\"", k)
-		}
-		if prev, ok := out[key]; ok && prev != p {
-			return nil, mcpe.Invalid("priorityLabels", "gives the label %q both %q and %q; labels are compared ignoring case and punctuation, so give it one priority", key, prev, p)
-		}
-		out[key] = p
-	}
-	return out, nil
+	return adapters.Priorities("priorityLabels", "label", m, DefaultPriorityLabels(), NormalizeLabel,
+		`which has no letter or digit; labels are compared by their letters and digits, so give a label name such as "P1" or "priority: high"`,
+		"labels are compared ignoring case and punctuation")
 }
 
 // labelPriority returns the highest priority the rule gives one of labels,
