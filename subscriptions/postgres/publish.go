@@ -158,7 +158,10 @@ func (b *batch) write(c *pgxpool.Conn) error {
 		if err := b.tx.SendBatch(b.ctx, q).Close(); err != nil {
 			return fmt.Errorf("write the events and their deliveries: %w", err)
 		} else if *done {
-			return b.findDuplicates(nil)
+			// Committed: should the first IDs of duplicates not be read
+			// now, they keep their own.
+			b.findDuplicates(nil)
+			return nil
 		}
 		// A subscription stopped since the routing: nothing was written.
 		clear(b.entries)

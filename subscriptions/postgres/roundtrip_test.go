@@ -25,6 +25,9 @@ import (
 type roundTrips struct {
 	url string
 	n   atomic.Int64
+	// cut, when not 0, is the round trip at which the proxy closes the
+	// connection instead of forwarding it.
+	cut atomic.Int64
 }
 
 func proxy(t *testing.T, url string) *roundTrips {
@@ -84,7 +87,9 @@ func (rt *roundTrips) forward(to io.Writer, from io.Reader) {
 			return
 		}
 		if typ == 'S' || typ == 'Q' {
-			rt.n.Add(1)
+			if n := rt.n.Add(1); n == rt.cut.Load() {
+				return
+			}
 		}
 		msg := append(append([]byte{}, typ), head[:]...)
 		if !typed {
@@ -134,6 +139,42 @@ func TestPublishRoundTrips(t *testing.T) {
 		if n := rt.n.Load() - before; i == 2 && n != 1 {
 			t.Errorf("a publish took %d round trips; want 1", n)
 		}
+	}
+}
+
+// TestPublishCommittedDuplicateLookupFails checks that a publish of a
+// duplicate whose commit went through does not fail when the connection
+// drops as it reads the first ID after the commit: the duplicate is
+// reported as one, with its own ID.
+func TestPublishCommittedDuplicateLookupFails(t *testing.T) {
+	rt := proxy(t, pgtest.Database(t))
+	s, err := postgres.OpenWith(t.Context(), rt.url, &postgres.Options{MaxConns: 1, HealthEvery: 1 << 40})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	sub := newSub(1, "alice")
+	if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
+		t.Fatal(err)
+	}
+	target := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}
+	ev, raw := newEvent(1)
+	for i := range 2 {
+		routed, err := s.Deactivations(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 1 {
+			rt.cut.Store(rt.n.Load() + 2) // the round trip after the publish's
+		}
+		res, err := s.Publish(t.Context(), subscriptions.PublishBatch{Now: t0, Deactivations: routed,
+			Publications: []subscriptions.Publication{{Event: ev, Raw: raw, Targets: target}}})
+		if err != nil || res[0].Duplicate != (i == 1) || res[0].EventID != ev.ID {
+			t.Fatalf("publish %d = %+v, %v; want it stored, then a duplicate with its ID", i, res, err)
+		}
+	}
+	if got := rt.n.Load(); rt.cut.Load() != got {
+		t.Fatalf("the proxy saw %d round trips; the cut was at %d", got, rt.cut.Load())
 	}
 }
 
