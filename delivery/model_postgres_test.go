@@ -13,7 +13,7 @@ import (
 )
 
 // TestDeliveryModelPostgres runs the model of model_test.go on PostgreSQL:
-// one or two servers on one database, as replicas share it (each follows
+// one to three servers on one database, as replicas share it (each follows
 // the other through LISTEN/NOTIFY and its polls). Each run starts on an
 // empty schema. A step is a round trip to the database or more, so it
 // runs fewer sequences than on SQLite unless -rapid.checks says.

@@ -249,7 +249,7 @@ type server struct {
 	sched delivery.Schedulers
 }
 
-// model is the system under test, one or two servers on one database, and
+// model is the system under test, one to three servers on one database, and
 // what it must do.
 type model struct {
 	dir     string
@@ -367,7 +367,7 @@ func runModelOn(t *rapid.T, open func(dir string) (modelStore, error)) {
 	}
 	start, _ := time.Parse(time.RFC3339, modelStart)
 	m := &model{dir: dir, open: open, clk: clock.NewFake(start), seen: map[string]bool{}}
-	servers := rapid.IntRange(1, 2).Draw(t, "servers")
+	servers := rapid.IntRange(1, 3).Draw(t, "servers")
 	m.start(t, servers)
 	t.Cleanup(func() { m.stop(); os.RemoveAll(dir) })
 	ctx := context.Background()
