@@ -222,11 +222,9 @@ func (b *batch) queuePublish(q *pgx.Batch, insert bool, routed int64, targets []
 		if !insert && !b.fresh[i] || targets != nil && len(targets) == 0 {
 			continue
 		}
-		active, t := b.isActive, p.Targets
-		if targets == nil {
-			active = nil
-		} else {
-			t = targets[i]
+		active, t := map[string]bool(nil), p.Targets // every target, taken as active
+		if targets != nil {
+			active, t = b.isActive, targets[i]
 		}
 		b.entries[i] = storecore.GroupByPrincipal(t, active)
 		for j := range b.entries[i] {
