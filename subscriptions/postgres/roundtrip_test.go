@@ -103,12 +103,9 @@ func (rt *roundTrips) forward(to io.Writer, from io.Reader) {
 	}
 }
 
-// TestPublishRoundTrips checks that a publish is one round trip: BEGIN,
-// its principals' rows taken, its events and their inbox rows written,
-// COMMIT. Every other publish to those principals, from any server, waits
-// for the rows from then until the commit, so each round trip more would be
-// a wait more for all of them.
-func TestPublishRoundTrips(t *testing.T) {
+// proxied opens a store of one connection through a proxy, with a
+// subscription of alice's: the target of its publishes.
+func proxied(t *testing.T) (*roundTrips, *postgres.Store, []subscriptions.Target) {
 	rt := proxy(t, pgtest.Database(t))
 	s, err := postgres.OpenWith(t.Context(), rt.url, &postgres.Options{MaxConns: 1, HealthEvery: 1 << 40})
 	if err != nil {
@@ -119,11 +116,20 @@ func TestPublishRoundTrips(t *testing.T) {
 	if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
 		t.Fatal(err)
 	}
+	return rt, s, []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}
+}
+
+// TestPublishRoundTrips checks that a publish is one round trip: BEGIN,
+// its principals' rows taken, its events and their inbox rows written,
+// COMMIT. Every other publish to those principals, from any server, waits
+// for the rows from then until the commit, so each round trip more would be
+// a wait more for all of them.
+func TestPublishRoundTrips(t *testing.T) {
+	rt, s, target := proxied(t)
 	routed, err := s.Deactivations(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	target := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}
 	// The first publish prepares its statements; the second is counted.
 	for i := 1; i <= 2; i++ {
 		before := rt.n.Load()
@@ -147,17 +153,7 @@ func TestPublishRoundTrips(t *testing.T) {
 // drops as it reads the first ID after the commit: the duplicate is
 // reported as one, with its own ID.
 func TestPublishCommittedDuplicateLookupFails(t *testing.T) {
-	rt := proxy(t, pgtest.Database(t))
-	s, err := postgres.OpenWith(t.Context(), rt.url, &postgres.Options{MaxConns: 1, HealthEvery: 1 << 40})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	sub := newSub(1, "alice")
-	if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
-		t.Fatal(err)
-	}
-	target := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}
+	rt, s, target := proxied(t)
 	ev, raw := newEvent(1)
 	for i := range 2 {
 		routed, err := s.Deactivations(t.Context())
