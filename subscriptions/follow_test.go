@@ -56,24 +56,51 @@ type process struct {
 
 func startProcess(t *testing.T, path string, clk clock.Clock) *process {
 	t.Helper()
+	p := &process{sessions: &sessions{principals: []string{"alice"}}}
+	// Followed by hand (FollowNow), not by the timer.
+	p.svc = follow(t, openShared(t, path), p.sessions, clk, time.Minute)
+	return p
+}
+
+// openShared opens the SQLite file at path.
+func openShared(t *testing.T, path string) *sqlite.Store {
+	t.Helper()
 	store, err := sqlite.Open(context.Background(), path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &process{sessions: &sessions{principals: []string{"alice"}}}
-	// Followed by hand (FollowNow), not by the timer.
-	p.svc, err = subscriptions.NewService(subscriptions.ServiceOptions{
-		Store: store, Deliverer: p.sessions, Clock: clk,
-	})
+	return store
+}
+
+// follow starts a Service on store, which it closes at the end of the
+// test, delivering to sess and looking at what other processes wrote every
+// interval (and when the store or an arriving session tells it).
+func follow(t *testing.T, store interface {
+	subscriptions.Store
+	Close() error
+}, sess *sessions, clk clock.Clock, interval time.Duration) *subscriptions.Service {
+	t.Helper()
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: store, Deliverer: sess, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
-	subscriptions.SetFollowInterval(p.svc, time.Minute)
-	if err := p.svc.Start(context.Background()); err != nil {
+	subscriptions.SetFollowInterval(svc, interval)
+	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { p.svc.Stop(); store.Close() })
-	return p
+	t.Cleanup(func() { svc.Stop(); store.Close() })
+	return svc
+}
+
+// within5s waits until done, failing the test after 5 s.
+func within5s(t *testing.T, what string, done func() bool) {
+	t.Helper()
+	for i := 0; !done(); i++ {
+		if i == 500 {
+			t.Fatalf("%s: not within 5 s", what)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 func (p *process) publish(t *testing.T, typ string) subscriptions.PublishResult {
@@ -203,23 +230,9 @@ func (w *watchingStore) last() []string {
 // tells it the principals with sessions here, as they come and go: another
 // process's inbox entries for any other principal then wake nobody here.
 func TestFollowerWatchesItsPrincipals(t *testing.T) {
-	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "shared.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := &watchingStore{Store: store}
+	ws := &watchingStore{Store: openShared(t, filepath.Join(t.TempDir(), "shared.db"))}
 	sess := &sessions{principals: []string{"alice"}, arrived: make(chan struct{}, 1)}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
-		Store: ws, Deliverer: sess, Clock: clock.NewFake(svcStart),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	subscriptions.SetFollowInterval(svc, time.Minute)
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Stop(); store.Close() })
+	svc := follow(t, ws, sess, clock.NewFake(svcStart), time.Minute)
 	subscriptions.FollowNow(svc)
 	if got := ws.last(); !slices.Equal(got, []string{"alice"}) {
 		t.Fatalf("watched %q; want alice, whose session is here", got)
@@ -238,12 +251,7 @@ func TestFollowerWatchesItsPrincipals(t *testing.T) {
 	// interval (a minute here).
 	sess.principals = []string{"carol"}
 	sess.arrived <- struct{}{}
-	for i := 0; !slices.Equal(ws.last(), []string{"carol"}); i++ {
-		if i == 500 {
-			t.Fatalf("watched %q 5 s after carol's session arrived; want carol", ws.last())
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	within5s(t, "carol watched after her session arrived", func() bool { return slices.Equal(ws.last(), []string{"carol"}) })
 }
 
 // toldStore is a shared store whose Notifier leaves out this process's own
@@ -262,22 +270,8 @@ func (s *toldStore) OwnWritesTold() bool      { return false }
 func TestFirstChangeRoutesAtOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared.db")
 	clk := clock.NewFake(svcStart)
-	store, err := sqlite.Open(context.Background(), path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	told := &toldStore{Store: store, told: make(chan struct{}, 1)}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
-		Store: told, Deliverer: &sessions{principals: []string{"alice"}}, Clock: clk,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	subscriptions.SetFollowInterval(svc, time.Hour)
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Stop(); store.Close() })
+	told := &toldStore{Store: openShared(t, path), told: make(chan struct{}, 1)}
+	svc := follow(t, told, &sessions{principals: []string{"alice"}}, clk, time.Hour)
 	other := startProcess(t, path, clk)
 	if _, err := other.svc.Subscribe(context.Background(), "alice", every("x.*")); err != nil {
 		t.Fatal(err)
@@ -317,38 +311,15 @@ func (s *wokenStore) Heads(ctx context.Context) (int64, int64, error) {
 // commit elsewhere, under load) does not tell the store the principals
 // again: that is done at each interval and when a principal arrives.
 func TestWakeDoesNotRewatch(t *testing.T) {
-	store, err := sqlite.Open(context.Background(), filepath.Join(t.TempDir(), "shared.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	ws := &wokenStore{Store: store, told: make(chan struct{}, 1)}
+	ws := &wokenStore{Store: openShared(t, filepath.Join(t.TempDir(), "shared.db")), told: make(chan struct{}, 1)}
 	sess := &sessions{principals: []string{"alice"}, arrived: make(chan struct{}, 1)}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
-		Store: ws, Deliverer: sess, Clock: clock.NewFake(svcStart),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	subscriptions.SetFollowInterval(svc, time.Hour)
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { svc.Stop(); store.Close() })
-	waitFor := func(what string, done func() bool) {
-		t.Helper()
-		for i := 0; !done(); i++ {
-			if i == 500 {
-				t.Fatalf("%s: not within 5 s", what)
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}
+	follow(t, ws, sess, clock.NewFake(svcStart), time.Hour)
 	heads := ws.heads.Load()
 	ws.told <- struct{}{}
-	waitFor("the woken look", func() bool { return ws.heads.Load() > heads })
+	within5s(t, "the woken look", func() bool { return ws.heads.Load() > heads })
 	if n := ws.watches.Load(); n != 0 {
 		t.Fatalf("a woken look called Watch %d times; want 0", n)
 	}
 	sess.arrived <- struct{}{}
-	waitFor("Watch after an arrival", func() bool { return ws.watches.Load() == 1 })
+	within5s(t, "Watch after an arrival", func() bool { return ws.watches.Load() == 1 })
 }
