@@ -75,8 +75,11 @@ type Catalog struct {
 	opts Options
 
 	mu sync.Mutex
-	// written is when this process last wrote each type the store keeps.
-	written map[string]time.Time
+	// tried is when this process last asked the store to keep each type,
+	// and whether it did: a type refused (the catalog full) or not
+	// written (the store failing) is asked again keepEvery later, not at
+	// each event.
+	tried map[string]try
 	// watchers are called when the set of kept types may have changed;
 	// expiry is armed for the oldest kept type while there are watchers.
 	watchers map[int]func()
@@ -86,6 +89,12 @@ type Catalog struct {
 	// it again).
 	kept   []mcpe.SeenType
 	keptAt time.Time
+}
+
+// try is one request to the store to keep a type.
+type try struct {
+	at   time.Time
+	kept bool
 }
 
 // keptFresh is how long the types read from the store are listed before
@@ -98,37 +107,36 @@ func New(opts Options) *Catalog {
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	opts.SeenWindow = cmp.Or(opts.SeenWindow, DefaultSeenWindow)
 	opts.SeenLimit = cmp.Or(opts.SeenLimit, DefaultSeenLimit)
-	return &Catalog{opts: opts, written: make(map[string]time.Time), watchers: make(map[int]func())}
+	return &Catalog{opts: opts, tried: make(map[string]try), watchers: make(map[int]func())}
 }
 
 // Observe records that an event of type t was accepted on /v1/events.
 func (c *Catalog) Observe(ctx context.Context, t string) {
 	now := c.opts.Clock.Now().UTC().Truncate(time.Second)
 	c.mu.Lock()
-	last, ok := c.written[t]
+	last, ok := c.tried[t]
 	c.mu.Unlock()
-	if c.opts.Store == nil || ok && now.Sub(last) < keepEvery {
+	if c.opts.Store == nil || ok && now.Sub(last.at) < keepEvery {
 		return
 	}
 	kept, err := c.opts.Store.KeepType(ctx, t, now, c.opts.SeenWindow, c.opts.SeenLimit)
 	if err != nil {
 		c.opts.Logger.Warn("keep a posted event type", "type", t, "error", err)
 	}
-	if !kept {
-		return
-	}
 	c.mu.Lock()
-	if len(c.written) >= c.opts.SeenLimit {
-		clear(c.written)
+	if len(c.tried) >= c.opts.SeenLimit {
+		clear(c.tried)
 	}
-	c.written[t] = now
+	c.tried[t] = try{now, kept}
 	var watchers []func()
-	if !ok {
+	if kept && !last.kept { // newly listed
 		watchers = slices.Collect(maps.Values(c.watchers))
 		c.keptAt = time.Time{}
 	}
 	c.mu.Unlock()
-	c.notify(ctx, watchers)
+	if kept {
+		c.notify(ctx, watchers)
+	}
 }
 
 // Watch calls f, in a goroutine of the caller's or a timer's, whenever the

@@ -199,15 +199,48 @@ func TestWatchSeenTypes(t *testing.T) {
 	}
 }
 
-// countingStore counts the reads of the kept types.
+// countingStore counts the reads of the kept types, and the requests to
+// keep one.
 type countingStore struct {
 	subscriptions.TypeStore
-	reads int
+	reads, keeps int
+}
+
+func (s *countingStore) KeepType(ctx context.Context, t string, now time.Time, window time.Duration, limit int) (bool, error) {
+	s.keeps++
+	return s.TypeStore.KeepType(ctx, t, now, window, limit)
 }
 
 func (s *countingStore) KeptTypes(ctx context.Context, now time.Time, window time.Duration) ([]mcpe.SeenType, error) {
 	s.reads++
 	return s.TypeStore.KeptTypes(ctx, now, window)
+}
+
+// TestRefusedTypeAskedOncePerMinute checks that a type the store does not
+// keep (its source's share is full) is not asked for again at each event
+// of it: a flood of one refused type costs the store one write a minute.
+func TestRefusedTypeAskedOncePerMinute(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	store := &countingStore{TypeStore: memoryStore(t)}
+	c := New(Options{Clock: clk, Store: store, SeenLimit: 4}) // one type a source
+	var listed int
+	defer c.Watch(func() { listed++ })()
+	ctx := t.Context()
+	c.Observe(ctx, "deploy.failed")
+	for range 100 {
+		c.Observe(ctx, "deploy.started")
+	}
+	if store.keeps != 2 {
+		t.Errorf("a kept type and 100 events of a refused one asked the store %d times; want 2", store.keeps)
+	}
+	clk.Advance(keepEvery)
+	c.Observe(ctx, "deploy.started")
+	if store.keeps != 3 {
+		t.Errorf("a minute later the refused type was asked %d times in all; want 3", store.keeps)
+	}
+	if listed != 1 { // for deploy.failed
+		t.Errorf("watchers called %d times; want 1: a refused type changes no list", listed)
+	}
 }
 
 // Every events_subscribe looks the catalog up for its warnings: the kept
