@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -107,12 +106,8 @@ func (s *Store) Publish(ctx context.Context, pb subscriptions.PublishBatch) ([]s
 
 // batch is one Publish in progress.
 type batch struct {
-	ctx context.Context
-	tx  interface {
-		SendBatch(context.Context, *pgx.Batch) pgx.BatchResults
-		Query(context.Context, string, ...any) (pgx.Rows, error)
-		Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
-	}
+	ctx  context.Context
+	tx   *pgxpool.Conn
 	now  time.Time
 	pubs []subscriptions.Publication
 	res  []subscriptions.PublishResult
