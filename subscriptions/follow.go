@@ -39,6 +39,17 @@ type Sessions interface {
 	// Arrived receives after a principal with no session here got one: a
 	// store that wakes by principal (Watcher) is told at once.
 	Arrived() <-chan struct{}
+	// Owners tells, for each of principals, who holds its sessions here.
+	Owners(principals []string) []Owner
+}
+
+// Owner is what a Deliverer holds for one principal's live sessions: ID is
+// 0 when it has none, and another when the principal left and came back;
+// Start is the number of the newest inbox entry committed before its
+// first session came (it is sent what follows), or -1 when unknown.
+type Owner struct {
+	ID    uint64
+	Start int64
 }
 
 // Watcher is implemented by a Notifier that can leave out what others
@@ -55,17 +66,25 @@ type follower struct {
 	// sessions is the Deliverer, when it tells whose sessions are here;
 	// nil follows subscription changes only.
 	sessions Sessions
-	// inbox is the newest inbox entry this process wrote or read (guarded
-	// by Service.commit); changes the newest subscription change the index
-	// reflects (guarded by Service.manage).
-	inbox, changes int64
+	// perPrincipal is the store's InboxPerPrincipal. inbox is the newest
+	// inbox entry this process wrote or read when the store numbers one
+	// sequence; marks, when it numbers per principal, that of each
+	// principal here, with the owner it was counted for (both guarded by
+	// Service.commit). changes is the newest subscription change the
+	// index reflects (guarded by Service.manage).
+	perPrincipal bool
+	inbox        int64
+	marks        map[string]mark
+	changes      int64
 	// othersAt is when (Unix nanoseconds, wall clock) the follower last
 	// found something another process wrote: a Notifier's wakes are
 	// followed only for a while after, as every commit of this process
 	// wakes it too.
 	othersAt atomic.Int64
-	stop     chan struct{}
-	done     chan struct{}
+	// windowsAt is when the follower last looked for throttle windows.
+	windowsAt time.Time
+	stop      chan struct{}
+	done      chan struct{}
 	// interval is followInterval unless a test sets another.
 	interval time.Duration
 }
@@ -89,7 +108,7 @@ func newFollower(store Store, deliverer Deliverer) *follower {
 	if !ok {
 		return nil
 	}
-	f := &follower{shared: shared, interval: followInterval}
+	f := &follower{shared: shared, interval: followInterval, perPrincipal: shared.InboxPerPrincipal()}
 	f.sessions, _ = deliverer.(Sessions)
 	return f
 }
@@ -101,11 +120,11 @@ func (s *Service) startFollowing(ctx context.Context) error {
 	if s.follow == nil {
 		return nil
 	}
-	inbox, changes, err := s.follow.shared.Heads(ctx)
+	inbox, changes, err := s.follow.shared.Heads(ctx, nil)
 	if err != nil {
 		return err
 	}
-	s.follow.inbox, s.follow.changes = inbox, changes
+	s.follow.inbox, s.follow.changes = inbox[""], changes
 	return nil
 }
 
@@ -179,14 +198,14 @@ func (s *Service) stopFollowing() {
 // left costs wakes until then) it first tells a Watcher store whose
 // sessions are here, before Heads: what commits after wakes by them.
 func (s *Service) followOnce(ctx context.Context, watch bool) {
+	var here []string
+	if s.follow.sessions != nil {
+		here = s.follow.sessions.Principals()
+	}
 	if w, ok := s.follow.shared.(Watcher); ok && watch {
-		var here []string
-		if s.follow.sessions != nil {
-			here = s.follow.sessions.Principals()
-		}
 		w.Watch(here)
 	}
-	inbox, changes, err := s.follow.shared.Heads(ctx)
+	inbox, changes, err := s.follow.shared.Heads(ctx, here)
 	if err != nil {
 		s.log.Warn("read what other processes sharing the store wrote", "error", err)
 		return
@@ -197,15 +216,21 @@ func (s *Service) followOnce(ctx context.Context, watch bool) {
 	}
 	s.manage.Unlock()
 	s.commit.Lock()
-	wrote := inbox > s.follow.inbox
-	if wrote {
-		s.followInboxLocked(ctx, inbox)
-	}
+	wrote := s.followInboxLocked(ctx, here, inbox)
 	s.commit.Unlock()
-	if wrote {
-		s.watchers.changed(Windows) // another process may have opened a window
+	// Another process may have opened a throttle window, which this one
+	// ends should that one stop: found by its inbox head in one sequence,
+	// looked for every windowsLook when each principal is numbered apart.
+	if wrote || s.follow.perPrincipal && watch && time.Since(s.follow.windowsAt) >= windowsLook {
+		s.follow.windowsAt = time.Now()
+		s.watchers.changed(Windows)
 	}
 }
+
+// windowsLook is how often a follower of a store that numbers each
+// principal's inbox apart looks for throttle windows other processes
+// opened (a window lasts a second at least).
+const windowsLook = time.Second
 
 // followChangesLocked brings the index up to date with every subscription
 // change in the store, then records the store's count of deactivations,
@@ -217,7 +242,7 @@ func (s *Service) followChangesLocked(ctx context.Context) {
 		s.log.Warn("read the count of stopped subscriptions", "error", err)
 		d = 0
 	}
-	_, head, err := s.follow.shared.Heads(ctx)
+	_, head, err := s.follow.shared.Heads(ctx, nil)
 	if err != nil {
 		s.log.Warn("read the subscription changes of other processes", "error", err)
 		return
@@ -298,36 +323,109 @@ func (s *Service) reloadLocked(ctx context.Context) error {
 	return nil
 }
 
-// followInboxLocked hands the Deliverer the entries of principals with live
-// sessions here that were written after the newest one this process knows,
-// up to through. Entries another process kept for an owner it thought away
-// are delivered here when the owner is here, and no longer kept. The
-// caller holds s.commit.
-func (s *Service) followInboxLocked(ctx context.Context, through int64) {
+// followInboxLocked hands the Deliverer the entries of the principals
+// here (with live sessions; read anew on a store numbering one sequence)
+// written after the newest ones this process knows, up
+// to the heads read, and reports whether there were any. Entries another
+// process kept for an owner it thought away are delivered here when the
+// owner is here, and no longer kept. The caller holds s.commit.
+func (s *Service) followInboxLocked(ctx context.Context, here []string, heads map[string]int64) bool {
 	f := s.follow
-	if through <= f.inbox {
-		return
+	var spans []InboxSpan
+	if !f.perPrincipal {
+		through := heads[""]
+		if through <= f.inbox {
+			return false
+		}
+		f.sawOthers() // entries this process did not write
+		// Read after the heads: a principal that arrives later started
+		// after them.
+		here = nil
+		if f.sessions != nil {
+			here = f.sessions.Principals()
+		}
+		for _, p := range here {
+			spans = append(spans, InboxSpan{Principal: p, After: f.inbox, Through: through})
+		}
+		if s.followSpans(ctx, spans) {
+			f.inbox = through
+		}
+		return true
 	}
-	var principals []string
-	if f.sessions != nil {
-		principals = f.sessions.Principals()
+	if f.sessions == nil {
+		return false
 	}
-	after := f.inbox
-	f.sawOthers() // entries this process did not write
-	for len(principals) > 0 {
-		entries, more, err := f.shared.InboxRange(ctx, principals, after, through, followBatch)
+	owners := f.sessions.Owners(here)
+	marks := make(map[string]mark, len(here))
+	for i, p := range here {
+		m, ok := f.markOf(p, owners[i], heads[p])
+		if !ok {
+			continue
+		}
+		if h := heads[p]; h > m.at {
+			spans = append(spans, InboxSpan{Principal: p, After: m.at, Through: h})
+			m.at = h
+		}
+		marks[p] = m
+	}
+	if len(spans) == 0 {
+		f.marks = marks
+		return false
+	}
+	f.sawOthers()
+	if !s.followSpans(ctx, spans) {
+		return true // read again at the next look
+	}
+	f.marks = marks
+	return true
+}
+
+// mark is how far the entries of one principal were handed to its owner
+// here.
+type mark struct {
+	owner uint64
+	at    int64
+}
+
+// markOf returns the mark of principal, held by o: where o started when
+// the mark was counted for another owner (or none), or unknown should o
+// not know. ok is false when the principal has no owner here.
+func (f *follower) markOf(principal string, o Owner, unknown int64) (m mark, ok bool) {
+	if o.ID == 0 {
+		return mark{}, false
+	}
+	if m, ok := f.marks[principal]; ok && m.owner == o.ID {
+		return m, true
+	}
+	if o.Start < 0 {
+		return mark{owner: o.ID, at: unknown}, true
+	}
+	return mark{owner: o.ID, at: o.Start}, true
+}
+
+// followSpans reads the entries of spans and hands them to the Deliverer,
+// and reports whether it read them all.
+func (s *Service) followSpans(ctx context.Context, spans []InboxSpan) bool {
+	f := s.follow
+	for len(spans) > 0 {
+		entries, more, err := f.shared.InboxRange(ctx, spans, followBatch)
 		if err != nil {
 			s.log.Warn("read what other processes delivered", "error", err)
-			f.inbox = after
-			return
+			return false
 		}
 		s.deliverer.Deliver(entries)
 		if !more || len(entries) == 0 {
 			break
 		}
-		after = entries[len(entries)-1].Seq
+		read := make(map[string]int64, len(spans))
+		for _, e := range entries {
+			read[e.Principal] = max(read[e.Principal], e.Seq)
+		}
+		for i := range spans {
+			spans[i].After = max(spans[i].After, read[spans[i].Principal])
+		}
 	}
-	f.inbox = through
+	return true
 }
 
 // handOver hands the Deliverer deliver, part of written: entries this
@@ -339,13 +437,55 @@ func (s *Service) handOver(ctx context.Context, written, deliver []InboxEntry) {
 		s.deliverer.Deliver(deliver)
 		return
 	}
-	lo, hi := written[0].Seq, written[0].Seq
-	for _, e := range written[1:] {
-		lo, hi = min(lo, e.Seq), max(hi, e.Seq)
+	if !f.perPrincipal {
+		lo, hi := written[0].Seq, written[0].Seq
+		for _, e := range written[1:] {
+			lo, hi = min(lo, e.Seq), max(hi, e.Seq)
+		}
+		if lo > f.inbox+1 {
+			s.followInboxLocked(ctx, nil, map[string]int64{"": lo - 1})
+		}
+		s.deliverer.Deliver(deliver)
+		f.inbox = max(f.inbox, hi)
+		return
 	}
-	if lo > f.inbox+1 {
-		s.followInboxLocked(ctx, lo-1)
+	// Each principal's entries are numbered one after the other: a gap
+	// before the first written here is what others wrote meanwhile.
+	var principals []string
+	span := make(map[string]InboxSpan)
+	for _, e := range written {
+		sp, ok := span[e.Principal]
+		if !ok {
+			principals = append(principals, e.Principal)
+			sp = InboxSpan{Principal: e.Principal, After: e.Seq, Through: e.Seq}
+		}
+		sp.After, sp.Through = min(sp.After, e.Seq), max(sp.Through, e.Seq)
+		span[e.Principal] = sp
+	}
+	if f.sessions == nil {
+		s.deliverer.Deliver(deliver)
+		return
+	}
+	owners := f.sessions.Owners(principals)
+	var gaps []InboxSpan
+	if f.marks == nil {
+		f.marks = make(map[string]mark)
+	}
+	for i, p := range principals {
+		m, ok := f.markOf(p, owners[i], span[p].After-1)
+		if !ok {
+			delete(f.marks, p)
+			continue
+		}
+		if lo := span[p].After; lo > m.at+1 {
+			gaps = append(gaps, InboxSpan{Principal: p, After: m.at, Through: lo - 1})
+		}
+		m.at = max(m.at, span[p].Through)
+		f.marks[p] = m
+	}
+	if len(gaps) > 0 {
+		f.sawOthers()
+		s.followSpans(ctx, gaps)
 	}
 	s.deliverer.Deliver(deliver)
-	f.inbox = max(f.inbox, hi)
 }

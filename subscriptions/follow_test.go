@@ -27,6 +27,16 @@ type sessions struct {
 
 func (s *sessions) Principals() []string { return s.principals }
 
+func (s *sessions) Owners(principals []string) []subscriptions.Owner {
+	out := make([]subscriptions.Owner, len(principals))
+	for i, p := range principals {
+		if slices.Contains(s.principals, p) {
+			out[i] = subscriptions.Owner{ID: 1, Start: -1}
+		}
+	}
+	return out
+}
+
 func (s *sessions) Arrived() <-chan struct{} { return s.arrived }
 
 func (s *sessions) Deliver(es []subscriptions.InboxEntry) {
@@ -302,9 +312,9 @@ func (s *wokenStore) Written() <-chan struct{} { return s.told }
 func (s *wokenStore) OwnWritesTold() bool      { return false }
 func (s *wokenStore) Watch([]string)           { s.watches.Add(1) }
 
-func (s *wokenStore) Heads(ctx context.Context) (int64, int64, error) {
+func (s *wokenStore) Heads(ctx context.Context, principals []string) (map[string]int64, int64, error) {
 	s.heads.Add(1)
-	return s.Store.Heads(ctx)
+	return s.Store.Heads(ctx, principals)
 }
 
 // TestWakeDoesNotRewatch checks that a look woken by the store (one per

@@ -85,8 +85,11 @@ func (s *Service) PrunedThrough(ctx context.Context, principal string) (int64, e
 // later.
 func (s *Service) InboxHead(ctx context.Context, principal string) (int64, error) {
 	if sh, ok := s.store.(Shared); ok {
-		head, _, err := sh.Heads(ctx)
-		return head, err
+		heads, _, err := sh.Heads(ctx, []string{principal})
+		if head, ok := heads[principal]; ok {
+			return head, err
+		}
+		return heads[""], err
 	}
 	latest, err := s.store.LatestInbox(ctx, principal, 1)
 	if err != nil {

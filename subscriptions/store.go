@@ -381,21 +381,33 @@ type Shared interface {
 	// StoreID names the store: two processes that read the same ID share
 	// it.
 	StoreID(ctx context.Context) (string, error)
-	// Heads returns the newest inbox sequence number and the newest
-	// subscription change number. Entries and changes are numbered in
-	// commit order: once Heads returned n, no entry or change numbered n
-	// or less is committed later.
-	Heads(ctx context.Context) (inbox, changes int64, err error)
-	// InboxRange returns the entries of principals numbered above after
-	// and at most through, oldest first, at most limit (> 0), and whether
-	// more follow.
-	InboxRange(ctx context.Context, principals []string, after, through int64, limit int) ([]InboxEntry, bool, error)
+	// InboxPerPrincipal reports how the store numbers inbox entries: each
+	// principal's apart, one after the other (true), or all principals'
+	// in one sequence.
+	InboxPerPrincipal() bool
+	// Heads returns the newest inbox number of each of principals (keyed
+	// by principal), or, numbering one sequence, the newest of all (keyed
+	// ""), and the newest subscription change number. Entries and changes
+	// are numbered in commit order: once Heads returned n, no entry (of
+	// that principal) or change numbered n or less is committed later.
+	Heads(ctx context.Context, principals []string) (inbox map[string]int64, changes int64, err error)
+	// InboxRange returns the entries of each span's principal numbered
+	// above its After and at most its Through, oldest first within a
+	// principal, at most limit (> 0), and whether more follow.
+	InboxRange(ctx context.Context, spans []InboxSpan, limit int) ([]InboxEntry, bool, error)
 	// ChangedSubscriptions returns the subscriptions changed by changes
 	// numbered above after and at most through, each once, in the order of
 	// their last change, with what routing needs of their state now.
 	// complete is false when retention removed changes above after: the
 	// caller must then reload every subscription.
 	ChangedSubscriptions(ctx context.Context, after, through int64) (changes []Change, complete bool, err error)
+}
+
+// InboxSpan names entries of one principal's inbox: those numbered above
+// After and at most Through.
+type InboxSpan struct {
+	Principal      string
+	After, Through int64
 }
 
 // Companions is implemented by a store that knows whether other processes

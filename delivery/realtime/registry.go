@@ -161,6 +161,7 @@ type Registry struct {
 
 	mu      sync.Mutex
 	owners  map[string]*owner
+	ownerN  uint64        // owners made so far
 	arrived chan struct{} // Arrived
 	closed  bool
 	wg      sync.WaitGroup
@@ -179,6 +180,9 @@ var (
 type owner struct {
 	principal string
 	sessions  map[*session]struct{}
+	// id and start are what Owners tells of it.
+	id    uint64
+	start int64
 	// window holds the latest deliveries, oldest first; evicted is the seq
 	// of the newest one evicted from it (what a session behind it reads
 	// from the inbox).
@@ -261,11 +265,32 @@ func (r *Registry) Attach(principal string, sink Sink) (detach func()) {
 	}
 	o := r.owners[principal]
 	if o == nil {
-		o = &owner{principal: principal, sessions: make(map[*session]struct{})}
-		r.owners[principal] = o
-		select {
-		case r.arrived <- struct{}{}:
-		default:
+		// Where the inbox ends is read before the owner is made, not held
+		// up by the lock.
+		r.mu.Unlock()
+		start := int64(-1) // unknown
+		if r.opts.Inbox != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
+			var err error
+			if start, err = r.inboxEnd(ctx, principal); err != nil {
+				r.log.Error("read where a principal's inbox ends", "principal", principal, "error", err)
+				start = -1
+			}
+			cancel()
+		}
+		r.mu.Lock()
+		if r.closed {
+			r.mu.Unlock()
+			return func() {}
+		}
+		if o = r.owners[principal]; o == nil {
+			r.ownerN++
+			o = &owner{principal: principal, sessions: make(map[*session]struct{}), id: r.ownerN, start: start}
+			r.owners[principal] = o
+			select {
+			case r.arrived <- struct{}{}:
+			default:
+			}
 		}
 	}
 	s := &session{
@@ -331,6 +356,33 @@ func (r *Registry) Principals() []string {
 		out = append(out, p)
 	}
 	return out
+}
+
+// Owners implements subscriptions.Sessions.
+func (r *Registry) Owners(principals []string) []subscriptions.Owner {
+	out := make([]subscriptions.Owner, len(principals))
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for i, p := range principals {
+		if o := r.owners[p]; o != nil {
+			out[i] = subscriptions.Owner{ID: o.id, Start: o.start}
+		}
+	}
+	return out
+}
+
+// inboxEnd returns the number of the newest entry of principal's inbox
+// committed so far.
+func (r *Registry) inboxEnd(ctx context.Context, principal string) (int64, error) {
+	latest, err := r.opts.Inbox.LatestInbox(ctx, principal, 1)
+	if err != nil {
+		return 0, err
+	}
+	end, err := r.opts.Inbox.PrunedThrough(ctx, principal)
+	if len(latest) > 0 {
+		end = max(end, latest[0].Seq)
+	}
+	return end, err
 }
 
 // Arrived implements subscriptions.Sessions: it receives after a principal
@@ -792,13 +844,9 @@ func (r *Registry) takeKept(s *session) {
 	defer cancel()
 	p := s.o.principal
 	kept, err := r.opts.Inbox.PendingEntries(ctx, p, keptDigests)
-	var latest []subscriptions.InboxEntry
-	var end int64
+	end := int64(-1)
 	if err == nil {
-		latest, err = r.opts.Inbox.LatestInbox(ctx, p, 1)
-	}
-	if err == nil {
-		end, err = r.opts.Inbox.PrunedThrough(ctx, p)
+		end, err = r.inboxEnd(ctx, p)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -807,9 +855,6 @@ func (r *Registry) takeKept(s *session) {
 		// It gets what comes from now on.
 		r.log.Error("read what was kept for a session's owner", "principal", p, "error", err)
 		return
-	}
-	if len(latest) > 0 {
-		end = max(end, latest[0].Seq)
 	}
 	s.cursor, s.skipThrough, s.keptFrom = end, end, end+1
 	if len(kept) > 0 {

@@ -15,13 +15,15 @@ import (
 // queries are the statements of the core's that PostgreSQL words its own
 // way.
 var queries = storecore.Queries{
-	Greatest:   "greatest",
-	Members:    "unnest(i.subscription_ids) AS j(value)",
-	Events:     "cardinality(i.event_ids)",
-	Holds:      "$2 = ANY(i.event_ids)",
-	Bodies:     `SELECT id, body FROM events WHERE id = ANY($1)`,
-	InboxRange: `i.seq > $1 AND i.seq <= $2 AND i.principal = ANY($3) ORDER BY i.seq LIMIT $4`,
-	True:       "true",
+	Greatest: "greatest",
+	Members:  "unnest(i.subscription_ids) AS j(value)",
+	Events:   "cardinality(i.event_ids)",
+	Holds:    "$2 = ANY(i.event_ids)",
+	Bodies:   `SELECT id, body FROM events WHERE id = ANY($1)`,
+	InboxRange: ` FROM jsonb_to_recordset($1::jsonb) AS s(p text, a bigint, t bigint)
+		JOIN inbox i ON i.principal = s.p AND i.seq > s.a AND i.seq <= s.t
+		LEFT JOIN events e ON e.id = i.event_id WHERE i.seq > $2 AND i.seq <= $3 ORDER BY i.principal, i.seq LIMIT $4`,
+	True: "true",
 	// starts_with instead of LIKE: the prefix may hold % or _.
 	Prefix:     `starts_with(principal, $1)`,
 	LockPrefix: `SELECT 1 FROM principals WHERE starts_with(principal, $1) ORDER BY principal FOR NO KEY UPDATE`,
@@ -33,9 +35,9 @@ var queries = storecore.Queries{
 	PruneChanges: `UPDATE changes SET changes_pruned_through = greatest(changes_pruned_through,
 			coalesce((SELECT max(seq) FROM subscription_changes WHERE changed_at < now() - $1::bigint * interval '1 millisecond'), 0))
 		WHERE id = 1`,
-	DoomedTable: `CREATE TEMP TABLE doomed (seq bigint PRIMARY KEY) ON COMMIT DROP`,
-	DoomedKept: `DELETE FROM doomed d USING inbox i, jsonb_each_text($1::jsonb) AS k(principal, seq)
-		WHERE i.seq = d.seq AND i.principal = k.principal AND i.seq > k.seq::bigint`,
+	DoomedTable: `CREATE TEMP TABLE doomed (principal text, seq bigint, PRIMARY KEY (principal, seq)) ON COMMIT DROP`,
+	DoomedKept: `DELETE FROM doomed d USING jsonb_each_text($1::jsonb) AS k(principal, seq)
+		WHERE d.principal = k.principal AND d.seq > k.seq::bigint`,
 	DueTurns: dueTurnsQuery,
 	DueJobs:  dueJobsQuery,
 	// The UPDATE takes each row; one that another transaction claimed
@@ -50,7 +52,7 @@ var queries = storecore.Queries{
 	DueWindows: `SELECT t.subscription_id, t.group_key, t.event_id, t.folded, t.window_length, coalesce(s.principal, ''), e.body
 		FROM throttle t LEFT JOIN subscriptions s ON s.id = t.subscription_id AND s.status = 'active'
 		LEFT JOIN events e ON e.id = t.event_id WHERE t.window_end <= $1 ORDER BY t.window_end LIMIT $2 FOR UPDATE OF t`,
-	DeliverWindow: `WITH d AS (UPDATE changes SET inbox_seq = inbox_seq + 1 WHERE id = 1 RETURNING inbox_seq)
+	DeliverWindow: `WITH d AS (UPDATE principals SET inbox_seq = inbox_seq + 1 WHERE principal = $1 RETURNING inbox_seq)
 		INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, remaining, created_at)
 		SELECT d.inbox_seq, $1::text, $2::text[], 'event', $3::text, $4::integer, $5::timestamptz FROM d RETURNING seq`,
 }

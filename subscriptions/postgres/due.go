@@ -41,7 +41,7 @@ const dueJobsQuery = `SELECT h.id, h.subscription_id, h.attempts, h.created_at, 
 	FROM unnest($1::bigint[]) WITH ORDINALITY AS k(id, ord)
 	JOIN handler_jobs h ON h.id = k.id
 	JOIN subscriptions s ON s.id = h.subscription_id
-	LEFT JOIN inbox i ON i.seq = h.inbox_seq
+	LEFT JOIN inbox i ON i.principal = h.principal AND i.seq = h.inbox_seq
 	WHERE h.due_at <= $2 AND s.handler IS NOT NULL AND s.handler_disabled IS NULL
 	ORDER BY k.ord`
 

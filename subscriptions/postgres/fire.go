@@ -31,9 +31,12 @@ const (
 		WHERE subscription_id = $1 ORDER BY seq LIMIT $2`
 	dropAllQuery  = `DELETE FROM buffer WHERE subscription_id = ANY($1)`
 	dropSomeQuery = `DELETE FROM buffer WHERE subscription_id = $1 AND seq <= $2`
-	// Draws $1 inbox sequence numbers, the last of which it returns, from
-	// the counter that numbers them in commit order (migration 0002).
-	seqsQuery     = `UPDATE changes SET inbox_seq = inbox_seq + $1 WHERE id = 1 RETURNING inbox_seq`
+	// Draws inbox numbers for the principals $1 (one for each time a
+	// principal is listed) from their rows' counters (migration 0009), and
+	// returns the last drawn for each.
+	seqsQuery = `UPDATE principals p SET inbox_seq = p.inbox_seq + c.n
+		FROM (SELECT principal, count(*) AS n FROM unnest($1::text[]) AS u(principal) GROUP BY principal) AS c
+		WHERE p.principal = c.principal RETURNING p.principal, p.inbox_seq`
 	insertEntries = `INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, event_ids, remaining, pending, created_at)
 		SELECT u.seq, u.principal, ARRAY[u.subscription_id], u.kind, u.event_id,
 			CASE WHEN u.event_ids IS NULL THEN NULL ELSE ARRAY(SELECT jsonb_array_elements_text(u.event_ids::jsonb)) END,
@@ -141,12 +144,21 @@ func (d fireDriver) Drop(whole []string, some []storecore.Cut) error {
 	return d.tx.SendBatch(d.ctx, q).Close()
 }
 
-// DrawSeqs draws the numbers now that the owners' rows are held. The
-// counter's row stays locked until tx ends: the numbers commit in the
-// order drawn, whichever process draws.
-func (d fireDriver) DrawSeqs(n int) (last int64, err error) {
-	err = d.tx.QueryRow(d.ctx, seqsQuery, n).Scan(&last)
-	return last, err
+// DrawSeqs draws the numbers now that the owners' rows are held. Each
+// counter's row stays locked until tx ends: a principal's numbers commit in
+// the order drawn, whichever process draws.
+func (d fireDriver) DrawSeqs(principals []string) ([]int64, error) {
+	rows, err := d.tx.Query(d.ctx, seqsQuery, principals)
+	if err != nil {
+		return nil, err
+	}
+	last := make(map[string]int64, len(principals))
+	var p string
+	var n int64
+	if _, err := pgx.ForEachRow(rows, []any{&p, &n}, func() error { last[p] = n; return nil }); err != nil {
+		return nil, err
+	}
+	return storecore.Number(principals, last)
 }
 
 func (d fireDriver) Insert(list []storecore.Delivery, now time.Time) error {

@@ -49,12 +49,12 @@ const (
 	// It returns the events stored, the inbox rows with their numbers, and
 	// 'ok' unless it wrote nothing.
 	//
-	// Inbox rows are numbered in the order given by the counter in changes
-	// (migration 0002): the UPDATE holds its row until the transaction
-	// ends, so numbers commit in the order they are drawn, across every
-	// process. A subscription's buffer is ordered by a sequence: every
-	// publish to it holds its principal's row, so its events commit in that
-	// order.
+	// A principal's inbox rows are numbered by the counter on its row
+	// (migration 0009), which the transaction holds: they commit in the
+	// order they are drawn, whichever process draws, and publishes to other
+	// principals do not wait. A subscription's buffer is ordered by a
+	// sequence: every publish to it holds its principal's row, so its
+	// events commit in that order.
 	publishQuery = `WITH ok AS (SELECT $7 = 0 OR deactivations = $7 AS ok FROM changes WHERE id = 1),
 		ins AS (INSERT INTO events (id, source, type, source_event_id, body, received_at)
 			SELECT u.id, u.source, u.type, u.source_event_id, u.body, $6
@@ -64,14 +64,15 @@ const (
 			ORDER BY u.ord
 			ON CONFLICT DO NOTHING RETURNING id),
 		fresh AS (SELECT id FROM ins UNION ALL SELECT unnest($13::text[])),
-		entries AS (SELECT u.principal, u.ids, u.event_id, row_number() OVER (ORDER BY u.ord) AS n
+		entries AS (SELECT u.principal, u.ids, u.event_id, row_number() OVER (PARTITION BY u.principal ORDER BY u.ord) AS n
 			FROM unnest($8::text[], $9::text[], $10::text[]) WITH ORDINALITY AS u(principal, ids, event_id, ord)
 			WHERE u.event_id IN (SELECT id FROM fresh) AND (SELECT ok FROM ok)),
-		drawn AS (UPDATE changes SET inbox_seq = inbox_seq + (SELECT count(*) FROM entries)
-			WHERE id = 1 AND EXISTS (SELECT FROM entries) RETURNING inbox_seq - (SELECT count(*) FROM entries) AS base),
+		drawn AS (UPDATE principals p SET inbox_seq = p.inbox_seq + c.n
+			FROM (SELECT principal, count(*) AS n FROM entries GROUP BY principal) AS c
+			WHERE p.principal = c.principal RETURNING p.principal, p.inbox_seq - c.n AS base),
 		inb AS (INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, created_at)
 			SELECT d.base + e.n, e.principal, ARRAY(SELECT jsonb_array_elements_text(e.ids::jsonb)), 'event', e.event_id, $6
-			FROM drawn d, entries e RETURNING seq, principal, event_id),
+			FROM drawn d JOIN entries e ON e.principal = d.principal RETURNING seq, principal, event_id),
 		buf AS (INSERT INTO buffer (subscription_id, seq, event_id, created_at)
 			SELECT r.subscription_id, nextval('buffer_seq'), r.event_id, $6
 			FROM (SELECT * FROM unnest($11::text[], $12::text[]) WITH ORDINALITY AS r(subscription_id, event_id, ord)

@@ -11,9 +11,11 @@ import (
 )
 
 // This file is what replicas sharing the database read of each other's
-// writes (subscriptions.Shared): the inbox and subscription_changes, both
-// numbered in commit order across processes by the counters in the one
-// row of changes (migration 0002 tells why a sequence would not do).
+// writes (subscriptions.Shared): each principal's inbox, numbered in commit
+// order by the counter on its row of principals (migration 0009), and
+// subscription_changes, numbered in commit order across processes by the
+// counter in the one row of changes (migration 0002 tells why a sequence
+// would not do).
 //
 // Heads reads those counters as committed. A transaction draws numbers by
 // adding to a counter, which locks the row until it commits or rolls back;
@@ -27,11 +29,22 @@ import (
 
 var _ subscriptions.Shared = (*Store)(nil)
 
+// InboxPerPrincipal implements subscriptions.Shared.
+func (s *Store) InboxPerPrincipal() bool { return true }
+
 // Heads implements subscriptions.Shared.
-func (s *Store) Heads(ctx context.Context) (inbox, changes int64, err error) {
-	err = s.pool.QueryRow(ctx, `SELECT inbox_seq, change_seq FROM changes WHERE id = 1`).Scan(&inbox, &changes)
+func (s *Store) Heads(ctx context.Context, principals []string) (inbox map[string]int64, changes int64, err error) {
+	var start int64
+	err = s.pool.QueryRow(ctx, `SELECT change_seq, inbox_seq,
+		coalesce((SELECT jsonb_object_agg(principal, inbox_seq) FROM principals WHERE principal = ANY($1)), '{}')
+		FROM changes WHERE id = 1`, principals).Scan(&changes, &start, &inbox)
 	if err != nil {
-		return 0, 0, fmt.Errorf("read the heads of the inbox and of the subscription changes: %w", err)
+		return nil, 0, fmt.Errorf("read the heads of the inbox and of the subscription changes: %w", err)
+	}
+	for _, p := range principals {
+		if _, ok := inbox[p]; !ok {
+			inbox[p] = start // a principal without a row starts there
+		}
 	}
 	return inbox, changes, nil
 }

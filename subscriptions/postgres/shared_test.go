@@ -5,6 +5,7 @@ import (
 	"fmt"
 	neturl "net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -20,10 +21,10 @@ import (
 )
 
 // TestWatermarkUnderConcurrency has writers publish, each to a principal
-// of its own (so that no principal's row orders them), through two stores
-// on one database, while a follower does what subscriptions.Service does
-// on a shared store: read Heads, read InboxRange from its watermark
-// through the head, and move its watermark to the head. It must see every
+// of its own, through two stores on one database, while a follower does
+// what subscriptions.Service does on a shared store: read the principals'
+// Heads, read InboxRange from each one's watermark through its head, and
+// move the watermarks to the heads. It must see every
 // entry exactly once. Were the entries numbered by a sequence, in the
 // order numbers are drawn rather than committed, an entry could commit
 // below a head the follower had already passed, and be lost to it.
@@ -41,9 +42,8 @@ func TestWatermarkUnderConcurrency(t *testing.T) {
 		}
 		targets[w] = []subscriptions.Target{{SubscriptionID: sub.ID, Principal: principals[w], Channel: mcpe.ChannelRealtime}}
 	}
-	var last int64
-	var err error
-	if last, _, err = stores[1].Heads(t.Context()); err != nil {
+	marks, _, err := stores[1].Heads(t.Context(), principals)
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -63,33 +63,41 @@ func TestWatermarkUnderConcurrency(t *testing.T) {
 	done := make(chan struct{})
 	go func() { wg.Wait(); close(done) }()
 
-	seen := make(map[int64]int)
+	type key struct {
+		principal string
+		seq       int64
+	}
+	seen := make(map[key]int)
 	follow := func(s *postgres.Store) {
-		head, _, err := s.Heads(t.Context())
+		heads, _, err := s.Heads(t.Context(), principals)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if head < last {
-			t.Fatalf("Heads went back from %d to %d", last, head)
+		var spans []subscriptions.InboxSpan
+		for _, p := range principals {
+			if heads[p] < marks[p] {
+				t.Fatalf("Heads of %s went back from %d to %d", p, marks[p], heads[p])
+			}
+			spans = append(spans, subscriptions.InboxSpan{Principal: p, After: marks[p], Through: heads[p]})
 		}
-		after := last
 		for {
-			entries, more, err := s.InboxRange(t.Context(), principals, after, head, 16)
+			entries, more, err := s.InboxRange(t.Context(), spans, 16)
 			if err != nil {
 				t.Fatal(err)
 			}
 			for _, e := range entries {
-				if e.Seq <= after || e.Seq > head {
-					t.Fatalf("InboxRange(after %d, through %d) returned entry %d", after, head, e.Seq)
+				i := slices.Index(principals, e.Principal)
+				if e.Seq <= spans[i].After || e.Seq > spans[i].Through {
+					t.Fatalf("InboxRange(after %d, through %d) returned entry %d of %s", spans[i].After, spans[i].Through, e.Seq, e.Principal)
 				}
-				seen[e.Seq]++
-				after = e.Seq
+				seen[key{e.Principal, e.Seq}]++
+				spans[i].After = e.Seq
 			}
 			if !more || len(entries) == 0 {
 				break
 			}
 		}
-		last = head
+		marks = heads
 	}
 	rounds := 0
 	for finished := false; !finished; rounds++ {
@@ -105,9 +113,9 @@ func TestWatermarkUnderConcurrency(t *testing.T) {
 		return
 	}
 
-	for seq, n := range seen {
+	for k, n := range seen {
 		if n != 1 {
-			t.Errorf("entry %d seen %d times", seq, n)
+			t.Errorf("entry %d of %s seen %d times", k.seq, k.principal, n)
 		}
 	}
 	missed := 0
@@ -117,7 +125,7 @@ func TestWatermarkUnderConcurrency(t *testing.T) {
 			t.Fatal(err)
 		}
 		for _, e := range entries {
-			if seen[e.Seq] == 0 {
+			if seen[key{p, e.Seq}] == 0 {
 				missed++
 			}
 		}
@@ -138,7 +146,7 @@ func TestChangesWatermarkUnderConcurrency(t *testing.T) {
 	url := pgtest.Database(t)
 	stores := []*postgres.Store{openWith(t, url, 8), openWith(t, url, 8)}
 	const writers, each = 6, 20
-	_, last, err := stores[0].Heads(t.Context())
+	_, last, err := stores[0].Heads(t.Context(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -172,7 +180,7 @@ func TestChangesWatermarkUnderConcurrency(t *testing.T) {
 	go func() { wg.Wait(); close(done) }()
 	state := make(map[string]*subscriptions.Subscription)
 	follow := func(s *postgres.Store) {
-		_, head, err := s.Heads(t.Context())
+		_, head, err := s.Heads(t.Context(), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +233,7 @@ func TestChangesPruned(t *testing.T) {
 	if err := s.CreateSubscription(ctx, newSub(1, "alice"), 10); err != nil {
 		t.Fatal(err)
 	}
-	_, head, err := s.Heads(ctx)
+	_, head, err := s.Heads(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +263,7 @@ func TestChangesPruned(t *testing.T) {
 	if err := s.CreateSubscription(ctx, newSub(2, "alice"), 10); err != nil {
 		t.Fatal(err)
 	}
-	_, next, err := s.Heads(ctx)
+	_, next, err := s.Heads(ctx, nil)
 	if err != nil || next != head+1 {
 		t.Fatalf("Heads changes = %d, %v; want %d", next, err, head+1)
 	}
@@ -356,10 +364,11 @@ func TestMigrationKeepsNumbering(t *testing.T) {
 	exec(t, url, `INSERT INTO inbox (seq, principal, subscription_ids, kind, created_at)
 		SELECT nextval('inbox_seq'), 'alice', ARRAY['x'], 'event', now() FROM generate_series(1, 3)`)
 	exec(t, url, `DELETE FROM inbox WHERE seq = 3`)
+	exec(t, url, `INSERT INTO principals (principal) VALUES ('bob')`)
 	s := open(t, url)
-	inbox, changes, err := s.Heads(t.Context())
-	if err != nil || inbox != 3 || changes != 0 {
-		t.Fatalf("Heads = %d, %d, %v; want 3, 0", inbox, changes, err)
+	inbox, changes, err := s.Heads(t.Context(), []string{"alice"})
+	if err != nil || inbox["alice"] != 3 || changes != 0 {
+		t.Fatalf("Heads = %v, %d, %v; want alice 3, 0", inbox, changes, err)
 	}
 	if id, err := s.StoreID(t.Context()); err != nil || len(id) != 32 {
 		t.Errorf("StoreID = %q, %v; want 32 hex digits", id, err)
@@ -373,6 +382,27 @@ func TestMigrationKeepsNumbering(t *testing.T) {
 		[]subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}, t0)
 	if err != nil || len(res.Delivered) != 1 || res.Delivered[0].Seq != 4 {
 		t.Fatalf("Publish = %+v, %v; want entry 4", res, err)
+	}
+	// Numbered per principal from there on (migration 0009): bob, whose
+	// row was there before, and alice again once deleted and back, go on
+	// above every number given.
+	for i, want := range []int64{4, 5} {
+		principal := []string{"bob", "alice"}[i]
+		if principal == "alice" {
+			if err := s.DeletePrincipal(t.Context(), "alice"); err != nil {
+				t.Fatal(err)
+			}
+		}
+		sub := newSub(2+i, principal)
+		if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
+			t.Fatal(err)
+		}
+		ev, raw := newEvent(2 + i)
+		res, err := storetest.PublishOne(t.Context(), s, ev, raw,
+			[]subscriptions.Target{{SubscriptionID: sub.ID, Principal: principal, Channel: mcpe.ChannelRealtime}}, t0)
+		if err != nil || len(res.Delivered) != 1 || res.Delivered[0].Seq != want {
+			t.Fatalf("Publish to %s = %+v, %v; want entry %d", principal, res, err, want)
+		}
 	}
 }
 
@@ -471,4 +501,75 @@ func TestWrittenNotifies(t *testing.T) {
 		t.Fatal(err)
 	}
 	expectWake("an event published after the connection was made again")
+}
+
+// TestPrincipalsCommitApart checks that the inbox of one principal is
+// numbered without waiting for another's: while a transaction holds
+// alice's counter (as a publish to her does until it commits), a publish
+// to bob through another store commits, and one to alice waits.
+func TestPrincipalsCommitApart(t *testing.T) {
+	url := pgtest.Database(t)
+	a, b := openWith(t, url, 4), openWith(t, url, 4)
+	var targets [2][]subscriptions.Target
+	for i, p := range []string{"alice", "bob"} {
+		sub := newSub(i+1, p)
+		if err := a.CreateSubscription(t.Context(), sub, 10); err != nil {
+			t.Fatal(err)
+		}
+		targets[i] = []subscriptions.Target{{SubscriptionID: sub.ID, Principal: p, Channel: mcpe.ChannelRealtime}}
+	}
+	ev, raw := newEvent(1)
+	if _, err := storetest.PublishOne(t.Context(), a, ev, raw, targets[0], t0); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), `UPDATE principals SET inbox_seq = inbox_seq + 1 WHERE principal = 'alice'`); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	ev, raw = newEvent(2)
+	if res, err := storetest.PublishOne(ctx, b, ev, raw, targets[1], t0); err != nil || len(res.Delivered) != 1 {
+		t.Fatalf("publish to bob while alice's counter is held = %+v, %v; want it committed", res, err)
+	}
+	// A publish to alice waits for her row (seen waiting on a lock), and
+	// commits once it is free.
+	ev, raw = newEvent(3)
+	done := make(chan error, 1)
+	var res subscriptions.PublishResult
+	go func() {
+		var err error
+		res, err = storetest.PublishOne(ctx, b, ev, raw, targets[0], t0)
+		done <- err
+	}()
+	watch, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(context.Background())
+	for waiting := false; !waiting; {
+		if err := watch.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+			t.Fatalf("no publish to alice was seen waiting for her row: %v", err)
+		}
+		select {
+		case err := <-done:
+			t.Fatalf("a publish to alice ended (%v) while her counter was held", err)
+		default:
+		}
+	}
+	if err := tx.Rollback(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil || len(res.Delivered) != 1 || res.Delivered[0].Seq != 2 {
+		t.Fatalf("publish to alice once her counter is free = %+v, %v; want her entry 2", res, err)
+	}
 }

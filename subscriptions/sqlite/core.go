@@ -14,13 +14,15 @@ import (
 
 // queries are the statements of the core's that SQLite words its own way.
 var queries = storecore.Queries{
-	Greatest:   "max",
-	Members:    "json_each(i.subscription_ids) AS j",
-	Events:     "json_array_length(i.event_ids)",
-	Holds:      "$2 IN (SELECT value FROM json_each(i.event_ids))",
-	Bodies:     bodiesQuery,
-	InboxRange: `i.seq > $1 AND i.seq <= $2 AND i.principal IN (SELECT value FROM json_each($3)) ORDER BY i.seq LIMIT $4`,
-	True:       "1",
+	Greatest: "max",
+	Members:  "json_each(i.subscription_ids) AS j",
+	Events:   "json_array_length(i.event_ids)",
+	Holds:    "$2 IN (SELECT value FROM json_each(i.event_ids))",
+	Bodies:   bodiesQuery,
+	InboxRange: ` FROM json_each($1) s JOIN inbox i ON i.principal = json_extract(s.value, '$.p')
+			AND i.seq > json_extract(s.value, '$.a') AND i.seq <= json_extract(s.value, '$.t')
+		LEFT JOIN events e ON e.id = i.event_id WHERE i.seq > $2 AND i.seq <= $3 ORDER BY i.seq LIMIT $4`,
+	True: "1",
 	// substr instead of LIKE: the prefix may hold % or _.
 	Prefix: `substr(principal, 1, length($1)) = $1`,
 	PruneEvents: `DELETE FROM events WHERE received_at < $1
@@ -31,9 +33,8 @@ var queries = storecore.Queries{
 			coalesce((SELECT max(seq) FROM subscription_changes
 				WHERE changed_at < CAST(unixepoch('subsec') * 1000 AS INTEGER) - $1), 0))
 		WHERE id = 1`,
-	DoomedTable: `CREATE TEMP TABLE IF NOT EXISTS doomed (seq INTEGER PRIMARY KEY)`,
-	DoomedKept: `DELETE FROM doomed WHERE seq IN (
-		SELECT i.seq FROM json_each($1) k JOIN inbox i ON i.principal = k.key AND i.seq > k.value)`,
+	DoomedTable: `CREATE TEMP TABLE IF NOT EXISTS doomed (principal TEXT, seq INTEGER, PRIMARY KEY (principal, seq))`,
+	DoomedKept:  `DELETE FROM doomed WHERE EXISTS (SELECT 1 FROM json_each($1) k WHERE k.key = doomed.principal AND doomed.seq > k.value)`,
 	DueTurns:    dueTurnsQuery,
 	DueJobs:     dueJobsQuery,
 	ClaimJobs:   `UPDATE handler_jobs SET due_at = $1 WHERE id IN (SELECT value FROM json_each($2)) AND due_at <= $3 RETURNING id`,

@@ -183,9 +183,17 @@ func (d fireDriver) Drop(whole []string, some []storecore.Cut) error {
 	return nil
 }
 
-func (d fireDriver) DrawSeqs(n int) (last int64, err error) {
-	err = d.stmt(d.lastSeq).QueryRowContext(d.ctx).Scan(&last)
-	return last + int64(n), err
+// DrawSeqs numbers the entries after the newest, in one sequence.
+func (d fireDriver) DrawSeqs(principals []string) ([]int64, error) {
+	var last int64
+	if err := d.stmt(d.lastSeq).QueryRowContext(d.ctx).Scan(&last); err != nil {
+		return nil, err
+	}
+	seqs := make([]int64, len(principals))
+	for i := range seqs {
+		seqs[i] = last + int64(i) + 1
+	}
+	return seqs, nil
 }
 
 // Insert writes the entries maxFireRows per statement.

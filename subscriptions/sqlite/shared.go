@@ -44,14 +44,19 @@ func (s *Store) Written() <-chan struct{} {
 const headsQuery = `SELECT ` + inboxHead + `,
 	coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'subscription_changes'), 0)`
 
+// InboxPerPrincipal implements subscriptions.Shared: one writer at a time,
+// the store numbers every principal's entries in one sequence.
+func (s *Store) InboxPerPrincipal() bool { return false }
+
 // Heads implements subscriptions.Shared.
-func (s *Store) Heads(ctx context.Context) (inbox, changes int64, err error) {
+func (s *Store) Heads(ctx context.Context, _ []string) (map[string]int64, int64, error) {
 	st, err := s.rstmts.get(ctx, headsQuery)
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
+	var inbox, changes int64
 	err = st.QueryRowContext(ctx).Scan(&inbox, &changes)
-	return inbox, changes, err
+	return map[string]int64{"": inbox}, changes, err
 }
 
 // ChangedSubscriptions implements subscriptions.Shared.

@@ -419,7 +419,7 @@ func TestChangesPruned(t *testing.T) {
 	if err := s.CreateSubscription(ctx, sub, 10); err != nil {
 		t.Fatal(err)
 	}
-	_, head, err := s.Heads(ctx)
+	_, head, err := s.Heads(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,14 +463,14 @@ func TestChangesLoggedOnceShared(t *testing.T) {
 	if err := a.CreateSubscription(ctx, sub(1), 10); err != nil {
 		t.Fatal(err)
 	}
-	if _, head, err := a.Heads(ctx); err != nil || head != 0 {
+	if _, head, err := a.Heads(ctx, nil); err != nil || head != 0 {
 		t.Fatalf("alone, the change log's head is %d (%v); want 0: nothing logged", head, err)
 	}
 	b := open(t, path)
 	if err := a.CreateSubscription(ctx, sub(2), 10); err != nil {
 		t.Fatal(err)
 	}
-	_, head, err := b.Heads(ctx)
+	_, head, err := b.Heads(ctx, nil)
 	if err != nil || head == 0 {
 		t.Fatalf("shared, the change log's head is %d (%v); want the new subscription logged", head, err)
 	}
@@ -532,8 +532,8 @@ func TestMigrationNumbersTheInbox(t *testing.T) {
 	if diff := cmp.Diff([]bool{false, true}, pending); diff != "" {
 		t.Errorf("pending after the migration (-want +got):\n%s", diff)
 	}
-	if inbox, _, err := s.Heads(t.Context()); err != nil || inbox != 5 {
-		t.Errorf("Heads after the migration: inbox %d, %v; want 5, the last number AUTOINCREMENT gave", inbox, err)
+	if inbox, _, err := s.Heads(t.Context(), nil); err != nil || inbox[""] != 5 {
+		t.Errorf("Heads after the migration: inbox %v, %v; want 5, the last number AUTOINCREMENT gave", inbox, err)
 	}
 
 	sub := &subscriptions.Subscription{Principal: "alice", Subscription: mcpe.Subscription{

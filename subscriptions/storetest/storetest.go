@@ -340,12 +340,16 @@ func checkNotFound(t *testing.T, what string, err error) {
 
 // checkSeqsIncrease reports an error unless entries are in strictly
 // increasing sequence order.
+// checkSeqsIncrease checks that each principal's entries are numbered in
+// increasing order (a store may number each principal apart).
 func checkSeqsIncrease(t *testing.T, what string, entries []subscriptions.InboxEntry) {
 	t.Helper()
-	for i := 1; i < len(entries); i++ {
-		if entries[i].Seq <= entries[i-1].Seq {
-			t.Errorf("%s: seq %d follows seq %d; want strictly increasing", what, entries[i].Seq, entries[i-1].Seq)
+	last := make(map[string]int64)
+	for _, e := range entries {
+		if prev, ok := last[e.Principal]; ok && e.Seq <= prev {
+			t.Errorf("%s: %s's seq %d follows seq %d; want strictly increasing", what, e.Principal, e.Seq, prev)
 		}
+		last[e.Principal] = e.Seq
 	}
 }
 

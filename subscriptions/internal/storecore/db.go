@@ -45,8 +45,10 @@ type Queries struct {
 	Greatest, Members, Events, Holds string
 	// Bodies reads (id, body) of the events listed in $1.
 	Bodies string
-	// InboxRange is the condition on the inbox entries i numbered above
-	// $1 and at most $2 of the principals $3, in order, at most $4.
+	// InboxRange reads, from FROM on, the inbox entries i (and their
+	// events e) of the spans $1 (JSON: [{"p": principal, "a": after, "t":
+	// through}]), all above $2 and at most $3, oldest first within a
+	// principal, at most $4.
 	InboxRange string
 	// True is true as the partial indexes on pending name it.
 	True string

@@ -40,9 +40,9 @@ type FireDriver interface {
 	// Drop deletes the whole buffers of whole, and of the others the
 	// events up to a seq.
 	Drop(whole []string, some []Cut) error
-	// DrawSeqs draws n new inbox sequence numbers, which follow each other,
-	// and returns the last.
-	DrawSeqs(n int) (last int64, err error)
+	// DrawSeqs draws a new inbox number for each entry of the principals
+	// listed, in that order.
+	DrawSeqs(principals []string) ([]int64, error)
 	// Insert writes inbox entries made at now.
 	Insert(entries []Delivery, now time.Time) error
 	// Expire expires the subscriptions ids.
@@ -214,13 +214,17 @@ func (ft *fireTx) write() error {
 		}
 	}
 	if len(list) > 0 {
-		last, err := ft.d.DrawSeqs(len(list))
+		principals := make([]string, len(list))
+		for k, d := range list {
+			principals[k] = d.Principal
+		}
+		seqs, err := ft.d.DrawSeqs(principals)
 		if err != nil {
 			return fmt.Errorf("draw sequence numbers: %w", err)
 		}
 		for k := range list {
 			i := owner[k]
-			list[k].Seq, list[k].Pending = last-int64(len(list)-1-k), ft.reqs[i].Pending
+			list[k].Seq, list[k].Pending = seqs[k], ft.reqs[i].Pending
 			ft.entries[i] = append(ft.entries[i], list[k].InboxEntry)
 		}
 		if err := ft.d.Insert(list, ft.now); err != nil {
@@ -281,4 +285,23 @@ func Entries(results []subscriptions.FireResult) []subscriptions.InboxEntry {
 		out = append(out, r.Entries...)
 	}
 	return out
+}
+
+// Number gives each entry of the principals listed its number, in list
+// order, from the last number drawn for each principal.
+func Number(principals []string, last map[string]int64) ([]int64, error) {
+	count := make(map[string]int64, len(last))
+	for _, p := range principals {
+		count[p]++
+	}
+	seqs := make([]int64, len(principals))
+	for i, p := range principals {
+		n, ok := last[p]
+		if !ok {
+			return nil, fmt.Errorf("no inbox numbers drawn for principal %q", p)
+		}
+		seqs[i] = n - count[p] + 1
+		count[p]--
+	}
+	return seqs, nil
 }

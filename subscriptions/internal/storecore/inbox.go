@@ -12,8 +12,10 @@ import (
 
 // entries reads inbox entries (aliased i), with the body of the event they
 // reference, WHERE what follows.
-const entries = `SELECT i.seq, i.principal, i.subscription_ids, i.kind, e.body, i.event_ids, i.remaining, i.created_at, i.pending
-	FROM inbox i LEFT JOIN events e ON e.id = i.event_id WHERE `
+const entries = columns + ` FROM inbox i LEFT JOIN events e ON e.id = i.event_id WHERE `
+
+// columns are what readEntries reads of inbox entries i and events e.
+const columns = `SELECT i.seq, i.principal, i.subscription_ids, i.kind, e.body, i.event_ids, i.remaining, i.created_at, i.pending`
 
 // readEntries reads the entries of query, then the bodies of the events of
 // the batches among them.
@@ -122,14 +124,30 @@ func (c *Core) PendingEntries(ctx context.Context, principal string, limit int) 
 }
 
 // InboxRange implements subscriptions.Shared.
-func (c *Core) InboxRange(ctx context.Context, principals []string, after, through int64, limit int) ([]subscriptions.InboxEntry, bool, error) {
+func (c *Core) InboxRange(ctx context.Context, spans []subscriptions.InboxSpan, limit int) ([]subscriptions.InboxEntry, bool, error) {
 	if limit <= 0 {
 		return nil, false, c.errLimit("InboxRange", limit)
 	}
-	if len(principals) == 0 || through <= after {
+	type span struct {
+		P string `json:"p"`
+		A int64  `json:"a"`
+		T int64  `json:"t"`
+	}
+	var list []span
+	var lo, hi int64
+	for _, s := range spans {
+		if s.Through > s.After {
+			if len(list) == 0 {
+				lo, hi = s.After, s.Through
+			}
+			list = append(list, span{s.Principal, s.After, s.Through})
+			lo, hi = min(lo, s.After), max(hi, s.Through)
+		}
+	}
+	if len(list) == 0 {
 		return nil, false, nil
 	}
-	out, more, err := c.page(ctx, limit, entries+c.Q.InboxRange, after, through, principals, limit+1)
+	out, more, err := c.page(ctx, limit, columns+c.Q.InboxRange, mustJSON(list), lo, hi, limit+1)
 	return out, more, wrap("read the inbox", err)
 }
 

@@ -135,21 +135,21 @@ func (c *Core) pruneInbox(n func(string, ...any) (int, error), r subscriptions.R
 	}
 	defer n(`DELETE FROM doomed`)
 	if r.InboxMaxAge > 0 {
-		if _, err := n(`INSERT INTO doomed SELECT seq FROM inbox WHERE created_at < $1 ON CONFLICT DO NOTHING`,
+		if _, err := n(`INSERT INTO doomed SELECT principal, seq FROM inbox WHERE created_at < $1 ON CONFLICT DO NOTHING`,
 			now.Add(-r.InboxMaxAge)); err != nil {
 			return 0, err
 		}
 	}
 	if r.InboxMaxEntries > 0 {
-		if _, err := n(`INSERT INTO doomed SELECT seq FROM (
-			SELECT seq, row_number() OVER (PARTITION BY principal ORDER BY seq DESC) AS n FROM inbox
+		if _, err := n(`INSERT INTO doomed SELECT principal, seq FROM (
+			SELECT principal, seq, row_number() OVER (PARTITION BY principal ORDER BY seq DESC) AS n FROM inbox
 		) AS ranked WHERE n > $1 ON CONFLICT DO NOTHING`, r.InboxMaxEntries); err != nil {
 			return 0, err
 		}
 	}
 	// Handler runs not yet done keep their deliveries, and live sessions
 	// what they have not been sent.
-	if _, err := n(`DELETE FROM doomed WHERE seq IN (SELECT inbox_seq FROM handler_jobs)`); err != nil {
+	if _, err := n(`DELETE FROM doomed WHERE (principal, seq) IN (SELECT principal, inbox_seq FROM handler_jobs)`); err != nil {
 		return 0, err
 	}
 	if len(r.Keep) > 0 {
@@ -158,18 +158,18 @@ func (c *Core) pruneInbox(n func(string, ...any) (int, error), r subscriptions.R
 		}
 	}
 	for _, q := range []string{`INSERT INTO principals (principal, pruned_through)
-		SELECT principal, max(seq) FROM inbox WHERE seq IN (SELECT seq FROM doomed) GROUP BY principal ORDER BY principal
+		SELECT principal, max(seq) FROM doomed GROUP BY principal ORDER BY principal
 		ON CONFLICT (principal) DO UPDATE SET pruned_through = ` + c.Q.Greatest + `(principals.pruned_through, excluded.pruned_through)`,
 		`UPDATE subscriptions SET delivered_base = delivered_base + d.n,
 			last_delivered_base = ` + c.Q.Greatest + `(coalesce(last_delivered_base, d.last), d.last)
-		FROM (` + c.delivered(`i.seq IN (SELECT seq FROM doomed)`) + `) AS d
+		FROM (` + c.delivered(`(i.principal, i.seq) IN (SELECT principal, seq FROM doomed)`) + `) AS d
 		WHERE subscriptions.id = d.subscription_id`,
 	} {
 		if _, err := n(q); err != nil {
 			return 0, err
 		}
 	}
-	return n(`DELETE FROM inbox WHERE seq IN (SELECT seq FROM doomed)`)
+	return n(`DELETE FROM inbox WHERE (principal, seq) IN (SELECT principal, seq FROM doomed)`)
 }
 
 // MarkRun implements subscriptions.Runs.

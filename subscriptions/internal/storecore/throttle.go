@@ -55,7 +55,23 @@ type window struct {
 // Q.DeliverWindow, and opens the next; any other closes.
 func (c *Core) EndWindows(ctx context.Context, now time.Time, limit int) (out []subscriptions.InboxEntry, more bool, err error) {
 	now = now.UTC()
-	err = c.Tx(ctx, nil, func(db DB) error {
+	// A window's entry is numbered from its principal's counter: the
+	// principals are taken first, in order, as a publish takes them.
+	var principals []string
+	if err := c.DB.Query(ctx, func(r Row) error {
+		var p string
+		err := r.Scan(&p)
+		principals = append(principals, p)
+		return err
+	}, `SELECT DISTINCT s.principal FROM (SELECT subscription_id FROM throttle WHERE window_end <= $1 ORDER BY window_end LIMIT $2) AS t
+		JOIN subscriptions s ON s.id = t.subscription_id`, now, limit); err != nil {
+		return nil, false, err
+	}
+	taken := make(map[string]bool, len(principals))
+	for _, p := range principals {
+		taken[p] = true
+	}
+	err = c.Tx(ctx, principals, func(db DB) error {
 		var due []window
 		if err := db.Query(ctx, func(r Row) error {
 			var w window
@@ -70,6 +86,10 @@ func (c *Core) EndWindows(ctx context.Context, now time.Time, limit int) (out []
 			e := subscriptions.InboxEntry{Principal: w.principal, SubscriptionIDs: []string{w.sub}, Kind: mcpe.InboxEvent,
 				Event: w.body, Remaining: w.folded, CreatedAt: now}
 			var err error
+			if w.folded > 0 && w.principal != "" && !taken[w.principal] {
+				more = true // came due since: the next call ends it
+				continue
+			}
 			if w.folded == 0 || w.principal == "" || w.body == nil {
 				_, err = db.Exec(ctx, `DELETE FROM throttle WHERE subscription_id = $1 AND group_key = $2`, w.sub, w.group)
 			} else if err = one(ctx, db, c.Q.DeliverWindow, []any{w.principal, e.SubscriptionIDs, w.event, w.folded, now}, &e.Seq); err == nil {
