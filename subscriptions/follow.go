@@ -46,7 +46,8 @@ type Sessions interface {
 // Owner is what a Deliverer holds for one principal's live sessions: ID is
 // 0 when it has none, and another when the principal left and came back;
 // Start is the number of the newest inbox entry committed before its
-// first session came (it is sent what follows), or -1 when unknown.
+// first session came (it is sent what follows), or -1 when unknown or
+// not needed (the store numbers one sequence for all).
 type Owner struct {
 	ID    uint64
 	Start int64
@@ -449,6 +450,10 @@ func (s *Service) handOver(ctx context.Context, written, deliver []InboxEntry) {
 		f.inbox = max(f.inbox, hi)
 		return
 	}
+	if f.sessions == nil {
+		s.deliverer.Deliver(deliver)
+		return
+	}
 	// Each principal's entries are numbered one after the other: a gap
 	// before the first written here is what others wrote meanwhile.
 	var principals []string
@@ -461,10 +466,6 @@ func (s *Service) handOver(ctx context.Context, written, deliver []InboxEntry) {
 		}
 		sp.After, sp.Through = min(sp.After, e.Seq), max(sp.Through, e.Seq)
 		span[e.Principal] = sp
-	}
-	if f.sessions == nil {
-		s.deliverer.Deliver(deliver)
-		return
 	}
 	owners := f.sessions.Owners(principals)
 	var gaps []InboxSpan

@@ -265,19 +265,8 @@ func (r *Registry) Attach(principal string, sink Sink) (detach func()) {
 	}
 	o := r.owners[principal]
 	if o == nil {
-		// Where the inbox ends is read before the owner is made, not held
-		// up by the lock.
 		r.mu.Unlock()
-		start := int64(-1) // unknown
-		if r.opts.Inbox != nil {
-			ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
-			var err error
-			if start, err = r.inboxEnd(ctx, principal); err != nil {
-				r.log.Error("read where a principal's inbox ends", "principal", principal, "error", err)
-				start = -1
-			}
-			cancel()
-		}
+		start := r.start(principal) // not under the lock
 		r.mu.Lock()
 		if r.closed {
 			r.mu.Unlock()
@@ -369,6 +358,24 @@ func (r *Registry) Owners(principals []string) []subscriptions.Owner {
 		}
 	}
 	return out
+}
+
+// start returns where principal's inbox ends now, on a store that numbers
+// each principal's inbox apart (its follower starts a new owner there), or
+// -1: unknown, or not needed.
+func (r *Registry) start(principal string) int64 {
+	sh, ok := r.opts.Inbox.(subscriptions.Shared)
+	if !ok || !sh.InboxPerPrincipal() {
+		return -1
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
+	defer cancel()
+	heads, _, err := sh.Heads(ctx, []string{principal})
+	if err != nil {
+		r.log.Error("read where a principal's inbox ends", "principal", principal, "error", err)
+		return -1
+	}
+	return heads[principal]
 }
 
 // inboxEnd returns the number of the newest entry of principal's inbox
