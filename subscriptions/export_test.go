@@ -34,3 +34,9 @@ func SetPreviewEvents(n int) (restore func()) {
 	previewEvents = n
 	return func() { previewEvents = was }
 }
+
+// SetMarks makes the Service made from o mark its run every interval, and
+// take a run unmarked for lapse as ended; zero keeps the default.
+func SetMarks(o *ServiceOptions, interval, lapse time.Duration) {
+	o.markInterval, o.markLapse = interval, lapse
+}

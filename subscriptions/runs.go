@@ -12,7 +12,7 @@ import (
 // process are deleted while other servers keep the store open. Each run (a
 // Service from Start to Stop) names its ephemeral principals after itself
 // and marks itself in the store (Runs); a run that stopped marking for
-// MarkLapse is taken as ended, and the first live Service to see it
+// DefaultMarkLapse is taken as ended, and the first live Service to see it
 // deletes what its principals own.
 
 // DefaultMarkInterval is how often a run is marked, and lapsed runs looked
@@ -59,10 +59,10 @@ func (s *Service) markRun() {
 	known, err := s.runs.MarkRun(ctx, s.run, now)
 	switch {
 	case err != nil:
-		s.log.Error("mark this server's run in the store", "error", err, "lapse", s.opts.MarkLapse,
+		s.log.Error("mark this server's run in the store", "error", err, "lapse", s.opts.markLapse,
 			"effect", "once its marks fail for the lapse, other servers take it as ended and delete what its sessions without a token own")
 	case !known && s.marked:
-		s.log.Error("another server took this one as ended; ending its sessions without a token", "lapse", s.opts.MarkLapse,
+		s.log.Error("another server took this one as ended; ending its sessions without a token", "lapse", s.opts.markLapse,
 			"cause", "no mark of its run reached the store for the lapse: the store was unreachable, or this process stopped", "effect", "what those sessions owned was deleted; their clients start new ones")
 		if s.opts.RunLost != nil {
 			s.opts.RunLost()
@@ -71,8 +71,8 @@ func (s *Service) markRun() {
 	if err == nil {
 		s.marked = true
 	}
-	s.reclaimLapsed(ctx, now.Add(-s.opts.MarkLapse))
-	t := s.after(s.opts.MarkInterval, s.markRun)
+	s.reclaimLapsed(ctx, now.Add(-s.opts.markLapse))
+	t := s.after(s.opts.markInterval, s.markRun)
 	s.life.Lock()
 	s.markTimer = t
 	s.life.Unlock()

@@ -20,12 +20,12 @@ import (
 )
 
 func runOpts(lost *atomic.Int32) subscriptions.ServiceOptions {
-	return subscriptions.ServiceOptions{
+	o := subscriptions.ServiceOptions{
 		EphemeralPrefix: "session:",
-		MarkInterval:    30 * time.Second,
-		MarkLapse:       3 * time.Minute,
 		RunLost:         func() { lost.Add(1) },
 	}
+	subscriptions.SetMarks(&o, 30*time.Second, 3*time.Minute)
+	return o
 }
 
 func storedIDs(t *testing.T, s subscriptions.Store) []string {
@@ -139,14 +139,15 @@ func TestMarkOptionsChecked(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { store.Close() })
-	for _, o := range []subscriptions.ServiceOptions{
-		{MarkInterval: time.Minute, MarkLapse: time.Minute},
-		{MarkInterval: -time.Second},
-		{MarkLapse: 50 * time.Second}, // under twice the default interval
+	for _, m := range []struct{ interval, lapse time.Duration }{
+		{time.Minute, time.Minute},
+		{-time.Second, 0},
+		{0, 50 * time.Second}, // under twice the default interval
 	} {
-		o.Store, o.Deliverer = store, &recorder{}
-		if _, err := subscriptions.NewService(o); err == nil || !strings.Contains(err.Error(), "MarkLapse") {
-			t.Errorf("NewService(MarkInterval %v, MarkLapse %v) = %v; want an error naming MarkLapse", o.MarkInterval, o.MarkLapse, err)
+		o := subscriptions.ServiceOptions{Store: store, Deliverer: &recorder{}}
+		subscriptions.SetMarks(&o, m.interval, m.lapse)
+		if _, err := subscriptions.NewService(o); err == nil || !strings.Contains(err.Error(), "markLapse") {
+			t.Errorf("NewService(mark interval %v, lapse %v) = %v; want an error naming markLapse", m.interval, m.lapse, err)
 		}
 	}
 }

@@ -85,19 +85,15 @@ type ServiceOptions struct {
 	// deleted, unless the store was opened beside other processes
 	// (Companions), whose live sessions may own some. Those of this run's
 	// sessions start with RunPrefix(). On a store that implements Runs, the
-	// run is marked there every MarkInterval, and what a run that stopped
-	// marking for MarkLapse owned is deleted by another. Empty disables it.
+	// run is marked there every DefaultMarkInterval, and what a run that
+	// stopped marking for DefaultMarkLapse owned is deleted by another.
+	// Empty disables it.
 	EphemeralPrefix string
-	// MarkInterval is how often the run is marked, and lapsed runs looked
-	// for; zero means DefaultMarkInterval.
-	MarkInterval time.Duration
-	// MarkLapse is how long a run may go unmarked before another server
-	// takes it as ended; zero means DefaultMarkLapse. It must be at least
-	// twice MarkInterval, and on a database shared by several machines
-	// longer than their clocks drift apart.
-	MarkLapse time.Duration
+	// markInterval and markLapse, set only by tests, replace
+	// DefaultMarkInterval and DefaultMarkLapse when not zero.
+	markInterval, markLapse time.Duration
 	// RunLost is called when this run finds that another server took it
-	// as ended (no mark of it reached the store for MarkLapse) and
+	// as ended (no mark of it reached the store for DefaultMarkLapse) and
 	// deleted what its ephemeral principals owned: it should end their
 	// sessions, whose clients then start new ones. Nil only logs it.
 	RunLost func()
@@ -198,11 +194,11 @@ func NewService(opts ServiceOptions) (*Service, error) {
 	if opts.PruneInterval <= 0 {
 		opts.PruneInterval = DefaultPruneInterval
 	}
-	opts.MarkInterval = cmp.Or(opts.MarkInterval, DefaultMarkInterval)
-	opts.MarkLapse = cmp.Or(opts.MarkLapse, max(DefaultMarkLapse, 2*opts.MarkInterval))
-	if opts.MarkInterval < 0 || opts.MarkLapse < 2*opts.MarkInterval {
-		return nil, fmt.Errorf("subscriptions: ServiceOptions.MarkInterval %v and MarkLapse %v: the interval must be positive and the lapse at least twice it (zero for %v and %v)",
-			opts.MarkInterval, opts.MarkLapse, DefaultMarkInterval, DefaultMarkLapse)
+	opts.markInterval = cmp.Or(opts.markInterval, DefaultMarkInterval)
+	opts.markLapse = cmp.Or(opts.markLapse, max(DefaultMarkLapse, 2*opts.markInterval))
+	if opts.markInterval < 0 || opts.markLapse < 2*opts.markInterval {
+		return nil, fmt.Errorf("subscriptions: ServiceOptions.markInterval %v and markLapse %v: the interval must be positive and the lapse at least twice it (zero for %v and %v)",
+			opts.markInterval, opts.markLapse, DefaultMarkInterval, DefaultMarkLapse)
 	}
 	for t, h := range opts.Handlers {
 		if h == nil {
@@ -292,12 +288,12 @@ func (s *Service) Start(ctx context.Context) error {
 		if c, ok := s.store.(Companions); ok {
 			var err error
 			if beside, err = c.OpenedBeside(); err != nil {
-				s.log.Warn("could not tell whether other servers use the store; assuming they do", "error", err, "lapse", s.opts.MarkLapse,
+				s.log.Warn("could not tell whether other servers use the store; assuming they do", "error", err, "lapse", s.opts.markLapse,
 					"effect", "what sessions without a token of earlier runs left is deleted once their marks lapse, not now")
 			}
 		}
 		if beside {
-			s.log.Info("kept the subscriptions of other servers' sessions without a token", "lapse", s.opts.MarkLapse,
+			s.log.Info("kept the subscriptions of other servers' sessions without a token", "lapse", s.opts.markLapse,
 				"reason", "they use the store too", "effect", "those of a server that ended without deleting them go once its marks lapse")
 		} else {
 			n, err := s.store.DeletePrincipalsWithPrefix(ctx, p)

@@ -422,10 +422,10 @@ type Companions interface {
 
 // Runs is implemented by a store that several servers may share. A Service
 // with ephemeral principals (ServiceOptions.EphemeralPrefix) names those of
-// its run after it, and marks the run in the store every MarkInterval. A
-// run whose mark is older than MarkLapse ended without deleting what its
-// sessions own (its process was killed, or lost the store for that long):
-// a live Service reclaims it.
+// its run after it, and marks the run in the store every
+// DefaultMarkInterval. A run whose mark is older than DefaultMarkLapse
+// ended without deleting what its sessions own (its process was killed,
+// or lost the store for that long): a live Service reclaims it.
 type Runs interface {
 	// MarkRun records that run was alive at t. known is false when the
 	// store held no mark of run: its first, or after another server

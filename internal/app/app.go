@@ -65,11 +65,6 @@ type Options struct {
 	// clock by a day sets it longer, so as not to prune once per minute
 	// passed.
 	PruneInterval time.Duration
-	// MarkInterval and MarkLapse are how often this run is marked in the
-	// store, and how long another server waits past a run's last mark
-	// before deleting what its sessions without a token own; zero means
-	// the subscriptions package's defaults (30 seconds, 3 minutes).
-	MarkInterval, MarkLapse time.Duration
 	// PrivatePaths are paths no handler program may see: the database and
 	// its directory, the configuration file, the data directory. The bash
 	// handler's sandbox hides them (bash.Options.HiddenPaths); nil hides
@@ -184,8 +179,6 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		},
 		PruneInterval:   opts.PruneInterval,
 		EphemeralPrefix: mcpserver.SessionPrincipalPrefix,
-		MarkInterval:    opts.MarkInterval,
-		MarkLapse:       opts.MarkLapse,
 		Managed:         mcpserver.ManagedPrefixes(),
 		Handlers:        a.handlers.byType,
 		JobsWritten:     a.runner.Wake,

@@ -54,8 +54,7 @@ func TestLapsedServerSessions(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a, err := New(context.Background(), Options{Store: store, HTTP: true, Clock: clk,
-			MarkInterval: 30 * time.Second, MarkLapse: 3 * time.Minute})
+		a, err := New(context.Background(), Options{Store: store, HTTP: true, Clock: clk}) // a mark every 30s, lapsed after 3m
 		if err != nil {
 			t.Fatal(err)
 		}
