@@ -20,7 +20,10 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// Defaults for Options.
+// A type posted to /v1/events stays listed DefaultSeenWindow. At most
+// DefaultSeenLimit types are kept, and a quarter of it of one source (a
+// type's first segment); past it a new type is not listed until some age
+// out (subscriptions.TypeStore).
 const (
 	DefaultSeenWindow = 24 * time.Hour
 	DefaultSeenLimit  = 500
@@ -56,14 +59,10 @@ type Options struct {
 	Clock clock.Clock
 	// Logger defaults to discarding.
 	Logger *slog.Logger
-	// SeenWindow is how long a type posted to /v1/events stays listed;
-	// zero means DefaultSeenWindow.
-	SeenWindow time.Duration
-	// SeenLimit bounds the types kept, and a quarter of it those of one
-	// source (a type's first segment); past it a new type is not listed
-	// until some age out (subscriptions.TypeStore). Zero means
-	// DefaultSeenLimit.
-	SeenLimit int
+	// seenWindow and seenLimit, set only by tests, replace
+	// DefaultSeenWindow and DefaultSeenLimit when not zero.
+	seenWindow time.Duration
+	seenLimit  int
 }
 
 // keepEvery is how often a type posted again and again is written to the
@@ -105,8 +104,8 @@ const keptFresh = time.Second
 func New(opts Options) *Catalog {
 	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
-	opts.SeenWindow = cmp.Or(opts.SeenWindow, DefaultSeenWindow)
-	opts.SeenLimit = cmp.Or(opts.SeenLimit, DefaultSeenLimit)
+	opts.seenWindow = cmp.Or(opts.seenWindow, DefaultSeenWindow)
+	opts.seenLimit = cmp.Or(opts.seenLimit, DefaultSeenLimit)
 	return &Catalog{opts: opts, tried: make(map[string]try), watchers: make(map[int]func())}
 }
 
@@ -119,12 +118,12 @@ func (c *Catalog) Observe(ctx context.Context, t string) {
 	if c.opts.Store == nil || ok && now.Sub(last.at) < keepEvery {
 		return
 	}
-	kept, err := c.opts.Store.KeepType(ctx, t, now, c.opts.SeenWindow, c.opts.SeenLimit)
+	kept, err := c.opts.Store.KeepType(ctx, t, now, c.opts.seenWindow, c.opts.seenLimit)
 	if err != nil {
 		c.opts.Logger.Warn("keep a posted event type", "type", t, "error", err)
 	}
 	c.mu.Lock()
-	if len(c.tried) >= c.opts.SeenLimit {
+	if len(c.tried) >= c.opts.seenLimit {
 		clear(c.tried)
 	}
 	c.tried[t] = try{now, kept}
@@ -172,14 +171,14 @@ func (c *Catalog) notify(ctx context.Context, watchers []func()) {
 		return
 	}
 	now := c.opts.Clock.Now()
-	kept, err := c.opts.Store.KeptTypes(ctx, now, c.opts.SeenWindow)
+	kept, err := c.opts.Store.KeptTypes(ctx, now, c.opts.seenWindow)
 	if err != nil || len(kept) == 0 {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.expiry == nil {
-		c.expiry = c.opts.Clock.AfterFunc(kept[len(kept)-1].LastSeenAt.Add(c.opts.SeenWindow).Sub(now)+time.Millisecond, func() {
+		c.expiry = c.opts.Clock.AfterFunc(kept[len(kept)-1].LastSeenAt.Add(c.opts.seenWindow).Sub(now)+time.Millisecond, func() {
 			c.mu.Lock()
 			c.expiry = nil
 			watchers := slices.Collect(maps.Values(c.watchers))
@@ -275,7 +274,7 @@ func (c *Catalog) keptTypes(ctx context.Context) ([]mcpe.SeenType, error) {
 	if fresh {
 		return kept, nil
 	}
-	kept, err := c.opts.Store.KeptTypes(ctx, now, c.opts.SeenWindow)
+	kept, err := c.opts.Store.KeptTypes(ctx, now, c.opts.seenWindow)
 	if err == nil {
 		c.mu.Lock()
 		c.kept, c.keptAt = kept, now

@@ -39,7 +39,7 @@ func TestCatalog(t *testing.T) {
 		{Type: "github.issues.opened", Description: "An issue was opened.", Example: json.RawMessage(`{"number":1}`)},
 		{Type: "github.push", Description: "Commits were pushed."},
 	}
-	c := New(Options{Clock: clk, Store: memoryStore(t), SeenLimit: 2, Sources: []Source{
+	c := New(Options{Clock: clk, Store: memoryStore(t), seenLimit: 2, Sources: []Source{
 		{Name: "github", Configured: true, Endpoint: "/adapters/github", Types: func() []mcpe.EventType { return github }},
 		{Name: "slack", Description: "Slack Events API"},
 		{Name: "mcp", Configured: true, Types: func() []mcpe.EventType { return nil },
@@ -104,11 +104,11 @@ func TestCatalog(t *testing.T) {
 
 // TestFloodOfNewTypes checks that a flood of new types, from one source
 // or from many, pushes out none of the types seen before it: one source
-// lists at most a quarter of SeenLimit, and past SeenLimit new types wait
+// lists at most a quarter of seenLimit, and past seenLimit new types wait
 // for room.
 func TestFloodOfNewTypes(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
-	c := New(Options{Clock: clk, Store: memoryStore(t), SeenLimit: 8})
+	c := New(Options{Clock: clk, Store: memoryStore(t), seenLimit: 8})
 	seen := func() []string {
 		got, err := c.Get(context.Background(), mcpe.CatalogRequest{})
 		if err != nil {
@@ -145,7 +145,7 @@ func TestFloodOfNewTypes(t *testing.T) {
 func TestWatchSeenTypes(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	clk := clock.NewFake(t0)
-	c := New(Options{Clock: clk, Store: memoryStore(t), SeenWindow: time.Hour, SeenLimit: 10})
+	c := New(Options{Clock: clk, Store: memoryStore(t), seenWindow: time.Hour, seenLimit: 10})
 	calls := 0
 	stop := c.Watch(func() { calls++ })
 	seen := func() []string {
@@ -222,7 +222,7 @@ func (s *countingStore) KeptTypes(ctx context.Context, now time.Time, window tim
 func TestRefusedTypeAskedOncePerMinute(t *testing.T) {
 	clk := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	store := &countingStore{TypeStore: memoryStore(t)}
-	c := New(Options{Clock: clk, Store: store, SeenLimit: 4}) // one type a source
+	c := New(Options{Clock: clk, Store: store, seenLimit: 4}) // one type a source
 	var listed int
 	defer c.Watch(func() { listed++ })()
 	ctx := t.Context()
