@@ -8,6 +8,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -76,20 +77,8 @@ var (
 	_ subscriptions.Runs       = (*Store)(nil)
 )
 
-// Options configure a Store. A nil *Options means all defaults.
-type Options struct {
-	// MaxConns is the most connections the pool opens; zero means pgx's
-	// default (the larger of 4 and the number of CPUs), or pool_max_conns
-	// in the URL.
-	MaxConns int32
-	// HealthEvery is how often the store checks that the database
-	// answers, for Health; zero means DefaultHealthEvery.
-	HealthEvery time.Duration
-}
-
-// DefaultHealthEvery is how often a Store checks that its database
-// answers.
-const DefaultHealthEvery = 5 * time.Second
+// healthEvery is how often a Store checks that its database answers.
+const healthEvery = 5 * time.Second
 
 // healthTimeout bounds one check: a database that has not answered by then
 // is reported unreachable.
@@ -119,14 +108,16 @@ func Redact(rawURL string) string {
 	return u.String()
 }
 
-// Open connects to the database at rawURL (postgres://user@host/db) with the
-// default Options and applies the migrations.
-func Open(ctx context.Context, rawURL string) (*Store, error) { return OpenWith(ctx, rawURL, nil) }
+// Open connects to the database at rawURL (postgres://user@host/db) and
+// applies the migrations that it has not seen, under an advisory lock, so
+// that servers starting together migrate once. An error names the database
+// without its password. The pool opens pgx's default of connections (the
+// larger of 4 and the number of CPUs), or pool_max_conns in the URL.
+func Open(ctx context.Context, rawURL string) (*Store, error) { return open(ctx, rawURL, 0, 0) }
 
-// OpenWith connects to the database at rawURL and applies the migrations
-// that it has not seen, under an advisory lock, so that servers starting
-// together migrate once. An error names the database without its password.
-func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error) {
+// open is Open with a pool of at most maxConns and a health check every
+// checkEvery; zero keeps Open's.
+func open(ctx context.Context, rawURL string, maxConns int32, checkEvery time.Duration) (*Store, error) {
 	if !IsURL(rawURL) {
 		return nil, fmt.Errorf("postgres: %q is not a postgres:// or postgresql:// URL", Redact(rawURL))
 	}
@@ -135,8 +126,8 @@ func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error)
 		// pgconn's parse errors show the URL with its password hidden.
 		return nil, fmt.Errorf("postgres: cannot parse the database URL (want postgres://user[:password]@host[:port]/database[?sslmode=...]): %w", err)
 	}
-	if opts != nil && opts.MaxConns > 0 {
-		cfg.MaxConns = opts.MaxConns
+	if maxConns > 0 {
+		cfg.MaxConns = maxConns
 	}
 	name := processName()
 	cfg.ConnConfig.RuntimeParams["application_name"] = name
@@ -161,16 +152,12 @@ func OpenWith(ctx context.Context, rawURL string, opts *Options) (*Store, error)
 		// sessions of earlier runs left, never delete a live one's.
 		s.beside, s.besideErr = true, fmt.Errorf("postgres: look for other servers in pg_stat_activity: %w", err)
 	}
-	every := DefaultHealthEvery
-	if opts != nil && opts.HealthEvery > 0 {
-		every = opts.HealthEvery
-	}
-	go s.checkHealth(every)
+	go s.checkHealth(cmp.Or(checkEvery, healthEvery))
 	return s, nil
 }
 
 // Health reports whether the database answered the latest check (a SELECT
-// 1 every Options.HealthEvery, through the pool, at most healthTimeout
+// 1 every healthEvery, through the pool, at most healthTimeout
 // each): nil when it did, else why not. It returns at once: the check runs
 // in the background, so a database that hangs does not hang /healthz.
 func (s *Store) Health() error {
