@@ -4,6 +4,7 @@
 package sqlite
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"embed"
@@ -47,7 +48,7 @@ type Store struct {
 	closeOnce  sync.Once
 	closeErr   error
 
-	opts Options
+	opts options
 	// file watches the database's files; lost is set, for good, once they
 	// are gone or replaced.
 	file *fileWatch
@@ -66,32 +67,26 @@ type Store struct {
 	writtenErr  error
 }
 
-// Defaults of Options.
 const (
-	// DefaultWALLimit is the WAL size past which it is checkpointed and
+	// defaultWALLimit is the WAL size past which it is checkpointed and
 	// truncated at once: under sustained writes the passive checkpoints
 	// that run beside them cannot start the WAL over, and it would grow
 	// without bound.
-	DefaultWALLimit = 64 << 20
-	// DefaultCheckEvery is how often the WAL is copied back into the
+	defaultWALLimit = 64 << 20
+	// defaultCheckEvery is how often the WAL is copied back into the
 	// database and the database's files are checked.
-	DefaultCheckEvery = time.Second
+	defaultCheckEvery = time.Second
 )
 
 // walCheckCommits is how many commits pass between looks at the WAL's size
 // from the commit path, so that it is bounded however fast writes come.
 const walCheckCommits = 64
 
-// Options configure a Store. A nil *Options means all defaults.
-type Options struct {
-	// WALLimit is the WAL size, in bytes, past which a checkpoint copies it
-	// back and truncates it, holding writers for that time; zero means
-	// DefaultWALLimit.
-	WALLimit int64
-	// CheckEvery is how often the WAL is checkpointed (without blocking
-	// writers) and the database's files checked; zero means
-	// DefaultCheckEvery.
-	CheckEvery time.Duration
+// options replace, set by tests, defaultWALLimit and defaultCheckEvery
+// when not zero.
+type options struct {
+	walLimit   int64
+	checkEvery time.Duration
 }
 
 var (
@@ -101,28 +96,18 @@ var (
 	_ subscriptions.Runs       = (*Store)(nil)
 )
 
-// Open opens (creating if needed) the database at path with the default
-// Options and applies the migrations. Path may be Memory.
-func Open(ctx context.Context, path string) (*Store, error) { return OpenWith(ctx, path, nil) }
-
-// OpenWith opens (creating if needed) the database at path and applies the
+// Open opens (creating if needed) the database at path and applies the
 // migrations. Path may be Memory. A new database and its directory are made
 // readable by the server's user only; an error names the path and says
 // what is wrong with it.
-func OpenWith(ctx context.Context, path string, opts *Options) (*Store, error) {
+func Open(ctx context.Context, path string) (*Store, error) { return open(ctx, path, options{}) }
+
+func open(ctx context.Context, path string, o options) (*Store, error) {
 	if path == "" {
 		return nil, errors.New("sqlite: empty database path")
 	}
-	var o Options
-	if opts != nil {
-		o = *opts
-	}
-	if o.WALLimit <= 0 {
-		o.WALLimit = DefaultWALLimit
-	}
-	if o.CheckEvery <= 0 {
-		o.CheckEvery = DefaultCheckEvery
-	}
+	o.walLimit = cmp.Or(o.walLimit, defaultWALLimit)
+	o.checkEvery = cmp.Or(o.checkEvery, defaultCheckEvery)
 	params := url.Values{}
 	params.Add("_pragma", "busy_timeout(10000)")
 	params.Add("_pragma", "foreign_keys(ON)")
@@ -153,8 +138,8 @@ func OpenWith(ctx context.Context, path string, opts *Options) (*Store, error) {
 	// Commits do not checkpoint (that would stall a publish for the time of
 	// a checkpoint and its fsync); checkpoint runs beside them instead.
 	params.Add("_pragma", "wal_autocheckpoint(0)")
-	// A WAL that went past WALLimit is cut back to it when it starts over.
-	params.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", o.WALLimit))
+	// A WAL that went past walLimit is cut back to it when it starts over.
+	params.Add("_pragma", fmt.Sprintf("journal_size_limit(%d)", o.walLimit))
 	dsn := "file:" + (&url.URL{Path: path}).EscapedPath() + "?" + params.Encode()
 	w, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -208,14 +193,14 @@ func (s *Store) share(ctx context.Context, path string) error {
 // had the database file open when this one opened it (never in memory).
 func (s *Store) OpenedBeside() (bool, error) { return s.beside, nil }
 
-// checkpoint runs beside the writers until Close: every CheckEvery it
+// checkpoint runs beside the writers until Close: every checkEvery it
 // copies the WAL back into the database when there were commits, without
 // blocking writers (PASSIVE), checks the database's files, and bounds the
 // WAL (boundWAL), which the commit path also does every walCheckCommits
 // commits.
 func (s *Store) checkpoint() {
 	defer close(s.done)
-	t := time.NewTicker(s.opts.CheckEvery)
+	t := time.NewTicker(s.opts.checkEvery)
 	defer t.Stop()
 	var seen int64
 	for {
@@ -237,7 +222,7 @@ func (s *Store) checkpoint() {
 	}
 }
 
-// boundWAL checkpoints the WAL when it has passed WALLimit, on the write
+// boundWAL checkpoints the WAL when it has passed walLimit, on the write
 // connection: writers wait in Go for it rather than spin on SQLITE_BUSY,
 // and readers are waited for (busy_timeout). Under sustained writes the
 // passive checkpoints cannot start the WAL over; this does. It restarts
@@ -246,7 +231,7 @@ func (s *Store) checkpoint() {
 // under sustained ingest is about 5 % of the events accepted per second
 // (journal_size_limit still cuts a WAL that went past it back to that).
 func (s *Store) boundWAL() {
-	if s.file.walSize() <= s.opts.WALLimit {
+	if s.file.walSize() <= s.opts.walLimit {
 		return
 	}
 	s.w.Exec(`PRAGMA wal_checkpoint(RESTART)`)
@@ -425,7 +410,7 @@ func (s *Store) exec(ctx context.Context, st *sql.Stmt, args ...any) (int64, err
 
 // committed follows a commit of the writer's: every walCheckCommits
 // commits the committer looks at the WAL, so that however fast writes come
-// it passes WALLimit by at most that many commits.
+// it passes walLimit by at most that many commits.
 func (s *Store) committed() {
 	if n := s.commits.Add(1); n%walCheckCommits == 0 && s.file != nil {
 		s.boundWAL()
