@@ -15,7 +15,6 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -23,7 +22,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -41,15 +39,6 @@ const metaSubscriptionID = "io.modelcontextprotocol/subscriptionId"
 // an MCPE filter (eventTypes patterns, tags, priority): every event that
 // matches it, of any source.
 const FilterEventType = "mcpe.filter"
-
-// The error codes of SEP-3415 (provisional until the SEP is accepted).
-const (
-	CodeNotFound              = -32023
-	CodeForbidden             = -32024
-	CodeResourceExhausted     = -32025
-	CodeUnsupported           = -32026
-	CodeCallbackEndpointError = -32027
-)
 
 // Defaults of the events extension.
 const (
@@ -75,47 +64,6 @@ type EventsBackend interface {
 	ReadInbox(ctx context.Context, principal string, after int64, limit int) ([]subscriptions.InboxEntry, bool, error)
 	PrunedThrough(ctx context.Context, principal string) (int64, error)
 	InboxHead(ctx context.Context, principal string) (int64, error)
-}
-
-// eventsError returns a JSON-RPC error with one of the SEP's codes; the
-// message is the code's name, and data says the rest.
-func eventsError(code int64, data map[string]any) *jsonrpc.Error {
-	name := map[int64]string{
-		jsonrpc.CodeInvalidParams: "InvalidParams",
-		CodeNotFound:              "NotFound",
-		CodeForbidden:             "Forbidden",
-		CodeResourceExhausted:     "ResourceExhausted",
-		CodeUnsupported:           "Unsupported",
-		CodeCallbackEndpointError: "CallbackEndpointError",
-		jsonrpc.CodeInternalError: "InternalError",
-	}[code]
-	e := &jsonrpc.Error{Code: code, Message: name}
-	if data != nil {
-		e.Data, _ = json.Marshal(data)
-	}
-	return e
-}
-
-// invalidParams says what was wrong with a request and what is accepted.
-func invalidParams(format string, args ...any) *jsonrpc.Error {
-	msg := fmt.Sprintf(format, args...)
-	e := eventsError(jsonrpc.CodeInvalidParams, map[string]any{"reason": msg})
-	e.Message = "InvalidParams: " + msg
-	return e
-}
-
-// domainError turns an error of the subscriptions domain into the SEP's.
-func domainError(err error) error {
-	var inv *mcpe.InvalidError
-	var lim *subscriptions.LimitError
-	switch {
-	case errors.As(err, &inv):
-		return invalidParams("arguments.%s", strings.TrimPrefix(inv.Error(), "filter."))
-	case errors.As(err, &lim):
-		e := eventsError(CodeResourceExhausted, map[string]any{"limit": "subscriptions", "reason": err.Error()})
-		return e
-	}
-	return err
 }
 
 // eventTypeInfo is one event type of events/list.

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -64,14 +63,6 @@ func (p *pushStream) notify(method string, params map[string]any) error {
 // code 0); on Streamable HTTP an aborted request has no one to read it.
 func (p *pushStream) end() *eventsStreamResult {
 	return &eventsStreamResult{ResultBase: mcp.ResultBase{Meta: p.meta}, ResultType: "complete"}
-}
-
-func jsonrpcErrorObject(e *jsonrpc.Error) map[string]any {
-	out := map[string]any{"code": e.Code, "message": e.Message}
-	if len(e.Data) > 0 {
-		out["data"] = e.Data
-	}
-	return out
 }
 
 func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eventsStreamParams) (*eventsStreamResult, error) {
@@ -164,16 +155,12 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 			}
 			if r.expired {
 				e := eventsError(CodeNotFound, map[string]any{"kind": "subscription", "reason": "the subscription expired (an expiresAt set with events_update); open a new stream to subscribe again"})
-				_ = ps.notify(notifyEventsTerminated, map[string]any{"error": jsonrpcErrorObject(e)})
+				_ = ps.notify(notifyEventsTerminated, map[string]any{"error": errorObject(e, "")})
 				return ps.end(), nil
 			}
 			if err != nil {
-				var jerr *jsonrpc.Error
-				if !errors.As(err, &jerr) {
-					jerr = eventsError(jsonrpc.CodeInternalError, map[string]any{"reason": "reading the inbox failed; the server retries"})
-				}
 				s.log.Warn("events/stream: read failed", "principal", principal, "error", err)
-				if ps.notify(notifyEventsError, map[string]any{"error": jsonrpcErrorObject(jerr)}) != nil {
+				if ps.notify(notifyEventsError, map[string]any{"error": errorObject(err, "reading the inbox failed; the server retries")}) != nil {
 					return nil, err
 				}
 				break
@@ -213,11 +200,7 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 				// or the client cannot be written to: the stream ends, and
 				// says why when it can.
 				s.log.Warn("events/stream: ended at a heartbeat", "principal", principal, "subscription_id", sub.ID, "error", err)
-				var jerr *jsonrpc.Error
-				if !errors.As(err, &jerr) && !errors.As(domainError(err), &jerr) {
-					jerr = eventsError(jsonrpc.CodeInternalError, map[string]any{"reason": "the stream's subscription could not be kept; open a new stream"})
-				}
-				_ = ps.notify(notifyEventsTerminated, map[string]any{"error": jsonrpcErrorObject(jerr)})
+				_ = ps.notify(notifyEventsTerminated, map[string]any{"error": errorObject(domainError(err), "the stream's subscription could not be kept; open a new stream")})
 				return ps.end(), nil
 			}
 			stop = arm()

@@ -34,7 +34,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
@@ -346,12 +345,6 @@ func (s *Server) eventsUnsubscribe(ctx context.Context, ss *mcp.ServerSession, p
 	return &eventsUnsubscribeResult{ResultType: "complete"}, nil
 }
 
-// callbackError is CallbackEndpointError with one of the lastError
-// categories; the endpoint's own answer is never passed on.
-func callbackError(reason string) *jsonrpc.Error {
-	return eventsError(CodeCallbackEndpointError, map[string]any{"reason": reason})
-}
-
 // failureCategory is the lastError category of a POST that got no answer.
 func failureCategory(err error) string {
 	var ne net.Error
@@ -397,21 +390,21 @@ func (w *webhookState) verify(ctx context.Context, id, url, secret string) error
 		URL: url, ID: "msg_verification_" + randomID(12), Secrets: []string{secret},
 		Header: http.Header{HeaderSubscriptionID: {id}}, Body: body, Timeout: controlTimeout,
 	})
-	switch {
-	case err != nil:
-		return callbackError(failureCategory(err))
-	case resp.Status >= 300 && resp.Status < 400:
-		return callbackError("challenge_failed")
-	case resp.Status < 200 || resp.Status > 299:
-		return callbackError(statusCategory(resp.Status))
-	}
 	var answer struct {
 		Challenge string `json:"challenge"`
 	}
-	if json.Unmarshal(resp.Body, &answer) != nil || subtle.ConstantTimeCompare([]byte(answer.Challenge), []byte(challenge)) != 1 {
-		return callbackError("challenge_failed")
+	reason := "challenge_failed" // a redirect, or no echo of the challenge
+	switch {
+	case err != nil:
+		reason = failureCategory(err)
+	case resp.Status >= 300 && resp.Status < 400:
+	case resp.Status < 200 || resp.Status > 299:
+		reason = statusCategory(resp.Status)
+	case json.Unmarshal(resp.Body, &answer) == nil && subtle.ConstantTimeCompare([]byte(answer.Challenge), []byte(challenge)) == 1:
+		return nil
 	}
-	return nil
+	// One of the lastError categories: the endpoint's own answer is never passed on.
+	return eventsError(CodeCallbackEndpointError, map[string]any{"reason": reason})
 }
 
 // confirm establishes that the endpoint url wants the deliveries of
@@ -584,7 +577,7 @@ func (s *Server) expireWebhook(principal, id string) {
 	}
 	e := eventsError(CodeNotFound, map[string]any{"kind": "subscription",
 		"reason": "the subscription expired: it was not refreshed before refreshBefore; events/subscribe makes it again"})
-	body, _ := json.Marshal(map[string]any{"type": "terminated", "error": jsonrpcErrorObject(e)})
+	body, _ := json.Marshal(map[string]any{"type": "terminated", "error": errorObject(e, "")})
 	if err := postControl(ctx, w.sender, sub.Handler.URL, "terminated", id, sub.Secrets.Signing(now), body); err != nil {
 		s.log.Info("tell a webhook endpoint its subscription expired", "subscription_id", id, "error", err)
 	}

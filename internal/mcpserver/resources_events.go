@@ -24,7 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
@@ -176,12 +175,6 @@ func (r *resourceSubs) acknowledged(ss *mcp.ServerSession, id any, uris []string
 	}
 }
 
-// paramsError is a JSON-RPC invalid-params error with a message for the
-// caller.
-func paramsError(format string, args ...any) error {
-	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
-}
-
 // parseEventURI returns the type or pattern of an event:// URI.
 func parseEventURI(field, uri string) (string, error) {
 	rest, ok := strings.CutPrefix(uri, EventScheme)
@@ -315,20 +308,6 @@ func (s *Server) dropResourceSubs(ss *mcp.ServerSession) {
 	for _, rs := range m {
 		_ = s.removeBacking(rs)
 	}
-}
-
-// rpcError turns a domain error into a JSON-RPC error whose message the
-// caller can act on; other errors stay internal.
-func rpcError(err error) error {
-	if err == nil {
-		return nil
-	}
-	var inv *mcpe.InvalidError
-	switch {
-	case errors.As(err, &inv), errors.Is(err, subscriptions.ErrLimitReached), errors.Is(err, subscriptions.ErrNotFound), errors.Is(err, subscriptions.ErrExpired):
-		return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: err.Error()}
-	}
-	return err
 }
 
 // resourceSink delivers the events of a session's resource subscriptions

@@ -443,19 +443,6 @@ func (s *Server) requestPrincipal(ctx context.Context, ss *mcp.ServerSession, ex
 	return s.principalOf(ss, extra)
 }
 
-// jsonData moves the data of a JSON-RPC error that is not JSON, which no
-// transport can write (the stdio session, and the process, would end), into
-// its message as text: the go-sdk (v1.8 mcp.ResourceNotFoundError) quotes
-// a client's URI into its data with %q, which writes a control character
-// as \x00 or \a.
-func jsonData(err error) error {
-	var je *jsonrpc.Error
-	if errors.As(err, &je) && len(je.Data) > 0 && !json.Valid(je.Data) {
-		return &jsonrpc.Error{Code: je.Code, Message: je.Message + ": " + string(je.Data)}
-	}
-	return err
-}
-
 // attaches reports whether completing method makes ss a session that
 // notifications can reach. A session of stateless Streamable HTTP
 // (protocol 2026-07-28) lasts one request and never is: notifications
