@@ -110,10 +110,7 @@ func Tag(s string) string {
 		}
 		return r
 	}, s))
-	if len(s) > mcpe.MaxTagLength {
-		s = s[:runeStart(s, mcpe.MaxTagLength)]
-	}
-	return s
+	return Prefix(s, mcpe.MaxTagLength)
 }
 
 // Clip cuts s to at most max bytes on a rune boundary, ending a cut string
@@ -127,18 +124,20 @@ func Clip(s string, max int) string {
 		if max <= 0 {
 			return ""
 		}
-		return s[:runeStart(s, max)]
+		return Prefix(s, max)
 	}
-	return s[:runeStart(s, max-len(ellipsis))] + ellipsis
+	return Prefix(s, max-len(ellipsis)) + ellipsis
 }
 
-// runeStart returns the largest n <= i at which a rune of s starts (0 at
-// the least); i must be less than len(s).
-func runeStart(s string, i int) int {
-	for i > 0 && !utf8.RuneStart(s[i]) {
-		i--
+// Prefix returns at most the first n bytes of s, cut on a rune boundary.
+func Prefix(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return i
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }
 
 // Tags returns the valid, distinct tags among ts, in order, at most

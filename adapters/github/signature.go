@@ -7,7 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode/utf8"
+
+	"github.com/mcpe-server/mcpe-server/adapters"
 )
 
 // SignatureHeader is the header that carries a delivery's signature.
@@ -40,7 +41,7 @@ func parseSignature(v string) ([]byte, error) {
 	}
 	hexSum, ok := strings.CutPrefix(v, signaturePrefix)
 	if !ok {
-		return nil, fmt.Errorf("%s must be %q followed by 64 hex digits, the HMAC-SHA256 of the body; it starts with %q", SignatureHeader, signaturePrefix, prefix(v, 10))
+		return nil, fmt.Errorf("%s must be %q followed by 64 hex digits, the HMAC-SHA256 of the body; it starts with %q", SignatureHeader, signaturePrefix, adapters.Prefix(v, 10))
 	}
 	if len(hexSum) != 2*sha256.Size {
 		return nil, fmt.Errorf("%s must be %q followed by 64 hex digits, the HMAC-SHA256 of the body; it has %d characters after the prefix", SignatureHeader, signaturePrefix, len(hexSum))
@@ -65,15 +66,4 @@ func checkSignature(secret, body []byte, header string) error {
 		return errMismatch
 	}
 	return nil
-}
-
-// prefix returns at most the first n bytes of s, cut on a rune boundary.
-func prefix(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
