@@ -86,7 +86,7 @@ func repoSchema(desc string) *jsonschema.Schema {
 }
 
 func issueSchema() *jsonschema.Schema {
-	props := []prop{
+	return object("The issue.",
 		req("number", integer("Issue number.")),
 		req("title", str("Title.")),
 		opt("state", str("open or closed.")),
@@ -99,17 +99,14 @@ func issueSchema() *jsonschema.Schema {
 		opt("comments", integer("How many comments it has.")),
 		opt("is_pull_request", &jsonschema.Schema{Const: ptr[any](true), Description: "Present when the issue is a pull request (pull requests are issues on GitHub)."}),
 		opt("body", str("Its text (Markdown), cut to 4096 bytes; left out in comment events.")),
-	}
-	props = append(props,
 		opt("created_at", dateTime("When it was opened.")),
 		opt("updated_at", dateTime("When it last changed.")),
 		opt("closed_at", dateTime("When it was closed.")),
 	)
-	return object("The issue.", props...)
 }
 
 func pullRequestSchema() *jsonschema.Schema {
-	props := []prop{
+	return object("The pull request.",
 		req("number", integer("Pull request number.")),
 		req("title", str("Title.")),
 		opt("state", str("open or closed; see merged.")),
@@ -133,13 +130,10 @@ func pullRequestSchema() *jsonschema.Schema {
 		opt("deletions", integer("Lines removed.")),
 		opt("changed_files", integer("Files changed.")),
 		opt("body", str("Its description (Markdown), cut to 4096 bytes; left out in review events.")),
-	}
-	props = append(props,
 		opt("created_at", dateTime("When it was opened.")),
 		opt("updated_at", dateTime("When it last changed.")),
 		opt("closed_at", dateTime("When it was closed or merged.")),
 	)
-	return object("The pull request.", props...)
 }
 
 func commentSchema(desc string) *jsonschema.Schema {
