@@ -1,6 +1,7 @@
 package slack
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -18,16 +19,16 @@ type entry struct {
 	// message subtype: a name, "" for none, "*" for any.
 	slackType, subtype string
 	required           []string
-	priority           string
+	// priority says how the priority is set; "" is always normal.
+	priority string
 	// generic types carry the copy of the event (data.event).
 	generic bool
 	example string
 }
 
 const (
-	priorityNormal = "normal"
-	priorityDM     = "high for a person's direct message to the app (channel_type im, no subtype or file_share, no bot_id); normal otherwise"
-	tagsText       = "channel:<id>, user:<id>, team:<id> and channel_type:<im|channel|group|mpim>, each when the event has it"
+	priorityDM = "high for a person's direct message to the app (channel_type im, no subtype or file_share, no bot_id); normal otherwise"
+	tagsText   = "channel:<id>, user:<id>, team:<id> and channel_type:<im|channel|group|mpim>, each when the event has it"
 )
 
 // entries are the catalog, in order. Examples are Slack's documented
@@ -46,7 +47,6 @@ var entries = []entry{
 		description: "A message was edited: text is the new text, previous_text the old one, ts the edited message's.",
 		slackType:   "message", subtype: "message_changed",
 		required: []string{"type", "subtype", "channel", "ts"},
-		priority: priorityNormal,
 		example:  `{"type": "message", "subtype": "message_changed", "hidden": true, "channel": "C0C1RP2RJ7W", "channel_type": "channel", "ts": "1718294001.000200", "event_ts": "1718294001.000200", "message": {"type": "message", "user": "U0C0NS9HN1B", "text": "Deploy 1.4.3 is rolled back", "ts": "1718293845.123456", "edited": {"user": "U0C0NS9HN1B", "ts": "1718294001.000000"}}, "previous_message": {"type": "message", "user": "U0C0NS9HN1B", "text": "Deploy 1.4.3 is rolling back", "ts": "1718293845.123456"}}`,
 	},
 	{
@@ -54,7 +54,6 @@ var entries = []entry{
 		description: "A message was deleted: previous_text is its text, ts its timestamp.",
 		slackType:   "message", subtype: "message_deleted",
 		required: []string{"type", "subtype", "channel", "ts"},
-		priority: priorityNormal,
 		example:  `{"type": "message", "subtype": "message_deleted", "hidden": true, "channel": "C0C1RP2RJ7W", "channel_type": "channel", "ts": "1718294100.000300", "deleted_ts": "1718293845.123456", "event_ts": "1718294100.000300", "previous_message": {"type": "message", "user": "U0C0NS9HN1B", "text": "Deploy 1.4.3 is rolled back", "ts": "1718293845.123456"}}`,
 	},
 	{
@@ -62,7 +61,6 @@ var entries = []entry{
 		description: "A bot or integration posted a message (legacy bots and incoming webhooks); its content is often in attachments.",
 		slackType:   "message", subtype: "bot_message",
 		required: []string{"type", "subtype", "bot_id", "ts"},
-		priority: priorityNormal,
 		example:  `{"type": "message", "subtype": "bot_message", "channel": "C0C1RP2RJ7W", "channel_type": "channel", "bot_id": "B0C3GITHB01", "username": "GitHub", "text": "", "ts": "1718294200.000400", "event_ts": "1718294200.000400", "attachments": [{"fallback": "[acme/payments-api] Pull request opened: #42 Fix retry loop", "title": "#42 Fix retry loop", "text": "Stops the worker from retrying forever."}]}`,
 	},
 	{
@@ -86,7 +84,6 @@ var entries = []entry{
 		description: "Someone added an emoji reaction to a message or file; item says which.",
 		slackType:   "reaction_added",
 		required:    []string{"type", "user", "reaction", "item"},
-		priority:    priorityNormal,
 		example:     `{"type": "reaction_added", "user": "U0C0NS9HN1B", "reaction": "white_check_mark", "item_user": "U0C5APPB0T1", "item": {"type": "message", "channel": "C0C1RP2RJ7W", "ts": "1718294400.000600"}, "event_ts": "1718294500.000700"}`,
 	},
 	{
@@ -94,7 +91,6 @@ var entries = []entry{
 		description: "Someone removed an emoji reaction from a message or file.",
 		slackType:   "reaction_removed",
 		required:    []string{"type", "user", "reaction", "item"},
-		priority:    priorityNormal,
 		example:     `{"type": "reaction_removed", "user": "U0C0NS9HN1B", "reaction": "eyes", "item_user": "U0C5APPB0T1", "item": {"type": "message", "channel": "C0C1RP2RJ7W", "ts": "1718294400.000600"}, "event_ts": "1718294550.000800"}`,
 	},
 	{
@@ -102,7 +98,6 @@ var entries = []entry{
 		description: "Someone joined a channel the app is in; inviter is who added them.",
 		slackType:   "member_joined_channel",
 		required:    []string{"type", "user", "channel"},
-		priority:    priorityNormal,
 		example:     `{"type": "member_joined_channel", "user": "U0C4NEWB0B1", "channel": "C0C1RP2RJ7W", "channel_type": "C", "team": "T0C0ACME01", "inviter": "U0C0NS9HN1B", "event_ts": "1718294300.000500"}`,
 	},
 	{
@@ -110,7 +105,6 @@ var entries = []entry{
 		description: "Someone left a channel the app is in.",
 		slackType:   "member_left_channel",
 		required:    []string{"type", "user", "channel"},
-		priority:    priorityNormal,
 		example:     `{"type": "member_left_channel", "user": "U0C4NEWB0B1", "channel": "C0C1RP2RJ7W", "channel_type": "C", "team": "T0C0ACME01", "event_ts": "1718294600.000900"}`,
 	},
 	{
@@ -118,7 +112,6 @@ var entries = []entry{
 		description: "A public channel was created; user is its creator.",
 		slackType:   "channel_created",
 		required:    []string{"type", "channel", "channel_name"},
-		priority:    priorityNormal,
 		example:     `{"type": "channel_created", "channel": {"id": "C0C6INC0042", "name": "inc-42-payments-latency", "created": 1718294700, "creator": "U0C0NS9HN1B"}, "event_ts": "1718294700.001000"}`,
 	},
 	{
@@ -126,7 +119,6 @@ var entries = []entry{
 		description: "A channel was renamed; channel_name is the new name.",
 		slackType:   "channel_rename",
 		required:    []string{"type", "channel", "channel_name"},
-		priority:    priorityNormal,
 		example:     `{"type": "channel_rename", "channel": {"id": "C0C6INC0042", "name": "inc-42-resolved", "created": 1718294700}, "event_ts": "1718298000.001100"}`,
 	},
 	{
@@ -134,7 +126,6 @@ var entries = []entry{
 		description: "A channel was archived; user is who archived it.",
 		slackType:   "channel_archive",
 		required:    []string{"type", "channel"},
-		priority:    priorityNormal,
 		example:     `{"type": "channel_archive", "channel": "C0C6INC0042", "user": "U0C0NS9HN1B", "event_ts": "1718301600.001200"}`,
 	},
 	{
@@ -142,7 +133,6 @@ var entries = []entry{
 		description: "A channel was unarchived; user is who unarchived it.",
 		slackType:   "channel_unarchive",
 		required:    []string{"type", "channel"},
-		priority:    priorityNormal,
 		example:     `{"type": "channel_unarchive", "channel": "C0C6INC0042", "user": "U0C0NS9HN1B", "event_ts": "1718305200.001300"}`,
 	},
 	{
@@ -150,7 +140,6 @@ var entries = []entry{
 		description: "A channel was deleted.",
 		slackType:   "channel_deleted",
 		required:    []string{"type", "channel"},
-		priority:    priorityNormal,
 		example:     `{"type": "channel_deleted", "channel": "C0C6INC0042", "event_ts": "1718308800.001400"}`,
 	},
 	{
@@ -158,7 +147,6 @@ var entries = []entry{
 		description: "Someone pinned a message or file to a channel; item says which.",
 		slackType:   "pin_added",
 		required:    []string{"type", "user", "channel", "item"},
-		priority:    priorityNormal,
 		example:     `{"type": "pin_added", "user": "U0C0NS9HN1B", "channel_id": "C0C1RP2RJ7W", "item": {"type": "message", "channel": "C0C1RP2RJ7W", "message": {"type": "message", "user": "U0C0NS9HN1B", "text": "Runbook: https://runbooks.example.com/payments", "ts": "1718293845.123456"}, "created": 1718294800, "created_by": "U0C0NS9HN1B"}, "event_ts": "1718294800.001500"}`,
 	},
 	{
@@ -166,7 +154,6 @@ var entries = []entry{
 		description: "Someone unpinned a message or file from a channel.",
 		slackType:   "pin_removed",
 		required:    []string{"type", "user", "channel", "item"},
-		priority:    priorityNormal,
 		example:     `{"type": "pin_removed", "user": "U0C0NS9HN1B", "channel_id": "C0C1RP2RJ7W", "item": {"type": "message", "channel": "C0C1RP2RJ7W", "message": {"type": "message", "user": "U0C0NS9HN1B", "text": "Runbook: https://runbooks.example.com/payments", "ts": "1718293845.123456"}}, "has_pins": false, "event_ts": "1718294900.001600"}`,
 	},
 	{
@@ -174,14 +161,12 @@ var entries = []entry{
 		description: "A file was shared in a channel the app is in; file_id names it (its content stays in Slack).",
 		slackType:   "file_shared",
 		required:    []string{"type", "file_id"},
-		priority:    priorityNormal,
 		example:     `{"type": "file_shared", "channel_id": "C0C1RP2RJ7W", "file_id": "F0C7LOGS001", "user_id": "U0C0NS9HN1B", "file": {"id": "F0C7LOGS001"}, "event_ts": "1718295000.001700"}`,
 	},
 	{
 		typ:         "slack.<event_type>",
 		description: "Any other event the app subscribes to (team_join, app_home_opened, emoji_changed, link_shared, ...): the common fields, and a copy of the event cut to size in data.event.",
 		required:    []string{"type", "event"},
-		priority:    priorityNormal,
 		generic:     true,
 		example:     `{"type": "emoji_changed", "subtype": "add", "name": "shipit", "value": "https://emoji.slack-edge.com/T0C0ACME01/shipit/f3a1b2c4d5e6f708.png", "event_ts": "1718295100.001800"}`,
 	},
@@ -200,7 +185,7 @@ func (a *Adapter) buildCatalog() []mcpe.EventType {
 			Description: e.description,
 			DataSchema:  e.schema(),
 			Example:     a.example(e),
-			Priority:    e.priority,
+			Priority:    cmp.Or(e.priority, "normal"),
 			Tags:        tagsText,
 		})
 	}
