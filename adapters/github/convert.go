@@ -42,37 +42,41 @@ type conv struct {
 
 // kind is an event kind the adapter maps.
 type kind struct {
-	// data makes the kind's data; the error, when the payload lacks the
-	// kind's main object, is answered to the sender.
+	// data makes the kind's data from a payload that has the objects of
+	// needs; the error, when the payload lacks another field the kind
+	// needs, is answered to the sender.
 	data func(c *conv, p *payload) (eventData, error)
 	// actions is true for kinds whose payloads have an action: their type
 	// is github.<event>.<action>, and a payload without one is refused.
 	// The others are github.<event> whatever the payload says.
 	actions bool
+	// needs are the JSON names of the payload's objects the kind is
+	// about: a payload without one of them is refused.
+	needs []string
 }
 
 // kinds maps X-GitHub-Event values to their kind.
 var kinds = map[string]kind{
-	"issues":                      {issuesData, true},
-	"pull_request":                {pullRequestEventData, true},
-	"issue_comment":               {issueCommentData, true},
-	"pull_request_review":         {reviewEventData, true},
-	"pull_request_review_comment": {reviewCommentData, true},
-	"commit_comment":              {commitCommentData, true},
-	"push":                        {pushData, false},
-	"create":                      {refData, false},
-	"delete":                      {refData, false},
-	"workflow_run":                {workflowRunData, true},
-	"workflow_job":                {workflowJobData, true},
-	"check_run":                   {checkRunData, true},
-	"check_suite":                 {checkSuiteData, true},
-	"release":                     {releaseEventData, true},
-	"fork":                        {forkData, false},
-	"star":                        {starData, true},
-	"watch":                       {watchData, true},
-	"deployment":                  {deploymentEventData, true},
-	"deployment_status":           {deploymentStatusEventData, true},
-	"status":                      {statusData, false},
+	"issues":                      {issuesData, true, []string{"issue"}},
+	"pull_request":                {pullRequestEventData, true, []string{"pull_request"}},
+	"issue_comment":               {issueCommentData, true, []string{"issue", "comment"}},
+	"pull_request_review":         {reviewEventData, true, []string{"pull_request", "review"}},
+	"pull_request_review_comment": {reviewCommentData, true, []string{"pull_request", "comment"}},
+	"commit_comment":              {commitCommentData, true, []string{"comment"}},
+	"push":                        {pushData, false, nil},
+	"create":                      {refData, false, nil},
+	"delete":                      {refData, false, nil},
+	"workflow_run":                {workflowRunData, true, []string{"workflow_run"}},
+	"workflow_job":                {workflowJobData, true, []string{"workflow_job"}},
+	"check_run":                   {checkRunData, true, []string{"check_run"}},
+	"check_suite":                 {checkSuiteData, true, []string{"check_suite"}},
+	"release":                     {releaseEventData, true, []string{"release"}},
+	"fork":                        {forkData, false, []string{"forkee"}},
+	"star":                        {starData, true, nil},
+	"watch":                       {watchData, true, nil},
+	"deployment":                  {deploymentEventData, true, []string{"deployment"}},
+	"deployment_status":           {deploymentStatusEventData, true, []string{"deployment_status"}},
+	"status":                      {statusData, false, nil},
 }
 
 // missing says that a payload lacks the object its event kind is about.
@@ -172,6 +176,11 @@ func makeData(c *conv, event string, p *payload, body []byte) (eventData, error)
 	if !ok {
 		return otherData(c, cm, event, body), nil
 	}
+	for _, field := range k.needs {
+		if !p.has(field) {
+			return nil, missing(event, field)
+		}
+	}
 	data, err := k.data(c, p)
 	if err != nil {
 		return nil, err
@@ -182,9 +191,6 @@ func makeData(c *conv, event string, p *payload, body []byte) (eventData, error)
 }
 
 func issuesData(c *conv, p *payload) (eventData, error) {
-	if !p.Issue.ok {
-		return nil, missing("issues", "issue")
-	}
 	d := &issuesEvent{
 		Issue:    c.issue(p.Issue.v, true),
 		Label:    c.labelName(p.Label),
@@ -196,9 +202,6 @@ func issuesData(c *conv, p *payload) (eventData, error) {
 }
 
 func pullRequestEventData(c *conv, p *payload) (eventData, error) {
-	if !p.PullRequest.ok {
-		return nil, missing("pull_request", "pull_request")
-	}
 	d := &pullRequestEvent{
 		PullRequest:       c.pullRequest(p.PullRequest.v, true),
 		Label:             c.labelName(p.Label),
@@ -212,12 +215,6 @@ func pullRequestEventData(c *conv, p *payload) (eventData, error) {
 }
 
 func issueCommentData(c *conv, p *payload) (eventData, error) {
-	if !p.Issue.ok {
-		return nil, missing("issue_comment", "issue")
-	}
-	if !p.Comment.ok {
-		return nil, missing("issue_comment", "comment")
-	}
 	d := &issueCommentEvent{Issue: c.issue(p.Issue.v, false), Comment: c.comment(p.Comment.v)}
 	c.setLabels(d.Issue.Labels, p.Issue.v.Labels)
 	c.when = append(c.when, p.Comment.v.UpdatedAt, p.Comment.v.CreatedAt)
@@ -225,12 +222,6 @@ func issueCommentData(c *conv, p *payload) (eventData, error) {
 }
 
 func reviewEventData(c *conv, p *payload) (eventData, error) {
-	if !p.PullRequest.ok {
-		return nil, missing("pull_request_review", "pull_request")
-	}
-	if !p.Review.ok {
-		return nil, missing("pull_request_review", "review")
-	}
 	r := p.Review.v
 	d := &reviewEvent{
 		PullRequest: c.pullRequest(p.PullRequest.v, false),
@@ -250,12 +241,6 @@ func reviewEventData(c *conv, p *payload) (eventData, error) {
 }
 
 func reviewCommentData(c *conv, p *payload) (eventData, error) {
-	if !p.PullRequest.ok {
-		return nil, missing("pull_request_review_comment", "pull_request")
-	}
-	if !p.Comment.ok {
-		return nil, missing("pull_request_review_comment", "comment")
-	}
 	d := &reviewCommentEvent{PullRequest: c.pullRequest(p.PullRequest.v, false), Comment: c.comment(p.Comment.v)}
 	c.setLabels(d.PullRequest.Labels, p.PullRequest.v.Labels)
 	c.when = append(c.when, p.Comment.v.UpdatedAt, p.Comment.v.CreatedAt)
@@ -263,9 +248,6 @@ func reviewCommentData(c *conv, p *payload) (eventData, error) {
 }
 
 func commitCommentData(c *conv, p *payload) (eventData, error) {
-	if !p.Comment.ok {
-		return nil, missing("commit_comment", "comment")
-	}
 	c.when = append(c.when, p.Comment.v.UpdatedAt, p.Comment.v.CreatedAt)
 	return &commitCommentEvent{Comment: c.comment(p.Comment.v)}, nil
 }
@@ -324,45 +306,30 @@ func refData(c *conv, p *payload) (eventData, error) {
 }
 
 func workflowRunData(c *conv, p *payload) (eventData, error) {
-	if !p.WorkflowRun.ok {
-		return nil, missing("workflow_run", "workflow_run")
-	}
 	r := p.WorkflowRun.v
 	c.when = append(c.when, r.UpdatedAt, r.RunStartedAt, r.CreatedAt)
 	return &workflowRunEvent{WorkflowRun: c.run(r)}, nil
 }
 
 func workflowJobData(c *conv, p *payload) (eventData, error) {
-	if !p.WorkflowJob.ok {
-		return nil, missing("workflow_job", "workflow_job")
-	}
 	r := p.WorkflowJob.v
 	c.when = append(c.when, r.CompletedAt, r.StartedAt, r.CreatedAt)
 	return &workflowJobEvent{WorkflowJob: c.run(r)}, nil
 }
 
 func checkRunData(c *conv, p *payload) (eventData, error) {
-	if !p.CheckRun.ok {
-		return nil, missing("check_run", "check_run")
-	}
 	r := p.CheckRun.v
 	c.when = append(c.when, r.CompletedAt, r.StartedAt)
 	return &checkRunEvent{CheckRun: c.run(r)}, nil
 }
 
 func checkSuiteData(c *conv, p *payload) (eventData, error) {
-	if !p.CheckSuite.ok {
-		return nil, missing("check_suite", "check_suite")
-	}
 	r := p.CheckSuite.v
 	c.when = append(c.when, r.UpdatedAt, r.CreatedAt)
 	return &checkSuiteEvent{CheckSuite: c.run(r)}, nil
 }
 
 func releaseEventData(c *conv, p *payload) (eventData, error) {
-	if !p.Release.ok {
-		return nil, missing("release", "release")
-	}
 	r := p.Release.v
 	c.when = append(c.when, r.PublishedAt, r.CreatedAt)
 	return &releaseEvent{Release: &releaseData{
@@ -381,9 +348,6 @@ func releaseEventData(c *conv, p *payload) (eventData, error) {
 }
 
 func forkData(c *conv, p *payload) (eventData, error) {
-	if !p.Forkee.ok {
-		return nil, missing("fork", "forkee")
-	}
 	c.when = append(c.when, p.Forkee.v.CreatedAt)
 	return &forkEvent{Forkee: c.repo(p.Forkee)}, nil
 }
@@ -396,17 +360,11 @@ func starData(c *conv, p *payload) (eventData, error) {
 func watchData(*conv, *payload) (eventData, error) { return &watchEvent{}, nil }
 
 func deploymentEventData(c *conv, p *payload) (eventData, error) {
-	if !p.Deployment.ok {
-		return nil, missing("deployment", "deployment")
-	}
 	c.when = append(c.when, p.Deployment.v.UpdatedAt, p.Deployment.v.CreatedAt)
 	return &deploymentEvent{Deployment: c.deployment(p.Deployment.v)}, nil
 }
 
 func deploymentStatusEventData(c *conv, p *payload) (eventData, error) {
-	if !p.DeploymentStatus.ok {
-		return nil, missing("deployment_status", "deployment_status")
-	}
 	s := p.DeploymentStatus.v
 	d := &deploymentStatusEvent{DeploymentStatus: &deploymentStatusData{
 		ID:             int64(s.ID),

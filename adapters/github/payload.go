@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"reflect"
 	"strings"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
@@ -115,11 +116,10 @@ type label struct {
 }
 
 type repository struct {
-	FullName  text         `json:"full_name"`
-	HTMLURL   text         `json:"html_url"`
-	Private   truth        `json:"private"`
-	CreatedAt text         `json:"created_at"`
-	Owner     obj[account] `json:"owner"`
+	FullName  text  `json:"full_name"`
+	HTMLURL   text  `json:"html_url"`
+	Private   truth `json:"private"`
+	CreatedAt text  `json:"created_at"`
 }
 
 type milestone struct {
@@ -371,6 +371,18 @@ type payload struct {
 	Zen    text      `json:"zen"`
 	HookID number    `json:"hook_id"`
 	Hook   obj[hook] `json:"hook"`
+}
+
+// has reports whether p has the object whose JSON name is field: its obj
+// field, found by the tag, is ok.
+func (p *payload) has(field string) bool {
+	v := reflect.ValueOf(p).Elem()
+	for i := range v.NumField() {
+		if v.Type().Field(i).Tag.Get("json") == field {
+			return v.Field(i).FieldByName("ok").Bool()
+		}
+	}
+	return false
 }
 
 // badRequest is httpapi.BadRequest of a message built whole.
