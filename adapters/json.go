@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 
+	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -14,6 +15,20 @@ func DescribeJSON(data []byte) string { return mcpe.DescribeJSON(data) }
 // IsNull reports whether raw is the JSON null, white space around it
 // allowed.
 func IsNull(raw []byte) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
+
+// StringField returns field name of fields cut to max bytes: "" when it is
+// missing or null, a 400 refusal when it is not a string.
+func StringField(fields map[string]json.RawMessage, name string, max int) (string, *httpapi.RequestError) {
+	raw, ok := fields[name]
+	if !ok || IsNull(raw) {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", httpapi.BadRequest("%s is %s; it must be a string", name, DescribeJSON(raw))
+	}
+	return Clip(s, max), nil
+}
 
 // EncodeJSON encodes v as compact JSON without escaping <, > and &, which
 // the texts and URLs of events are full of.

@@ -47,23 +47,15 @@ func decode(body []byte) (*notification, *httpapi.RequestError) {
 	if version != Version {
 		return nil, httpapi.BadRequest(`version %q is not supported; this endpoint accepts Alertmanager webhook notifications of version %q, what Alertmanager's webhook_config sends`, adapters.Clip(version, 64), Version)
 	}
-	for _, f := range []struct {
-		name string
-		dst  *string
-		max  int
-	}{
-		{"receiver", &n.receiver, maxFieldBytes},
-		{"externalURL", &n.externalURL, MaxURLBytes},
-		{"groupKey", &n.groupKey, maxFieldBytes},
-	} {
-		raw, ok := fields[f.name]
-		if !ok || adapters.IsNull(raw) {
-			continue
-		}
-		if json.Unmarshal(raw, f.dst) != nil {
-			return nil, httpapi.BadRequest("%s is %s; it must be a string", f.name, adapters.DescribeJSON(raw))
-		}
-		*f.dst = adapters.Clip(*f.dst, f.max)
+	var reqErr *httpapi.RequestError
+	if n.receiver, reqErr = adapters.StringField(fields, "receiver", maxFieldBytes); reqErr != nil {
+		return nil, reqErr
+	}
+	if n.externalURL, reqErr = adapters.StringField(fields, "externalURL", MaxURLBytes); reqErr != nil {
+		return nil, reqErr
+	}
+	if n.groupKey, reqErr = adapters.StringField(fields, "groupKey", maxFieldBytes); reqErr != nil {
+		return nil, reqErr
 	}
 	if raw, ok := fields["truncatedAlerts"]; ok && !adapters.IsNull(raw) {
 		if json.Unmarshal(raw, &n.truncatedAlerts) != nil {

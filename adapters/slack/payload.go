@@ -76,10 +76,10 @@ func decode(body []byte) (*request, *httpapi.RequestError) {
 	case typeURLVerification:
 		req.challenge, err = challenge(fields)
 	case typeAppRateLimited:
-		if req.teamID, err = optString(fields, "team_id", maxIDBytes); err != nil {
+		if req.teamID, err = adapters.StringField(fields, "team_id", maxIDBytes); err != nil {
 			return nil, err
 		}
-		if req.apiAppID, err = optString(fields, "api_app_id", maxIDBytes); err != nil {
+		if req.apiAppID, err = adapters.StringField(fields, "api_app_id", maxIDBytes); err != nil {
 			return nil, err
 		}
 		req.minuteRateLimited, _ = unixSeconds(fields["minute_rate_limited"])
@@ -128,7 +128,7 @@ func (req *request) callback(fields map[string]json.RawMessage) *httpapi.Request
 		{"enterprise_id", &req.enterpriseID},
 		{"api_app_id", &req.apiAppID},
 	} {
-		if *f.dst, err = optString(fields, f.name, maxIDBytes); err != nil {
+		if *f.dst, err = adapters.StringField(fields, f.name, maxIDBytes); err != nil {
 			return err
 		}
 	}
@@ -168,20 +168,6 @@ func (req *request) callback(fields map[string]json.RawMessage) *httpapi.Request
 		return httpapi.BadRequest("event.type is empty; an event names its type, such as \"message\" or \"app_mention\"")
 	}
 	return nil
-}
-
-// optString returns field name of fields cut to max bytes: "" when it is
-// missing or null, a refusal when it is not a string.
-func optString(fields map[string]json.RawMessage, name string, max int) (string, *httpapi.RequestError) {
-	raw, ok := fields[name]
-	if !ok || adapters.IsNull(raw) {
-		return "", nil
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return "", httpapi.BadRequest("%s is %s; it must be a string", name, adapters.DescribeJSON(raw))
-	}
-	return adapters.Clip(s, max), nil
 }
 
 // maxUnixSeconds is 9999-12-31T23:59:59Z, the last second RFC 3339 can
