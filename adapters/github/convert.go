@@ -2,6 +2,7 @@ package github
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -122,21 +123,18 @@ func (a *Adapter) event(event, delivery string, p *payload, body []byte, now tim
 			break
 		}
 	}
-	tags := []string{}
-	if p.Repository.ok && p.Repository.v.FullName != "" {
-		tags = append(tags, "repo:"+string(p.Repository.v.FullName))
+	var tags []string
+	tag := func(key, value string) {
+		if value != "" {
+			tags = append(tags, key+value)
+		}
 	}
-	if p.Organization.ok && p.Organization.v.Login != "" {
-		tags = append(tags, "org:"+string(p.Organization.v.Login))
-	}
-	if p.Sender.ok && p.Sender.v.Login != "" {
-		tags = append(tags, "sender:"+string(p.Sender.v.Login))
-	}
-	if c.branch != "" {
-		tags = append(tags, "branch:"+c.branch)
-	}
+	tag("repo:", string(p.Repository.v.FullName))
+	tag("org:", string(p.Organization.v.Login))
+	tag("sender:", string(p.Sender.v.Login))
+	tag("branch:", c.branch)
 	for _, l := range c.labels {
-		tags = append(tags, "label:"+l)
+		tag("label:", l)
 	}
 	return mcpe.Event{
 		Type: eventType(event, action),
@@ -265,27 +263,18 @@ func pushData(c *conv, p *payload) (eventData, error) {
 		Forced:      bool(p.Forced),
 		BaseRef:     c.name(p.BaseRef),
 		Compare:     c.url(p.Compare),
+		Pusher:      c.name(p.Pusher.v.Name),
 		Commits:     []commitData{},
 		CommitCount: p.Commits.total,
-	}
-	if p.Pusher.ok {
-		d.Pusher = c.name(p.Pusher.v.Name)
 	}
 	if p.HeadCommit.ok {
 		d.HeadCommit = c.commit(p.HeadCommit.v)
 		c.when = append(c.when, p.HeadCommit.v.Timestamp)
 	}
-	for i, cm := range p.Commits.items {
-		if i == MaxCommits {
-			c.cut = true
-			break
-		}
+	for _, cm := range firstItems(c, p.Commits, MaxCommits) {
 		if cm.ok {
 			d.Commits = append(d.Commits, *c.commit(cm.v))
 		}
-	}
-	if p.Commits.total > MaxCommits {
-		c.cut = true
 	}
 	if b, ok := strings.CutPrefix(string(p.Ref), "refs/heads/"); ok {
 		c.branch = b
@@ -381,11 +370,7 @@ func deploymentStatusEventData(c *conv, p *payload) (eventData, error) {
 	if p.Deployment.ok {
 		d.Deployment = c.deployment(p.Deployment.v)
 	}
-	for _, st := range failedDeployStates {
-		if string(s.State) == st {
-			c.failed = true
-		}
-	}
+	c.failed = c.failed || slices.Contains(failedDeployStates, string(s.State))
 	c.when = append(c.when, s.UpdatedAt, s.CreatedAt)
 	return d, nil
 }
@@ -394,11 +379,7 @@ func statusData(c *conv, p *payload) (eventData, error) {
 	if p.SHA == "" || p.State == "" {
 		return nil, fmt.Errorf(`the payload of a "status" event has no "sha" or "state"; GitHub sends the commit and its new status in them`)
 	}
-	for _, st := range failedDeployStates {
-		if string(p.State) == st {
-			c.failed = true
-		}
-	}
+	c.failed = c.failed || slices.Contains(failedDeployStates, string(p.State))
 	c.when = append(c.when, p.UpdatedAt, p.CreatedAt)
 	return &statusEvent{
 		SHA:         c.name(p.SHA),
@@ -417,8 +398,8 @@ func otherData(c *conv, cm common, event string, body []byte) eventData {
 	d := &otherEvent{common: cm}
 	subjects := decodeSubjects(body)
 	for _, field := range append([]string{event}, subjectFields...) {
-		s, ok := subjects[field]
-		if !ok || !s.ok {
+		s := subjects[field]
+		if !s.ok {
 			continue
 		}
 		d.Subject = &subjectData{
@@ -430,9 +411,6 @@ func otherData(c *conv, cm common, event string, body []byte) eventData {
 			HTMLURL: c.url(s.v.HTMLURL),
 			State:   c.name(s.v.State),
 			Labels:  c.labelNames(s.v.Labels),
-		}
-		if len(d.Subject.Labels) == 0 {
-			d.Subject.Labels = nil
 		}
 		c.setLabels(d.Subject.Labels, s.v.Labels)
 		c.when = append(c.when, s.v.UpdatedAt, s.v.CreatedAt)
@@ -452,14 +430,12 @@ func (c *conv) issue(in issue, withBody bool) *issueData {
 		User:          c.login(in.User),
 		Labels:        c.labelNames(in.Labels),
 		Assignees:     c.logins(in.Assignees),
+		Milestone:     c.str(in.Milestone.v.Title, MaxLineBytes),
 		Comments:      int64(in.Comments),
 		IsPullRequest: in.PullRequest.ok,
 		CreatedAt:     c.time(in.CreatedAt),
 		UpdatedAt:     c.time(in.UpdatedAt),
 		ClosedAt:      c.time(in.ClosedAt),
-	}
-	if in.Milestone.ok {
-		d.Milestone = c.str(in.Milestone.v.Title, MaxLineBytes)
 	}
 	if withBody {
 		d.Body = c.str(in.Body, MaxTextBytes)
@@ -479,6 +455,11 @@ func (c *conv) pullRequest(in pullRequest, withBody bool) *pullRequestData {
 		Labels:             c.labelNames(in.Labels),
 		Assignees:          c.logins(in.Assignees),
 		RequestedReviewers: c.logins(in.RequestedReviewers),
+		Milestone:          c.str(in.Milestone.v.Title, MaxLineBytes),
+		BaseRef:            c.name(in.Base.v.Ref),
+		HeadRef:            c.name(in.Head.v.Ref),
+		HeadSHA:            c.name(in.Head.v.SHA),
+		HeadRepo:           c.name(in.Head.v.Repo.v.FullName),
 		MergedBy:           c.login(in.MergedBy),
 		MergedAt:           c.time(in.MergedAt),
 		Commits:            int64(in.Commits),
@@ -489,28 +470,12 @@ func (c *conv) pullRequest(in pullRequest, withBody bool) *pullRequestData {
 		UpdatedAt:          c.time(in.UpdatedAt),
 		ClosedAt:           c.time(in.ClosedAt),
 	}
-	if len(d.RequestedReviewers) == 0 {
-		d.RequestedReviewers = nil
-	}
 	// A merged pull request is merged whatever the payload's flag says
 	// (closed events of older GitHub versions omit it).
 	d.Merged = d.Merged || d.MergedAt != ""
 	if d.Merged {
 		// Before the merge, GitHub names a test merge commit here.
 		d.MergeCommitSHA = c.name(in.MergeCommitSHA)
-	}
-	if in.Milestone.ok {
-		d.Milestone = c.str(in.Milestone.v.Title, MaxLineBytes)
-	}
-	if in.Base.ok {
-		d.BaseRef = c.name(in.Base.v.Ref)
-	}
-	if in.Head.ok {
-		d.HeadRef = c.name(in.Head.v.Ref)
-		d.HeadSHA = c.name(in.Head.v.SHA)
-		if r := in.Head.v.Repo; r.ok {
-			d.HeadRepo = c.name(r.v.FullName)
-		}
 	}
 	if withBody {
 		d.Body = c.str(in.Body, MaxTextBytes)
@@ -534,17 +499,14 @@ func (c *conv) comment(in comment) *commentData {
 }
 
 func (c *conv) commit(in commit) *commitData {
-	d := &commitData{
-		ID:        c.name(in.ID),
-		Message:   c.str(in.Message, MaxLineBytes),
-		URL:       c.url(in.URL),
-		Timestamp: c.time(in.Timestamp),
+	return &commitData{
+		ID:             c.name(in.ID),
+		Message:        c.str(in.Message, MaxLineBytes),
+		Author:         c.name(in.Author.v.Name),
+		AuthorUsername: c.name(in.Author.v.Username),
+		URL:            c.url(in.URL),
+		Timestamp:      c.time(in.Timestamp),
 	}
-	if in.Author.ok {
-		d.Author = c.name(in.Author.v.Name)
-		d.AuthorUsername = c.name(in.Author.v.Username)
-	}
-	return d
 }
 
 func (c *conv) run(in run) *runData {
@@ -563,6 +525,9 @@ func (c *conv) run(in run) *runData {
 		HeadBranch:   c.name(in.HeadBranch),
 		HeadSHA:      c.name(in.HeadSHA),
 		Actor:        c.login(in.Actor),
+		App:          c.name(in.App.v.Name),
+		Title:        c.str(in.Output.v.Title, MaxLineBytes),
+		Summary:      c.str(in.Output.v.Summary, MaxLineBytes),
 		RunnerName:   c.name(in.RunnerName),
 		CreatedAt:    c.time(in.CreatedAt),
 		UpdatedAt:    c.time(in.UpdatedAt),
@@ -576,33 +541,15 @@ func (c *conv) run(in run) *runData {
 		// A check run from an outside app links to it in details_url.
 		d.HTMLURL = c.url(in.DetailsURL)
 	}
-	if d.HeadBranch == "" && in.CheckSuite.ok {
+	if d.HeadBranch == "" {
 		d.HeadBranch = c.name(in.CheckSuite.v.HeadBranch)
 	}
-	if in.App.ok {
-		d.App = c.name(in.App.v.Name)
-	}
-	if in.Output.ok {
-		d.Title = c.str(in.Output.v.Title, MaxLineBytes)
-		d.Summary = c.str(in.Output.v.Summary, MaxLineBytes)
-	}
-	for i, pr := range in.PullRequests.items {
-		if i == MaxPullRequests {
-			c.cut = true
-			break
-		}
-		if pr.ok && pr.v.Number > 0 {
+	for _, pr := range firstItems(c, in.PullRequests, MaxPullRequests) {
+		if pr.v.Number > 0 {
 			d.PullRequests = append(d.PullRequests, int64(pr.v.Number))
 		}
 	}
-	if in.PullRequests.total > MaxPullRequests {
-		c.cut = true
-	}
-	for _, f := range failedConclusions {
-		if string(in.Conclusion) == f {
-			c.failed = true
-		}
-	}
+	c.failed = c.failed || slices.Contains(failedConclusions, string(in.Conclusion))
 	c.branch = d.HeadBranch
 	return d
 }
@@ -644,23 +591,22 @@ func (c *conv) labelNames(in list[obj[label]]) []string {
 	return names(c, in, MaxLabels, (*conv).labelName)
 }
 
-func (c *conv) labelName(l obj[label]) string {
-	if !l.ok {
-		return ""
-	}
-	return c.name(l.v.Name)
-}
+func (c *conv) labelName(l obj[label]) string { return c.name(l.v.Name) }
 
 // logins returns the logins of at most MaxUsers accounts; never nil.
 func (c *conv) logins(in list[obj[account]]) []string {
 	return names(c, in, MaxUsers, (*conv).login)
 }
 
-func (c *conv) login(u obj[account]) string {
-	if !u.ok {
-		return ""
+func (c *conv) login(u obj[account]) string { return c.name(u.v.Login) }
+
+// firstItems returns the first max items of in, noting a cut when in had
+// more.
+func firstItems[T any](c *conv, in list[T], max int) []T {
+	if in.total > max {
+		c.cut = true
 	}
-	return c.name(u.v.Login)
+	return in.items[:min(max, len(in.items))]
 }
 
 // names returns the names that name reads of the items of in, leaving out

@@ -55,8 +55,10 @@ func (f *truth) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// obj is a JSON object read into T; ok is false for any other JSON value.
-// T's fields are themselves lenient, so reading an object cannot fail.
+// obj is a JSON object read into T; ok is false for any other JSON value,
+// and v is then T's zero value, so that the fields of an absent object read
+// as absent too. T's fields are themselves lenient, so reading an object
+// cannot fail.
 type obj[T any] struct {
 	v  T
 	ok bool
