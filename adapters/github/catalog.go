@@ -12,17 +12,20 @@ import (
 // family is one entry of the catalog: an event kind, or the event kinds
 // without a mapping.
 type family struct {
-	// typ is the type or pattern listed.
+	// typ is the pattern listed for the event kinds without a mapping;
+	// a kind the adapter maps is listed as github.<event>.<action>, or
+	// github.<event> when it has no actions.
 	typ string
-	// event is the X-GitHub-Event of the example.
+	// event is the X-GitHub-Event of the kind, and of the example.
 	event string
-	// actions are those of typ's <action> GitHub sends.
+	// actions are those of the type's <action> GitHub sends.
 	actions     string
 	description string
 	props       []prop
 	// priority is "labels of <what>", "failure" or "" (normal).
 	priority string
-	// tags says which tags the kind adds to the common ones.
+	// tags says which tags the kind adds to the common ones, besides a
+	// tag per label when its labels set the priority.
 	tags string
 	// example is a payload the adapter turns into the example data;
 	// $REPO, $ORG and $SENDER stand for the usual objects.
@@ -35,12 +38,9 @@ const (
 	exampleSender = `{"login": "octocat", "id": 583231, "type": "User"}`
 )
 
-const labelTags = "; label:<name> for each of its labels"
-
 var families = []family{
 	{
-		typ: "github.issues.<action>", actions: "opened edited closed reopened deleted assigned unassigned labeled unlabeled milestoned demilestoned locked unlocked pinned unpinned transferred",
-		event:       "issues",
+		event: "issues", actions: "opened edited closed reopened deleted assigned unassigned labeled unlabeled milestoned demilestoned locked unlocked pinned unpinned transferred",
 		description: "An issue changed (e.g. github.issues.opened).",
 		props: []prop{
 			req("issue", issueSchema()),
@@ -48,7 +48,6 @@ var families = []family{
 			opt("assignee", str("The user assigned or unassigned, for assigned and unassigned.")),
 		},
 		priority: "labels of the issue",
-		tags:     labelTags,
 		example: `{"action": "opened", "issue": {"number": 1347, "title": "Login fails with SSO enabled", "state": "open",
 			"html_url": "https://github.com/octo-org/octo-repo/issues/1347", "user": {"login": "octocat"},
 			"labels": [{"name": "bug"}, {"name": "P1"}], "assignees": [{"login": "hubot"}], "comments": 0,
@@ -57,8 +56,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ: "github.pull_request.<action>", actions: "opened edited closed reopened synchronize ready_for_review converted_to_draft review_requested review_request_removed assigned unassigned labeled unlabeled auto_merge_enabled auto_merge_disabled enqueued dequeued locked unlocked",
-		event:       "pull_request",
+		event: "pull_request", actions: "opened edited closed reopened synchronize ready_for_review converted_to_draft review_requested review_request_removed assigned unassigned labeled unlabeled auto_merge_enabled auto_merge_disabled enqueued dequeued locked unlocked",
 		description: "A pull request changed: synchronize is new commits; closed is merged or not (a merge: closed, where data.pull_request.merged == true).",
 		props: []prop{
 			req("number", integer("Pull request number.")),
@@ -68,7 +66,6 @@ var families = []family{
 			opt("requested_reviewer", str("The reviewer asked for or no longer, for review_requested and review_request_removed.")),
 		},
 		priority: "labels of the pull request",
-		tags:     labelTags,
 		example: `{"action": "closed", "number": 1348, "pull_request": {"number": 1348, "title": "Fix SSO login redirect", "state": "closed",
 			"draft": false, "merged": true, "html_url": "https://github.com/octo-org/octo-repo/pull/1348", "user": {"login": "octocat"},
 			"labels": [{"name": "bug"}], "assignees": [], "requested_reviewers": [], "body": "Fixes #1347.",
@@ -80,8 +77,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ: "github.issue_comment.<action>", actions: "created edited deleted",
-		event: "issue_comment",
+		event: "issue_comment", actions: "created edited deleted",
 		description: "A comment on an issue or pull request (issue.is_pull_request) was created, edited or deleted " +
 			"(e.g. github.issue_comment.created).",
 		props: []prop{
@@ -89,7 +85,6 @@ var families = []family{
 			req("comment", commentSchema("The comment.")),
 		},
 		priority: "labels of the issue",
-		tags:     labelTags,
 		example: `{"action": "created", "issue": {"number": 1348, "title": "Fix SSO login redirect", "state": "open",
 			"html_url": "https://github.com/octo-org/octo-repo/pull/1348", "user": {"login": "octocat"}, "labels": [{"name": "bug"}],
 			"assignees": [], "comments": 3, "pull_request": {"url": "https://api.github.com/repos/octo-org/octo-repo/pulls/1348"},
@@ -100,8 +95,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ: "github.pull_request_review.<action>", actions: "submitted edited dismissed",
-		event:       "pull_request_review",
+		event: "pull_request_review", actions: "submitted edited dismissed",
 		description: "A review of a pull request was submitted, edited or dismissed; review.state is approved, changes_requested or commented.",
 		props: []prop{
 			req("pull_request", pullRequestSchema()),
@@ -116,7 +110,6 @@ var families = []family{
 			)),
 		},
 		priority: "labels of the pull request",
-		tags:     labelTags,
 		example: `{"action": "submitted", "review": {"id": 80, "state": "approved", "body": "Looks good.", "user": {"login": "hubot"},
 			"html_url": "https://github.com/octo-org/octo-repo/pull/1348#pullrequestreview-80",
 			"commit_id": "e5bd3914e2e596debea16f433f57875b5b90bcd6", "submitted_at": "2025-06-02T11:02:51Z"},
@@ -127,15 +120,13 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ: "github.pull_request_review_comment.<action>", actions: "created edited deleted",
-		event:       "pull_request_review_comment",
+		event: "pull_request_review_comment", actions: "created edited deleted",
 		description: "A comment on a line of a pull request's diff was created, edited or deleted.",
 		props: []prop{
 			req("pull_request", pullRequestSchema()),
 			req("comment", commentSchema("The comment, with the file, line and commit it is on.")),
 		},
 		priority: "labels of the pull request",
-		tags:     labelTags,
 		example: `{"action": "created", "comment": {"id": 1794, "body": "This should check the state parameter too.", "path": "auth/sso.go",
 			"line": 42, "commit_id": "e5bd3914e2e596debea16f433f57875b5b90bcd6", "user": {"login": "hubot"},
 			"html_url": "https://github.com/octo-org/octo-repo/pull/1348#discussion_r1794",
@@ -146,8 +137,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ: "github.commit_comment.<action>", actions: "created",
-		event:       "commit_comment",
+		event: "commit_comment", actions: "created",
 		description: "A comment on a commit was created (github.commit_comment.created; GitHub sends no other action).",
 		props:       []prop{req("comment", commentSchema("The comment, with the commit (and file and line) it is on."))},
 		example: `{"action": "created", "comment": {"id": 33548674, "body": "This broke the nightly build.",
@@ -157,7 +147,6 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ:   "github.push",
 		event: "push",
 		description: "Commits were pushed to a branch or tag, or one was created or deleted (created, deleted) or force-pushed (forced); " +
 			"ref is \"refs/heads/<branch>\" or \"refs/tags/<tag>\".",
@@ -189,7 +178,6 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:         "github.create",
 		event:       "create",
 		description: "A branch or tag was created (ref_type says which).",
 		props: []prop{
@@ -200,7 +188,6 @@ var families = []family{
 		example: `{"ref": "v1.4.0", "ref_type": "tag", "master_branch": "main", "description": null, "pusher_type": "user", "repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:         "github.delete",
 		event:       "delete",
 		description: "A branch or tag was deleted (ref_type says which).",
 		props: []prop{
@@ -211,8 +198,7 @@ var families = []family{
 		example: `{"ref": "fix-sso", "ref_type": "branch", "pusher_type": "user", "repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ: "github.workflow_run.<action>", actions: "requested in_progress completed",
-		event: "workflow_run",
+		event: "workflow_run", actions: "requested in_progress completed",
 		description: "A GitHub Actions workflow run was requested, is in_progress or completed; on completed, workflow_run.conclusion " +
 			"says success, failure, cancelled, ... (e.g. github.workflow_run.completed).",
 		props:    []prop{req("workflow_run", runSchema("The workflow run."))},
@@ -227,8 +213,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ: "github.workflow_job.<action>", actions: "queued waiting in_progress completed",
-		event:       "workflow_job",
+		event: "workflow_job", actions: "queued waiting in_progress completed",
 		description: "A job of a GitHub Actions workflow run is queued, waiting, in_progress or completed (see workflow_job.conclusion).",
 		props:       []prop{req("workflow_job", runSchema("The job."))},
 		priority:    "failure",
@@ -241,8 +226,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ: "github.check_run.<action>", actions: "created completed rerequested requested_action",
-		event:       "check_run",
+		event: "check_run", actions: "created completed rerequested requested_action",
 		description: "A check run (one check of a commit, by GitHub Actions or another app) was created, completed, rerequested or requested_action.",
 		props:       []prop{req("check_run", runSchema("The check run."))},
 		priority:    "failure",
@@ -255,8 +239,7 @@ var families = []family{
 			"pull_requests": []}, "repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ: "github.check_suite.<action>", actions: "requested rerequested completed",
-		event:       "check_suite",
+		event: "check_suite", actions: "requested rerequested completed",
 		description: "The checks of a commit by one app were requested, rerequested or completed (see check_suite.conclusion).",
 		props:       []prop{req("check_suite", runSchema("The check suite."))},
 		priority:    "failure",
@@ -267,8 +250,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ: "github.release.<action>", actions: "published unpublished created edited deleted prereleased released",
-		event: "release",
+		event: "release", actions: "published unpublished created edited deleted prereleased released",
 		description: "A release was published, unpublished, created, edited, deleted, prereleased or released " +
 			"(e.g. github.release.published, sent once a release is public).",
 		props: []prop{req("release", releaseSchema())},
@@ -279,7 +261,6 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:         "github.fork",
 		event:       "fork",
 		description: "Someone forked the repository; forkee is the new fork.",
 		props:       []prop{req("forkee", repoSchema("The new fork."))},
@@ -287,21 +268,18 @@ var families = []family{
 			"created_at": "2025-06-02T15:00:00Z"}, "repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ: "github.star.<action>", actions: "created deleted",
-		event:       "star",
+		event: "star", actions: "created deleted",
 		description: "Someone starred (created) or unstarred (deleted) the repository.",
 		props:       []prop{opt("starred_at", dateTime("When it was starred; absent for deleted."))},
 		example:     `{"action": "created", "starred_at": "2025-06-02T15:10:00Z", "repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ: "github.watch.<action>", actions: "started",
-		event:       "watch",
+		event: "watch", actions: "started",
 		description: "Someone starred the repository: github.watch.started, GitHub's older name for a star (watching is not reported).",
 		example:     `{"action": "started", "repository": $REPO, "organization": $ORG, "sender": {"login": "hubot"}}`,
 	},
 	{
-		typ: "github.deployment.<action>", actions: "created",
-		event:       "deployment",
+		event: "deployment", actions: "created",
 		description: "A deployment was created, to an environment such as production (github.deployment.created; GitHub sends no other action).",
 		props:       []prop{req("deployment", deploymentSchema())},
 		example: `{"action": "created", "deployment": {"id": 145988746, "environment": "production", "ref": "main",
@@ -310,8 +288,7 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ: "github.deployment_status.<action>", actions: "created",
-		event:       "deployment_status",
+		event: "deployment_status", actions: "created",
 		description: "A deployment's status changed (github.deployment_status.created); deployment_status.state is queued, in_progress, success, failure, error, inactive or pending.",
 		props: []prop{
 			req("deployment_status", deploymentStatusSchema()),
@@ -327,7 +304,6 @@ var families = []family{
 			"repository": $REPO, "organization": $ORG, "sender": $SENDER}`,
 	},
 	{
-		typ:         "github.status",
 		event:       "status",
 		description: "The status of a commit changed (commit statuses set by outside CI such as Jenkins or CircleCI); state is pending, success, failure or error.",
 		props: []prop{
@@ -351,7 +327,6 @@ var families = []family{
 			"summarizes the payload's main object.",
 		props:    []prop{opt("subject", subjectSchema())},
 		priority: "labels of the main object",
-		tags:     labelTags,
 		example: `{"action": "created", "discussion": {"id": 6458523, "number": 91, "title": "Roadmap for v2", "state": "open",
 			"html_url": "https://github.com/octo-org/octo-repo/discussions/91", "labels": [], "user": {"login": "octocat"},
 			"created_at": "2025-06-02T16:00:00Z", "updated_at": "2025-06-02T16:00:00Z"},
@@ -377,6 +352,17 @@ var Placeholders = map[string][]string{"<event>": strings.Fields(`branch_protect
 	secret_scanning_alert secret_scanning_alert_location secret_scanning_scan security_advisory security_and_analysis sponsorship star status sub_issues team team_add watch workflow_dispatch
 	workflow_job workflow_run`)}
 
+// pattern returns the type or pattern the family lists.
+func (f family) pattern() string {
+	switch {
+	case f.typ != "":
+		return f.typ
+	case f.actions != "":
+		return "github." + f.event + ".<action>"
+	}
+	return "github." + f.event
+}
+
 // commonTags are the tags every event may have.
 const commonTags = "repo:<owner/name>; org:<login> in an organization; sender:<login>"
 
@@ -388,25 +374,26 @@ const failureText = "high when the run or check concludes failure, timed_out or 
 func (a *Adapter) buildCatalog() []mcpe.EventType {
 	out := make([]mcpe.EventType, 0, len(families))
 	for _, f := range families {
-		priority := "normal"
+		typ, priority, tags := f.pattern(), "normal", commonTags+f.tags
 		switch {
 		case f.priority == "failure":
 			priority = failureText
 		case strings.HasPrefix(f.priority, "labels of "):
 			priority = a.priorityText(strings.TrimPrefix(f.priority, "labels of "))
+			tags += "; label:<name> for each of its labels"
 		}
 		var types []string
 		for _, act := range strings.Fields(f.actions) {
-			types = append(types, strings.TrimSuffix(f.typ, "<action>")+act)
+			types = append(types, strings.TrimSuffix(typ, "<action>")+act)
 		}
 		out = append(out, mcpe.EventType{
 			Types:       types,
-			Type:        f.typ,
+			Type:        typ,
 			Description: f.description,
-			DataSchema:  dataSchema("Data of "+f.typ+".", f.props...),
+			DataSchema:  dataSchema("Data of "+typ+".", f.props...),
 			Example:     a.example(f),
 			Priority:    priority,
-			Tags:        commonTags + f.tags,
+			Tags:        tags,
 		})
 	}
 	return out
@@ -417,11 +404,11 @@ func (a *Adapter) example(f family) json.RawMessage {
 	body := strings.NewReplacer("$REPO", exampleRepo, "$ORG", exampleOrg, "$SENDER", exampleSender).Replace(f.example)
 	p, reqErr := decode([]byte(body))
 	if reqErr != nil {
-		panic("github: the catalog example of " + f.typ + " is not a payload: " + reqErr.Message)
+		panic("github: the catalog example of " + f.pattern() + " is not a payload: " + reqErr.Message)
 	}
 	ev, err := a.event(f.event, "example", p, []byte(body), time.Time{})
 	if err != nil {
-		panic("github: the catalog example of " + f.typ + " is not valid: " + err.Error())
+		panic("github: the catalog example of " + f.pattern() + " is not valid: " + err.Error())
 	}
 	return ev.Data
 }
