@@ -286,8 +286,16 @@ func (d *Data) readMessage(m object) {
 			d.Edited = &ed
 		}
 	}
-	d.Files = d.files(m["files"])
-	d.Attachments = d.attachments(m["attachments"])
+	d.Files = list(d, m["files"], MaxFiles, func(f object) File {
+		return File{ID: f.str("id", maxIDBytes), Name: d.cut(f.rawString("name"), maxNameBytes)}
+	})
+	d.Attachments = list(d, m["attachments"], MaxAttachments, func(o object) Attachment {
+		return Attachment{
+			Title:    d.cut(o.rawString("title"), MaxAttachmentTextBytes),
+			Text:     d.cut(o.rawString("text"), MaxAttachmentTextBytes),
+			Fallback: d.cut(o.rawString("fallback"), MaxAttachmentTextBytes),
+		}
+	})
 }
 
 // text cuts s to MaxTextBytes, noting a cut.
@@ -302,45 +310,20 @@ func (d *Data) cut(s string, max int) string {
 	return out
 }
 
-func (d *Data) files(raw json.RawMessage) []File {
-	items := array(raw)
-	var out []File
-	for _, it := range items {
-		if len(out) == MaxFiles {
+// list reads the objects among the items of the array raw with read,
+// keeping at most max of those that are not empty and noting a cut.
+func list[T comparable](d *Data, raw json.RawMessage, max int, read func(object) T) []T {
+	var out []T
+	var empty T
+	for _, it := range array(raw) {
+		if len(out) == max {
 			d.Truncated = true
 			break
 		}
-		f := decodeObject(it)
-		if f == nil {
-			continue
-		}
-		file := File{ID: f.str("id", maxIDBytes), Name: d.cut(f.rawString("name"), maxNameBytes)}
-		if file != (File{}) {
-			out = append(out, file)
-		}
-	}
-	return out
-}
-
-func (d *Data) attachments(raw json.RawMessage) []Attachment {
-	items := array(raw)
-	var out []Attachment
-	for _, it := range items {
-		if len(out) == MaxAttachments {
-			d.Truncated = true
-			break
-		}
-		o := decodeObject(it)
-		if o == nil {
-			continue
-		}
-		at := Attachment{
-			Title:    d.cut(o.rawString("title"), MaxAttachmentTextBytes),
-			Text:     d.cut(o.rawString("text"), MaxAttachmentTextBytes),
-			Fallback: d.cut(o.rawString("fallback"), MaxAttachmentTextBytes),
-		}
-		if at != (Attachment{}) {
-			out = append(out, at)
+		if o := decodeObject(it); o != nil {
+			if v := read(o); v != empty {
+				out = append(out, v)
+			}
 		}
 	}
 	return out
@@ -387,29 +370,20 @@ func channelType(s string) string {
 type object map[string]json.RawMessage
 
 // decodeObject returns raw as an object, or nil when it is not one.
-func decodeObject(raw json.RawMessage) object {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '{' {
-		return nil
-	}
-	var o object
-	if json.Unmarshal(raw, &o) != nil {
-		return nil
-	}
-	return o
-}
+func decodeObject(raw json.RawMessage) object { return decodeAs[object](raw, '{') }
 
 // array returns raw as the items of an array, or nil when it is not one.
-func array(raw json.RawMessage) []json.RawMessage {
+func array(raw json.RawMessage) []json.RawMessage { return decodeAs[[]json.RawMessage](raw, '[') }
+
+// decodeAs returns raw decoded as T when it starts with open ('{' or '['),
+// else the zero T.
+func decodeAs[T any](raw json.RawMessage, open byte) T {
+	var v, zero T
 	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '[' {
-		return nil
+	if len(raw) == 0 || raw[0] != open || json.Unmarshal(raw, &v) != nil {
+		return zero
 	}
-	var items []json.RawMessage
-	if json.Unmarshal(raw, &items) != nil {
-		return nil
-	}
-	return items
+	return v
 }
 
 // rawString returns field key when it is a string, else "".
