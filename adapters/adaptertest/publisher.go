@@ -1,6 +1,7 @@
 package adaptertest
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sync"
@@ -40,11 +41,8 @@ func (p *Publisher) Publish(_ context.Context, ev mcpe.Event) (subscriptions.Pub
 		}
 	}
 	ev.ID = fmt.Sprintf("00000000-0000-4000-8000-%012d", len(p.events)+1)
-	now := clock.Clock(clock.Real{})
-	if p.Clock != nil {
-		now = p.Clock
-	}
-	if err := subscriptions.NormalizeEvent(&ev, now.Now()); err != nil {
+	now := cmp.Or[clock.Clock](p.Clock, clock.Real{}).Now()
+	if err := subscriptions.NormalizeEvent(&ev, now); err != nil {
 		return subscriptions.PublishResult{}, err
 	}
 	key := ev.Type + "\x00" + ev.Metadata.SourceEventID
