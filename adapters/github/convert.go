@@ -18,10 +18,6 @@ var failedConclusions = []string{"failure", "timed_out", "startup_failure"}
 // that make their event high priority.
 var failedDeployStates = []string{"failure", "error"}
 
-// subjectFields are the top-level fields searched, after the one named like
-// the event, for the main object of an event kind without a mapping.
-var subjectFields = []string{"alert", "comment"}
-
 // conv gathers, while one payload is turned into data, what the event's
 // metadata is made of.
 type conv struct {
@@ -78,11 +74,6 @@ var kinds = map[string]kind{
 	"deployment":                  {deploymentEventData, true, []string{"deployment"}},
 	"deployment_status":           {deploymentStatusEventData, true, []string{"deployment_status"}},
 	"status":                      {statusData, false, nil},
-}
-
-// missing says that a payload lacks the object its event kind is about.
-func missing(event, field string) error {
-	return fmt.Errorf("the payload of a %q event has no %q object; GitHub sends one with every %s delivery", event, field, event)
 }
 
 // eventType returns the event type of a delivery: github.<event>.<action>,
@@ -176,7 +167,7 @@ func makeData(c *conv, event string, p *payload, body []byte) (eventData, error)
 	}
 	for _, field := range k.needs {
 		if !p.has(field) {
-			return nil, missing(event, field)
+			return nil, fmt.Errorf("the payload of a %q event has no %q object; GitHub sends one with every %s delivery", event, field, event)
 		}
 	}
 	data, err := k.data(c, p)
@@ -194,7 +185,6 @@ func issuesData(c *conv, p *payload) (eventData, error) {
 		Label:    c.labelName(p.Label),
 		Assignee: c.login(p.Assignee),
 	}
-	c.setLabels(d.Issue.Labels, p.Issue.v.Labels)
 	c.when = append(c.when, p.Issue.v.UpdatedAt, p.Issue.v.CreatedAt)
 	return d, nil
 }
@@ -207,14 +197,12 @@ func pullRequestEventData(c *conv, p *payload) (eventData, error) {
 		RequestedReviewer: c.login(p.RequestedReviewer),
 	}
 	d.Number = d.PullRequest.Number
-	c.setLabels(d.PullRequest.Labels, p.PullRequest.v.Labels)
 	c.when = append(c.when, p.PullRequest.v.UpdatedAt, p.PullRequest.v.CreatedAt)
 	return d, nil
 }
 
 func issueCommentData(c *conv, p *payload) (eventData, error) {
 	d := &issueCommentEvent{Issue: c.issue(p.Issue.v, false), Comment: c.comment(p.Comment.v)}
-	c.setLabels(d.Issue.Labels, p.Issue.v.Labels)
 	c.when = append(c.when, p.Comment.v.UpdatedAt, p.Comment.v.CreatedAt)
 	return d, nil
 }
@@ -233,14 +221,12 @@ func reviewEventData(c *conv, p *payload) (eventData, error) {
 			SubmittedAt: c.time(r.SubmittedAt),
 		},
 	}
-	c.setLabels(d.PullRequest.Labels, p.PullRequest.v.Labels)
 	c.when = append(c.when, r.SubmittedAt, p.PullRequest.v.UpdatedAt)
 	return d, nil
 }
 
 func reviewCommentData(c *conv, p *payload) (eventData, error) {
 	d := &reviewCommentEvent{PullRequest: c.pullRequest(p.PullRequest.v, false), Comment: c.comment(p.Comment.v)}
-	c.setLabels(d.PullRequest.Labels, p.PullRequest.v.Labels)
 	c.when = append(c.when, p.Comment.v.UpdatedAt, p.Comment.v.CreatedAt)
 	return d, nil
 }
@@ -392,12 +378,11 @@ func statusData(c *conv, p *payload) (eventData, error) {
 
 // otherData is the data of an event kind without a mapping: the common
 // fields and a summary of the payload's main object, which is the
-// top-level object named like the event, or else the first of
-// subjectFields.
+// top-level object named like the event, or else alert or comment.
 func otherData(c *conv, cm common, event string, body []byte) eventData {
 	d := &otherEvent{common: cm}
 	subjects := decodeSubjects(body)
-	for _, field := range append([]string{event}, subjectFields...) {
+	for _, field := range []string{event, "alert", "comment"} {
 		s := subjects[field]
 		if !s.ok {
 			continue
@@ -420,6 +405,7 @@ func otherData(c *conv, cm common, event string, body []byte) eventData {
 	return d
 }
 
+// issue returns the data of an issue, whose labels are the event's.
 func (c *conv) issue(in issue, withBody bool) *issueData {
 	d := &issueData{
 		Number:        int64(in.Number),
@@ -440,9 +426,12 @@ func (c *conv) issue(in issue, withBody bool) *issueData {
 	if withBody {
 		d.Body = c.str(in.Body, MaxTextBytes)
 	}
+	c.setLabels(d.Labels, in.Labels)
 	return d
 }
 
+// pullRequest returns the data of a pull request, whose labels are the
+// event's.
 func (c *conv) pullRequest(in pullRequest, withBody bool) *pullRequestData {
 	d := &pullRequestData{
 		Number:             int64(in.Number),
@@ -480,6 +469,7 @@ func (c *conv) pullRequest(in pullRequest, withBody bool) *pullRequestData {
 	if withBody {
 		d.Body = c.str(in.Body, MaxTextBytes)
 	}
+	c.setLabels(d.Labels, in.Labels)
 	return d
 }
 
