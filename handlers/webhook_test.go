@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
+	"github.com/mcpe-server/mcpe-server/internal/testhook"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -125,7 +126,7 @@ func TestWebhookThroughRunner(t *testing.T) {
 	newSender := func() *webhook.Sender {
 		s, err := webhook.New(&webhook.Options{
 			AllowHTTP: true, AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
-			Clock: clk, Jitter: -1, // the default schedule, exactly
+			Clock: clk, Test: &testhook.Webhook{NoJitter: true}, // the default schedule, exactly
 		})
 		if err != nil {
 			t.Fatal(err)

@@ -21,8 +21,8 @@ import (
 // once. A host whose budget is whole again is forgotten first.
 const MaxChallengeHosts = 10000
 
-// challengeLimits is a token bucket per destination host: Options.
-// ChallengesPerHostPerMinute challenges at once, then that many per minute.
+// challengeLimits is a token bucket per destination host:
+// challengesPerHostPerMinute challenges at once, then that many per minute.
 type challengeLimits struct {
 	mu    sync.Mutex
 	per   int // challenges per minute and per host
@@ -30,7 +30,7 @@ type challengeLimits struct {
 }
 
 // AllowChallenge takes one challenge POST to raw's host from the host's
-// budget (Options.ChallengesPerHostPerMinute): ok is false when the host
+// budget (30 at once, then 30 a minute): ok is false when the host
 // has had its share of challenges lately, and retryIn says when the next
 // one may go. The host is raw's host name in lower case, without the port
 // or a final dot, or its IP address unmapped and without a zone: the ports

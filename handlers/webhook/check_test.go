@@ -187,7 +187,6 @@ func TestNewValidates(t *testing.T) {
 		opts Options
 		want string // a part of the error
 	}{
-		{"jitter", Options{Jitter: 1.5}, "webhook: jitter: "},
 		{"secret name", Options{Secrets: map[string]Secret{"1X": {Value: "v", URLs: []string{"https://h/"}}}}, "webhook: secrets.1X: "},
 		{"secret value", Options{Secrets: map[string]Secret{"X": {Value: "a\nb", URLs: []string{"https://h/"}}}}, "webhook: secrets.X: "},
 		{"secret without urls", Options{Secrets: map[string]Secret{"X": {Value: "v"}}}, "webhook: secrets.X.urls: is required: list the URL prefixes"},
@@ -209,16 +208,16 @@ func TestNewDefaults(t *testing.T) {
 	got := struct {
 		AllowHTTP                   bool
 		RetrySchedule               []time.Duration
-		Jitter                      float64
 		MaxRetryAfter               time.Duration
 		MaxConnsPerHost             int
+		ChallengesPerHost           int
 		HasClock, HasResolver, HasL bool
-	}{s.opts.AllowHTTP, s.retrySchedule, s.opts.Jitter, s.maxRetryAfter, s.transport.MaxConnsPerHost,
-		s.opts.Clock != nil, s.opts.Resolver != nil, s.opts.Logger != nil}
+	}{s.opts.AllowHTTP, s.retrySchedule, s.maxRetryAfter, s.transport.MaxConnsPerHost, s.challenges.per,
+		s.opts.Clock != nil, s.resolver != nil, s.opts.Logger != nil}
 	want := got
 	want.AllowHTTP = false
 	want.RetrySchedule = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}
-	want.Jitter, want.MaxRetryAfter, want.MaxConnsPerHost = 0.2, time.Hour, 32
+	want.MaxRetryAfter, want.MaxConnsPerHost, want.ChallengesPerHost = time.Hour, 32, 30
 	want.HasClock, want.HasResolver, want.HasL = true, true, true
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("defaults mismatch (-want +got):\n%s", diff)

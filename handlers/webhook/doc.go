@@ -54,9 +54,9 @@
 //
 // URLs must be https unless the operator sets Options.AllowHTTP, and may not
 // carry user information or a fragment. The server resolves the host itself
-// (Options.Resolver) and connects only to addresses outside the
-// special-purpose ranges of the IANA registries, unless the operator lists
-// them in Options.AllowNetworks: unspecified and "this network" (0.0.0.0/8,
+// and connects only to addresses outside the special-purpose ranges of the
+// IANA registries, unless the operator lists them in
+// Options.AllowNetworks: unspecified and "this network" (0.0.0.0/8,
 // ::), loopback (127.0.0.0/8, ::1), private (10/8, 172.16/12, 192.168/16),
 // shared CGNAT space (100.64/10), link-local (169.254/16, including cloud
 // metadata at 169.254.169.254, and fe80::/10), unique-local (fc00::/7),
@@ -82,5 +82,5 @@
 // WellKnownPath (ReceiverDeclares), fetched with a GET through the same
 // guard as deliveries and cached per origin. The challenges and document
 // lookups that are sent are rate-limited per destination host, whichever
-// principals ask (AllowChallenge, Options.ChallengesPerHostPerMinute).
+// principals ask (AllowChallenge): 30 at once, then 30 a minute.
 package webhook

@@ -17,6 +17,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/testhook"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -177,10 +178,9 @@ func TestHandleTLS(t *testing.T) {
 	clk := clock.NewFake(t0)
 	s := newSender(t, &Options{
 		AllowNetworks: loopback,
-		RootCAs:       roots,
 		Clock:         clk,
 		// httptest's certificate is for 127.0.0.1, ::1 and example.com.
-		Resolver: fakeResolver{"example.com": {rc.addr(t)}},
+		Test: &testhook.Webhook{RootCAs: roots, Resolver: fakeResolver{"example.com": {rc.addr(t)}}},
 	})
 	for _, u := range []string{rc.URL + "/hook", "https://example.com:" + rc.port(t) + "/hook"} {
 		o := s.Handle(t.Context(), invocation(u, 1))
@@ -196,7 +196,7 @@ func TestHandleTLS(t *testing.T) {
 
 	// Without the test CA the certificate is not trusted: a network
 	// failure, retried.
-	untrusting := newSender(t, &Options{AllowNetworks: loopback, Clock: clk, Jitter: -1})
+	untrusting := newSender(t, &Options{AllowNetworks: loopback, Clock: clk, Test: &testhook.Webhook{NoJitter: true}})
 	o := untrusting.Handle(t.Context(), invocation(rc.URL+"/hook", 1))
 	if o.Err == nil || !strings.Contains(o.Err.Error(), "certificate") || o.RetryIn != 5*time.Second {
 		t.Errorf("Handle with an untrusted certificate = %+v, want a certificate error retried in 5s", o)
@@ -296,7 +296,7 @@ func TestHandleConnectionRefused(t *testing.T) {
 }
 
 func TestHandleUnknownHost(t *testing.T) {
-	s := newSender(t, &Options{AllowHTTP: true, Resolver: fakeResolver{}, Clock: clock.NewFake(t0), Jitter: -1})
+	s := newSender(t, &Options{AllowHTTP: true, Clock: clock.NewFake(t0), Test: &testhook.Webhook{Resolver: fakeResolver{}, NoJitter: true}})
 	noDial(s)
 	o := s.Handle(t.Context(), invocation("http://nowhere.test/", 1))
 	if o.Err == nil || !strings.Contains(o.Err.Error(), "nowhere.test") || o.RetryIn != 5*time.Second {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/testhook"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -146,5 +147,5 @@ func invocation(url string, attempt int) *subscriptions.Invocation {
 
 // httpOptions are options for plain-http tests on loopback.
 func httpOptions(c clock.Clock) *Options {
-	return &Options{AllowHTTP: true, AllowNetworks: loopback, Clock: c, Jitter: -1}
+	return &Options{AllowHTTP: true, AllowNetworks: loopback, Clock: c, Test: &testhook.Webhook{NoJitter: true}}
 }

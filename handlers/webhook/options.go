@@ -2,49 +2,38 @@ package webhook
 
 import (
 	"cmp"
-	"context"
-	"crypto/x509"
 	"fmt"
 	"log/slog"
 	"maps"
-	"net"
 	"net/netip"
 	"regexp"
 	"slices"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/testhook"
 	"github.com/mcpe-server/mcpe-server/mcpe"
-)
-
-// Defaults for Options.
-const (
-	DefaultJitter = 0.2
-	// DefaultChallengesPerHostPerMinute is Options.
-	// ChallengesPerHostPerMinute when it is zero.
-	DefaultChallengesPerHostPerMinute = 30
-	// MaxChallengesPerHostPerMinute is the most it may be set to.
-	MaxChallengesPerHostPerMinute = 6000
 )
 
 // What the sender fixes: a delivery whose subscription sets no timeout
 // gets defaultTimeout, one may set at most maxTimeout; userAgent is sent as
-// User-Agent; maxConnsPerHost bounds the connections to one receiver.
+// User-Agent; maxConnsPerHost bounds the connections to one receiver;
+// each retry delay varies by up to jitterFraction either way, so that the
+// retries of many deliveries spread out; challengesPerHostPerMinute bounds
+// the SEP-3415 challenges and receiver document lookups sent to one
+// destination host, whichever principals ask (AllowChallenge).
 const (
-	defaultTimeout  = 10 * time.Second
-	maxTimeout      = 60 * time.Second
-	userAgent       = "mcpe-server-webhook/1"
-	maxConnsPerHost = 32
+	defaultTimeout             = 10 * time.Second
+	maxTimeout                 = 60 * time.Second
+	userAgent                  = "mcpe-server-webhook/1"
+	maxConnsPerHost            = 32
+	jitterFraction             = 0.2
+	challengesPerHostPerMinute = 30
 )
 
 // defaultRetrySchedule are the delays after attempts 1 to 5; the delivery
 // fails after the sixth attempt.
 var defaultRetrySchedule = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}
-
-// Resolver looks up the addresses of a host. *net.Resolver implements it.
-type Resolver interface {
-	LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-}
 
 // Options configure a Sender. A nil *Options means all defaults.
 type Options struct {
@@ -61,19 +50,9 @@ type Options struct {
 	// not starting with a digit. Zero: none, and a header that uses
 	// ${...} is refused.
 	Secrets map[string]Secret
-	// Jitter varies each delay of the retry schedule by up to this fraction
-	// either way, so that retries of many deliveries spread out. Zero:
-	// DefaultJitter (±20%); negative: no jitter; at most 1.
-	Jitter float64
 	// Clock tells the time of the webhook-timestamp header and of
 	// Retry-After dates. Zero: the wall clock.
 	Clock clock.Clock
-	// Resolver resolves host names before each connection. Zero:
-	// net.DefaultResolver.
-	Resolver Resolver
-	// RootCAs are the certificate authorities trusted for https
-	// receivers. Zero: the system's.
-	RootCAs *x509.CertPool
 	// Logger logs refused addresses. Zero: discard.
 	Logger *slog.Logger
 	// VerifiedURLs are prefixes of SEP-3415 callback URLs whose intent to
@@ -84,13 +63,8 @@ type Options struct {
 	// fragment, at most MaxVerifiedURLLen bytes; at most MaxVerifiedURLs
 	// of them. A prefix covers a URL as a Secret's URLs do. Zero: none.
 	VerifiedURLs []string
-	// ChallengesPerHostPerMinute bounds the SEP-3415 verification
-	// challenges POSTed to one destination host, and the receiver
-	// documents fetched from it, whichever principals ask
-	// (AllowChallenge): that many at once, then that many per minute.
-	// Zero: DefaultChallengesPerHostPerMinute; at most
-	// MaxChallengesPerHostPerMinute.
-	ChallengesPerHostPerMinute int
+	// Test is set by this module's tests only; nil changes nothing.
+	Test *testhook.Webhook
 }
 
 // secretName is the form of a secret's name, as written in ${NAME}.
@@ -106,17 +80,8 @@ func (o *Options) withDefaults() (Options, error) {
 	if err := c.Validate(); err != nil {
 		return Options{}, err
 	}
-	switch {
-	case c.Jitter == 0:
-		c.Jitter = DefaultJitter
-	case c.Jitter < 0:
-		c.Jitter = 0
-	}
 	c.Clock = cmp.Or[clock.Clock](c.Clock, clock.Real{})
-	if c.Resolver == nil {
-		c.Resolver = net.DefaultResolver
-	}
-	c.ChallengesPerHostPerMinute = cmp.Or(c.ChallengesPerHostPerMinute, DefaultChallengesPerHostPerMinute)
+	c.Test = cmp.Or(c.Test, &testhook.Webhook{})
 	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	nets := make([]netip.Prefix, 0, len(c.AllowNetworks))
 	for _, p := range c.AllowNetworks {
@@ -167,12 +132,6 @@ func (o *Options) Validate() error {
 				return mcpe.Invalid(fmt.Sprintf("%s.urls[%d]", field, i), "%s", msg)
 			}
 		}
-	}
-	if o.Jitter > 1 {
-		return mcpe.Invalid("jitter", "is %v; give a fraction up to 1 (0.2 varies delays by ±20%%), zero for %v, or a negative number for none", o.Jitter, DefaultJitter)
-	}
-	if n := o.ChallengesPerHostPerMinute; n < 0 || n > MaxChallengesPerHostPerMinute {
-		return mcpe.Invalid("challengesPerHostPerMinute", "is %d; give a number from 1 to %d, or leave it out for %d", n, MaxChallengesPerHostPerMinute, DefaultChallengesPerHostPerMinute)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/testhook"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -135,7 +136,7 @@ func (d *docServer) gets() int {
 func (d *docServer) tlsOptions(c clock.Clock) *Options {
 	pool := x509.NewCertPool()
 	pool.AddCert(d.Certificate())
-	return &Options{AllowNetworks: loopback, RootCAs: pool, Clock: c, Jitter: -1}
+	return &Options{AllowNetworks: loopback, Clock: c, Test: &testhook.Webhook{RootCAs: pool, NoJitter: true}}
 }
 
 func TestReceiverDeclares(t *testing.T) {
@@ -245,7 +246,7 @@ func TestReceiverDeclaresOrigin(t *testing.T) {
 	a, b := newDocServer(t), newDocServer(t)
 	a.set(document(`{"receivers":["/hooks/"]}`, ""))
 	o := a.tlsOptions(clock.NewFake(t0))
-	o.RootCAs.AddCert(b.Certificate())
+	o.Test.RootCAs.AddCert(b.Certificate())
 	s := newSender(t, o)
 	if !s.ReceiverDeclares(ctx, a.URL+"/hooks/x") {
 		t.Fatal("a's own URL not covered")
@@ -261,7 +262,7 @@ func TestReceiverDeclaresOrigin(t *testing.T) {
 	// The same server by another name is another origin too: its
 	// document is looked up again, not taken from the cache.
 	named := *o
-	named.Resolver = fakeResolver{"example.com": {a.addr(t)}} // a name a's certificate has
+	named.Test = &testhook.Webhook{RootCAs: o.Test.RootCAs, Resolver: fakeResolver{"example.com": {a.addr(t)}}} // a name a's certificate has
 	s = newSender(t, &named)
 	if !s.ReceiverDeclares(ctx, a.URL+"/hooks/x") || !s.ReceiverDeclares(ctx, "https://example.com:"+a.port(t)+"/hooks/x") {
 		t.Fatal("a's document not applied under either name")
@@ -282,7 +283,7 @@ func TestReceiverDeclaresGuarded(t *testing.T) {
 
 	strict := *o
 	strict.AllowNetworks = nil
-	strict.Resolver = fakeResolver{"receiver.test": {d.addr(t)}}
+	strict.Test = &testhook.Webhook{RootCAs: o.Test.RootCAs, Resolver: fakeResolver{"receiver.test": {d.addr(t)}}}
 	s := newSender(t, &strict)
 	if s.ReceiverDeclares(ctx, d.URL+"/x") || s.ReceiverDeclares(ctx, "https://receiver.test:"+d.port(t)+"/x") {
 		t.Fatal("a loopback origin declared without allowNetworks")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/testhook"
 )
 
 // statusReceiver answers /<status> with that status, and with the query's
@@ -106,7 +107,7 @@ func TestOutcomes(t *testing.T) {
 func TestCustomSchedule(t *testing.T) {
 	rc := statusReceiver(t)
 	s := newSender(t, &Options{
-		AllowHTTP: true, AllowNetworks: loopback, Clock: clock.NewFake(t0), Jitter: -1,
+		AllowHTTP: true, AllowNetworks: loopback, Clock: clock.NewFake(t0), Test: &testhook.Webhook{NoJitter: true},
 	})
 	s.retrySchedule, s.maxRetryAfter = []time.Duration{time.Minute}, 90*time.Second
 	var got []time.Duration

@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -43,6 +45,10 @@ type Sender struct {
 	challenges challengeLimits
 	transport  *http.Transport
 	client     *http.Client
+	// resolver looks up host names before each connection.
+	resolver interface {
+		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	}
 	// dial connects to a checked address; a net.Dialer whose Control
 	// checks the address again. Tests replace it.
 	dial func(ctx context.Context, network, address string) (net.Conn, error)
@@ -62,8 +68,14 @@ func New(opts *Options) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	s := &Sender{opts: o, secrets: parseSecrets(o.Secrets), rand: rand.Float64, retrySchedule: defaultRetrySchedule, maxRetryAfter: time.Hour}
-	s.challenges.per = o.ChallengesPerHostPerMinute
+	s := &Sender{opts: o, secrets: parseSecrets(o.Secrets), resolver: o.Test.Resolver, rand: rand.Float64, retrySchedule: defaultRetrySchedule, maxRetryAfter: time.Hour}
+	if s.resolver == nil {
+		s.resolver = net.DefaultResolver
+	}
+	if o.Test.NoJitter {
+		s.rand = func() float64 { return 0.5 } // the middle: no jitter
+	}
+	s.challenges.per = cmp.Or(o.Test.ChallengesPerHostPerMinute, challengesPerHostPerMinute)
 	for _, raw := range o.VerifiedURLs {
 		if p, msg := parseVerifiedURL(raw); msg == "" { // Validate checked
 			s.verified = append(s.verified, p)
@@ -74,7 +86,7 @@ func New(opts *Options) (*Sender, error) {
 	s.transport = &http.Transport{
 		Proxy:                  nil, // a proxy would dial addresses we never checked
 		DialContext:            s.dialContext,
-		TLSClientConfig:        &tls.Config{RootCAs: o.RootCAs, MinVersion: tls.VersionTLS12},
+		TLSClientConfig:        &tls.Config{RootCAs: o.Test.RootCAs, MinVersion: tls.VersionTLS12},
 		ForceAttemptHTTP2:      true,
 		TLSHandshakeTimeout:    10 * time.Second,
 		MaxIdleConns:           1024,
@@ -206,7 +218,7 @@ func (s *Sender) retry(attempt int, err error, retryAfter time.Duration) subscri
 	if attempt > len(s.retrySchedule) {
 		return subscriptions.Outcome{Err: fmt.Errorf("gave up after %d attempts: %w", attempt, err)}
 	}
-	d := jitter(s.retrySchedule[attempt-1], s.opts.Jitter, s.rand())
+	d := jitter(s.retrySchedule[attempt-1], jitterFraction, s.rand())
 	d = max(d, min(retryAfter, s.maxRetryAfter))
 	return subscriptions.Outcome{Err: err, RetryIn: d}
 }

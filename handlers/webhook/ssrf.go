@@ -117,7 +117,7 @@ func (s *Sender) checkAddr(host string, a netip.Addr) error {
 }
 
 // dialContext is the transport's DialContext: it resolves the host through
-// the Resolver and connects only to allowed addresses, in turn.
+// s.resolver and connects only to allowed addresses, in turn.
 func (s *Sender) dialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
@@ -136,7 +136,7 @@ func (s *Sender) dialContext(ctx context.Context, network, address string) (net.
 		case "tcp6":
 			lookup = "ip6"
 		}
-		addrs, err = s.opts.Resolver.LookupNetIP(ctx, lookup, host)
+		addrs, err = s.resolver.LookupNetIP(ctx, lookup, host)
 		if err != nil {
 			return nil, err
 		}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/internal/testhook"
 )
 
 // refusedAddrs has one address of each refused range, and the range's name.
@@ -148,8 +149,8 @@ func TestHandleRefusesResolvedAddresses(t *testing.T) {
 				a := netip.MustParseAddr(tt.addr)
 				s := newSender(t, &Options{
 					AllowHTTP: true,
-					Resolver:  fakeResolver{"target.test": {a}},
 					Clock:     clock.NewFake(t0),
+					Test:      &testhook.Webhook{Resolver: fakeResolver{"target.test": {a}}},
 				})
 				dialed := noDial(s)
 				u := "http://target.test:8080/hook"
@@ -200,8 +201,8 @@ func TestHostnameToLoopbackNotAllowlisted(t *testing.T) {
 	rc := newReceiver(t, false, nil)
 	s := newSender(t, &Options{
 		AllowHTTP: true,
-		Resolver:  fakeResolver{"evil.test": {rc.addr(t)}},
 		Clock:     clock.NewFake(t0),
+		Test:      &testhook.Webhook{Resolver: fakeResolver{"evil.test": {rc.addr(t)}}},
 	})
 	o := s.Handle(t.Context(), invocation("http://evil.test:"+rc.port(t)+"/hook", 1))
 	if _, ok := isRefused(o.Err); !ok || o.RetryIn != 0 {
@@ -217,8 +218,8 @@ func TestMixedResolutionDialsOnlyAllowed(t *testing.T) {
 	s := newSender(t, &Options{
 		AllowHTTP:     true,
 		AllowNetworks: loopback,
-		Resolver:      fakeResolver{"mixed.test": {netip.MustParseAddr("10.9.9.9"), netip.MustParseAddr("169.254.169.254"), rc.addr(t)}},
 		Clock:         clock.NewFake(t0),
+		Test:          &testhook.Webhook{Resolver: fakeResolver{"mixed.test": {netip.MustParseAddr("10.9.9.9"), netip.MustParseAddr("169.254.169.254"), rc.addr(t)}}},
 	})
 	var mu sync.Mutex
 	var dialed []string
@@ -329,8 +330,8 @@ func TestDialFallsBackToNextAddress(t *testing.T) {
 		AllowHTTP:     true,
 		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		// Nothing listens on 127.0.0.2 at the server's port.
-		Resolver: fakeResolver{"two.test": {netip.MustParseAddr("127.0.0.2"), rc.addr(t)}},
-		Clock:    clock.NewFake(t0),
+		Test:  &testhook.Webhook{Resolver: fakeResolver{"two.test": {netip.MustParseAddr("127.0.0.2"), rc.addr(t)}}},
+		Clock: clock.NewFake(t0),
 	})
 	if o := s.Handle(t.Context(), invocation("http://two.test:"+rc.port(t)+"/", 1)); o.Err != nil {
 		t.Fatalf("Handle: %v", o.Err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
+	"github.com/mcpe-server/mcpe-server/internal/testhook"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
@@ -102,7 +103,7 @@ func (noDNS) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error
 // nothing here), and recorded for that principal only; a URL beside it is
 // looked up and challenged, and fails with the challenge's error.
 func TestConfirmVerifiedURLsFirst(t *testing.T) {
-	sender, err := webhook.New(&webhook.Options{VerifiedURLs: []string{"https://hooks.example.com/mcp/"}, Resolver: noDNS{}})
+	sender, err := webhook.New(&webhook.Options{VerifiedURLs: []string{"https://hooks.example.com/mcp/"}, Test: &testhook.Webhook{Resolver: noDNS{}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,6 +32,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/clock"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
+	"github.com/mcpe-server/mcpe-server/internal/testhook"
 )
 
 // mcpkitSecret is a secret as mcpkit's events.GenerateSecret makes one
@@ -92,7 +93,7 @@ func TestEventsWebhookMcpkitClient(t *testing.T) {
 			ts, got := newMcpkitReceiver(t, tc.secret)
 			pool := x509.NewCertPool()
 			pool.AddCert(ts.Certificate())
-			o := &webhook.Options{AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, RootCAs: pool, Jitter: -1}
+			o := &webhook.Options{AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, Test: &testhook.Webhook{RootCAs: pool, NoJitter: true}}
 			e := newEnv(t, envOptions{clock: c, webhooks: o})
 			w := httpSEP(t, e, "alice")
 			next := func(what string) mcpkitDelivery {

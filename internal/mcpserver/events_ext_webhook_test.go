@@ -20,6 +20,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
+	"github.com/mcpe-server/mcpe-server/internal/testhook"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -71,8 +72,7 @@ func (r *receiver) options() *webhook.Options {
 	pool.AddCert(r.ts.Certificate())
 	return &webhook.Options{
 		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")},
-		RootCAs:       pool,
-		Jitter:        -1,
+		Test:          &testhook.Webhook{RootCAs: pool, NoJitter: true},
 	}
 }
 

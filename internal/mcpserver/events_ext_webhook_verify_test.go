@@ -201,7 +201,7 @@ func TestEventsWebhookWellKnownOrigin(t *testing.T) {
 	r1, r2 := newReceiver(t, c, secretA), newReceiver(t, c, secretA)
 	r1.setDoc(receiverDoc(`{"receivers":["/ok/"]}`, ""))
 	o := r1.options()
-	o.RootCAs.AddCert(r2.ts.Certificate())
+	o.Test.RootCAs.AddCert(r2.ts.Certificate())
 	e := newEnv(t, envOptions{clock: c, webhooks: o})
 	w := sepSession(t, e, "alice")
 	subscribeOK(t, w, r1.ts.URL+"/ok/x", secretA, ``)
@@ -261,7 +261,7 @@ func TestEventsWebhookChallengesPerHost(t *testing.T) {
 	c := clock.NewFake(start)
 	r := newReceiver(t, c, secretA, secretB)
 	o := r.options()
-	o.ChallengesPerHostPerMinute = 3
+	o.Test.ChallengesPerHostPerMinute = 3
 	e := newEnv(t, envOptions{clock: c, webhooks: o})
 	alice, bob := sepSession(t, e, "alice"), sepSession(t, e, "bob")
 
@@ -307,8 +307,8 @@ func TestEventsWebhookChallengesPerHostSpellings(t *testing.T) {
 	c := clock.NewFake(start)
 	r, r2 := newReceiver(t, c, secretA), newReceiver(t, c, secretA) // two ports of 127.0.0.1
 	o := r.options()
-	o.RootCAs.AddCert(r2.ts.Certificate())
-	o.ChallengesPerHostPerMinute = 2
+	o.Test.RootCAs.AddCert(r2.ts.Certificate())
+	o.Test.ChallengesPerHostPerMinute = 2
 	e := newEnv(t, envOptions{clock: c, webhooks: o})
 	w := sepSession(t, e, "alice")
 
