@@ -15,6 +15,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -569,25 +570,18 @@ func (s *Server) addEventsExtension(heartbeat time.Duration) error {
 		heartbeat = DefaultEventsHeartbeat
 	}
 	s.eventsHeartbeat = heartbeat
-	for _, err := range []error{
+	errs := []error{
 		mcp.AddReceivingCustomMethod(s.mcp, "events/list", s.eventsList),
 		mcp.AddReceivingCustomMethod(s.mcp, "events/poll", s.eventsPoll),
 		mcp.AddReceivingCustomMethod(s.mcp, methodEventsStream, s.eventsStream),
-	} {
-		if err != nil {
-			return fmt.Errorf("register the events extension: %w", err)
-		}
 	}
-	if s.webhooks == nil {
-		return nil
+	if s.webhooks != nil {
+		errs = append(errs,
+			mcp.AddReceivingCustomMethod(s.mcp, "events/subscribe", s.eventsSubscribe),
+			mcp.AddReceivingCustomMethod(s.mcp, "events/unsubscribe", s.eventsUnsubscribe))
 	}
-	for _, err := range []error{
-		mcp.AddReceivingCustomMethod(s.mcp, "events/subscribe", s.eventsSubscribe),
-		mcp.AddReceivingCustomMethod(s.mcp, "events/unsubscribe", s.eventsUnsubscribe),
-	} {
-		if err != nil {
-			return fmt.Errorf("register the events extension: %w", err)
-		}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("register the events extension: %w", err)
 	}
 	return nil
 }

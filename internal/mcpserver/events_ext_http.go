@@ -13,8 +13,6 @@ package mcpserver
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,33 +41,16 @@ type streamTicket struct {
 	abort <-chan struct{}
 }
 
-// tickets maps the tickets of events/stream POSTs in progress to their
-// requests' ends.
-type tickets struct {
-	mu sync.Mutex
-	m  map[string]<-chan struct{}
-}
+// streamTickets maps the tickets of events/stream POSTs in progress to
+// their requests' ends (a <-chan struct{}).
+var streamTickets sync.Map
 
-var streamTickets = &tickets{m: make(map[string]<-chan struct{})}
-
-func (t *tickets) add(done <-chan struct{}) (string, func()) {
-	var b [16]byte
-	_, _ = rand.Read(b[:])
-	key := hex.EncodeToString(b[:])
-	t.mu.Lock()
-	t.m[key] = done
-	t.mu.Unlock()
-	return key, func() {
-		t.mu.Lock()
-		delete(t.m, key)
-		t.mu.Unlock()
-	}
-}
-
-func (t *tickets) get(key string) <-chan struct{} {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.m[key]
+// addTicket adds a ticket for done, and returns it with the function that
+// removes it.
+func addTicket(done <-chan struct{}) (string, func()) {
+	key := randomID(16)
+	streamTickets.Store(key, done)
+	return key, func() { streamTickets.Delete(key) }
 }
 
 // streamTicketOf reads the stamp of an events/stream request.
@@ -80,7 +61,8 @@ func streamTicketOf(meta mcp.Meta) (streamTicket, bool) {
 	}
 	t := streamTicket{id: v["id"]}
 	if key, _ := v["ticket"].(string); key != "" {
-		t.abort = streamTickets.get(key)
+		done, _ := streamTickets.Load(key)
+		t.abort, _ = done.(<-chan struct{})
 	}
 	return t, true
 }
@@ -110,17 +92,13 @@ func stampListen(params json.RawMessage) json.RawMessage {
 // stampMeta sets _meta[key] of params to stamp, overwriting what a client
 // put there; a "_meta": null is taken as none.
 func stampMeta(params json.RawMessage, key string, stamp map[string]any) json.RawMessage {
-	fields := map[string]json.RawMessage{}
-	if t := bytes.TrimSpace(params); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
-		if err := json.Unmarshal(t, &fields); err != nil {
-			return params
-		}
+	fields, err := jsonObject(params)
+	if err != nil {
+		return params
 	}
-	meta := map[string]json.RawMessage{}
-	if raw, ok := fields["_meta"]; ok && !bytes.Equal(raw, []byte("null")) {
-		if err := json.Unmarshal(raw, &meta); err != nil {
-			return params
-		}
+	meta, err := jsonObject(fields["_meta"])
+	if err != nil {
+		return params
 	}
 	meta[key], _ = json.Marshal(stamp)
 	fields["_meta"], _ = json.Marshal(meta)
@@ -129,6 +107,18 @@ func stampMeta(params json.RawMessage, key string, stamp map[string]any) json.Ra
 		return params
 	}
 	return out
+}
+
+// jsonObject decodes raw, a JSON object, null or nothing, into a map that
+// is never nil.
+func jsonObject(raw json.RawMessage) (map[string]json.RawMessage, error) {
+	m := map[string]json.RawMessage{}
+	if t := bytes.TrimSpace(raw); len(t) > 0 && !bytes.Equal(t, []byte("null")) {
+		if err := json.Unmarshal(t, &m); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
 }
 
 // stampTransport stamps the events/stream requests read on a transport
@@ -212,7 +202,7 @@ func eventsHTTP(h http.Handler) http.Handler {
 		if rawID := callID(msg.ID); rawID != nil && (msg.Method == methodEventsStream || msg.Method == methodListen) {
 			params := stampListen(msg.Params)
 			if msg.Method == methodEventsStream {
-				key, drop := streamTickets.add(r.Context().Done())
+				key, drop := addTicket(r.Context().Done())
 				defer drop()
 				params = stampParams(msg.Params, rawID, key)
 			}
@@ -282,7 +272,7 @@ func stampBatch(body []byte, done <-chan struct{}) ([]byte, func()) {
 			continue
 		}
 		if key == "" {
-			key, drop = streamTickets.add(done)
+			key, drop = addTicket(done)
 		}
 		msg["params"] = stampParams(msg["params"], rawID, key)
 		if b, err := json.Marshal(msg); err == nil {

@@ -28,6 +28,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -64,9 +65,8 @@ const listChangedSendTimeout = 5 * time.Second
 // typeWatch is who hears of changes to the event types, and what they
 // were last told.
 type typeWatch struct {
-	clk   clock.Clock
-	delay time.Duration
-	stop  func() // ends the catalog's watch
+	clk  clock.Clock
+	stop func() // ends the catalog's watch
 
 	mu      sync.Mutex
 	timer   clock.Timer // the pending announcement
@@ -114,11 +114,8 @@ func (st *listenState) notifyTypes() error {
 type listenStateKey struct{}
 
 // watchTypes starts watching the catalog, when it can say that it changed.
-func (s *Server) watchTypes(delay time.Duration) {
-	if delay <= 0 {
-		delay = DefaultListChangedDelay
-	}
-	w := &typeWatch{clk: s.opts.Clock, delay: delay,
+func (s *Server) watchTypes() {
+	w := &typeWatch{clk: s.opts.Clock,
 		streams: make(map[*listenState]struct{}), legacy: make(map[*mcp.ServerSession]struct{}), listens: make(map[string]int)}
 	s.types = w
 	watcher, ok := s.opts.Catalog.(interface{ Watch(func()) func() })
@@ -151,7 +148,7 @@ func (s *Server) typesChanged() {
 	if w.timer != nil || w.closed {
 		return
 	}
-	w.timer = w.clk.AfterFunc(w.delay, s.announceTypes)
+	w.timer = w.clk.AfterFunc(DefaultListChangedDelay, s.announceTypes)
 }
 
 // announceTypes tells the listeners that the event types changed, when
@@ -172,14 +169,8 @@ func (s *Server) announceTypes() {
 		return
 	}
 	w.last = fp
-	streams := make([]*listenState, 0, len(w.streams))
-	for st := range w.streams {
-		streams = append(streams, st)
-	}
-	legacy := make(map[*mcp.ServerSession]struct{}, len(w.legacy))
-	for ss := range w.legacy {
-		legacy[ss] = struct{}{}
-	}
+	streams := slices.Collect(maps.Keys(w.streams))
+	legacy := maps.Clone(w.legacy)
 	w.mu.Unlock()
 	s.mu.Lock()
 	for ss := range s.attached {
@@ -436,13 +427,10 @@ func (s *Server) ackListen(ctx context.Context, method string, req mcp.Request) 
 	if err != nil {
 		return false, nil
 	}
-	var fields map[string]json.RawMessage
-	var notes map[string]json.RawMessage
-	if json.Unmarshal(raw, &fields) != nil || json.Unmarshal(bytes.TrimSpace(fields["notifications"]), &notes) != nil {
+	fields, err := jsonObject(raw)
+	notes, err2 := jsonObject(fields["notifications"])
+	if err != nil || err2 != nil {
 		return false, nil
-	}
-	if notes == nil {
-		notes = make(map[string]json.RawMessage)
 	}
 	if st.asked.EventsListChanged {
 		notes[fieldEventsListChanged] = json.RawMessage("true")

@@ -216,15 +216,13 @@ func (s *Server) subscribeResource(ctx context.Context, req *mcp.SubscribeReques
 		rs.listen, rs.sink = ctx, sink
 	}
 	s.res.mu.Lock()
-	old := s.res.bySession[ss][uri]
-	s.res.mu.Unlock()
-	if old != nil {
+	if old := s.res.bySession[ss][uri]; old != nil {
 		// Subscribed already: only the stream it is delivered on changes.
-		s.res.mu.Lock()
 		old.listen, old.listenID, old.sink = rs.listen, nil, rs.sink
 		s.res.mu.Unlock()
 		return nil
 	}
+	s.res.mu.Unlock()
 	sub, err := s.opts.Service.Subscribe(ctx, principal, mcpe.SubscribeRequest{
 		Filter:   mcpe.Filter{EventTypes: []string{pattern}},
 		Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelRealtime}},
@@ -463,21 +461,15 @@ func (s *Server) readEventResource(ctx context.Context, req *mcp.ReadResourceReq
 	if err != nil {
 		return nil, err
 	}
-	body := map[string]any{"pattern": pattern}
+	body := map[string]any{"pattern": pattern, "types": []mcpe.CatalogType{}}
 	if s.opts.Catalog != nil {
 		cat, err := s.opts.Catalog.Get(ctx, mcpe.CatalogRequest{Pattern: pattern})
 		if err != nil {
 			return nil, rpcError(err)
 		}
 		body["types"] = cat.Types
-	} else {
-		body["types"] = []mcpe.CatalogType{}
 	}
-	b, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
+	return jsonResource(uri, body)
 }
 
 // maxListedTypes bounds the event types resources/list adds.
@@ -506,23 +498,17 @@ func (s *Server) addListedResources(ctx context.Context, r *mcp.ListResourcesRes
 // resources.events and resources.subscription (SEP-1803), and
 // conversationEvents (conversation events).
 func (s *Server) capabilityExtras(caps map[string]json.RawMessage) error {
-	var res map[string]any
-	if raw, ok := caps["resources"]; ok && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &res); err != nil {
-			return err
-		}
+	res, err := jsonObject(caps["resources"])
+	if err != nil {
+		return err
 	}
-	if res == nil {
-		res = make(map[string]any)
-	}
-	res["events"] = true
-	res["subscribe"] = true
+	res["events"] = json.RawMessage("true")
+	res["subscribe"] = json.RawMessage("true")
 	protocols := []string{"notification"}
 	if s.webhooksOn() {
 		protocols = append(protocols, "webhook")
 	}
-	res["subscription"] = protocols
-	var err error
+	res["subscription"], _ = json.Marshal(protocols)
 	if caps["resources"], err = json.Marshal(res); err != nil {
 		return err
 	}

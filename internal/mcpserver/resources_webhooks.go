@@ -11,7 +11,6 @@ package mcpserver
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -79,12 +78,8 @@ type DeregisterResult struct {
 // addWebhookMethods registers register, deregister and the
 // subscription:// template.
 func (s *Server) addWebhookMethods() error {
-	if err := mcp.AddReceivingCustomMethod(s.mcp, MethodRegister, s.register); err != nil {
-		return err
-	}
-	if err := mcp.AddReceivingCustomMethod(s.mcp, MethodDeregister, s.deregister); err != nil {
-		return err
-	}
+	err := errors.Join(mcp.AddReceivingCustomMethod(s.mcp, MethodRegister, s.register),
+		mcp.AddReceivingCustomMethod(s.mcp, MethodDeregister, s.deregister))
 	s.mcp.AddResourceTemplate(&mcp.ResourceTemplate{
 		URITemplate: SubscriptionScheme + "{id}",
 		Name:        "subscription",
@@ -94,7 +89,7 @@ func (s *Server) addWebhookMethods() error {
 			"never shown again.",
 		MIMEType: "application/json",
 	}, s.readSubscriptionResource)
-	return nil
+	return err
 }
 
 // maxRegisterURIs bounds the event URIs of one registration.
@@ -238,14 +233,13 @@ func (s *Server) readSubscriptionResource(ctx context.Context, req *mcp.ReadReso
 		return nil, err
 	}
 	v := sub.View()
-	b, err := json.Marshal(struct {
+	res, err := jsonResource(req.Params.URI, struct {
 		OutOfBand
 		Subscription *mcpe.Subscription `json:"mcpeSubscription"`
 	}{outOfBand(v), v})
 	if err != nil {
 		return nil, err
 	}
-	res := &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: req.Params.URI, MIMEType: "application/json", Text: string(b)}}}
 	res.CacheScope = "private" // the caller's own subscription
 	return res, nil
 }

@@ -80,11 +80,8 @@ type Options struct {
 	Service Service
 	// Sessions receives every live session; required.
 	Sessions *realtime.Registry
-	// Name and Version identify the server in the initialize result.
-	Name, Version string
-	// Instructions are sent to clients in the initialize result; empty
-	// means the built-in text.
-	Instructions string
+	// Version identifies the server in the initialize result.
+	Version string
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// Commands are the bash handler's allowed commands, listed in the tool
@@ -102,10 +99,6 @@ type Options struct {
 	// Conversation configures conversation events
 	// (conversation/userMessage); the zero value injects summaries.
 	Conversation ConversationOptions
-	// ListChangedDelay is how long after a change of the event types
-	// notifications/events/list_changed goes out, one for a burst; zero
-	// means DefaultListChangedDelay.
-	ListChangedDelay time.Duration
 	// Webhooks, when set, offers the SEP-3415 webhook delivery mode
 	// (events/subscribe) through the operator's webhook handler; its
 	// jobs must then run through WebhookHandler. Nil: poll and push only.
@@ -128,12 +121,17 @@ func (s *Server) addCatalogResource(c tools.Catalog) {
 		if err != nil {
 			return nil, err
 		}
-		body, err := json.Marshal(cat)
-		if err != nil {
-			return nil, err
-		}
-		return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: CatalogURI, MIMEType: "application/json", Text: string(body)}}}, nil
+		return jsonResource(CatalogURI, cat)
 	})
+}
+
+// jsonResource is a resources/read result that holds v as JSON.
+func jsonResource(uri string, v any) (*mcp.ReadResourceResult, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: uri, MIMEType: "application/json", Text: string(b)}}}, nil
 }
 
 // Server is the MCP side of mcpe-server.
@@ -173,8 +171,8 @@ type Server struct {
 	positions sync.Map
 }
 
-// DefaultInstructions tell a client what the server is for.
-const DefaultInstructions = "This server delivers events from the outside world (GitHub, Slack, alerts, " +
+// instructions tell a client what the server is for.
+const instructions = "This server delivers events from the outside world (GitHub, Slack, alerts, " +
 	"anything posted to it) to you. Subscribe with events_subscribe; matching events arrive as events/event " +
 	"notifications and always wait in your inbox, which events_poll reads. Manage subscriptions with " +
 	"events_list, events_pause, events_resume, events_update and events_unsubscribe."
@@ -187,10 +185,9 @@ func New(opts Options) (*Server, error) {
 	if err := CheckBridge(); err != nil {
 		return nil, err
 	}
-	opts.Name = cmp.Or(opts.Name, "mcpe-server")
 	opts.Version = cmp.Or(opts.Version, "dev")
-	opts.Instructions = cmp.Or(opts.Instructions, DefaultInstructions)
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
+	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
 	if err := opts.Conversation.Validate(); err != nil {
 		return nil, fmt.Errorf("server: Options.Conversation: %w", err)
 	}
@@ -214,10 +211,6 @@ func New(opts Options) (*Server, error) {
 		maxSessions:   maxSessionsPerPrincipal,
 	}
 	s.streamsCtx, s.endStreams = context.WithCancel(context.Background())
-	if opts.Clock == nil {
-		opts.Clock = clock.Real{}
-		s.opts.Clock = opts.Clock
-	}
 	s.live = newLiveness(opts.Clock, sessionTimeout, s.streamOpened)
 	caps := &mcp.ServerCapabilities{
 		Logging:      &mcp.LoggingCapabilities{},
@@ -233,8 +226,8 @@ func New(opts Options) (*Server, error) {
 	if s.events != nil {
 		caps.AddExtension(EventsExtension, map[string]any{"listChanged": true})
 	}
-	s.mcp = mcp.NewServer(&mcp.Implementation{Name: opts.Name, Version: opts.Version}, &mcp.ServerOptions{
-		Instructions:       opts.Instructions,
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: "mcpe-server", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions:       instructions,
 		Logger:             redactSessionIDs(opts.Logger),
 		Capabilities:       caps,
 		SubscribeHandler:   s.subscribeResource,
@@ -257,7 +250,7 @@ func New(opts Options) (*Server, error) {
 		s.addCatalogResource(opts.Catalog)
 	}
 	s.addEventTemplates()
-	s.watchTypes(opts.ListChangedDelay)
+	s.watchTypes()
 	if err := s.addWebhookMethods(); err != nil {
 		return nil, err
 	}
@@ -394,9 +387,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 		}
 		switch r := res.(type) {
 		case *mcp.InitializeResult:
-			return &initializeResult{InitializeResult: r, events: s.caps, extras: s.capabilityExtras}, nil
+			return &initializeResult{InitializeResult: r, s: s}, nil
 		case *mcp.DiscoverResult:
-			return &discoverResult{DiscoverResult: r, events: s.caps, extras: s.capabilityExtras}, nil
+			return &discoverResult{DiscoverResult: r, s: s}, nil
 		}
 		return res, nil
 	}
@@ -665,54 +658,44 @@ func (s *Server) byProtocol(stateful http.Handler) http.Handler {
 	})
 }
 
-// initializeResult adds the top-level events capability, where MCPE clients
-// look for it, to an initialize result.
+// initializeResult and discoverResult (protocol 2026-07-28) add the
+// top-level events capability, where MCPE clients look for it, and
+// capabilityExtras to the SDK's results, whose methods they keep.
 type initializeResult struct {
 	*mcp.InitializeResult
-	events mcpe.Capability
-	extras func(map[string]json.RawMessage) error
+	s *Server
 }
 
 func (r *initializeResult) MarshalJSON() ([]byte, error) {
-	return withEventsCapability(r.InitializeResult, r.events, r.extras)
+	return r.s.withCapabilities(r.InitializeResult)
 }
 
-// discoverResult does the same for server/discover (protocol 2026-07-28).
 type discoverResult struct {
 	*mcp.DiscoverResult
-	events mcpe.Capability
-	extras func(map[string]json.RawMessage) error
+	s *Server
 }
 
-func (r *discoverResult) MarshalJSON() ([]byte, error) {
-	return withEventsCapability(r.DiscoverResult, r.events, r.extras)
-}
+func (r *discoverResult) MarshalJSON() ([]byte, error) { return r.s.withCapabilities(r.DiscoverResult) }
 
-func withEventsCapability(result any, events mcpe.Capability, extras func(map[string]json.RawMessage) error) ([]byte, error) {
+// withCapabilities encodes result with the capabilities this server adds.
+func (s *Server) withCapabilities(result any) ([]byte, error) {
 	b, err := json.Marshal(result)
 	if err != nil {
 		return nil, err
 	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
+	fields, err := jsonObject(b)
+	if err != nil {
 		return nil, err
 	}
-	var caps map[string]json.RawMessage
-	if raw, ok := fields["capabilities"]; ok && string(raw) != "null" {
-		if err := json.Unmarshal(raw, &caps); err != nil {
-			return nil, err
-		}
-	}
-	if caps == nil {
-		caps = make(map[string]json.RawMessage)
-	}
-	if caps["events"], err = json.Marshal(events); err != nil {
+	caps, err := jsonObject(fields["capabilities"])
+	if err != nil {
 		return nil, err
 	}
-	if extras != nil {
-		if err := extras(caps); err != nil {
-			return nil, err
-		}
+	if caps["events"], err = json.Marshal(s.caps); err != nil {
+		return nil, err
+	}
+	if err := s.capabilityExtras(caps); err != nil {
+		return nil, err
 	}
 	if fields["capabilities"], err = json.Marshal(caps); err != nil {
 		return nil, err
