@@ -77,12 +77,10 @@ type Options struct {
 // http.Handler of POST /adapters/alertmanager. It is safe for concurrent
 // use.
 type Adapter struct {
-	pub        subscriptions.Publisher
+	shared     adapters.ReceiverOptions
 	tokens     *httpapi.Tokens
 	severities map[string]mcpe.Priority
 	maxBody    int64
-	clock      clock.Clock
-	log        *slog.Logger
 	catalog    []mcpe.EventType
 }
 
@@ -108,12 +106,10 @@ func New(opts Options) (*Adapter, error) {
 	}
 	severities, _ := severityPriorities(opts.SeverityPriorities)
 	a := &Adapter{
-		pub:        ro.Publisher,
+		shared:     ro,
 		tokens:     opts.Tokens,
 		severities: severities,
 		maxBody:    adapters.DefaultMaxBodyBytes,
-		clock:      ro.Clock,
-		log:        ro.Logger,
 	}
 	a.catalog = a.buildCatalog()
 	return a, nil

@@ -69,7 +69,7 @@ type converted struct {
 
 // convert turns the alerts of n into events, in order.
 func (a *Adapter) convert(n *notification) []converted {
-	now := a.clock.Now()
+	now := a.shared.Clock.Now()
 	out := make([]converted, len(n.alerts))
 	for i, raw := range n.alerts {
 		c := converted{index: i}

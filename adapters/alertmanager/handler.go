@@ -60,12 +60,12 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	n, reqErr := decode(body)
 	if reqErr != nil {
-		a.log.Warn("alertmanager notification refused", "status", reqErr.Status, "error", reqErr.Message)
+		a.shared.Logger.Warn("alertmanager notification refused", "status", reqErr.Status, "error", reqErr.Message)
 		reqErr.Write(w)
 		return
 	}
 	if n.truncatedAlerts > 0 {
-		a.log.Warn("alertmanager left alerts out of a notification", "receiver", n.receiver, "group_key", n.groupKey,
+		a.shared.Logger.Warn("alertmanager left alerts out of a notification", "receiver", n.receiver, "group_key", n.groupKey,
 			"truncated_alerts", n.truncatedAlerts, "hint", "raise max_alerts in its webhook_config to receive them")
 	}
 
@@ -73,13 +73,13 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	results := a.convert(n)
 	for _, c := range results {
 		if c.err == nil {
-			pr, err := a.pub.Publish(r.Context(), c.event)
+			pr, err := a.shared.Publisher.Publish(r.Context(), c.event)
 			if err == nil {
 				res.IDs = append(res.IDs, pr.EventID)
 				if pr.Duplicate {
 					res.Duplicates++
 				}
-				a.log.Debug("alert accepted", "event_id", pr.EventID, "type", c.event.Type, "duplicate", pr.Duplicate, "deliveries", len(pr.Delivered))
+				a.shared.Logger.Debug("alert accepted", "event_id", pr.EventID, "type", c.event.Type, "duplicate", pr.Duplicate, "deliveries", len(pr.Delivered))
 				continue
 			}
 			var invalid *mcpe.InvalidError
@@ -88,10 +88,10 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 				// whole notification: what was accepted so far is then
 				// a duplicate and is not delivered twice.
 				if httpapi.RetryLater(w, err) {
-					a.log.Warn("alert not accepted now; Alertmanager retries", "type", c.event.Type, "index", c.index, "error", err)
+					a.shared.Logger.Warn("alert not accepted now; Alertmanager retries", "type", c.event.Type, "index", c.index, "error", err)
 					return
 				}
-				a.log.Error("publish alert", "type", c.event.Type, "index", c.index, "error", err)
+				a.shared.Logger.Error("publish alert", "type", c.event.Type, "index", c.index, "error", err)
 				httpapi.WriteError(w, http.StatusInternalServerError, httpapi.CodeInternal,
 					fmt.Sprintf("alerts[%d] of %d could not be stored, so the notification was not accepted; Alertmanager retries it, and the %d alerts accepted before it are then recognised as repeats",
 						c.index, len(results), len(res.IDs)))
@@ -99,7 +99,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			c.err = err
 		}
-		a.log.Warn("alert refused", "index", c.index, "alertname", c.alertname, "error", c.err)
+		a.shared.Logger.Warn("alert refused", "index", c.index, "alertname", c.alertname, "error", c.err)
 		res.Errors = append(res.Errors, AlertError{Index: c.index, Alertname: c.alertname, Message: fmt.Sprintf("alerts[%d]: %v", c.index, c.err)})
 	}
 	if len(res.IDs) == 0 && len(res.Errors) > 0 {

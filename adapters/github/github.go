@@ -123,12 +123,10 @@ type Options struct {
 // Adapter is the GitHub webhook receiver: an adapters.Source and the
 // http.Handler of POST /adapters/github. It is safe for concurrent use.
 type Adapter struct {
-	pub     subscriptions.Publisher
+	shared  adapters.ReceiverOptions
 	secret  []byte
 	labels  map[string]mcpe.Priority
 	maxBody int64
-	clock   clock.Clock
-	log     *slog.Logger
 	catalog []mcpe.EventType
 }
 
@@ -157,12 +155,10 @@ func New(opts Options) (*Adapter, error) {
 	}
 	labels, _ := priorityLabels(opts.PriorityLabels)
 	a := &Adapter{
-		pub:     ro.Publisher,
+		shared:  ro,
 		secret:  slices.Clone(opts.Secret),
 		labels:  labels,
 		maxBody: 25 << 20, // the most GitHub sends
-		clock:   ro.Clock,
-		log:     ro.Logger,
 	}
 	a.catalog = a.buildCatalog()
 	return a, nil

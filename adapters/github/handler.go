@@ -44,7 +44,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	delivery := strings.TrimSpace(r.Header.Get(DeliveryHeader))
 	event := strings.TrimSpace(r.Header.Get(EventHeader))
-	logger := a.log.With("delivery_id", adapters.Clip(delivery, 64), "github_event", adapters.Clip(event, 64), "remote_addr", r.RemoteAddr)
+	logger := a.shared.Logger.With("delivery_id", adapters.Clip(delivery, 64), "github_event", adapters.Clip(event, 64), "remote_addr", r.RemoteAddr)
 	if err := checkSignature(a.secret, body, r.Header.Get(SignatureHeader)); err != nil {
 		logger.Warn("github delivery refused", "status", http.StatusUnauthorized, "error", err)
 		httpapi.WriteError(w, http.StatusUnauthorized, httpapi.CodeUnauthorized, err.Error())
@@ -80,12 +80,12 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		refuse(badRequest(fmt.Sprintf("%s is %d bytes long; GitHub's delivery IDs are GUIDs, and at most %d bytes are accepted", DeliveryHeader, len(delivery), mcpe.MaxSourceIDLength)))
 		return
 	}
-	ev, err := a.event(event, delivery, p, raw, a.clock.Now())
+	ev, err := a.event(event, delivery, p, raw, a.shared.Clock.Now())
 	if err != nil {
 		refuse(badRequest(err.Error()))
 		return
 	}
-	res, err := a.pub.Publish(r.Context(), ev)
+	res, err := a.shared.Publisher.Publish(r.Context(), ev)
 	if err != nil {
 		var invalid *mcpe.InvalidError
 		if errors.As(err, &invalid) {

@@ -21,7 +21,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpapi.WriteError(w, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
 		return
 	}
-	now := a.clock.Now()
+	now := a.shared.Clock.Now()
 	retry := retryAttrs(r.Header)
 	s, reqErr := a.checkHeaders(r.Header, now)
 	if reqErr != nil {
@@ -33,7 +33,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set(HeaderNoRetry, "1")
 	body, ok := adapters.ReadBody(w, r, a.maxBody)
 	if !ok {
-		a.log.Warn("slack request refused: unreadable or too large body", "max_body_bytes", a.maxBody)
+		a.shared.Logger.Warn("slack request refused: unreadable or too large body", "max_body_bytes", a.maxBody)
 		return
 	}
 	w.Header().Del(HeaderNoRetry)
@@ -58,7 +58,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 	switch req.kind {
 	case typeURLVerification:
-		a.log.Info("slack verified the Request URL")
+		a.shared.Logger.Info("slack verified the Request URL")
 		// Slack's documentation answers the challenge in plain text first.
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		w.Header().Set("X-Content-Type-Options", "nosniff")
@@ -69,7 +69,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if req.minuteRateLimited > 0 {
 			args = append(args, "minute_rate_limited", time.Unix(req.minuteRateLimited, 0).UTC().Format(time.RFC3339))
 		}
-		a.log.Warn("slack is rate limiting this app's events", args...)
+		a.shared.Logger.Warn("slack is rate limiting this app's events", args...)
 		httpapi.WriteJSON(w, http.StatusOK, adapters.Accepted{IDs: []string{}})
 	default: // typeEventCallback
 		a.publish(w, r, req, now, retry)
@@ -80,11 +80,11 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (a *Adapter) publish(w http.ResponseWriter, r *http.Request, req *request, now time.Time, retry []any) {
 	ev, err := a.event(req, now)
 	if err != nil {
-		a.log.Error("convert slack event", "slack_event_id", req.eventID, "error", err)
+		a.shared.Logger.Error("convert slack event", "slack_event_id", req.eventID, "error", err)
 		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.CodeInternal, "the event could not be converted")
 		return
 	}
-	pr, err := a.pub.Publish(r.Context(), ev)
+	pr, err := a.shared.Publisher.Publish(r.Context(), ev)
 	if err != nil {
 		var invalid *mcpe.InvalidError
 		if errors.As(err, &invalid) {
@@ -94,15 +94,15 @@ func (a *Adapter) publish(w http.ResponseWriter, r *http.Request, req *request, 
 		// Answer 5xx (or 429) so that Slack retries; a retry of an event
 		// that was stored after all is recognised by its event_id.
 		if httpapi.RetryLater(w, err) {
-			a.log.Warn("slack event not accepted now; Slack retries it", append([]any{"slack_event_id", req.eventID, "error", err}, retry...)...)
+			a.shared.Logger.Warn("slack event not accepted now; Slack retries it", append([]any{"slack_event_id", req.eventID, "error", err}, retry...)...)
 			return
 		}
-		a.log.Error("publish slack event", append([]any{"slack_event_id", req.eventID, "type", ev.Type, "error", err}, retry...)...)
+		a.shared.Logger.Error("publish slack event", append([]any{"slack_event_id", req.eventID, "type", ev.Type, "error", err}, retry...)...)
 		httpapi.WriteError(w, http.StatusInternalServerError, httpapi.CodeInternal,
 			fmt.Sprintf("event %s could not be stored; Slack retries it, and a retry of an event already stored is recognised by its event_id", req.eventID))
 		return
 	}
-	a.log.Debug("slack event accepted", append([]any{"slack_event_id", req.eventID, "event_id", pr.EventID, "type", ev.Type,
+	a.shared.Logger.Debug("slack event accepted", append([]any{"slack_event_id", req.eventID, "event_id", pr.EventID, "type", ev.Type,
 		"duplicate", pr.Duplicate, "deliveries", len(pr.Delivered)}, retry...)...)
 	res := adapters.Accepted{IDs: []string{pr.EventID}}
 	if pr.Duplicate {
@@ -115,7 +115,7 @@ func (a *Adapter) publish(w http.ResponseWriter, r *http.Request, req *request, 
 // not to retry, since a retry would be refused the same way; after a 401
 // a retry may succeed once the secret or the clock is set right.
 func (a *Adapter) refuse(w http.ResponseWriter, e *httpapi.RequestError, retry []any) {
-	a.log.Warn("slack request refused", append([]any{"status", e.Status, "error", e.Message}, retry...)...)
+	a.shared.Logger.Warn("slack request refused", append([]any{"status", e.Status, "error", e.Message}, retry...)...)
 	if e.Status != http.StatusUnauthorized && e.Status < 500 {
 		w.Header().Set(HeaderNoRetry, "1")
 	}

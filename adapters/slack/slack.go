@@ -82,12 +82,10 @@ type Options struct {
 // Adapter is the Slack Events API receiver: an adapters.Source and the
 // http.Handler of POST /adapters/slack. It is safe for concurrent use.
 type Adapter struct {
-	pub       subscriptions.Publisher
+	shared    adapters.ReceiverOptions
 	secret    []byte
 	tolerance time.Duration
 	maxBody   int64
-	clock     clock.Clock
-	log       *slog.Logger
 	catalog   []mcpe.EventType
 }
 
@@ -117,12 +115,10 @@ func New(opts Options) (*Adapter, error) {
 		return nil, err
 	}
 	a := &Adapter{
-		pub:       ro.Publisher,
+		shared:    ro,
 		secret:    append([]byte(nil), opts.SigningSecret...),
 		tolerance: Tolerance,
 		maxBody:   adapters.DefaultMaxBodyBytes,
-		clock:     ro.Clock,
-		log:       ro.Logger,
 	}
 	a.catalog = a.buildCatalog()
 	return a, nil
