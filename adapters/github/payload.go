@@ -22,27 +22,20 @@ import (
 // text is a JSON string; any other JSON value reads as "".
 type text string
 
-func (t *text) UnmarshalJSON(b []byte) error {
-	*t = ""
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if json.Unmarshal(b, &s) == nil {
-			*t = text(s)
-		}
-	}
-	return nil
-}
+func (t *text) UnmarshalJSON(b []byte) error { return readAs(b, `"`, (*string)(t)) }
 
 // number is a JSON integer; any other JSON value reads as 0.
 type number int64
 
-func (n *number) UnmarshalJSON(b []byte) error {
-	*n = 0
-	if len(b) > 0 && (b[0] == '-' || b[0] >= '0' && b[0] <= '9') {
-		var v int64
-		if json.Unmarshal(b, &v) == nil {
-			*n = number(v)
-		}
+func (n *number) UnmarshalJSON(b []byte) error { return readAs(b, "-0123456789", (*int64)(n)) }
+
+// readAs reads b into v when b starts with one of the bytes of first and
+// decodes as a T; otherwise v is T's zero value. It never fails.
+func readAs[T any](b []byte, first string, v *T) error {
+	var zero T
+	*v = zero
+	if len(b) > 0 && strings.IndexByte(first, b[0]) >= 0 && json.Unmarshal(b, v) != nil {
+		*v = zero
 	}
 	return nil
 }
