@@ -82,52 +82,16 @@ func New(opts Options) *Metrics {
 	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	m := &Metrics{opts: opts, reg: prometheus.NewRegistry()}
-	m.events = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "mcpe_events_total",
-		Help: "Events received, by source (ingest, github, slack, alertmanager, mcp) and outcome: accepted, duplicate (accepted before, not routed again), or refused as invalid, busy (429: a live session is a full backlog behind), unavailable (503: the store cannot keep events) or error.",
-	}, []string{"source", "outcome"})
-	m.notifications = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "mcpe_notifications_sent_total",
-		Help: "Notifications written to live sessions, by method (events/event, events/batch, events/missed, events/subscription_expired).",
-	}, []string{"method"})
-	m.fires = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "mcpe_digest_fires_total",
-		Help: "Fires of cron and scheduled subscriptions, by channel and timeliness: on_time (within 5s of the due time), late, or missed (later fires fell due meanwhile and were folded into this one).",
-	}, []string{"channel", "timeliness"})
-	m.fireDelay = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "mcpe_digest_fire_delay_seconds",
-		Help:    "How long after its due time a digest fired, by channel.",
-		Buckets: []float64{0.01, 0.1, 0.5, 1, 5, 30, 60, 300, 3600},
-	}, []string{"channel"})
-	m.handlerRuns = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "mcpe_handler_runs_total",
-		Help: "Handler runs, by kind (bash, webhook, agent) and outcome: ok, retry (failed, runs again), failed (for good) or disabled (the handler was turned off, e.g. a webhook answered 410).",
-	}, []string{"kind", "outcome"})
-	m.handlerSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "mcpe_handler_run_duration_seconds",
-		Help:    "How long handler runs took, by kind.",
-		Buckets: []float64{0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 300, 600},
-	}, []string{"kind"})
-	m.storeSeconds = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Name:    "mcpe_store_operation_duration_seconds",
-		Help:    "Latency of store writes, by operation: publish (the group commit of a batch of events) and fire (a chunk of digest fires).",
-		Buckets: []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5},
-	}, []string{"op"})
-	m.storeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "mcpe_store_operation_errors_total",
-		Help: "Store writes that failed, by operation.",
-	}, []string{"op"})
-	m.scrapeErrors = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Name: "mcpe_metrics_store_errors_total",
-		Help: "Store queries of a scrape that failed or timed out, by query (subscriptions, inbox); the gauges they feed are left out of that scrape.",
-	}, []string{"query"})
-	m.reg.MustRegister(
-		collectors.NewGoCollector(),
-		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.events, m.notifications, m.fires, m.fireDelay, m.handlerRuns, m.handlerSeconds,
-		m.storeSeconds, m.storeErrors, m.scrapeErrors,
-		&scrape{m: m},
-	)
+	m.events = m.counter("mcpe_events_total", []string{"source", "outcome"}, "Events received, by source (ingest, github, slack, alertmanager, mcp) and outcome: accepted, duplicate (accepted before, not routed again), or refused as invalid, busy (429: a live session is a full backlog behind), unavailable (503: the store cannot keep events) or error.")
+	m.notifications = m.counter("mcpe_notifications_sent_total", []string{"method"}, "Notifications written to live sessions, by method (events/event, events/batch, events/missed, events/subscription_expired).")
+	m.fires = m.counter("mcpe_digest_fires_total", []string{"channel", "timeliness"}, "Fires of cron and scheduled subscriptions, by channel and timeliness: on_time (within 5s of the due time), late, or missed (later fires fell due meanwhile and were folded into this one).")
+	m.fireDelay = m.histogram("mcpe_digest_fire_delay_seconds", []string{"channel"}, []float64{0.01, 0.1, 0.5, 1, 5, 30, 60, 300, 3600}, "How long after its due time a digest fired, by channel.")
+	m.handlerRuns = m.counter("mcpe_handler_runs_total", []string{"kind", "outcome"}, "Handler runs, by kind (bash, webhook, agent) and outcome: ok, retry (failed, runs again), failed (for good) or disabled (the handler was turned off, e.g. a webhook answered 410).")
+	m.handlerSeconds = m.histogram("mcpe_handler_run_duration_seconds", []string{"kind"}, []float64{0.005, 0.025, 0.1, 0.5, 1, 2.5, 10, 30, 60, 300, 600}, "How long handler runs took, by kind.")
+	m.storeSeconds = m.histogram("mcpe_store_operation_duration_seconds", []string{"op"}, []float64{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5}, "Latency of store writes, by operation: publish (the group commit of a batch of events) and fire (a chunk of digest fires).")
+	m.storeErrors = m.counter("mcpe_store_operation_errors_total", []string{"op"}, "Store writes that failed, by operation.")
+	m.scrapeErrors = m.counter("mcpe_metrics_store_errors_total", []string{"query"}, "Store queries of a scrape that failed or timed out, by query (subscriptions, inbox); the gauges they feed are left out of that scrape.")
+	m.reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}), &scrape{m: m})
 	// Series that alerts compare against exist from the start, at zero.
 	for _, op := range []string{"publish", "fire"} {
 		m.storeErrors.WithLabelValues(op)
@@ -136,6 +100,21 @@ func New(opts Options) *Metrics {
 		m.notifications.WithLabelValues(method)
 	}
 	return m
+}
+
+// counter registers a counter vector of name with labels and help.
+func (m *Metrics) counter(name string, labels []string, help string) *prometheus.CounterVec {
+	c := prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, labels)
+	m.reg.MustRegister(c)
+	return c
+}
+
+// histogram registers a histogram vector of name with labels, buckets and
+// help.
+func (m *Metrics) histogram(name string, labels []string, buckets []float64, help string) *prometheus.HistogramVec {
+	h := prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help, Buckets: buckets}, labels)
+	m.reg.MustRegister(h)
+	return h
 }
 
 // Registry returns the registry the metrics are kept in.

@@ -6,6 +6,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 // scrape collects, at each scrape, what is read rather than counted: the
@@ -15,20 +16,13 @@ type scrape struct {
 }
 
 var (
-	sessionsDesc = prometheus.NewDesc("mcpe_sessions",
-		"Live sessions, by transport (stdio, http).", []string{"transport"}, nil)
-	behindDesc = prometheus.NewDesc("mcpe_sessions_behind",
-		"Live sessions that have not been sent every delivery made for their principal yet.", nil, nil)
-	behindDeliveriesDesc = prometheus.NewDesc("mcpe_sessions_behind_deliveries",
-		"Deliveries made and not yet sent, summed over the live sessions.", nil, nil)
-	lagDesc = prometheus.NewDesc("mcpe_session_lag_seconds",
-		"How long ago the oldest delivery not yet sent to the most lagging live session was made (0 when none is behind).", nil, nil)
-	skippedDesc = prometheus.NewDesc("mcpe_notifications_skipped_total",
-		"Deliveries a live session was not sent, because retention removed them; it was sent events/missed saying where to poll from.", nil, nil)
-	givenUpDesc = prometheus.NewDesc("mcpe_sessions_given_up_total",
-		"Live sessions given up because they could not be written to for 10 seconds (the inbox keeps what they were owed).", nil, nil)
-	subscriptionsDesc = prometheus.NewDesc("mcpe_subscriptions",
-		"Subscriptions kept, by mode (realtime, cron, scheduled) and status (active, paused, expired).", []string{"mode", "status"}, nil)
+	sessionsDesc         = prometheus.NewDesc("mcpe_sessions", "Live sessions, by transport (stdio, http).", []string{"transport"}, nil)
+	behindDesc           = prometheus.NewDesc("mcpe_sessions_behind", "Live sessions that have not been sent every delivery made for their principal yet.", nil, nil)
+	behindDeliveriesDesc = prometheus.NewDesc("mcpe_sessions_behind_deliveries", "Deliveries made and not yet sent, summed over the live sessions.", nil, nil)
+	lagDesc              = prometheus.NewDesc("mcpe_session_lag_seconds", "How long ago the oldest delivery not yet sent to the most lagging live session was made (0 when none is behind).", nil, nil)
+	skippedDesc          = prometheus.NewDesc("mcpe_notifications_skipped_total", "Deliveries a live session was not sent, because retention removed them; it was sent events/missed saying where to poll from.", nil, nil)
+	givenUpDesc          = prometheus.NewDesc("mcpe_sessions_given_up_total", "Live sessions given up because they could not be written to for 10 seconds (the inbox keeps what they were owed).", nil, nil)
+	subscriptionsDesc    = prometheus.NewDesc("mcpe_subscriptions", "Subscriptions kept, by mode (realtime, cron, scheduled) and status (active, paused, expired).", []string{"mode", "status"}, nil)
 )
 
 // inboxDescs are the inbox gauges, with a principal label or without.
@@ -37,23 +31,17 @@ func (s *scrape) inboxDescs() (entries, oldest, principals *prometheus.Desc) {
 	if s.m.opts.Principals {
 		labels = []string{"principal"}
 	}
-	entries = prometheus.NewDesc("mcpe_inbox_entries",
-		"Entries kept in inboxes for events_poll (per principal when metrics.principalLabel is on).", labels, nil)
-	oldest = prometheus.NewDesc("mcpe_inbox_oldest_unpolled_age_seconds",
-		"Age of the oldest inbox entry that events_poll has not handed out yet (per principal when metrics.principalLabel is on; otherwise the oldest of all); 0 when there is none.", labels, nil)
-	principals = prometheus.NewDesc("mcpe_inbox_principals",
-		"Principals with at least one inbox entry.", nil, nil)
+	entries = prometheus.NewDesc("mcpe_inbox_entries", "Entries kept in inboxes for events_poll (per principal when metrics.principalLabel is on).", labels, nil)
+	oldest = prometheus.NewDesc("mcpe_inbox_oldest_unpolled_age_seconds", "Age of the oldest inbox entry that events_poll has not handed out yet (per principal when metrics.principalLabel is on; otherwise the oldest of all); 0 when there is none.", labels, nil)
+	principals = prometheus.NewDesc("mcpe_inbox_principals", "Principals with at least one inbox entry.", nil, nil)
 	return entries, oldest, principals
 }
 
 func (s *scrape) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{sessionsDesc, behindDesc, behindDeliveriesDesc, lagDesc, skippedDesc, givenUpDesc, subscriptionsDesc} {
+	entries, oldest, principals := s.inboxDescs()
+	for _, d := range []*prometheus.Desc{sessionsDesc, behindDesc, behindDeliveriesDesc, lagDesc, skippedDesc, givenUpDesc, subscriptionsDesc, entries, oldest, principals} {
 		ch <- d
 	}
-	entries, oldest, principals := s.inboxDescs()
-	ch <- entries
-	ch <- oldest
-	ch <- principals
 }
 
 func (s *scrape) Collect(ch chan<- prometheus.Metric) {
@@ -66,7 +54,7 @@ func (s *scrape) Collect(ch chan<- prometheus.Metric) {
 	if counts != nil {
 		ctx, cancel := context.WithTimeout(context.Background(), StoreTimeout)
 		defer cancel()
-		s.collectStore(ctx, ch)
+		s.collectStore(ctx, ch, counts)
 	}
 }
 
@@ -102,10 +90,7 @@ var (
 	statuses = []mcpe.Status{mcpe.StatusActive, mcpe.StatusPaused, mcpe.StatusExpired}
 )
 
-func (s *scrape) collectStore(ctx context.Context, ch chan<- prometheus.Metric) {
-	s.m.mu.Lock()
-	counts := s.m.counts
-	s.m.mu.Unlock()
+func (s *scrape) collectStore(ctx context.Context, ch chan<- prometheus.Metric, counts subscriptions.Counts) {
 	if subs, err := counts.SubscriptionCounts(ctx); err != nil {
 		s.m.scrapeErrors.WithLabelValues("subscriptions").Inc()
 		s.m.opts.Logger.Warn("metrics: count subscriptions", "error", err)
