@@ -29,7 +29,7 @@ type Source interface {
 	Catalog() []mcpe.EventType
 }
 
-// DefaultMaxBodyBytes bounds a webhook body when an adapter sets no limit.
+// DefaultMaxBodyBytes is the usual bound on a webhook body (GitHub needs more).
 const DefaultMaxBodyBytes = 1 << 20
 
 // Accepted is the body of a 202 answer: the IDs of the events published
@@ -40,17 +40,14 @@ type Accepted struct {
 	Duplicates int      `json:"duplicates,omitempty"`
 }
 
-// ReadBody reads a POST body of at most max bytes (DefaultMaxBodyBytes when
-// max is zero). It writes the refusal itself and returns ok false on a
-// wrong method or an oversized or unreadable body.
+// ReadBody reads a POST body of at most max bytes. It writes the refusal
+// itself and returns ok false on a wrong method or an oversized or
+// unreadable body.
 func ReadBody(w http.ResponseWriter, r *http.Request, max int64) (body []byte, ok bool) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		httpapi.WriteError(w, http.StatusMethodNotAllowed, httpapi.CodeMethodNotAllowed, fmt.Sprintf("use POST, not %s", r.Method))
 		return nil, false
-	}
-	if max <= 0 {
-		max = DefaultMaxBodyBytes
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, max))
 	if err != nil {
