@@ -180,13 +180,12 @@ func makeData(c *conv, event string, p *payload, body []byte) (eventData, error)
 }
 
 func issuesData(c *conv, p *payload) (eventData, error) {
-	d := &issuesEvent{
+	c.when = append(c.when, p.Issue.v.UpdatedAt, p.Issue.v.CreatedAt)
+	return &issuesEvent{
 		Issue:    c.issue(p.Issue.v, true),
 		Label:    c.labelName(p.Label),
 		Assignee: c.login(p.Assignee),
-	}
-	c.when = append(c.when, p.Issue.v.UpdatedAt, p.Issue.v.CreatedAt)
-	return d, nil
+	}, nil
 }
 
 func pullRequestEventData(c *conv, p *payload) (eventData, error) {
@@ -202,14 +201,14 @@ func pullRequestEventData(c *conv, p *payload) (eventData, error) {
 }
 
 func issueCommentData(c *conv, p *payload) (eventData, error) {
-	d := &issueCommentEvent{Issue: c.issue(p.Issue.v, false), Comment: c.comment(p.Comment.v)}
 	c.when = append(c.when, p.Comment.v.UpdatedAt, p.Comment.v.CreatedAt)
-	return d, nil
+	return &issueCommentEvent{Issue: c.issue(p.Issue.v, false), Comment: c.comment(p.Comment.v)}, nil
 }
 
 func reviewEventData(c *conv, p *payload) (eventData, error) {
 	r := p.Review.v
-	d := &reviewEvent{
+	c.when = append(c.when, r.SubmittedAt, p.PullRequest.v.UpdatedAt)
+	return &reviewEvent{
 		PullRequest: c.pullRequest(p.PullRequest.v, false),
 		Review: &reviewData{
 			ID:          int64(r.ID),
@@ -220,15 +219,12 @@ func reviewEventData(c *conv, p *payload) (eventData, error) {
 			CommitID:    c.name(r.CommitID),
 			SubmittedAt: c.time(r.SubmittedAt),
 		},
-	}
-	c.when = append(c.when, r.SubmittedAt, p.PullRequest.v.UpdatedAt)
-	return d, nil
+	}, nil
 }
 
 func reviewCommentData(c *conv, p *payload) (eventData, error) {
-	d := &reviewCommentEvent{PullRequest: c.pullRequest(p.PullRequest.v, false), Comment: c.comment(p.Comment.v)}
 	c.when = append(c.when, p.Comment.v.UpdatedAt, p.Comment.v.CreatedAt)
-	return d, nil
+	return &reviewCommentEvent{PullRequest: c.pullRequest(p.PullRequest.v, false), Comment: c.comment(p.Comment.v)}, nil
 }
 
 func commitCommentData(c *conv, p *payload) (eventData, error) {
@@ -273,35 +269,30 @@ func refData(c *conv, p *payload) (eventData, error) {
 	if p.Ref == "" {
 		return nil, fmt.Errorf(`the payload of a create or delete event has no "ref"; GitHub names the branch or tag in it`)
 	}
-	d := &refEvent{Ref: c.name(p.Ref), RefType: c.name(p.RefType)}
 	if p.RefType == "branch" {
 		c.branch = string(p.Ref)
 	}
-	return d, nil
+	return &refEvent{Ref: c.name(p.Ref), RefType: c.name(p.RefType)}, nil
 }
 
 func workflowRunData(c *conv, p *payload) (eventData, error) {
 	r := p.WorkflowRun.v
-	c.when = append(c.when, r.UpdatedAt, r.RunStartedAt, r.CreatedAt)
-	return &workflowRunEvent{WorkflowRun: c.run(r)}, nil
+	return &workflowRunEvent{WorkflowRun: c.run(r, r.UpdatedAt, r.RunStartedAt, r.CreatedAt)}, nil
 }
 
 func workflowJobData(c *conv, p *payload) (eventData, error) {
 	r := p.WorkflowJob.v
-	c.when = append(c.when, r.CompletedAt, r.StartedAt, r.CreatedAt)
-	return &workflowJobEvent{WorkflowJob: c.run(r)}, nil
+	return &workflowJobEvent{WorkflowJob: c.run(r, r.CompletedAt, r.StartedAt, r.CreatedAt)}, nil
 }
 
 func checkRunData(c *conv, p *payload) (eventData, error) {
 	r := p.CheckRun.v
-	c.when = append(c.when, r.CompletedAt, r.StartedAt)
-	return &checkRunEvent{CheckRun: c.run(r)}, nil
+	return &checkRunEvent{CheckRun: c.run(r, r.CompletedAt, r.StartedAt)}, nil
 }
 
 func checkSuiteData(c *conv, p *payload) (eventData, error) {
 	r := p.CheckSuite.v
-	c.when = append(c.when, r.UpdatedAt, r.CreatedAt)
-	return &checkSuiteEvent{CheckSuite: c.run(r)}, nil
+	return &checkSuiteEvent{CheckSuite: c.run(r, r.UpdatedAt, r.CreatedAt)}, nil
 }
 
 func releaseEventData(c *conv, p *payload) (eventData, error) {
@@ -383,23 +374,21 @@ func otherData(c *conv, cm common, event string, body []byte) eventData {
 	d := &otherEvent{common: cm}
 	subjects := decodeSubjects(body)
 	for _, field := range []string{event, "alert", "comment"} {
-		s := subjects[field]
-		if !s.ok {
-			continue
+		if s := subjects[field]; s.ok {
+			d.Subject = &subjectData{
+				Field:   c.name(text(field)),
+				ID:      int64(s.v.ID),
+				Number:  int64(s.v.Number),
+				Title:   c.str(s.v.Title, MaxLineBytes),
+				Name:    c.name(s.v.Name),
+				HTMLURL: c.url(s.v.HTMLURL),
+				State:   c.name(s.v.State),
+				Labels:  c.labelNames(s.v.Labels),
+			}
+			c.setLabels(d.Subject.Labels, s.v.Labels)
+			c.when = append(c.when, s.v.UpdatedAt, s.v.CreatedAt)
+			break
 		}
-		d.Subject = &subjectData{
-			Field:   c.name(text(field)),
-			ID:      int64(s.v.ID),
-			Number:  int64(s.v.Number),
-			Title:   c.str(s.v.Title, MaxLineBytes),
-			Name:    c.name(s.v.Name),
-			HTMLURL: c.url(s.v.HTMLURL),
-			State:   c.name(s.v.State),
-			Labels:  c.labelNames(s.v.Labels),
-		}
-		c.setLabels(d.Subject.Labels, s.v.Labels)
-		c.when = append(c.when, s.v.UpdatedAt, s.v.CreatedAt)
-		break
 	}
 	d.setTruncated(c.cut)
 	return d
@@ -499,7 +488,9 @@ func (c *conv) commit(in commit) *commitData {
 	}
 }
 
-func (c *conv) run(in run) *runData {
+// run returns the data of a workflow run, workflow job, check run or check
+// suite; when are its times that may date the event, best first.
+func (c *conv) run(in run, when ...text) *runData {
 	d := &runData{
 		ID:           int64(in.ID),
 		Name:         c.name(in.Name),
@@ -541,6 +532,7 @@ func (c *conv) run(in run) *runData {
 	}
 	c.failed = c.failed || slices.Contains(failedConclusions, string(in.Conclusion))
 	c.branch = d.HeadBranch
+	c.when = append(c.when, when...)
 	return d
 }
 
