@@ -172,13 +172,9 @@ func (s *Server) announceTypes() {
 	streams := slices.Collect(maps.Keys(w.streams))
 	legacy := maps.Clone(w.legacy)
 	w.mu.Unlock()
-	s.mu.Lock()
-	for ss := range s.attached {
-		if declaresEvents(ss) {
-			legacy[ss] = struct{}{}
-		}
+	for _, ss := range s.sessionsWhere(func(ss *mcp.ServerSession, _ string) bool { return declaresEvents(ss) }) {
+		legacy[ss] = struct{}{}
 	}
-	s.mu.Unlock()
 
 	for _, st := range streams {
 		if err := st.notifyTypes(); err != nil && st.ctx.Err() == nil {
@@ -251,14 +247,11 @@ func (s *Server) listsTypes(ss *mcp.ServerSession) {
 	if known {
 		return
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ss.Wait()
+	s.afterSession(ss, func() {
 		w.mu.Lock()
 		delete(w.legacy, ss)
 		w.mu.Unlock()
-	}()
+	})
 }
 
 // listenFields are the fields of a subscriptions/listen filter that the

@@ -105,12 +105,7 @@ func (s *Server) watchLocked(ss *mcp.ServerSession) {
 		return
 	}
 	s.res.watched[ss] = true
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ss.Wait()
-		s.dropResourceSubs(ss)
-	}()
+	s.afterSession(ss, func() { s.dropResourceSubs(ss) })
 }
 
 // subscribePlain takes a subscription to a resource that is not an event

@@ -266,11 +266,17 @@ func (s *Server) Tools() *tools.Set { return s.tools }
 
 // SessionsOf returns the live sessions of principal.
 func (s *Server) SessionsOf(principal string) []*mcp.ServerSession {
+	return s.sessionsWhere(func(_ *mcp.ServerSession, p string) bool { return p == principal })
+}
+
+// sessionsWhere returns the attached sessions that keep accepts, with
+// their principals.
+func (s *Server) sessionsWhere(keep func(ss *mcp.ServerSession, principal string) bool) []*mcp.ServerSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []*mcp.ServerSession
 	for ss, p := range s.attached {
-		if p == principal {
+		if keep(ss, p) {
 			out = append(out, ss)
 		}
 	}
@@ -283,14 +289,7 @@ func (s *Server) SessionsOf(principal string) []*mcp.ServerSession {
 // rather than go on without their subscriptions. Each ending deletes what
 // the session made since.
 func (s *Server) CloseTokenlessSessions() int {
-	s.mu.Lock()
-	var gone []*mcp.ServerSession
-	for ss, p := range s.attached {
-		if strings.HasPrefix(p, s.sessionPrefix) {
-			gone = append(gone, ss)
-		}
-	}
-	s.mu.Unlock()
+	gone := s.sessionsWhere(func(_ *mcp.ServerSession, p string) bool { return strings.HasPrefix(p, s.sessionPrefix) })
 	for _, ss := range gone {
 		ss.Close()
 	}
@@ -324,24 +323,25 @@ func (s *Server) connect(ctx context.Context, t mcp.Transport, principal string,
 	if lw != nil {
 		s.lines[ss] = lw
 	}
-	s.wg.Add(1)
 	s.mu.Unlock()
-	go func() {
-		defer s.wg.Done()
-		ss.Wait()
+	s.afterSession(ss, func() {
 		s.mu.Lock()
 		delete(s.fixed, ss)
 		delete(s.lines, ss)
 		s.mu.Unlock()
-	}()
+	})
 	return ss, nil
 }
 
-// lineWriter returns the writer of a session that ConnectIO made, or nil.
-func (s *Server) lineWriter(ss *mcp.ServerSession) *lineWriter {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.lines[ss]
+// afterSession runs f once ss has ended, as bookkeeping that Wait waits
+// for.
+func (s *Server) afterSession(ss *mcp.ServerSession, f func()) {
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		ss.Wait()
+		f()
+	}()
 }
 
 // RunStdio serves the local principal on stdin and stdout until the client
@@ -496,7 +496,8 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 		return
 	}
 	s.attached[ss] = principal
-	s.wg.Add(1)
+	lw := s.lines[ss] // set when ConnectIO made ss
+	s.wg.Add(1)       // under the lock: Wait waits for this attachment too
 	s.mu.Unlock()
 
 	sink, err := SessionSink(ss)
@@ -505,16 +506,15 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 		s.wg.Done()
 		return
 	}
-	var detach func()
+	var inner realtime.Sink = sink
 	if id := ss.ID(); id != "" {
 		// An HTTP session (admitted at its initialize): notifications reach
 		// it only while its event stream is open.
-		detach = s.opts.Sessions.Attach(principal, s.wrapSink(ss, &streamSink{Sink: sink, id: id, live: s.live}))
-	} else if lw := s.lineWriter(ss); lw != nil {
-		detach = s.opts.Sessions.Attach(principal, s.wrapSink(ss, lineSink{lw}))
-	} else {
-		detach = s.opts.Sessions.Attach(principal, s.wrapSink(ss, sink))
+		inner = &streamSink{Sink: sink, id: id, live: s.live}
+	} else if lw != nil {
+		inner = lineSink{lw}
 	}
+	detach := s.opts.Sessions.Attach(principal, s.wrapSink(ss, inner))
 	if pos, err := s.opts.Service.NewPosition(context.Background(), principal); err != nil {
 		s.log.Warn("no events_poll position of its own for this session", "principal", principal, "error", err)
 	} else {
@@ -560,12 +560,7 @@ func (s *Server) admit(ss *mcp.ServerSession, extra *mcp.RequestExtra) error {
 		s.log.Info("too many sessions for one principal: closing the one idle longest", "principal", principal, "max", max)
 		old.Close()
 	}
-	s.wg.Add(1)
-	go func() {
-		defer s.wg.Done()
-		ss.Wait()
-		s.live.remove(ss.ID())
-	}()
+	s.afterSession(ss, func() { s.live.remove(ss.ID()) })
 	return nil
 }
 
