@@ -184,7 +184,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		JobsWritten:     a.runner.Wake,
 		Observer:        observer,
 		RunLost: func() {
-			if srv := late.get(); srv != nil {
+			if srv := late.srv.Load(); srv != nil {
 				srv.CloseTokenlessSessions()
 			}
 		},
@@ -229,7 +229,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.Server = srv
-	late.set(srv)
+	late.srv.Store(srv)
 	// Handler runs start once the server can answer sampling requests.
 	if err := a.runner.Start(ctx); err != nil {
 		return nil, err

@@ -5,7 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
-	"sync"
+	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -24,15 +24,14 @@ type handlerSet struct {
 	byType map[mcpe.HandlerType]subscriptions.Handler
 	// commands are the bash handler's allowed command names.
 	commands []string
-	closers  []func()
 	// webhook is the webhook handler's sender, which also serves SEP-3415
 	// webhook subscriptions; nil when webhooks are off.
 	webhook *webhook.Sender
 }
 
 func (h *handlerSet) close() {
-	for _, c := range h.closers {
-		c()
+	if h.webhook != nil {
+		h.webhook.Close()
 	}
 }
 
@@ -72,7 +71,6 @@ func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk
 		// says; the others as MCPE webhook handlers.
 		set.byType[mcpe.HandlerWebhook] = mcpserver.WebhookHandler(sender, clk, log.With("handler", "webhook"))
 		set.webhook = sender
-		set.closers = append(set.closers, sender.Close)
 		log.Info("webhook handler on", "allow_http", w.AllowHTTP, "allow_networks", w.AllowNetworks, "verified_urls", len(w.VerifiedURLs))
 	}
 	if a := cfg.Agent; a != nil && a.Enabled {
@@ -96,25 +94,12 @@ func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk
 // lateServer hands the agent handler the MCP server's sessions and tools;
 // the server is built after the handlers, and set here once it is.
 type lateServer struct {
-	mu  sync.RWMutex
-	srv *mcpserver.Server
-}
-
-func (l *lateServer) set(s *mcpserver.Server) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	l.srv = s
-}
-
-func (l *lateServer) get() *mcpserver.Server {
-	l.mu.RLock()
-	defer l.mu.RUnlock()
-	return l.srv
+	srv atomic.Pointer[mcpserver.Server]
 }
 
 // Sessions returns the live sessions of principal.
 func (l *lateServer) Sessions(principal string) []*mcp.ServerSession {
-	if s := l.get(); s != nil {
+	if s := l.srv.Load(); s != nil {
 		return s.SessionsOf(principal)
 	}
 	return nil
@@ -122,7 +107,7 @@ func (l *lateServer) Sessions(principal string) []*mcp.ServerSession {
 
 // Tools returns the server's tools.
 func (l *lateServer) Tools() []*mcp.Tool {
-	if s := l.get(); s != nil {
+	if s := l.srv.Load(); s != nil {
 		return s.Tools().Tools()
 	}
 	return nil
@@ -130,7 +115,7 @@ func (l *lateServer) Tools() []*mcp.Tool {
 
 // CallTool calls one of the server's tools for principal.
 func (l *lateServer) CallTool(ctx context.Context, principal, name string, args json.RawMessage) (*mcp.CallToolResult, error) {
-	s := l.get()
+	s := l.srv.Load()
 	if s == nil {
 		return nil, errors.New("the server is not ready")
 	}
