@@ -213,7 +213,7 @@ func TestNewDefaults(t *testing.T) {
 		ChallengesPerHost           int
 		HasClock, HasResolver, HasL bool
 	}{s.opts.AllowHTTP, s.retrySchedule, s.maxRetryAfter, s.transport.MaxConnsPerHost, s.challenges.per,
-		s.opts.Clock != nil, s.resolver != nil, s.opts.Logger != nil}
+		s.opts.Clock != nil, s.lookup != nil, s.opts.Logger != nil}
 	want := got
 	want.AllowHTTP = false
 	want.RetrySchedule = []time.Duration{5 * time.Second, 30 * time.Second, 2 * time.Minute, 10 * time.Minute, 30 * time.Minute}

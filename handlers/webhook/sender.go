@@ -45,10 +45,8 @@ type Sender struct {
 	challenges challengeLimits
 	transport  *http.Transport
 	client     *http.Client
-	// resolver looks up host names before each connection.
-	resolver interface {
-		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
-	}
+	// lookup resolves host names before each connection.
+	lookup func(ctx context.Context, network, host string) ([]netip.Addr, error)
 	// dial connects to a checked address; a net.Dialer whose Control
 	// checks the address again. Tests replace it.
 	dial func(ctx context.Context, network, address string) (net.Conn, error)
@@ -68,9 +66,9 @@ func New(opts *Options) (*Sender, error) {
 	if err != nil {
 		return nil, fmt.Errorf("webhook: %w", err)
 	}
-	s := &Sender{opts: o, secrets: parseSecrets(o.Secrets), resolver: o.Test.Resolver, rand: rand.Float64, retrySchedule: defaultRetrySchedule, maxRetryAfter: time.Hour}
-	if s.resolver == nil {
-		s.resolver = net.DefaultResolver
+	s := &Sender{opts: o, secrets: parseSecrets(o.Secrets), lookup: net.DefaultResolver.LookupNetIP, rand: rand.Float64, retrySchedule: defaultRetrySchedule, maxRetryAfter: time.Hour}
+	if r := o.Test.Resolver; r != nil {
+		s.lookup = r.LookupNetIP
 	}
 	if o.Test.NoJitter {
 		s.rand = func() float64 { return 0.5 } // the middle: no jitter

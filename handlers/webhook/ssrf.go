@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -117,7 +118,7 @@ func (s *Sender) checkAddr(host string, a netip.Addr) error {
 }
 
 // dialContext is the transport's DialContext: it resolves the host through
-// s.resolver and connects only to allowed addresses, in turn.
+// s.lookup and connects only to allowed addresses, in turn.
 func (s *Sender) dialContext(ctx context.Context, network, address string) (net.Conn, error) {
 	host, port, err := net.SplitHostPort(address)
 	if err != nil {
@@ -129,14 +130,8 @@ func (s *Sender) dialContext(ctx context.Context, network, address string) (net.
 		addrs = []netip.Addr{a}
 	} else {
 		name = host
-		lookup := "ip"
-		switch network {
-		case "tcp4":
-			lookup = "ip4"
-		case "tcp6":
-			lookup = "ip6"
-		}
-		addrs, err = s.resolver.LookupNetIP(ctx, lookup, host)
+		// The transport dials tcp, tcp4 or tcp6: look up ip, ip4 or ip6.
+		addrs, err = s.lookup(ctx, "ip"+strings.TrimPrefix(network, "tcp"), host)
 		if err != nil {
 			return nil, err
 		}
