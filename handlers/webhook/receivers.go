@@ -95,19 +95,8 @@ func validateVerifiedURLs(urls []string) error {
 // Secret's URLs do: the same origin, and a path at or under the prefix's
 // at a '/'.
 func (s *Sender) Preverified(raw string) bool {
-	if len(s.verified) == 0 {
-		return false
-	}
 	u, err := url.Parse(raw)
-	if err != nil {
-		return false
-	}
-	for _, p := range s.verified {
-		if p.matches(u) {
-			return true
-		}
-	}
-	return false
+	return err == nil && covers(s.verified, u)
 }
 
 // receiverDocs caches the receiver documents by origin, and makes one
@@ -146,15 +135,7 @@ func (s *Sender) ReceiverDeclares(ctx context.Context, raw string) bool {
 		return false
 	}
 	doc, ok := s.receiverDoc(ctx, u, origin)
-	if !ok {
-		return false
-	}
-	for _, p := range doc.prefixes {
-		if p.matches(u) {
-			return true
-		}
-	}
-	return false
+	return ok && covers(doc.prefixes, u)
 }
 
 // receiverDoc returns the document of u's origin, cached or fetched; ok is

@@ -122,6 +122,11 @@ func (p urlPrefix) matches(u *url.URL) bool {
 	return strings.HasPrefix(n.path, p.path+"/")
 }
 
+// covers reports whether u is at or under one of prefixes.
+func covers(prefixes []urlPrefix, u *url.URL) bool {
+	return slices.ContainsFunc(prefixes, func(p urlPrefix) bool { return p.matches(u) })
+}
+
 // secret is a Secret with its URLs parsed.
 type secret struct {
 	value string
@@ -147,7 +152,7 @@ func parseSecrets(secrets map[string]Secret) map[string]secret {
 func (s *Sender) secretsFor(u *url.URL) map[string]string {
 	out := make(map[string]string)
 	for name, sec := range s.secrets {
-		if slices.ContainsFunc(sec.urls, func(p urlPrefix) bool { return p.matches(u) }) {
+		if covers(sec.urls, u) {
 			out[name] = sec.value
 		}
 	}
