@@ -66,14 +66,7 @@ func parseVerifiedURL(raw string) (urlPrefix, string) {
 	if u, err := url.Parse(raw); err == nil && u.Scheme != "" && u.Scheme != "https" {
 		return urlPrefix{}, fmt.Sprintf("%q uses the scheme %q; SEP-3415 callback URLs are https only, %s", raw, u.Scheme, example)
 	}
-	p, msg := parsePrefix(raw)
-	if msg != "" {
-		return urlPrefix{}, msg
-	}
-	if p.scheme != "https" {
-		return urlPrefix{}, fmt.Sprintf("%q is not https; SEP-3415 callback URLs are https only, %s", raw, example)
-	}
-	return p, ""
+	return parsePrefix(raw) // any scheme but https was refused above (url.Parse lowercases it)
 }
 
 // validateVerifiedURLs checks Options.VerifiedURLs.

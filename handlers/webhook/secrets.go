@@ -161,7 +161,7 @@ func (s *Sender) secretsFor(u *url.URL) map[string]string {
 
 // expandError says why a header value cannot be expanded.
 type expandError struct {
-	ref     string // the ${...} at fault
+	ref     string // the ${...} at fault, shown up to 40 bytes when malformed
 	unknown bool   // a well-formed name with no secret for this URL
 }
 
@@ -172,7 +172,11 @@ func (e *expandError) Error() string { return e.msg(nil) }
 // secrets meant for other receivers, nor whether one of that name exists.
 func (e *expandError) msg(allowed map[string]string) string {
 	if !e.unknown {
-		return fmt.Sprintf("has %q, which is not a secret reference: write ${NAME} with a name of letters, digits and '_' (nothing else is expanded)", e.ref)
+		ref := e.ref
+		if len(ref) > 40 {
+			ref = ref[:40] + "..."
+		}
+		return fmt.Sprintf("has %q, which is not a secret reference: write ${NAME} with a name of letters, digits and '_' (nothing else is expanded)", ref)
 	}
 	msg := fmt.Sprintf("uses %s, which cannot be filled in for this URL: the operator allows no secret of that name to be sent to it", e.ref)
 	if len(allowed) == 0 {
@@ -198,18 +202,11 @@ func expand(v string, secrets map[string]string) (string, *expandError) {
 		rest := v[i+2:]
 		end := strings.IndexByte(rest, '}')
 		if end < 0 {
-			ref := v[i:]
-			if len(ref) > 40 {
-				ref = ref[:40] + "..."
-			}
-			return "", &expandError{ref: ref}
+			return "", &expandError{ref: v[i:]}
 		}
 		name := rest[:end]
 		ref := "${" + name + "}"
 		if !secretName.MatchString(name) {
-			if len(ref) > 40 {
-				ref = ref[:40] + "..."
-			}
 			return "", &expandError{ref: ref}
 		}
 		val, ok := secrets[name]
