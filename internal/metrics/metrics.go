@@ -13,6 +13,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -220,12 +221,9 @@ var methods = []string{mcpe.MethodEvent, mcpe.MethodBatch, mcpe.MethodMissed, mc
 // (realtime.Options.Sent).
 func (m *Metrics) NotificationsSent(msgs []realtime.Message) {
 	for _, msg := range msgs {
-		method := "other"
-		for _, known := range methods {
-			if msg.Method == known {
-				method = known
-				break
-			}
+		method := msg.Method
+		if !slices.Contains(methods, method) {
+			method = "other"
 		}
 		m.notifications.WithLabelValues(method).Inc()
 	}
