@@ -160,10 +160,6 @@ const (
 	metaCursor = "io.mcpe/cursor"
 )
 
-func (s *Server) addConversation() error {
-	return mcp.AddReceivingCustomMethod(s.mcp, MethodUserMessage, s.userMessage)
-}
-
 func (p *UserMessageParams) validate() error {
 	switch {
 	case p.MessageID == "":

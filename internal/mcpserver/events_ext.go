@@ -399,19 +399,11 @@ func orNull(b json.RawMessage) json.RawMessage {
 	return b
 }
 
-// forSub reports whether entry e was delivered to subscription id.
-func forSub(e subscriptions.InboxEntry, id string) bool {
-	return slices.Contains(e.SubscriptionIDs, id)
-}
-
-// eventsPollParams are the params of events/poll.
+// eventsPollParams are the params of events/poll: those of events/stream
+// and maxEvents.
 type eventsPollParams struct {
-	mcp.ParamsBase
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Cursor    *string         `json:"cursor,omitempty"`
-	MaxAgeMs  *int64          `json:"maxAgeMs,omitempty"`
-	MaxEvents *int            `json:"maxEvents,omitempty"`
+	eventsStreamParams
+	MaxEvents *int `json:"maxEvents,omitempty"`
 }
 
 type eventsPollResult struct {
@@ -528,7 +520,7 @@ func (s *Server) readSub(ctx context.Context, principal string, k subscriptionKe
 			return r, err
 		}
 		for i, e := range entries {
-			if forSub(e, id) {
+			if slices.Contains(e.SubscriptionIDs, id) { // delivered to it
 				if e.Kind == mcpe.InboxExpired {
 					r.seq, r.expired = e.Seq, true
 					return r, nil

@@ -189,10 +189,7 @@ func eventsHTTP(h http.Handler) http.Handler {
 			h.ServeHTTP(w, r)
 			return
 		}
-		id := msg.ID
-		if len(id) == 0 {
-			id = json.RawMessage("null")
-		}
+		id := orNull(msg.ID)
 		if r.Header.Get("Mcp-Session-Id") == "" && msg.Method != "initialize" && msg.Method != "server/discover" &&
 			r.Header.Get("Mcp-Protocol-Version") < "2026-07-28" {
 			writeHTTPJSONRPCError(w, http.StatusBadRequest, id, jsonrpc.CodeInvalidRequest,

@@ -126,9 +126,6 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 	if err := ps.notify(notifyEventsActive, map[string]any{"cursor": formatEventsCursor(sub, seq), "truncated": truncated}); err != nil {
 		return nil, err
 	}
-	if p.Cursor == nil || *p.Cursor == "" {
-		floor = time.Time{}
-	}
 	for {
 		// Drain what is there, in pages.
 		for {

@@ -351,13 +351,13 @@ func (s *Server) listenMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 // acknowledgement itself when the request asked for eventsListChanged.
 func (s *Server) ackMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		if method == "notifications/subscriptions/acknowledged" {
+		if method == methodListenAck {
 			if p, ok := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams); ok && p != nil {
 				if ss, ok := req.GetSession().(*mcp.ServerSession); ok {
 					s.res.acknowledged(ss, p.Meta[metaListenID], p.Notifications.ResourceSubscriptions)
 				}
 			}
-			if done, err := s.ackListen(ctx, method, req); done {
+			if done, err := s.ackListen(ctx, req); done {
 				return nil, err
 			}
 		}
@@ -405,11 +405,8 @@ func (s *Server) endListen(st *listenState) {
 // ackListen writes the acknowledgement of a subscriptions/listen request
 // that listenMiddleware marked, in place of the SDK's, with what it asked
 // of this server echoed, and starts what it asked for. It reports false
-// for any other notification, which the SDK sends.
-func (s *Server) ackListen(ctx context.Context, method string, req mcp.Request) (bool, error) {
-	if method != methodListenAck {
-		return false, nil
-	}
+// for any other acknowledgement, which the SDK sends.
+func (s *Server) ackListen(ctx context.Context, req mcp.Request) (bool, error) {
 	st, _ := ctx.Value(listenStateKey{}).(*listenState)
 	p, _ := req.GetParams().(*mcp.SubscriptionsAcknowledgedParams)
 	ss, _ := req.GetSession().(*mcp.ServerSession)

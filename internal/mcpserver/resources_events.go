@@ -387,13 +387,11 @@ func (w *resourceSink) Write(ctx context.Context, msgs []realtime.Message) error
 			pending = nil
 		}
 		lctx, cancel := withDeadlineOf(rs.listen, ctx)
-		for _, o := range out {
-			if err := rs.sink.Notify(lctx, o.Method, o.Params); err != nil {
-				cancel()
-				return err
-			}
-		}
+		err := rs.sink.Write(lctx, out)
 		cancel()
+		if err != nil {
+			return err
+		}
 	}
 	if len(pending) == 0 {
 		return nil

@@ -254,7 +254,7 @@ func New(opts Options) (*Server, error) {
 	if err := s.addWebhookMethods(); err != nil {
 		return nil, err
 	}
-	if err := s.addConversation(); err != nil {
+	if err := mcp.AddReceivingCustomMethod(s.mcp, MethodUserMessage, s.userMessage); err != nil {
 		return nil, err
 	}
 	return s, nil
