@@ -156,15 +156,13 @@ func (o *optionalMs) UnmarshalJSON(b []byte) error {
 	return json.Unmarshal(b, &o.ms)
 }
 
-// eventsSubscribeParams are the params of events/subscribe.
+// eventsSubscribeParams are the params of events/subscribe: those of
+// events/unsubscribe, and more.
 type eventsSubscribeParams struct {
-	mcp.ParamsBase
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Delivery  *webhookParams  `json:"delivery"`
-	Cursor    *string         `json:"cursor,omitempty"`
-	MaxAgeMs  *int64          `json:"maxAgeMs,omitempty"`
-	TTLMs     optionalMs      `json:"ttlMs"`
+	eventsUnsubscribeParams
+	Cursor   *string    `json:"cursor,omitempty"`
+	MaxAgeMs *int64     `json:"maxAgeMs,omitempty"`
+	TTLMs    optionalMs `json:"ttlMs"`
 }
 
 type eventsSubscribeResult struct {
