@@ -269,8 +269,8 @@ func (s *Server) SessionsOf(principal string) []*mcp.ServerSession {
 	return s.sessionsWhere(func(_ *mcp.ServerSession, p string) bool { return p == principal })
 }
 
-// sessionsWhere returns the attached sessions that keep accepts, with
-// their principals.
+// sessionsWhere returns the attached sessions for which keep, given each
+// with its principal, reports true.
 func (s *Server) sessionsWhere(keep func(ss *mcp.ServerSession, principal string) bool) []*mcp.ServerSession {
 	s.mu.Lock()
 	defer s.mu.Unlock()
