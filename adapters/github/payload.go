@@ -59,9 +59,7 @@ type obj[T any] struct {
 
 func (o *obj[T]) UnmarshalJSON(b []byte) error {
 	*o = obj[T]{}
-	if len(b) > 0 && b[0] == '{' && json.Unmarshal(b, &o.v) == nil {
-		o.ok = true
-	}
+	o.ok = len(b) > 0 && b[0] == '{' && json.Unmarshal(b, &o.v) == nil
 	return nil
 }
 
