@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -45,7 +45,7 @@ func TestReceiverOptionsCheck(t *testing.T) {
 		t.Error("the default logger writes")
 	}
 
-	fake := clock.NewFake(time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC))
+	fake := clocktest.NewFake(time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC))
 	logger := slog.New(slog.DiscardHandler)
 	given := ReceiverOptions{Publisher: pub, Clock: fake, Logger: logger}
 	if got, err := given.Check("src"); err != nil || got != given {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 )
 
 // TestRunPollDoesNotSpin: a server that answers hasMore without moving the
@@ -29,7 +29,7 @@ func TestRunPollDoesNotSpin(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ss.Close()
-	c, err := New(&Options{Clock: clock.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
+	c, err := New(&Options{Clock: clocktest.NewFake(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,7 +22,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/client"
 	"github.com/mcpe-server/mcpe-server/client/clienttest"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -48,7 +48,7 @@ type link struct {
 	transport func(ctx context.Context) (mcp.Transport, error)
 	publish   func(t *testing.T, typ, data string) string
 	// fake is the server's fake clock; nil for the real one (stdio).
-	fake *clock.Fake
+	fake *clocktest.Fake
 	// kill ends the server side of every live session abruptly.
 	kill func(t *testing.T)
 	// server is the in-process server; nil for stdio.
@@ -65,9 +65,9 @@ func (l link) now() time.Time {
 
 // inProcess starts a server with a fake clock and returns a link to it
 // over an in-memory transport and one over Streamable HTTP.
-func inProcess(t *testing.T, opts *clienttest.Options) (*clienttest.Server, *clock.Fake) {
+func inProcess(t *testing.T, opts *clienttest.Options) (*clienttest.Server, *clocktest.Fake) {
 	t.Helper()
-	fake := clock.NewFake(start)
+	fake := clocktest.NewFake(start)
 	var o clienttest.Options
 	if opts != nil {
 		o = *opts
@@ -75,7 +75,7 @@ func inProcess(t *testing.T, opts *clienttest.Options) (*clienttest.Server, *clo
 	if o.Clock == nil {
 		o.Clock = fake
 	} else {
-		fake, _ = o.Clock.(*clock.Fake)
+		fake, _ = o.Clock.(*clocktest.Fake)
 	}
 	if o.Tokens == nil {
 		o.Tokens = map[string]string{token: principal}

@@ -19,7 +19,7 @@ import (
 
 	"pgregory.net/rapid"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
@@ -254,7 +254,7 @@ type server struct {
 type model struct {
 	dir     string
 	open    func(dir string) (modelStore, error)
-	clk     *clock.Fake
+	clk     *clocktest.Fake
 	servers []*server
 	store   modelStore // the first server's, to read what is stored
 	subs    []*modelSub
@@ -366,7 +366,7 @@ func runModelOn(t *rapid.T, open func(dir string) (modelStore, error)) {
 		t.Fatal(err)
 	}
 	start, _ := time.Parse(time.RFC3339, modelStart)
-	m := &model{dir: dir, open: open, clk: clock.NewFake(start), seen: map[string]bool{}}
+	m := &model{dir: dir, open: open, clk: clocktest.NewFake(start), seen: map[string]bool{}}
 	servers := rapid.IntRange(1, 3).Draw(t, "servers")
 	m.start(t, servers)
 	t.Cleanup(func() { m.stop(); os.RemoveAll(dir) })

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -74,7 +74,7 @@ func (f *firer) got() []string {
 	return slices.Clone(f.fired)
 }
 
-func start(t *testing.T, f *firer, clk *clock.Fake) *delivery.Scheduler {
+func start(t *testing.T, f *firer, clk *clocktest.Fake) *delivery.Scheduler {
 	t.Helper()
 	s, err := delivery.NewScheduler(mcpe.ChannelCron, f, &delivery.SchedulerOptions{Clock: clk})
 	if err != nil {
@@ -88,7 +88,7 @@ func start(t *testing.T, f *firer, clk *clock.Fake) *delivery.Scheduler {
 }
 
 func TestSchedulerFiresMissedOnceAtStartThenOnTime(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	f := &firer{chunk: 2, pending: []time.Time{t0.Add(-3 * time.Hour), t0.Add(-2 * time.Hour), t0.Add(-time.Hour), t0.Add(time.Hour)}}
 	start(t, f, clk)
 	// The three missed ones, in chunks of two, at start.
@@ -106,7 +106,7 @@ func TestSchedulerFiresMissedOnceAtStartThenOnTime(t *testing.T) {
 }
 
 func TestSchedulerRearmsWhenTheScheduleChanges(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	f := &firer{chunk: 10, pending: []time.Time{t0.Add(2 * time.Hour)}}
 	start(t, f, clk)
 	f.add(t0.Add(30 * time.Minute)) // earlier than the timer set
@@ -121,7 +121,7 @@ func TestSchedulerRearmsWhenTheScheduleChanges(t *testing.T) {
 }
 
 func TestSchedulerRetriesAfterAFailedFire(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	f := &firer{chunk: 10, fails: 2, pending: []time.Time{t0}}
 	start(t, f, clk)
 	if len(f.got()) != 0 {
@@ -135,7 +135,7 @@ func TestSchedulerRetriesAfterAFailedFire(t *testing.T) {
 }
 
 func TestSchedulerStop(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	f := &firer{chunk: 10, pending: []time.Time{t0.Add(time.Hour)}}
 	s := start(t, f, clk)
 	s.Stop()

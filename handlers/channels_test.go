@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -81,7 +81,7 @@ func TestHandlersOnEveryChannel(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := newFakeHandler(nil)
-			clk := clock.NewFake(start)
+			clk := clocktest.NewFake(start)
 			e := newEnvWith(t, filepath.Join(t.TempDir(), "db"), clk, envOptions{
 				kinds: map[mcpe.HandlerType]subscriptions.Handler{mcpe.HandlerBash: h},
 				timed: true,

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -95,7 +95,7 @@ func (e *env) publishType(t *testing.T, typ, sourceID string) {
 // while all of mallory's still hang; once they end, mallory's backlog runs
 // to the end.
 func TestHungPrincipalDoesNotDelayAnother(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	h := newHangingHandler("mallory")
 	e := newEnvWith(t, filepath.Join(t.TempDir(), "db"), clk, envOptions{
 		kinds: map[mcpe.HandlerType]subscriptions.Handler{mcpe.HandlerBash: h},

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
@@ -86,7 +86,7 @@ type env struct {
 	svc        *subscriptions.Service
 	schedulers delivery.Schedulers
 	runner     *handlers.Runner
-	clk        *clock.Fake
+	clk        *clocktest.Fake
 }
 
 // envOptions vary what newEnvWith builds.
@@ -104,12 +104,12 @@ type envOptions struct {
 }
 
 // newEnv runs h as the bash handler.
-func newEnv(t *testing.T, path string, clk *clock.Fake, h subscriptions.Handler) *env {
+func newEnv(t *testing.T, path string, clk *clocktest.Fake, h subscriptions.Handler) *env {
 	t.Helper()
 	return newEnvWith(t, path, clk, envOptions{kinds: map[mcpe.HandlerType]subscriptions.Handler{mcpe.HandlerBash: h}})
 }
 
-func newEnvWith(t *testing.T, path string, clk *clock.Fake, o envOptions) *env {
+func newEnvWith(t *testing.T, path string, clk *clocktest.Fake, o envOptions) *env {
 	t.Helper()
 	store, err := sqlite.Open(t.Context(), path)
 	if err != nil {
@@ -216,7 +216,7 @@ var t0 = time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
 
 func TestRunsEachDeliveryOnce(t *testing.T) {
 	h := newFakeHandler(nil)
-	e := newEnv(t, filepath.Join(t.TempDir(), "db"), clock.NewFake(t0), h)
+	e := newEnv(t, filepath.Join(t.TempDir(), "db"), clocktest.NewFake(t0), h)
 	sub := e.subscribe(t)
 	for _, id := range []string{"a", "b", "c", "a"} { // "a" again: a duplicate
 		e.publish(t, id)
@@ -240,7 +240,7 @@ func TestRunsEachDeliveryOnce(t *testing.T) {
 // label, which a digest's payload carries beside its subscriptionId.
 func TestRunsCarryTheLabel(t *testing.T) {
 	h := newFakeHandler(nil)
-	e := newEnvWith(t, filepath.Join(t.TempDir(), "db"), clock.NewFake(t0), envOptions{
+	e := newEnvWith(t, filepath.Join(t.TempDir(), "db"), clocktest.NewFake(t0), envOptions{
 		kinds:  map[mcpe.HandlerType]subscriptions.Handler{mcpe.HandlerBash: h},
 		labels: func(id string) string { return "label of " + id },
 	})
@@ -258,7 +258,7 @@ func TestRunsCarryTheLabel(t *testing.T) {
 
 func TestRetryAfterDelayAndAcrossRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	failing := newFakeHandler(func(inv *subscriptions.Invocation) subscriptions.Outcome {
 		return subscriptions.Outcome{Err: errors.New("503 Service Unavailable"), RetryIn: 30 * time.Second}
 	})
@@ -320,7 +320,7 @@ func (f *flakyJobs) FinishJobs(ctx context.Context, done []subscriptions.JobDone
 // TestRecordRetriesOnTheClock checks that an outcome the store refused is
 // written again once a second has passed on the runner's clock, not before.
 func TestRecordRetriesOnTheClock(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	flaky := &flakyJobs{failures: 1, finishes: make(chan error, 10)}
 	h := newFakeHandler(nil)
 	e := newEnvWith(t, filepath.Join(t.TempDir(), "db"), clk, envOptions{
@@ -370,7 +370,7 @@ func TestRecordRetriesOnTheClock(t *testing.T) {
 
 func TestStopLeavesRunningJobDue(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	hung := newFakeHandler(nil)
 	hung.block = make(chan struct{}) // never closed: the run ends only with the stop
 	e := newEnv(t, path, clk, hung)
@@ -388,7 +388,7 @@ func TestStopLeavesRunningJobDue(t *testing.T) {
 }
 
 func TestDisableAndPanic(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	var calls int
 	h := newFakeHandler(func(inv *subscriptions.Invocation) subscriptions.Outcome {
 		calls++

@@ -15,7 +15,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/testhook"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -83,7 +83,7 @@ func (r *scriptedReceiver) got() []hookCall {
 // waitCalls waits until the receiver got n requests in all. A retry timer
 // the runner set just after the clock moved past it fires at the next move,
 // so the clock is nudged (by zero) while waiting.
-func (r *scriptedReceiver) waitCalls(t *testing.T, clk *clock.Fake, n int) []hookCall {
+func (r *scriptedReceiver) waitCalls(t *testing.T, clk *clocktest.Fake, n int) []hookCall {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -117,7 +117,7 @@ func (r *scriptedReceiver) quiet(t *testing.T, n int) {
 // off, and another 4xx is not retried forever.
 func TestWebhookThroughRunner(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "db")
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	rcv := newScriptedReceiver(t, map[string][]int{
 		"/retry": {503, 503, 200},
 		"/gone":  {410},

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
@@ -42,7 +42,7 @@ func TestExpiryArmedDuringAnExpiryIsKept(t *testing.T) {
 	}
 	defer store.Close()
 	h := &heldExpiry{Store: store, read: make(chan struct{}), release: make(chan struct{})}
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: h, Deliverer: &recorder{}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)

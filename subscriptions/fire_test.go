@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -47,7 +47,7 @@ func timedOptions(p *presence) subscriptions.ServiceOptions {
 	}
 }
 
-func newTimed(t *testing.T, path string, clk *clock.Fake) (*fixture, *presence) {
+func newTimed(t *testing.T, path string, clk *clocktest.Fake) (*fixture, *presence) {
 	p := &presence{}
 	return newFixture(t, path, clk, timedOptions(p)), p
 }
@@ -99,7 +99,7 @@ func (f *fixture) get(id string) *subscriptions.Subscription {
 }
 
 func TestCronDigest(t *testing.T) {
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, newYork)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, newYork)))
 	sub := f.subscribe("alice", cronReq("0 9 * * *", "America/New_York", "gh.*"))
 	want := &mcpe.DeliveryTime{At: "2026-03-02T09:00:00-05:00", UTC: "2026-03-02T14:00:00Z"}
 	if diff := cmp.Diff(want, sub.NextDelivery); diff != "" {
@@ -135,7 +135,7 @@ func TestCronDigest(t *testing.T) {
 }
 
 func TestCronDigestCapAndRemaining(t *testing.T) {
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
 	req := cronReq("@hourly", "", "x")
 	req.Delivery.CronSchedule.MaxEventsPerDelivery = 2
 	sub := f.subscribe("alice", req)
@@ -153,7 +153,7 @@ func TestCronDigestCapAndRemaining(t *testing.T) {
 }
 
 func TestCronWithoutAggregation(t *testing.T) {
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
 	req := cronReq("@hourly", "", "x")
 	no := false
 	req.Delivery.CronSchedule.AggregateEvents = &no
@@ -173,7 +173,7 @@ func TestCronWithoutAggregation(t *testing.T) {
 // cap still applies per fire and the events go out oldest first, each as
 // its own events/event, the rest leading the next fire.
 func TestCronWithoutAggregationCapAndOrder(t *testing.T) {
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
 	req := cronReq("@hourly", "", "x")
 	no := false
 	req.Delivery.CronSchedule.AggregateEvents = &no
@@ -216,7 +216,7 @@ func TestCronWithoutAggregationCapAndOrder(t *testing.T) {
 }
 
 func TestRealtimeAndCronTogether(t *testing.T) {
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
 	req := cronReq("@hourly", "", "x")
 	req.Delivery.Channels = []mcpe.Channel{"realtime", "cron"}
 	sub := f.subscribe("alice", req)
@@ -233,14 +233,14 @@ func TestRealtimeAndCronTogether(t *testing.T) {
 func TestMissedFiresRunOnceAtStart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
 	start := time.Date(2026, 3, 2, 8, 30, 0, 0, time.UTC)
-	f, _ := newTimed(t, path, clock.NewFake(start))
+	f, _ := newTimed(t, path, clocktest.NewFake(start))
 	sub := f.subscribe("alice", cronReq("0 * * * *", "", "x"))
 	f.publishN("x", 1)
 	f.publishN("x", 2)
 	f.stop()
 
 	// Down from 08:30 to 13:10: the 09:00 to 13:00 fires were missed.
-	f2, _ := newTimed(t, path, clock.NewFake(start.Add(4*time.Hour+40*time.Minute)))
+	f2, _ := newTimed(t, path, clocktest.NewFake(start.Add(4*time.Hour+40*time.Minute)))
 	if diff := cmp.Diff([]string{sub.ID[:8] + ": 1 2 (remaining 0)"}, f2.rec.batches()); diff != "" {
 		t.Errorf("digests at start-up mismatch (-want +got):\n%s", diff)
 	}
@@ -294,7 +294,7 @@ func TestDigestAcrossDaylightSaving(t *testing.T) {
 			[]string{"2026-11-01T05:30:00Z", "2026-11-02T06:30:00Z"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(tc.from))
+			f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(tc.from))
 			f.subscribe("alice", cronReq(tc.expr, "America/New_York", "x"))
 			if diff := cmp.Diff(tc.want, fires(t, f, tc.from, tc.to)); diff != "" {
 				t.Errorf("fire times mismatch (-want +got):\n%s", diff)
@@ -305,7 +305,7 @@ func TestDigestAcrossDaylightSaving(t *testing.T) {
 
 func TestScheduledDeliveryExpires(t *testing.T) {
 	start := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(start))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(start))
 	sub := f.subscribe("alice", mcpe.SubscribeRequest{
 		Filter: mcpe.Filter{EventTypes: []string{"x"}},
 		Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{"scheduled"},
@@ -337,7 +337,7 @@ func TestScheduledDeliveryExpires(t *testing.T) {
 // expiry notice, with autoExpire), so the model can say that nothing came;
 // events_poll returns it with "events": [].
 func TestScheduledDeliveryOfNothingSaysSo(t *testing.T) {
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
 	no := false
 	expiring := f.subscribe("alice", mcpe.SubscribeRequest{
 		Filter: mcpe.Filter{EventTypes: []string{"alert.critical"}},
@@ -389,7 +389,7 @@ func TestScheduledDeliveryOfNothingSaysSo(t *testing.T) {
 func TestScheduledDeliveryPassedWhileDown(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
 	start := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
-	f, _ := newTimed(t, path, clock.NewFake(start))
+	f, _ := newTimed(t, path, clocktest.NewFake(start))
 	sub := f.subscribe("alice", mcpe.SubscribeRequest{
 		Filter: mcpe.Filter{EventTypes: []string{"x"}},
 		Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{"scheduled"},
@@ -397,7 +397,7 @@ func TestScheduledDeliveryPassedWhileDown(t *testing.T) {
 	})
 	f.publishN("x", 7)
 	f.stop()
-	f2, _ := newTimed(t, path, clock.NewFake(start.Add(3*time.Hour)))
+	f2, _ := newTimed(t, path, clocktest.NewFake(start.Add(3*time.Hour)))
 	if diff := cmp.Diff([]string{sub.ID[:8] + ": 7 (remaining 0)"}, f2.rec.batches()); diff != "" {
 		t.Errorf("delivery at start-up mismatch (-want +got):\n%s", diff)
 	}
@@ -407,7 +407,7 @@ func TestScheduledDeliveryPassedWhileDown(t *testing.T) {
 }
 
 func TestPausedDigestNeitherCollectsNorFires(t *testing.T) {
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 30, 0, 0, time.UTC)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 30, 0, 0, time.UTC)))
 	sub := f.subscribe("alice", cronReq("0 * * * *", "", "x"))
 	f.publishN("x", 1)
 	if _, err := f.svc.Pause(context.Background(), "alice", sub.ID); err != nil {
@@ -433,7 +433,7 @@ func TestPausedDigestNeitherCollectsNorFires(t *testing.T) {
 }
 
 func TestUpdatingTheScheduleKeepsTheBuffer(t *testing.T) {
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
 	sub := f.subscribe("alice", cronReq("0 9 * * *", "", "x"))
 	f.publishN("x", 1)
 	f.publishN("x", 2)
@@ -460,7 +460,7 @@ func TestUpdatingTheScheduleKeepsTheBuffer(t *testing.T) {
 }
 
 func TestLeavingCronDeliversWhatWaits(t *testing.T) {
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
 	sub := f.subscribe("alice", cronReq("0 9 * * *", "", "x"))
 	f.publishN("x", 1)
 	got, err := f.svc.Update(context.Background(), "alice", mcpe.UpdateRequest{
@@ -483,7 +483,7 @@ func TestLeavingCronDeliversWhatWaits(t *testing.T) {
 
 func TestExpiryDeliversWhatWaits(t *testing.T) {
 	start := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(start))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(start))
 	req := cronReq("0 9 * * *", "", "x")
 	req.ExpiresAt = start.Add(30 * time.Minute).Format(time.RFC3339)
 	sub := f.subscribe("alice", req)
@@ -505,7 +505,7 @@ func TestExpiryDeliversWhatWaits(t *testing.T) {
 // marked pending and stays so in the store (for the owner's next live
 // session, delivery/realtime) until a session was sent it.
 func TestDigestsAreKeptUntilSent(t *testing.T) {
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 30, 0, 0, time.UTC)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 30, 0, 0, time.UTC)))
 	sub := f.subscribe("alice", cronReq("0 * * * *", "", "x"))
 	for hour := 1; hour <= 3; hour++ {
 		f.publishN("x", hour)
@@ -531,7 +531,7 @@ func TestDigestsAreKeptUntilSent(t *testing.T) {
 
 func TestTimedDeliveryErrors(t *testing.T) {
 	start := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(start))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(start))
 	filter := mcpe.Filter{EventTypes: []string{"x"}}
 	cs := &mcpe.CronSchedule{Expression: "0 9 * * *"}
 	sd := &mcpe.ScheduledDelivery{DeliverAt: "2026-03-02T09:00:00Z"}
@@ -571,7 +571,7 @@ func TestTimedDeliveryErrors(t *testing.T) {
 func TestExpiryIsKeptForTheOwner(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
 	start := time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)
-	f, _ := newTimed(t, path, clock.NewFake(start))
+	f, _ := newTimed(t, path, clocktest.NewFake(start))
 	expiring := func(in time.Duration) *subscriptions.Subscription {
 		req := every("x")
 		req.ExpiresAt = start.Add(in).Format(time.RFC3339)
@@ -600,7 +600,7 @@ func TestExpiryIsKeptForTheOwner(t *testing.T) {
 	f.stop()
 
 	// Down while the second one expired: it expires at start-up.
-	f2, _ := newTimed(t, path, clock.NewFake(start.Add(4*time.Hour)))
+	f2, _ := newTimed(t, path, clocktest.NewFake(start.Add(4*time.Hour)))
 	if diff := cmp.Diff([]string{"alice " + down.ID}, f2.rec.expired()); diff != "" {
 		t.Errorf("notices at start-up mismatch (-want +got):\n%s", diff)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
@@ -129,7 +130,7 @@ func (p *process) publish(t *testing.T, typ string) subscriptions.PublishResult 
 // other at once.
 func TestSharedStoreIsFollowed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared.db")
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	a, b := startProcess(t, path, clk), startProcess(t, path, clk)
 	ctx := context.Background()
 
@@ -193,7 +194,7 @@ func TestSharedStoreIsFollowed(t *testing.T) {
 // version is not the time alone.
 func TestFollowedChangesShareATime(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared.db")
-	clk := clock.NewFake(svcStart) // never moves: every change has one time
+	clk := clocktest.NewFake(svcStart) // never moves: every change has one time
 	a, b := startProcess(t, path, clk), startProcess(t, path, clk)
 	ctx := context.Background()
 	sub, err := a.svc.Subscribe(ctx, "alice", every("x.*"))
@@ -242,7 +243,7 @@ func (w *watchingStore) last() []string {
 func TestFollowerWatchesItsPrincipals(t *testing.T) {
 	ws := &watchingStore{Store: openShared(t, filepath.Join(t.TempDir(), "shared.db"))}
 	sess := &sessions{principals: []string{"alice"}, arrived: make(chan struct{}, 1)}
-	svc := follow(t, ws, sess, clock.NewFake(svcStart), time.Minute)
+	svc := follow(t, ws, sess, clocktest.NewFake(svcStart), time.Minute)
 	subscriptions.FollowNow(svc)
 	if got := ws.last(); !slices.Equal(got, []string{"alice"}) {
 		t.Fatalf("watched %q; want alice, whose session is here", got)
@@ -279,7 +280,7 @@ func (s *toldStore) OwnWritesTold() bool      { return false }
 // process makes as soon as the store tells, not one follow interval later.
 func TestFirstChangeRoutesAtOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "shared.db")
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	told := &toldStore{Store: openShared(t, path), told: make(chan struct{}, 1)}
 	svc := follow(t, told, &sessions{principals: []string{"alice"}}, clk, time.Hour)
 	other := startProcess(t, path, clk)
@@ -323,7 +324,7 @@ func (s *wokenStore) Heads(ctx context.Context, principals []string) (map[string
 func TestWakeDoesNotRewatch(t *testing.T) {
 	ws := &wokenStore{Store: openShared(t, filepath.Join(t.TempDir(), "shared.db")), told: make(chan struct{}, 1)}
 	sess := &sessions{principals: []string{"alice"}, arrived: make(chan struct{}, 1)}
-	follow(t, ws, sess, clock.NewFake(svcStart), time.Hour)
+	follow(t, ws, sess, clocktest.NewFake(svcStart), time.Hour)
 	heads := ws.heads.Load()
 	ws.told <- struct{}{}
 	within5s(t, "the woken look", func() bool { return ws.heads.Load() > heads })

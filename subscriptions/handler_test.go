@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -33,7 +33,7 @@ func handlerFixture(t *testing.T, types ...mcpe.HandlerType) (*fixture, *checker
 	for _, ty := range types {
 		hs[ty] = c
 	}
-	f := newFixture(t, filepath.Join(t.TempDir(), "db"), clock.NewFake(svcStart), subscriptions.ServiceOptions{Handlers: hs})
+	f := newFixture(t, filepath.Join(t.TempDir(), "db"), clocktest.NewFake(svcStart), subscriptions.ServiceOptions{Handlers: hs})
 	return f, c
 }
 

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -16,7 +16,7 @@ import (
 // timestamptz), so that the subscription handed back when it is made is the
 // one read back later: SEP-3415 cursors are bound to its creation time.
 func TestKeyedTimesAreWhatStoresKeep(t *testing.T) {
-	clk := clock.NewFake(svcStart.Add(123456789 * time.Nanosecond))
+	clk := clocktest.NewFake(svcStart.Add(123456789 * time.Nanosecond))
 	f := newFixture(t, filepath.Join(t.TempDir(), "x.db"), clk, subscriptions.ServiceOptions{})
 	made, created, err := f.svc.Keyed(context.Background(), "alice", "sep-00000000000000000000000000000001", mcpe.Filter{EventTypes: []string{"x.*"}})
 	if err != nil || !created {

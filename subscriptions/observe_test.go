@@ -8,7 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -46,7 +46,7 @@ func TestObserverHearsCommitsAndFires(t *testing.T) {
 	obs := &observer{}
 	opts := timedOptions(&presence{})
 	opts.Observer = obs
-	f := newFixture(t, path, clock.NewFake(start), opts)
+	f := newFixture(t, path, clocktest.NewFake(start), opts)
 	f.subscribe("alice", cronReq("0 * * * *", "", "x"))
 	f.publishN("x", 1)
 	f.publishN("x", 2)
@@ -58,7 +58,7 @@ func TestObserverHearsCommitsAndFires(t *testing.T) {
 	obs2 := &observer{}
 	opts = timedOptions(&presence{})
 	opts.Observer = obs2
-	f2 := newFixture(t, path, clock.NewFake(start.Add(4*time.Hour+40*time.Minute)), opts)
+	f2 := newFixture(t, path, clocktest.NewFake(start.Add(4*time.Hour+40*time.Minute)), opts)
 	f2.stop()
 
 	obs.mu.Lock()

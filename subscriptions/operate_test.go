@@ -11,7 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
@@ -19,7 +19,7 @@ import (
 
 func TestFireNow(t *testing.T) {
 	ctx := context.Background()
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, newYork)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, newYork)))
 	sub := f.subscribe("alice", cronReq("0 9 * * *", "America/New_York", "gh.*"))
 	rt := f.subscribe("alice", every("gh.*"))
 	for n := 1; n <= 2; n++ {
@@ -63,7 +63,7 @@ func TestFireNow(t *testing.T) {
 
 func TestFireNowBeforeAOneTimeDelivery(t *testing.T) {
 	ctx := context.Background()
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(svcStart))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(svcStart))
 	sub := f.subscribe("alice", mcpe.SubscribeRequest{
 		Filter:   mcpe.Filter{EventTypes: []string{"gh.*"}},
 		Delivery: &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelScheduled}, ScheduledDelivery: &mcpe.ScheduledDelivery{DeliverAt: svcStart.Add(time.Hour).Format(time.RFC3339)}},
@@ -85,7 +85,7 @@ func TestFireNowBeforeAOneTimeDelivery(t *testing.T) {
 
 func TestReplay(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	a := f.subscribe("alice", every("gh.*"))
 	other := f.subscribe("alice", every("slack.*"))
 	b := f.subscribe("bob", every("gh.*"))
@@ -126,7 +126,7 @@ func TestReplay(t *testing.T) {
 
 func TestReplayNeedsALiveSession(t *testing.T) {
 	p := &presence{}
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{Presence: p})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{Presence: p})
 	a := f.subscribe("alice", every("gh.*"))
 	res := f.publish("gh.push")
 	p.away.Store(true)
@@ -213,7 +213,7 @@ func TestReplayFindsTheNewestInALongInbox(t *testing.T) {
 	t.Cleanup(func() { store.Close() })
 	rec := &recorder{}
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
-		Store: &deepInbox{Store: store, filler: 120_000}, Clock: clock.NewFake(svcStart), Deliverer: rec,
+		Store: &deepInbox{Store: store, filler: 120_000}, Clock: clocktest.NewFake(svcStart), Deliverer: rec,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -242,7 +242,7 @@ func TestReplayFindsTheNewestInALongInbox(t *testing.T) {
 // scheduled subscription, even one whose filter matches it.
 func TestReplayRefusesTimed(t *testing.T) {
 	ctx := context.Background()
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, newYork)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, newYork)))
 	cron := f.subscribe("alice", cronReq("0 9 * * *", "America/New_York", "gh.*"))
 	f.subscribe("alice", every("gh.*"))
 	res := f.publish("gh.push")
@@ -288,7 +288,7 @@ func (p *pausingPresence) Connected(principal string) bool {
 // Replay's check that the subscription is active and its send.
 func TestReplayHoldsOffAPause(t *testing.T) {
 	p := &pausingPresence{paused: make(chan struct{})}
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{Presence: p})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{Presence: p})
 	p.svc = f.svc
 	a := f.subscribe("alice", every("gh.*"))
 	p.id = a.ID

@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -20,7 +20,7 @@ import (
 // first, never another principal's events, and creates nothing.
 func TestPreview(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	f, _ := newTimed(t, filepath.Join(t.TempDir(), "mcpe.db"), clk)
 	f.subscribe("alice", every("github.*"))
 	f.subscribe("alice", every("github.issues.*", "deploy.*")) // one entry for an event both match
@@ -127,7 +127,7 @@ func TestPreview(t *testing.T) {
 func TestPreviewLooksAtABoundedNumberOfEvents(t *testing.T) {
 	defer subscriptions.SetPreviewEvents(3)()
 	ctx := context.Background()
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	f, _ := newTimed(t, filepath.Join(t.TempDir(), "mcpe.db"), clk)
 	f.subscribe("alice", every("x.*"))
 	var times []time.Time

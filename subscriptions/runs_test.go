@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
 )
@@ -49,7 +49,7 @@ func storedIDs(t *testing.T, s subscriptions.Store) []string {
 func TestLapsedRunIsReclaimed(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
 	var lostA, lostB atomic.Int32
-	clkA, clkB := clock.NewFake(svcStart), clock.NewFake(svcStart)
+	clkA, clkB := clocktest.NewFake(svcStart), clocktest.NewFake(svcStart)
 	a := newFixture(t, path, clkA, runOpts(&lostA))
 	gone := a.subscribe(a.svc.RunPrefix()+"s1", every("x"))
 	older := a.subscribe("session:abc", every("x")) // a principal named before runs
@@ -109,7 +109,7 @@ func TestLapsedRunIsReclaimed(t *testing.T) {
 func TestRunMarkedIsKept(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
 	var lost atomic.Int32
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	a := newFixture(t, path, clk, runOpts(&lost))
 	b := newFixture(t, path, clk, runOpts(&lost))
 	subA := a.subscribe(a.svc.RunPrefix()+"s1", every("x"))
@@ -164,7 +164,7 @@ func (blindStore) OpenedBeside() (bool, error) {
 // own, and says why; a store opened alone lets it go.
 func TestStartKeepsSessionsWhenUnsure(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	earlier := newFixture(t, path, clk, subscriptions.ServiceOptions{})
 	left := earlier.subscribe("session:abc", every("x"))
 	earlier.stop()

@@ -8,13 +8,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
 func TestPublishForReachesOnlyThePrincipal(t *testing.T) {
-	f := newFixture(t, filepath.Join(t.TempDir(), "mcpe.db"), clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, filepath.Join(t.TempDir(), "mcpe.db"), clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	alice := f.subscribe("alice", every("conversation.*"))
 	f.subscribe("bob", every("conversation.*"))
 	f.subscribe("bob", every("*"))

@@ -13,7 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/scheduled"
@@ -64,13 +64,13 @@ func (r *recorder) of(kind mcpe.InboxKind) []string {
 type fixture struct {
 	t          *testing.T
 	store      *sqlite.Store
-	clock      *clock.Fake
+	clock      *clocktest.Fake
 	rec        *recorder
 	svc        *subscriptions.Service
 	schedulers delivery.Schedulers
 }
 
-func newFixture(t *testing.T, path string, clk *clock.Fake, opts subscriptions.ServiceOptions) *fixture {
+func newFixture(t *testing.T, path string, clk *clocktest.Fake, opts subscriptions.ServiceOptions) *fixture {
 	t.Helper()
 	store, err := sqlite.Open(context.Background(), path)
 	if err != nil {
@@ -133,7 +133,7 @@ func every(types ...string) mcpe.SubscribeRequest {
 
 func TestStartExpiresWhatPassedWhileDown(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	f := newFixture(t, path, clk, subscriptions.ServiceOptions{})
 	req := every("x")
 	req.ExpiresAt = svcStart.Add(time.Hour).Format(time.RFC3339)
@@ -142,7 +142,7 @@ func TestStartExpiresWhatPassedWhileDown(t *testing.T) {
 	f.stop()
 
 	// The server was down when the subscription expired.
-	clk2 := clock.NewFake(svcStart.Add(2 * time.Hour))
+	clk2 := clocktest.NewFake(svcStart.Add(2 * time.Hour))
 	f2 := newFixture(t, path, clk2, subscriptions.ServiceOptions{})
 	got, err := f2.svc.Get(context.Background(), "alice", sub.ID)
 	if err != nil || got.Status != mcpe.StatusExpired {
@@ -163,7 +163,7 @@ func TestStartExpiresWhatPassedWhileDown(t *testing.T) {
 
 func TestStartDeletesSessionScopedPrincipals(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	opts := subscriptions.ServiceOptions{EphemeralPrefix: "session:"}
 	f := newFixture(t, path, clk, opts)
 	f.subscribe("session:abc", every("x"))
@@ -186,7 +186,7 @@ func TestStartDeletesSessionScopedPrincipals(t *testing.T) {
 // subscription, which the second routes events to as well.
 func TestStartKeepsSessionScopedPrincipalsOfOthers(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	opts := subscriptions.ServiceOptions{EphemeralPrefix: "session:"}
 	f := newFixture(t, path, clk, opts)
 	sub := f.subscribe("session:abc", every("x"))
@@ -203,7 +203,7 @@ func TestStartKeepsSessionScopedPrincipalsOfOthers(t *testing.T) {
 }
 
 func TestForgetPrincipal(t *testing.T) {
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	f.subscribe("session:abc", every("x"))
 	other := f.subscribe("bob", every("x"))
 	if err := f.svc.ForgetPrincipal(context.Background(), "session:abc"); err != nil {
@@ -221,7 +221,7 @@ func TestForgetPrincipal(t *testing.T) {
 const subscriptionsMemory = sqlite.Memory
 
 func TestRetentionRunsOnItsTimer(t *testing.T) {
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{
 		Retention:     subscriptions.Retention{InboxMaxEntries: 2},
 		PruneInterval: time.Minute,
 	})
@@ -250,7 +250,7 @@ func TestRetentionRunsOnItsTimer(t *testing.T) {
 }
 
 func TestDuplicateIsNotDeliveredAgain(t *testing.T) {
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	f.subscribe("alice", every("x"))
 	ev := mcpe.Event{Type: "x", Data: json.RawMessage(`{}`), Metadata: mcpe.Metadata{SourceEventID: "s1"}}
 	first, err := f.svc.Publish(context.Background(), ev)
@@ -270,7 +270,7 @@ func TestDuplicateIsNotDeliveredAgain(t *testing.T) {
 }
 
 func TestUpdateMovesTheExpiryTimer(t *testing.T) {
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	req := every("x")
 	req.ExpiresAt = svcStart.Add(time.Hour).Format(time.RFC3339)
 	sub := f.subscribe("alice", req)
@@ -291,7 +291,7 @@ func TestUpdateMovesTheExpiryTimer(t *testing.T) {
 }
 
 func TestStopIsIdempotentAndStopsTimers(t *testing.T) {
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	req := every("x")
 	req.ExpiresAt = svcStart.Add(time.Hour).Format(time.RFC3339)
 	f.subscribe("alice", req)
@@ -355,7 +355,7 @@ func TestPauseWaitsForInFlightPublish(t *testing.T) {
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:     gated,
 		Deliverer: rec,
-		Clock:     clock.NewFake(svcStart),
+		Clock:     clocktest.NewFake(svcStart),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -407,7 +407,7 @@ func TestPauseWaitsForInFlightPublish(t *testing.T) {
 // and that the event is then not stored for a subscription paused
 // meanwhile.
 func TestPublishDoesNotHoldWritersWhileMatching(t *testing.T) {
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	a := f.subscribe("alice", every("svc.*"))
 	kept := f.subscribe("alice", every("svc.created"))
 	matching, release := make(chan struct{}), make(chan struct{})
@@ -447,7 +447,7 @@ func TestPublishDoesNotHoldWritersWhileMatching(t *testing.T) {
 }
 
 func TestPatternCostBudget(t *testing.T) {
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{MaxPatternCost: 10})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{MaxPatternCost: 10})
 	ctx := context.Background()
 	// "a.*" costs 2, "{a,b}.*.x" 2 × 2 = 4.
 	first := f.subscribe("alice", every("a.*", "{a,b}.*.x")) // 6
@@ -481,7 +481,7 @@ func nested(depth int) json.RawMessage {
 // is refused, and that events_poll serves a deeper event stored earlier as
 // a note instead of failing at its cursor.
 func TestDataNestingBounded(t *testing.T) {
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	ctx := context.Background()
 	sub := f.subscribe("alice", every("x"))
 	if _, err := f.svc.Publish(ctx, mcpe.Event{Type: "x", Data: nested(mcpe.DefaultMaxDataDepth)}); err != nil {
@@ -511,7 +511,7 @@ func TestDataNestingBounded(t *testing.T) {
 // TestPollPageBoundedInBytes checks that a page ends before its events pass
 // mcpe.MaxPollBytes, and that digests of large events are cut to fit.
 func TestPollPageBoundedInBytes(t *testing.T) {
-	f, _ := newTimed(t, subscriptionsMemory, clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
+	f, _ := newTimed(t, subscriptionsMemory, clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC)))
 	ctx := context.Background()
 	f.subscribe("alice", every("big"))
 	digest := f.subscribe("alice", cronReq("@hourly", "", "big"))
@@ -576,7 +576,7 @@ func TestLeaderYieldsOnlyAmongOthers(t *testing.T) {
 	}
 	defer store.Close()
 	counting := &countingStore{gatedStore: gatedStore{Store: store, entered: make(chan struct{}), release: make(chan struct{})}}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: counting, Deliverer: &recorder{}, Clock: clock.NewFake(svcStart)})
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: counting, Deliverer: &recorder{}, Clock: clocktest.NewFake(svcStart)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -675,7 +675,7 @@ func TestConcurrentPublishesShareACommit(t *testing.T) {
 	defer store.Close()
 	counting := &countingStore{gatedStore: gatedStore{Store: store, entered: make(chan struct{}), release: make(chan struct{})}}
 	rec := &recorder{}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: counting, Deliverer: rec, Clock: clock.NewFake(svcStart)})
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: counting, Deliverer: rec, Clock: clocktest.NewFake(svcStart)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -736,7 +736,7 @@ func TestConcurrentPublishesShareACommit(t *testing.T) {
 // to make room, works; a principal with a token has its own quota.
 func TestSessionsShareOneQuota(t *testing.T) {
 	ctx := context.Background()
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{EphemeralPrefix: "session:", MaxSubscriptions: 3})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{EphemeralPrefix: "session:", MaxSubscriptions: 3})
 	a1, b := f.subscribe("session:a", every("x")), f.subscribe("session:b", every("x"))
 	f.subscribe("session:a", every("y"))
 	_, err := f.svc.Subscribe(ctx, "session:c", every("x"))
@@ -766,7 +766,7 @@ func TestSessionsShareOneQuota(t *testing.T) {
 // A subscription's times are kept to the millisecond: nanoseconds in every
 // answer carry nothing a model needs.
 func TestSubscriptionTimesToTheMillisecond(t *testing.T) {
-	clk := clock.NewFake(svcStart.Add(123456789 * time.Nanosecond))
+	clk := clocktest.NewFake(svcStart.Add(123456789 * time.Nanosecond))
 	f := newFixture(t, subscriptionsMemory, clk, subscriptions.ServiceOptions{})
 	sub := f.subscribe("alice", every("x"))
 	clk.Advance(time.Second + 987654321*time.Nanosecond)

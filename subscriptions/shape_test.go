@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -21,7 +21,7 @@ import (
 // shape comes whole).
 func TestLabelAndShape(t *testing.T) {
 	ctx := context.Background()
-	clk := clock.NewFake(svcStart.Add(1234567 * time.Nanosecond))
+	clk := clocktest.NewFake(svcStart.Add(1234567 * time.Nanosecond))
 	f := newFixture(t, filepath.Join(t.TempDir(), "mcpe.db"), clk, subscriptions.ServiceOptions{})
 	fields := &mcpe.Delivery{Channels: []mcpe.Channel{mcpe.ChannelRealtime}, Fields: []string{"issue.title"}}
 	for _, tc := range []struct {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -57,7 +57,7 @@ func (f *fixture) inboxOf(principal string) string {
 // started after it ends the window, with every fold.
 func TestThrottleSurvivesRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	f := newFixture(t, path, clk, subscriptions.ServiceOptions{})
 	f.subscribe("alice", throttledReq("10m"))
 	f.failed("acme/api", 1)
@@ -90,7 +90,7 @@ func TestThrottleSurvivesRestart(t *testing.T) {
 // events for one group: they fold into one window, which ends once.
 func TestThrottleTwoServersFoldOnce(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	f := newFixture(t, path, clk, subscriptions.ServiceOptions{})
 	f.subscribe("alice", throttledReq("1m"))
 	f2 := newFixture(t, path, clk, subscriptions.ServiceOptions{})
@@ -108,7 +108,7 @@ func TestThrottleTwoServersFoldOnce(t *testing.T) {
 
 // TestThrottleRefused checks what throttle accepts.
 func TestThrottleRefused(t *testing.T) {
-	f := newFixture(t, filepath.Join(t.TempDir(), "mcpe.db"), clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, filepath.Join(t.TempDir(), "mcpe.db"), clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	for _, tc := range []struct {
 		throttle mcpe.Throttle
 		want     string
@@ -138,7 +138,7 @@ func TestThrottleRefused(t *testing.T) {
 // another one on the same database, which follows what it wrote, ends it.
 func TestThrottleEndedByAnotherServer(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
-	clk := clock.NewFake(svcStart)
+	clk := clocktest.NewFake(svcStart)
 	f := newFixture(t, path, clk, subscriptions.ServiceOptions{})
 	f.subscribe("alice", throttledReq("1m"))
 	f2 := newFixture(t, path, clk, subscriptions.ServiceOptions{})

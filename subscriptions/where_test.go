@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -91,7 +91,7 @@ func TestWhereMatches(t *testing.T) {
 }
 
 func TestWhereRoutes(t *testing.T) {
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	ctx := context.Background()
 	merged := f.subscribe("alice", mcpe.SubscribeRequest{Filter: whereFilter(mergedInAPI)})
 	all := f.subscribe("bob", every("github.pull_request.closed"))
@@ -107,7 +107,7 @@ func TestWhereRoutes(t *testing.T) {
 }
 
 func TestWhereUpdate(t *testing.T) {
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	ctx := context.Background()
 	sub := f.subscribe("alice", mcpe.SubscribeRequest{Filter: whereFilter(mergedInAPI)})
 	bad := whereFilter(`data.x >`)
@@ -131,10 +131,10 @@ func TestWhereUpdate(t *testing.T) {
 
 func TestWhereSurvivesRestart(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
-	f := newFixture(t, path, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f := newFixture(t, path, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	sub := f.subscribe("alice", mcpe.SubscribeRequest{Filter: whereFilter(mergedInAPI)})
 	f.stop()
-	f2 := newFixture(t, path, clock.NewFake(svcStart), subscriptions.ServiceOptions{})
+	f2 := newFixture(t, path, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{})
 	got, err := f2.svc.Get(context.Background(), "alice", sub.ID)
 	if err != nil || got.Filter.Where != mergedInAPI {
 		t.Fatalf("after restart: %+v, %v; want the condition kept", got, err)
@@ -153,7 +153,7 @@ func TestWhereSurvivesRestart(t *testing.T) {
 // MaxPatternCost, so that no principal can make routing slow with many of
 // them, even on exact types that cost nothing.
 func TestWhereCostBudget(t *testing.T) {
-	f := newFixture(t, subscriptionsMemory, clock.NewFake(svcStart), subscriptions.ServiceOptions{MaxPatternCost: 1200})
+	f := newFixture(t, subscriptionsMemory, clocktest.NewFake(svcStart), subscriptions.ServiceOptions{MaxPatternCost: 1200})
 	ctx := context.Background()
 	heavy := whereFilter(`"a" in data.a && "b" in data.b`) // about 2 × 256
 	first := f.subscribe("alice", mcpe.SubscribeRequest{Filter: heavy})

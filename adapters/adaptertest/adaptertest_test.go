@@ -12,7 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -21,7 +21,7 @@ var t0 = time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC)
 
 func TestPublisher(t *testing.T) {
 	ctx := context.Background()
-	p := &Publisher{Clock: clock.NewFake(t0)}
+	p := &Publisher{Clock: clocktest.NewFake(t0)}
 	refuse := errors.New("refused")
 	p.Fail = func(ev mcpe.Event) error {
 		if ev.Type == "x.refused" {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -47,7 +47,7 @@ func FuzzNotification(f *testing.F) {
 	for _, b := range worstCases() {
 		f.Add(b)
 	}
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	a, err := New(Options{Publisher: adaptertest.ValidatingPublisher{Clock: clk}, Clock: clk})
 	if err != nil {
 		f.Fatal(err)
@@ -145,7 +145,7 @@ func worstCases() [][]byte {
 // The worst cases stay within the allocation bound that FuzzNotification
 // checks, and the bound is not so loose that it checks nothing.
 func TestParserAllocationBound(t *testing.T) {
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	a, err := New(Options{Publisher: adaptertest.ValidatingPublisher{Clock: clk}, Clock: clk})
 	if err != nil {
 		t.Fatal(err)

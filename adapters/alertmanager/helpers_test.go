@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 )
 
 // t0 is the fake clock's time: after every time in the fixtures.
@@ -17,7 +17,7 @@ var t0 = time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC)
 // changes its options first.
 func newTestAdapter(t testing.TB, edit func(*Options)) (*Adapter, *adaptertest.Publisher) {
 	t.Helper()
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	pub := &adaptertest.Publisher{Clock: clk}
 	opts := Options{Publisher: pub, Clock: clk}
 	if edit != nil {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/adapters/alertmanager"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -20,7 +20,7 @@ import (
 // through the real Service and store, a repeated alert state is routed
 // once, and the alert resolving is routed as a new event.
 func TestRedeliveryRoutedOnce(t *testing.T) {
-	clk := clock.NewFake(time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC))
 	rec := &adaptertest.Subscriber{}
 	svc := adaptertest.NewService(t, clk, rec, "alice", mcpe.Filter{EventTypes: []string{"alert.*"}})
 	a, err := alertmanager.New(alertmanager.Options{

@@ -10,7 +10,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
@@ -34,7 +34,7 @@ func (f fakePublisher) Publish(context.Context, mcpe.Event) (subscriptions.Publi
 }
 
 func TestCatalog(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	github := []mcpe.EventType{
 		{Type: "github.issues.opened", Description: "An issue was opened.", Example: json.RawMessage(`{"number":1}`)},
 		{Type: "github.push", Description: "Commits were pushed."},
@@ -107,7 +107,7 @@ func TestCatalog(t *testing.T) {
 // lists at most a quarter of seenLimit, and past seenLimit new types wait
 // for room.
 func TestFloodOfNewTypes(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	c := New(Options{Clock: clk, Store: memoryStore(t), seenLimit: 8})
 	seen := func() []string {
 		got, err := c.Get(context.Background(), mcpe.CatalogRequest{})
@@ -144,7 +144,7 @@ func TestFloodOfNewTypes(t *testing.T) {
 
 func TestWatchSeenTypes(t *testing.T) {
 	t0 := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	c := New(Options{Clock: clk, Store: memoryStore(t), seenWindow: time.Hour, seenLimit: 10})
 	calls := 0
 	stop := c.Watch(func() { calls++ })
@@ -220,7 +220,7 @@ func (s *countingStore) KeptTypes(ctx context.Context, now time.Time, window tim
 // keep (its source's share is full) is not asked for again at each event
 // of it: a flood of one refused type costs the store one write a minute.
 func TestRefusedTypeAskedOncePerMinute(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	store := &countingStore{TypeStore: memoryStore(t)}
 	c := New(Options{Clock: clk, Store: store, seenLimit: 4}) // one type a source
 	var listed int
@@ -248,7 +248,7 @@ func TestRefusedTypeAskedOncePerMinute(t *testing.T) {
 // after this process kept a new one; what another process kept is listed
 // within the second.
 func TestKeptTypesReadOncePerSecond(t *testing.T) {
-	clk := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	shared := memoryStore(t)
 	store := &countingStore{TypeStore: shared}
 	c := New(Options{Clock: clk, Store: store})

@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -44,7 +44,7 @@ func FuzzPayload(f *testing.F) {
 	} {
 		f.Add(s.event, []byte(s.body))
 	}
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	a, err := New(Options{Publisher: adaptertest.ValidatingPublisher{Clock: clk}, Secret: testSecret, Clock: clk})
 	if err != nil {
 		f.Fatal(err)

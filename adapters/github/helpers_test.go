@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 )
 
 // t0 is the fake clock's time: after every time in the fixtures.
@@ -20,7 +20,7 @@ var testSecret = []byte("It's a Secret to Everybody")
 // publisher; edit changes its options first.
 func newTestAdapter(t testing.TB, edit func(*Options)) (*Adapter, *adaptertest.Publisher) {
 	t.Helper()
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	pub := &adaptertest.Publisher{Clock: clk}
 	opts := Options{Publisher: pub, Secret: testSecret, Clock: clk}
 	if edit != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/adapters/github"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -21,7 +21,7 @@ import (
 // answered as a duplicate and routed once. Another delivery of the same
 // payload is a new event.
 func TestRedeliveryRoutedOnce(t *testing.T) {
-	clk := clock.NewFake(time.Date(2025, 6, 3, 8, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2025, 6, 3, 8, 0, 0, 0, time.UTC))
 	rec := &adaptertest.Subscriber{}
 	svc := adaptertest.NewService(t, clk, rec, "alice", mcpe.Filter{EventTypes: []string{"github.*"}})
 	secret := []byte("webhook-secret")

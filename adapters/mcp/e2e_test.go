@@ -20,7 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -206,7 +206,7 @@ func (ch *child) do(t *testing.T, order string) {
 // the adapter's fake clock then holds only the retry timers.
 func newService(t *testing.T, sub *adaptertest.Subscriber, pattern string) *subscriptions.Service {
 	t.Helper()
-	return adaptertest.NewService(t, clock.NewFake(t0), sub, "agent", mcpe.Filter{EventTypes: []string{pattern}})
+	return adaptertest.NewService(t, clocktest.NewFake(t0), sub, "agent", mcpe.Filter{EventTypes: []string{pattern}})
 }
 
 // checkFlow has the upstream change its tool list, update its resource,
@@ -239,7 +239,7 @@ func checkFlow(t *testing.T, sub *adaptertest.Subscriber, name string, round int
 
 // waitRetrying waits for the upstream to be retrying and returns when it
 // tries again.
-func waitRetrying(t *testing.T, a *Adapter, fake *clock.Fake) time.Time {
+func waitRetrying(t *testing.T, a *Adapter, fake *clocktest.Fake) time.Time {
 	t.Helper()
 	var due time.Time
 	eventually(t, "the upstream to be retrying, with a retry timer", func() bool {
@@ -264,7 +264,7 @@ func TestEndToEndStdio(t *testing.T) {
 			sub := &adaptertest.Subscriber{}
 			svc := newService(t, sub, "mcp.child.*")
 			ctl := newControl(t)
-			fake := clock.NewFake(t0)
+			fake := clocktest.NewFake(t0)
 			a := newAdapter(t, svc, fake, Upstream{
 				Name:    "child",
 				Command: []string{os.Args[0], "-test.run=^$"},
@@ -338,7 +338,7 @@ func TestEndToEndHTTP(t *testing.T) {
 				return c, srv
 			}
 			first, srv := serve(nil)
-			fake := clock.NewFake(t0)
+			fake := clocktest.NewFake(t0)
 			a := startAdapter(t, svc, fake, Upstream{Name: "web", URL: srv.URL})
 			ev := sub.Wait(t, "mcp.web.connected", 1)[0]
 			if !strings.Contains(string(ev.Data), `"protocolVersion":"`+mode.version+`"`) {

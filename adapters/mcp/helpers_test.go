@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -237,7 +237,7 @@ func TestMain(m *testing.M) {
 // startAdapter starts an adapter of upstreams that publishes to pub, on
 // fake, retrying after a second at first and a minute at most; it stops
 // when the test ends.
-func startAdapter(t *testing.T, pub subscriptions.Publisher, fake *clock.Fake, upstreams ...Upstream) *Adapter {
+func startAdapter(t *testing.T, pub subscriptions.Publisher, fake *clocktest.Fake, upstreams ...Upstream) *Adapter {
 	t.Helper()
 	a := newAdapter(t, pub, fake, upstreams...)
 	start(t, a)
@@ -245,7 +245,7 @@ func startAdapter(t *testing.T, pub subscriptions.Publisher, fake *clock.Fake, u
 }
 
 // newAdapter is startAdapter's adapter, not started.
-func newAdapter(t *testing.T, pub subscriptions.Publisher, fake *clock.Fake, upstreams ...Upstream) *Adapter {
+func newAdapter(t *testing.T, pub subscriptions.Publisher, fake *clocktest.Fake, upstreams ...Upstream) *Adapter {
 	t.Helper()
 	a, err := New(Options{Upstreams: upstreams, Publisher: pub, Clock: fake, Logger: testLogger(t)})
 	if err != nil {

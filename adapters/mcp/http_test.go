@@ -22,7 +22,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -162,7 +162,7 @@ func TestHTTPUpstream(t *testing.T) {
 
 func testHTTPUpstream(t *testing.T, mode httpMode) {
 	up := newHTTPUpstreamMode(t, nil, mode)
-	fake := clock.NewFake(t0)
+	fake := clocktest.NewFake(t0)
 	rec := newRecorder()
 	a := startAdapter(t, rec, fake, Upstream{Name: "up", URL: up.srv.URL + "/mcp", Headers: map[string]string{"X-Test": "yes"}})
 
@@ -314,7 +314,7 @@ func testHTTPUpstreamResourceLimit(t *testing.T, mode httpMode) {
 	a, err := New(Options{
 		Upstreams: []Upstream{{Name: "up", URL: up.srv.URL}},
 		Publisher: rec,
-		Clock:     clock.NewFake(t0),
+		Clock:     clocktest.NewFake(t0),
 		Logger:    testLogger(t),
 	})
 	if err != nil {
@@ -347,7 +347,7 @@ func TestHTTPUpstreamReconnects(t *testing.T) {
 func testHTTPUpstreamReconnects(t *testing.T, mode httpMode) {
 	up := newHTTPUpstreamMode(t, nil, mode)
 	addr := up.srv.Listener.Addr().String()
-	fake := clock.NewFake(t0)
+	fake := clocktest.NewFake(t0)
 	rec := newRecorder()
 	a := startAdapter(t, rec, fake, Upstream{Name: "up", URL: up.srv.URL})
 	rec.wait(t, "mcp.up.connected", 1)
@@ -395,7 +395,7 @@ func TestHTTPUpstreamUnreachable(t *testing.T) {
 	addr := ln.Addr().String()
 	ln.Close()
 
-	fake := clock.NewFake(t0)
+	fake := clocktest.NewFake(t0)
 	rec := newRecorder()
 	a, err := New(Options{
 		Upstreams: []Upstream{{Name: "down", URL: "http://" + addr + "/mcp"}},
@@ -441,7 +441,7 @@ func TestHTTPUpstreamWithoutNotificationStream(t *testing.T) {
 	a, err := New(Options{
 		Upstreams: []Upstream{{Name: "up", URL: up.srv.URL}},
 		Publisher: rec,
-		Clock:     clock.NewFake(t0),
+		Clock:     clocktest.NewFake(t0),
 		Logger:    slog.New(slog.NewTextHandler(&logs, nil)),
 	})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 )
 
@@ -54,7 +54,7 @@ func TestStdioUpstream(t *testing.T) {
 			Env: map[string]string{childEnv: childOK, "EXTRA": "from-env", "GORACE": "atexit_sleep_ms=0"},
 		}},
 		Publisher: rec,
-		Clock:     clock.NewFake(t0),
+		Clock:     clocktest.NewFake(t0),
 		Logger:    testLogger(t),
 	})
 	if err != nil {
@@ -115,7 +115,7 @@ func TestStdioUpstreamFails(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fake := clock.NewFake(t0)
+			fake := clocktest.NewFake(t0)
 			rec := newRecorder()
 			a, err := New(Options{
 				Upstreams: []Upstream{{Name: "bad", Command: tc.command, Env: tc.env}},

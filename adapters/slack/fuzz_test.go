@@ -11,7 +11,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -40,7 +40,7 @@ func FuzzRequest(f *testing.F) {
 	} {
 		f.Add([]byte(s))
 	}
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	a, err := New(Options{Publisher: adaptertest.ValidatingPublisher{Clock: clk}, SigningSecret: testSecret, Clock: clk})
 	if err != nil {
 		f.Fatal(err)
@@ -98,7 +98,7 @@ func FuzzSignature(f *testing.F) {
 	f.Add(now, "v0=", []byte{})
 	f.Add("", "", []byte(nil))
 	f.Add("-1", "v0=zz", []byte("x"))
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	pub := &adaptertest.Publisher{Clock: clk}
 	a, err := New(Options{Publisher: pub, SigningSecret: testSecret, Clock: clk})
 	if err != nil {
@@ -170,7 +170,7 @@ func TestAllocationBounded(t *testing.T) {
 			if len(body) > adapters.DefaultMaxBodyBytes {
 				t.Fatalf("body is %d bytes, over the limit", len(body))
 			}
-			clk := clock.NewFake(t0)
+			clk := clocktest.NewFake(t0)
 			a, err := New(Options{Publisher: adaptertest.ValidatingPublisher{Clock: clk}, SigningSecret: testSecret, Clock: clk})
 			if err != nil {
 				t.Fatal(err)

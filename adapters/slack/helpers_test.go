@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 )
 
 // t0 is the fake clock's time, at which test requests are signed.
@@ -19,9 +19,9 @@ var testSecret = []byte("0d1e2f3a4b5c6d7e8f90a1b2c3d4e5f6")
 
 // newTestAdapter returns an adapter on a fake clock at t0 and a fake
 // publisher, with testSecret; edit changes its options first.
-func newTestAdapter(t testing.TB, edit func(*Options)) (*Adapter, *adaptertest.Publisher, *clock.Fake) {
+func newTestAdapter(t testing.TB, edit func(*Options)) (*Adapter, *adaptertest.Publisher, *clocktest.Fake) {
 	t.Helper()
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	pub := &adaptertest.Publisher{Clock: clk}
 	opts := Options{Publisher: pub, SigningSecret: testSecret, Clock: clk}
 	if edit != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
 	"github.com/mcpe-server/mcpe-server/adapters/slack"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -22,7 +22,7 @@ import (
 // store, the retries are routed once, and answered with the first event's
 // ID.
 func TestRetriesRoutedOnce(t *testing.T) {
-	clk := clock.NewFake(time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2025, 6, 2, 13, 0, 0, 0, time.UTC))
 	rec := &adaptertest.Subscriber{}
 	svc := adaptertest.NewService(t, clk, rec, "alice",
 		mcpe.Filter{EventTypes: []string{"slack.*"}},

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters/adaptertest"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 )
 
@@ -33,7 +33,7 @@ func TestSignatureDocumentedExample(t *testing.T) {
 	// Through the handler, with the clock at Slack's timestamp: the
 	// signature passes, and the form (a slash command, not an Events API
 	// request) is then refused as such, never as unauthorized.
-	clk := clock.NewFake(time.Unix(1531420618, 0))
+	clk := clocktest.NewFake(time.Unix(1531420618, 0))
 	pub := &adaptertest.Publisher{Clock: clk}
 	a, err := New(Options{Publisher: pub, SigningSecret: []byte(docSecret), Clock: clk})
 	if err != nil {

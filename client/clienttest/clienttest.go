@@ -32,7 +32,7 @@ import (
 // Options configure a Server. A nil *Options means all defaults.
 type Options struct {
 	// Clock drives expiry and digests; nil is the wall clock. A
-	// *clock.Fake lets a test fire a "0 9 * * *" digest at once.
+	// *clocktest.Fake lets a test fire a "0 9 * * *" digest at once.
 	Clock clock.Clock
 	// Tokens map MCP bearer tokens to principals. Empty: every HTTP
 	// session is its own principal, whose subscriptions end with it.

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -156,12 +157,12 @@ func (s *liveSink) Live() bool { return s.live.Load() }
 // armedClock is a fake clock that reports each timer it arms, so a test
 // advances it only once the writer is waiting on it.
 type armedClock struct {
-	*clock.Fake
+	*clocktest.Fake
 	armed chan time.Duration
 }
 
 func newArmedClock() *armedClock {
-	return &armedClock{Fake: clock.NewFake(start), armed: make(chan time.Duration, 64)}
+	return &armedClock{Fake: clocktest.NewFake(start), armed: make(chan time.Duration, 64)}
 }
 
 func (c *armedClock) AfterFunc(d time.Duration, f func()) clock.Timer {

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/client/clienttest"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/examples/internal/exampletest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -27,7 +27,7 @@ var start = time.Date(2026, 3, 2, 7, 0, 0, 0, time.UTC)
 // at most -max events.
 func TestDigest(t *testing.T) {
 	ctx := context.Background()
-	fake := clock.NewFake(start)
+	fake := clocktest.NewFake(start)
 	s := exampletest.StartServer(t, &clienttest.Options{Clock: fake, Tokens: map[string]string{token: "alice"}})
 
 	p := exampletest.Start(t, run, "-url", s.MCPEndpoint, "-token", token, "-zone", "Europe/Paris", "-max", "2")

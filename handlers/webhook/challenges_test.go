@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/testhook"
 )
 
@@ -15,7 +15,7 @@ import (
 // its budget, another host has its own, and an URL with no host is
 // refused.
 func TestAllowChallenge(t *testing.T) {
-	c := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	c := clocktest.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	s, err := New(&Options{Clock: c, Test: &testhook.Webhook{ChallengesPerHostPerMinute: 3}})
 	if err != nil {
 		t.Fatal(err)
@@ -54,7 +54,7 @@ func TestAllowChallenge(t *testing.T) {
 // a new host beyond that replaces those whose budget is whole again, and
 // is refused while none is.
 func TestChallengeHostsBounded(t *testing.T) {
-	c := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	c := clocktest.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	s, err := New(&Options{Clock: c, Test: &testhook.Webhook{ChallengesPerHostPerMinute: 1}})
 	if err != nil {
 		t.Fatal(err)
@@ -94,7 +94,7 @@ func TestAllowChallengeAddressSpellings(t *testing.T) {
 		{"IPv6 hex case", []string{"https://[2001:db8::ab]/a", "https://[2001:DB8::AB]/b", "https://[2001:0db8:0:0::00ab%25lo]/c", "https://[2001:db8:0::ab]/d"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := newSender(t, &Options{Clock: clock.NewFake(t0), Test: &testhook.Webhook{ChallengesPerHostPerMinute: 3}})
+			s := newSender(t, &Options{Clock: clocktest.NewFake(t0), Test: &testhook.Webhook{ChallengesPerHostPerMinute: 3}})
 			for i, u := range tc.spellings {
 				_, ok := s.AllowChallenge(u)
 				if want := i < 3; ok != want {
@@ -113,7 +113,7 @@ func TestAllowChallengeAddressSpellings(t *testing.T) {
 // remembered as "no document".
 func TestReceiverDocumentLookupCharged(t *testing.T) {
 	ctx := context.Background()
-	c := clock.NewFake(t0)
+	c := clocktest.NewFake(t0)
 	a, b := newDocServer(t), newDocServer(t) // two ports of 127.0.0.1
 	a.set(document(`{"receivers":["/hooks/"]}`, "max-age=3600"))
 	b.set(document(`{"receivers":["/hooks/"]}`, "max-age=3600"))

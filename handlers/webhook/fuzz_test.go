@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 )
 
 // FuzzCheck feeds Check hostile URLs and headers: it must not panic, and a
@@ -25,7 +25,7 @@ func FuzzCheck(f *testing.F) {
 	}
 	f.Add("https://h/", "X-A", "${")
 	f.Add("https://h/", "Webhook-Id", "x")
-	s, err := New(&Options{Secrets: map[string]Secret{"TOKEN": {Value: "t", URLs: []string{"https://h/"}}}, Clock: clock.NewFake(t0)})
+	s, err := New(&Options{Secrets: map[string]Secret{"TOKEN": {Value: "t", URLs: []string{"https://h/"}}}, Clock: clocktest.NewFake(t0)})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mcpe-server/mcpe-server/clock"
+
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/testhook"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -24,7 +25,7 @@ import (
 
 func TestHandleSends(t *testing.T) {
 	rc := newReceiver(t, false, nil)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	o := httpOptions(clk)
 	o.Secrets = map[string]Secret{"TOKEN": {Value: "s3cr3t", URLs: []string{rc.URL + "/hooks/"}}}
 	s := newSender(t, o)
@@ -69,7 +70,7 @@ func TestHandleSends(t *testing.T) {
 
 func TestHandleUserAgent(t *testing.T) {
 	rc := newReceiver(t, false, nil)
-	s := newSender(t, httpOptions(clock.NewFake(t0)))
+	s := newSender(t, httpOptions(clocktest.NewFake(t0)))
 	if o := s.Handle(t.Context(), invocation(rc.URL, 1)); o.Err != nil {
 		t.Fatal(o.Err)
 	}
@@ -82,7 +83,7 @@ func TestHandleStableIDAcrossAttempts(t *testing.T) {
 	rc := newReceiver(t, false, func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusServiceUnavailable)
 	})
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	s := newSender(t, httpOptions(clk))
 	var wantTS []string
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -120,7 +121,7 @@ func mustInt(t *testing.T, s string) int64 {
 
 func TestHandleRotation(t *testing.T) {
 	rc := newReceiver(t, false, nil)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	s := newSender(t, httpOptions(clk))
 	current, previous := subscriptions.NewWebhookSecret(), subscriptions.NewWebhookSecret()
 	until := t0.Add(time.Hour)
@@ -150,7 +151,7 @@ func TestHandleRotation(t *testing.T) {
 
 func TestHandleBatch(t *testing.T) {
 	rc := newReceiver(t, false, nil)
-	s := newSender(t, httpOptions(clock.NewFake(t0)))
+	s := newSender(t, httpOptions(clocktest.NewFake(t0)))
 	inv := invocation(rc.URL, 1)
 	inv.Kind = mcpe.InboxBatch
 	inv.Event = nil
@@ -175,7 +176,7 @@ func TestHandleTLS(t *testing.T) {
 	rc := newReceiver(t, true, nil)
 	roots := x509.NewCertPool()
 	roots.AddCert(rc.Certificate())
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	s := newSender(t, &Options{
 		AllowNetworks: loopback,
 		Clock:         clk,
@@ -208,8 +209,8 @@ func TestHandleTLS(t *testing.T) {
 
 func TestHandleBadInput(t *testing.T) {
 	rc := newReceiver(t, false, nil)
-	s := newSender(t, httpOptions(clock.NewFake(t0)))
-	strict := newSender(t, &Options{Clock: clock.NewFake(t0)})
+	s := newSender(t, httpOptions(clocktest.NewFake(t0)))
+	strict := newSender(t, &Options{Clock: clocktest.NewFake(t0)})
 	mod := func(f func(inv *subscriptions.Invocation)) *subscriptions.Invocation {
 		inv := invocation(rc.URL, 1)
 		f(inv)
@@ -271,7 +272,7 @@ func TestHandleTimeout(t *testing.T) {
 		}
 	})
 	t.Cleanup(func() { close(release) }) // runs before the server closes
-	s := newSender(t, httpOptions(clock.NewFake(t0)))
+	s := newSender(t, httpOptions(clocktest.NewFake(t0)))
 	inv := invocation(rc.URL, 1)
 	inv.Spec.Timeout = 200
 	o := s.Handle(t.Context(), inv)
@@ -284,7 +285,7 @@ func TestHandleConnectionRefused(t *testing.T) {
 	rc := newReceiver(t, false, nil)
 	url := rc.URL
 	rc.Close()
-	s := newSender(t, httpOptions(clock.NewFake(t0)))
+	s := newSender(t, httpOptions(clocktest.NewFake(t0)))
 	o := s.Handle(t.Context(), invocation(url, 2))
 	if o.Err == nil || o.RetryIn != 30*time.Second {
 		t.Errorf("Handle = %+v, want a network error retried in 30s", o)
@@ -296,7 +297,7 @@ func TestHandleConnectionRefused(t *testing.T) {
 }
 
 func TestHandleUnknownHost(t *testing.T) {
-	s := newSender(t, &Options{AllowHTTP: true, Clock: clock.NewFake(t0), Test: &testhook.Webhook{Resolver: fakeResolver{}, NoJitter: true}})
+	s := newSender(t, &Options{AllowHTTP: true, Clock: clocktest.NewFake(t0), Test: &testhook.Webhook{Resolver: fakeResolver{}, NoJitter: true}})
 	noDial(s)
 	o := s.Handle(t.Context(), invocation("http://nowhere.test/", 1))
 	if o.Err == nil || !strings.Contains(o.Err.Error(), "nowhere.test") || o.RetryIn != 5*time.Second {
@@ -309,7 +310,7 @@ func TestHandleReadsBoundedBody(t *testing.T) {
 	rc := newReceiver(t, false, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, "\x00héllo\n\tworld "+big)
 	})
-	s := newSender(t, httpOptions(clock.NewFake(t0)))
+	s := newSender(t, httpOptions(clocktest.NewFake(t0)))
 	for range 3 {
 		o := s.Handle(t.Context(), invocation(rc.URL, 1))
 		if o.Err != nil {
@@ -323,7 +324,7 @@ func TestHandleReadsBoundedBody(t *testing.T) {
 
 func TestHandleContextCanceled(t *testing.T) {
 	rc := newReceiver(t, false, nil)
-	s := newSender(t, httpOptions(clock.NewFake(t0)))
+	s := newSender(t, httpOptions(clocktest.NewFake(t0)))
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
 	o := s.Handle(ctx, invocation(rc.URL, 1))
@@ -344,7 +345,7 @@ func TestHandleReusesConnections(t *testing.T) {
 	rc := newReceiver(t, false, func(w http.ResponseWriter, r *http.Request) {
 		io.WriteString(w, strings.Repeat("y", 10<<10)) // longer than what is shown
 	})
-	s := newSender(t, httpOptions(clock.NewFake(t0)))
+	s := newSender(t, httpOptions(clocktest.NewFake(t0)))
 	var dials atomic.Int32
 	dial := s.dial
 	s.dial = func(ctx context.Context, network, address string) (net.Conn, error) {

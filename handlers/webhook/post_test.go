@@ -13,11 +13,12 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mcpe-server/mcpe-server/clock"
+
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 )
 
 func TestPost(t *testing.T) {
-	c := clock.NewFake(time.Now())
+	c := clocktest.NewFake(time.Now())
 	var got http.Header
 	var body []byte
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -80,7 +81,7 @@ func TestPost(t *testing.T) {
 // does), so that their deliveries verify too: the spec's first, in the
 // order of the secrets, then those.
 func TestPostSignsForWholeSecretKeys(t *testing.T) {
-	c := clock.NewFake(time.Unix(1700000000, 0))
+	c := clocktest.NewFake(time.Unix(1700000000, 0))
 	var got http.Header
 	var body []byte
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/testhook"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -173,7 +174,7 @@ func TestReceiverDeclares(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			d := newDocServer(t)
 			d.set(tc.serve)
-			s := newSender(t, d.tlsOptions(clock.NewFake(t0)))
+			s := newSender(t, d.tlsOptions(clocktest.NewFake(t0)))
 			if got := s.ReceiverDeclares(ctx, d.URL+tc.path); got != tc.want {
 				t.Errorf("ReceiverDeclares(%s) = %v; want %v", tc.path, got, tc.want)
 			}
@@ -186,7 +187,7 @@ func TestReceiverDeclares(t *testing.T) {
 	// A URL that no prefix can cover costs no GET.
 	d := newDocServer(t)
 	d.set(document(`{"receivers":["/"]}`, ""))
-	s := newSender(t, d.tlsOptions(clock.NewFake(t0)))
+	s := newSender(t, d.tlsOptions(clocktest.NewFake(t0)))
 	for _, path := range []string{"/hooks/../admin", "/hooks/%2e%2e/admin", "/a%2fb"} {
 		if s.ReceiverDeclares(ctx, d.URL+path) {
 			t.Errorf("%s declared", path)
@@ -202,7 +203,7 @@ func TestReceiverDeclares(t *testing.T) {
 // again once that has passed.
 func TestReceiverDeclaresCache(t *testing.T) {
 	ctx := context.Background()
-	c := clock.NewFake(t0)
+	c := clocktest.NewFake(t0)
 	d := newDocServer(t)
 	d.set(document(`{"receivers":["/hooks/"]}`, "public, max-age=300"))
 	s := newSender(t, d.tlsOptions(c))
@@ -245,7 +246,7 @@ func TestReceiverDeclaresOrigin(t *testing.T) {
 	ctx := context.Background()
 	a, b := newDocServer(t), newDocServer(t)
 	a.set(document(`{"receivers":["/hooks/"]}`, ""))
-	o := a.tlsOptions(clock.NewFake(t0))
+	o := a.tlsOptions(clocktest.NewFake(t0))
 	o.Test.RootCAs.AddCert(b.Certificate())
 	s := newSender(t, o)
 	if !s.ReceiverDeclares(ctx, a.URL+"/hooks/x") {
@@ -279,7 +280,7 @@ func TestReceiverDeclaresGuarded(t *testing.T) {
 	ctx := context.Background()
 	d := newDocServer(t)
 	d.set(document(`{"receivers":["/"]}`, ""))
-	o := d.tlsOptions(clock.NewFake(t0))
+	o := d.tlsOptions(clocktest.NewFake(t0))
 
 	strict := *o
 	strict.AllowNetworks = nil
@@ -353,7 +354,7 @@ func TestReceiverDeclaresOneLookup(t *testing.T) {
 		<-release
 		document(`{"receivers":["/hooks/"]}`, "")(w, r)
 	})
-	s := newSender(t, d.tlsOptions(clock.NewFake(t0)))
+	s := newSender(t, d.tlsOptions(clocktest.NewFake(t0)))
 	const callers = 8
 	results := make(chan bool, callers)
 	go func() { results <- s.ReceiverDeclares(ctx, d.URL+"/hooks/0") }()
@@ -380,7 +381,7 @@ func TestReceiverDeclaresOneLookup(t *testing.T) {
 func TestReceiverDeclaresCallerGivesUp(t *testing.T) {
 	d := newDocServer(t)
 	d.set(document(`{"receivers":["/hooks/"]}`, ""))
-	s := newSender(t, d.tlsOptions(clock.NewFake(t0)))
+	s := newSender(t, d.tlsOptions(clocktest.NewFake(t0)))
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 	if s.ReceiverDeclares(cancelled, d.URL+"/hooks/a") {

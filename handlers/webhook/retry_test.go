@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mcpe-server/mcpe-server/clock"
+
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/testhook"
 )
 
@@ -35,7 +36,7 @@ func statusReceiver(t *testing.T) *receiver {
 
 func TestOutcomes(t *testing.T) {
 	rc := statusReceiver(t)
-	clk := clock.NewFake(t0)
+	clk := clocktest.NewFake(t0)
 	s := newSender(t, httpOptions(clk)) // no jitter: exact delays
 	httpDate := func(d time.Duration) string { return url.QueryEscape(t0.Add(d).Format(http.TimeFormat)) }
 
@@ -107,7 +108,7 @@ func TestOutcomes(t *testing.T) {
 func TestCustomSchedule(t *testing.T) {
 	rc := statusReceiver(t)
 	s := newSender(t, &Options{
-		AllowHTTP: true, AllowNetworks: loopback, Clock: clock.NewFake(t0), Test: &testhook.Webhook{NoJitter: true},
+		AllowHTTP: true, AllowNetworks: loopback, Clock: clocktest.NewFake(t0), Test: &testhook.Webhook{NoJitter: true},
 	})
 	s.retrySchedule, s.maxRetryAfter = []time.Duration{time.Minute}, 90*time.Second
 	var got []time.Duration
@@ -121,7 +122,7 @@ func TestCustomSchedule(t *testing.T) {
 
 func TestJitterBounds(t *testing.T) {
 	rc := statusReceiver(t)
-	s := newSender(t, &Options{AllowHTTP: true, AllowNetworks: loopback, Clock: clock.NewFake(t0)}) // default ±20%
+	s := newSender(t, &Options{AllowHTTP: true, AllowNetworks: loopback, Clock: clocktest.NewFake(t0)}) // default ±20%
 	for attempt, base := range defaultRetrySchedule {
 		lo, hi := base-base/5, base+base/5
 		seen := map[bool]bool{}

@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
@@ -19,7 +19,7 @@ import (
 func TestSecretsGoOnlyWhereTheOperatorSays(t *testing.T) {
 	operator := newReceiver(t, false, nil)
 	attacker := newReceiver(t, false, nil)
-	o := httpOptions(clock.NewFake(t0))
+	o := httpOptions(clocktest.NewFake(t0))
 	o.Secrets = map[string]Secret{"WEBHOOK_TOKEN": {Value: "operator-token", URLs: []string{operator.URL + "/hooks/"}}}
 	s := newSender(t, o)
 

@@ -11,7 +11,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/mcpe-server/mcpe-server/clock"
+
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/testhook"
 )
 
@@ -149,7 +150,7 @@ func TestHandleRefusesResolvedAddresses(t *testing.T) {
 				a := netip.MustParseAddr(tt.addr)
 				s := newSender(t, &Options{
 					AllowHTTP: true,
-					Clock:     clock.NewFake(t0),
+					Clock:     clocktest.NewFake(t0),
 					Test:      &testhook.Webhook{Resolver: fakeResolver{"target.test": {a}}},
 				})
 				dialed := noDial(s)
@@ -186,7 +187,7 @@ func TestHandleRefusesResolvedAddresses(t *testing.T) {
 
 func TestHandleLiteralRefusedAtDialToo(t *testing.T) {
 	// Check refuses literals, but Handle must not rely on it having run.
-	s := newSender(t, &Options{AllowHTTP: true, Clock: clock.NewFake(t0)})
+	s := newSender(t, &Options{AllowHTTP: true, Clock: clocktest.NewFake(t0)})
 	dialed := noDial(s)
 	c, err := s.dialContext(t.Context(), "tcp", "[::ffff:127.0.0.1]:80")
 	if _, ok := isRefused(err); !ok || c != nil {
@@ -201,7 +202,7 @@ func TestHostnameToLoopbackNotAllowlisted(t *testing.T) {
 	rc := newReceiver(t, false, nil)
 	s := newSender(t, &Options{
 		AllowHTTP: true,
-		Clock:     clock.NewFake(t0),
+		Clock:     clocktest.NewFake(t0),
 		Test:      &testhook.Webhook{Resolver: fakeResolver{"evil.test": {rc.addr(t)}}},
 	})
 	o := s.Handle(t.Context(), invocation("http://evil.test:"+rc.port(t)+"/hook", 1))
@@ -218,7 +219,7 @@ func TestMixedResolutionDialsOnlyAllowed(t *testing.T) {
 	s := newSender(t, &Options{
 		AllowHTTP:     true,
 		AllowNetworks: loopback,
-		Clock:         clock.NewFake(t0),
+		Clock:         clocktest.NewFake(t0),
 		Test:          &testhook.Webhook{Resolver: fakeResolver{"mixed.test": {netip.MustParseAddr("10.9.9.9"), netip.MustParseAddr("169.254.169.254"), rc.addr(t)}}},
 	})
 	var mu sync.Mutex
@@ -271,7 +272,7 @@ func TestControlGuard(t *testing.T) {
 func TestControlGuardsRealDial(t *testing.T) {
 	// The resolver check is bypassed: the dialer's Control still refuses.
 	rc := newReceiver(t, false, nil)
-	s := newSender(t, &Options{AllowHTTP: true, Clock: clock.NewFake(t0)})
+	s := newSender(t, &Options{AllowHTTP: true, Clock: clocktest.NewFake(t0)})
 	c, err := s.dial(t.Context(), "tcp", rc.Listener.Addr().String())
 	if err == nil {
 		c.Close()
@@ -289,7 +290,7 @@ func TestRedirectNotFollowed(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusOK)
 	})
-	s := newSender(t, httpOptions(clock.NewFake(t0)))
+	s := newSender(t, httpOptions(clocktest.NewFake(t0)))
 	o := s.Handle(t.Context(), invocation(rc.URL+"/start", 1))
 	if o.Err == nil || !strings.Contains(o.Err.Error(), "not followed") || !strings.Contains(o.Err.Error(), "/other") || o.RetryIn != 0 || o.Disable {
 		t.Errorf("Handle = %+v, want a failure saying the redirect to /other was not followed, no retry", o)
@@ -309,7 +310,7 @@ func TestEnvironmentProxyIgnored(t *testing.T) {
 	t.Setenv("HTTP_PROXY", proxy.URL)
 	t.Setenv("HTTPS_PROXY", proxy.URL)
 	rc := newReceiver(t, false, nil)
-	s := newSender(t, httpOptions(clock.NewFake(t0)))
+	s := newSender(t, httpOptions(clocktest.NewFake(t0)))
 	if o := s.Handle(t.Context(), invocation(rc.URL+"/hook", 1)); o.Err != nil {
 		t.Fatal(o.Err)
 	}
@@ -331,7 +332,7 @@ func TestDialFallsBackToNextAddress(t *testing.T) {
 		AllowNetworks: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")},
 		// Nothing listens on 127.0.0.2 at the server's port.
 		Test:  &testhook.Webhook{Resolver: fakeResolver{"two.test": {netip.MustParseAddr("127.0.0.2"), rc.addr(t)}}},
-		Clock: clock.NewFake(t0),
+		Clock: clocktest.NewFake(t0),
 	})
 	if o := s.Handle(t.Context(), invocation("http://two.test:"+rc.port(t)+"/", 1)); o.Err != nil {
 		t.Fatalf("Handle: %v", o.Err)
@@ -347,7 +348,7 @@ func TestDialFallsBackToNextAddress(t *testing.T) {
 func TestLocalhostRefused(t *testing.T) {
 	rc := newReceiver(t, false, nil)
 	u := "http://localhost:" + rc.port(t) + "/hook"
-	s := newSender(t, &Options{AllowHTTP: true, Clock: clock.NewFake(t0)})
+	s := newSender(t, &Options{AllowHTTP: true, Clock: clocktest.NewFake(t0)})
 	if err := s.Check(t.Context(), "alice", &spec{URL: u}); err != nil {
 		t.Fatalf("Check(%s) = %v; a name is checked when dialled, not before", u, err)
 	}
@@ -361,7 +362,7 @@ func TestLocalhostRefused(t *testing.T) {
 	}
 
 	// Allowlisted, the same URL reaches the receiver.
-	allowed := newSender(t, httpOptions(clock.NewFake(t0)))
+	allowed := newSender(t, httpOptions(clocktest.NewFake(t0)))
 	if o := allowed.Handle(t.Context(), invocation(u, 1)); o.Err != nil {
 		t.Errorf("Handle(%s) with loopback allowlisted: %v", u, o.Err)
 	}

@@ -14,7 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/internal/config"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -84,7 +84,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 
 func TestMetrics(t *testing.T) {
 	ctx := t.Context()
-	clk := clock.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 	cfg := &config.Config{
 		Auth:    config.Auth{Tokens: []config.PrincipalToken{{Principal: "alice", Secret: config.Secret{Token: "alice-token"}}}},
 		Metrics: config.Metrics{Enabled: true, Tokens: []config.Secret{{Token: "scrape-token"}}},

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
@@ -49,7 +49,7 @@ func mcpPost(t *testing.T, url, id, method string, params any) (int, string) {
 func TestLapsedServerSessions(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "mcpe.db")
 	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	open := func(clk *clock.Fake) (*App, *sqlite.Store, string) {
+	open := func(clk *clocktest.Fake) (*App, *sqlite.Store, string) {
 		store, err := sqlite.Open(context.Background(), path)
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +66,7 @@ func TestLapsedServerSessions(t *testing.T) {
 		t.Cleanup(func() { hs.Close(); a.Close(); store.Close() })
 		return a, store, hs.URL
 	}
-	clkA, clkB := clock.NewFake(start), clock.NewFake(start)
+	clkA, clkB := clocktest.NewFake(start), clocktest.NewFake(start)
 	_, storeA, urlA := open(clkA)
 	_, storeB, _ := open(clkB)
 

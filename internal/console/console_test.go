@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/console"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -389,7 +389,7 @@ func TestCookieSecureBehindAProxy(t *testing.T) {
 // login, even with a right token, is answered 429 with when to retry.
 func TestLoginGuessesLimited(t *testing.T) {
 	f := newFixture(t)
-	clk := clock.NewFake(time.Date(2025, 1, 15, 10, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2025, 1, 15, 10, 0, 0, 0, time.UTC))
 	c, err := console.New(console.Options{Service: f.svc, Tokens: tokens, Clock: clk})
 	if err != nil {
 		t.Fatal(err)

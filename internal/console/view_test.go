@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -55,7 +55,7 @@ func TestPageReadsTheNewestEntries(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := &longInbox{n: tc.n, now: now}
-			c, err := New(Options{Service: svc, AdminToken: "admin-token-0123456789", Clock: clock.NewFake(now)})
+			c, err := New(Options{Service: svc, AdminToken: "admin-token-0123456789", Clock: clocktest.NewFake(now)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -81,7 +81,7 @@ func TestPageReadsTheNewestEntries(t *testing.T) {
 	// Two entries a second: the hour has more than is read.
 	svc := &longInbox{n: 200_000, now: now}
 	svc2 := &halfSecond{svc}
-	c, err := New(Options{Service: svc2, AdminToken: "admin-token-0123456789", Clock: clock.NewFake(now)})
+	c, err := New(Options{Service: svc2, AdminToken: "admin-token-0123456789", Clock: clocktest.NewFake(now)})
 	if err != nil {
 		t.Fatal(err)
 	}

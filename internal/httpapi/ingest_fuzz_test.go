@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -66,7 +66,7 @@ func FuzzIngest(f *testing.F) {
 	}
 	fx := newFixture(f, IngestOptions{})
 	rec := &lastEvent{Publisher: fx.svc}
-	h, err := NewIngest(IngestOptions{Publisher: rec, Clock: clock.NewFake(now)})
+	h, err := NewIngest(IngestOptions{Publisher: rec, Clock: clocktest.NewFake(now)})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/sqlite"
@@ -88,7 +88,7 @@ func newFixture(t testing.TB, opts IngestOptions) *fixture {
 	}
 	t.Cleanup(func() { db.Close() })
 	f := &fixture{store: &countingStore{Store: db}, routed: &routed{}}
-	clk := clock.NewFake(now)
+	clk := clocktest.NewFake(now)
 	f.svc, err = subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:     f.store,
 		Deliverer: f.routed,

@@ -23,6 +23,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
@@ -466,13 +467,13 @@ func sampleHeap() func() uint64 {
 // subscriptions ("0 9 * * *", digests of up to 10 000) of benchPrincipal,
 // each with events buffered, and a raw client session whose writes are
 // timed.
-func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clock.Fake, *timedSink) {
+func newDigestEnv(b *testing.B, subs, events int) (*benchEnv, *clocktest.Fake, *timedSink) {
 	ctx := context.Background()
 	store, err := sqlite.Open(ctx, filepath.Join(b.TempDir(), "bench.db"))
 	if err != nil {
 		b.Fatal(err)
 	}
-	clk := clock.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
+	clk := clocktest.NewFake(time.Date(2026, 3, 2, 8, 0, 0, 0, time.UTC))
 	reg := realtime.NewRegistry(&realtime.Options{Inbox: store})
 	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{
 		Store:            store,

@@ -14,6 +14,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters/catalog"
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -158,7 +159,7 @@ func TestEventsExtensionGolden(t *testing.T) {
 				continue
 			}
 			t.Run(strings.TrimSuffix(filepath.Base(file), ".txtar")+"/"+transport, func(t *testing.T) {
-				c := clock.NewFake(start)
+				c := clocktest.NewFake(start)
 				hook := newReceiver(t, c, secretA, secretB)
 				cat := goldenCatalog(t, c)
 				e := newEnv(t, envOptions{catalog: cat, clock: c, webhooks: hook.options()})

@@ -11,11 +11,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 const initialize2025 = `{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`
@@ -325,7 +326,7 @@ func TestEventsStreamInHTTPBatch(t *testing.T) {
 
 // listChangedEnv is an env whose catalog the test posts types to.
 func listChangedEnv(t *testing.T) *env {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	cat := goldenCatalog(t, c)
 	e := newEnv(t, envOptions{catalog: cat, clock: c})
 	e.catalog = cat
@@ -387,7 +388,7 @@ func TestListenEndsAtShutdown(t *testing.T) {
 // arguments (and, for webhooks, verified): a poll subscription's filter,
 // a webhook subscription's URL or expiry. events_pause still works.
 func TestEventsUpdateRefusesExtensionSubscriptions(t *testing.T) {
-	e := newEnv(t, envOptions{catalog: goldenCatalog(t, clock.NewFake(start))})
+	e := newEnv(t, envOptions{catalog: goldenCatalog(t, clocktest.NewFake(start))})
 	w := sepSession(t, e, "alice")
 	pollResult(t, w, `{"name":"github.push","arguments":{"tags":["repo:a"]},"cursor":null}`)
 	ids := e.listSubscriptions("alice")

@@ -16,6 +16,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/testhook"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -32,7 +33,7 @@ func (failingBackend) Get(context.Context, string, string) (*subscriptions.Subsc
 // is over cannot be looked up, its expiry is tried again shortly rather
 // than forgotten.
 func TestExpireWebhookRearmsAfterFailedGet(t *testing.T) {
-	c := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	c := clocktest.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	s := &Server{opts: Options{Clock: c}, log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		webhooks: &webhookState{backend: failingBackend{}, verified: map[string]time.Time{}, timers: map[string]clock.Timer{}}}
 	s.expireWebhook("alice", webhookIDPrefix+"x")
@@ -109,7 +110,7 @@ func TestConfirmVerifiedURLsFirst(t *testing.T) {
 	}
 	t.Cleanup(sender.Close)
 	secret := "whsec_" + base64.StdEncoding.EncodeToString([]byte(strings.Repeat("s", 32)))
-	c := clock.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
+	c := clocktest.NewFake(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))
 	w := &webhookState{sender: sender, verified: map[string]time.Time{}, timers: map[string]clock.Timer{}}
 	url := "https://hooks.example.com/mcp/a"
 	if err := w.confirm(context.Background(), c, "alice", webhookFilterIDPrefix+"x", url, secret); err != nil {

@@ -30,7 +30,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/testhook"
 )
@@ -89,7 +89,7 @@ func TestEventsWebhookMcpkitClient(t *testing.T) {
 		{"a standard secret", secretA},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := clock.NewFake(start)
+			c := clocktest.NewFake(start)
 			ts, got := newMcpkitReceiver(t, tc.secret)
 			pool := x509.NewCertPool()
 			pool.AddCert(ts.Certificate())

@@ -16,7 +16,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
@@ -49,7 +49,7 @@ type hookRequest struct {
 // nil); every request is counted by method and path.
 type receiver struct {
 	ts      *httptest.Server
-	clock   *clock.Fake
+	clock   *clocktest.Fake
 	secrets []string
 	got     chan hookRequest
 
@@ -59,7 +59,7 @@ type receiver struct {
 	seen   map[string]int // "METHOD /path" -> requests
 }
 
-func newReceiver(t *testing.T, c *clock.Fake, secrets ...string) *receiver {
+func newReceiver(t *testing.T, c *clocktest.Fake, secrets ...string) *receiver {
 	r := &receiver{clock: c, secrets: secrets, got: make(chan hookRequest, 256)}
 	r.ts = httptest.NewTLSServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.ts.Close)
@@ -191,7 +191,7 @@ func publishWH(t *testing.T, e *env, id, typ string) {
 // with X-MCP-Subscription-Id, an idempotent refresh, a rotated secret, and
 // the expiry of a subscription not refreshed, with its terminated body.
 func TestEventsWebhookDelivery(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA, secretB)
 	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
 	w := sepSession(t, e, "alice")
@@ -272,7 +272,7 @@ func TestEventsWebhookDelivery(t *testing.T) {
 // TestEventsWebhookGone: a receiver answering 410 declines that event: it
 // is not retried, and the subscription goes on.
 func TestEventsWebhookGone(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA)
 	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
 	w := sepSession(t, e, "alice")
@@ -308,7 +308,7 @@ func TestEventsWebhookGone(t *testing.T) {
 // TestEventsWebhookRetriesBounded: a receiver that keeps failing gets five
 // attempts, then a gap body.
 func TestEventsWebhookRetriesBounded(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA)
 	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
 	w := sepSession(t, e, "alice")
@@ -355,7 +355,7 @@ func TestEventsWebhookRetriesBounded(t *testing.T) {
 // arguments and URL get distinct subscriptions, and neither can remove the
 // other's.
 func TestEventsWebhookIsolation(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA, secretB)
 	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
 	alice, bob := sepSession(t, e, "alice"), sepSession(t, e, "bob")
@@ -391,7 +391,7 @@ func TestEventsWebhookIsolation(t *testing.T) {
 // needs no new handshake, and one not refreshed still ends at its TTL with
 // a terminated body.
 func TestEventsWebhookSurvivesRestart(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA)
 	db := filepath.Join(t.TempDir(), "mcpe.db")
 	e := newEnv(t, envOptions{dbPath: db, clock: c, webhooks: r.options()})
@@ -455,7 +455,7 @@ func httpSEP(t *testing.T, e *env, token string) *wire {
 // attached yet (no notifications/initialized) takes the principal of the
 // request's bearer token, not the session's.
 func TestEventsWebhookTokenBeforeAttach(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA)
 	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
 	w := httpSEP(t, e, "alice")
@@ -473,7 +473,7 @@ func TestEventsWebhookTokenBeforeAttach(t *testing.T) {
 // TestRegisterNeedsAuthenticatedPrincipal: resources/subscriptions/register
 // refuses a session without a token, as events/subscribe does.
 func TestRegisterNeedsAuthenticatedPrincipal(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA)
 	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
 	w := httpSEP(t, e, "")
@@ -517,7 +517,7 @@ func TestConcurrentResourceSubscribeNoLeak(t *testing.T) {
 // not drop the rest; an event that cannot be decoded is not sent nor
 // counted as delivered.
 func TestEventsWebhookBatchGoneGoesOn(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA)
 	wo := r.options()
 	wo.Clock = c

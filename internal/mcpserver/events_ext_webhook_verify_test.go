@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/handlers/webhook"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 )
@@ -58,7 +58,7 @@ func docGets(r *receiver) int { return r.count(http.MethodGet, webhook.WellKnown
 // document lookup, for any principal; a URL beside the prefix is
 // challenged.
 func TestEventsWebhookVerifiedURLs(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA, secretB)
 	r.setDoc(receiverDoc(`{"receivers":["/"]}`, "")) // not asked: the allowlist comes first
 	o := r.options()
@@ -90,7 +90,7 @@ func TestEventsWebhookVerifiedURLs(t *testing.T) {
 // for every principal; a URL it does not cover is challenged, and so is
 // one looked up again after the document was withdrawn.
 func TestEventsWebhookWellKnown(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA, secretB)
 	r.setDoc(receiverDoc(`{"receivers":["/ok/gw/"]}`, "public, max-age=600"))
 	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
@@ -147,7 +147,7 @@ func TestEventsWebhookWellKnownFallsBack(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			c := clock.NewFake(start)
+			c := clocktest.NewFake(start)
 			r := newReceiver(t, c, secretA)
 			r.setDoc(tc.doc)
 			e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
@@ -172,7 +172,7 @@ func TestEventsWebhookWellKnownFallsBack(t *testing.T) {
 // TestEventsWebhookWellKnownNegativeCache: an origin without a document is
 // not asked again for a minute (on the injected clock).
 func TestEventsWebhookWellKnownNegativeCache(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA)
 	e := newEnv(t, envOptions{clock: c, webhooks: r.options()})
 	w := sepSession(t, e, "alice")
@@ -197,7 +197,7 @@ func TestEventsWebhookWellKnownNegativeCache(t *testing.T) {
 // TestEventsWebhookWellKnownOrigin: a receiver document speaks for its own
 // origin only: another port of the same host is looked up on its own.
 func TestEventsWebhookWellKnownOrigin(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r1, r2 := newReceiver(t, c, secretA), newReceiver(t, c, secretA)
 	r1.setDoc(receiverDoc(`{"receivers":["/ok/"]}`, ""))
 	o := r1.options()
@@ -219,7 +219,7 @@ func TestEventsWebhookWellKnownOrigin(t *testing.T) {
 // receiver document that verified it gone, its deliveries go on and a
 // refresh sends no challenge.
 func TestEventsWebhookVerifiedAcrossRestart(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA)
 	r.setDoc(receiverDoc(`{"receivers":["/ok/keep/"]}`, ""))
 	db := filepath.Join(t.TempDir(), "mcpe.db")
@@ -258,7 +258,7 @@ func TestEventsWebhookVerifiedAcrossRestart(t *testing.T) {
 // is sent; a verification cached is not challenged again, so it is not
 // refused; once the budget refills the challenge goes.
 func TestEventsWebhookChallengesPerHost(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r := newReceiver(t, c, secretA, secretB)
 	o := r.options()
 	o.Test.ChallengesPerHostPerMinute = 3
@@ -304,7 +304,7 @@ func TestEventsWebhookChallengesPerHost(t *testing.T) {
 // [::1%25x1], ...) had a budget of its own, and the document of another
 // port was fetched before the budget was looked at.
 func TestEventsWebhookChallengesPerHostSpellings(t *testing.T) {
-	c := clock.NewFake(start)
+	c := clocktest.NewFake(start)
 	r, r2 := newReceiver(t, c, secretA), newReceiver(t, c, secretA) // two ports of 127.0.0.1
 	o := r.options()
 	o.Test.RootCAs.AddCert(r2.ts.Certificate())

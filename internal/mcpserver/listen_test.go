@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/internal/mcpserver"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -79,7 +79,7 @@ func TestMCPEEventsOnlyOnStatelessHTTP(t *testing.T) {
 // on the next listen that asks for mcpeEvents; one that asks only for
 // eventsListChanged is not a session deliveries go to.
 func TestStatelessHTTPDigestKeptForListen(t *testing.T) {
-	e := newEnv(t, envOptions{catalog: goldenCatalog(t, clock.NewFake(start))})
+	e := newEnv(t, envOptions{catalog: goldenCatalog(t, clocktest.NewFake(start))})
 	w := statelessWire(t, e, "alice")
 	w.call("tools/call", map[string]any{"name": "events_subscribe", "arguments": map[string]any{
 		"filter":   map[string]any{"eventTypes": []string{"x"}},
@@ -98,7 +98,7 @@ func TestStatelessHTTPDigestKeptForListen(t *testing.T) {
 // A principal's listens that the server holds open are bounded like its
 // sessions; one that ends makes room.
 func TestListensBounded(t *testing.T) {
-	e := newEnv(t, envOptions{catalog: goldenCatalog(t, clock.NewFake(start))})
+	e := newEnv(t, envOptions{catalog: goldenCatalog(t, clocktest.NewFake(start))})
 	e.srv.SetHTTPLimits(0, 2)
 	w := stdioWire(t, e, "alice", proto2026)
 	isAck := func(m map[string]any) bool { return m["method"] == "notifications/subscriptions/acknowledged" }

@@ -18,7 +18,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/internal/mcpetest"
@@ -59,7 +59,7 @@ func TestScenarioInMemory(t *testing.T) {
 	for _, p := range protocols {
 		t.Run(p.name, func(t *testing.T) {
 			db := filepath.Join(t.TempDir(), "mcpe.db")
-			clk := clock.NewFake(start)
+			clk := clocktest.NewFake(start)
 			e := newEnv(t, envOptions{dbPath: db, clock: clk})
 			post := ingestOf(e)
 			alice := e.connect("alice", p.opts)

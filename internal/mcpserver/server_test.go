@@ -17,7 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/mcpe-server/mcpe-server/adapters/catalog"
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/delivery"
 	"github.com/mcpe-server/mcpe-server/delivery/cron"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
@@ -37,7 +37,7 @@ var start = time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 // env is one server over a SQLite file, with a fake clock.
 type env struct {
 	t          *testing.T
-	clock      *clock.Fake
+	clock      *clocktest.Fake
 	store      *sqlite.Store
 	svc        *subscriptions.Service
 	schedulers delivery.Schedulers
@@ -53,7 +53,7 @@ type env struct {
 
 type envOptions struct {
 	dbPath string
-	clock  *clock.Fake
+	clock  *clocktest.Fake
 	max    int
 	logger *slog.Logger
 	// catalog, when set, is the server's event catalog.
@@ -75,7 +75,7 @@ func newEnv(t *testing.T, o envOptions) *env {
 		o.dbPath = filepath.Join(t.TempDir(), "mcpe.db")
 	}
 	if o.clock == nil {
-		o.clock = clock.NewFake(start)
+		o.clock = clocktest.NewFake(start)
 	}
 	store, err := sqlite.Open(ctx, o.dbPath)
 	if err != nil {
@@ -592,7 +592,7 @@ func TestSubscriptionLimit(t *testing.T) {
 
 func TestRestartKeepsSubscriptionsAndInbox(t *testing.T) {
 	db := filepath.Join(t.TempDir(), "mcpe.db")
-	clk := clock.NewFake(start)
+	clk := clocktest.NewFake(start)
 	e := newEnv(t, envOptions{dbPath: db, clock: clk})
 	c := e.connect(mcpserver.LocalPrincipal, nil)
 	sub := c.Subscribe(t, map[string]any{"filter": map[string]any{"eventTypes": []string{"ci.*"}}})

@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
 // TestLineWriterKeepsLinesWhole writes the SDK's messages and batches of
@@ -209,7 +210,7 @@ func benchWriter(b *testing.B, sinkOf func(io.WriteCloser) realtime.Sink) {
 // the SDK refuses (a second stream of the session) is never counted and
 // does not take the place of the stream that is open.
 func TestEventStreamOpensWithItsHeader(t *testing.T) {
-	l := newLiveness(clock.NewFake(time.Unix(0, 0)), time.Minute, nil)
+	l := newLiveness(clocktest.NewFake(time.Unix(0, 0)), time.Minute, nil)
 	const id = "S"
 	sink := &streamSink{id: id, live: l}
 	type call struct {

@@ -12,7 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/delivery/realtime"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -151,7 +151,7 @@ mcpe_inbox_oldest_unpolled_age_seconds{principal="bob"} 0
 `},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			m := New(Options{Principals: tt.principals, Clock: clock.NewFake(now)})
+			m := New(Options{Principals: tt.principals, Clock: clocktest.NewFake(now)})
 			m.WatchSessions(fakeSessions{})
 			m.WatchStore(fakeCounts{now: now})
 			if err := testutil.GatherAndCompare(m.Registry(), strings.NewReader(tt.want), "mcpe_inbox_entries", "mcpe_inbox_oldest_unpolled_age_seconds"); err != nil {

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 	"github.com/mcpe-server/mcpe-server/mcpe"
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
@@ -28,7 +28,7 @@ func (discard) Replay(string, []subscriptions.InboxEntry) {}
 func testPollPositions(t *testing.T, open Opener) {
 	s := open(t)
 	ctx := t.Context()
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: s, Deliverer: discard{}, Clock: clock.NewFake(t0)})
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: s, Deliverer: discard{}, Clock: clocktest.NewFake(t0)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package clock_test
+package clocktest_test
 
 import (
 	"testing"
@@ -7,12 +7,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/mcpe-server/mcpe-server/clock"
+	"github.com/mcpe-server/mcpe-server/clock/clocktest"
 )
 
 var t0 = time.Date(2026, 3, 8, 1, 0, 0, 0, time.UTC)
 
 func TestFakeRunsTimersInOrder(t *testing.T) {
-	c := clock.NewFake(t0)
+	c := clocktest.NewFake(t0)
 	var got []string
 	at := func(name string) func() { return func() { got = append(got, name+" "+c.Now().Sub(t0).String()) } }
 	c.AfterFunc(3*time.Second, at("c"))
@@ -40,7 +41,7 @@ func TestFakeRunsTimersInOrder(t *testing.T) {
 }
 
 func TestFakeRunsTimersScheduledByTimers(t *testing.T) {
-	c := clock.NewFake(t0)
+	c := clocktest.NewFake(t0)
 	var ticks []time.Duration
 	var tick func()
 	tick = func() {
@@ -58,7 +59,7 @@ func TestFakeRunsTimersScheduledByTimers(t *testing.T) {
 }
 
 func TestFakeNeverGoesBack(t *testing.T) {
-	c := clock.NewFake(t0)
+	c := clocktest.NewFake(t0)
 	c.AdvanceTo(t0.Add(-time.Hour))
 	if !c.Now().Equal(t0) {
 		t.Errorf("now = %v after AdvanceTo the past", c.Now())
