@@ -33,7 +33,7 @@ var layers = map[string][]string{
 	"delivery/realtime":                {"mcpe", "clock", "subscriptions"},
 	"handlers":                         {"mcpe", "clock", "subscriptions"},
 	"handlers/bash":                    {"mcpe", "clock", "subscriptions"},
-	"handlers/webhook":                 {"mcpe", "clock", "subscriptions"},
+	"handlers/webhook":                 {"mcpe", "clock", "subscriptions", "internal/testhook"},
 	"handlers/agent":                   {"mcpe", "clock", "subscriptions"},
 	// The sources share adapters and answer with internal/httpapi's
 	// refusals; adapters/mcp is an MCP client of upstream servers.
