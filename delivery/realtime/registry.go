@@ -414,25 +414,33 @@ func (r *Registry) Connected(principal string) bool {
 // Deliver hands over deliveries just committed, in commit order, to the
 // live sessions of their owners. It does not block: the writers send.
 func (r *Registry) Deliver(entries []subscriptions.InboxEntry) {
-	if len(entries) == 0 {
-		return
-	}
-	now := r.opts.Clock.Now()
-	items := make([]item, len(entries))
+	// Messages are made, outside the lock, of the entries owed to a
+	// session here only: those of others' sessions are not this process's
+	// work.
+	r.mu.Lock()
+	owed := make([]int, 0, len(entries))
 	for i, e := range entries {
-		items[i] = item{seq: e.Seq, msgs: messages(e, r.opts.Rendering), at: now, pending: e.Pending}
-		for _, m := range items[i].msgs {
-			items[i].bytes += m.size()
+		if o := r.owners[e.Principal]; o != nil && e.Seq > o.head {
+			owed = append(owed, i)
+		}
+	}
+	r.mu.Unlock()
+	now := r.opts.Clock.Now()
+	items := make([]item, len(owed))
+	for k, i := range owed {
+		items[k] = item{seq: entries[i].Seq, msgs: messages(entries[i], r.opts.Rendering), at: now, pending: entries[i].Pending}
+		for _, m := range items[k].msgs {
+			items[k].bytes += m.size()
 		}
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	for i, e := range entries {
-		o := r.owners[e.Principal]
-		if o == nil || e.Seq <= o.head {
-			continue // no session, or already read from the inbox
+	for k, i := range owed {
+		o := r.owners[entries[i].Principal]
+		if o == nil || entries[i].Seq <= o.head {
+			continue // the session left, or this was read from the inbox meanwhile
 		}
-		r.appendLocked(o, items[i])
+		r.appendLocked(o, items[k])
 	}
 }
 

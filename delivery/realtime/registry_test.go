@@ -295,6 +295,36 @@ func TestDeliverReachesThePrincipalsSessions(t *testing.T) {
 	}
 }
 
+// On servers sharing a store each hands over every entry it commits: those
+// of principals with no session here are not made into notifications.
+func TestDeliverRendersOnlyWhatASessionHereIsOwed(t *testing.T) {
+	var mu sync.Mutex
+	rendered := map[string]int{}
+	r := newRegistry(t, &Options{Rendering: func(id string) (string, mcpe.Delivery) {
+		mu.Lock()
+		defer mu.Unlock()
+		rendered[id]++
+		return "", mcpe.Delivery{}
+	}})
+	alice := newChanSink()
+	r.Attach("alice", alice)
+	e1, w1 := entry("alice", 1)
+	e2, _ := entry("bob", 2)
+	e3, _ := entry("carol", 3)
+	r.Deliver([]subscriptions.InboxEntry{e1, e2, e3})
+	r.Deliver([]subscriptions.InboxEntry{e1}) // already handed over
+	alice.expect(t, "alice's session", w1)
+	mu.Lock()
+	defer mu.Unlock()
+	want := map[string]int{}
+	for _, id := range e1.SubscriptionIDs {
+		want[id] = 1
+	}
+	if diff := cmp.Diff(want, rendered); diff != "" {
+		t.Errorf("notifications made, by subscription (-want +got):\n%s", diff)
+	}
+}
+
 // A session gets what is delivered after it attached, in order, several
 // notifications to a write when they wait together.
 func TestDeliverKeepsOrderAndBatches(t *testing.T) {
