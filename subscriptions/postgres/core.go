@@ -20,9 +20,12 @@ var queries = storecore.Queries{
 	Events:   "cardinality(i.event_ids)",
 	Holds:    "$2 = ANY(i.event_ids)",
 	Bodies:   `SELECT id, body FROM events WHERE id = ANY($1)`,
+	// LATERAL: each span is one range of the (principal, seq) key; a join
+	// would read the whole key for the bounds on seq.
 	InboxRange: ` FROM jsonb_to_recordset($1::jsonb) AS s(p text, a bigint, t bigint)
-		JOIN inbox i ON i.principal = s.p AND i.seq > s.a AND i.seq <= s.t
-		LEFT JOIN events e ON e.id = i.event_id WHERE i.seq > $2 AND i.seq <= $3 ORDER BY i.principal, i.seq LIMIT $4`,
+		CROSS JOIN LATERAL (SELECT * FROM inbox WHERE principal = s.p AND seq > s.a AND seq <= s.t
+			AND seq > $2 AND seq <= $3 ORDER BY seq LIMIT $4) AS i
+		LEFT JOIN events e ON e.id = i.event_id ORDER BY i.principal, i.seq LIMIT $4`,
 	True: "true",
 	// starts_with instead of LIKE: the prefix may hold % or _.
 	Prefix:     `starts_with(principal, $1)`,

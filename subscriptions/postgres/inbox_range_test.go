@@ -1,0 +1,56 @@
+package postgres
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/mcpe-server/mcpe-server/internal/pgtest"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
+
+// TestInboxRangeReadsItsSpansOnly: a follower reads the spans of the
+// principals whose sessions it holds; the read must go to those spans in
+// the inbox's (principal, seq) key, whatever else the inbox holds. Read
+// through the other principals' entries, it costs in proportion to the
+// whole inbox, at every look of every server.
+func TestInboxRangeReadsItsSpansOnly(t *testing.T) {
+	s, err := Open(t.Context(), pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	const busy = 20_000
+	if _, err := s.pool.Exec(t.Context(), `INSERT INTO inbox (seq, principal, subscription_ids, kind, created_at)
+		SELECT n, p, '{sub}', 'event', now() FROM generate_series(1, $1::bigint) AS n, (VALUES ('busy'), ('quiet')) AS v(p)
+		WHERE p = 'busy' OR n <= 3`, busy); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.pool.Exec(t.Context(), `ANALYZE inbox`); err != nil {
+		t.Fatal(err)
+	}
+
+	spans := []subscriptions.InboxSpan{{Principal: "quiet", After: 0, Through: 3}}
+	got, more, err := s.InboxRange(t.Context(), spans, 10)
+	if err != nil || more || len(got) != 3 || got[0].Principal != "quiet" || got[2].Seq != 3 {
+		t.Fatalf("InboxRange(quiet, 0, 3) = %d entries, more %v, %v; want quiet's 3", len(got), more, err)
+	}
+	var plan []struct {
+		Plan struct {
+			Hit  int `json:"Shared Hit Blocks"`
+			Read int `json:"Shared Read Blocks"`
+		}
+	}
+	var raw []byte
+	if err := s.pool.QueryRow(t.Context(), `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) SELECT i.seq`+queries.InboxRange,
+		`[{"p":"quiet","a":0,"t":3}]`, 0, 3, 10).Scan(&raw); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(raw, &plan); err != nil || len(plan) != 1 {
+		t.Fatalf("EXPLAIN: %v %s", err, raw)
+	}
+	// Three entries and an index descent touch a handful of pages; the
+	// busy principal's 20 000 entries fill about a hundred.
+	if blocks := plan[0].Plan.Hit + plan[0].Plan.Read; blocks > 20 {
+		t.Errorf("reading 3 entries of one principal touched %d pages, as if it scanned the other's %d entries:\n%s", blocks, busy, raw)
+	}
+}
