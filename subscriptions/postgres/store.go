@@ -284,11 +284,9 @@ func retryable(err error) bool {
 // lockPrincipals takes the rows of principals (creating missing ones) for
 // the rest of tx, in name order so that transactions never wait on each
 // other in a circle. Every inbox append holds its principals' rows, and
-// draws its sequence numbers after taking them, from the counters' row in
-// changes, which is held from the draw to the commit: entries then commit
-// in sequence order, across principals too (shared.go). The counters' row
-// is the last lock a transaction takes: one that held it while waiting
-// for a principal's row would wait on a publish waiting for it.
+// draws its entries' numbers from them (each principal's inbox is
+// numbered on its own, shared.go): entries of a principal then commit in
+// number order.
 func lockPrincipals(ctx context.Context, tx pgx.Tx, principals []string) error {
 	b := &pgx.Batch{}
 	if queueLock(b, principals); b.Len() == 0 {
@@ -307,9 +305,15 @@ func queueLock(b *pgx.Batch, principals []string) {
 		return
 	}
 	names := sortedSet(principals)
-	b.Queue(`INSERT INTO principals (principal) SELECT unnest($1::text[]) ON CONFLICT DO NOTHING`, names)
+	b.Queue(ensurePrincipals, names)
 	b.Queue(`SELECT principal FROM principals WHERE principal = ANY($1) ORDER BY principal FOR NO KEY UPDATE`, names)
 }
+
+// ensurePrincipals makes the rows of the principals $1 that have none. It
+// leaves those that have one alone, without waiting: an INSERT's conflict
+// check would wait for every transaction that holds the row.
+const ensurePrincipals = `INSERT INTO principals (principal) SELECT p FROM unnest($1::text[]) AS u(p)
+	WHERE NOT EXISTS (SELECT FROM principals WHERE principal = u.p) ON CONFLICT DO NOTHING`
 
 // sortedSet returns the distinct strings of list, sorted.
 func sortedSet(list []string) []string {

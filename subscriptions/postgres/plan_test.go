@@ -54,3 +54,41 @@ func TestInboxRangeReadsItsSpansOnly(t *testing.T) {
 		t.Errorf("reading 3 entries of one principal touched %d pages, as if it scanned the other's %d entries:\n%s", blocks, busy, raw)
 	}
 }
+
+// TestEnsurePrincipalsDoesNotWait: a publish makes its principals' rows
+// before it takes them; for a principal that has one, another transaction
+// holding it (a publish to the same principal on another server) must not
+// make it wait there as well as where it takes the row.
+func TestEnsurePrincipalsDoesNotWait(t *testing.T) {
+	s, err := Open(t.Context(), pgtest.Database(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.pool.Exec(t.Context(), ensurePrincipals, []string{"alice"}); err != nil {
+		t.Fatal(err)
+	}
+	hold, err := s.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(t.Context())
+	if _, err := hold.Exec(t.Context(), `UPDATE principals SET inbox_seq = inbox_seq + 1 WHERE principal = 'alice'`); err != nil {
+		t.Fatal(err)
+	}
+	tx, err := s.pool.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(t.Context())
+	if _, err := tx.Exec(t.Context(), `SET LOCAL lock_timeout = '2s'`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.Exec(t.Context(), ensurePrincipals, []string{"alice", "bob"}); err != nil {
+		t.Fatalf("with alice's row held elsewhere: %v", err)
+	}
+	var n int
+	if err := tx.QueryRow(t.Context(), `SELECT count(*) FROM principals WHERE principal IN ('alice', 'bob')`).Scan(&n); err != nil || n != 2 {
+		t.Fatalf("principals alice and bob: %d rows, %v; want 2", n, err)
+	}
+}
