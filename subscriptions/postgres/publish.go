@@ -40,7 +40,8 @@ const (
 	activeQuery = `SELECT id FROM subscriptions WHERE id = ANY($1) AND status = 'active'`
 	// publishQuery runs with the principals taken. Unless $7 (the count of
 	// deactivations the routing reflects) is neither 0 nor the count now,
-	// it inserts the events $1-$5 and, for those the table did not refuse
+	// or a principal of $8 has no row (the one round trip takes existing
+	// rows only: making them would wait on every holder), it inserts the events $1-$5 and, for those the table did not refuse
 	// as duplicates (the same ID, or source, type and sourceEventId, as one
 	// stored before or earlier in the list) and the events $13 stored
 	// earlier in the transaction, the inbox rows $8-$10 and buffer rows
@@ -55,7 +56,8 @@ const (
 	// principals do not wait. A subscription's buffer is ordered by a
 	// sequence: every publish to it holds its principal's row, so its
 	// events commit in that order.
-	publishQuery = `WITH ok AS (SELECT $7 = 0 OR deactivations = $7 AS ok FROM changes WHERE id = 1),
+	publishQuery = `WITH ok AS (SELECT ($7 = 0 OR deactivations = $7) AND NOT EXISTS (SELECT FROM unnest($8::text[]) AS t(p)
+			WHERE NOT EXISTS (SELECT FROM principals WHERE principal = t.p)) AS ok FROM changes WHERE id = 1),
 		ins AS (INSERT INTO events (id, source, type, source_event_id, body, received_at)
 			SELECT u.id, u.source, u.type, u.source_event_id, u.body, $6
 			FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::bytea[])
@@ -148,7 +150,7 @@ func (b *batch) write(c *pgxpool.Conn) error {
 	if b.routed != 0 && !throttled {
 		q := &pgx.Batch{}
 		q.Queue("BEGIN")
-		queueLock(q, principals)
+		queueLock(q, principals, false)
 		done := b.queuePublish(q, true, b.routed, nil)
 		q.Queue("COMMIT")
 		if err := b.tx.SendBatch(b.ctx, q).Close(); err != nil {
@@ -159,13 +161,14 @@ func (b *batch) write(c *pgxpool.Conn) error {
 			b.findDuplicates(nil)
 			return nil
 		}
-		// A subscription stopped since the routing: nothing was written.
+		// A subscription stopped since the routing, or a principal has no
+		// row yet: nothing was written.
 		clear(b.entries)
 		clear(b.fresh)
 	}
 	q := &pgx.Batch{}
 	q.Queue("BEGIN")
-	queueLock(q, principals)
+	queueLock(q, principals, true)
 	b.queuePublish(q, true, 0, [][]subscriptions.Target{})
 	var active []string
 	q.Queue(activeQuery, ids).Query(func(rows pgx.Rows) (err error) {

@@ -573,3 +573,43 @@ func TestPrincipalsCommitApart(t *testing.T) {
 		t.Fatalf("publish to alice once her counter is free = %+v, %v; want her entry 2", res, err)
 	}
 }
+
+// TestPublishToAPrincipalWithoutRow: a publish in one round trip takes the
+// rows its principals have and makes none. Should a target's principal
+// have no row (its subscriptions and row go together, so this is a guard),
+// the entries must still be written, numbered after those the principal
+// had, not dropped by a numbering that found no row.
+func TestPublishToAPrincipalWithoutRow(t *testing.T) {
+	url := pgtest.Database(t)
+	s := openWith(t, url, 4)
+	sub := newSub(1, "alice")
+	if err := s.CreateSubscription(t.Context(), sub, 10); err != nil {
+		t.Fatal(err)
+	}
+	targets := []subscriptions.Target{{SubscriptionID: sub.ID, Principal: "alice", Channel: mcpe.ChannelRealtime}}
+	for n := 1; n <= 2; n++ {
+		if n == 2 {
+			db, err := pgx.Connect(t.Context(), url)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = db.Exec(t.Context(), `DELETE FROM principals WHERE principal = 'alice'`)
+			db.Close(t.Context())
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+		ev, raw := newEvent(n)
+		res, err := storetest.PublishOne(t.Context(), s, ev, raw, targets, t0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Delivered) != 1 || res.Delivered[0].Seq != int64(n) {
+			t.Fatalf("publish %d delivered %+v, want alice's entry %d", n, res.Delivered, n)
+		}
+	}
+	entries, _, err := s.ReadInbox(t.Context(), "alice", 0, 10)
+	if err != nil || len(entries) != 2 {
+		t.Fatalf("alice's inbox: %d entries, %v; want 2", len(entries), err)
+	}
+}

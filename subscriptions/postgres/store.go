@@ -289,7 +289,7 @@ func retryable(err error) bool {
 // number order.
 func lockPrincipals(ctx context.Context, tx pgx.Tx, principals []string) error {
 	b := &pgx.Batch{}
-	if queueLock(b, principals); b.Len() == 0 {
+	if queueLock(b, principals, true); b.Len() == 0 {
 		return nil
 	}
 	if err := tx.SendBatch(ctx, b).Close(); err != nil {
@@ -299,13 +299,16 @@ func lockPrincipals(ctx context.Context, tx pgx.Tx, principals []string) error {
 }
 
 // queueLock queues lockPrincipals' statements in b, so that a publish
-// takes the rows in the round trip that starts its work.
-func queueLock(b *pgx.Batch, principals []string) {
+// takes the rows in the round trip that starts its work; without ensure,
+// missing rows are not made.
+func queueLock(b *pgx.Batch, principals []string, ensure bool) {
 	if len(principals) == 0 {
 		return
 	}
 	names := sortedSet(principals)
-	b.Queue(ensurePrincipals, names)
+	if ensure {
+		b.Queue(ensurePrincipals, names)
+	}
 	b.Queue(`SELECT principal FROM principals WHERE principal = ANY($1) ORDER BY principal FOR NO KEY UPDATE`, names)
 }
 
