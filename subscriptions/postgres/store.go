@@ -309,7 +309,19 @@ func queueLock(b *pgx.Batch, principals []string, ensure bool) {
 	if ensure {
 		b.Queue(ensurePrincipals, names)
 	}
-	b.Queue(`SELECT principal FROM principals WHERE principal = ANY($1) ORDER BY principal FOR NO KEY UPDATE`, names)
+	cond, arg := principalIn(names)
+	b.Queue(`SELECT principal FROM principals WHERE `+cond+` ORDER BY principal FOR NO KEY UPDATE`, arg)
+}
+
+// principalIn returns the condition that principal is one of names, $1,
+// and its argument. One name is compared as one value: PostgreSQL then
+// plans the statement once for all calls, where it plans one with an
+// array anew at each call whose array is shorter than it guesses.
+func principalIn(names []string) (cond string, arg any) {
+	if len(names) == 1 {
+		return "principal = $1", names[0]
+	}
+	return "principal = ANY($1)", names
 }
 
 // ensurePrincipals makes the rows of the principals $1 that have none. It
