@@ -425,6 +425,9 @@ func (r *Registry) Deliver(entries []subscriptions.InboxEntry) {
 		}
 	}
 	r.mu.Unlock()
+	if len(owed) == 0 {
+		return
+	}
 	now := r.opts.Clock.Now()
 	items := make([]item, len(owed))
 	for k, i := range owed {

@@ -41,11 +41,12 @@ const (
 	// publishQuery runs with the principals taken. Unless $7 (the count of
 	// deactivations the routing reflects) is neither 0 nor the count now,
 	// or a principal of $8 has no row (the one round trip takes existing
-	// rows only: making them would wait on every holder), it inserts the events $1-$5 and, for those the table did not refuse
-	// as duplicates (the same ID, or source, type and sourceEventId, as one
-	// stored before or earlier in the list) and the events $13 stored
-	// earlier in the transaction, the inbox rows $8-$10 and buffer rows
-	// $11-$12; else it writes nothing. A stop of a target takes its
+	// rows only: making them would wait on every holder), it inserts the
+	// events $1-$5 and, for those the table did not refuse as duplicates
+	// (the same ID, or source, type and sourceEventId, as one stored before
+	// or earlier in the list) and the events $13 stored earlier in the
+	// transaction, the inbox rows $8-$10 and buffer rows $11-$12; else it
+	// writes nothing. A stop of a target takes its
 	// principal, so it committed before, and is counted, or waits for this.
 	// It returns the events stored, the inbox rows with their numbers, and
 	// 'ok' unless it wrote nothing.
