@@ -46,10 +46,10 @@ const (
 	// (the same ID, or source, type and sourceEventId, as one stored before
 	// or earlier in the list) and the events $13 stored earlier in the
 	// transaction, the inbox rows $8-$10 and buffer rows $11-$12; else it
-	// writes nothing. A stop of a target takes its
-	// principal, so it committed before, and is counted, or waits for this.
-	// It returns the events stored, the inbox rows with their numbers, and
-	// 'ok' unless it wrote nothing.
+	// writes nothing. A stop of a target takes its principal, so it
+	// committed before, and is counted, or waits for this. It returns the
+	// events stored, the inbox rows with their numbers, and 'ok' unless it
+	// wrote nothing.
 	//
 	// A principal's inbox rows are numbered by the counter on its row
 	// (migration 0009), which the transaction holds: they commit in the
