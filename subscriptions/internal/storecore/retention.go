@@ -18,8 +18,9 @@ func (c *Core) DeletePrincipal(ctx context.Context, principal string) error {
 	return c.Tx(ctx, []string{principal}, func(tx DB) error {
 		for _, q := range []string{
 			// The inbox before the subscriptions: in PostgreSQL, deleting a
-			// subscription appends a change, which holds the counters' row
-			// (that every publish waits for) until the transaction ends.
+			// subscription appends a change, which holds the change
+			// counter's row (that every subscription change waits for)
+			// until the transaction ends.
 			`DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions WHERE principal = $1)`,
 			`DELETE FROM inbox WHERE principal = $1`,
 			`DELETE FROM subscriptions WHERE principal = $1`,
