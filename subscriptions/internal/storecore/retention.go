@@ -108,8 +108,8 @@ func (c *Core) Prune(ctx context.Context, r subscriptions.Retention, now time.Ti
 		}
 		// Last, the changes older than ChangesKept by the database's clock
 		// (the triggers that write them date them by it), recording the
-		// newest dropped: in PostgreSQL this takes the counters' row,
-		// which every publish waits for.
+		// newest dropped: in PostgreSQL this takes the change counter's
+		// row, which every subscription change waits for.
 		if _, err := n(c.Q.PruneChanges, ChangesKept.Milliseconds()); err != nil {
 			return err
 		}
