@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"iter"
 	"reflect"
 	"strings"
 )
@@ -42,20 +43,17 @@ func DecodeStrict(data []byte, v any, opts *DecodeOptions) error {
 	if opts != nil {
 		o = *opts
 	}
-	s := subject{name: o.Subject, plural: o.Plural}
-	s.name = cmp.Or(s.name, "the value")
+	s := subject{name: cmp.Or(o.Subject, "the value"), plural: o.Plural}
+	suchAs := "" // the example, as the errors about the object's shape end
+	if o.Example != "" {
+		suchAs = ", such as " + o.Example
+	}
 	data = bytes.TrimSpace(data)
 	if len(data) == 0 {
-		if o.Example != "" {
-			return fmt.Errorf("%s %s empty; send a JSON object such as %s", s.name, s.be(), o.Example)
-		}
-		return fmt.Errorf("%s %s empty; send a JSON object", s.name, s.be())
+		return fmt.Errorf("%s %s empty; send a JSON object%s", s.name, s.be(), strings.TrimPrefix(suchAs, ","))
 	}
 	if data[0] != '{' {
-		if o.Example != "" {
-			return fmt.Errorf("%s must be a JSON object, such as %s", s.name, o.Example)
-		}
-		return fmt.Errorf("%s must be a JSON object", s.name)
+		return fmt.Errorf("%s must be a JSON object%s", s.name, suchAs)
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -107,8 +105,11 @@ func decodeError(err error, data []byte, v any, s subject, accepts func(string) 
 		return fmt.Errorf("%s %s not valid JSON: %s too early", s.name, s.be(), s.verb("it ends", "they end"))
 	case strings.HasPrefix(err.Error(), "json: unknown field "):
 		u, ok := findUnknown(data, reflect.TypeOf(v), "")
-		if !ok {
-			u.name, _ = unquote(strings.TrimPrefix(err.Error(), "json: unknown field "))
+		if !ok { // take the name from the error, where it is quoted
+			quoted := strings.TrimPrefix(err.Error(), "json: unknown field ")
+			if json.Unmarshal([]byte(quoted), &u.name) != nil {
+				u.name = strings.Trim(quoted, `"`)
+			}
 		}
 		what := ""
 		if accepts != nil {
@@ -124,16 +125,6 @@ func decodeError(err error, data []byte, v any, s subject, accepts func(string) 
 	}
 	// An error of a type's own UnmarshalJSON, already phrased.
 	return fmt.Errorf("%s %s not valid: %s", s.name, s.be(), strings.TrimPrefix(err.Error(), "json: "))
-}
-
-// unquote reads the quoted name in encoding/json's unknown field error.
-func unquote(s string) (string, error) {
-	var name string
-	err := json.Unmarshal([]byte(s), &name)
-	if err != nil {
-		return strings.Trim(s, `"`), err
-	}
-	return name, nil
 }
 
 // describeType says what a JSON value for t looks like.
@@ -344,18 +335,15 @@ func findUnknown(raw []byte, t reflect.Type, path string) (unknownField, bool) {
 	switch {
 	case t.Kind() == reflect.Struct && raw[0] == '{':
 		fields := fieldsOf(t)
-		found := unknownField{}
-		ok := false
-		eachMember(raw, func(key string, value json.RawMessage) bool {
+		for key, value := range members(raw) {
 			f, known := fieldNamed(fields, key)
 			if !known {
-				found, ok = unknownField{name: key, path: path}, true
-				return false
+				return unknownField{name: key, path: path}, true
 			}
-			found, ok = findUnknown(value, f.typ, join(path, f.name))
-			return !ok
-		})
-		return found, ok
+			if u, ok := findUnknown(value, f.typ, join(path, f.name)); ok {
+				return u, true
+			}
+		}
 	case (t.Kind() == reflect.Slice || t.Kind() == reflect.Array) && raw[0] == '[':
 		var items []json.RawMessage
 		if json.Unmarshal(raw, &items) != nil {
@@ -367,13 +355,11 @@ func findUnknown(raw []byte, t reflect.Type, path string) (unknownField, bool) {
 			}
 		}
 	case t.Kind() == reflect.Map && raw[0] == '{':
-		found := unknownField{}
-		ok := false
-		eachMember(raw, func(key string, value json.RawMessage) bool {
-			found, ok = findUnknown(value, t.Elem(), join(path, key))
-			return !ok
-		})
-		return found, ok
+		for key, value := range members(raw) {
+			if u, ok := findUnknown(value, t.Elem(), join(path, key)); ok {
+				return u, true
+			}
+		}
 	}
 	return unknownField{}, false
 }
@@ -385,25 +371,20 @@ func join(path, name string) string {
 	return path + "." + name
 }
 
-// eachMember calls f with the members of a JSON object in document order
-// until f returns false.
-func eachMember(raw []byte, f func(key string, value json.RawMessage) bool) {
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
-		return
-	}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
+// members yields the members of a JSON object in document order.
+func members(raw []byte) iter.Seq2[string, json.RawMessage] {
+	return func(yield func(key string, value json.RawMessage) bool) {
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 			return
 		}
-		key, _ := tok.(string)
-		var value json.RawMessage
-		if err := dec.Decode(&value); err != nil {
-			return
-		}
-		if !f(key, value) {
-			return
+		for dec.More() {
+			tok, err := dec.Token()
+			key, _ := tok.(string)
+			var value json.RawMessage
+			if err != nil || dec.Decode(&value) != nil || !yield(key, value) {
+				return
+			}
 		}
 	}
 }
