@@ -251,9 +251,7 @@ func upstreamEvent(name string, raw json.RawMessage) (mcpe.Event, error) {
 func catalog(name string) []mcpe.EventType {
 	p := typePrefix(name)
 	tags := fmt.Sprintf("%q", upstreamTag(name))
-	serverSchema := `{"type":"object","properties":{"server":{"type":"string","description":"The upstream's name."}},"required":["server"]}`
-	serverExample := fmt.Sprintf(`{"server":%q}`, name)
-	return []mcpe.EventType{
+	types := []mcpe.EventType{
 		{
 			Type:        p + kindConnected,
 			Description: fmt.Sprintf("The session with upstream MCP server %q is up: at start and after every reconnection. Its notifications flow from here on.", name),
@@ -270,31 +268,20 @@ func catalog(name string) []mcpe.EventType {
 			Priority:    "high",
 			Tags:        tags,
 		},
-		{
-			Type:        p + kindToolsListChanged,
-			Description: fmt.Sprintf("Upstream MCP server %q changed its list of tools (notifications/tools/list_changed).", name),
-			DataSchema:  json.RawMessage(serverSchema),
-			Example:     json.RawMessage(serverExample),
+	}
+	for _, kind := range []string{kindToolsListChanged, kindResourcesListChanged, kindPromptsListChanged} {
+		list, _, _ := strings.Cut(kind, ".")
+		types = append(types, mcpe.EventType{
+			Type:        p + kind,
+			Description: fmt.Sprintf("Upstream MCP server %q changed its list of %s (notifications/%s/list_changed).", name, list, list),
+			DataSchema:  json.RawMessage(`{"type":"object","properties":{"server":{"type":"string","description":"The upstream's name."}},"required":["server"]}`),
+			Example:     json.RawMessage(fmt.Sprintf(`{"server":%q}`, name)),
 			Priority:    "normal",
 			Tags:        tags,
-		},
-		{
-			Type:        p + kindResourcesListChanged,
-			Description: fmt.Sprintf("Upstream MCP server %q changed its list of resources (notifications/resources/list_changed).", name),
-			DataSchema:  json.RawMessage(serverSchema),
-			Example:     json.RawMessage(serverExample),
-			Priority:    "normal",
-			Tags:        tags,
-		},
-		{
-			Type:        p + kindPromptsListChanged,
-			Description: fmt.Sprintf("Upstream MCP server %q changed its list of prompts (notifications/prompts/list_changed).", name),
-			DataSchema:  json.RawMessage(serverSchema),
-			Example:     json.RawMessage(serverExample),
-			Priority:    "normal",
-			Tags:        tags,
-		},
-		{
+		})
+	}
+	return append(types,
+		mcpe.EventType{
 			Type:        p + kindResourcesUpdated,
 			Description: fmt.Sprintf("A resource of upstream MCP server %q changed (notifications/resources/updated); the adapter subscribes to the resources the server lists.", name),
 			DataSchema:  json.RawMessage(`{"type":"object","properties":{"server":{"type":"string"},"uri":{"type":"string","description":"The URI of the resource that changed."}},"required":["server","uri"]}`),
@@ -302,7 +289,7 @@ func catalog(name string) []mcpe.EventType {
 			Priority:    "normal",
 			Tags:        tags,
 		},
-		{
+		mcpe.EventType{
 			Type:        p + kindLog,
 			Description: fmt.Sprintf("Upstream MCP server %q logged a message (notifications/message) at or above the configured level.", name),
 			DataSchema:  json.RawMessage(fmt.Sprintf(`{"type":"object","properties":{"server":{"type":"string"},"level":{"type":"string","enum":["debug","info","notice","warning","error","critical","alert","emergency"]},"logger":{"type":"string"},"data":{"description":"The logged message or object."},"truncated":{"const":true,"description":"Present when data was longer than %d bytes: data is then the start of its JSON text."}},"required":["server","level","data"]}`, MaxLogDataBytes)),
@@ -310,7 +297,7 @@ func catalog(name string) []mcpe.EventType {
 			Priority:    "from the level: emergency, alert, critical -> critical; error -> high; warning -> normal; others -> low",
 			Tags:        tags,
 		},
-		{
+		mcpe.EventType{
 			Type:        p + "<type>",
 			Description: fmt.Sprintf("An event upstream MCP server %q sent itself (MCPE events/event or events/batch), re-published under its own type prefixed with %q; sourceEventId is %q followed by its id.", name, p, name+":"),
 			DataSchema:  json.RawMessage(`{"type":"object","description":"The upstream event's data, unchanged."}`),
@@ -318,5 +305,5 @@ func catalog(name string) []mcpe.EventType {
 			Priority:    "the upstream event's",
 			Tags:        fmt.Sprintf("the upstream event's, and %q", upstreamTag(name)),
 		},
-	}
+	)
 }
