@@ -166,7 +166,7 @@ func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin 
 	readDone := make(chan struct{})
 	go func() {
 		defer close(readDone)
-		out.readFrom(pr)
+		_, _ = io.Copy(out, pr) // to the end, or to the deadline below
 	}()
 
 	exited := make(chan struct{})
@@ -276,19 +276,8 @@ type capture struct {
 	total int64
 }
 
-// readFrom reads r to its end, or to an error.
-func (c *capture) readFrom(r io.Reader) {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := r.Read(buf)
-		c.write(buf[:n])
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (c *capture) write(p []byte) {
+// Write keeps what it must of p; it never fails.
+func (c *capture) Write(p []byte) (int, error) {
 	c.total += int64(len(p))
 	if room := c.max - len(c.head); room > 0 {
 		c.head = append(c.head, p[:min(room, len(p))]...)
@@ -297,6 +286,7 @@ func (c *capture) write(p []byte) {
 	if n := len(c.tail); n > tailLen {
 		c.tail = append(c.tail[:0], c.tail[n-tailLen:]...)
 	}
+	return len(p), nil
 }
 
 // output returns the bytes kept, noting when more were written.

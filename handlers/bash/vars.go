@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -38,16 +39,6 @@ var varNames = []string{
 // payloadVar tells the variables that carry the payload, set in the
 // environment only in env mode.
 func payloadVar(name string) bool { return name == varEventData || name == varEvents }
-
-// isVar tells whether name is one of the variables.
-func isVar(name string) bool {
-	for _, v := range varNames {
-		if v == name {
-			return true
-		}
-	}
-	return false
-}
 
 // eventFields are the fields of an event the variables show.
 type eventFields struct {
@@ -190,31 +181,26 @@ func placeholder(s string) (name string, n int) {
 			return "", 0
 		}
 		name = s[2:end]
-		if !isName(name) {
+		if name == "" || nameLen(name) != len(name) {
 			return "", 0
 		}
 		return name, end + 1
 	}
-	j := 1
-	for j < len(s) && isNameChar(s[j], j == 1) {
-		j++
-	}
+	j := 1 + nameLen(s[1:])
 	if j == 1 {
 		return "", 0
 	}
 	return s[1:j], j
 }
 
-func isName(s string) bool {
-	if s == "" {
-		return false
+// nameLen returns the length of the name at the start of s: the longest run
+// of letters, digits and '_' that does not start with a digit.
+func nameLen(s string) int {
+	i := 0
+	for i < len(s) && isNameChar(s[i], i == 0) {
+		i++
 	}
-	for i := 0; i < len(s); i++ {
-		if !isNameChar(s[i], i == 0) {
-			return false
-		}
-	}
-	return true
+	return i
 }
 
 func isNameChar(c byte, first bool) bool {
@@ -230,7 +216,7 @@ func unknownPlaceholder(s string) string {
 			return ""
 		}
 		s = s[i:]
-		if name, n := placeholder(s); n > 0 && strings.HasPrefix(name, "MCPE_") && !isVar(name) {
+		if name, n := placeholder(s); n > 0 && strings.HasPrefix(name, "MCPE_") && !slices.Contains(varNames, name) {
 			return name
 		}
 		s = s[1:]
