@@ -1,6 +1,7 @@
 package mcp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -174,7 +175,7 @@ func (u *upstream) serve(ctx context.Context) (connected bool, upFor time.Durati
 		return false, 0, stderr.explain(fmt.Errorf("connect: %w", err))
 	}
 	s.cs = cs
-	s.setup(setupCtx)
+	subscribing := s.setup(setupCtx)
 	cancel()
 
 	clk := u.a.opts.Clock
@@ -193,7 +194,9 @@ func (u *upstream) serve(ctx context.Context) (connected bool, upFor time.Durati
 
 	var wg sync.WaitGroup
 	watchCtx, stopWatch := context.WithCancel(ctx)
-	wg.Go(func() { s.watchResources(watchCtx) })
+	if subscribing {
+		wg.Go(func() { s.watchResources(watchCtx) })
+	}
 	ended := make(chan error, 1)
 	go func() { ended <- cs.Wait() }()
 	select {
@@ -382,11 +385,12 @@ func (s *session) custom(method string, params json.RawMessage) {
 }
 
 // setup asks for the log level and subscribes to the resources, as far as
-// the server supports them. Failures are logged: the session stays useful.
-func (s *session) setup(ctx context.Context) {
+// the server supports them, and reports whether it subscribes to resources.
+// Failures are logged: the session stays useful.
+func (s *session) setup(ctx context.Context) (subscribing bool) {
 	init := s.cs.InitializeResult()
 	if init == nil || init.Capabilities == nil {
-		return
+		return false
 	}
 	caps := init.Capabilities
 	// Over HTTP under protocolListen every request is a session of its own
@@ -398,25 +402,16 @@ func (s *session) setup(ctx context.Context) {
 			s.u.log.Warn("mcp upstream: logging/setLevel failed", "level", level, "error", err)
 		}
 	}
-	if s.subscribing() {
+	subscribing = s.u.a.maxSubscribed > 0 && caps.Resources != nil && caps.Resources.Subscribe
+	if subscribing {
 		s.syncResources(ctx)
 	}
-}
-
-// subscribing reports whether the adapter subscribes to the server's
-// resources.
-func (s *session) subscribing() bool {
-	init := s.cs.InitializeResult()
-	return s.u.a.maxSubscribed > 0 && init != nil && init.Capabilities != nil &&
-		init.Capabilities.Resources != nil && init.Capabilities.Resources.Subscribe
+	return subscribing
 }
 
 // watchResources lists the resources again after each
 // resources/list_changed, until ctx is done.
 func (s *session) watchResources(ctx context.Context) {
-	if !s.subscribing() {
-		return
-	}
 	for {
 		select {
 		case <-ctx.Done():
@@ -529,10 +524,8 @@ func (t *httpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return resp, err
 	}
-	sse := false
-	if mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type")); err == nil && mt == "text/event-stream" {
-		sse = true
-	}
+	mt, _, err := mime.ParseMediaType(resp.Header.Get("Content-Type"))
+	sse := err == nil && mt == "text/event-stream"
 	switch {
 	case req.Method == http.MethodGet && (resp.StatusCode != http.StatusOK || !sse):
 		t.s.noStandaloneStream(resp.StatusCode)
@@ -614,20 +607,13 @@ func (w *stderrLog) Write(p []byte) (int, error) {
 }
 
 func (w *stderrLog) flushLocked() {
-	line := string(trimCR(w.line))
+	line := string(bytes.TrimSuffix(w.line, []byte("\r")))
 	w.line = w.line[:0]
 	if line == "" {
 		return
 	}
 	w.last = line
 	w.log.Info("mcp upstream stderr", "line", line)
-}
-
-func trimCR(b []byte) []byte {
-	if n := len(b); n > 0 && b[n-1] == '\r' {
-		return b[:n-1]
-	}
-	return b
 }
 
 // explain adds the command's last stderr line to err. A nil w (an HTTP
