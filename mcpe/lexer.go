@@ -1,14 +1,12 @@
 package mcpe
 
-import (
-	"slices"
-	"unicode/utf8"
-)
+import "strings"
 
 // The lexer below reads the glob grammar token by token, as
 // github.com/gobwas/glob/syntax does (the server matches with that library),
 // so that both accept the same patterns and report the same offsets:
 // ParsePattern's answers must not depend on which side reads a pattern.
+// ParsePattern passes it only printable ASCII, so a character is a byte.
 
 type tokenType int
 
@@ -25,7 +23,6 @@ const (
 	tokRangeClose
 	tokRangeLo
 	tokRangeHi
-	tokRangeBetween
 	tokTermsOpen
 	tokTermsClose
 )
@@ -38,20 +35,16 @@ type token struct {
 // eofRune marks the end of the input; no pattern rune is negative.
 const eofRune rune = -1
 
-var (
-	textBreakers  = []rune{'?', '*', '[', '{'}
-	termsBreakers = []rune{'?', '*', '[', '{', '}', ','}
-)
+// The characters that end a text token, outside and inside {...}.
+const textBreakers, termsBreakers = "?*[{", "?*[{},"
 
 type lexer struct {
-	data   string
-	pos    int
-	err    string
-	queue  []token
-	depth  int // open {...} groups
-	last   rune
-	size   int
-	reread bool
+	data  string
+	pos   int
+	err   string
+	queue []token
+	depth int // open {...} groups
+	size  int // of the last character read: 1, or 0 at the end
 }
 
 // next returns the next token; EOF and an error repeat once reached. An
@@ -72,34 +65,18 @@ func (l *lexer) next() token {
 
 func (l *lexer) push(t tokenType, data string) { l.queue = append(l.queue, token{t, data}) }
 
-func (l *lexer) peek() (rune, int) {
-	if l.pos == len(l.data) {
-		return eofRune, 0
-	}
-	r, w := utf8.DecodeRuneInString(l.data[l.pos:])
-	if r == utf8.RuneError && w == 1 {
-		l.err = "invalid UTF-8 sequence"
-		return eofRune, 0
-	}
-	return r, w
-}
-
+// read returns the next character, or eofRune at the end.
 func (l *lexer) read() rune {
-	if l.reread {
-		l.reread = false
-		l.pos += l.size
-		return l.last
+	if l.pos == len(l.data) {
+		l.size = 0
+		return eofRune
 	}
-	r, w := l.peek()
-	l.pos += w
-	l.last, l.size = r, w
-	return r
+	l.pos, l.size = l.pos+1, 1
+	return rune(l.data[l.pos-1])
 }
 
-func (l *lexer) unread() {
-	l.pos -= l.size
-	l.reread = true
-}
+// unread steps back over the last character read.
+func (l *lexer) unread() { l.pos -= l.size }
 
 func (l *lexer) fetch() {
 	r := l.read()
@@ -160,20 +137,19 @@ func (l *lexer) fetchRange() {
 			seenNot = true
 			continue
 		}
-		if n, w := l.peek(); n == '-' {
-			l.pos += w
+		if l.pos < len(l.data) && l.data[l.pos] == '-' {
+			l.pos++
 			l.push(tokRangeLo, string(r))
-			l.push(tokRangeBetween, "-")
 			wantHi = true
 			continue
 		}
 		l.unread()
-		l.fetchText([]rune{']'})
+		l.fetchText("]")
 		wantClose = true
 	}
 }
 
-func (l *lexer) fetchText(breakers []rune) {
+func (l *lexer) fetchText(breakers string) {
 	var data []rune
 	escaped := false
 	for {
@@ -189,7 +165,7 @@ func (l *lexer) fetchText(breakers []rune) {
 				escaped = true
 				continue
 			}
-			if slices.Contains(breakers, r) {
+			if strings.ContainsRune(breakers, r) {
 				l.unread()
 				break
 			}
