@@ -1,6 +1,12 @@
 package console
 
-import "fmt"
+import (
+	"fmt"
+	"time"
+
+	"github.com/mcpe-server/mcpe-server/mcpe"
+	"github.com/mcpe-server/mcpe-server/subscriptions"
+)
 
 // The chart: events and notifications per minute over the last hour, as
 // bars of an SVG drawn on the server (no script, no inline style).
@@ -34,8 +40,27 @@ type bar struct {
 	Title string
 }
 
-func newChart(buckets []bucket) chart {
-	c := chart{Width: chartWidth, Height: chartHeight, Left: chartLeft, Base: chartHeight - chartBottom, MaxY: chartTop}
+// newChart charts the entries of the last hour up to now. entries are the
+// newest inboxScan of the inbox, oldest first: cut reports that the hour had
+// more, so that the chart misses the oldest of them.
+func newChart(entries []subscriptions.InboxEntry, now time.Time) (c chart, cut bool) {
+	buckets := make([]bucket, chartMinutes)
+	start := now.Truncate(time.Minute).Add(-(chartMinutes - 1) * time.Minute)
+	for _, e := range entries {
+		if i := int(e.CreatedAt.Sub(start) / time.Minute); !e.CreatedAt.Before(start) && i < chartMinutes {
+			buckets[i].notifications += len(e.SubscriptionIDs)
+			switch e.Kind {
+			case mcpe.InboxEvent:
+				buckets[i].events++
+			case mcpe.InboxBatch:
+				buckets[i].events += len(e.Events)
+			}
+		}
+	}
+	// Entries are numbered in the order they are written, so the oldest
+	// read is in the last hour only when more of the hour may precede it.
+	cut = len(entries) >= inboxScan && !entries[0].CreatedAt.Before(start)
+	c = chart{Width: chartWidth, Height: chartHeight, Left: chartLeft, Base: chartHeight - chartBottom, MaxY: chartTop}
 	for _, b := range buckets {
 		c.Max = max(c.Max, b.events, b.notifications)
 		c.Events += b.events
@@ -60,5 +85,5 @@ func newChart(buckets []bucket) chart {
 			c.Bars = append(c.Bars, bar{X: x + j*w, Y: c.Base - h, W: w, H: h, Class: class, Title: fmt.Sprintf("%d %s, %d min ago", v, what, ago)})
 		}
 	}
-	return c
+	return c, cut
 }

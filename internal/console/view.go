@@ -100,15 +100,13 @@ func (c *Console) build(ctx context.Context, ss session, want string) (*page, er
 	if c.opts.Sessions != nil {
 		live = c.opts.Sessions()
 	}
-	var subs []*subscriptions.Subscription
-	var err error
-	if ss.admin {
-		if subs, err = c.opts.Service.List(ctx, "", ""); err != nil {
-			return nil, err
-		}
-		p.Principal, p.Principals = pickPrincipal(subs, live, want)
-	} else if subs, err = c.opts.Service.List(ctx, ss.principal, ""); err != nil {
+	// The administrator's principal is "", which lists every principal's.
+	subs, err := c.opts.Service.List(ctx, ss.principal, "")
+	if err != nil {
 		return nil, err
+	}
+	if ss.admin {
+		p.Principal, p.Principals = pickPrincipal(subs, live, want)
 	}
 	if p.Principal == "" {
 		return p, nil
@@ -130,15 +128,17 @@ func (c *Console) build(ctx context.Context, ss session, want string) (*page, er
 	if c.opts.Cursors != nil {
 		cursor, connected = c.opts.Cursors()[p.Principal]
 	}
-	entries, count, cut, buckets, err := c.readInbox(ctx, p.Principal, now)
+	// The newest inboxScan entries, oldest first, are charted; the newest
+	// inboxShown of them are listed, newest first.
+	entries, err := c.opts.Service.LatestInbox(ctx, p.Principal, inboxScan)
 	if err != nil {
 		return nil, err
 	}
-	p.InboxCount, p.InboxMore, p.ChartCut = count, count >= inboxScan, cut
-	for i := len(entries) - 1; i >= 0; i-- {
-		p.Inbox = append(p.Inbox, newInboxRow(entries[i], cursor, connected, active))
+	p.InboxCount, p.InboxMore = len(entries), len(entries) >= inboxScan
+	p.Chart, p.ChartCut = newChart(entries, now)
+	for _, e := range slices.Backward(entries[max(0, len(entries)-inboxShown):]) {
+		p.Inbox = append(p.Inbox, newInboxRow(e, cursor, connected, active))
 	}
-	p.Chart = newChart(buckets)
 	return p, nil
 }
 
@@ -174,35 +174,6 @@ func pickPrincipal(subs []*subscriptions.Subscription, live []LiveSession, want 
 		rows[i].Current = rows[i].Name == shown
 	}
 	return shown, rows
-}
-
-// readInbox reads the newest inboxScan entries of principal's inbox and
-// returns the newest inboxShown of them, oldest first, how many it read,
-// whether the last hour had more entries than it read (the chart then
-// misses the oldest of them), and the counts per minute of the last hour.
-func (c *Console) readInbox(ctx context.Context, principal string, now time.Time) ([]subscriptions.InboxEntry, int, bool, []bucket, error) {
-	buckets := make([]bucket, chartMinutes)
-	start := now.Truncate(time.Minute).Add(-(chartMinutes - 1) * time.Minute)
-	entries, err := c.opts.Service.LatestInbox(ctx, principal, inboxScan)
-	if err != nil {
-		return nil, 0, false, nil, err
-	}
-	for _, e := range entries {
-		if i := int(e.CreatedAt.Sub(start) / time.Minute); !e.CreatedAt.Before(start) && i < chartMinutes {
-			buckets[i].notifications += len(e.SubscriptionIDs)
-			switch e.Kind {
-			case mcpe.InboxEvent:
-				buckets[i].events++
-			case mcpe.InboxBatch:
-				buckets[i].events += len(e.Events)
-			}
-		}
-	}
-	// Entries are numbered in the order they are written, so the oldest
-	// read is in the last hour only when more of the hour may precede it.
-	cut := len(entries) >= inboxScan && !entries[0].CreatedAt.Before(start)
-	newest := entries[max(0, len(entries)-inboxShown):]
-	return newest, len(entries), cut, buckets, nil
 }
 
 func newSubRow(s *subscriptions.Subscription) subRow {
