@@ -50,20 +50,9 @@ type Pattern struct {
 	cost int
 	// suffix is the literal text every matching type ends with.
 	suffix string
-	// re is the matcher, compiled on first use; nil for an exact pattern.
-	re *lazyRegexp
-}
-
-type lazyRegexp struct {
-	expr string
-	once sync.Once
-	re   *regexp.Regexp
-	err  error
-}
-
-func (l *lazyRegexp) get() (*regexp.Regexp, error) {
-	l.once.Do(func() { l.re, l.err = regexp.Compile(l.expr) })
-	return l.re, l.err
+	// re returns the matcher, compiled on first use; nil for an exact
+	// pattern.
+	re func() (*regexp.Regexp, error)
 }
 
 // ParsePattern validates and parses one eventTypes entry. The error is an
@@ -107,7 +96,7 @@ func ParsePattern(field, text string) (Pattern, error) {
 		alternatives: strings.Contains(text, "{"),
 		cost:         (1 + tr.wildcards) * tr.alternatives,
 		suffix:       literalSuffix(text),
-		re:           &lazyRegexp{expr: tr.expr},
+		re:           sync.OnceValues(func() (*regexp.Regexp, error) { return regexp.Compile(tr.expr) }),
 	}, nil
 }
 
@@ -156,7 +145,7 @@ func (p Pattern) Match(eventType string) bool {
 	if !strings.HasSuffix(eventType, p.suffix) {
 		return false
 	}
-	re, err := p.re.get()
+	re, err := p.re()
 	return err == nil && re.MatchString(eventType)
 }
 
