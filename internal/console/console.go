@@ -190,14 +190,6 @@ func (c *Console) login(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/console", http.StatusSeeOther)
 }
 
-// secure reports whether the session cookie must be Secure: when r came
-// over TLS, or named a host other than this machine (the server serves no
-// TLS itself, so such a console is reached through a TLS proxy). On
-// loopback it is not, so that http://localhost works.
-func secure(r *http.Request) bool {
-	return r.TLS != nil || !httpapi.IsLoopbackHost(r.Host)
-}
-
 func (c *Console) cookie(r *http.Request, value string, expires time.Time) *http.Cookie {
 	ck := &http.Cookie{
 		Name:     cookieName,
@@ -205,8 +197,12 @@ func (c *Console) cookie(r *http.Request, value string, expires time.Time) *http
 		Path:     "/console",
 		HttpOnly: true,
 		SameSite: http.SameSiteStrictMode,
-		Secure:   secure(r),
-		Expires:  expires,
+		// Secure when r came over TLS, or named a host other than this
+		// machine (the server serves no TLS itself, so such a console is
+		// reached through a TLS proxy). On loopback it is not, so that
+		// http://localhost works.
+		Secure:  r.TLS != nil || !httpapi.IsLoopbackHost(r.Host),
+		Expires: expires,
 	}
 	if value == "" {
 		ck.MaxAge = -1
