@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -42,13 +43,7 @@ var Priorities = []Priority{PriorityLow, PriorityNormal, PriorityHigh, PriorityC
 const PriorityList = `"low", "normal", "high" or "critical"`
 
 // Valid reports whether p is one of the four priorities.
-func (p Priority) Valid() bool {
-	switch p {
-	case PriorityLow, PriorityNormal, PriorityHigh, PriorityCritical:
-		return true
-	}
-	return false
-}
+func (p Priority) Valid() bool { return slices.Contains(Priorities, p) }
 
 // Event is one thing that happened, in the shape of MCPE section 4.
 type Event struct {
@@ -105,36 +100,27 @@ func ValidateType(t string) error {
 	if len(t) > MaxTypeLength {
 		return Invalid(field, "is %d characters long; at most %d are accepted", len(t), MaxTypeLength)
 	}
-	segments := 1
-	start := 0
-	for i := 0; i <= len(t); i++ {
-		if i < len(t) && t[i] != '.' {
-			if !isTypeChar(t[i]) {
-				// Name the whole character, not the first byte of its
-				// UTF-8 encoding.
-				r, _ := utf8.DecodeRuneInString(t[i:])
-				return Invalid(field, "%q contains %q; a type is dot-separated segments of letters, digits, '_' and '-', such as \"github.issue.opened\"", t, r)
-			}
-			continue
+	for seg := range strings.SplitSeq(t, ".") {
+		if i := strings.IndexFunc(seg, func(r rune) bool { return !isTypeChar(r) }); i >= 0 {
+			// Name the whole character, not the first byte of its UTF-8
+			// encoding.
+			r, _ := utf8.DecodeRuneInString(seg[i:])
+			return Invalid(field, "%q contains %q; a type is dot-separated segments of letters, digits, '_' and '-', such as \"github.issue.opened\"", t, r)
 		}
-		if i == start {
+		if seg == "" {
 			return Invalid(field, "%q has an empty segment; a type is dot-separated segments such as \"github.issue.opened\", with no leading, trailing or doubled dots", t)
 		}
-		if t[start] == '-' {
-			return Invalid(field, "%q has a segment that starts with '-' (%q); a segment starts with a letter, digit or '_', so that no type reads as a command-line option", t, t[start:i])
+		if seg[0] == '-' {
+			return Invalid(field, "%q has a segment that starts with '-' (%q); a segment starts with a letter, digit or '_', so that no type reads as a command-line option", t, seg)
 		}
-		if i < len(t) {
-			segments++
-		}
-		start = i + 1
 	}
-	if segments > MaxTypeSegments {
+	if segments := strings.Count(t, ".") + 1; segments > MaxTypeSegments {
 		return Invalid(field, "%q has %d segments; at most %d are accepted", t, segments, MaxTypeSegments)
 	}
 	return nil
 }
 
-func isTypeChar(c byte) bool {
+func isTypeChar(c rune) bool {
 	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-'
 }
 

@@ -108,17 +108,6 @@ func (h *HandlerSpec) Clone() *HandlerSpec {
 // above. What the operator allows (commands, URLs) is checked by the
 // handler itself.
 func (h *HandlerSpec) Validate(types []HandlerType) error {
-	if err := h.validateFields(types); err != nil {
-		return err
-	}
-	if b, err := json.Marshal(h); err != nil || len(b) > MaxHandlerBytes {
-		return Invalid("handler", "is %d bytes as JSON; at most %d are accepted", len(b), MaxHandlerBytes)
-	}
-	return nil
-}
-
-// validateFields checks each field of h.
-func (h *HandlerSpec) validateFields(types []HandlerType) error {
 	list := quoteAll(types)
 	if len(types) == 0 {
 		return Invalid("handler", "this server runs no handlers (the operator enabled none); leave handler out")
@@ -215,6 +204,9 @@ func (h *HandlerSpec) validateFields(types []HandlerType) error {
 		if h.MaxTokens < 0 || h.MaxTokens > MaxHandlerTokens {
 			return Invalid("handler.maxTokens", "is %d; give a number from 1 to %d, or leave it out for the operator's default", h.MaxTokens, MaxHandlerTokens)
 		}
+	}
+	if b, err := json.Marshal(h); err != nil || len(b) > MaxHandlerBytes {
+		return Invalid("handler", "is %d bytes as JSON; at most %d are accepted", len(b), MaxHandlerBytes)
 	}
 	return nil
 }
