@@ -24,7 +24,7 @@ func decodeArgs(raw json.RawMessage, in any, t *mcp.Tool, others ...*mcp.Tool) e
 	return mcpe.DecodeStrict(raw, in, &mcpe.DecodeOptions{
 		Subject: "the arguments",
 		Plural:  true,
-		Example: exampleOf(t),
+		Example: examples[t.Name],
 		Accepts: func(path string) string {
 			if path == "" {
 				return acceptedFields(t)

@@ -26,10 +26,6 @@ type describer struct {
 	catalog bool
 }
 
-func newDescriber(caps mcpe.Capability, r subscriptions.Retention, commands, tools []string) describer {
-	return describer{caps: caps, retention: r, commands: commands, tools: tools}
-}
-
 func (d describer) offers(t mcpe.HandlerType) bool { return slices.Contains(d.caps.Handlers, t) }
 
 // enum returns values as a schema's enum; nil when there are none.
@@ -118,8 +114,6 @@ const (
 	webhookExample = mcpe.ToolSubscribe + " webhook"
 	agentExample   = mcpe.ToolSubscribe + " agent"
 )
-
-func exampleOf(t *mcp.Tool) string { return examples[t.Name] }
 
 func object(props map[string]*jsonschema.Schema, order []string, required ...string) *jsonschema.Schema {
 	return &jsonschema.Schema{

@@ -317,3 +317,8 @@ func TestUpdateErrorsExplainSubscribeShapes(t *testing.T) {
 		}
 	}
 }
+
+// newDescriber is the describer Register builds, without events_catalog.
+func newDescriber(caps mcpe.Capability, r subscriptions.Retention, commands, tools []string) describer {
+	return describer{caps: caps, retention: r, commands: commands, tools: tools}
+}

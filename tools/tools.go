@@ -70,8 +70,7 @@ func Register(s *mcp.Server, opts Options) *Set {
 	if opts.Catalog != nil {
 		names = append(slices.Clone(Names), mcpe.ToolCatalog)
 	}
-	d := newDescriber(svc.Capability(), svc.Retention(), opts.Commands, names)
-	d.catalog = opts.Catalog != nil
+	d := describer{caps: svc.Capability(), retention: svc.Retention(), commands: opts.Commands, tools: names, catalog: opts.Catalog != nil}
 	set := &Set{calls: make(map[string]func(context.Context, string, json.RawMessage) (*mcp.CallToolResult, error))}
 	r := registrar{set: set, server: s, principal: opts.Principal, log: opts.Logger}
 

@@ -106,16 +106,13 @@ func editDistance(a, b string) int {
 		row[0] = i
 		for j := 1; j <= len(b); j++ {
 			cur := row[j]
-			row[j] = min(row[j]+1, row[j-1]+1, prev+btoi(a[i-1] != b[j-1]))
+			substitute := prev
+			if a[i-1] != b[j-1] {
+				substitute++
+			}
+			row[j] = min(row[j]+1, row[j-1]+1, substitute)
 			prev = cur
 		}
 	}
 	return row[len(b)]
-}
-
-func btoi(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
