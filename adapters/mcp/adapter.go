@@ -155,7 +155,6 @@ func New(opts Options) (*Adapter, error) {
 	if err := opts.Validate(); err != nil {
 		return nil, fmt.Errorf("mcp: %w", err)
 	}
-	opts.Upstreams = slices.Clone(opts.Upstreams)
 	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	a := &Adapter{opts: opts, logLevel: "info", maxSubscribed: 100,
@@ -185,7 +184,9 @@ func (a *Adapter) Catalog() []mcpe.EventType {
 func (a *Adapter) States() []mcpe.SourceState {
 	out := make([]mcpe.SourceState, 0, len(a.upstreams))
 	for _, u := range a.upstreams {
-		out = append(out, u.State())
+		u.mu.Lock()
+		out = append(out, u.state)
+		u.mu.Unlock()
 	}
 	return out
 }

@@ -100,13 +100,6 @@ func newHTTPBase() *http.Transport {
 	return t
 }
 
-// State returns the upstream's state.
-func (u *upstream) State() mcpe.SourceState {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.state
-}
-
 // setState records a new status; lastErr and next are kept only when set.
 func (u *upstream) setState(status string, lastErr error, next time.Time) {
 	u.mu.Lock()
@@ -528,7 +521,13 @@ func (t *httpTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	sse := err == nil && mt == "text/event-stream"
 	switch {
 	case req.Method == http.MethodGet && (resp.StatusCode != http.StatusOK || !sse):
-		t.s.noStandaloneStream(resp.StatusCode)
+		// Warned once per session: the server keeps no stream for
+		// notifications outside requests.
+		t.s.warnOnce.Do(func() {
+			t.s.u.log.Warn("mcp upstream: stream for notifications outside requests refused", "http_status", resp.StatusCode, "protocol_version", t.s.u.protocol,
+				"effect", "no list change, resource update, log message or event can arrive from it",
+				"hint", "a stateless Streamable HTTP server needs protocol 2026-07-28, where they come over subscriptions/listen")
+		})
 	case req.Method == http.MethodPost && sse && req.Header.Get(methodHeader) == "subscriptions/listen":
 		resp.Body = &watchedBody{ReadCloser: resp.Body, ctx: req.Context(), ended: t.s.listenEnded}
 	}
@@ -566,16 +565,6 @@ func (s *session) listenEnded(err error) {
 	case s.broken <- fmt.Errorf("a subscriptions/listen stream ended: %w", err):
 	default:
 	}
-}
-
-// noStandaloneStream warns, once per session, that the server keeps no
-// stream for notifications outside requests.
-func (s *session) noStandaloneStream(status int) {
-	s.warnOnce.Do(func() {
-		s.u.log.Warn("mcp upstream: stream for notifications outside requests refused", "http_status", status, "protocol_version", s.u.protocol,
-			"effect", "no list change, resource update, log message or event can arrive from it",
-			"hint", "a stateless Streamable HTTP server needs protocol 2026-07-28, where they come over subscriptions/listen")
-	})
 }
 
 // maxStderrLine bounds one buffered line of a command's stderr.
