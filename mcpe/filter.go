@@ -60,15 +60,24 @@ func (f Filter) Validate() error {
 	return err
 }
 
-// Validate checks d against the channels a server supports: a known channel
-// each, listed once, cron and scheduled not together, and each one's
-// settings present exactly when it is. The schedule itself is checked by
-// the channel that runs it.
+// Validate checks d against the channels a server supports: Fields and
+// MaxEventBytes within bounds (see Shape), a known channel each, listed
+// once, cron and scheduled not together, and each one's settings present
+// exactly when it is. The schedule itself is checked by the channel that
+// runs it.
 func (d Delivery) Validate(supported []Channel) error {
-	list := quoteAll(supported)
-	if err := d.validateShape(); err != nil {
-		return err
+	if len(d.Fields) > MaxFields {
+		return Invalid("delivery.fields", "has %d paths; at most %d are accepted", len(d.Fields), MaxFields)
 	}
+	for i, f := range d.Fields {
+		if len(f) > MaxFieldLength || slices.Contains(strings.Split(f, "."), "") {
+			return Invalid(fmt.Sprintf("delivery.fields[%d]", i), "%.80q is not a path into data; give dot-separated keys, at most %d characters in all, such as \"issue.title\"", f, MaxFieldLength)
+		}
+	}
+	if m := d.MaxEventBytes; m != 0 && (m < MinEventBytes || m > MaxEventBytes) {
+		return Invalid("delivery.maxEventBytes", "is %d; give a number of bytes from %d to %d, or leave it out for whole events", m, MinEventBytes, MaxEventBytes)
+	}
+	list := quoteAll(supported)
 	if len(d.Channels) == 0 {
 		return Invalid("delivery.channels", "is empty; use [%s]", list)
 	}

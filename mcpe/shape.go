@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -22,21 +21,6 @@ const (
 func ValidateLabel(label string) error {
 	if n := utf8.RuneCountInString(label); n > MaxLabelLength || strings.ContainsFunc(label, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return Invalid("label", "is %d characters long, or holds control characters; give a name of at most %d characters on one line, such as \"merged PRs in acme/api\"", n, MaxLabelLength)
-	}
-	return nil
-}
-
-func (d Delivery) validateShape() error {
-	if len(d.Fields) > MaxFields {
-		return Invalid("delivery.fields", "has %d paths; at most %d are accepted", len(d.Fields), MaxFields)
-	}
-	for i, f := range d.Fields {
-		if len(f) > MaxFieldLength || slices.Contains(strings.Split(f, "."), "") {
-			return Invalid(fmt.Sprintf("delivery.fields[%d]", i), "%.80q is not a path into data; give dot-separated keys, at most %d characters in all, such as \"issue.title\"", f, MaxFieldLength)
-		}
-	}
-	if m := d.MaxEventBytes; m != 0 && (m < MinEventBytes || m > MaxEventBytes) {
-		return Invalid("delivery.maxEventBytes", "is %d; give a number of bytes from %d to %d, or leave it out for whole events", m, MinEventBytes, MaxEventBytes)
 	}
 	return nil
 }

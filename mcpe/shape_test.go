@@ -108,8 +108,8 @@ func FuzzShape(f *testing.F) {
 		if !json.Valid([]byte(event)) {
 			return
 		}
-		d := Delivery{Fields: []string{field}, MaxEventBytes: max}
-		if d.validateShape() != nil {
+		d := Delivery{Channels: []Channel{ChannelRealtime}, Fields: []string{field}, MaxEventBytes: max}
+		if d.Validate(d.Channels) != nil {
 			d.Fields = nil
 		}
 		if got := d.Shape(json.RawMessage(event)); !json.Valid(got) {
