@@ -157,7 +157,7 @@ func (u *upstream) run(ctx context.Context) {
 func (u *upstream) serve(ctx context.Context) (connected bool, upFor time.Duration, err error) {
 	setupCtx, cancel := context.WithTimeout(ctx, setupTimeout)
 	defer cancel()
-	s := &session{u: u, ctx: ctx, relist: make(chan struct{}, 1), broken: make(chan error, 1)}
+	s := &session{u: u, ctx: ctx, relist: make(chan struct{}, 1), broken: make(chan error, 1), subscribed: make(map[string]bool)}
 	transport, stderr, err := u.transport(s)
 	if err != nil {
 		return false, 0, err
@@ -425,9 +425,6 @@ func (s *session) syncResources(ctx context.Context) {
 	if err != nil {
 		s.u.log.Warn("mcp upstream: resources/list failed", "error", err)
 		return
-	}
-	if s.subscribed == nil {
-		s.subscribed = make(map[string]bool)
 	}
 	if complete {
 		// Only a complete listing says what is gone.
