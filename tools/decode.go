@@ -80,16 +80,14 @@ func acceptedAt(tools []*mcp.Tool, path string) string {
 	var names []string
 	for _, s := range expand(schemas) {
 		for name := range s.Properties {
-			if !slices.Contains(names, fmt.Sprintf("%q", name)) {
-				names = append(names, fmt.Sprintf("%q", name))
-			}
+			names = append(names, fmt.Sprintf("%q", name))
 		}
 	}
 	if len(names) == 0 {
 		return "" // the fields of the Go type, which DecodeStrict names
 	}
 	slices.Sort(names)
-	return strings.Join(names, ", ")
+	return strings.Join(slices.Compact(names), ", ")
 }
 
 // expand replaces each schema by the alternatives of its oneOf or anyOf,

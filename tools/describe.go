@@ -48,6 +48,11 @@ func (d describer) handlerSchema() *jsonschema.Schema {
 	}
 	var shapes []*jsonschema.Schema
 	var text []string
+	offer := func(title, what string, s *jsonschema.Schema) {
+		s.Title = title
+		shapes = append(shapes, s)
+		text = append(text, what)
+	}
 	if d.offers(mcpe.HandlerBash) {
 		command := &jsonschema.Schema{Type: "string", Description: "A command the operator allowed.", Enum: enum(d.commands)}
 		s := object(map[string]*jsonschema.Schema{
@@ -59,9 +64,7 @@ func (d describer) handlerSchema() *jsonschema.Schema {
 				Description: "Where the event JSON goes: standard input, MCPE_* variables (env), or the last argument."},
 			"timeout": timeout(),
 		}, []string{"type", "command", "args", "input", "timeout"}, "type", "command")
-		s.Title = "bash"
-		shapes = append(shapes, s)
-		text = append(text, "\"bash\" runs an allowed command")
+		offer("bash", "\"bash\" runs an allowed command", s)
 	}
 	if d.offers(mcpe.HandlerWebhook) {
 		s := object(map[string]*jsonschema.Schema{
@@ -70,9 +73,7 @@ func (d describer) handlerSchema() *jsonschema.Schema {
 			"headers": {Type: "object", AdditionalProperties: &jsonschema.Schema{Type: "string"}, Description: "Extra headers; ${NAME} is one of the operator's secrets."},
 			"timeout": timeout(),
 		}, []string{"type", "url", "headers", "timeout"}, "type", "url")
-		s.Title = "webhook"
-		shapes = append(shapes, s)
-		text = append(text, "\"webhook\" POSTs it, signed with a secret returned once as handler.secret")
+		offer("webhook", "\"webhook\" POSTs it, signed with a secret returned once as handler.secret", s)
 	}
 	if d.offers(mcpe.HandlerAgent) {
 		tools := &jsonschema.Schema{Type: "array", Items: &jsonschema.Schema{Type: "string", Enum: enum(d.tools)}, MaxItems: ptr(mcpe.MaxHandlerTools),
@@ -85,9 +86,7 @@ func (d describer) handlerSchema() *jsonschema.Schema {
 			"tools":        tools,
 			"maxTokens":    {Type: "integer", Minimum: ptr(1.0), Maximum: ptr(float64(mcpe.MaxHandlerTokens)), Description: "Most tokens per answer."},
 		}, []string{"type", "systemPrompt", "instructions", "model", "tools", "maxTokens"}, "type")
-		s.Title = "agent"
-		shapes = append(shapes, s)
-		text = append(text, "\"agent\" has an LLM handle it, the event given as untrusted data")
+		offer("agent", "\"agent\" has an LLM handle it, the event given as untrusted data", s)
 	}
 	return &jsonschema.Schema{OneOf: shapes, Description: "Something the server does with each delivery (event or digest) while you are away: " +
 		strings.Join(text, "; ") + ". Its runs show in events_list (handlerStatus)."}
