@@ -1,6 +1,7 @@
 package console
 
 import (
+	"maps"
 	"sync"
 	"time"
 
@@ -47,11 +48,7 @@ func (g *guesses) failed(addr string, now time.Time) {
 	l := g.byAddr[addr]
 	if l == nil {
 		if len(g.byAddr) >= maxAddrs {
-			for a, l := range g.byAddr {
-				if l.TokensAt(now) >= addrBurst {
-					delete(g.byAddr, a)
-				}
-			}
+			maps.DeleteFunc(g.byAddr, func(_ string, l *rate.Limiter) bool { return l.TokensAt(now) >= addrBurst })
 		}
 		l = rate.NewLimiter(rate.Every(addrEvery), addrBurst)
 		g.byAddr[addr] = l

@@ -3,6 +3,7 @@ package console
 import (
 	"crypto/rand"
 	"encoding/base64"
+	"maps"
 	"sync"
 	"time"
 )
@@ -50,11 +51,7 @@ func (s *sessions) create(principal string, admin bool, expires, now time.Time) 
 	if s.m == nil {
 		s.m = map[string]*session{}
 	}
-	for id, ss := range s.m {
-		if !ss.expires.After(now) {
-			delete(s.m, id)
-		}
-	}
+	maps.DeleteFunc(s.m, func(_ string, ss *session) bool { return !ss.expires.After(now) })
 	for {
 		var own int
 		var oldest, oldestOwn string
