@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -158,20 +159,18 @@ func pickPrincipal(subs []*subscriptions.Subscription, live []LiveSession, want 
 	for _, l := range live {
 		row(l.Principal).Sessions++
 	}
-	var rows []principalRow
-	for _, r := range counts {
-		rows = append(rows, *r)
-	}
-	slices.SortFunc(rows, func(a, b principalRow) int { return strings.Compare(a.Name, b.Name) })
-	if len(rows) == 0 {
+	names := slices.Sorted(maps.Keys(counts))
+	if len(names) == 0 {
 		return "", nil
 	}
-	shown := rows[0].Name
+	shown := names[0]
 	if counts[want] != nil {
 		shown = want
 	}
-	for i := range rows {
-		rows[i].Current = rows[i].Name == shown
+	counts[shown].Current = true
+	rows := make([]principalRow, len(names))
+	for i, name := range names {
+		rows[i] = *counts[name]
 	}
 	return shown, rows
 }
