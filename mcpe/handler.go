@@ -145,19 +145,15 @@ func (h *HandlerSpec) Validate(types []HandlerType) error {
 		}
 		return Invalid("handler."+f.name, "belongs to %q handlers, not %q; leave it out", f.of, h.Type)
 	}
-	if h.Cwd != "" {
+	switch {
+	case h.Cwd != "":
 		return Invalid("handler.cwd", "cannot be chosen: every run gets a fresh, empty working directory; leave it out")
-	}
-	if h.Env != nil {
+	case h.Env != nil:
 		return Invalid("handler.env", "cannot be chosen: a program gets only the MCPE_* variables, PATH and what the operator configured; leave it out")
-	}
-	if h.Timeout != 0 {
-		if h.Type == HandlerAgent {
-			return Invalid("handler.timeout", "does not apply to agent handlers, which the operator bounds; leave it out")
-		}
-		if h.Timeout < MinHandlerTimeout {
-			return Invalid("handler.timeout", "is %d; it is in milliseconds and must be at least %d (e.g. 30000 for 30 seconds), or left out for the operator's default", h.Timeout, MinHandlerTimeout)
-		}
+	case h.Timeout != 0 && h.Type == HandlerAgent:
+		return Invalid("handler.timeout", "does not apply to agent handlers, which the operator bounds; leave it out")
+	case h.Timeout != 0 && h.Timeout < MinHandlerTimeout:
+		return Invalid("handler.timeout", "is %d; it is in milliseconds and must be at least %d (e.g. 30000 for 30 seconds), or left out for the operator's default", h.Timeout, MinHandlerTimeout)
 	}
 	switch h.Type {
 	case HandlerBash:
@@ -172,9 +168,7 @@ func (h *HandlerSpec) Validate(types []HandlerType) error {
 				return Invalid(fmt.Sprintf("handler.args[%d]", i), "must be at most %d bytes with no NUL character", MaxHandlerArgBytes)
 			}
 		}
-		switch h.Input {
-		case "", InputStdin, InputEnv, InputArgs:
-		default:
+		if !slices.Contains([]string{"", InputStdin, InputEnv, InputArgs}, h.Input) {
 			return Invalid("handler.input", "%q is not an input mode; use \"stdin\" (the event JSON on standard input, the default), \"env\" (MCPE_* variables) or \"args\" (the event JSON as the last argument)", h.Input)
 		}
 	case HandlerWebhook:
