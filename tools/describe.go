@@ -128,9 +128,10 @@ func ptr[T any](v T) *T { return &v }
 
 func idSchema() *jsonschema.Schema { return &jsonschema.Schema{Type: "string", Format: "uuid"} }
 
-// refSchema is the input of a tool that takes only a subscription ID.
-func refSchema() *jsonschema.Schema {
-	return object(map[string]*jsonschema.Schema{"subscriptionId": idSchema()}, nil, "subscriptionId")
+// refTool is a tool whose only argument is a subscription ID.
+func refTool(name, title, description string, annotations *mcp.ToolAnnotations) *mcp.Tool {
+	input := object(map[string]*jsonschema.Schema{"subscriptionId": idSchema()}, nil, "subscriptionId")
+	return &mcp.Tool{Name: name, Title: title, Description: description, InputSchema: input, Annotations: annotations}
 }
 
 // like is a property of events_update that takes what events_subscribe's
@@ -254,13 +255,8 @@ func (d describer) subscribeTool() *mcp.Tool {
 }
 
 func (d describer) unsubscribeTool() *mcp.Tool {
-	return &mcp.Tool{
-		Name:        mcpe.ToolUnsubscribe,
-		Title:       "Remove a subscription",
-		Description: "Delete a subscription; to stop for a while, use events_pause.",
-		InputSchema: refSchema(),
-		Annotations: &mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)},
-	}
+	return refTool(mcpe.ToolUnsubscribe, "Remove a subscription", "Delete a subscription; to stop for a while, use events_pause.",
+		&mcp.ToolAnnotations{DestructiveHint: ptr(true), IdempotentHint: false, OpenWorldHint: ptr(false)})
 }
 
 func (d describer) listTool() *mcp.Tool {
@@ -276,23 +272,13 @@ func (d describer) listTool() *mcp.Tool {
 }
 
 func (d describer) pauseTool() *mcp.Tool {
-	return &mcp.Tool{
-		Name:        mcpe.ToolPause,
-		Title:       "Pause a subscription",
-		Description: "Stop a subscription until events_resume; events meanwhile are skipped, not queued.",
-		InputSchema: refSchema(),
-		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)},
-	}
+	return refTool(mcpe.ToolPause, "Pause a subscription", "Stop a subscription until events_resume; events meanwhile are skipped, not queued.",
+		&mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)})
 }
 
 func (d describer) resumeTool() *mcp.Tool {
-	return &mcp.Tool{
-		Name:        mcpe.ToolResume,
-		Title:       "Resume a subscription",
-		Description: "Resume a paused subscription; events from the pause are not replayed. An expired one cannot be resumed.",
-		InputSchema: refSchema(),
-		Annotations: &mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)},
-	}
+	return refTool(mcpe.ToolResume, "Resume a subscription", "Resume a paused subscription; events from the pause are not replayed. An expired one cannot be resumed.",
+		&mcp.ToolAnnotations{IdempotentHint: true, OpenWorldHint: ptr(false)})
 }
 
 func (d describer) updateTool() *mcp.Tool {
