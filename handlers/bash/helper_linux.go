@@ -3,6 +3,7 @@ package bash
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -65,6 +66,23 @@ var rlimits = map[string]int{
 	limitFsize:       unix.RLIMIT_FSIZE,
 	limitNofile:      unix.RLIMIT_NOFILE,
 	limitNprocUserns: unix.RLIMIT_NPROC,
+}
+
+// parseLimits reads a spec back: each name with its value.
+func parseLimits(spec string) (map[string]uint64, error) {
+	out := make(map[string]uint64)
+	for pair := range strings.SplitSeq(spec, ",") {
+		name, value, ok := strings.Cut(pair, "=")
+		v, err := strconv.ParseUint(value, 10, 64)
+		if !ok || err != nil {
+			return nil, fmt.Errorf("limit %q is not name=number", pair)
+		}
+		if _, known := rlimits[name]; !known {
+			return nil, fmt.Errorf("limit %q is not one this helper knows", name)
+		}
+		out[name] = v
+	}
+	return out, nil
 }
 
 // setLimits sets each limit as both the soft and the hard one, so that the

@@ -1,6 +1,7 @@
 package bash
 
 import (
+	"cmp"
 	"os"
 	"path/filepath"
 	"slices"
@@ -60,8 +61,8 @@ func resolve(p string) string {
 }
 
 // bwrapArgs returns bubblewrap's options for a run of c in the working
-// directory wd ("" for none), before the "--" that ends them. sp, which may
-// be nil, adds what the sandbox hides and the helper.
+// directory wd ("" for none), before the "--" that ends them. sp adds what
+// the sandbox hides and the helper.
 //
 // The file system is the host's root, read-only unless c says otherwise, and
 // on top of it mounts sorted by depth, so that a mount at a path applies
@@ -97,24 +98,22 @@ func bwrapArgs(c *Command, sp *sandboxPaths, wd string) []string {
 		}
 		mounts = append(mounts, mount{filepath.Clean(p), kind})
 	}
-	if sp != nil {
-		for _, p := range sp.hidden {
-			hide(p, mountHide)
-		}
-		for _, p := range sp.private {
-			hide(p, mountPrivate)
-			// A database file's companions hold its data too, beside
-			// the path it was opened by or the file it names.
-			if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
-				for _, suffix := range []string{"-wal", "-shm", "-journal"} {
-					hide(p+suffix, mountPrivate)
-					hide(resolve(p)+suffix, mountPrivate)
-				}
+	for _, p := range sp.hidden {
+		hide(p, mountHide)
+	}
+	for _, p := range sp.private {
+		hide(p, mountPrivate)
+		// A database file's companions hold its data too, beside the
+		// path it was opened by or the file it names.
+		if fi, err := os.Stat(p); err == nil && !fi.IsDir() {
+			for _, suffix := range []string{"-wal", "-shm", "-journal"} {
+				hide(p+suffix, mountPrivate)
+				hide(resolve(p)+suffix, mountPrivate)
 			}
 		}
-		if sp.helper != "" {
-			show(sp.helper, mountRO)
-		}
+	}
+	if sp.helper != "" {
+		show(sp.helper, mountRO)
 	}
 	if c.Path != "" {
 		show(c.Path, mountRO)
@@ -129,13 +128,8 @@ func bwrapArgs(c *Command, sp *sandboxPaths, wd string) []string {
 		show(wd, mountRW)
 	}
 	slices.SortStableFunc(mounts, func(a, b mount) int {
-		if d := strings.Count(a.path, "/") - strings.Count(b.path, "/"); d != 0 {
-			return d
-		}
-		if d := strings.Compare(a.path, b.path); d != 0 {
-			return d
-		}
-		return int(a.kind) - int(b.kind)
+		// By depth, then path, then kind.
+		return cmp.Or(strings.Count(a.path, "/")-strings.Count(b.path, "/"), strings.Compare(a.path, b.path), int(a.kind)-int(b.kind))
 	})
 
 	done := []mount{root}

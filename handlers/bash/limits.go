@@ -99,22 +99,3 @@ func (l Limits) spec() string {
 	return strings.Join(append(pairs, fmt.Sprintf("%s=%d,%s=%d,%s=%d",
 		limitFsize, maxFileBytes, limitNofile, maxOpenFiles, limitNprocUserns, maxProcesses)), ",")
 }
-
-// parseLimits reads a spec back: each name with its value.
-func parseLimits(spec string) (map[string]uint64, error) {
-	out := make(map[string]uint64)
-	for pair := range strings.SplitSeq(spec, ",") {
-		name, value, ok := strings.Cut(pair, "=")
-		v, err := strconv.ParseUint(value, 10, 64)
-		if !ok || err != nil {
-			return nil, fmt.Errorf("limit %q is not name=number", pair)
-		}
-		switch name {
-		case limitCore, limitData, limitFsize, limitNofile, limitNprocUserns:
-		default:
-			return nil, fmt.Errorf("limit %q is not one this helper knows", name)
-		}
-		out[name] = v
-	}
-	return out, nil
-}

@@ -1,7 +1,6 @@
 package bash
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -20,17 +19,16 @@ const probeTimeout = 10 * time.Second
 // runs: the server's executable.
 func newSandboxPaths(o *Options) (sandboxPaths, error) {
 	sp := sandboxPaths{private: o.HiddenPaths, hidden: []string{o.WorkRoot}}
-	for _, p := range o.HiddenPaths {
-		if p == "/" {
-			o.Logger.Warn("bash handler: the root directory cannot be hidden", "path", p, "hint", "list the paths in it instead")
-		}
+	if slices.Contains(o.HiddenPaths, "/") {
+		o.Logger.Warn("bash handler: the root directory cannot be hidden", "path", "/", "hint", "list the paths in it instead")
 	}
 	// The server's home holds what its user keeps private: keys,
 	// tokens, shell history; its runtime directory, the sockets of its
 	// session (D-Bus, systemd, an SSH agent), through which a program
 	// would act outside the sandbox. A command's paths in them are shown
 	// again.
-	for _, dir := range []string{homeDir(), os.Getenv("XDG_RUNTIME_DIR"), fmt.Sprintf("/run/user/%d", os.Getuid())} {
+	home, _ := os.UserHomeDir()
+	for _, dir := range []string{home, os.Getenv("XDG_RUNTIME_DIR"), fmt.Sprintf("/run/user/%d", os.Getuid())} {
 		if filepath.IsAbs(dir) && !slices.Contains(sp.hidden, filepath.Clean(dir)) {
 			sp.hidden = append(sp.hidden, filepath.Clean(dir))
 		}
@@ -47,12 +45,6 @@ func newSandboxPaths(o *Options) (sandboxPaths, error) {
 	}
 	sp.helper = exe
 	return sp, nil
-}
-
-// homeDir returns the home directory of the server's user, or "".
-func homeDir() string {
-	home, _ := os.UserHomeDir()
-	return home
 }
 
 // findBwrap returns the bubblewrap program to use, or "" to run without a
@@ -95,11 +87,8 @@ func probeBwrap(path, helper string) error {
 	args := slices.Concat(bwrapArgs(&Command{}, &sandboxPaths{helper: helper}, ""), []string{"--"}, run)
 	cmd := exec.CommandContext(ctx, path, args...)
 	cmd.Env = []string{"PATH=" + DefaultPath, helperMarkEnv + "=" + helperArg}
-	var out bytes.Buffer
-	cmd.Stdout = &out
-	cmd.Stderr = &out
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(out.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		msg := strings.TrimSpace(string(out))
 		if msg == "" {
 			msg = err.Error()
 		}
