@@ -79,7 +79,7 @@ type Options struct {
 	// user's directories and WorkRoot are hidden. Without the sandbox nothing
 	// is hidden.
 	HiddenPaths []string
-	// Logger logs each run and the sandbox chosen. Zero: discard.
+	// Logger logs each run, and a sandbox that cannot be used. Zero: discard.
 	Logger *slog.Logger
 	// Clock times each run for the log. Zero: the wall clock. A run's
 	// timeout is a deadline of the operating system, on the wall clock in
@@ -179,10 +179,8 @@ func (o *Options) withDefaults() (Options, error) {
 		cmd.Env = maps.Clone(cmd.Env)
 		cmd.WritablePaths = slices.Clone(cmd.WritablePaths)
 		cmd.ReadablePaths = slices.Clone(cmd.ReadablePaths)
-		if cmd.AllowOptions != nil {
-			ao := *cmd.AllowOptions
-			cmd.AllowOptions = &ao
-		}
+		allow := cmd.allowOptions()
+		cmd.AllowOptions = &allow
 		cmds[name] = cmd
 	}
 	c.Commands = cmds

@@ -52,11 +52,6 @@ func New(opts *Options) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	if bwrap != "" {
-		o.Logger.Info("bash handler: programs run under bubblewrap", "bwrap", bwrap, "commands", len(o.Commands))
-	} else {
-		o.Logger.Info("bash handler: programs run without a sandbox", "sandbox", o.Sandbox, "commands", len(o.Commands))
-	}
 	return &Runner{opts: o, bwrap: bwrap, paths: paths, slots: make(chan struct{}, o.MaxConcurrent), maxOutput: maxOutput}, nil
 }
 
