@@ -27,19 +27,18 @@ func (r *Runner) lease() time.Duration {
 	return (takeAhead+1)*r.opts.RunTimeout + min(r.opts.RunTimeout, time.Minute)
 }
 
-// queryLocked returns what the store is to leave out: the jobs taken, and
-// the principals at their share.
-func (r *Runner) queryLocked() subscriptions.JobQuery {
-	q := subscriptions.JobQuery{
-		Skip:         make([]string, 0, len(r.taken)),
+// query returns what the store is to leave out: the jobs taken, and the
+// principals at their share; and the room left under maxTaken.
+func (r *Runner) query() (q subscriptions.JobQuery, room int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	q = subscriptions.JobQuery{
+		Skip:         slices.AppendSeq(make([]string, 0, len(r.taken)), maps.Keys(r.taken)),
 		PerPrincipal: r.shareTaken(),
 		InFlight:     maps.Clone(r.inFlight),
 		Lease:        r.lease(),
 	}
-	for id := range r.taken {
-		q.Skip = append(q.Skip, id)
-	}
-	return q
+	return q, r.maxTaken() - len(r.taken)
 }
 
 // take queues up to room jobs for the workers and returns how many it took,

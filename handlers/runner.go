@@ -83,9 +83,7 @@ func New(opts Options) (*Runner, error) {
 		return nil, fmt.Errorf("handlers: %w", err)
 	}
 	opts.Concurrency = cmp.Or(opts.Concurrency, DefaultConcurrency)
-	if opts.RunTimeout <= 0 {
-		opts.RunTimeout = DefaultRunTimeout
-	}
+	opts.RunTimeout = cmp.Or(opts.RunTimeout, DefaultRunTimeout)
 	opts.Clock = cmp.Or[clock.Clock](opts.Clock, clock.Real{})
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	r := &Runner{
@@ -193,10 +191,7 @@ func (r *Runner) dispatchLoop() {
 // principal up to its share, then sets the timer for the next due job.
 func (r *Runner) dispatch() {
 	for {
-		r.mu.Lock()
-		room := r.maxTaken() - len(r.taken)
-		q := r.queryLocked()
-		r.mu.Unlock()
+		q, room := r.query()
 		if room <= 0 {
 			return // a recorded outcome wakes the runner
 		}
@@ -220,9 +215,7 @@ func (r *Runner) dispatch() {
 			break
 		}
 	}
-	r.mu.Lock()
-	q := r.queryLocked()
-	r.mu.Unlock()
+	q, _ := r.query()
 	next, ok, err := r.opts.Jobs.NextJobDue(r.ctx, q)
 	switch {
 	case err != nil:
@@ -357,7 +350,8 @@ func (r *Runner) record(batch []subscriptions.JobDone) {
 		if r.ctx.Err() != nil || attempt >= 10 {
 			break
 		}
-		wait, timer := after(r.opts.Clock, retryStore)
+		wait := make(chan struct{})
+		timer := r.opts.Clock.AfterFunc(retryStore, func() { close(wait) })
 		select {
 		case <-wait:
 		case <-r.ctx.Done():
@@ -377,11 +371,4 @@ func (r *Runner) record(batch []subscriptions.JobDone) {
 	}
 	r.mu.Unlock()
 	r.Wake()
-}
-
-// after returns a channel closed once d has passed on c, and the timer that
-// closes it.
-func after(c clock.Clock, d time.Duration) (<-chan struct{}, clock.Timer) {
-	ch := make(chan struct{})
-	return ch, c.AfterFunc(d, func() { close(ch) })
 }
