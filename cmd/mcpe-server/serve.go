@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/internal/app"
@@ -188,20 +187,7 @@ func startHTTP(ctx context.Context, addr string, cfg *config.Config, a *app.App,
 			log.Warn(w)
 		}
 	}
-	hs := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		// Bodies and answers have per-request deadlines (httpapi.Deadlines);
-		// an event stream has none, so no server-wide Read or WriteTimeout.
-		IdleTimeout: 2 * time.Minute,
-		BaseContext: func(net.Listener) context.Context { return context.WithoutCancel(ctx) },
-		ErrorLog:    slog.NewLogLogger(log.Handler(), slog.LevelWarn),
-	}
-	go func() {
-		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			errc <- err
-		}
-	}()
+	hs := serveOn(ctx, ln, handler, log, func(err error) { errc <- err })
 	log.Info("HTTP server listening", "addr", ln.Addr().String(), "mcp", "http://"+ln.Addr().String()+"/mcp", "ingest", "http://"+ln.Addr().String()+"/v1/events")
 	return func() {
 		a.CloseSessions()
