@@ -1,11 +1,13 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
@@ -29,9 +31,6 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	cfgPath := fs.String("config", "", "YAML configuration `FILE` to check")
 	dbPath := fs.String("db", "", "database the server would use (overrides db: in the file)")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {
@@ -53,10 +52,7 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if cfg == nil {
 		return report(stdout, *cfgPath, problems, warnings)
 	}
-	if *dbPath != "" {
-		cfg.DB = *dbPath
-	}
-	db := cfg.DB
+	db := cmp.Or(*dbPath, cfg.DB)
 	if db == "" {
 		if db, err = defaultDBPath(); err != nil {
 			problems = append(problems, err.Error())
@@ -94,12 +90,7 @@ func checkBash(cfg *config.Config) (problems, warnings []string) {
 	if b == nil || len(b.Commands) == 0 {
 		return nil, nil
 	}
-	names := make([]string, 0, len(b.Commands))
-	for name := range b.Commands {
-		names = append(names, name)
-	}
-	slices.Sort(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(b.Commands)) {
 		path := b.Commands[name].Path
 		info, err := os.Stat(path)
 		switch {

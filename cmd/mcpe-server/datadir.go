@@ -39,10 +39,7 @@ func defaultDBPath() (string, error) {
 func privatePaths(db, cfgPath string) []string {
 	var out []string
 	add := func(p string) {
-		if p == "" {
-			return
-		}
-		if abs, err := filepath.Abs(p); err == nil {
+		if abs, err := filepath.Abs(p); p != "" && err == nil {
 			out = append(out, abs)
 		}
 	}

@@ -60,9 +60,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	var ue usageError
 	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
+	case err == nil, errors.Is(err, flag.ErrHelp):
 		return 0
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "mcpe-server: %v\nRun 'mcpe-server help' for usage.\n", err)
@@ -73,8 +71,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 }
 
-// usageError marks a mistake on the command line.
+// usageError marks a mistake on the command line. It unwraps to the
+// mistake, so that a -h or --help (flag.ErrHelp) is not one.
 type usageError struct{ error }
+
+func (e usageError) Unwrap() error { return e.error }
 
 const usage = `mcpe-server: MCP Events server.
 

@@ -19,12 +19,6 @@ import (
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 )
 
-// stringList collects a repeatable flag.
-type stringList []string
-
-func (l *stringList) String() string     { return strings.Join(*l, ",") }
-func (l *stringList) Set(v string) error { *l = append(*l, v); return nil }
-
 // publish posts one event to a running server.
 func publish(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("mcpe-server publish", flag.ContinueOnError)
@@ -34,16 +28,16 @@ func publish(ctx context.Context, args []string, stdin io.Reader, stdout, stderr
 	typ := fs.String("type", "", "event `TYPE`, e.g. deploy.failed")
 	data := fs.String("data", "", "event data: a JSON object, @FILE, or - for stdin")
 	priority := fs.String("priority", "", "low, normal, high or critical")
-	var tags stringList
-	fs.Var(&tags, "tag", "a tag; repeat for more")
+	var tags []string
+	fs.Func("tag", "a tag; repeat for more", func(v string) error {
+		tags = append(tags, v)
+		return nil
+	})
 	sourceID := fs.String("source-id", "", "the event's `ID` at its source; the server accepts it once")
 	timestamp := fs.String("timestamp", "", "when it happened, RFC 3339 (default: now)")
 	token := fs.String("token", os.Getenv("MCPE_TOKEN"), "ingest bearer `TOKEN` (default $MCPE_TOKEN)")
 	timeout := fs.Duration("timeout", 30*time.Second, "give up after this long")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
-		}
 		return usageError{err}
 	}
 	if fs.NArg() > 0 {
@@ -132,8 +126,7 @@ func readData(v string, stdin io.Reader) (json.RawMessage, error) {
 	case v == "":
 		return nil, nil
 	case v == "-":
-		b, err := io.ReadAll(io.LimitReader(stdin, httpapi.MaxBodyBytes+1))
-		return b, err
+		return io.ReadAll(io.LimitReader(stdin, httpapi.MaxBodyBytes+1))
 	case strings.HasPrefix(v, "@"):
 		b, err := os.ReadFile(v[1:])
 		if err != nil {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -36,9 +37,6 @@ func parseServeFlags(args []string, stderr io.Writer) (*serveFlags, error) {
 	fs.StringVar(&f.logLevel, "log-level", "", "debug, info, warn or error")
 	fs.StringVar(&f.pprof, "pprof", "", "serve Go's profiles on the loopback `ADDR`, e.g. 127.0.0.1:6060")
 	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil, err
-		}
 		return nil, usageError{err}
 	}
 	if fs.NArg() > 0 {
@@ -59,28 +57,17 @@ func serve(ctx context.Context, args []string, stderr io.Writer) error {
 	}
 	cfg := &config.Config{}
 	if flags.config != "" {
-		var err error
 		if cfg, err = config.Load(flags.config); err != nil {
 			return err
 		}
 	}
-	if flags.db != "" {
-		cfg.DB = flags.db
-	}
-	if flags.logLevel != "" {
-		cfg.Log.Level = flags.logLevel
-	}
-	serveHTTP := cfg.HTTP.Addr
-	serveStdio := flags.stdio
-	switch {
-	case flags.http != "":
-		serveHTTP = flags.http
-	case !flags.stdio:
-		serveStdio = true
-	}
+	cfg.DB = cmp.Or(flags.db, cfg.DB)
+	cfg.Log.Level = cmp.Or(flags.logLevel, cfg.Log.Level)
+	serveHTTP := cmp.Or(flags.http, cfg.HTTP.Addr)
 	// Stdio that nobody asked for does not outlive stdin unless HTTP is
 	// served.
 	implicitStdio := !flags.stdio && flags.http == ""
+	serveStdio := flags.stdio || implicitStdio
 	level, err := config.ParseLevel(cfg.Log.Level)
 	if err != nil {
 		return usageError{err}
@@ -182,7 +169,7 @@ func startHTTP(ctx context.Context, addr string, cfg *config.Config, a *app.App,
 	if err != nil {
 		return nil, fmt.Errorf("listen on %s: %w", addr, err)
 	}
-	if !isLoopbackAddr(ln.Addr()) {
+	if tcp, ok := ln.Addr().(*net.TCPAddr); !ok || !tcp.IP.IsLoopback() {
 		for _, w := range exposedWarnings(cfg) {
 			log.Warn(w)
 		}
@@ -213,11 +200,6 @@ func exposedWarnings(cfg *config.Config) []string {
 		out = append(out, "HTTP is reachable from other machines, metrics.enabled is on and metrics.tokens is empty: anyone who can connect can read /metrics")
 	}
 	return out
-}
-
-func isLoopbackAddr(a net.Addr) bool {
-	tcp, ok := a.(*net.TCPAddr)
-	return ok && tcp.IP.IsLoopback()
 }
 
 func newLogger(w io.Writer, level slog.Level, format string) *slog.Logger {
