@@ -70,33 +70,29 @@ type MCPUpstream struct {
 }
 
 func (a *Adapters) validate() error {
-	var errs []error
-	if g := a.GitHub; g != nil {
-		errs = append(errs, Within("adapters.github", checked(g.Options)))
-	}
-	if s := a.Slack; s != nil {
-		errs = append(errs, Within("adapters.slack", checked(s.Options)))
-	}
-	if m := a.Alertmanager; m != nil {
-		errs = append(errs, Within("adapters.alertmanager", checked(m.Options)))
-	}
-	if m := a.MCP; m != nil {
-		opts := m.Options()
-		errs = append(errs, Within("adapters.mcp", opts.Validate()))
-	}
-	return errors.Join(errs...)
+	return errors.Join(
+		checkSection("adapters.github", a.GitHub, (*GitHubAdapter).Options),
+		checkSection("adapters.slack", a.Slack, (*SlackAdapter).Options),
+		checkSection("adapters.alertmanager", a.Alertmanager, (*AlertmanagerAdapter).Options),
+		checkSection("adapters.mcp", a.MCP, func(m *MCPAdapter) (mcpadapter.Options, error) { return m.Options(), nil }),
+	)
 }
 
-// checked returns the error of build, or else of what it built's Validate.
-func checked[T any, P interface {
+// checkSection returns the error of build, which turns s, the section at
+// path, into options, or else of the options' Validate, under path
+// (Within). A nil s, a section left out, has none.
+func checkSection[S, T any, P interface {
 	*T
 	Validate() error
-}](build func() (T, error)) error {
-	opts, err := build()
-	if err != nil {
-		return err
+}](path string, s *S, build func(*S) (T, error)) error {
+	if s == nil {
+		return nil
 	}
-	return P(&opts).Validate()
+	opts, err := build(s)
+	if err == nil {
+		err = P(&opts).Validate()
+	}
+	return Within(path, err)
 }
 
 // Options returns the GitHub receiver's options as configured, with the

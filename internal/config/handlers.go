@@ -113,18 +113,12 @@ type AgentHandler struct {
 }
 
 func (h *Handlers) validate() error {
-	errs := []error{Within("handlers", (&handlers.Options{Concurrency: h.Concurrency, RunTimeout: time.Duration(h.RunTimeout)}).Validate())}
-	if h.Bash != nil {
-		opts := h.BashOptions()
-		errs = append(errs, Within("handlers.bash", opts.Validate()))
-	}
-	if w := h.Webhook; w != nil {
-		errs = append(errs, Within("handlers.webhook", checked(w.Options)))
-	}
-	if a := h.Agent; a != nil {
-		errs = append(errs, Within("handlers.agent", checked(a.Options)))
-	}
-	return errors.Join(errs...)
+	return errors.Join(
+		Within("handlers", (&handlers.Options{Concurrency: h.Concurrency, RunTimeout: time.Duration(h.RunTimeout)}).Validate()),
+		checkSection("handlers.bash", h.Bash, func(*BashHandler) (bash.Options, error) { return h.BashOptions(), nil }),
+		checkSection("handlers.webhook", h.Webhook, (*WebhookHandler).Options),
+		checkSection("handlers.agent", h.Agent, (*AgentHandler).Options),
+	)
 }
 
 // BashOptions returns the bash handler's options as configured: a
