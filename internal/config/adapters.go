@@ -2,7 +2,6 @@ package config
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"strings"
 
@@ -121,16 +120,12 @@ func (s *SlackAdapter) Options() (slack.Options, error) {
 // the tokens read; the caller adds the Publisher, Clock and Logger. An
 // error names the key under adapters.alertmanager.
 func (m *AlertmanagerAdapter) Options() (alertmanager.Options, error) {
-	tokens := make(map[string]string, len(m.Tokens))
-	for i, t := range m.Tokens {
-		v, err := t.Value(fmt.Sprintf("tokens[%d]", i))
-		if err != nil {
-			return alertmanager.Options{}, err
-		}
-		tokens[v] = "alertmanager"
+	byToken, err := tokens("tokens", m.Tokens, func(s Secret) (Secret, string) { return s, "alertmanager" })
+	if err != nil {
+		return alertmanager.Options{}, err
 	}
 	return alertmanager.Options{
-		Tokens:             httpapi.NewTokens(tokens),
+		Tokens:             httpapi.NewTokens(byToken),
 		SeverityPriorities: Priorities(m.SeverityPriorities),
 	}, nil
 }
@@ -150,24 +145,22 @@ func (m *MCPAdapter) Options() mcpadapter.Options {
 // adapter's built-in rule); an empty one gives an empty map (no rule: every
 // event is normal).
 func Priorities(m map[string]string) map[string]mcpe.Priority {
-	if m == nil {
-		return nil
-	}
-	out := make(map[string]mcpe.Priority, len(m))
-	for k, v := range m {
-		out[k] = mcpe.Priority(strings.ToLower(v))
-	}
-	return out
+	return mapValues(m, func(v string) mcpe.Priority { return mcpe.Priority(strings.ToLower(v)) })
 }
 
 // Expanded returns m with ${NAME} in its values read from the environment.
 func Expanded(m map[string]string) map[string]string {
+	return mapValues(m, os.ExpandEnv)
+}
+
+// mapValues returns m with f applied to each value; a nil m gives nil.
+func mapValues[V, W any](m map[string]V, f func(V) W) map[string]W {
 	if m == nil {
 		return nil
 	}
-	out := make(map[string]string, len(m))
+	out := make(map[string]W, len(m))
 	for k, v := range m {
-		out[k] = os.ExpandEnv(v)
+		out[k] = f(v)
 	}
 	return out
 }

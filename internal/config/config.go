@@ -294,11 +294,7 @@ func (ps Problems) add(err error) Problems {
 // validate checks c and returns every problem it finds, joined.
 func (c *Config) validate() error {
 	var errs []error
-	add := func(err error) {
-		if err != nil {
-			errs = append(errs, err)
-		}
-	}
+	add := func(err error) { errs = append(errs, err) } // errors.Join drops the nil ones
 	if c.Subscriptions.MaxPerPrincipal < 0 {
 		add(errors.New("subscriptions.maxPerPrincipal must be positive (or left out for 100)"))
 	}
@@ -351,7 +347,7 @@ func (c *Config) validate() error {
 	if err := c.Conversation.Options().Validate(); err != nil {
 		add(Within("conversation", err))
 	}
-	if _, err := c.Log.SlogLevel(); err != nil {
+	if _, err := ParseLevel(c.Log.Level); err != nil {
 		add(fmt.Errorf("log.level %q: use debug, info, warn or error", c.Log.Level))
 	}
 	switch c.Log.Format {
@@ -397,11 +393,6 @@ func Within(path string, err error) error {
 		return &mcpe.InvalidError{Field: field, Message: ie.Message}
 	}
 	return fmt.Errorf("%s: %w", path, err)
-}
-
-// SlogLevel returns the log level.
-func (l Log) SlogLevel() (slog.Level, error) {
-	return ParseLevel(l.Level)
 }
 
 // ParseLevel parses debug, info, warn or error; empty is info.

@@ -33,12 +33,8 @@ func (m *ContextMode) UnmarshalYAML(n *yaml.Node) error {
 
 // Options returns the server's options for the section.
 func (c Conversation) Options() mcpserver.ConversationOptions {
-	o := mcpserver.ConversationOptions{Context: mcpserver.ContextMode(c.Context)}
-	if len(c.Principals) > 0 {
-		o.Principals = make(map[string]mcpserver.ContextMode, len(c.Principals))
-		for p, pc := range c.Principals {
-			o.Principals[p] = mcpserver.ContextMode(pc)
-		}
+	return mcpserver.ConversationOptions{
+		Context:    mcpserver.ContextMode(c.Context),
+		Principals: mapValues(c.Principals, func(m ContextMode) mcpserver.ContextMode { return mcpserver.ContextMode(m) }),
 	}
-	return o
 }

@@ -108,19 +108,14 @@ func describeUnknown(line int, path, parent, key string, keys []string) string {
 	}
 	msg := fmt.Sprintf("line %d: %s: unknown key", line, path)
 	if near := closest(key, keys); len(near) > 0 {
-		msg += fmt.Sprintf("; did you mean %s?", strings.Join(quoteAll(near), " or "))
+		for i := range near {
+			near[i] = strconv.Quote(near[i])
+		}
+		msg += fmt.Sprintf("; did you mean %s?", strings.Join(near, " or "))
 	} else {
 		msg += "."
 	}
 	return msg + fmt.Sprintf(" The keys %s are: %s.", where, strings.Join(keys, ", "))
-}
-
-func quoteAll(ss []string) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = strconv.Quote(s)
-	}
-	return out
 }
 
 // closest returns the keys nearest to key: a case-insensitive match, or
