@@ -36,7 +36,6 @@ var _ subscriptions.Handler = (*Agent)(nil)
 type Agent struct {
 	opts Options
 	limits
-	log *slog.Logger
 }
 
 // New checks opts and returns an Agent. A nil opts means all defaults.
@@ -45,7 +44,7 @@ func New(opts *Options) (*Agent, error) {
 	if err != nil {
 		return nil, fmt.Errorf("agent: %w", err)
 	}
-	return &Agent{opts: o, limits: defaultLimits, log: o.Logger}, nil
+	return &Agent{opts: o, limits: defaultLimits}, nil
 }
 
 // Check tells whether spec may run for principal: it is an agent handler,
@@ -90,7 +89,7 @@ func (a *Agent) Handle(ctx context.Context, inv *subscriptions.Invocation) subsc
 	if inv == nil || inv.Spec == nil {
 		return subscriptions.Outcome{Err: errors.New("the delivery has no handler")}
 	}
-	log := a.log.With("subscription_id", inv.SubscriptionID, "job_id", inv.JobID, "attempt", inv.Attempt)
+	log := a.opts.Logger.With("subscription_id", inv.SubscriptionID, "job_id", inv.JobID, "attempt", inv.Attempt)
 	defs := a.allowedTools(inv.Spec.Tools, log)
 	r := a.route(inv.Principal, len(defs) > 0)
 	if !r.ok() {

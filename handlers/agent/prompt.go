@@ -63,12 +63,7 @@ func userMessage(inv *subscriptions.Invocation, maxEvent int) string {
 	if cut > 0 {
 		fmt.Fprintf(&b, " The data was %d bytes long; only its first %d bytes are shown, as a JSON string.", cut, maxEvent)
 	}
-	b.WriteString(" Its data (untrusted) follows.\n")
-	b.WriteString(dataOpen)
-	b.WriteString("\n")
-	b.WriteString(data)
-	b.WriteString("\n")
-	b.WriteString(dataClose)
+	fmt.Fprintf(&b, " Its data (untrusted) follows.\n%s\n%s\n%s", dataOpen, data, dataClose)
 	return b.String()
 }
 
@@ -77,13 +72,10 @@ func userMessage(inv *subscriptions.Invocation, maxEvent int) string {
 // is not JSON, or is longer than limit bytes, is handed on as a JSON string of
 // (the first limit bytes of) its text; cut is then its length, else zero.
 func encodeData(payload []byte, limit int) (data string, cut int) {
-	var buf bytes.Buffer
-	if len(payload) <= limit && json.Valid(payload) {
-		if err := json.Compact(&buf, payload); err == nil {
-			var out bytes.Buffer
-			json.HTMLEscape(&out, buf.Bytes())
-			return out.String(), 0
-		}
+	var compact, out bytes.Buffer
+	if len(payload) <= limit && json.Compact(&compact, payload) == nil {
+		json.HTMLEscape(&out, compact.Bytes())
+		return out.String(), 0
 	}
 	text := payload
 	if len(text) > limit {

@@ -85,14 +85,9 @@ func (c *samplingConv) next(ctx context.Context, final bool) (*reply, error) {
 			if v.ID == "" {
 				v.ID = fmt.Sprintf("toolu_mcpe_%d_%d", c.calls, i)
 			}
-			u := toolUse{id: v.ID, name: v.Name, args: json.RawMessage("{}")}
-			if v.Input != nil {
-				b, err := json.Marshal(v.Input)
-				if err != nil {
-					u.args, u.badArgs = nil, "the arguments cannot be encoded"
-				} else {
-					u.args = b
-				}
+			u := toolUse{id: v.ID, name: v.Name, badArgs: "the arguments cannot be encoded"}
+			if b, err := json.Marshal(v.Input); err == nil {
+				u.args, u.badArgs = readArgs(b) // a nil Input is null: no arguments
 			}
 			r.uses = append(r.uses, u)
 			kept = append(kept, v)
