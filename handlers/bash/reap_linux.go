@@ -182,13 +182,8 @@ func newStatusPipe() (*statusPipe, error) {
 	return &statusPipe{r: fds[0], w: os.NewFile(uintptr(fds[1]), "status")}, nil
 }
 
-// writer returns the reaper's end, to pass as ExtraFiles[0].
-func (p *statusPipe) writer() *os.File {
-	if p == nil {
-		return nil
-	}
-	return p.w
-}
+// writer returns the reaper's end, to pass as ExtraFiles[0]; p is not nil.
+func (p *statusPipe) writer() *os.File { return p.w }
 
 // closeWriter closes the reaper's end in the server, once the reaper has it.
 func (p *statusPipe) closeWriter() {
