@@ -110,12 +110,10 @@ func (r *Runner) Start(ctx context.Context) error {
 	}
 	r.started = true
 	r.ctx, r.cancel = context.WithCancel(context.WithoutCancel(ctx))
-	r.loops.Add(2)
-	go r.dispatchLoop()
-	go r.finishLoop()
-	r.workers.Add(r.opts.Concurrency)
+	r.loops.Go(r.dispatchLoop)
+	r.loops.Go(r.finishLoop)
 	for range r.opts.Concurrency {
-		go r.work()
+		r.workers.Go(r.work)
 	}
 	r.Wake()
 	return nil
@@ -174,7 +172,6 @@ const releaseTimeout = 5 * time.Second
 // workers; when stopped, it waits for the workers and closes the outcome
 // channel.
 func (r *Runner) dispatchLoop() {
-	defer r.loops.Done()
 	for {
 		select {
 		case <-r.ctx.Done():
@@ -234,7 +231,6 @@ func (r *Runner) dispatch() {
 // work runs queued jobs until the runner stops; a job still queued then
 // stays due.
 func (r *Runner) work() {
-	defer r.workers.Done()
 	for {
 		inv := r.next()
 		if inv == nil {
@@ -311,7 +307,6 @@ func (r *Runner) handle(inv *subscriptions.Invocation) (o subscriptions.Outcome)
 // finishLoop records outcomes in batches, and only then forgets their jobs
 // as running: a job is never taken again before its outcome is stored.
 func (r *Runner) finishLoop() {
-	defer r.loops.Done()
 	for d := range r.done {
 		// Outcomes that come within finishWindow of the first share its
 		// transaction: one commit for many runs.
