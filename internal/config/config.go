@@ -20,6 +20,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -337,22 +338,17 @@ func (c *Config) validate() error {
 		add(fmt.Errorf("console: the admin token is the token of %s; give the administrator a token of its own", field))
 	}
 	for i, t := range c.Auth.IngestTokens {
-		if _, err := t.Value(fmt.Sprintf("auth.ingestTokens[%d]", i)); err != nil {
-			add(err)
-		}
+		_, err := t.Value(fmt.Sprintf("auth.ingestTokens[%d]", i))
+		add(err)
 	}
 	add(c.Metrics.validate(len(c.Auth.Tokens) > 0))
 	add(c.Handlers.validate())
 	add(c.Adapters.validate())
-	if err := c.Conversation.Options().Validate(); err != nil {
-		add(Within("conversation", err))
-	}
+	add(Within("conversation", c.Conversation.Options().Validate()))
 	if _, err := ParseLevel(c.Log.Level); err != nil {
 		add(fmt.Errorf("log.level %q: use debug, info, warn or error", c.Log.Level))
 	}
-	switch c.Log.Format {
-	case "", "text", "json":
-	default:
+	if !slices.Contains([]string{"", "text", "json"}, c.Log.Format) {
 		add(fmt.Errorf("log.format %q: use \"text\" or \"json\"", c.Log.Format))
 	}
 	return errors.Join(errs...)
@@ -386,11 +382,7 @@ func Within(path string, err error) error {
 	}
 	var ie *mcpe.InvalidError
 	if errors.As(err, &ie) {
-		field := path
-		if ie.Field != "" {
-			field += "." + ie.Field
-		}
-		return &mcpe.InvalidError{Field: field, Message: ie.Message}
+		return &mcpe.InvalidError{Field: strings.TrimSuffix(path+"."+ie.Field, "."), Message: ie.Message}
 	}
 	return fmt.Errorf("%s: %w", path, err)
 }
@@ -415,9 +407,8 @@ func ParseLevel(s string) (slog.Level, error) {
 func (m Metrics) validate(auth bool) error {
 	var errs []error
 	for i, t := range m.Tokens {
-		if _, err := t.Value(fmt.Sprintf("metrics.tokens[%d]", i)); err != nil {
-			errs = append(errs, err)
-		}
+		_, err := t.Value(fmt.Sprintf("metrics.tokens[%d]", i))
+		errs = append(errs, err) // errors.Join drops the nil ones
 	}
 	if m.On() && m.PrincipalLabel && !auth {
 		errs = append(errs, errors.New("metrics.principalLabel: auth.tokens is empty, so each HTTP session is a principal of its own and would be a label value: the series would grow without bound; configure auth.tokens (a bounded set of principals) or turn principalLabel off"))
