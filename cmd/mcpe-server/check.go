@@ -71,12 +71,11 @@ func check(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		if key.addr == "" {
 			continue
 		}
-		ln, err := net.Listen("tcp", key.addr)
-		if err != nil {
+		if ln, err := net.Listen("tcp", key.addr); err != nil {
 			problems = append(problems, fmt.Sprintf("%s: %v", key.name, portTaken(ctx, key.addr, err, key.name)))
-			continue
+		} else {
+			ln.Close()
 		}
-		ln.Close()
 	}
 	p, w := checkBash(cfg)
 	problems, warnings = append(problems, p...), append(warnings, w...)

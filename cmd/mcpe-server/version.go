@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"runtime/debug"
 	"strings"
 )
@@ -37,14 +38,8 @@ func describeBuild(bi *debug.BuildInfo) string {
 			commit = append(commit, t)
 		}
 	}
-	switch {
-	case v != "" && len(commit) > 0:
-		return v + " (" + strings.Join(commit, ", ") + ")"
-	case v != "":
-		return v
-	case len(commit) > 0:
-		return "devel (" + strings.Join(commit, ", ") + ")"
-	default:
-		return "devel (built without version control information, e.g. with -buildvcs=false)"
+	if len(commit) == 0 {
+		return cmp.Or(v, "devel (built without version control information, e.g. with -buildvcs=false)")
 	}
+	return cmp.Or(v, "devel") + " (" + strings.Join(commit, ", ") + ")"
 }
