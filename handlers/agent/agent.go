@@ -58,7 +58,7 @@ func (a *Agent) Check(_ context.Context, principal string, spec *mcpe.HandlerSpe
 	if spec.Type != mcpe.HandlerAgent {
 		return mcpe.Invalid("handler.type", "is %q, but this handler runs only \"agent\" handlers", spec.Type)
 	}
-	names := a.toolNames()
+	_, names := a.tools()
 	for i, t := range spec.Tools {
 		if slices.Contains(names, t) {
 			continue
@@ -213,18 +213,19 @@ type passingError struct {
 func (e *passingError) Error() string { return e.err.Error() }
 func (e *passingError) Unwrap() error { return e.err }
 
-// toolNames returns the names of this server's tools.
-func (a *Agent) toolNames() []string {
-	if a.opts.Tools == nil {
-		return nil
-	}
-	var names []string
-	for _, t := range a.opts.Tools.Tools() {
-		if t != nil {
-			names = append(names, t.Name)
+// tools returns this server's tools by name, and their names in the
+// server's order.
+func (a *Agent) tools() (byName map[string]*mcp.Tool, names []string) {
+	byName = make(map[string]*mcp.Tool)
+	if a.opts.Tools != nil {
+		for _, t := range a.opts.Tools.Tools() {
+			if t != nil {
+				byName[t.Name] = t
+				names = append(names, t.Name)
+			}
 		}
 	}
-	return names
+	return byName, names
 }
 
 // allowedTools returns the definitions of the tools of names, in that
@@ -236,12 +237,7 @@ func (a *Agent) allowedTools(names []string, log *slog.Logger) []*mcp.Tool {
 		}
 		return nil
 	}
-	byName := make(map[string]*mcp.Tool)
-	for _, t := range a.opts.Tools.Tools() {
-		if t != nil {
-			byName[t.Name] = t
-		}
-	}
+	byName, _ := a.tools()
 	var defs []*mcp.Tool
 	for _, n := range names {
 		t := byName[n]

@@ -36,8 +36,8 @@
 //   - The user message holds handler.instructions, then the payload between
 //     those delimiters, as compact JSON in which <, >, &, U+2028 and U+2029
 //     are escaped (\u003c...), so no payload can close the delimiter or open
-//     a new block. A payload over 64 KiB, or one that is not
-//     JSON, is handed on as a JSON string of its (first) bytes.
+//     a new block. A payload over 64 KiB, or one that is not JSON, is handed
+//     on as a JSON string of its (first) bytes.
 //   - The model may call only the tools handler.tools names, which Check
 //     limits to this server's own tools (Options.Tools), and each call runs
 //     as the subscription's owner: the model can do nothing the owner could
@@ -46,8 +46,9 @@
 //     result and not made.
 //   - Each run is bounded: at most 8 model calls (the last one with tool
 //     choice "none"), each asking for at most handler.maxTokens (else 1024)
-//     tokens, so at most 8 × maxTokens output tokens per run; at most 32
-//     tool calls; each tool result cut to 16 KiB; 2m in all. Outcome.Output, the model's final text, is cut to MaxOutputBytes.
+//     tokens, so at most 8 × maxTokens output tokens per run; at most 32 tool
+//     calls; each tool result cut to 16 KiB; 2m in all. Outcome.Output, the
+//     model's final text, is cut to MaxOutputBytes.
 //
 // Prompt-level defences are not a guarantee: a model may still be misled by
 // event data. The real limit is what the allowed tools can do as the owner;
@@ -56,11 +57,11 @@
 //
 // # Retries
 //
-// A failure that may pass (the endpoint answered 408, 429 or 5xx or could
-// not be reached, the owner's session closed, the run timed out) is retried
-// after 30s, 2m and 10m, or the endpoint's Retry-After
-// when later, but only when no tool was called in the run: a retry runs the
-// whole conversation again, and tool calls are not undone. Other failures
-// (the client refused the sampling request, a 4xx, an answer that cannot be
-// read, the limit of model calls) fail the delivery.
+// A failure that may pass (the endpoint answered 408, 429 or 5xx or could not
+// be reached, the owner's session closed, the run timed out) is retried after
+// 30s, 2m and 10m, or the endpoint's Retry-After when later, but only when no
+// tool was called in the run: a retry runs the whole conversation again, and
+// tool calls are not undone. Other failures (the client refused the sampling
+// request, a 4xx, an answer that cannot be read, the limit of model calls)
+// fail the delivery.
 package agent

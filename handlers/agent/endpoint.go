@@ -188,12 +188,10 @@ func (c *endpointConv) post(ctx context.Context) (*chatResponse, error) {
 	}
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
 		err := fmt.Errorf("the LLM endpoint answered %s: %s", resp.Status, clean(string(data)))
-		switch {
-		case resp.StatusCode == http.StatusRequestTimeout, resp.StatusCode == http.StatusTooManyRequests, resp.StatusCode >= 500:
+		if s := resp.StatusCode; s == http.StatusRequestTimeout || s == http.StatusTooManyRequests || s >= 500 {
 			return nil, &passingError{err: err, retryAfter: min(retryAfter(resp.Header.Get("Retry-After")), c.maxRetryAfter)}
-		default:
-			return nil, err
 		}
+		return nil, err
 	}
 	if len(data) > maxResponseBytes {
 		return nil, fmt.Errorf("the LLM endpoint's answer is longer than %d bytes", maxResponseBytes)

@@ -125,11 +125,9 @@ func (o *Options) Validate() error {
 			return mcpe.Invalid("url", "%q is not an http or https URL; give the full chat-completions URL, e.g. \"https://api.openai.com/v1/chat/completions\"", ep.URL)
 		case u.User != nil:
 			return mcpe.Invalid("url", "must not hold user information; put the key in token or tokenEnv")
-		}
-		if ep.Model == "" {
+		case ep.Model == "":
 			return mcpe.Invalid("model", "is required: the model the endpoint serves, e.g. \"gpt-4o-mini\"")
-		}
-		if strings.ContainsAny(ep.APIKey, "\r\n\x00") || strings.TrimSpace(ep.APIKey) != ep.APIKey {
+		case strings.ContainsAny(ep.APIKey, "\r\n\x00") || strings.TrimSpace(ep.APIKey) != ep.APIKey:
 			return mcpe.Invalid("token", "cannot go in an HTTP header: it has a line break, NUL or surrounding space")
 		}
 	}
