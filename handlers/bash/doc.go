@@ -52,10 +52,9 @@
 // own (--new-session), killed with the server (--die-with-parent). It sees
 // the host's file system read-only (--ro-bind / /), a minimal /dev, its own
 // /proc, a private empty /tmp, and, writable, its working directory and the
-// command's WritablePaths. It
-// has no network, not even the host's loopback, unless the command sets
-// Network. Inside the sandbox a program's whole pid namespace dies with it,
-// so nothing escapes the kill.
+// command's WritablePaths. It has no network, not even the host's loopback,
+// unless the command sets Network. Its whole pid namespace dies with it, so
+// nothing escapes the kill.
 //
 // The server's state is not in sight: Options.HiddenPaths (the database and
 // its directory, the configuration file, the data directory) are replaced by
@@ -73,17 +72,17 @@
 //
 // # Limits and leftovers
 //
-// On Linux a run starts the server's own executable again as its helper
-// (the first argument helperArg, with helperMarkEnv, which only the server
-// sets, makes the package's init run it instead of the server): it sets the
-// limits with setrlimit on its own process, then executes the program, which
-// inherits them. Inside the sandbox the helper is
-// the sandbox's first process, so the limits are set inside the run's user
-// namespace, where RLIMIT_NPROC counts the run's processes alone; set on
-// bubblewrap before it makes the namespace, the count would hold every
-// process of the server's user. The other ways fall short: os/exec sets no
-// limit on a child, prlimit(2) on a child already started races with what it
-// does first, and bubblewrap has no option for it.
+// On Linux a run starts the server's own executable again as its helper (the
+// first argument helperArg, with helperMarkEnv, which only the server sets,
+// makes the package's init run it instead of the server): it sets the limits
+// with setrlimit on its own process, then executes the program, which
+// inherits them. Inside the sandbox the helper is the sandbox's first
+// process, so the limits are set inside the run's user namespace, where
+// RLIMIT_NPROC counts the run's processes alone; set on bubblewrap before it
+// makes the namespace, the count would hold every process of the server's
+// user. The other ways fall short: os/exec sets no limit on a child,
+// prlimit(2) on a child already started races with what it does first, and
+// bubblewrap has no option for it.
 //
 // Without the sandbox the helper runs first as a reaper: a sub-reaper
 // (PR_SET_CHILD_SUBREAPER) whose child is the helper that sets the limits

@@ -216,10 +216,9 @@ func (r *Runner) run(ctx context.Context, c *Command, argv, env []string, stdin 
 	}
 	tail := out.tailNote()
 	switch {
+	case killed && !e.exited && ctx.Err() != nil:
+		return output, fmt.Errorf("killed: the run was stopped (%v)%s", context.Cause(ctx), tail)
 	case killed && !e.exited:
-		if ctx.Err() != nil {
-			return output, fmt.Errorf("killed: the run was stopped (%v)%s", context.Cause(ctx), tail)
-		}
 		return output, fmt.Errorf("killed after %v, the run's timeout%s", timeout, tail)
 	case e.exited && e.code == 0:
 		return output, nil

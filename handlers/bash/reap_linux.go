@@ -128,18 +128,14 @@ func killAll(pid int, status *unix.WaitStatus) bool {
 
 // children returns the processes whose parent is ppid.
 func children(ppid int) ([]int, error) {
-	d, err := os.Open("/proc")
-	if err != nil {
-		return nil, err
-	}
-	names, err := d.Readdirnames(-1)
-	d.Close()
+	entries, err := os.ReadDir("/proc")
 	if err != nil {
 		return nil, err
 	}
 	want := []byte(strconv.Itoa(ppid))
 	var kids []int
-	for _, name := range names {
+	for _, e := range entries {
+		name := e.Name()
 		pid, err := strconv.Atoi(name)
 		if err != nil {
 			continue

@@ -77,13 +77,12 @@ func (r *Runner) Check(_ context.Context, _ string, spec *mcpe.HandlerSpec) erro
 		return mcpe.Invalid("handler.type", "%q is not %q; this handler runs only bash handlers", spec.Type, mcpe.HandlerBash)
 	}
 	c, ok := r.opts.Commands[spec.Command]
-	if !ok {
-		if len(r.opts.Commands) == 0 {
-			return mcpe.Invalid("handler.command", "%q is not allowed: the operator allowed no commands on this server, so bash handlers cannot run here; use another handler type or leave handler out", spec.Command)
-		}
-		if spec.Command == "" {
-			return mcpe.Invalid("handler.command", "is required: the name of a command the operator allowed, one of %s", r.allowed())
-		}
+	switch {
+	case !ok && len(r.opts.Commands) == 0:
+		return mcpe.Invalid("handler.command", "%q is not allowed: the operator allowed no commands on this server, so bash handlers cannot run here; use another handler type or leave handler out", spec.Command)
+	case !ok && spec.Command == "":
+		return mcpe.Invalid("handler.command", "is required: the name of a command the operator allowed, one of %s", r.allowed())
+	case !ok:
 		return mcpe.Invalid("handler.command", "%q is not a command the operator allowed; use one of %s (a name, not a path or a shell line)", spec.Command, r.allowed())
 	}
 	switch spec.Input {
