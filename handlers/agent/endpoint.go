@@ -86,15 +86,11 @@ type endpointConv struct {
 }
 
 func newEndpointConv(ep *Endpoint, maxRetryAfter time.Duration, system, user string, maxTokens int, tools []*mcp.Tool) *endpointConv {
-	c := &endpointConv{ep: ep, client: http.DefaultClient, maxRetryAfter: maxRetryAfter}
-	c.req = chatRequest{
-		Model: ep.Model,
-		Messages: []chatMessage{
-			{Role: "system", Content: system},
-			{Role: "user", Content: user},
-		},
+	c := &endpointConv{ep: ep, client: http.DefaultClient, maxRetryAfter: maxRetryAfter, req: chatRequest{
+		Model:     ep.Model,
+		Messages:  []chatMessage{{Role: "system", Content: system}, {Role: "user", Content: user}},
 		MaxTokens: maxTokens,
-	}
+	}}
 	for _, t := range tools {
 		c.req.Tools = append(c.req.Tools, chatTool{Type: "function", Function: chatFunction{Name: t.Name, Description: t.Description, Parameters: t.InputSchema}})
 	}

@@ -16,8 +16,9 @@ import (
 // conversation is one run's exchange with a model, through MCP sampling
 // or through an endpoint.
 type conversation interface {
-	// next asks the model for its next message. final says it is the last
-	// call of the run: the model is told to use no more tools.
+	// next asks the model for its next message, never nil without an
+	// error. final says it is the last call of the run: the model is told
+	// to use no more tools.
 	next(ctx context.Context, final bool) (*reply, error)
 	// answer hands the model the results of the tool uses of its last
 	// reply, in their order.
@@ -62,9 +63,6 @@ func (a *Agent) loop(ctx context.Context, inv *subscriptions.Invocation, conv co
 		if err != nil {
 			out.Err = err
 			return out, turn
-		}
-		if r == nil {
-			r = &reply{}
 		}
 		out.Output = truncate(strings.TrimSpace(r.text), MaxOutputBytes)
 		if len(r.uses) == 0 {
