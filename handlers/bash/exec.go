@@ -267,7 +267,7 @@ func (r *Runner) stdinFile(b []byte) (*os.File, error) {
 	return os.Open(w.Name())
 }
 
-// capture keeps the first max bytes of what it reads and the last tailLen.
+// capture keeps the first max bytes written to it and the last tailLen.
 type capture struct {
 	max   int
 	head  []byte
@@ -275,7 +275,7 @@ type capture struct {
 	total int64
 }
 
-// Write keeps what it must of p; it never fails.
+// Write records p. It never fails, so that the output is read to its end.
 func (c *capture) Write(p []byte) (int, error) {
 	c.total += int64(len(p))
 	if room := c.max - len(c.head); room > 0 {
