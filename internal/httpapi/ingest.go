@@ -76,38 +76,17 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	// Requiring JSON also makes a browser preflight the request, so a web
-	// page cannot post events to a local server behind the user's back.
-	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
-		h.refuse(w, http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
-			"send the event as JSON with \"Content-Type: application/json\" (with curl: -H 'Content-Type: application/json')")
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
-	if err != nil {
-		var tooLarge *http.MaxBytesError
-		if errors.As(err, &tooLarge) {
-			h.refuse(w, http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
-				fmt.Sprintf("the body is larger than this server's limit of %d bytes; send less data", h.maxBody))
-			return
+	ev, refusal := h.event(w, r)
+	if refusal != nil {
+		if h.opts.Refused != nil {
+			h.opts.Refused(refusal.Code)
 		}
-		h.refuse(w, http.StatusBadRequest, CodeInvalidJSON, "could not read the body: "+err.Error())
-		return
-	}
-	in, err := decode(body)
-	if err != nil {
-		h.refuse(w, http.StatusBadRequest, CodeInvalidJSON, err.Error())
-		return
-	}
-	ev, err := subscriptions.EventFromInput(in, h.opts.Clock.Now())
-	if err != nil {
-		h.refuse(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
+		refusal.Write(w)
 		return
 	}
 	res, err := h.opts.Publisher.Publish(r.Context(), ev)
 	if err != nil {
-		var inv *mcpe.InvalidError
-		if errors.As(err, &inv) {
+		if _, ok := errors.AsType[*mcpe.InvalidError](err); ok {
 			WriteError(w, http.StatusBadRequest, CodeInvalidEvent, err.Error())
 			return
 		}
@@ -123,24 +102,37 @@ func (h *Ingest) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	WriteJSON(w, http.StatusAccepted, IngestResponse{ID: res.EventID, Duplicate: res.Duplicate})
 }
 
-// refuse writes a refusal of a request whose event did not reach the
-// Publisher, and reports it to IngestOptions.Refused.
-func (h *Ingest) refuse(w http.ResponseWriter, status int, code, message string) {
-	if h.opts.Refused != nil {
-		h.opts.Refused(code)
+// event reads the event in r's body, or refuses a body that is not JSON, too
+// large, or not an event.
+func (h *Ingest) event(w http.ResponseWriter, r *http.Request) (mcpe.Event, *RequestError) {
+	// Requiring JSON also makes a browser preflight the request, so a web
+	// page cannot post events to a local server behind the user's back.
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return mcpe.Event{}, &RequestError{http.StatusUnsupportedMediaType, CodeUnsupportedMedia,
+			"send the event as JSON with \"Content-Type: application/json\" (with curl: -H 'Content-Type: application/json')"}
 	}
-	WriteError(w, status, code, message)
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, h.maxBody))
+	if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
+		return mcpe.Event{}, &RequestError{http.StatusRequestEntityTooLarge, CodeBodyTooLarge,
+			fmt.Sprintf("the body is larger than this server's limit of %d bytes; send less data", h.maxBody)}
+	}
+	if err != nil {
+		return mcpe.Event{}, &RequestError{http.StatusBadRequest, CodeInvalidJSON, "could not read the body: " + err.Error()}
+	}
+	// The body must be one JSON object with known fields only.
+	var in mcpe.EventInput
+	if err := mcpe.DecodeStrict(body, &in, eventBody); err != nil {
+		return mcpe.Event{}, &RequestError{http.StatusBadRequest, CodeInvalidJSON, err.Error()}
+	}
+	ev, err := subscriptions.EventFromInput(in, h.opts.Clock.Now())
+	if err != nil {
+		return mcpe.Event{}, &RequestError{http.StatusBadRequest, CodeInvalidEvent, err.Error()}
+	}
+	return ev, nil
 }
 
 // eventBody phrases the errors of decoding a POST /v1/events body.
 var eventBody = &mcpe.DecodeOptions{
 	Subject: "the body",
 	Example: `{"type": "deploy.failed", "data": {"service": "api"}}`,
-}
-
-// decode parses the body strictly: one JSON object with known fields only.
-func decode(body []byte) (mcpe.EventInput, error) {
-	var in mcpe.EventInput
-	err := mcpe.DecodeStrict(body, &in, eventBody)
-	return in, err
 }
