@@ -1,7 +1,6 @@
 package httpapi
 
 import (
-	"encoding/json"
 	"net"
 	"net/http"
 	"net/netip"
@@ -72,12 +71,12 @@ func NewMux(opts MuxOptions) http.Handler {
 		if opts.StoreID != "" {
 			body["store"] = opts.StoreID
 		}
-		if opts.StoreName != "" && fromThisMachine(r) {
+		// The database's name is given only to callers on this machine.
+		caller, err := netip.ParseAddrPort(r.RemoteAddr)
+		if opts.StoreName != "" && err == nil && caller.Addr().Unmap().IsLoopback() {
 			body["database"] = opts.StoreName
 		}
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(status)
-		json.NewEncoder(w).Encode(body)
+		WriteJSON(w, status, body)
 	})
 	guarded := GuardLoopback(http.NewCrossOriginProtection().Handler(mux))
 	if len(opts.SignedAdapters) == 0 {
@@ -91,18 +90,12 @@ func NewMux(opts MuxOptions) http.Handler {
 	return Deadlines(outer, 0, 0)
 }
 
-// fromThisMachine reports whether r came from a loopback address.
-func fromThisMachine(r *http.Request) bool {
-	ap, err := netip.ParseAddrPort(r.RemoteAddr)
-	return err == nil && ap.Addr().Unmap().IsLoopback()
-}
-
 // GuardLoopback refuses requests that reached a loopback listener with a
 // Host header naming another machine: a DNS-rebinding page in the user's
 // browser would otherwise reach a local server as if it were its own origin.
 func GuardLoopback(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && isLoopback(local.String()) && !isLoopback(r.Host) {
+		if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && IsLoopbackHost(local.String()) && !IsLoopbackHost(r.Host) {
 			http.Error(w, "Forbidden: this server listens on loopback and only answers requests addressed to localhost", http.StatusForbidden)
 			return
 		}
@@ -113,11 +106,7 @@ func GuardLoopback(next http.Handler) http.Handler {
 // IsLoopbackHost reports whether hostport (a Host header or a listen
 // address) names this machine: localhost, or a loopback IP, with or without
 // a port.
-func IsLoopbackHost(hostport string) bool { return isLoopback(hostport) }
-
-// isLoopback reports whether hostport names this machine: localhost, or a
-// loopback IP, with or without a port.
-func isLoopback(hostport string) bool {
+func IsLoopbackHost(hostport string) bool {
 	host := hostport
 	if h, _, err := net.SplitHostPort(hostport); err == nil {
 		host = h

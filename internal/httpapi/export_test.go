@@ -1,0 +1,4 @@
+package httpapi
+
+// isLoopback is IsLoopbackHost under the name the tests use.
+var isLoopback = IsLoopbackHost
