@@ -29,15 +29,14 @@ func Deadlines(next http.Handler, body, write time.Duration) http.Handler {
 		write = DefaultWriteTimeout
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rc := http.NewResponseController(w)
-		if r.Method == http.MethodGet {
-			rc.SetReadDeadline(time.Time{})
-			rc.SetWriteDeadline(time.Time{})
-		} else {
+		var readBy, writeBy time.Time // zero, no deadline, for a GET
+		if r.Method != http.MethodGet {
 			now := time.Now() // a connection deadline is wall-clock time
-			rc.SetReadDeadline(now.Add(body))
-			rc.SetWriteDeadline(now.Add(write))
+			readBy, writeBy = now.Add(body), now.Add(write)
 		}
+		rc := http.NewResponseController(w)
+		rc.SetReadDeadline(readBy)
+		rc.SetWriteDeadline(writeBy)
 		next.ServeHTTP(w, r)
 	})
 }

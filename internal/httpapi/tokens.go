@@ -70,16 +70,14 @@ func BearerToken(r *http.Request) (string, bool) {
 // returns false. kind names the tokens in the refusal, such as "an ingest
 // token".
 func (t *Tokens) Authenticate(w http.ResponseWriter, r *http.Request, kind string) (principal string, ok bool) {
-	token, ok := BearerToken(r)
-	if !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server"`)
-		WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "this endpoint needs an \"Authorization: Bearer <token>\" header with "+kind+" from the server's configuration")
-		return "", false
+	challenge, message := `Bearer realm="mcpe-server"`, "this endpoint needs an \"Authorization: Bearer <token>\" header with "+kind+" from the server's configuration"
+	if token, ok := BearerToken(r); ok {
+		if principal, ok = t.Lookup(token); ok {
+			return principal, true
+		}
+		challenge, message = `Bearer realm="mcpe-server", error="invalid_token"`, "the bearer token is not "+kind+" of this server"
 	}
-	if principal, ok = t.Lookup(token); !ok {
-		w.Header().Set("WWW-Authenticate", `Bearer realm="mcpe-server", error="invalid_token"`)
-		WriteError(w, http.StatusUnauthorized, CodeUnauthorized, "the bearer token is not "+kind+" of this server")
-		return "", false
-	}
-	return principal, true
+	w.Header().Set("WWW-Authenticate", challenge)
+	WriteError(w, http.StatusUnauthorized, CodeUnauthorized, message)
+	return "", false
 }
