@@ -85,7 +85,7 @@ func (c *Client) RunPoll(ctx context.Context, loop PollLoop) (cursor string, err
 				return cursor, err
 			}
 			c.log.Warn("events/poll failed; retrying", "name", req.Name, "attempt", failures+1, "error", err)
-			if !c.sleepCtx(ctx, c.backoff(failures)) {
+			if !c.sleep(ctx, c.backoff(failures)) {
 				return cursor, ctxErr(ctx)
 			}
 			failures++
@@ -120,33 +120,8 @@ func (c *Client) RunPoll(ctx context.Context, loop PollLoop) (cursor string, err
 		if loop.MaxInterval > 0 {
 			wait = min(wait, loop.MaxInterval)
 		}
-		if !c.sleepCtx(ctx, wait) {
+		if !c.sleep(ctx, wait) {
 			return cursor, ctxErr(ctx)
 		}
 	}
-}
-
-// sleepCtx waits for d on the Client's clock, reporting false if ctx ends
-// or the Client closes first.
-func (c *Client) sleepCtx(ctx context.Context, d time.Duration) bool {
-	fired := make(chan struct{})
-	t := c.opts.Clock.AfterFunc(d, func() { close(fired) })
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return false
-	case <-c.ctx.Done():
-		return false
-	case <-fired:
-		return true
-	}
-}
-
-// ctxErr is ctx's error, or ErrClosed when ctx is still live (the Client
-// closed).
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return ErrClosed
 }

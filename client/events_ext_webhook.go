@@ -187,7 +187,7 @@ func (c *Client) RunWebhook(ctx context.Context, l WebhookLoop) error {
 			}
 			wait = max(left-early, 0)
 		}
-		if !c.sleepCtx(ctx, wait) {
+		if !c.sleep(ctx, wait) {
 			return ctxErr(ctx)
 		}
 	}

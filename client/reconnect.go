@@ -57,7 +57,7 @@ func (c *Client) watch(cs *mcp.ClientSession) {
 // or the Client is closed (nil).
 func (c *Client) redial() *mcp.ClientSession {
 	for attempt := 0; ; attempt++ {
-		if !c.sleep(c.backoff(attempt)) {
+		if !c.sleep(c.ctx, c.backoff(attempt)) {
 			return nil
 		}
 		t, err := c.opts.Reconnect(c.ctx)
@@ -93,18 +93,29 @@ func (c *Client) backoff(attempt int) time.Duration {
 	return d - half + rand.N(half+1)
 }
 
-// sleep waits for d on the Client's clock, reporting false if the Client
-// closes first.
-func (c *Client) sleep(d time.Duration) bool {
+// sleep waits for d on the Client's clock, reporting false if ctx ends
+// or the Client closes first.
+func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
 	fired := make(chan struct{})
 	t := c.opts.Clock.AfterFunc(d, func() { close(fired) })
 	defer t.Stop()
 	select {
+	case <-ctx.Done():
+		return false
 	case <-c.ctx.Done():
 		return false
 	case <-fired:
 		return true
 	}
+}
+
+// ctxErr is ctx's error, or ErrClosed when ctx is still live (the Client
+// closed).
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return ErrClosed
 }
 
 // CatchUp reads the inbox with events_poll from the mark (see Cursor) up to
@@ -157,7 +168,7 @@ func (c *Client) catchUp() error {
 			return err
 		}
 		c.log.Warn("MCPE catch-up failed; retrying", "attempt", attempt+1, "error", err)
-		if !c.sleep(c.backoff(attempt)) {
+		if !c.sleep(c.ctx, c.backoff(attempt)) {
 			return ErrClosed
 		}
 	}
