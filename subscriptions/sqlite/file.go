@@ -24,13 +24,28 @@ func preparePath(path string) error {
 		return fmt.Errorf("database %q: cannot create its directory %q: %w", path, dir, explainOS(err))
 	}
 	info, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
+	if errors.Is(err, fs.ErrNotExist) {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 		if err != nil {
 			return fmt.Errorf("database %q: cannot create it: %w", path, explainOS(err))
 		}
 		return f.Close()
+	}
+	if err := checkExisting(path, info, err); err != nil {
+		return err
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		// It holds webhook secrets: the server's user only.
+		os.Chmod(path, info.Mode().Perm()&0o700)
+	}
+	return nil
+}
+
+// checkExisting returns what keeps the file at path, which os.Stat
+// returned info and err for, from being the database: the stat's error, a
+// directory, not a regular file, empty, or not writable.
+func checkExisting(path string, info os.FileInfo, err error) error {
+	switch {
 	case err != nil:
 		return fmt.Errorf("database %q: %w", path, explainOS(err))
 	case info.IsDir():
@@ -45,10 +60,6 @@ func preparePath(path string) error {
 		return fmt.Errorf("database %q: cannot open it for writing: %w", path, explainOS(err))
 	}
 	f.Close()
-	if info.Mode().Perm()&0o077 != 0 {
-		// It holds webhook secrets: the server's user only.
-		os.Chmod(path, info.Mode().Perm()&0o700)
-	}
 	return nil
 }
 
@@ -71,21 +82,12 @@ func explainOpen(err error) error {
 	switch {
 	case errors.Is(err, fs.ErrPermission), errors.Is(err, syscall.EROFS):
 		return explainOS(err)
-	case contains(msg, "file is not a database", "malformed"):
+	case strings.Contains(msg, "file is not a database"), strings.Contains(msg, "malformed"):
 		return fmt.Errorf("it is not an SQLite database, or it is damaged: %w", err)
-	case contains(msg, "readonly", "read-only"):
+	case strings.Contains(msg, "readonly"), strings.Contains(msg, "read-only"):
 		return fmt.Errorf("it can only be read (its file, its -wal or -shm, or its directory is read-only): %w", err)
 	}
 	return err
-}
-
-func contains(s string, subs ...string) bool {
-	for _, sub := range subs {
-		if strings.Contains(s, sub) {
-			return true
-		}
-	}
-	return false
 }
 
 // fileWatch remembers which files the database and its WAL are, so that
@@ -157,43 +159,32 @@ func CheckPath(path string) error {
 		return nil
 	}
 	info, err := os.Stat(path)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		dir := filepath.Dir(path)
-		for {
-			d, err := os.Stat(dir)
-			if err == nil {
-				if !d.IsDir() {
-					return fmt.Errorf("database %q: %q is not a directory", path, dir)
-				}
-				break
-			}
-			if parent := filepath.Dir(dir); parent != dir {
-				dir = parent
-				continue
-			}
-			return fmt.Errorf("database %q: %w", path, err)
+	if !errors.Is(err, fs.ErrNotExist) {
+		if err := checkExisting(path, info, err); err != nil {
+			return err
 		}
-		if err := writable(dir); err != nil {
-			return fmt.Errorf("database %q does not exist and cannot be created in %q: %w", path, dir, explainOS(err))
+		if err := writable(filepath.Dir(path)); err != nil {
+			return fmt.Errorf("database %q: its directory cannot be written, where SQLite keeps the -wal and -shm files: %w", path, explainOS(err))
 		}
 		return nil
-	case err != nil:
-		return fmt.Errorf("database %q: %w", path, explainOS(err))
-	case info.IsDir():
-		return fmt.Errorf("database %q is a directory; give the path of a file in it, such as %q", path, filepath.Join(path, "mcpe.db"))
-	case !info.Mode().IsRegular():
-		return fmt.Errorf("database %q is not a regular file (%v); give the path of a database file", path, info.Mode().Type())
-	case info.Size() == 0:
-		return fmt.Errorf("database %q exists but is empty (0 bytes), so it is no database this server made; move it away or remove it, and a new one is created", path)
 	}
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		return fmt.Errorf("database %q: cannot open it for writing: %w", path, explainOS(err))
+	dir := filepath.Dir(path)
+	for {
+		d, err := os.Stat(dir)
+		if err == nil {
+			if !d.IsDir() {
+				return fmt.Errorf("database %q: %q is not a directory", path, dir)
+			}
+			break
+		}
+		if parent := filepath.Dir(dir); parent != dir {
+			dir = parent
+			continue
+		}
+		return fmt.Errorf("database %q: %w", path, err)
 	}
-	f.Close()
-	if err := writable(filepath.Dir(path)); err != nil {
-		return fmt.Errorf("database %q: its directory cannot be written, where SQLite keeps the -wal and -shm files: %w", path, explainOS(err))
+	if err := writable(dir); err != nil {
+		return fmt.Errorf("database %q does not exist and cannot be created in %q: %w", path, dir, explainOS(err))
 	}
 	return nil
 }
