@@ -3,7 +3,13 @@ package sqlite
 import (
 	"context"
 	"time"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
+
+// ChangesKept is how long a subscription change stays readable by the
+// other processes sharing the store (subscriptions.Shared).
+const ChangesKept = storecore.ChangesKept
 
 // Options are what tests set on a Store: the WAL size, in bytes, past
 // which a checkpoint copies it back and truncates it, and how often the

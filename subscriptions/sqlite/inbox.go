@@ -1,7 +1,5 @@
 package sqlite
 
-import "github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
-
 // inboxHead is the highest inbox number given out: the newest entry's, or
 // that of one deleted since if higher (migration 0009). Only a transaction
 // that holds the write lock may number entries from it.
@@ -9,7 +7,3 @@ const inboxHead = `max(coalesce((SELECT max(seq) FROM inbox), 0), (SELECT inbox_
 
 // bodiesQuery reads the bodies of a JSON array of event IDs.
 const bodiesQuery = `SELECT id, body FROM events WHERE id IN (SELECT value FROM json_each($1))`
-
-// ChangesKept is how long a subscription change stays readable by the
-// other processes sharing the store (subscriptions.Shared).
-const ChangesKept = storecore.ChangesKept

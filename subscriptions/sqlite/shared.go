@@ -31,9 +31,7 @@ func (s *Store) Written() <-chan struct{} {
 		if s.path == "" || s.stop == nil {
 			return
 		}
-		if err := watchWrites(s.path, s.written, s.stop); err != nil {
-			s.writtenErr = err
-		}
+		watchWrites(s.path, s.written, s.stop) // without it, the follower polls
 	})
 	return s.written
 }

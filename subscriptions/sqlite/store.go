@@ -64,7 +64,6 @@ type Store struct {
 	path        string
 	writtenOnce sync.Once
 	written     chan struct{}
-	writtenErr  error
 }
 
 const (
