@@ -121,7 +121,7 @@ type Client struct {
 	markSubs   []string
 
 	handlers handlers
-	queue    queue
+	queue    fifo[item]
 	streams  streamRouter  // the SEP-3415 push streams
 	done     chan struct{} // closed by stop
 	stopOnce sync.Once

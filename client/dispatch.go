@@ -91,18 +91,19 @@ type item struct {
 	done    chan error
 }
 
-// queue is an unbounded FIFO with one consumer.
-type queue struct {
+// fifo is an unbounded queue with one consumer, so that the transport's
+// reading goroutine never blocks on it.
+type fifo[T any] struct {
 	mu    sync.Mutex
-	items []item
+	items []T
 	ready chan struct{} // holds a token while items may be waiting
 }
 
-func (q *queue) init() { q.ready = make(chan struct{}, 1) }
+func (q *fifo[T]) init() { q.ready = make(chan struct{}, 1) }
 
-func (q *queue) push(it item) {
+func (q *fifo[T]) push(v T) {
 	q.mu.Lock()
-	q.items = append(q.items, it)
+	q.items = append(q.items, v)
 	q.mu.Unlock()
 	select {
 	case q.ready <- struct{}{}:
@@ -110,45 +111,37 @@ func (q *queue) push(it item) {
 	}
 }
 
-// pop returns the oldest item, waiting for one until ctx ends.
-func (q *queue) pop(ctx context.Context) (item, bool) {
-	for {
-		q.mu.Lock()
-		if len(q.items) > 0 {
-			it := q.items[0]
-			q.items[0] = item{}
-			q.items = q.items[1:]
-			if len(q.items) == 0 {
-				q.items = nil
-			}
-			q.mu.Unlock()
-			return it, true
-		}
-		q.mu.Unlock()
-		select {
-		case <-ctx.Done():
-			return item{}, false
-		case <-q.ready:
-		}
-	}
+// take empties the queue and returns what it held, oldest first.
+func (q *fifo[T]) take() []T {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	items := q.items
+	q.items = nil
+	return items
 }
 
 // dispatch runs the handlers, one delivery at a time, until Close.
 func (c *Client) dispatch() {
 	defer c.wg.Done()
 	for {
-		it, ok := c.queue.pop(c.ctx)
-		if !ok {
+		select {
+		case <-c.ctx.Done():
 			return
+		case <-c.queue.ready:
 		}
-		if it.catchUp {
-			err := c.catchUp()
-			if it.done != nil {
-				it.done <- err
+		for _, it := range c.queue.take() {
+			switch {
+			case c.ctx.Err() != nil:
+				return // what is left stays in the server's inbox
+			case it.catchUp:
+				err := c.catchUp()
+				if it.done != nil {
+					it.done <- err
+				}
+			default:
+				c.notification(it.method, it.params)
 			}
-			continue
 		}
-		c.notification(it.method, it.params)
 	}
 }
 

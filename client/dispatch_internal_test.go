@@ -256,3 +256,24 @@ func TestMarkDelivers(t *testing.T) {
 		}
 	}
 }
+
+// TestCloseDropsQueuedDeliveries checks that what is still queued when the
+// Client closes is dropped without moving the mark: those deliveries stay
+// in the server's inbox, and a run that resumes from Cursor must read them.
+func TestCloseDropsQueuedDeliveries(t *testing.T) {
+	c, err := New(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	handled := 0
+	if _, err := c.OnEvent("*", func(context.Context, string, mcpe.Event) { handled++ }); err != nil {
+		t.Fatal(err)
+	}
+	c.queue.push(item{method: mcpe.MethodEvent, params: json.RawMessage(`{"subscriptionId": "s", "cursor": "5", "event": {"id": "e", "type": "a.b"}}`)})
+	c.Close()
+	c.wg.Add(1)
+	c.dispatch() // returns at once: the Client is closed
+	if got := c.Cursor(); got != "" || handled != 0 {
+		t.Errorf("after Close: Cursor %q, %d handled; want \"\" and 0: a dropped delivery moved the mark", got, handled)
+	}
+}

@@ -226,12 +226,12 @@ func (r *streamRun) once(ctx context.Context, cs *mcp.ClientSession) (bound bool
 			r.c.streams.release(st)
 			cancel()
 			callErr = fmt.Errorf("no heartbeat or event for %v", r.loop.Silence)
-		case <-st.ready:
+		case <-st.notes.ready:
 			if !bound && st.isBound() {
 				bound = true
 				r.c.streams.release(st)
 			}
-			for _, n := range st.take() {
+			for _, n := range st.notes.take() {
 				if err := r.handle(ctx, n); err != nil {
 					return bound, &stopError{err}
 				}
@@ -240,7 +240,7 @@ func (r *streamRun) once(ctx context.Context, cs *mcp.ClientSession) (bound bool
 		}
 	}
 	// What came before the stream ended is handled before reopening.
-	for _, n := range st.take() {
+	for _, n := range st.notes.take() {
 		if err := r.handle(ctx, n); err != nil {
 			return bound, &stopError{err}
 		}
@@ -345,32 +345,13 @@ type note struct {
 type streamState struct {
 	mu    sync.Mutex
 	id    string // the request's JSON-RPC id, as JSON; "" until bound
-	notes []note
-	ready chan struct{} // holds a token while notes may wait
+	notes fifo[note]
 }
 
 func (s *streamState) isBound() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.id != ""
-}
-
-func (s *streamState) push(n note) {
-	s.mu.Lock()
-	s.notes = append(s.notes, n)
-	s.mu.Unlock()
-	select {
-	case s.ready <- struct{}{}:
-	default:
-	}
-}
-
-func (s *streamState) take() []note {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := s.notes
-	s.notes = nil
-	return out
 }
 
 // streamRouter hands push-stream notifications to their streams. A
@@ -399,7 +380,8 @@ func (r *streamRouter) open(ctx context.Context) (*streamState, error) {
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
-	st := &streamState{ready: make(chan struct{}, 1)}
+	st := &streamState{}
+	st.notes.init()
 	r.mu.Lock()
 	r.pending = st
 	r.mu.Unlock()
@@ -454,5 +436,5 @@ func (r *streamRouter) route(log *slog.Logger, method string, params json.RawMes
 		log.Debug("dropping a notification of an events/stream no longer open", "method", method, "subscription_id", id)
 		return
 	}
-	st.push(note{method: method, params: params})
+	st.notes.push(note{method: method, params: params})
 }
