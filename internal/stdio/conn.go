@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 	"sync"
 
@@ -42,11 +43,8 @@ import (
 // always read, as they were on the server's stdio sessions, whose wrapper
 // never passed that method on.
 type Transport struct {
-	r io.ReadCloser
-	w io.Writer
-	// maxLine bounds the bytes buffered while decoding one message, as
-	// mcp.IOTransport.MaxLineLength does: zero means
-	// mcp.DefaultMaxLineLength, a negative value no bound.
+	r       io.ReadCloser
+	w       io.Writer
 	maxLine int
 }
 
@@ -60,7 +58,42 @@ func NewTransport(r io.ReadCloser, w io.Writer, maxLine int) *Transport {
 
 // Connect implements mcp.Transport.
 func (t *Transport) Connect(context.Context) (mcp.Connection, error) {
-	return newStdioConn(t.r, t.w, t.maxLine), nil
+	limiter := &lineLimitReader{r: t.r, limit: cmp.Or(t.maxLine, mcp.DefaultMaxLineLength)}
+	if limiter.limit < 0 {
+		limiter.limit = math.MaxInt // no bound
+	}
+	incoming := make(chan rawOrErr)
+	closed := make(chan struct{})
+	// Reads happen on a goroutine of their own, so that Read returns as
+	// soon as Close is called, even when the reader does not unblock.
+	go func() {
+		dec := json.NewDecoder(limiter)
+		for {
+			var raw json.RawMessage
+			err := dec.Decode(&raw)
+			if err == nil {
+				// What follows a message in the buffer must end its line.
+				var tr [1]byte
+				if n, readErr := dec.Buffered().Read(tr[:]); n > 0 {
+					if tr[0] != '\n' && tr[0] != '\r' {
+						err = errors.New("invalid trailing data at the end of stream")
+					}
+				} else if readErr != nil && readErr != io.EOF {
+					err = readErr
+				}
+			}
+			select {
+			case incoming <- rawOrErr{raw: raw, err: err}:
+			case <-closed:
+				return
+			}
+			if err != nil {
+				return
+			}
+			limiter.count = 0
+		}
+	}()
+	return &stdioConn{r: t.r, w: t.w, incoming: incoming, closed: closed, batches: make(map[jsonrpc.ID]*callBatch)}, nil
 }
 
 // stdioConn is the connection of a Transport. Its reading goroutine
@@ -94,52 +127,6 @@ type rawOrErr struct {
 type callBatch struct {
 	unresolved map[jsonrpc.ID]int
 	responses  []*jsonrpc.Response
-}
-
-func newStdioConn(r io.ReadCloser, w io.Writer, maxLine int) *stdioConn {
-	limit := cmp.Or(maxLine, mcp.DefaultMaxLineLength)
-	incoming := make(chan rawOrErr)
-	closed := make(chan struct{})
-	// Reads happen on a goroutine of their own, so that Read returns as
-	// soon as Close is called, even when the reader does not unblock.
-	go func() {
-		var (
-			reader  io.Reader = r
-			limiter *lineLimitReader
-		)
-		if limit > 0 {
-			limiter = &lineLimitReader{r: r, limit: limit}
-			reader = limiter
-		}
-		dec := json.NewDecoder(reader)
-		for {
-			var raw json.RawMessage
-			err := dec.Decode(&raw)
-			if err == nil {
-				// What follows a message in the buffer must end its line.
-				var tr [1]byte
-				if n, readErr := dec.Buffered().Read(tr[:]); n > 0 {
-					if tr[0] != '\n' && tr[0] != '\r' {
-						err = errors.New("invalid trailing data at the end of stream")
-					}
-				} else if readErr != nil && readErr != io.EOF {
-					err = readErr
-				}
-			}
-			select {
-			case incoming <- rawOrErr{raw: raw, err: err}:
-			case <-closed:
-				return
-			}
-			if err != nil {
-				return
-			}
-			if limiter != nil {
-				limiter.count = 0
-			}
-		}
-	}()
-	return &stdioConn{r: r, w: w, incoming: incoming, closed: closed}
 }
 
 // lineLimitReader bounds the bytes the decoder may buffer for one message.
@@ -201,12 +188,9 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	}
 	c.queue = msgs[1:]
 	if batch {
-		var calls *callBatch
+		calls := &callBatch{unresolved: make(map[jsonrpc.ID]int)}
 		for _, msg := range msgs {
 			if req, ok := msg.(*jsonrpc.Request); ok {
-				if calls == nil {
-					calls = &callBatch{unresolved: make(map[jsonrpc.ID]int)}
-				}
 				if _, ok := calls.unresolved[req.ID]; ok {
 					return nil, fmt.Errorf("duplicate message ID %q", req.ID)
 				}
@@ -214,10 +198,8 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 				calls.responses = append(calls.responses, nil)
 			}
 		}
-		if calls != nil {
-			if err := c.addBatch(calls); err != nil {
-				return nil, err
-			}
+		if err := c.addBatch(calls); err != nil {
+			return nil, err
 		}
 	}
 	return msgs[0], nil
@@ -232,9 +214,6 @@ func (c *stdioConn) addBatch(b *callBatch) error {
 		}
 	}
 	for id := range b.unresolved {
-		if c.batches == nil {
-			c.batches = make(map[jsonrpc.ID]*callBatch)
-		}
 		c.batches[id] = b
 	}
 	return nil
@@ -438,7 +417,7 @@ func decodeObject(raw []byte) (jsonrpc.Message, bool) {
 // messages or one message.
 func sdkReadBatch(data []byte) (msgs []jsonrpc.Message, isBatch bool, _ error) {
 	var rawBatch []json.RawMessage
-	if err := sdkUnmarshal(data, &rawBatch); err == nil {
+	if err := Parse(data, &rawBatch); err == nil {
 		if len(rawBatch) == 0 {
 			return nil, true, errors.New("empty batch")
 		}
@@ -453,16 +432,6 @@ func sdkReadBatch(data []byte) (msgs []jsonrpc.Message, isBatch bool, _ error) {
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	return []jsonrpc.Message{msg}, false, err
-}
-
-// sdkUnmarshal is the SDK's internal json.Unmarshal.
-func sdkUnmarshal(data []byte, v any) error {
-	if !withinDepth(data, sdkMaxDepth) {
-		return errors.New("json: exceeded maximum nesting depth")
-	}
-	dec := sjson.NewDecoder(bytes.NewReader(data))
-	dec.DontMatchCaseInsensitiveStructFields()
-	return dec.Decode(v)
 }
 
 // withinDepth reports whether the objects and arrays of data nest at most
