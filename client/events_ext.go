@@ -133,7 +133,6 @@ type listParams struct {
 
 type listResult struct {
 	mcp.ResultBase
-	ResultType string      `json:"resultType,omitempty"`
 	Events     []EventType `json:"events"`
 	NextCursor string      `json:"nextCursor,omitempty"`
 }
@@ -145,22 +144,16 @@ type pollParams struct {
 
 type pollResult struct {
 	mcp.ResultBase
-	ResultType string `json:"resultType,omitempty"`
 	EventsPollResult
 }
 
 type streamParams struct {
 	mcp.ParamsBase
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Cursor    *string         `json:"cursor,omitempty"`
-	MaxAgeMs  *int64          `json:"maxAgeMs,omitempty"`
+	EventsStreamRequest
 }
 
-type streamResult struct {
-	mcp.ResultBase
-	ResultType string `json:"resultType,omitempty"`
-}
+// emptyResult is the result of events/stream and events/unsubscribe.
+type emptyResult struct{ mcp.ResultBase }
 
 // addEventsMethods registers the extension's methods with the go-sdk
 // client.
@@ -168,9 +161,9 @@ func addEventsMethods(c *mcp.Client) error {
 	for _, err := range []error{
 		mcp.AddSendingCustomMethod[*listParams, *listResult](c, MethodEventsList),
 		mcp.AddSendingCustomMethod[*pollParams, *pollResult](c, MethodEventsPoll),
-		mcp.AddSendingCustomMethod[*streamParams, *streamResult](c, MethodEventsStream),
-		mcp.AddSendingCustomMethod[*subscribeParams, *subscribeResult](c, MethodEventsSubscribe),
-		mcp.AddSendingCustomMethod[*unsubscribeParams, *unsubscribeResult](c, MethodEventsUnsubscribe),
+		mcp.AddSendingCustomMethod[*streamParams, *emptyResult](c, MethodEventsStream),
+		mcp.AddSendingCustomMethod[*webhookParams, *subscribeResult](c, MethodEventsSubscribe),
+		mcp.AddSendingCustomMethod[*webhookParams, *emptyResult](c, MethodEventsUnsubscribe),
 	} {
 		if err != nil {
 			return fmt.Errorf("client: register the events extension: %w", err)

@@ -176,14 +176,15 @@ func (r *streamRun) once(ctx context.Context, cs *mcp.ClientSession) (bound bool
 	defer r.c.streams.forget(st)
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	params := &streamParams{Name: r.loop.Request.Name, Arguments: r.loop.Request.Arguments, MaxAgeMs: r.loop.Request.MaxAgeMs}
+	params := &streamParams{EventsStreamRequest: r.loop.Request}
+	params.Cursor = nil
 	if r.resume != "" {
 		cur := r.resume
 		params.Cursor = &cur
 	}
 	done := make(chan error, 1)
 	go func() {
-		_, err := mcp.CallCustomMethod[*streamParams, *streamResult](callCtx, cs, MethodEventsStream, params)
+		_, err := mcp.CallCustomMethod[*streamParams, *emptyResult](callCtx, cs, MethodEventsStream, params)
 		if err == nil {
 			err = errors.New("the server ended the stream")
 		}

@@ -61,7 +61,9 @@ type webhookDelivery struct {
 	Secret string `json:"secret,omitempty"`
 }
 
-type subscribeParams struct {
+// webhookParams are the params of events/subscribe, and, without the
+// secret and the TTL, of events/unsubscribe.
+type webhookParams struct {
 	mcp.ParamsBase
 	Name      string          `json:"name"`
 	Arguments json.RawMessage `json:"arguments,omitempty"`
@@ -71,21 +73,8 @@ type subscribeParams struct {
 
 type subscribeResult struct {
 	mcp.ResultBase
-	ResultType    string  `json:"resultType,omitempty"`
 	ID            string  `json:"id"`
 	RefreshBefore *string `json:"refreshBefore"`
-}
-
-type unsubscribeParams struct {
-	mcp.ParamsBase
-	Name      string          `json:"name"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
-	Delivery  webhookDelivery `json:"delivery"`
-}
-
-type unsubscribeResult struct {
-	mcp.ResultBase
-	ResultType string `json:"resultType,omitempty"`
 }
 
 // SubscribeWebhook makes (or, for the same name, arguments and URL,
@@ -98,12 +87,12 @@ func (c *Client) SubscribeWebhook(ctx context.Context, w WebhookSubscription) (*
 	if err != nil {
 		return nil, err
 	}
-	p := &subscribeParams{Name: w.Name, Arguments: w.Arguments, Delivery: webhookDelivery{Mode: "webhook", URL: w.URL, Secret: w.Secret}}
+	p := &webhookParams{Name: w.Name, Arguments: w.Arguments, Delivery: webhookDelivery{Mode: "webhook", URL: w.URL, Secret: w.Secret}}
 	if w.TTL > 0 {
 		ms := w.TTL.Milliseconds()
 		p.TTLMs = &ms
 	}
-	res, err := mcp.CallCustomMethod[*subscribeParams, *subscribeResult](ctx, cs, MethodEventsSubscribe, p)
+	res, err := mcp.CallCustomMethod[*webhookParams, *subscribeResult](ctx, cs, MethodEventsSubscribe, p)
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", MethodEventsSubscribe, err)
 	}
@@ -132,8 +121,8 @@ func (c *Client) UnsubscribeWebhook(ctx context.Context, w WebhookSubscription) 
 	if err != nil {
 		return err
 	}
-	_, err = mcp.CallCustomMethod[*unsubscribeParams, *unsubscribeResult](ctx, cs, MethodEventsUnsubscribe,
-		&unsubscribeParams{Name: w.Name, Arguments: w.Arguments, Delivery: webhookDelivery{Mode: "webhook", URL: w.URL}})
+	_, err = mcp.CallCustomMethod[*webhookParams, *emptyResult](ctx, cs, MethodEventsUnsubscribe,
+		&webhookParams{Name: w.Name, Arguments: w.Arguments, Delivery: webhookDelivery{Mode: "webhook", URL: w.URL}})
 	if err != nil {
 		return fmt.Errorf("%s: %w", MethodEventsUnsubscribe, err)
 	}
