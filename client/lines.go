@@ -15,6 +15,7 @@ package client
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -73,11 +74,7 @@ func (f *lineFilter) next() {
 		return
 	}
 	f.line = append(f.line, chunk...)
-	max := f.maxLine
-	if max <= 0 {
-		max = maxSSELine
-	}
-	if len(f.line) > max {
+	if len(f.line) > cmp.Or(f.maxLine, maxSSELine) {
 		// Too long to inspect: it passes.
 		f.pending = append(f.pending[:0], f.line...)
 		f.line, f.skip = f.line[:0], !complete
@@ -86,20 +83,12 @@ func (f *lineFilter) next() {
 	if !complete && f.err == nil {
 		return
 	}
-	if len(f.line) > 0 && !f.take(f.line) {
+	if params, method, ok := eventsNotification(f.line); ok {
+		f.h(method, params)
+	} else {
 		f.pending = append(f.pending[:0], f.line...)
 	}
 	f.line = f.line[:0]
-}
-
-// take hands line to the handler and reports whether it was an MCPE
-// notification.
-func (f *lineFilter) take(line []byte) bool {
-	params, method, ok := eventsNotification(line)
-	if ok {
-		f.h(method, params)
-	}
-	return ok
 }
 
 func (f *lineFilter) Close() error { return f.src.Close() }

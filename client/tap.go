@@ -14,6 +14,7 @@ package client
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,13 +177,6 @@ func (r *sseReader) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-func (r *sseReader) limit() int {
-	if r.maxLine > 0 {
-		return r.maxLine
-	}
-	return maxSSELine
-}
-
 // step reads up to the end of a line, or a buffer of it.
 func (r *sseReader) step() {
 	chunk, err := r.br.ReadSlice('\n')
@@ -197,7 +191,7 @@ func (r *sseReader) step() {
 	}
 	r.line = append(r.line, chunk...)
 	content := bytes.TrimSuffix(r.line, []byte("\n"))
-	if len(content) > r.limit() {
+	if len(content) > cmp.Or(r.maxLine, maxSSELine) {
 		// Too long to inspect: the event passes as it came.
 		r.out = append(append(r.out[:0], r.event...), r.line...)
 		r.event, r.line, r.data, r.id = r.event[:0], r.line[:0], r.data[:0], nil
