@@ -111,10 +111,8 @@ func (c *Client) RunPoll(ctx context.Context, loop PollLoop) (cursor string, err
 			continue
 		}
 		wait := DefaultNextPoll
-		if res.NextPollMs > 0 && res.NextPollMs <= maxNextPollMs {
-			wait = time.Duration(res.NextPollMs) * time.Millisecond
-		} else if res.NextPollMs > maxNextPollMs {
-			wait = maxNextPollMs * time.Millisecond
+		if res.NextPollMs > 0 {
+			wait = time.Duration(min(res.NextPollMs, maxNextPollMs)) * time.Millisecond
 		}
 		wait = max(wait, loop.MinInterval)
 		if loop.MaxInterval > 0 {

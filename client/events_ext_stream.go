@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -110,12 +111,8 @@ func (c *Client) RunStream(ctx context.Context, loop StreamLoop) (cursor string,
 	if err := loop.validate(); err != nil {
 		return "", err
 	}
-	if loop.Heartbeat == 0 {
-		loop.Heartbeat = DefaultStreamHeartbeat
-	}
-	if loop.Silence == 0 {
-		loop.Silence = silenceFactor * loop.Heartbeat
-	}
+	loop.Heartbeat = cmp.Or(loop.Heartbeat, DefaultStreamHeartbeat)
+	loop.Silence = cmp.Or(loop.Silence, silenceFactor*loop.Heartbeat)
 	r := &streamRun{c: c, loop: loop}
 	if loop.Request.Cursor != nil {
 		r.resume = *loop.Request.Cursor
