@@ -1,11 +1,11 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -138,18 +138,10 @@ func New(opts *Options) (*Client, error) {
 	if err := o.validate(); err != nil {
 		return nil, err
 	}
-	if o.Implementation == nil {
-		o.Implementation = &mcp.Implementation{Name: "mcpe-client", Version: "dev"}
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
-	}
-	if o.BackoffMin == 0 {
-		o.BackoffMin = min(DefaultBackoffMin, max(o.BackoffMax, 1))
-	}
-	if o.BackoffMax == 0 {
-		o.BackoffMax = max(DefaultBackoffMax, o.BackoffMin)
-	}
+	o.Implementation = cmp.Or(o.Implementation, &mcp.Implementation{Name: "mcpe-client", Version: "dev"})
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
+	o.BackoffMin = cmp.Or(o.BackoffMin, min(DefaultBackoffMin, max(o.BackoffMax, 1)))
+	o.BackoffMax = cmp.Or(o.BackoffMax, max(DefaultBackoffMax, o.BackoffMin))
 	if o.Clock == nil {
 		o.Clock = clock.Real{}
 	}

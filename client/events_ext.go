@@ -184,11 +184,9 @@ func (c *Client) SupportsEventsExtension() bool {
 	if res == nil || res.Capabilities == nil {
 		return false
 	}
-	if _, ok := res.Capabilities.Extensions[EventsExtension]; ok {
-		return true
-	}
-	_, ok := res.Capabilities.Experimental[EventsExtension]
-	return ok
+	_, extension := res.Capabilities.Extensions[EventsExtension]
+	_, experimental := res.Capabilities.Experimental[EventsExtension]
+	return extension || experimental
 }
 
 // ListEventTypes returns every event type of events/list, reading all its
