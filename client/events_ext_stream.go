@@ -208,7 +208,6 @@ func (r *streamRun) once(ctx context.Context, cs *mcp.ClientSession) (bound bool
 		changed, gone := c.changed, c.session != cs
 		c.mu.Unlock()
 		if gone {
-			r.c.streams.release(st)
 			cancel() // the call returns when it can; done is buffered
 			callErr = errors.New("the session ended")
 			break
@@ -216,12 +215,9 @@ func (r *streamRun) once(ctx context.Context, cs *mcp.ClientSession) (bound bool
 		select {
 		case <-changed:
 		case <-ctx.Done():
-			r.c.streams.release(st)
 			return bound, ctx.Err()
 		case callErr = <-done:
-			r.c.streams.release(st)
 		case <-silent:
-			r.c.streams.release(st)
 			cancel()
 			callErr = fmt.Errorf("no heartbeat or event for %v", r.loop.Silence)
 		case <-st.notes.ready:
@@ -237,6 +233,7 @@ func (r *streamRun) once(ctx context.Context, cs *mcp.ClientSession) (bound bool
 			arm()
 		}
 	}
+	r.c.streams.release(st)
 	// What came before the stream ended is handled before reopening.
 	for _, n := range st.notes.take() {
 		if err := r.handle(ctx, n); err != nil {
