@@ -215,10 +215,6 @@ func (c *Client) Connect(ctx context.Context, t mcp.Transport) (err error) {
 	if err != nil {
 		return err
 	}
-	if !c.setSession(cs) {
-		cs.Close()
-		return ErrClosed
-	}
 	c.wg.Add(2)
 	go c.dispatch()
 	go c.watch(cs)
@@ -240,8 +236,9 @@ func (c *Client) Connect(ctx context.Context, t mcp.Transport) (err error) {
 // Options.ProtocolVersion leaves it open.
 const httpProtocol = "2025-11-25"
 
-// dial connects a session over t and makes sure the server attached it
-// before returning, so that every delivery from then on is notified to it.
+// dial connects a session over t, makes sure the server attached it, so
+// that every delivery from then on is notified to it, and makes it the
+// current session; ErrClosed when the Client closed meanwhile.
 func (c *Client) dial(ctx context.Context, t mcp.Transport) (*mcp.ClientSession, error) {
 	version := c.opts.ProtocolVersion
 	if _, ok := t.(*mcp.StreamableClientTransport); ok && version == "" {
@@ -259,6 +256,10 @@ func (c *Client) dial(ctx context.Context, t mcp.Transport) (*mcp.ClientSession,
 		cs.Close()
 		return nil, fmt.Errorf("client: list tools: %w", err)
 	}
+	if !c.setSession(cs) {
+		cs.Close()
+		return nil, ErrClosed
+	}
 	return cs, nil
 }
 
@@ -270,12 +271,7 @@ func (c *Client) setSession(cs *mcp.ClientSession) bool {
 	if c.closed {
 		return false
 	}
-	c.session = cs
-	caps, ok := capabilityOf(cs)
-	c.caps = nil
-	if ok {
-		c.caps = &caps
-	}
+	c.session, c.caps = cs, capabilityOf(cs)
 	c.signalLocked()
 	return true
 }
@@ -343,21 +339,18 @@ func (c *Client) SupportsEvents() bool {
 	return ok
 }
 
-func capabilityOf(cs *mcp.ClientSession) (mcpe.Capability, bool) {
-	var caps mcpe.Capability
+// capabilityOf is the MCPE capability cs's server advertises, nil for none.
+func capabilityOf(cs *mcp.ClientSession) *mcpe.Capability {
 	res := cs.InitializeResult()
-	if res == nil || res.Capabilities == nil {
-		return caps, false
+	if res == nil || res.Capabilities == nil || res.Capabilities.Experimental["events"] == nil {
+		return nil
 	}
-	v, ok := res.Capabilities.Experimental["events"]
-	if !ok || v == nil {
-		return caps, false
-	}
-	b, err := json.Marshal(v)
+	var caps mcpe.Capability
+	b, err := json.Marshal(res.Capabilities.Experimental["events"])
 	if err != nil || json.Unmarshal(b, &caps) != nil {
-		return caps, false
+		return nil
 	}
-	return caps, true
+	return &caps
 }
 
 // Cursor returns the highest inbox cursor delivered to the handlers, or

@@ -65,14 +65,10 @@ func (c *Client) redial() *mcp.ClientSession {
 		if err == nil {
 			cs, err = c.dial(c.ctx, t)
 		}
-		if err == nil {
-			if c.setSession(cs) {
-				return cs
-			}
-			cs.Close()
-			return nil
-		}
-		if c.ctx.Err() != nil {
+		switch {
+		case err == nil:
+			return cs
+		case errors.Is(err, ErrClosed) || c.ctx.Err() != nil:
 			return nil
 		}
 		c.log.Warn("MCPE reconnection failed", "attempt", attempt+1, "error", err)
