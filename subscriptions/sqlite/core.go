@@ -47,6 +47,14 @@ var queries = storecore.Queries{
 		SELECT ` + inboxHead + ` + 1, $1, $2, 'event', $3, $4, $5 RETURNING seq`,
 }
 
+// inboxHead is the highest inbox number given out: the newest entry's, or
+// that of one deleted since if higher (migration 0009). Only a transaction
+// that holds the write lock may number entries from it.
+const inboxHead = `max(coalesce((SELECT max(seq) FROM inbox), 0), (SELECT inbox_deleted_through FROM changes WHERE id = 1))`
+
+// bodiesQuery reads the bodies of a JSON array of event IDs.
+const bodiesQuery = `SELECT id, body FROM events WHERE id IN (SELECT value FROM json_each($1))`
+
 // conn runs the core's statements (storecore.DB): on the read connections,
 // or in tx. Times are stored as Unix nanoseconds, lists and maps as JSON.
 type conn struct {
@@ -68,9 +76,14 @@ func (s *Store) coreTx(ctx context.Context, _ []string, f func(storecore.DB) err
 	return err
 }
 
-func (c conn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
+// stmt returns the prepared statement of query: outside a transaction, the
+// writer's if write, else the readers'.
+func (c conn) stmt(ctx context.Context, query string, write bool) (*sql.Stmt, error) {
 	query = numbered(query)
-	if c.tx == nil {
+	switch {
+	case c.tx == nil && write:
+		return c.s.wstmts.get(ctx, query)
+	case c.tx == nil:
 		return c.s.rstmts.get(ctx, query)
 	}
 	if st := c.s.wstmts.cached(query); st != nil {
@@ -83,7 +96,7 @@ func (c conn) stmt(ctx context.Context, query string) (*sql.Stmt, error) {
 }
 
 func (c conn) Query(ctx context.Context, scan func(storecore.Row) error, query string, args ...any) error {
-	st, err := c.stmt(ctx, query)
+	st, err := c.stmt(ctx, query, false)
 	if err != nil {
 		return err
 	}
@@ -100,17 +113,35 @@ func (c conn) Query(ctx context.Context, scan func(storecore.Row) error, query s
 	return errors.Join(rows.Err(), rows.Close())
 }
 
+// one reads the first row of query into dest, as the driver returns its
+// columns; sql.ErrNoRows when there is none.
+func (c conn) one(ctx context.Context, query string, args []any, dest ...any) error {
+	st, err := c.stmt(ctx, query, false)
+	if err != nil {
+		return err
+	}
+	return st.QueryRowContext(ctx, sqlArgs(args)...).Scan(dest...)
+}
+
+// column reads the one text column of the rows of query.
+func (c conn) column(ctx context.Context, query string, args ...any) ([]string, error) {
+	var out []string
+	err := c.Query(ctx, func(r storecore.Row) error {
+		var v string
+		err := r.Scan(&v)
+		out = append(out, v)
+		return err
+	}, query, args...)
+	return out, err
+}
+
 // Exec outside a transaction runs query on the write connection, as a
 // transaction of its own.
 func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {
-	if c.tx == nil {
-		st, err := c.s.wstmts.get(ctx, numbered(query))
-		if err != nil {
-			return 0, err
-		}
-		return c.s.exec(ctx, st, sqlArgs(args)...)
+	st, err := c.stmt(ctx, query, true)
+	if err == nil && c.tx == nil {
+		err = c.s.Health()
 	}
-	st, err := c.stmt(ctx, query)
 	if err != nil {
 		return 0, err
 	}
@@ -118,7 +149,11 @@ func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error
 	if err != nil {
 		return 0, err
 	}
-	return res.RowsAffected()
+	n, err := res.RowsAffected()
+	if err == nil && n > 0 && c.tx == nil {
+		c.s.committed()
+	}
+	return n, err
 }
 
 // dollar is an argument as the core numbers them.

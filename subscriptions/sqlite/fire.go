@@ -4,93 +4,95 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
-	"strings"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
 	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
 
-// fireStmts are the prepared statements of a fire.
-type fireStmts struct {
-	s                                                                   *Store
-	claim, count, takeAll, takeSome, dropAll, dropSome, lastSeq, expire *sql.Stmt
-}
+// Statements of a fire.
+const (
+	// Records the fire of each active subscription and names them.
+	claimQuery = `UPDATE subscriptions SET last_fire_at = ?1, next_fire_at = r.next
+		FROM (SELECT value ->> '$.id' AS id, value ->> '$.principal' AS principal, value ->> '$.next' AS next,
+				value ->> '$.due' AS due
+			FROM json_each(?2)) AS r
+		WHERE subscriptions.id = r.id AND subscriptions.principal = r.principal AND subscriptions.status = 'active'
+			AND (r.due IS NULL OR subscriptions.next_fire_at = r.due)
+		RETURNING subscriptions.id`
+	// How many events wait for each subscription (an index-only count).
+	countQuery = `SELECT subscription_id, count(*) FROM buffer
+		WHERE subscription_id IN (SELECT value FROM json_each(?)) GROUP BY subscription_id`
+	// Everything waiting for the subscriptions whose whole buffer goes.
+	takeAllQuery = `SELECT subscription_id, seq, event_id FROM buffer
+		WHERE subscription_id IN (SELECT value FROM json_each(?)) ORDER BY subscription_id, seq`
+	// The oldest waiting events of one subscription with more waiting than
+	// its limit.
+	takeSomeQuery = `SELECT subscription_id, seq, event_id FROM buffer WHERE subscription_id = ? ORDER BY seq LIMIT ?`
+	// Drop the buffers read whole, and the oldest events of one other:
+	// nothing else writes while the transaction holds the write lock, so
+	// what was read is exactly what these ranges hold.
+	dropAllQuery  = `DELETE FROM buffer WHERE subscription_id IN (SELECT value FROM json_each(?))`
+	dropSomeQuery = `DELETE FROM buffer WHERE subscription_id = ? AND seq <= ?`
+	lastSeqQuery  = `SELECT ` + inboxHead
+	expireQuery   = `UPDATE subscriptions SET status = 'expired', expired_at = ?1, updated_at = ?1, next_fire_at = NULL
+		WHERE id IN (SELECT value FROM json_each(?2))`
+)
 
-func (s *Store) fireStatements(ctx context.Context) (*fireStmts, error) {
-	st, err := s.prepared(ctx,
-		// Records the fire of each active subscription and names them.
-		`UPDATE subscriptions SET last_fire_at = ?1, next_fire_at = r.next
-			FROM (SELECT value ->> '$.id' AS id, value ->> '$.principal' AS principal, value ->> '$.next' AS next,
-					value ->> '$.due' AS due
-				FROM json_each(?2)) AS r
-			WHERE subscriptions.id = r.id AND subscriptions.principal = r.principal AND subscriptions.status = 'active'
-				AND (r.due IS NULL OR subscriptions.next_fire_at = r.due)
-			RETURNING subscriptions.id`,
-		// How many events wait for each subscription (an index-only count).
-		`SELECT subscription_id, count(*) FROM buffer
-			WHERE subscription_id IN (SELECT value FROM json_each(?)) GROUP BY subscription_id`,
-		// Everything waiting for the subscriptions whose whole buffer goes.
-		`SELECT subscription_id, seq, event_id FROM buffer
-			WHERE subscription_id IN (SELECT value FROM json_each(?)) ORDER BY subscription_id, seq`,
-		// The oldest waiting events of one subscription with more waiting
-		// than its limit.
-		`SELECT subscription_id, seq, event_id FROM buffer WHERE subscription_id = ? ORDER BY seq LIMIT ?`,
-		// Drops the buffers read whole, and the oldest events of one
-		// other: nothing else writes while the transaction holds the write
-		// lock, so what was read is exactly what these ranges hold.
-		`DELETE FROM buffer WHERE subscription_id IN (SELECT value FROM json_each(?))`,
-		`DELETE FROM buffer WHERE subscription_id = ? AND seq <= ?`,
-		`SELECT `+inboxHead,
-		`UPDATE subscriptions SET status = 'expired', expired_at = ?1, updated_at = ?1, next_fire_at = NULL
-			WHERE id IN (SELECT value FROM json_each(?2))`)
-	if err != nil {
-		return nil, err
-	}
-	// The inbox INSERTs and the body query too: statements are prepared
-	// before a transaction takes the only write connection.
-	if _, err := s.wstmts.get(ctx, numbered(bodiesQuery)); err != nil {
-		return nil, err
-	}
-	for n := 1; n <= maxFireRows; n++ {
-		if _, err := s.wstmts.get(ctx, insertEntries(n)); err != nil {
-			return nil, err
-		}
-	}
-	return &fireStmts{s, st[0], st[1], st[2], st[3], st[4], st[5], st[6], st[7]}, nil
+// maxFireRows is the most inbox entries one INSERT of a fire writes.
+const maxFireRows = 32
+
+// insertEntriesSQL[n] is the INSERT of n inbox entries with their sequence
+// numbers.
+var insertEntriesSQL = bySize(maxFireRows, `INSERT INTO inbox
+	(seq, principal, subscription_ids, kind, event_id, event_ids, remaining, pending, created_at) VALUES `, `(?, ?, ?, ?, ?, ?, ?, ?, ?)`, "")
+
+// prepareFire prepares the statements of a fire, the inbox INSERTs and the
+// body query too, before its transaction takes the only write connection.
+func (s *Store) prepareFire(ctx context.Context) error {
+	return s.prepare(ctx, append([]string{claimQuery, countQuery, takeAllQuery, takeSomeQuery,
+		dropAllQuery, dropSomeQuery, lastSeqQuery, expireQuery, bodiesQuery}, insertEntriesSQL[1:]...)...)
 }
 
 // Fire implements subscriptions.Store.
-func (s *Store) Fire(ctx context.Context, reqs []subscriptions.FireRequest, now time.Time) ([]subscriptions.FireResult, error) {
-	f, err := s.fireStatements(ctx)
-	if err != nil {
+func (s *Store) Fire(ctx context.Context, reqs []subscriptions.FireRequest, now time.Time) (out []subscriptions.FireResult, err error) {
+	if err := s.prepareFire(ctx); err != nil {
 		return nil, err
 	}
-	var out []subscriptions.FireResult
 	err = s.tx(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = f.fire(ctx, tx, reqs, now, true)
+		out, err = storecore.Fire(fireDriver{ctx, conn{s: s, tx: tx}}, reqs, now, true)
 		return err
 	})
 	return out, err
 }
 
-// fire delivers reqs in tx (see storecore.Fire). Nothing else writes while
-// the transaction holds the write lock, so what a fire reads of a buffer is
-// exactly what it deletes, and the inbox numbers cannot move under it.
-func (f *fireStmts) fire(ctx context.Context, tx *sql.Tx, reqs []subscriptions.FireRequest, now time.Time, claim bool) ([]subscriptions.FireResult, error) {
-	return storecore.Fire(fireDriver{f, ctx, tx}, reqs, now, claim)
+// ExpireSubscriptions implements subscriptions.Store.
+func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) (out []subscriptions.InboxEntry, err error) {
+	if err := s.prepareFire(ctx); err != nil {
+		return nil, err
+	}
+	err = s.tx(ctx, func(tx *sql.Tx) error {
+		c := conn{s: s, tx: tx}
+		reqs, err := storecore.Expire(ctx, c, now)
+		if err != nil {
+			return err
+		}
+		results, err := storecore.Fire(fireDriver{ctx, c}, reqs, now, false)
+		out = storecore.Entries(results)
+		return err
+	})
+	return out, err
 }
 
-// fireDriver is a fire's statements in one transaction.
+// fireDriver runs a fire's statements in its transaction (see
+// storecore.Fire). Nothing else writes while the transaction holds the
+// write lock, so what a fire reads of a buffer is exactly what it deletes,
+// and the inbox numbers cannot move under it.
 type fireDriver struct {
-	*fireStmts
 	ctx context.Context
-	tx  *sql.Tx
+	conn
 }
-
-func (d fireDriver) stmt(st *sql.Stmt) *sql.Stmt { return d.tx.StmtContext(d.ctx, st) }
 
 func (d fireDriver) Claim(reqs []subscriptions.FireRequest, now time.Time) ([]string, error) {
 	type next struct {
@@ -111,72 +113,57 @@ func (d fireDriver) Claim(reqs []subscriptions.FireRequest, now time.Time) ([]st
 			list[i].Due = &d
 		}
 	}
-	return queryStrings(d.ctx, d.stmt(d.claim), nanos(now), mustJSON(list))
+	return d.column(d.ctx, claimQuery, now, mustJSON(list))
 }
 
 func (d fireDriver) Count(ids []string, set func(string, int)) error {
-	return d.each(d.stmt(d.count), []any{mustJSON(ids)}, func(rows *sql.Rows) error {
+	return d.Query(d.ctx, func(r storecore.Row) error {
 		var id string
 		var n int
-		if err := rows.Scan(&id, &n); err != nil {
+		if err := r.Scan(&id, &n); err != nil {
 			return err
 		}
 		set(id, n)
 		return nil
-	})
+	}, countQuery, ids)
 }
 
 // Take reads the whole buffers in one query and the others one by one.
 func (d fireDriver) Take(whole []string, some []subscriptions.FireRequest, read func(string, int64, string)) error {
-	scan := func(rows *sql.Rows) error {
+	scan := func(r storecore.Row) error {
 		var sub, eventID string
 		var seq int64
-		if err := rows.Scan(&sub, &seq, &eventID); err != nil {
+		if err := r.Scan(&sub, &seq, &eventID); err != nil {
 			return err
 		}
 		read(sub, seq, eventID)
 		return nil
 	}
 	if len(whole) > 0 {
-		if err := d.each(d.stmt(d.takeAll), []any{mustJSON(whole)}, scan); err != nil {
+		if err := d.Query(d.ctx, scan, takeAllQuery, whole); err != nil {
 			return err
 		}
 	}
 	for _, r := range some {
-		if err := d.each(d.stmt(d.takeSome), []any{r.SubscriptionID, r.Max}, scan); err != nil {
+		if err := d.Query(d.ctx, scan, takeSomeQuery, r.SubscriptionID, r.Max); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// each calls f on each row st returns for args.
-func (d fireDriver) each(st *sql.Stmt, args []any, f func(*sql.Rows) error) error {
-	rows, err := st.QueryContext(d.ctx, args...)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-		if err := f(rows); err != nil {
-			rows.Close()
-			return err
-		}
-	}
-	return errors.Join(rows.Err(), rows.Close())
-}
-
 func (d fireDriver) Bodies(bodies map[string]json.RawMessage) error {
-	return storecore.ReadBodies(d.ctx, conn{s: d.s, tx: d.tx}, bodiesQuery, bodies)
+	return storecore.ReadBodies(d.ctx, d.conn, bodiesQuery, bodies)
 }
 
 func (d fireDriver) Drop(whole []string, some []storecore.Cut) error {
 	if len(whole) > 0 {
-		if _, err := d.stmt(d.dropAll).ExecContext(d.ctx, mustJSON(whole)); err != nil {
+		if _, err := d.Exec(d.ctx, dropAllQuery, whole); err != nil {
 			return err
 		}
 	}
 	for _, c := range some {
-		if _, err := d.stmt(d.dropSome).ExecContext(d.ctx, c.SubscriptionID, c.Seq); err != nil {
+		if _, err := d.Exec(d.ctx, dropSomeQuery, c.SubscriptionID, c.Seq); err != nil {
 			return err
 		}
 	}
@@ -186,7 +173,7 @@ func (d fireDriver) Drop(whole []string, some []storecore.Cut) error {
 // DrawSeqs numbers the entries after the newest, in one sequence.
 func (d fireDriver) DrawSeqs(principals []string) ([]int64, error) {
 	var last int64
-	if err := d.stmt(d.lastSeq).QueryRowContext(d.ctx).Scan(&last); err != nil {
+	if err := d.one(d.ctx, lastSeqQuery, nil, &last); err != nil {
 		return nil, err
 	}
 	seqs := make([]int64, len(principals))
@@ -200,16 +187,12 @@ func (d fireDriver) DrawSeqs(principals []string) ([]int64, error) {
 func (d fireDriver) Insert(list []storecore.Delivery, now time.Time) error {
 	for start := 0; start < len(list); start += maxFireRows {
 		chunk := list[start:min(start+maxFireRows, len(list))]
-		st, err := d.s.wstmts.get(d.ctx, insertEntries(len(chunk)))
-		if err != nil {
-			return err
-		}
 		args := make([]any, 0, len(chunk)*9)
 		for _, e := range chunk {
 			args = append(args, e.Seq, e.Principal, mustJSON(e.SubscriptionIDs), string(e.Kind), e.EventID,
 				e.EventIDs, e.Remaining, e.Pending, nanos(now))
 		}
-		if _, err := d.stmt(st).ExecContext(d.ctx, args...); err != nil {
+		if _, err := d.Exec(d.ctx, insertEntriesSQL[len(chunk)], args...); err != nil {
 			return err
 		}
 	}
@@ -217,15 +200,6 @@ func (d fireDriver) Insert(list []storecore.Delivery, now time.Time) error {
 }
 
 func (d fireDriver) Expire(ids []string, now time.Time) error {
-	_, err := d.stmt(d.expire).ExecContext(d.ctx, nanos(now), mustJSON(ids))
+	_, err := d.Exec(d.ctx, expireQuery, now, ids)
 	return err
-}
-
-// maxFireRows is the most inbox entries one INSERT of a fire writes.
-const maxFireRows = 32
-
-// insertEntries is the INSERT of n inbox entries with their sequence numbers.
-func insertEntries(n int) string {
-	values := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?, ?, ?, ?), `, n), ", ")
-	return `INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, event_ids, remaining, pending, created_at) VALUES ` + values
 }

@@ -25,13 +25,9 @@ const (
 )
 
 // Deactivations implements subscriptions.Store.
-func (s *Store) Deactivations(ctx context.Context) (int64, error) {
-	var n int64
-	st, err := s.rstmts.get(ctx, deactivationsQuery)
-	if err != nil {
-		return 0, err
-	}
-	return n, st.QueryRowContext(ctx).Scan(&n)
+func (s *Store) Deactivations(ctx context.Context) (n int64, err error) {
+	err = conn{s: s}.one(ctx, `SELECT deactivations FROM changes WHERE id = 1`, nil, &n)
+	return n, err
 }
 
 // Publish implements subscriptions.Store. It writes each event, one inbox
@@ -58,7 +54,7 @@ func (s *Store) Publish(ctx context.Context, pb subscriptions.PublishBatch) ([]s
 type batch struct {
 	s    *Store
 	ctx  context.Context
-	tx   *sql.Tx
+	db   conn // in the transaction
 	now  time.Time
 	pubs []subscriptions.Publication
 	res  []subscriptions.PublishResult
@@ -73,15 +69,13 @@ type batch struct {
 	isActive map[string]bool
 	// head is the highest inbox number given out before this batch: its
 	// entries are numbered from the next one.
-	head  int64
-	stmts map[string]*sql.Stmt
+	head int64
 }
 
 // Statements of a publish besides the multi-row INSERTs.
 const (
 	findDuplicateQuery = `SELECT id FROM events WHERE id = ? OR (source = ? AND type = ? AND source_event_id = ?) LIMIT 1`
 	activeQuery        = `SELECT id FROM subscriptions WHERE id IN (SELECT value FROM json_each(?)) AND status = 'active'`
-	deactivationsQuery = `SELECT deactivations FROM changes WHERE id = 1`
 	publishStateQuery  = `SELECT deactivations, ` + inboxHead + ` FROM changes WHERE id = 1`
 	bufferSeqQuery     = `UPDATE changes SET buffer_seq = buffer_seq + ? WHERE id = 1 RETURNING buffer_seq`
 	insertBufferQuery  = `INSERT INTO buffer (subscription_id, seq, event_id, created_at)
@@ -91,7 +85,7 @@ const (
 // prepare fetches the statements the transaction will use: they are
 // prepared before it takes the only write connection.
 func (b *batch) prepare() error {
-	queries := []string{findDuplicateQuery, publishStateQuery, activeQuery, insertBufferQuery, bufferSeqQuery, numbered(storecore.FoldQuery)}
+	queries := []string{findDuplicateQuery, publishStateQuery, activeQuery, insertBufferQuery, bufferSeqQuery, storecore.FoldQuery}
 	for _, n := range chunkSizes(len(b.pubs), maxEventRows) {
 		queries = append(queries, insertEventsSQL[n])
 	}
@@ -112,22 +106,12 @@ func (b *batch) prepare() error {
 	for n := 1; n <= min(rows, maxInboxRows); n++ {
 		queries = append(queries, insertInboxSQL[n])
 	}
-	st, err := b.s.prepared(b.ctx, queries...)
-	if err != nil {
-		return err
-	}
-	b.stmts = make(map[string]*sql.Stmt, len(queries))
-	for i, q := range queries {
-		b.stmts[q] = st[i]
-	}
-	return nil
+	return b.s.prepare(b.ctx, queries...)
 }
-
-func (b *batch) stmt(q string) *sql.Stmt { return b.tx.StmtContext(b.ctx, b.stmts[q]) }
 
 // write runs the batch in tx.
 func (b *batch) write(tx *sql.Tx) error {
-	b.tx = tx
+	b.db = conn{s: b.s, tx: tx}
 	for _, step := range []func() error{b.insertEvents, b.findDuplicates, b.active, b.route, b.buffer} {
 		if err := step(); err != nil {
 			return err
@@ -149,7 +133,7 @@ func (b *batch) insertEvents() error {
 			args = append(args, p.Event.ID, p.Source, p.Event.Type, sourceID(p.Event), string(p.Raw), nanos(b.now))
 			byID[p.Event.ID] = append(byID[p.Event.ID], start+i)
 		}
-		inserted, err := queryStrings(b.ctx, b.stmt(insertEventsSQL[len(chunk)]), args...)
+		inserted, err := b.db.column(b.ctx, insertEventsSQL[len(chunk)], args...)
 		if err != nil {
 			return err
 		}
@@ -169,7 +153,8 @@ func (b *batch) findDuplicates() error {
 			continue
 		}
 		b.res[i].Duplicate = true
-		if err := b.stmt(findDuplicateQuery).QueryRowContext(b.ctx, p.Event.ID, p.Source, p.Event.Type, sourceID(p.Event)).Scan(&b.res[i].EventID); err != nil {
+		args := []any{p.Event.ID, p.Source, p.Event.Type, sourceID(p.Event)}
+		if err := b.db.one(b.ctx, findDuplicateQuery, args, &b.res[i].EventID); err != nil {
 			return err
 		}
 	}
@@ -180,7 +165,7 @@ func (b *batch) findDuplicates() error {
 // subscriptions are still active (one matched before a pause, an expiry
 // or a deletion that committed first is left out) and not throttled.
 func (b *batch) route() error {
-	targets, err := storecore.Fold(b.ctx, conn{b.s, b.tx, new([]string)}, b.pubs, b.fresh, b.isActive, b.now)
+	targets, err := storecore.Fold(b.ctx, b.db, b.pubs, b.fresh, b.isActive, b.now)
 	if err != nil {
 		return err
 	}
@@ -209,7 +194,7 @@ func (b *batch) route() error {
 			e.Seq = seq
 			args = append(args, seq, e.Principal, mustJSON(e.SubscriptionIDs), b.pubs[r.pub].Event.ID, nanos(b.now))
 		}
-		if _, err := b.stmt(insertInboxSQL[len(chunk)]).ExecContext(b.ctx, args...); err != nil {
+		if _, err := b.db.Exec(b.ctx, insertInboxSQL[len(chunk)], args...); err != nil {
 			return err
 		}
 	}
@@ -239,7 +224,7 @@ func (b *batch) active() error {
 	// target is active, and one row tells (with the inbox's head, which
 	// route numbers the entries from).
 	var now int64
-	if err := b.stmt(publishStateQuery).QueryRowContext(b.ctx).Scan(&now, &b.head); err != nil {
+	if err := b.db.one(b.ctx, publishStateQuery, nil, &now, &b.head); err != nil {
 		return err
 	}
 	if now == b.routed {
@@ -248,7 +233,7 @@ func (b *batch) active() error {
 		}
 		return nil
 	}
-	active, err := queryStrings(b.ctx, b.stmt(activeQuery), mustJSON(ids))
+	active, err := b.db.column(b.ctx, activeQuery, ids)
 	for _, id := range active {
 		b.isActive[id] = true
 	}
@@ -279,13 +264,13 @@ func (b *batch) buffer() error {
 		return nil
 	}
 	var last int64
-	if err := b.stmt(bufferSeqQuery).QueryRowContext(b.ctx, events).Scan(&last); err != nil {
+	if err := b.db.one(b.ctx, bufferSeqQuery, []any{events}, &last); err != nil {
 		return fmt.Errorf("number buffered events: %w", err)
 	}
 	for i := range rows {
 		rows[i][1] = last - int64(events) + rows[i][1].(int64)
 	}
-	_, err := b.stmt(insertBufferQuery).ExecContext(b.ctx, nanos(b.now), mustJSON(rows))
+	_, err := b.db.Exec(b.ctx, insertBufferQuery, b.now, mustJSON(rows))
 	return err
 }
 
@@ -296,18 +281,22 @@ func sourceID(ev *mcpe.Event) sql.NullString {
 	return sql.NullString{String: ev.Metadata.SourceEventID, Valid: true}
 }
 
-// insertEventsSQL[n] and insertInboxSQL[n] are the INSERTs of n rows,
-// made once: a publish looks its statements up by their text.
+// insertEventsSQL[n] and insertInboxSQL[n] are the INSERTs of n events
+// (naming those stored) and of n numbered inbox rows, made once: a publish
+// looks its statements up by their text.
 var (
-	insertEventsSQL = bySize(maxEventRows, insertEvents)
-	insertInboxSQL  = bySize(maxInboxRows, insertInbox)
+	insertEventsSQL = bySize(maxEventRows, `INSERT INTO events (id, source, type, source_event_id, body, received_at) VALUES `,
+		`(?, ?, ?, ?, ?, ?)`, ` ON CONFLICT DO NOTHING RETURNING id`)
+	insertInboxSQL = bySize(maxInboxRows, `INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, created_at) VALUES `,
+		`(?, ?, ?, 'event', ?, ?)`, "")
 )
 
-// bySize returns the texts of query(n) for n from 0 (empty) to most.
-func bySize(most int, query func(n int) string) []string {
+// bySize returns, at index n from 1 to most (0 is empty), the statement of
+// head, n comma-separated copies of row, and tail.
+func bySize(most int, head, row, tail string) []string {
 	out := make([]string, most+1)
 	for n := 1; n <= most; n++ {
-		out[n] = query(n)
+		out[n] = head + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + tail
 	}
 	return out
 }
@@ -323,17 +312,4 @@ func chunkSizes(n, most int) []int {
 		sizes = append(sizes, r)
 	}
 	return sizes
-}
-
-// insertEvents is the INSERT of n events, naming those it stored.
-func insertEvents(n int) string {
-	values := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, ?, ?, ?), `, n), ", ")
-	return `INSERT INTO events (id, source, type, source_event_id, body, received_at)
-		VALUES ` + values + ` ON CONFLICT DO NOTHING RETURNING id`
-}
-
-// insertInbox is the INSERT of n numbered inbox rows.
-func insertInbox(n int) string {
-	values := strings.TrimSuffix(strings.Repeat(`(?, ?, ?, 'event', ?, ?), `, n), ", ")
-	return `INSERT INTO inbox (seq, principal, subscription_ids, kind, event_id, created_at) VALUES ` + values
 }

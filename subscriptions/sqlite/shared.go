@@ -48,12 +48,8 @@ func (s *Store) InboxPerPrincipal() bool { return false }
 
 // Heads implements subscriptions.Shared.
 func (s *Store) Heads(ctx context.Context, _ []string) (map[string]int64, int64, error) {
-	st, err := s.rstmts.get(ctx, headsQuery)
-	if err != nil {
-		return nil, 0, err
-	}
 	var inbox, changes int64
-	err = st.QueryRowContext(ctx).Scan(&inbox, &changes)
+	err := conn{s: s}.one(ctx, headsQuery, nil, &inbox, &changes)
 	return map[string]int64{"": inbox}, changes, err
 }
 

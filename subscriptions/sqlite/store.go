@@ -182,10 +182,8 @@ func (s *Store) share(ctx context.Context, path string) error {
 	if !others {
 		return nil
 	}
-	return s.tx(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `UPDATE meta SET value = '1' WHERE key = 'shared' AND value <> '1'`)
-		return err
-	})
+	_, err = s.DB.Exec(ctx, `UPDATE meta SET value = '1' WHERE key = 'shared' AND value <> '1'`)
+	return err
 }
 
 // OpenedBeside implements subscriptions.Companions: whether another process
@@ -310,17 +308,15 @@ func (c *stmtCache) close() error {
 	return err
 }
 
-// prepared returns the write statements of queries, in order, for use in a
-// transaction that has not begun yet.
-func (s *Store) prepared(ctx context.Context, queries ...string) ([]*sql.Stmt, error) {
-	out := make([]*sql.Stmt, len(queries))
-	for i, q := range queries {
-		var err error
-		if out[i], err = s.wstmts.get(ctx, q); err != nil {
-			return nil, err
+// prepare prepares the write statements of queries for a transaction that
+// has not begun yet: once begun, it holds the only write connection.
+func (s *Store) prepare(ctx context.Context, queries ...string) error {
+	for _, q := range queries {
+		if _, err := s.wstmts.get(ctx, numbered(q)); err != nil {
+			return err
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Close closes the database. Calling it again returns the first result.
@@ -387,26 +383,6 @@ func (s *Store) tx(ctx context.Context, f func(*sql.Tx) error) error {
 	return nil
 }
 
-// exec runs st, a statement of the writer's that writes, as a transaction
-// of its own, and returns how many rows it changed.
-func (s *Store) exec(ctx context.Context, st *sql.Stmt, args ...any) (int64, error) {
-	if err := s.Health(); err != nil {
-		return 0, err
-	}
-	res, err := st.ExecContext(ctx, args...)
-	if err != nil {
-		return 0, err
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
-		return 0, err
-	}
-	if n > 0 {
-		s.committed()
-	}
-	return n, nil
-}
-
 // committed follows a commit of the writer's: every walCheckCommits
 // commits the committer looks at the WAL, so that however fast writes come
 // it passes walLimit by at most that many commits.
@@ -433,23 +409,6 @@ func timePtr(n sql.NullInt64) *time.Time {
 	}
 	t := fromNanos(n.Int64)
 	return &t
-}
-
-func queryStrings(ctx context.Context, st *sql.Stmt, args ...any) ([]string, error) {
-	rows, err := st.QueryContext(ctx, args...)
-	if err != nil {
-		return nil, err
-	}
-	var out []string
-	for rows.Next() {
-		var v string
-		if err := rows.Scan(&v); err != nil {
-			rows.Close()
-			return nil, err
-		}
-		out = append(out, v)
-	}
-	return out, errors.Join(rows.Err(), rows.Close())
 }
 
 // mustJSON encodes values this package builds itself, which always encode.
