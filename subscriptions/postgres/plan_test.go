@@ -96,9 +96,10 @@ func TestEnsurePrincipalsDoesNotWait(t *testing.T) {
 }
 
 // TestOnePrincipalPlannedOnce: taking one principal's row, as most
-// publishes do, and reading one principal's head, as a follower does with
-// one principal here, must reuse a plan rather than plan at every call
-// (which cost more than running them: 40 and 65 us a call in a burst).
+// publishes do, and reading the heads of one principal or of none, as a
+// follower does with one principal here or none, must reuse a plan rather
+// than plan at every call (which cost more than running them: 40 and 65 us
+// a call in a burst).
 func TestOnePrincipalPlannedOnce(t *testing.T) {
 	s, err := open(t.Context(), pgtest.Database(t), 1, 0)
 	if err != nil {
@@ -114,6 +115,9 @@ func TestOnePrincipalPlannedOnce(t *testing.T) {
 		if _, _, err := s.Heads(t.Context(), []string{"alice"}); err != nil {
 			t.Fatal(err)
 		}
+		if _, _, err := s.Heads(t.Context(), nil); err != nil {
+			t.Fatal(err)
+		}
 	}
 	rows, err := s.pool.Query(t.Context(), `SELECT left(statement, 40), custom_plans, generic_plans FROM pg_prepared_statements
 		WHERE statement LIKE 'SELECT principal FROM principals%' OR statement LIKE 'SELECT change_seq, inbox_seq%'`)
@@ -125,8 +129,8 @@ func TestOnePrincipalPlannedOnce(t *testing.T) {
 		Custom, Generic int64
 	}
 	got, err := pgx.CollectRows(rows, pgx.RowToStructByPos[plans])
-	if err != nil || len(got) != 2 {
-		t.Fatalf("prepared statements: %+v, %v; want the lock's and Heads'", got, err)
+	if err != nil || len(got) != 3 {
+		t.Fatalf("prepared statements: %+v, %v; want the lock's and Heads' (of one principal and of none)", got, err)
 	}
 	for _, p := range got {
 		if p.Custom > 5 { // PostgreSQL's first five calls are planned as they come

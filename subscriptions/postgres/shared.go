@@ -35,10 +35,10 @@ func (s *Store) InboxPerPrincipal() bool { return true }
 // Heads implements subscriptions.Shared.
 func (s *Store) Heads(ctx context.Context, principals []string) (inbox map[string]int64, changes int64, err error) {
 	var start int64
-	cond, arg := principalIn(principals)
+	cond, args := principalIn(principals)
 	err = s.pool.QueryRow(ctx, `SELECT change_seq, inbox_seq,
 		coalesce((SELECT jsonb_object_agg(principal, inbox_seq) FROM principals WHERE `+cond+`), '{}')
-		FROM changes WHERE id = 1`, arg).Scan(&changes, &start, &inbox)
+		FROM changes WHERE id = 1`, args...).Scan(&changes, &start, &inbox)
 	if err != nil {
 		return nil, 0, fmt.Errorf("read the heads of the inbox and of the subscription changes: %w", err)
 	}

@@ -309,19 +309,22 @@ func queueLock(b *pgx.Batch, principals []string, ensure bool) {
 	if ensure {
 		b.Queue(ensurePrincipals, names)
 	}
-	cond, arg := principalIn(names)
-	b.Queue(`SELECT principal FROM principals WHERE `+cond+` ORDER BY principal FOR NO KEY UPDATE`, arg)
+	cond, args := principalIn(names)
+	b.Queue(`SELECT principal FROM principals WHERE `+cond+` ORDER BY principal FOR NO KEY UPDATE`, args...)
 }
 
 // principalIn returns the condition that principal is one of names, $1,
-// and its argument. One name is compared as one value: PostgreSQL then
+// and its arguments. No name and one name need no array: PostgreSQL then
 // plans the statement once for all calls, where it plans one with an
 // array anew at each call whose array is shorter than it guesses.
-func principalIn(names []string) (cond string, arg any) {
-	if len(names) == 1 {
-		return "principal = $1", names[0]
+func principalIn(names []string) (cond string, args []any) {
+	switch len(names) {
+	case 0:
+		return "false", nil
+	case 1:
+		return "principal = $1", []any{names[0]}
 	}
-	return "principal = ANY($1)", names
+	return "principal = ANY($1)", []any{names}
 }
 
 // ensurePrincipals makes the rows of the principals $1 that have none. It
