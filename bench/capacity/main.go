@@ -503,10 +503,10 @@ func (p Params) check() error {
 		return fmt.Errorf("-servers is %d; give 1 or more", p.Servers)
 	case p.SharedCores < 0 || p.SharedCores == 0 && (p.ServerCores < 1 || p.DBCores < 1):
 		return fmt.Errorf("give -shared-cores, or -server-cores and -db-cores, of 1 or more")
-	case p.Posters < 0 || p.Posters == 0 && !(p.Rate > 0):
-		return fmt.Errorf("give -posters (closed loop) or -rate (events per second), above 0")
-	case p.Principals < 1 || p.Reach < 1 || p.Reach > p.Principals || p.Principals == 1 && p.Reach != 1:
-		return fmt.Errorf("-principals is %d and -reach %d; give 1 to 1, or a reach from 1 to the principals", p.Principals, p.Reach)
+	case p.Posters < 0 || p.Posters > 100_000 || p.Posters == 0 && !(p.Rate > 0 && p.Rate <= 1e6):
+		return fmt.Errorf("give -posters (closed loop, up to 100 000) or -rate (events per second, up to 1 000 000), above 0")
+	case p.Principals < 1 || p.Principals > 10_000_000 || p.Reach < 1 || p.Reach > p.Principals || p.Principals == 1 && p.Reach != 1:
+		return fmt.Errorf("-principals is %d and -reach %d; give 1 to 1, or up to 10 000 000 principals and a reach from 1 to them", p.Principals, p.Reach)
 	case p.Sessions < 0:
 		return fmt.Errorf("-sessions is %d; give 0 or more", p.Sessions)
 	case !(p.Warmup >= 0) || !(p.Measure > 0) || p.Warmup+p.Measure > 3600:

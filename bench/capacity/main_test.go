@@ -100,6 +100,7 @@ func TestRefusesWhatItCannotSimulate(t *testing.T) {
 		{func(p *Params) { p.Servers = 0 }, "-servers"},
 		{func(p *Params) { p.ServerCores = 0 }, "-server-cores"},
 		{func(p *Params) { p.Rate = 0 }, "-posters"},
+		{func(p *Params) { p.Rate = 1e7 }, "-rate"},
 		{func(p *Params) { p.Reach = 3 }, "-reach"},
 		{func(p *Params) { p.Flush = math.NaN() }, "a cost"},
 		{func(p *Params) { p.Measure = 0 }, "-measure"},
