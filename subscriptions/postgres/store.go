@@ -14,7 +14,7 @@ import (
 	"errors"
 	"fmt"
 	"net/url"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -335,16 +335,9 @@ const ensurePrincipals = `INSERT INTO principals (principal) SELECT p FROM unnes
 
 // sortedSet returns the distinct strings of list, sorted.
 func sortedSet(list []string) []string {
-	out := append([]string(nil), list...)
-	sort.Strings(out)
-	n := 0
-	for i, v := range out {
-		if i == 0 || v != out[n-1] {
-			out[n] = v
-			n++
-		}
-	}
-	return out[:n]
+	out := slices.Clone(list)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // CheckURL says whether rawURL is a database URL this store can use,
