@@ -806,3 +806,43 @@ func TestArrivedTellsNewPrincipals(t *testing.T) {
 	}
 	r.Close()
 }
+
+// gatedInbox holds PendingEntries (what an Attach reads of what was kept)
+// until gate is closed, telling entered when it is called.
+type gatedInbox struct {
+	*fakeInbox
+	entered, gate chan struct{}
+}
+
+func (g gatedInbox) PendingEntries(ctx context.Context, principal string, limit int) ([]subscriptions.InboxEntry, error) {
+	g.entered <- struct{}{}
+	<-g.gate
+	return g.fakeInbox.PendingEntries(ctx, principal, limit)
+}
+
+// TestNotConnectedUntilAttached: while Attach still reads what was kept
+// for the owner, a delivery is not the new session's (it is told what comes
+// once Attach returns), so Connected must not report it yet; callers wait
+// on Connected before publishing what the session is to receive.
+func TestNotConnectedUntilAttached(t *testing.T) {
+	in := gatedInbox{&fakeInbox{}, make(chan struct{}), make(chan struct{})}
+	r := newRegistry(t, &Options{Inbox: in})
+	sink := newChanSink()
+	attached := make(chan struct{})
+	go func() {
+		r.Attach("alice", sink)
+		close(attached)
+	}()
+	recv(t, in.entered, "Attach to read what was kept")
+	if r.Connected("alice") {
+		t.Error("Connected while Attach reads what was kept: a delivery now would not be the session's")
+	}
+	close(in.gate)
+	recv(t, attached, "Attach to return")
+	if !r.Connected("alice") {
+		t.Fatal("not Connected once Attach returned")
+	}
+	e, w := entry("alice", 1)
+	deliver(r, in.fakeInbox, e)
+	sink.expect(t, "alice", w)
+}
