@@ -62,6 +62,7 @@ type Params struct {
 	Rate                                       float64 // events per second, open loop (with Posters 0)
 	Principals, Reach                          int     // an event reaches Reach of Principals
 	Sessions                                   int     // idle sessions, spread over the servers
+	BatchRows                                  int     // bound on a group commit's inbox rows (0: 256 events only)
 	ServerEvent, ServerCommit, ServerWake      float64
 	ServerNote, BenchEvent                     float64
 	DBEvent, DBCommit, DBRow, DBListener       float64
@@ -278,7 +279,11 @@ func (m *model) post(srv *server, e *event) {
 }
 
 func (m *model) commit(srv *server) {
-	n := min(len(srv.queue), 256)
+	n, rows := 0, 0
+	for n < min(len(srv.queue), 256) && (n == 0 || m.p.BatchRows == 0 || rows+len(srv.queue[n].principals) <= m.p.BatchRows) {
+		rows += len(srv.queue[n].principals)
+		n++
+	}
 	batch := slices.Clone(srv.queue[:n])
 	srv.queue = srv.queue[n:]
 	srv.inCommit = true
@@ -292,10 +297,7 @@ func (m *model) commit(srv *server) {
 	for i, p := range principals {
 		locks[i] = m.rows[p]
 	}
-	rows := 0
-	for _, e := range batch {
-		rows += len(e.principals) - 1
-	}
+	rows -= len(batch) // the first of each event's rows is in DBEvent
 	// Half of what a commit costs regardless of its size is the protocol
 	// and the transaction's own start and end, outside the rows; half is
 	// the statements that run holding them. The server prepares the batch
@@ -507,8 +509,8 @@ func (p Params) check() error {
 		return fmt.Errorf("give -posters (closed loop, up to 100 000) or -rate (events per second, up to 1 000 000), above 0")
 	case p.Principals < 1 || p.Principals > 10_000_000 || p.Reach < 1 || p.Reach > p.Principals || p.Principals == 1 && p.Reach != 1:
 		return fmt.Errorf("-principals is %d and -reach %d; give 1 to 1, or up to 10 000 000 principals and a reach from 1 to them", p.Principals, p.Reach)
-	case p.Sessions < 0:
-		return fmt.Errorf("-sessions is %d; give 0 or more", p.Sessions)
+	case p.Sessions < 0 || p.BatchRows < 0:
+		return fmt.Errorf("-sessions is %d and -batch-rows %d; give 0 or more", p.Sessions, p.BatchRows)
 	case !(p.Warmup >= 0) || !(p.Measure > 0) || p.Warmup+p.Measure > 3600:
 		return fmt.Errorf("-warmup and -measure are %g and %g s; give at most an hour in all, the window above 0", p.Warmup, p.Measure)
 	}
@@ -543,6 +545,7 @@ func main() {
 	flag.IntVar(&p.Principals, "principals", p.Principals, "principals, each with one session")
 	flag.IntVar(&p.Reach, "reach", p.Reach, "principals each event reaches (one inbox row and one delivery each)")
 	flag.IntVar(&p.Sessions, "sessions", 0, "idle sessions over the servers, each paying heartbeats")
+	flag.IntVar(&p.BatchRows, "batch-rows", 0, "bound a group commit's inbox rows too (0: at most 256 events, whatever their rows)")
 	flag.Float64Var(&p.ServerEvent, "server-event", p.ServerEvent, "server CPU per post, µs")
 	flag.Float64Var(&p.ServerCommit, "server-commit", p.ServerCommit, "server CPU per group commit, µs")
 	flag.Float64Var(&p.ServerWake, "server-wake", p.ServerWake, "server CPU per read of what others wrote, µs")

@@ -113,3 +113,29 @@ func TestRefusesWhatItCannotSimulate(t *testing.T) {
 		}
 	}
 }
+
+// TestBatchRowsBoundsCommits: with -batch-rows a commit takes events while
+// their rows fit, and at least one.
+func TestBatchRowsBoundsCommits(t *testing.T) {
+	p := quiet()
+	p.Servers, p.Principals, p.Reach, p.Posters, p.Flush = 2, 1000, 10, 64, 1000
+	r, err := Simulate(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.EventsPerCommit < 10 {
+		t.Fatalf("without a bound, commits carry %.1f events; the test wants big ones", r.EventsPerCommit)
+	}
+	for _, c := range []struct {
+		rows int
+		want float64
+	}{{20, 2}, {5, 1}} {
+		p.BatchRows = c.rows
+		if r, err = Simulate(p); err != nil {
+			t.Fatal(err)
+		}
+		if r.EventsPerCommit != c.want {
+			t.Errorf("-batch-rows %d: %.2f events per commit, want %g", c.rows, r.EventsPerCommit, c.want)
+		}
+	}
+}
