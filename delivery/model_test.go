@@ -113,10 +113,13 @@ type modelSink struct {
 func newModelSink() *modelSink { return &modelSink{gate: make(chan struct{})} }
 
 func (s *modelSink) Write(ctx context.Context, msgs []realtime.Message) error {
-	if s.slow.Load() {
-		s.gateMu.Lock()
-		gate := s.gate
-		s.gateMu.Unlock()
+	// slow and the gate are read together: a write that saw slow set just
+	// before release would otherwise wait on the next gate, for the whole
+	// write timeout, past the model's wait to settle.
+	s.gateMu.Lock()
+	slow, gate := s.slow.Load(), s.gate
+	s.gateMu.Unlock()
+	if slow {
 		select {
 		case <-gate:
 		case <-ctx.Done():
@@ -164,8 +167,8 @@ func (s *modelSink) Write(ctx context.Context, msgs []realtime.Message) error {
 
 // release lets writes that wait go, and those to come.
 func (s *modelSink) release() {
-	s.slow.Store(false)
 	s.gateMu.Lock()
+	s.slow.Store(false)
 	close(s.gate)
 	s.gate = make(chan struct{})
 	s.gateMu.Unlock()
