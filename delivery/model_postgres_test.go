@@ -3,6 +3,7 @@ package delivery_test
 import (
 	"context"
 	"flag"
+	"os"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -11,6 +12,8 @@ import (
 	"github.com/mcpe-server/mcpe-server/internal/pgtest"
 	"github.com/mcpe-server/mcpe-server/subscriptions/postgres"
 )
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
 
 // TestDeliveryModelPostgres runs the model of model_test.go on PostgreSQL:
 // one to three servers on one database, as replicas share it (each follows

@@ -39,11 +39,14 @@ var (
 	shared  *Cluster
 	started error
 	dbs     atomic.Int64
+	// inMain is set by Main: without it nothing would stop the cluster.
+	inMain bool
 )
 
 // Main runs the tests of m and stops the cluster if one was started. Call
 // it from TestMain.
 func Main(m *testing.M) int {
+	inMain = true
 	code := m.Run()
 	if shared != nil {
 		if err := shared.Stop(); err != nil {
@@ -58,6 +61,9 @@ func Main(m *testing.M) int {
 // or fails it when the environment variable CI is "true".
 func Database(t testing.TB) string {
 	t.Helper()
+	if !inMain {
+		t.Fatal("pgtest: the package's TestMain must run pgtest.Main, which stops the cluster once the tests end")
+	}
 	once.Do(func() {
 		dir, err := FindBin()
 		if err != nil {
