@@ -123,18 +123,6 @@ func (c conn) one(ctx context.Context, query string, args []any, dest ...any) er
 	return st.QueryRowContext(ctx, sqlArgs(args)...).Scan(dest...)
 }
 
-// column reads the one text column of the rows of query.
-func (c conn) column(ctx context.Context, query string, args ...any) ([]string, error) {
-	var out []string
-	err := c.Query(ctx, func(r storecore.Row) error {
-		var v string
-		err := r.Scan(&v)
-		out = append(out, v)
-		return err
-	}, query, args...)
-	return out, err
-}
-
 // Exec outside a transaction runs query on the write connection, as a
 // transaction of its own.
 func (c conn) Exec(ctx context.Context, query string, args ...any) (int64, error) {

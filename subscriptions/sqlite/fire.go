@@ -113,7 +113,7 @@ func (d fireDriver) Claim(reqs []subscriptions.FireRequest, now time.Time) ([]st
 			list[i].Due = &d
 		}
 	}
-	return d.column(d.ctx, claimQuery, now, mustJSON(list))
+	return storecore.Column[string](d.ctx, d.conn, claimQuery, now, mustJSON(list))
 }
 
 func (d fireDriver) Count(ids []string, set func(string, int)) error {

@@ -133,7 +133,7 @@ func (b *batch) insertEvents() error {
 			args = append(args, p.Event.ID, p.Source, p.Event.Type, sourceID(p.Event), string(p.Raw), nanos(b.now))
 			byID[p.Event.ID] = append(byID[p.Event.ID], start+i)
 		}
-		inserted, err := b.db.column(b.ctx, insertEventsSQL[len(chunk)], args...)
+		inserted, err := storecore.Column[string](b.ctx, b.db, insertEventsSQL[len(chunk)], args...)
 		if err != nil {
 			return err
 		}
@@ -233,7 +233,7 @@ func (b *batch) active() error {
 		}
 		return nil
 	}
-	active, err := b.db.column(b.ctx, activeQuery, ids)
+	active, err := storecore.Column[string](b.ctx, b.db, activeQuery, ids)
 	for _, id := range active {
 		b.isActive[id] = true
 	}

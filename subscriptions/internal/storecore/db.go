@@ -71,8 +71,8 @@ func one(ctx context.Context, db DB, query string, args []any, dest ...any) erro
 	return db.Query(ctx, func(r Row) error { return r.Scan(dest...) }, query, args...)
 }
 
-// column reads the one column of the rows of query.
-func column[T any](ctx context.Context, db DB, query string, args ...any) ([]T, error) {
+// Column reads the one column of the rows of query.
+func Column[T any](ctx context.Context, db DB, query string, args ...any) ([]T, error) {
 	var out []T
 	err := db.Query(ctx, func(r Row) error {
 		var v T

@@ -32,7 +32,7 @@ func (c *Core) DueJobs(ctx context.Context, now time.Time, limit int, q subscrip
 	if limit <= 0 {
 		return nil, nil
 	}
-	ids, err := column[int64](ctx, c.DB, c.Q.DueTurns, now, jobIDs(q.Skip), limit, q.PerPrincipal, inFlight(q))
+	ids, err := Column[int64](ctx, c.DB, c.Q.DueTurns, now, jobIDs(q.Skip), limit, q.PerPrincipal, inFlight(q))
 	if err != nil {
 		return nil, fmt.Errorf("read due handler jobs: %w", err)
 	}
@@ -46,7 +46,7 @@ func (c *Core) DueJobs(ctx context.Context, now time.Time, limit int, q subscrip
 		dueBy = now.Add(q.Lease)
 		var got []int64
 		err := c.Tx(ctx, nil, func(tx DB) (err error) {
-			got, err = column[int64](ctx, tx, c.Q.ClaimJobs, dueBy, ids, now)
+			got, err = Column[int64](ctx, tx, c.Q.ClaimJobs, dueBy, ids, now)
 			return err
 		})
 		if err != nil {

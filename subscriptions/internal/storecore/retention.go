@@ -192,7 +192,7 @@ func (c *Core) MarkRun(ctx context.Context, run string, t time.Time) (known bool
 
 // LapsedRuns implements subscriptions.Runs.
 func (c *Core) LapsedRuns(ctx context.Context, before time.Time, limit int) ([]string, error) {
-	return column[string](ctx, c.DB, `SELECT run FROM runs WHERE marked_at < $1 ORDER BY marked_at, run LIMIT $2`,
+	return Column[string](ctx, c.DB, `SELECT run FROM runs WHERE marked_at < $1 ORDER BY marked_at, run LIMIT $2`,
 		before, max(limit, 0))
 }
 
