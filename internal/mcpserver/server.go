@@ -497,7 +497,7 @@ func (s *Server) attach(ss *mcp.ServerSession, extra *mcp.RequestExtra) {
 	}
 	s.attached[ss] = principal
 	lw := s.lines[ss] // set when ConnectIO made ss
-	s.wg.Add(1)       // under the lock: Wait waits for this attachment too
+	s.wg.Add(1)       // Wait waits for this attachment too
 	s.mu.Unlock()
 
 	sink, err := SessionSink(ss)
