@@ -158,7 +158,8 @@ func children(ppid int) ([]int, error) {
 }
 
 // statusPipe carries the program's wait status from the reaper to the
-// server. A nil *statusPipe carries nothing.
+// server. A nil *statusPipe carries nothing: every method but writer
+// accepts one.
 type statusPipe struct {
 	r int      // the server's end, non-blocking
 	w *os.File // the reaper's, as statusFD
