@@ -40,9 +40,10 @@ type Accepted struct {
 	Duplicates int      `json:"duplicates,omitempty"`
 }
 
-// ReadBody reads a POST body of at most max bytes. It writes the refusal
-// itself and returns ok false on a wrong method or an oversized or
-// unreadable body.
+// ReadBody reads a POST body of at most max bytes (give a positive max:
+// with zero every body that is not empty is refused as too large). It
+// writes the refusal itself and returns ok false on a wrong method or an
+// oversized or unreadable body.
 func ReadBody(w http.ResponseWriter, r *http.Request, max int64) (body []byte, ok bool) {
 	if r.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
