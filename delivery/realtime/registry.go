@@ -397,15 +397,15 @@ func (r *Registry) inboxEnd(ctx context.Context, principal string) (int64, error
 func (r *Registry) Arrived() <-chan struct{} { return r.arrived }
 
 // Connected reports whether principal has a session that notifications can
-// reach now: live, and past its Attach's read of what was kept (a delivery
-// meanwhile is not its). A digest fired while none is kept for the owner's
+// reach now (a replay queued while its Attach still reads what was kept is
+// sent once it has). A digest fired while none is kept for the owner's
 // return.
 func (r *Registry) Connected(principal string) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if o := r.owners[principal]; o != nil {
 		for s := range o.sessions {
-			if s.live() && (!s.takes || s.wasLive) {
+			if s.live() {
 				return true
 			}
 		}

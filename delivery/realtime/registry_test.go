@@ -820,11 +820,10 @@ func (g gatedInbox) PendingEntries(ctx context.Context, principal string, limit 
 	return g.fakeInbox.PendingEntries(ctx, principal, limit)
 }
 
-// TestNotConnectedUntilAttached: while Attach still reads what was kept
-// for the owner, a delivery is not the new session's (it is told what comes
-// once Attach returns), so Connected must not report it yet; callers wait
-// on Connected before publishing what the session is to receive.
-func TestNotConnectedUntilAttached(t *testing.T) {
+// TestReplayWhileAttaching: while Attach still reads what was kept for the
+// owner, the session counts as Connected (what Replay checks), and a replay
+// made then is sent once Attach is done.
+func TestReplayWhileAttaching(t *testing.T) {
 	in := gatedInbox{&fakeInbox{}, make(chan struct{}), make(chan struct{})}
 	r := newRegistry(t, &Options{Inbox: in})
 	sink := newChanSink()
@@ -834,15 +833,12 @@ func TestNotConnectedUntilAttached(t *testing.T) {
 		close(attached)
 	}()
 	recv(t, in.entered, "Attach to read what was kept")
-	if r.Connected("alice") {
-		t.Error("Connected while Attach reads what was kept: a delivery now would not be the session's")
+	if !r.Connected("alice") {
+		t.Error("not Connected while Attach reads what was kept: a replay then would be refused, though it is sent")
 	}
+	old, w := entry("alice", 1)
+	r.Replay("alice", []subscriptions.InboxEntry{old})
 	close(in.gate)
 	recv(t, attached, "Attach to return")
-	if !r.Connected("alice") {
-		t.Fatal("not Connected once Attach returned")
-	}
-	e, w := entry("alice", 1)
-	deliver(r, in.fakeInbox, e)
 	sink.expect(t, "alice", w)
 }

@@ -1,6 +1,10 @@
 package mcpserver
 
-import "time"
+import (
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 // SetHTTPLimits sets, before HTTPHandler serves, what production fixes at
 // sessionTimeout and maxSessionsPerPrincipal; zero keeps a limit as it is.
@@ -13,4 +17,11 @@ func (s *Server) SetHTTPLimits(timeout time.Duration, maxSessions int) {
 	if maxSessions > 0 {
 		s.maxSessions = maxSessions
 	}
+}
+
+// Attached reports whether attaching ss is done: its registry Attach has
+// returned (what is committed from then on is owed to it).
+func (s *Server) Attached(ss *mcp.ServerSession) bool {
+	_, ok := s.positions.Load(ss)
+	return ok
 }

@@ -207,7 +207,7 @@ func TestStalledClientDoesNotBlockRouting(t *testing.T) {
 	t.Cleanup(func() { ss.Close() })
 	stalledClient(t, c2)
 	deadline := time.Now().Add(mcpetest.Wait)
-	for !e.reg.Connected("stalled") {
+	for !e.srv.Attached(ss) { // Attach returned: every event published next is owed to it
 		if time.Now().After(deadline) {
 			t.Fatal("the stalled session never attached")
 		}
