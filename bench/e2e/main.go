@@ -100,11 +100,14 @@ type Result struct {
 	// BenchCPUMicrosPerEvent is this program's CPU (posters and client)
 	// per event: on one machine it competes with the server's.
 	BenchCPUMicrosPerEvent float64 `json:"benchCPUMicrosPerEvent,omitempty"`
-	LatencyP50Millis       float64 `json:"latencyP50ms,omitempty"`
-	LatencyP99Millis       float64 `json:"latencyP99ms,omitempty"`
-	RSSMegabytes           float64 `json:"rssMB"`
-	Refused                int64   `json:"refused,omitempty"`
-	SubscribeCPUMicros     float64 `json:"subscribeCPUMicrosPerCall,omitempty"`
+	// SessionServerCPUMicrosPerEvent is, with several processes, the part
+	// of CPUMicrosPerEvent spent by the server the client is connected to.
+	SessionServerCPUMicrosPerEvent float64 `json:"sessionServerCPUMicrosPerEvent,omitempty"`
+	LatencyP50Millis               float64 `json:"latencyP50ms,omitempty"`
+	LatencyP99Millis               float64 `json:"latencyP99ms,omitempty"`
+	RSSMegabytes                   float64 `json:"rssMB"`
+	Refused                        int64   `json:"refused,omitempty"`
+	SubscribeCPUMicros             float64 `json:"subscribeCPUMicrosPerCall,omitempty"`
 	// SubscribeBenchCPUMicros is this program's CPU (the go-sdk client) per
 	// events_subscribe call.
 	SubscribeBenchCPUMicros float64 `json:"subscribeBenchCPUMicrosPerCall,omitempty"`
@@ -252,7 +255,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 		}
 	}
 
-	cpu1, own1 := s.cpu(), proc.CPUTime(os.Getpid())
+	cpu1, own1, session1 := s.cpu(), proc.CPUTime(os.Getpid()), proc.CPUTime(s.cmd.Process.Pid)
 	t1 := time.Now()
 	bases := s.bases
 	if sc.Remote {
@@ -267,7 +270,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 	res.AcceptedPerSecond = float64(int64(sc.Events)-refused) / res.PostSeconds
 	s.got.wait(quiet)
 	last := s.got.lastAt()
-	cpu3, own3 := s.cpu(), proc.CPUTime(os.Getpid())
+	cpu3, own3, session3 := s.cpu(), proc.CPUTime(os.Getpid()), proc.CPUTime(s.cmd.Process.Pid)
 	res.Expected = s.got.expected
 	res.Received = s.got.received.Load()
 	res.Duplicates = s.got.duplicates.Load()
@@ -278,6 +281,9 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 	}
 	res.CPUMicrosPerEvent = (cpu3 - cpu1).Seconds() * 1e6 / float64(sc.Events)
 	res.BenchCPUMicrosPerEvent = (own3 - own1).Seconds() * 1e6 / float64(sc.Events)
+	if len(s.others) > 0 {
+		res.SessionServerCPUMicrosPerEvent = (session3 - session1).Seconds() * 1e6 / float64(sc.Events)
+	}
 	res.LatencyP50Millis, res.LatencyP99Millis = s.got.percentiles()
 	res.RSSMegabytes = proc.RSS(s.cmd.Process.Pid)
 	return res, nil
