@@ -237,8 +237,8 @@ func TestIsLoopback(t *testing.T) {
 		{"[::]:80", false},
 	}
 	for _, tt := range tests {
-		if got := isLoopback(tt.hostport); got != tt.want {
-			t.Errorf("isLoopback(%q) = %v, want %v", tt.hostport, got, tt.want)
+		if got := IsLoopbackHost(tt.hostport); got != tt.want {
+			t.Errorf("IsLoopbackHost(%q) = %v, want %v", tt.hostport, got, tt.want)
 		}
 	}
 }

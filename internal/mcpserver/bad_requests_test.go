@@ -210,7 +210,7 @@ func TestStreamsOutliveTheWriteDeadline(t *testing.T) {
 		nextMatching(t, w, "the acknowledgement", method("notifications/subscriptions/acknowledged"))
 		time.Sleep(3 * write)
 		e.post("deploy.failed")
-		e.clock.Advance(mcpserver.DefaultListChangedDelay)
+		e.clock.Advance(mcpserver.ListChangedDelay)
 		nextMatching(t, w, "the list_changed due past the deadline", method("notifications/events/list_changed"))
 	})
 }

@@ -355,7 +355,7 @@ func TestListChangedToDeclaringSessions(t *testing.T) {
 		nextSEP(t, w)
 	}
 	e.post("deploy.failed")
-	e.clock.Advance(mcpserver.DefaultListChangedDelay)
+	e.clock.Advance(mcpserver.ListChangedDelay)
 	if m := nextSEP(t, declared); m["method"] != "notifications/events/list_changed" {
 		t.Fatalf("declaring session got %v, want notifications/events/list_changed", m)
 	}

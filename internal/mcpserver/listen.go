@@ -53,10 +53,10 @@ const (
 	protocolListen = "2026-07-28"
 )
 
-// DefaultListChangedDelay is how long the server waits after a change of
+// ListChangedDelay is how long the server waits after a change of
 // the event types before it tells the listeners, so that a burst of new
 // types makes one notification.
-const DefaultListChangedDelay = time.Second
+const ListChangedDelay = time.Second
 
 // listChangedSendTimeout bounds one list_changed write to a 2025-11-25
 // session.
@@ -148,7 +148,7 @@ func (s *Server) typesChanged() {
 	if w.timer != nil || w.closed {
 		return
 	}
-	w.timer = w.clk.AfterFunc(DefaultListChangedDelay, s.announceTypes)
+	w.timer = w.clk.AfterFunc(ListChangedDelay, s.announceTypes)
 }
 
 // announceTypes tells the listeners that the event types changed, when

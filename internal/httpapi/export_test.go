@@ -1,4 +1,0 @@
-package httpapi
-
-// isLoopback is IsLoopbackHost under the name the tests use.
-var isLoopback = IsLoopbackHost
