@@ -134,17 +134,12 @@ func (b *batch) write(c *pgxpool.Conn) error {
 	b.fresh = make([]bool, len(b.pubs))
 	b.entries = make([][]subscriptions.InboxEntry, len(b.pubs))
 	b.isActive = make(map[string]bool)
-	var principals, ids []string
-	seen := make(map[string]bool)
+	var principals, ids []string // ids may repeat: activeQuery takes them as a set
 	throttled := false
 	for _, p := range b.pubs {
 		for _, t := range p.Targets {
-			principals = append(principals, t.Principal)
+			principals, ids = append(principals, t.Principal), append(ids, t.SubscriptionID)
 			throttled = throttled || t.Window > 0
-			if !seen[t.SubscriptionID] {
-				seen[t.SubscriptionID] = true
-				ids = append(ids, t.SubscriptionID)
-			}
 		}
 	}
 	// At once, every target taken as active.
