@@ -72,15 +72,12 @@ func (a *Adapter) convert(n *notification) []converted {
 	now := a.shared.Clock.Now()
 	out := make([]converted, len(n.alerts))
 	for i, raw := range n.alerts {
-		c := converted{index: i}
 		in, err := decodeAlert(raw)
 		// A bad alert may still name itself, which helps find it.
-		c.alertname = adapters.Clip(in.Labels["alertname"], MaxLabelValueBytes)
+		out[i] = converted{index: i, alertname: adapters.Clip(in.Labels["alertname"], MaxLabelValueBytes), err: err}
 		if err == nil {
-			c.event, err = a.event(n, in, now)
+			out[i].event, out[i].err = a.event(n, in, now)
 		}
-		c.err = err
-		out[i] = c
 	}
 	return out
 }
@@ -170,9 +167,6 @@ func parseTime(field, s string) (time.Time, error) {
 	t, err := time.Parse(time.RFC3339Nano, s)
 	if err != nil {
 		return time.Time{}, fmt.Errorf(`%s %q is not an RFC 3339 time such as "2025-01-15T10:30:00Z"`, field, adapters.Clip(s, 64))
-	}
-	if t.IsZero() {
-		return t, nil
 	}
 	if y := t.UTC().Year(); y < 1 || y > 9999 {
 		return time.Time{}, fmt.Errorf("%s %q is in the year %d in UTC; give a time between the years 0001 and 9999", field, s, y)

@@ -103,10 +103,9 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		res.Errors = append(res.Errors, AlertError{Index: c.index, Alertname: c.alertname, Message: fmt.Sprintf("alerts[%d]: %v", c.index, c.err)})
 	}
 	if len(res.IDs) == 0 && len(res.Errors) > 0 {
-		var body errorResponse
+		body := errorResponse{Errors: res.Errors}
 		body.Error.Code = httpapi.CodeInvalidPayload
 		body.Error.Message = fmt.Sprintf("none of the %d alerts could be turned into an event; the first: %s", len(results), res.Errors[0].Message)
-		body.Errors = res.Errors
 		httpapi.WriteJSON(w, http.StatusBadRequest, body)
 		return
 	}

@@ -57,10 +57,8 @@ func decode(body []byte) (*notification, *httpapi.RequestError) {
 	if n.groupKey, reqErr = adapters.StringField(fields, "groupKey", maxFieldBytes); reqErr != nil {
 		return nil, reqErr
 	}
-	if raw, ok := fields["truncatedAlerts"]; ok && !adapters.IsNull(raw) {
-		if json.Unmarshal(raw, &n.truncatedAlerts) != nil {
-			return nil, httpapi.BadRequest("truncatedAlerts is %s; it must be a whole number of at least 0", adapters.DescribeJSON(raw))
-		}
+	if raw, ok := fields["truncatedAlerts"]; ok && !adapters.IsNull(raw) && json.Unmarshal(raw, &n.truncatedAlerts) != nil {
+		return nil, httpapi.BadRequest("truncatedAlerts is %s; it must be a whole number of at least 0", adapters.DescribeJSON(raw))
 	}
 	raw, ok := fields["alerts"]
 	if !ok || adapters.IsNull(raw) {

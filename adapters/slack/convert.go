@@ -2,6 +2,7 @@ package slack
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -196,13 +197,10 @@ var humanMessageSubtypes = map[string]bool{"": true, "file_share": true}
 // file_share, in an im), and normal for everything else, including
 // whatever a bot posts.
 func priority(d *Data) mcpe.Priority {
-	if d.BotID != "" {
-		return mcpe.PriorityNormal
-	}
 	switch {
-	case d.Type == "app_mention":
-		return mcpe.PriorityHigh
-	case d.Type == "message" && d.ChannelType == "im" && humanMessageSubtypes[d.Subtype]:
+	case d.BotID != "":
+		return mcpe.PriorityNormal
+	case d.Type == "app_mention", d.Type == "message" && d.ChannelType == "im" && humanMessageSubtypes[d.Subtype]:
 		return mcpe.PriorityHigh
 	}
 	return mcpe.PriorityNormal
@@ -212,10 +210,7 @@ func priority(d *Data) mcpe.Priority {
 func (d *Data) read(ev object) {
 	d.Type = ev.str("type", maxNameBytes)
 	d.Subtype = ev.str("subtype", maxNameBytes)
-	d.User = ev.id("user")
-	if d.User == "" {
-		d.User = ev.str("user_id", maxIDBytes)
-	}
+	d.User = cmp.Or(ev.id("user"), ev.str("user_id", maxIDBytes))
 	d.readChannel(ev)
 	d.ChannelType = channelType(ev.str("channel_type", maxIDBytes))
 	d.Inviter = ev.id("inviter")
@@ -237,7 +232,7 @@ func (d *Data) read(ev object) {
 			d.readMessage(m)
 		}
 		if p := ev.obj("previous_message"); p != nil {
-			d.PreviousText = d.text(p.rawString("text"))
+			d.PreviousText = d.cut(p.rawString("text"), MaxTextBytes)
 		}
 	case "message_deleted":
 		p := ev.obj("previous_message")
@@ -246,9 +241,7 @@ func (d *Data) read(ev object) {
 			d.readMessage(p)
 			d.PreviousText, d.Text = d.Text, ""
 		}
-		if deleted := ev.str("deleted_ts", maxIDBytes); deleted != "" {
-			d.TS = deleted
-		}
+		d.TS = cmp.Or(ev.str("deleted_ts", maxIDBytes), d.TS)
 	}
 }
 
@@ -259,15 +252,10 @@ func (d *Data) readChannel(ev object) {
 	if c := ev.obj("channel"); c != nil {
 		d.Channel = c.str("id", maxIDBytes)
 		d.ChannelName = c.str("name", maxNameBytes)
-		if d.User == "" {
-			d.User = c.id("creator")
-		}
+		d.User = cmp.Or(d.User, c.id("creator"))
 		return
 	}
-	d.Channel = ev.str("channel", maxIDBytes)
-	if d.Channel == "" {
-		d.Channel = ev.str("channel_id", maxIDBytes)
-	}
+	d.Channel = cmp.Or(ev.str("channel", maxIDBytes), ev.str("channel_id", maxIDBytes))
 }
 
 // readMessage reads the fields of a message object (the event itself, or
@@ -275,7 +263,7 @@ func (d *Data) readChannel(ev object) {
 func (d *Data) readMessage(m object) {
 	d.BotID = m.str("bot_id", maxIDBytes)
 	d.Username = m.str("username", maxNameBytes)
-	d.Text = d.text(m.rawString("text"))
+	d.Text = d.cut(m.rawString("text"), MaxTextBytes)
 	d.TS = m.str("ts", maxIDBytes)
 	d.ThreadTS = m.str("thread_ts", maxIDBytes)
 	d.ParentUserID = m.id("parent_user_id")
@@ -298,15 +286,10 @@ func (d *Data) readMessage(m object) {
 	})
 }
 
-// text cuts s to MaxTextBytes, noting a cut.
-func (d *Data) text(s string) string { return d.cut(s, MaxTextBytes) }
-
 // cut cuts s to max bytes, noting a cut in d.Truncated.
 func (d *Data) cut(s string, max int) string {
 	out := adapters.Clip(s, max)
-	if len(out) != len(s) {
-		d.Truncated = true
-	}
+	d.Truncated = d.Truncated || len(out) != len(s)
 	return out
 }
 
@@ -342,9 +325,7 @@ func readItem(o object) *Item {
 	}
 	if it.TS == "" {
 		// A pinned message comes whole in the item.
-		if m := o.obj("message"); m != nil {
-			it.TS = m.str("ts", maxIDBytes)
-		}
+		it.TS = o.obj("message").str("ts", maxIDBytes)
 	}
 	if it == (Item{}) {
 		return nil
@@ -387,17 +368,7 @@ func decodeAs[T any](raw json.RawMessage, open byte) T {
 }
 
 // rawString returns field key when it is a string, else "".
-func (o object) rawString(key string) string {
-	raw, ok := o[key]
-	if !ok || len(raw) == 0 || raw[0] != '"' {
-		return ""
-	}
-	var s string
-	if json.Unmarshal(raw, &s) != nil {
-		return ""
-	}
-	return s
-}
+func (o object) rawString(key string) string { return decodeAs[string](o[key], '"') }
 
 // str returns field key when it is a string, cut to max bytes.
 func (o object) str(key string, max int) string { return adapters.Clip(o.rawString(key), max) }
