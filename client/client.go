@@ -142,9 +142,7 @@ func New(opts *Options) (*Client, error) {
 	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
 	o.BackoffMin = cmp.Or(o.BackoffMin, min(DefaultBackoffMin, max(o.BackoffMax, 1)))
 	o.BackoffMax = cmp.Or(o.BackoffMax, max(DefaultBackoffMax, o.BackoffMin))
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
+	o.Clock = cmp.Or[clock.Clock](o.Clock, clock.Real{})
 	c := &Client{
 		opts:    o,
 		log:     o.Logger,

@@ -186,12 +186,10 @@ func (c *Client) pollAll(cs *mcp.ClientSession) error {
 		if _, err := mcpe.ParseCursor(res.NextCursor); err != nil {
 			return errors.New("events_poll answered without a valid nextCursor")
 		}
-		for _, it := range res.Items {
-			if !skip {
+		if cursor = res.NextCursor; !skip {
+			for _, it := range res.Items {
 				c.pollItem(it)
 			}
-		}
-		if cursor = res.NextCursor; !skip {
 			c.reach(cursor)
 		} else if !res.HasMore {
 			c.mu.Lock()

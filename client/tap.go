@@ -65,15 +65,8 @@ func Tap(t mcp.Transport, h TapHandler) mcp.Transport {
 // base being the round tripper t would have used; t is left as it was.
 func wrapHTTP(t *mcp.StreamableClientTransport, wrap func(base http.RoundTripper) http.RoundTripper) *mcp.StreamableClientTransport {
 	cp := *t
-	client := *http.DefaultClient
-	if t.HTTPClient != nil {
-		client = *t.HTTPClient
-	}
-	base := client.Transport
-	if base == nil {
-		base = http.DefaultTransport
-	}
-	client.Transport = wrap(base)
+	client := *cmp.Or(t.HTTPClient, http.DefaultClient)
+	client.Transport = wrap(cmp.Or(client.Transport, http.DefaultTransport))
 	cp.HTTPClient = &client
 	return &cp
 }

@@ -8,6 +8,7 @@ package clienttest
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -79,9 +80,7 @@ func Start(ctx context.Context, opts *Options) (s *Server, err error) {
 	if opts != nil {
 		o = *opts
 	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
+	o.Clock = cmp.Or[clock.Clock](o.Clock, clock.Real{})
 	cfg := &config.Config{Inbox: config.Inbox{MaxEntries: 100000}}
 	cfg.HTTP.Stateless = o.Stateless
 	for token, principal := range o.Tokens {

@@ -263,11 +263,9 @@ func newInboxRow(e subscriptions.InboxEntry, cursor int64, connected bool, activ
 }
 
 func filterText(f mcpe.Filter) string {
-	var parts []string
+	parts := []string{"every type"}
 	if len(f.EventTypes) > 0 {
-		parts = append(parts, "types "+strings.Join(f.EventTypes, ", "))
-	} else {
-		parts = append(parts, "every type")
+		parts[0] = "types " + strings.Join(f.EventTypes, ", ")
 	}
 	if len(f.Tags) > 0 {
 		parts = append(parts, "tags "+strings.Join(f.Tags, ", "))
@@ -285,18 +283,10 @@ func filterText(f mcpe.Filter) string {
 func deliveryText(d mcpe.Delivery) string {
 	switch {
 	case d.CronSchedule != nil:
-		cs := d.CronSchedule
-		s := "cron " + cs.Expression
-		if cs.Timezone != "" {
-			s += " (" + cs.Timezone + ")"
-		}
-		return s
+		return "cron " + d.CronSchedule.Expression + parens(d.CronSchedule.Timezone)
 	case d.ScheduledDelivery != nil:
 		sd := d.ScheduledDelivery
-		s := "scheduled at " + sd.DeliverAt
-		if sd.Timezone != "" {
-			s += " (" + sd.Timezone + ")"
-		}
+		s := "scheduled at " + sd.DeliverAt + parens(sd.Timezone)
 		if sd.Description != "" {
 			s += ": " + sd.Description
 		}
@@ -319,11 +309,15 @@ func handlerText(h *mcpe.HandlerSpec) string {
 	case mcpe.HandlerBash:
 		return strings.TrimSpace("bash " + h.Command + " " + strings.Join(h.Args, " "))
 	}
-	s := string(h.Type)
-	if h.Model != "" {
-		s += " (" + h.Model + ")"
+	return string(h.Type) + parens(h.Model)
+}
+
+// parens is s in parentheses after a space, or "" for an empty s.
+func parens(s string) string {
+	if s == "" {
+		return ""
 	}
-	return s
+	return " (" + s + ")"
 }
 
 // readable indents JSON and leaves <, > and & as they are (the template
