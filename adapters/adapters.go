@@ -87,10 +87,8 @@ func Segment(s string) string {
 			break
 		}
 	}
+	// Only ASCII is kept, so the loop stops at exactly 64 bytes.
 	out := strings.TrimRight(b.String(), "_")
-	if len(out) > 64 {
-		out = out[:64]
-	}
 	if out == "" {
 		return "unknown"
 	}

@@ -155,10 +155,8 @@ func (c *stdioConn) SessionID() string { return "" }
 
 // Read implements mcp.Connection.
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	default:
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
 	if len(c.queue) > 0 {
 		next := c.queue[0]
@@ -249,10 +247,8 @@ func (c *stdioConn) updateBatch(resp *jsonrpc.Response) ([]*jsonrpc.Response, bo
 // Write implements mcp.Connection: msg as one line, or with the rest of
 // its batch once the batch is complete.
 func (c *stdioConn) Write(ctx context.Context, msg jsonrpc.Message) error {
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	default:
+	if err := ctx.Err(); err != nil {
+		return err
 	}
 	c.writeMu.Lock()
 	defer c.writeMu.Unlock()
@@ -440,11 +436,8 @@ func withinDepth(data []byte, maxDepth int) bool {
 	if bytes.Count(data, []byte{'{'})+bytes.Count(data, []byte{'['}) <= maxDepth {
 		return true // not that many openings anywhere
 	}
-	var (
-		depth    int
-		inString bool
-		escaped  bool
-	)
+	var depth int
+	var inString, escaped bool
 	for _, b := range data {
 		if inString {
 			switch {
