@@ -1,6 +1,7 @@
 package github
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -141,10 +142,7 @@ func (a *Adapter) event(event, delivery string, p *payload, body []byte, now tim
 
 // eventPriority applies the label rule and the failure rule.
 func (a *Adapter) eventPriority(c *conv) mcpe.Priority {
-	p, ok := a.labelPriority(c.allLabels)
-	if !ok {
-		p = mcpe.PriorityNormal
-	}
+	p := cmp.Or(a.labelPriority(c.allLabels), mcpe.PriorityNormal)
 	if c.failed && rank(p) < rank(mcpe.PriorityHigh) {
 		p = mcpe.PriorityHigh
 	}
@@ -625,11 +623,10 @@ func (c *conv) str(t text, max int) string {
 
 // time returns t in UTC as RFC 3339, or "" when it is not a valid time.
 func (c *conv) time(t text) string {
-	parsed, ok := parseTime(t)
-	if !ok {
-		return ""
+	if parsed, ok := parseTime(t); ok {
+		return parsed.UTC().Format(time.RFC3339Nano)
 	}
-	return parsed.UTC().Format(time.RFC3339Nano)
+	return ""
 }
 
 // parseTime reads an RFC 3339 time that lies between the years 0001 and

@@ -83,20 +83,8 @@ func DefaultPriorityLabels() map[string]mcpe.Priority {
 // than letters and digits made one space, and no leading or trailing space.
 // "Priority: P1", "priority/p1" and "priority-p1" are all "priority p1".
 func NormalizeLabel(name string) string {
-	var b strings.Builder
-	space := false
-	for _, r := range name {
-		if unicode.IsLetter(r) || unicode.IsDigit(r) {
-			if space && b.Len() > 0 {
-				b.WriteByte(' ')
-			}
-			b.WriteRune(unicode.ToLower(r))
-			space = false
-			continue
-		}
-		space = true
-	}
-	return b.String()
+	words := strings.FieldsFunc(name, func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	return strings.ToLower(strings.Join(words, " "))
 }
 
 // Options configure an Adapter.
@@ -172,21 +160,18 @@ func priorityLabels(m map[string]mcpe.Priority) (map[string]mcpe.Priority, error
 }
 
 // labelPriority returns the highest priority the rule gives one of labels,
-// and whether any matched.
-func (a *Adapter) labelPriority(labels []string) (mcpe.Priority, bool) {
-	best, found := mcpe.PriorityLow, false
+// or "" when none matched.
+func (a *Adapter) labelPriority(labels []string) mcpe.Priority {
+	var best mcpe.Priority
 	for _, l := range labels {
-		if p, ok := a.labels[NormalizeLabel(l)]; ok {
-			if !found || rank(p) > rank(best) {
-				best = p
-			}
-			found = true
+		if p, ok := a.labels[NormalizeLabel(l)]; ok && rank(p) > rank(best) {
+			best = p
 		}
 	}
-	return best, found
+	return best
 }
 
-// rank orders priorities, lowest first.
+// rank orders priorities, lowest first; "" ranks below them all.
 func rank(p mcpe.Priority) int { return slices.Index(mcpe.Priorities, p) }
 
 // priorityText says how the labels of what (such as "the issue") set the

@@ -29,7 +29,6 @@ func (b backoff) delay(n int) time.Duration {
 		}
 		d *= 2
 	}
-	d = min(d, b.max)
 	if b.jitter > 0 && b.rand != nil {
 		d = time.Duration(math.Round(float64(d) * (1 + b.jitter*(2*b.rand()-1))))
 	}
