@@ -8,10 +8,6 @@ import (
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
-// DescribeJSON names the kind of a JSON value for error messages; it is
-// mcpe.DescribeJSON, which POST /v1/events uses too.
-func DescribeJSON(data []byte) string { return mcpe.DescribeJSON(data) }
-
 // IsNull reports whether raw is the JSON null, white space around it
 // allowed.
 func IsNull(raw []byte) bool { return bytes.Equal(bytes.TrimSpace(raw), []byte("null")) }
@@ -25,7 +21,7 @@ func StringField(fields map[string]json.RawMessage, name string, max int) (strin
 	}
 	var s string
 	if json.Unmarshal(raw, &s) != nil {
-		return "", httpapi.BadRequest("%s is %s; it must be a string", name, DescribeJSON(raw))
+		return "", httpapi.BadRequest("%s is %s; it must be a string", name, mcpe.DescribeJSON(raw))
 	}
 	return Clip(s, max), nil
 }

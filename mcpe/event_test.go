@@ -116,3 +116,26 @@ func invalidField(t *testing.T, err error) string {
 	}
 	return ie.Field
 }
+
+func TestDescribeJSON(t *testing.T) {
+	for in, want := range map[string]string{
+		``:            "empty",
+		" \n\t":       "empty",
+		`{`:           "invalid JSON",
+		`{} {}`:       "invalid JSON",
+		`nul`:         "invalid JSON",
+		`{"a": 1}`:    "an object",
+		` [1, 2] `:    "an array",
+		`"x"`:         "a string",
+		`true`:        "a boolean",
+		`false`:       "a boolean",
+		`null`:        "null",
+		`-1.5e3`:      "a number",
+		"\n 0 \n":     "a number",
+		`"\u00e9<&>"`: "a string",
+	} {
+		if got := mcpe.DescribeJSON([]byte(in)); got != want {
+			t.Errorf("DescribeJSON(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // notification is a decoded webhook body: the fields of the group, and its
@@ -31,7 +32,7 @@ func decode(body []byte) (*notification, *httpapi.RequestError) {
 		return nil, httpapi.BadRequest(`the body is empty; send an Alertmanager webhook notification: a JSON object with "version": %q and "alerts"`, Version)
 	}
 	if trimmed[0] != '{' {
-		return nil, httpapi.BadRequest(`the body must be a JSON object (an Alertmanager webhook notification with "version": %q and "alerts"), not %s`, Version, adapters.DescribeJSON(trimmed))
+		return nil, httpapi.BadRequest(`the body must be a JSON object (an Alertmanager webhook notification with "version": %q and "alerts"), not %s`, Version, mcpe.DescribeJSON(trimmed))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
@@ -42,7 +43,7 @@ func decode(body []byte) (*notification, *httpapi.RequestError) {
 	if raw, ok := fields["version"]; !ok || adapters.IsNull(raw) {
 		return nil, httpapi.BadRequest(`version is missing; this endpoint accepts Alertmanager webhook notifications of version %q, what webhook_config sends`, Version)
 	} else if json.Unmarshal(raw, &version) != nil {
-		return nil, httpapi.BadRequest(`version is %s; it must be the string %q`, adapters.DescribeJSON(raw), Version)
+		return nil, httpapi.BadRequest(`version is %s; it must be the string %q`, mcpe.DescribeJSON(raw), Version)
 	}
 	if version != Version {
 		return nil, httpapi.BadRequest(`version %q is not supported; this endpoint accepts Alertmanager webhook notifications of version %q, what Alertmanager's webhook_config sends`, adapters.Clip(version, 64), Version)
@@ -58,14 +59,14 @@ func decode(body []byte) (*notification, *httpapi.RequestError) {
 		return nil, reqErr
 	}
 	if raw, ok := fields["truncatedAlerts"]; ok && !adapters.IsNull(raw) && json.Unmarshal(raw, &n.truncatedAlerts) != nil {
-		return nil, httpapi.BadRequest("truncatedAlerts is %s; it must be a whole number of at least 0", adapters.DescribeJSON(raw))
+		return nil, httpapi.BadRequest("truncatedAlerts is %s; it must be a whole number of at least 0", mcpe.DescribeJSON(raw))
 	}
 	raw, ok := fields["alerts"]
 	if !ok || adapters.IsNull(raw) {
 		return nil, httpapi.BadRequest(`alerts is missing; a notification lists its alerts in "alerts": [{"status", "labels", "annotations", "startsAt", ...}]`)
 	}
 	if json.Unmarshal(raw, &n.alerts) != nil {
-		return nil, httpapi.BadRequest("alerts is %s; it must be an array of alert objects", adapters.DescribeJSON(raw))
+		return nil, httpapi.BadRequest("alerts is %s; it must be an array of alert objects", mcpe.DescribeJSON(raw))
 	}
 	if len(n.alerts) > MaxAlerts {
 		return nil, &httpapi.RequestError{
@@ -96,7 +97,7 @@ func decodeAlert(raw json.RawMessage) (alertIn, error) {
 	var in alertIn
 	trimmed := bytes.TrimSpace(raw)
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return in, fmt.Errorf("is %s; an alert is an object with status, labels, annotations, startsAt, endsAt, generatorURL and fingerprint", adapters.DescribeJSON(trimmed))
+		return in, fmt.Errorf("is %s; an alert is an object with status, labels, annotations, startsAt, endsAt, generatorURL and fingerprint", mcpe.DescribeJSON(trimmed))
 	}
 	if err := json.Unmarshal(trimmed, &in); err != nil {
 		var typeErr *json.UnmarshalTypeError

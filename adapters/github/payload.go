@@ -7,8 +7,8 @@ import (
 	"reflect"
 	"strings"
 
-	"github.com/mcpe-server/mcpe-server/adapters"
 	"github.com/mcpe-server/mcpe-server/internal/httpapi"
+	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // The payload is read leniently: GitHub adds fields and, over the years,
@@ -394,7 +394,7 @@ func decode(body []byte) (*payload, *httpapi.RequestError) {
 		if !json.Valid(trimmed) {
 			return nil, badRequest("the payload is not JSON; GitHub sends a JSON object describing the event (as the body with content type application/json, or in the payload field of a form)")
 		}
-		return nil, badRequest("the payload must be a JSON object describing the event, as GitHub sends, not " + adapters.DescribeJSON(trimmed))
+		return nil, badRequest("the payload must be a JSON object describing the event, as GitHub sends, not " + mcpe.DescribeJSON(trimmed))
 	}
 	var p payload
 	if err := json.Unmarshal(trimmed, &p); err != nil {

@@ -56,7 +56,7 @@ func decode(body []byte) (*request, *httpapi.RequestError) {
 		return nil, httpapi.BadRequest("the body is empty; send an Events API request: a JSON object with \"type\": %s", outerTypesText)
 	}
 	if trimmed[0] != '{' {
-		return nil, httpapi.BadRequest("the body must be a JSON object (an Events API request with \"type\": %s), not %s", outerTypesText, adapters.DescribeJSON(trimmed))
+		return nil, httpapi.BadRequest("the body must be a JSON object (an Events API request with \"type\": %s), not %s", outerTypesText, mcpe.DescribeJSON(trimmed))
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(trimmed, &fields); err != nil {
@@ -68,7 +68,7 @@ func decode(body []byte) (*request, *httpapi.RequestError) {
 		return nil, httpapi.BadRequest("type is missing; an Events API request has \"type\": %s", outerTypesText)
 	}
 	if json.Unmarshal(raw, &req.kind) != nil {
-		return nil, httpapi.BadRequest("type is %s; it must be the string %s", adapters.DescribeJSON(raw), outerTypesText)
+		return nil, httpapi.BadRequest("type is %s; it must be the string %s", mcpe.DescribeJSON(raw), outerTypesText)
 	}
 
 	var err *httpapi.RequestError
@@ -104,7 +104,7 @@ func challenge(fields map[string]json.RawMessage) (string, *httpapi.RequestError
 	}
 	var c string
 	if json.Unmarshal(raw, &c) != nil {
-		return "", httpapi.BadRequest("challenge is %s; it must be a string", adapters.DescribeJSON(raw))
+		return "", httpapi.BadRequest("challenge is %s; it must be a string", mcpe.DescribeJSON(raw))
 	}
 	switch {
 	case c == "":
@@ -138,7 +138,7 @@ func (req *request) callback(fields map[string]json.RawMessage) *httpapi.Request
 		return httpapi.BadRequest("event_id is missing; every event_callback carries one, such as \"Ev08MFMKH6A\", and it is what makes Slack's retries count once")
 	}
 	if json.Unmarshal(raw, &req.eventID) != nil {
-		return httpapi.BadRequest("event_id is %s; it must be a string such as \"Ev08MFMKH6A\"", adapters.DescribeJSON(raw))
+		return httpapi.BadRequest("event_id is %s; it must be a string such as \"Ev08MFMKH6A\"", mcpe.DescribeJSON(raw))
 	}
 	switch {
 	case strings.TrimSpace(req.eventID) == "":
@@ -154,7 +154,7 @@ func (req *request) callback(fields map[string]json.RawMessage) *httpapi.Request
 	}
 	raw = bytes.TrimSpace(raw)
 	if raw[0] != '{' || json.Unmarshal(raw, &req.event) != nil {
-		return httpapi.BadRequest("event is %s; it must be an object, such as {\"type\": \"message\", ...}", adapters.DescribeJSON(raw))
+		return httpapi.BadRequest("event is %s; it must be an object, such as {\"type\": \"message\", ...}", mcpe.DescribeJSON(raw))
 	}
 	t, ok := req.event["type"]
 	if !ok || adapters.IsNull(t) {
@@ -162,7 +162,7 @@ func (req *request) callback(fields map[string]json.RawMessage) *httpapi.Request
 	}
 	var typ string
 	if json.Unmarshal(t, &typ) != nil {
-		return httpapi.BadRequest("event.type is %s; it must be a string such as \"message\"", adapters.DescribeJSON(t))
+		return httpapi.BadRequest("event.type is %s; it must be a string such as \"message\"", mcpe.DescribeJSON(t))
 	}
 	if strings.TrimSpace(typ) == "" {
 		return httpapi.BadRequest("event.type is empty; an event names its type, such as \"message\" or \"app_mention\"")
