@@ -44,10 +44,9 @@ func (r *Runner) query() (q subscriptions.JobQuery, room int) {
 // take queues up to room jobs for the workers and returns how many it took,
 // and the jobs it left: a job already taken, or past its principal's share
 // (the store should not have returned it).
-func (r *Runner) take(jobs []*subscriptions.Invocation, room int) (int, []string) {
+func (r *Runner) take(jobs []*subscriptions.Invocation, room int) (n int, left []string) {
 	r.mu.Lock()
-	n := 0
-	var left []string
+	defer r.mu.Unlock()
 	for _, j := range jobs {
 		if _, ok := r.taken[j.JobID]; ok {
 			continue // this runner has it: its claim is this runner's
@@ -62,7 +61,6 @@ func (r *Runner) take(jobs []*subscriptions.Invocation, room int) (int, []string
 		r.ready.Signal()
 		n++
 	}
-	r.mu.Unlock()
 	return n, left
 }
 

@@ -48,7 +48,6 @@ const (
 // Wake when deliveries were recorded, and Stop it when done.
 type Runner struct {
 	opts Options
-	log  *slog.Logger
 	// perPrincipal bounds one principal's runs in progress.
 	perPrincipal int
 
@@ -88,7 +87,6 @@ func New(opts Options) (*Runner, error) {
 	opts.Logger = cmp.Or(opts.Logger, slog.New(slog.DiscardHandler))
 	r := &Runner{
 		opts:         opts,
-		log:          opts.Logger,
 		perPrincipal: max(1, opts.Concurrency/4),
 		wake:         make(chan struct{}, 1),
 		done:         make(chan subscriptions.JobDone, opts.Concurrency),
@@ -161,7 +159,7 @@ func (r *Runner) release() {
 	ctx, cancel := context.WithTimeout(context.Background(), releaseTimeout)
 	defer cancel()
 	if err := r.opts.Jobs.ReleaseJobs(ctx, ids, r.opts.Clock.Now()); err != nil {
-		r.log.Warn("give back unfinished handler jobs; they run again once their lease is over", "jobs", len(ids), "error", err)
+		r.opts.Logger.Warn("give back unfinished handler jobs; they run again once their lease is over", "jobs", len(ids), "error", err)
 	}
 }
 
@@ -196,7 +194,7 @@ func (r *Runner) dispatch() {
 		jobs, err := r.opts.Jobs.DueJobs(r.ctx, now, room, q)
 		if err != nil {
 			if r.ctx.Err() == nil {
-				r.log.Error("read due handler jobs; trying again shortly", "error", err)
+				r.opts.Logger.Error("read due handler jobs; trying again shortly", "error", err)
 				r.arm(now.Add(retryStore))
 			}
 			return
@@ -205,7 +203,7 @@ func (r *Runner) dispatch() {
 		if len(left) > 0 {
 			// Claimed for this runner and not taken: due again at once.
 			if err := r.opts.Jobs.ReleaseJobs(context.WithoutCancel(r.ctx), left, now); err != nil {
-				r.log.Warn("give back handler jobs not taken; they run once their lease is over", "jobs", len(left), "error", err)
+				r.opts.Logger.Warn("give back handler jobs not taken; they run once their lease is over", "jobs", len(left), "error", err)
 			}
 		}
 		if took == 0 || len(jobs) < room {
@@ -217,7 +215,7 @@ func (r *Runner) dispatch() {
 	switch {
 	case err != nil:
 		if r.ctx.Err() == nil {
-			r.log.Error("find the next handler job; trying again shortly", "error", err)
+			r.opts.Logger.Error("find the next handler job; trying again shortly", "error", err)
 			r.arm(r.opts.Clock.Now().Add(retryStore))
 		}
 	case ok && !next.After(r.opts.Clock.Now()):
@@ -231,11 +229,7 @@ func (r *Runner) dispatch() {
 // work runs queued jobs until the runner stops; a job still queued then
 // stays due.
 func (r *Runner) work() {
-	for {
-		inv := r.next()
-		if inv == nil {
-			return
-		}
+	for inv := r.next(); inv != nil; inv = r.next() {
 		r.run(inv)
 		r.mu.Lock()
 		r.queue.done(inv.Principal)
@@ -264,18 +258,18 @@ func (r *Runner) run(inv *subscriptions.Invocation) {
 	o := r.handle(inv)
 	took := time.Since(began)
 	if r.ctx.Err() != nil {
-		r.log.Info("handler run cut short by shutdown; it runs again at the next start",
+		r.opts.Logger.Info("handler run cut short by shutdown; it runs again at the next start",
 			"subscription_id", inv.SubscriptionID, "job_id", inv.JobID)
 		return
 	}
 	attrs := []any{"subscription_id", inv.SubscriptionID, "job_id", inv.JobID, "handler", inv.Spec.Type, "attempt", inv.Attempt}
 	switch {
 	case o.Err == nil:
-		r.log.Debug("handler ran", attrs...)
+		r.opts.Logger.Debug("handler ran", attrs...)
 	case o.RetryIn > 0 && !o.Disable:
-		r.log.Warn("handler failed; retrying", append(attrs, "error", o.Err, "retry_in", o.RetryIn)...)
+		r.opts.Logger.Warn("handler failed; retrying", append(attrs, "error", o.Err, "retry_in", o.RetryIn)...)
 	default:
-		r.log.Warn("handler failed", append(attrs, "error", o.Err, "disabled", o.Disable)...)
+		r.opts.Logger.Warn("handler failed", append(attrs, "error", o.Err, "disabled", o.Disable)...)
 	}
 	if r.opts.Ran != nil {
 		r.opts.Ran(inv, o, took)
@@ -291,7 +285,7 @@ func (r *Runner) handle(inv *subscriptions.Invocation) (o subscriptions.Outcome)
 	}
 	defer func() {
 		if p := recover(); p != nil {
-			r.log.Error("handler panicked", "subscription_id", inv.SubscriptionID, "panic", p)
+			r.opts.Logger.Error("handler panicked", "subscription_id", inv.SubscriptionID, "panic", p)
 			o = subscriptions.Outcome{Err: fmt.Errorf("the %s handler failed unexpectedly", inv.Spec.Type)}
 		}
 	}()
@@ -341,7 +335,7 @@ func (r *Runner) record(batch []subscriptions.JobDone) {
 		if err == nil {
 			break
 		}
-		r.log.Error("record handler outcomes", "jobs", len(batch), "error", err)
+		r.opts.Logger.Error("record handler outcomes", "jobs", len(batch), "error", err)
 		if r.ctx.Err() != nil || attempt >= 10 {
 			break
 		}

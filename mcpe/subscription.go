@@ -21,9 +21,7 @@ const (
 )
 
 // Valid reports whether s is one of the three statuses.
-func (s Status) Valid() bool {
-	return s == StatusActive || s == StatusPaused || s == StatusExpired
-}
+func (s Status) Valid() bool { return s == StatusActive || s == StatusPaused || s == StatusExpired }
 
 // Channel is a way of delivering events, as in MCPE's deliveryChannels.
 type Channel string
@@ -182,12 +180,8 @@ type DeliveryTime struct {
 // Clone returns a deep copy of s.
 func (s *Subscription) Clone() *Subscription {
 	c := *s
-	c.Filter = Filter{
-		EventTypes: slices.Clone(s.Filter.EventTypes),
-		Tags:       slices.Clone(s.Filter.Tags),
-		Priority:   slices.Clone(s.Filter.Priority),
-		Where:      s.Filter.Where,
-	}
+	c.Filter.EventTypes, c.Filter.Tags = slices.Clone(s.Filter.EventTypes), slices.Clone(s.Filter.Tags)
+	c.Filter.Priority = slices.Clone(s.Filter.Priority)
 	c.Delivery = s.Delivery.Clone()
 	c.Handler = s.Handler.Clone()
 	if hs := s.HandlerStatus; hs != nil {

@@ -104,8 +104,7 @@ type (
 // UnmarshalJSON records presence and reads null or a value, refusing
 // fields the value has no place for.
 func (o *Optional[T]) UnmarshalJSON(b []byte) error {
-	var zero T
-	o.Set, o.Value = true, zero
+	o.Set, o.Value = true, *new(T)
 	if bytes.Equal(bytes.TrimSpace(b), []byte("null")) {
 		return nil
 	}

@@ -5,9 +5,6 @@ import (
 	"unsafe"
 )
 
-// supported tells whether the handler can run programs on this system.
-const supported = true
-
 // procAttr puts the process in a new session, so in a process group of its
 // own that killGroup can kill, with no controlling terminal. It is killed if
 // the thread that started it exits, which run prevents by locking the thread
@@ -19,16 +16,6 @@ func procAttr(reaper bool) *syscall.SysProcAttr {
 		sig = syscall.SIGTERM
 	}
 	return &syscall.SysProcAttr{Setsid: true, Pdeathsig: sig}
-}
-
-// killGroup kills the process group pgid.
-func killGroup(pgid int) {
-	_ = syscall.Kill(-pgid, syscall.SIGKILL)
-}
-
-// terminate sends SIGTERM to the process pid.
-func terminate(pid int) {
-	_ = syscall.Kill(pid, syscall.SIGTERM)
 }
 
 // waitExited blocks until the process pid has exited, and leaves it

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"time"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -199,12 +198,4 @@ func validHeaderValue(v string) bool {
 		}
 	}
 	return true
-}
-
-// timeout returns the timeout of a delivery of spec.
-func (s *Sender) timeout(spec *mcpe.HandlerSpec) time.Duration {
-	if spec.Timeout > 0 {
-		return time.Duration(spec.Timeout) * time.Millisecond
-	}
-	return defaultTimeout
 }

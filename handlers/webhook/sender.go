@@ -140,7 +140,10 @@ func (s *Sender) Handle(ctx context.Context, inv *subscriptions.Invocation) subs
 		return subscriptions.Outcome{Err: err}
 	}
 
-	timeout := s.timeout(spec)
+	timeout := defaultTimeout
+	if spec.Timeout > 0 {
+		timeout = time.Duration(spec.Timeout) * time.Millisecond
+	}
 	rctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodPost, spec.URL, bytes.NewReader(body))
