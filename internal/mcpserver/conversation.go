@@ -125,10 +125,7 @@ func (o ConversationOptions) mode(principal string) ContextMode {
 	if m, ok := o.Principals[principal]; ok && m != "" {
 		return m
 	}
-	if o.Context == "" {
-		return ContextSummary
-	}
-	return o.Context
+	return cmp.Or(o.Context, ContextSummary)
 }
 
 // UserMessageParams are the params of conversation/userMessage.
@@ -183,16 +180,9 @@ func (p *UserMessageParams) validate() error {
 	return nil
 }
 
+// printable reports whether s is valid UTF-8 without control characters.
 func printable(s string) bool {
-	if !utf8.ValidString(s) {
-		return false
-	}
-	for _, r := range s {
-		if r < ' ' || r == 0x7f {
-			return false
-		}
-	}
-	return true
+	return utf8.ValidString(s) && !strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f })
 }
 
 func (s *Server) userMessage(ctx context.Context, ss *mcp.ServerSession, p *UserMessageParams) (*ContextResult, error) {
@@ -365,8 +355,7 @@ func (s *Server) conversationContext(ctx context.Context, principal string, mode
 		fmt.Fprintf(&b, "To read them all with their data, call events_poll with cursor %q.\n", start)
 	}
 	b.WriteString(contextClose)
-	meta := map[string]any{metaShown: shown, metaUnread: unread, metaCursor: start}
-	return b.String(), meta, nil
+	return b.String(), map[string]any{metaShown: shown, metaUnread: unread, metaCursor: start}, nil
 }
 
 // newContextItem encodes one delivered event as a full and a summary line.
@@ -397,14 +386,5 @@ func newContextItem(seq int64, order int, subIDs []string, raw json.RawMessage) 
 	return contextItem{seq: seq, order: order, priority: priorityRank(ev.Metadata.Priority), line: full, short: short, omitted: omitted}, nil
 }
 
-func priorityRank(p mcpe.Priority) int {
-	switch p {
-	case mcpe.PriorityCritical:
-		return 3
-	case mcpe.PriorityHigh:
-		return 2
-	case mcpe.PriorityNormal:
-		return 1
-	}
-	return 0
-}
+// priorityRank orders priorities, lowest first; an unknown one ranks as low.
+func priorityRank(p mcpe.Priority) int { return max(slices.Index(mcpe.Priorities, p), 0) }

@@ -40,7 +40,6 @@ var errStreamsFull = eventsError(CodeResourceExhausted, map[string]any{"limit": 
 
 // pushStream is one events/stream request being served.
 type pushStream struct {
-	s    *Server
 	ctx  context.Context
 	sink *Sink
 	meta map[string]any
@@ -104,7 +103,7 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 			}
 		}()
 	}
-	ps := &pushStream{s: s, ctx: ctx, sink: sink, meta: map[string]any{metaSubscriptionID: ticket.id}}
+	ps := &pushStream{ctx: ctx, sink: sink, meta: map[string]any{metaSubscriptionID: ticket.id}}
 	wake := newStreamWake()
 	remove, ok := s.streams.add(principal, sub.ID, wake)
 	if !ok {

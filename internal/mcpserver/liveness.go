@@ -240,9 +240,8 @@ func (l *liveness) sweep() {
 	var idle []*mcp.ServerSession
 	var quiet []*httpSession
 	l.mu.Lock()
-	timeout := l.timeout
 	for id, st := range l.sessions {
-		if st.ss == nil || now.Sub(st.last) < timeout {
+		if st.ss == nil || now.Sub(st.last) < l.timeout {
 			continue
 		}
 		switch {

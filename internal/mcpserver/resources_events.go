@@ -60,7 +60,6 @@ type EventService interface {
 
 // resourceSub is one resource subscription of one session.
 type resourceSub struct {
-	uri       string
 	subID     string // the backing MCPE subscription
 	principal string
 	// listen is set under protocol 2026-07-28: the context of the
@@ -202,7 +201,7 @@ func (s *Server) subscribeResource(ctx context.Context, req *mcp.SubscribeReques
 	}
 	ss := req.Session
 	principal := s.requestPrincipal(ctx, ss, req.Extra)
-	rs := &resourceSub{uri: uri, principal: principal}
+	rs := &resourceSub{principal: principal}
 	if listen, _ := ctx.Value(listenKey{}).(bool); listen {
 		sink, err := SessionSink(ss)
 		if err != nil {
@@ -279,15 +278,12 @@ func (s *Server) unsubscribeResource(ctx context.Context, req *mcp.UnsubscribeRe
 func (s *Server) removeBacking(rs *resourceSub) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err := s.opts.Service.Unsubscribe(ctx, rs.principal, rs.subID)
-	if errors.Is(err, subscriptions.ErrNotFound) {
-		// Removed with events_unsubscribe already.
-		err = nil
-	}
-	if err != nil {
+	// ErrNotFound: removed with events_unsubscribe already.
+	if err := s.opts.Service.Unsubscribe(ctx, rs.principal, rs.subID); err != nil && !errors.Is(err, subscriptions.ErrNotFound) {
 		s.log.Error("remove the subscription behind a resource subscription", "principal", rs.principal, "subscription_id", rs.subID, "error", err)
+		return err
 	}
-	return err
+	return nil
 }
 
 // dropResourceSubs removes the resource subscriptions of an ended session.

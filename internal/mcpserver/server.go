@@ -614,10 +614,10 @@ type HTTPOptions struct {
 func (s *Server) HTTPHandler(opts HTTPOptions) http.Handler {
 	stateful := s.live.handler(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp },
 		&mcp.StreamableHTTPOptions{Logger: redactSessionIDs(s.log)}))
-	if opts.Tokens.Len() == 0 {
-		return eventsHTTP(stateful)
-	}
 	h := eventsHTTP(stateful)
+	if opts.Tokens.Len() == 0 {
+		return h
+	}
 	if opts.Stateless {
 		h = eventsHTTP(s.byProtocol(stateful))
 	}

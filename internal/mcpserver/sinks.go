@@ -51,9 +51,8 @@ func (l *lineWriter) WriteMessages(ctx context.Context, msgs []realtime.Message)
 		b = realtime.AppendNotification(b, m)
 	}
 	_, err := l.w.Write(b)
-	if cap(b) <= maxKeptBuffer {
-		l.buf = b
-	} else {
+	l.buf = b
+	if cap(b) > maxKeptBuffer {
 		l.buf = nil
 	}
 	return err
@@ -124,9 +123,8 @@ func (h *streamWriter) writeEvents(ctx context.Context, msgs []realtime.Message)
 		b = append(b, '\n')
 	}
 	_, err := h.ResponseWriter.Write(b)
-	if cap(b) <= maxKeptBuffer {
-		h.buf = b
-	} else {
+	h.buf = b
+	if cap(b) > maxKeptBuffer {
 		h.buf = nil
 	}
 	if err != nil {
