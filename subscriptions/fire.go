@@ -202,11 +202,9 @@ func (s *Service) observeFires(due []DueFire, results []FireResult, now time.Tim
 		d := due[i]
 		c := d.Delivery.Timed()
 		missed := false
-		if timing := s.timings[c]; timing != nil && !d.Due.IsZero() {
-			last := d.Due
-			if after, ok := timing.Next(d.Delivery, d.Due, &last); ok && !after.After(now) {
-				missed = true
-			}
+		if last := d.Due; !last.IsZero() {
+			next := s.nextFire(d.Delivery, last, &last)
+			missed = next != nil && !next.After(now)
 		}
 		o.Fired(c, max(now.Sub(d.Due), 0), missed)
 	}

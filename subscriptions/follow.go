@@ -285,7 +285,7 @@ func (s *Service) applyChanges(changes []Change) int {
 			continue
 		}
 		if e := s.index.Get(sub.ID); e != nil && !sub.UpdatedAt.IsZero() && e.updated.Equal(sub.UpdatedAt) &&
-			sameJSON(e.filter, sub.Filter) && sameDelivery(e.Delivery, sub.Delivery) {
+			sameJSON(e.filter, sub.Filter) && sameJSON(e.Delivery, sub.Delivery) {
 			continue // this version is in the index: this process made it
 		}
 		n++
@@ -374,10 +374,9 @@ func (s *Service) followInboxLocked(ctx context.Context, here []string, heads ma
 		return false
 	}
 	f.sawOthers()
-	if !s.followSpans(ctx, spans) {
-		return true // read again at the next look
+	if s.followSpans(ctx, spans) { // else read again at the next look
+		f.marks = marks
 	}
-	f.marks = marks
 	return true
 }
 

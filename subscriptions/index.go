@@ -2,6 +2,7 @@ package subscriptions
 
 import (
 	"cmp"
+	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -56,10 +57,6 @@ func NewEntry(sub *Subscription) (*Entry, error) {
 	e.cost += m.whereCost
 	return e, nil
 }
-
-// Cost is what matching the entry's patterns against one event type costs
-// (the sum of mcpe.Pattern.Cost), plus its where condition's estimate.
-func (e *Entry) Cost() int { return e.cost }
 
 // Index finds the subscriptions an event matches. Exact types are looked up in
 // a map; patterns are bucketed by their literal prefix, so an event is tested
@@ -276,11 +273,7 @@ func (x *Index) Recheck(matched []*Entry, ev *mcpe.Event) []*Entry {
 func (x *Index) IDs() []string {
 	x.mu.RLock()
 	defer x.mu.RUnlock()
-	ids := make([]string, 0, len(x.entries))
-	for id := range x.entries {
-		ids = append(ids, id)
-	}
-	return ids
+	return slices.Collect(maps.Keys(x.entries))
 }
 
 // Get returns the entry with the given ID, or nil.

@@ -3,6 +3,7 @@ package subscriptions
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -149,14 +150,8 @@ func (s *Service) Expiring(ctx context.Context, prefixes ...string) ([]*Subscrip
 	}
 	var out []*Subscription
 	for _, sub := range subs {
-		if sub.ExpiresAt == nil {
-			continue
-		}
-		for _, p := range prefixes {
-			if strings.HasPrefix(sub.ID, p) {
-				out = append(out, sub)
-				break
-			}
+		if sub.ExpiresAt != nil && slices.ContainsFunc(prefixes, func(p string) bool { return strings.HasPrefix(sub.ID, p) }) {
+			out = append(out, sub)
 		}
 	}
 	return out, nil

@@ -1,6 +1,7 @@
 package subscriptions
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -34,14 +35,10 @@ func (s *Service) Subscribe(ctx context.Context, principal string, req mcpe.Subs
 		Label:     req.Label,
 		Status:    mcpe.StatusActive,
 		Filter:    req.Filter,
+		Delivery:  *cmp.Or(req.Delivery, new(mcpe.DefaultDelivery())),
 		CreatedAt: now,
 		UpdatedAt: now,
 	}}
-	if req.Delivery != nil {
-		sub.Delivery = *req.Delivery
-	} else {
-		sub.Delivery = mcpe.DefaultDelivery()
-	}
 	if err := s.prepareDelivery(&sub.Delivery, now); err != nil {
 		return nil, err
 	}
@@ -95,7 +92,7 @@ func (s *Service) checkRoom(principal string, old, entry *Entry) error {
 		return &LimitError{Max: s.opts.MaxSubscriptions, Sessions: true}
 	}
 	cost := s.index.CostWith(principal, old, entry)
-	if cost <= s.opts.MaxPatternCost || entry.Cost() == 0 {
+	if cost <= s.opts.MaxPatternCost || entry.cost == 0 {
 		return nil
 	}
 	return invalid("filter.eventTypes", "your active subscriptions' patterns would cost %d to match against each new event type, "+
@@ -333,7 +330,6 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 			return nil, err
 		}
 	}
-	deliveryChanged := !sameDelivery(before.Delivery, sub.Delivery)
 	if old := before.Delivery.Timed(); old != "" && old != sub.Delivery.Timed() && before.Status == mcpe.StatusActive {
 		// Leaving a buffered channel: what waits goes out now.
 		flush := DueFire{SubscriptionID: id, Principal: principal, Delivery: before.Delivery}
@@ -342,7 +338,7 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 		}
 		sub.LastFireAt = &now
 	}
-	if deliveryChanged || before.Status != mcpe.StatusActive && sub.Status == mcpe.StatusActive {
+	if !sameJSON(before.Delivery, sub.Delivery) || before.Status != mcpe.StatusActive && sub.Status == mcpe.StatusActive {
 		sub.NextFireAt = s.nextFire(sub.Delivery, now, sub.LastFireAt)
 	}
 	if err := s.store.UpdateSubscription(ctx, sub); err != nil {
@@ -374,7 +370,7 @@ func (s *Service) change(ctx context.Context, principal, id string, edit func(*S
 }
 
 func sameSettings(a, b *Subscription) bool {
-	return a.Status == b.Status && a.Label == b.Label && sameJSON(a.Filter, b.Filter) && sameDelivery(a.Delivery, b.Delivery) &&
+	return a.Status == b.Status && a.Label == b.Label && sameJSON(a.Filter, b.Filter) && sameJSON(a.Delivery, b.Delivery) &&
 		timePtrEqual(a.ExpiresAt, b.ExpiresAt) && sameHandler(a, b)
 }
 
@@ -389,8 +385,6 @@ func sameHandler(a, b *Subscription) bool {
 	}
 	return sameJSON(a.Handler, b.Handler) && sameJSON(a.Secrets, b.Secrets) && disabled(a) == disabled(b)
 }
-
-func sameDelivery(a, b mcpe.Delivery) bool { return sameJSON(a, b) }
 
 func sameJSON(a, b any) bool {
 	aj, _ := json.Marshal(a)

@@ -142,13 +142,11 @@ func replayable(sub *Subscription) error {
 // findEvent returns the newest InboxEvent entry of principal's inbox with
 // the event eventID, and the event, among the newest replayScan entries.
 func (s *Service) findEvent(ctx context.Context, principal, eventID string) (InboxEntry, *mcpe.Event, error) {
-	var found InboxEntry
-	var ev *mcpe.Event
 	entries, err := s.store.LatestInbox(ctx, principal, replayScan)
 	if err != nil {
-		return found, nil, err
+		return InboxEntry{}, nil, err
 	}
-	for i := len(entries) - 1; i >= 0 && ev == nil; i-- {
+	for i := len(entries) - 1; i >= 0; i-- {
 		e := entries[i]
 		if e.Kind != mcpe.InboxEvent {
 			continue
@@ -161,12 +159,9 @@ func (s *Service) findEvent(ctx context.Context, principal, eventID string) (Inb
 		}
 		var parsed mcpe.Event
 		if err := json.Unmarshal(e.Event, &parsed); err != nil {
-			return found, nil, err
+			return InboxEntry{}, nil, err
 		}
-		found, ev = e, &parsed
+		return e, &parsed, nil
 	}
-	if ev == nil {
-		return found, nil, invalid("eventId", "no event %q among the newest %d entries of your inbox; replay takes an event delivered to you in real time that retention kept", eventID, replayScan)
-	}
-	return found, ev, nil
+	return InboxEntry{}, nil, invalid("eventId", "no event %q among the newest %d entries of your inbox; replay takes an event delivered to you in real time that retention kept", eventID, replayScan)
 }

@@ -3,6 +3,7 @@ package subscriptions
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/mcpe-server/mcpe-server/mcpe"
 )
@@ -23,11 +24,5 @@ func (s *Service) PublishFor(ctx context.Context, principal string, ev mcpe.Even
 // may run on the result, keeps or replaces entries and never adds one, so
 // the scope holds until the event is committed.
 func ownedBy(matches []*Entry, principal string) []*Entry {
-	out := make([]*Entry, 0, len(matches))
-	for _, e := range matches {
-		if e.Principal == principal {
-			out = append(out, e)
-		}
-	}
-	return out
+	return slices.DeleteFunc(slices.Clone(matches), func(e *Entry) bool { return e.Principal != principal })
 }
