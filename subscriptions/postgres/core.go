@@ -2,8 +2,6 @@ package postgres
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -116,13 +114,4 @@ func (r utcRow) Scan(dest ...any) error {
 		}
 	}
 	return nil
-}
-
-// mustJSON encodes values this package builds itself, which always encode.
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("postgres: encode %T: %v", v, err))
-	}
-	return string(b)
 }

@@ -16,12 +16,8 @@ import (
 func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) (out []subscriptions.InboxEntry, err error) {
 	err = s.tx(ctx, func(tx pgx.Tx) error {
 		out = nil
-		rows, err := tx.Query(ctx, `SELECT DISTINCT principal FROM subscriptions
+		owners, err := storecore.Column[string](ctx, conn{tx}, `SELECT DISTINCT principal FROM subscriptions
 			WHERE status IN ('active', 'paused') AND expires_at IS NOT NULL AND expires_at <= $1`, now)
-		if err != nil {
-			return err
-		}
-		owners, err := pgx.CollectRows(rows, pgx.RowTo[string])
 		if err != nil || len(owners) == 0 {
 			return err
 		}
@@ -32,16 +28,9 @@ func (s *Store) ExpireSubscriptions(ctx context.Context, now time.Time) (out []s
 		if err != nil {
 			return err
 		}
-		// A subscription that came due since the owners were read: its
-		// owner's row too (rare; a wait in a circle that this causes is
-		// broken by PostgreSQL and the transaction runs again).
-		principals := make([]string, len(reqs))
-		for i, r := range reqs {
-			principals[i] = r.Principal
-		}
-		if err := lockPrincipals(ctx, tx, principals); err != nil {
-			return err
-		}
+		// fire also takes the owner's row of a subscription that came due
+		// since the owners were read (rare; a wait in a circle that this
+		// causes is broken by PostgreSQL and the transaction runs again).
 		results, err := fire(ctx, tx, reqs, now, false)
 		out = storecore.Entries(results)
 		return err

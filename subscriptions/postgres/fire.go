@@ -48,27 +48,25 @@ const (
 )
 
 // Fire implements subscriptions.Store.
-func (s *Store) Fire(ctx context.Context, reqs []subscriptions.FireRequest, now time.Time) ([]subscriptions.FireResult, error) {
-	var out []subscriptions.FireResult
-	err := s.tx(ctx, func(tx pgx.Tx) error {
-		principals := make([]string, len(reqs))
-		for i, r := range reqs {
-			principals[i] = r.Principal
-		}
-		if err := lockPrincipals(ctx, tx, principals); err != nil {
-			return err
-		}
-		var err error
+func (s *Store) Fire(ctx context.Context, reqs []subscriptions.FireRequest, now time.Time) (out []subscriptions.FireResult, err error) {
+	err = s.tx(ctx, func(tx pgx.Tx) (err error) {
 		out, err = fire(ctx, tx, reqs, now, true)
 		return err
 	})
 	return out, err
 }
 
-// fire delivers reqs in tx, which holds their principals' rows (see
+// fire takes the rows of reqs' principals in tx, then delivers reqs (see
 // storecore.Fire): every publish to these buffers takes those rows, so what
 // a fire reads of a buffer is exactly what it deletes.
 func fire(ctx context.Context, tx pgx.Tx, reqs []subscriptions.FireRequest, now time.Time, claim bool) ([]subscriptions.FireResult, error) {
+	principals := make([]string, len(reqs))
+	for i, r := range reqs {
+		principals[i] = r.Principal
+	}
+	if err := lockPrincipals(ctx, tx, principals); err != nil {
+		return nil, err
+	}
 	return storecore.Fire(fireDriver{ctx, tx}, reqs, now, claim)
 }
 
@@ -93,11 +91,7 @@ func (d fireDriver) Claim(reqs []subscriptions.FireRequest, now time.Time) ([]st
 			due[i] = &r.Due
 		}
 	}
-	rows, err := d.tx.Query(d.ctx, claimQuery, now, ids, principals, next, due)
-	if err != nil {
-		return nil, err
-	}
-	return pgx.CollectRows(rows, pgx.RowTo[string])
+	return storecore.Column[string](d.ctx, conn{d.tx}, claimQuery, now, ids, principals, next, due)
 }
 
 func (d fireDriver) Count(ids []string, set func(string, int)) error {

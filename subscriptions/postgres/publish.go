@@ -224,7 +224,7 @@ func (b *batch) queuePublish(q *pgx.Batch, insert bool, routed int64, targets []
 		b.entries[i] = storecore.GroupByPrincipal(t, active)
 		for j := range b.entries[i] {
 			e := &b.entries[i][j]
-			inPrincipals, inIDs, inEvents = append(inPrincipals, e.Principal), append(inIDs, mustJSON(e.SubscriptionIDs)), append(inEvents, p.Event.ID)
+			inPrincipals, inIDs, inEvents = append(inPrincipals, e.Principal), append(inIDs, storecore.MustJSON(e.SubscriptionIDs)), append(inEvents, p.Event.ID)
 			index[[2]string{e.Principal, p.Event.ID}] = e
 		}
 		for _, sub := range storecore.BufferedTargets(p.Targets, active) {

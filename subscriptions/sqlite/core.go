@@ -170,7 +170,7 @@ func sqlArgs(args []any) []any {
 		case *time.Time:
 			out[i] = nullNanos(v)
 		case []string, []int64, map[string]int, map[string]int64:
-			out[i] = mustJSON(v)
+			out[i] = storecore.MustJSON(v)
 		default:
 			out[i] = a
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/subscriptions"
@@ -105,15 +106,13 @@ func (d fireDriver) Claim(reqs []subscriptions.FireRequest, now time.Time) ([]st
 	for i, r := range reqs {
 		list[i] = next{ID: r.SubscriptionID, Principal: r.Principal}
 		if r.Next != nil {
-			n := nanos(*r.Next)
-			list[i].Next = &n
+			list[i].Next = new(nanos(*r.Next))
 		}
 		if !r.Due.IsZero() {
-			d := nanos(r.Due)
-			list[i].Due = &d
+			list[i].Due = new(nanos(r.Due))
 		}
 	}
-	return storecore.Column[string](d.ctx, d.conn, claimQuery, now, mustJSON(list))
+	return storecore.Column[string](d.ctx, d.conn, claimQuery, now, storecore.MustJSON(list))
 }
 
 func (d fireDriver) Count(ids []string, set func(string, int)) error {
@@ -185,11 +184,10 @@ func (d fireDriver) DrawSeqs(principals []string) ([]int64, error) {
 
 // Insert writes the entries maxFireRows per statement.
 func (d fireDriver) Insert(list []storecore.Delivery, now time.Time) error {
-	for start := 0; start < len(list); start += maxFireRows {
-		chunk := list[start:min(start+maxFireRows, len(list))]
+	for chunk := range slices.Chunk(list, maxFireRows) {
 		args := make([]any, 0, len(chunk)*9)
 		for _, e := range chunk {
-			args = append(args, e.Seq, e.Principal, mustJSON(e.SubscriptionIDs), string(e.Kind), e.EventID,
+			args = append(args, e.Seq, e.Principal, storecore.MustJSON(e.SubscriptionIDs), string(e.Kind), e.EventID,
 				e.EventIDs, e.Remaining, e.Pending, nanos(now))
 		}
 		if _, err := d.Exec(d.ctx, insertEntriesSQL[len(chunk)], args...); err != nil {

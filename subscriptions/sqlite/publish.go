@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -86,8 +87,12 @@ const (
 // prepared before it takes the only write connection.
 func (b *batch) prepare() error {
 	queries := []string{findDuplicateQuery, publishStateQuery, activeQuery, insertBufferQuery, bufferSeqQuery, storecore.FoldQuery}
-	for _, n := range chunkSizes(len(b.pubs), maxEventRows) {
-		queries = append(queries, insertEventsSQL[n])
+	// The events go maxEventRows to a chunk, and what is left in the last.
+	if len(b.pubs) >= maxEventRows {
+		queries = append(queries, insertEventsSQL[maxEventRows])
+	}
+	if rest := len(b.pubs) % maxEventRows; rest > 0 {
+		queries = append(queries, insertEventsSQL[rest])
 	}
 	// An event has an inbox row per principal among its realtime targets,
 	// unless it is a duplicate or some of them stopped since the routing:
@@ -185,14 +190,13 @@ func (b *batch) route() error {
 		}
 	}
 	seq := b.head
-	for start := 0; start < len(rows); start += maxInboxRows {
-		chunk := rows[start:min(start+maxInboxRows, len(rows))]
+	for chunk := range slices.Chunk(rows, maxInboxRows) {
 		args := make([]any, 0, 5*len(chunk))
 		for _, r := range chunk {
 			e := &b.entries[r.pub][r.entry]
 			seq++
 			e.Seq = seq
-			args = append(args, seq, e.Principal, mustJSON(e.SubscriptionIDs), b.pubs[r.pub].Event.ID, nanos(b.now))
+			args = append(args, seq, e.Principal, storecore.MustJSON(e.SubscriptionIDs), b.pubs[r.pub].Event.ID, nanos(b.now))
 		}
 		if _, err := b.db.Exec(b.ctx, insertInboxSQL[len(chunk)], args...); err != nil {
 			return err
@@ -227,13 +231,11 @@ func (b *batch) active() error {
 	if err := b.db.one(b.ctx, publishStateQuery, nil, &now, &b.head); err != nil {
 		return err
 	}
-	if now == b.routed {
-		for _, id := range ids {
-			b.isActive[id] = true
-		}
-		return nil
+	active := ids
+	var err error
+	if now != b.routed {
+		active, err = storecore.Column[string](b.ctx, b.db, activeQuery, ids)
 	}
-	active, err := storecore.Column[string](b.ctx, b.db, activeQuery, ids)
 	for _, id := range active {
 		b.isActive[id] = true
 	}
@@ -270,7 +272,7 @@ func (b *batch) buffer() error {
 	for i := range rows {
 		rows[i][1] = last - int64(events) + rows[i][1].(int64)
 	}
-	_, err := b.db.Exec(b.ctx, insertBufferQuery, b.now, mustJSON(rows))
+	_, err := b.db.Exec(b.ctx, insertBufferQuery, b.now, storecore.MustJSON(rows))
 	return err
 }
 
@@ -299,17 +301,4 @@ func bySize(most int, head, row, tail string) []string {
 		out[n] = head + strings.TrimSuffix(strings.Repeat(row+", ", n), ", ") + tail
 	}
 	return out
-}
-
-// chunkSizes are the lengths of the chunks of at most most rows that n
-// rows are written in: most, and what is left.
-func chunkSizes(n, most int) []int {
-	var sizes []int
-	if n >= most {
-		sizes = append(sizes, most)
-	}
-	if r := n % most; r > 0 {
-		sizes = append(sizes, r)
-	}
-	return sizes
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"database/sql"
 	"embed"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/url"
@@ -409,13 +408,4 @@ func timePtr(n sql.NullInt64) *time.Time {
 	}
 	t := fromNanos(n.Int64)
 	return &t
-}
-
-// mustJSON encodes values this package builds itself, which always encode.
-func mustJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("sqlite: encode %T: %v", v, err))
-	}
-	return string(b)
 }

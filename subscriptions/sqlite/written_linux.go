@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"os"
@@ -65,13 +66,7 @@ func walWritten(buf []byte, wal string) bool {
 		if end > len(buf) {
 			return false
 		}
-		name := buf[syscall.SizeofInotifyEvent:end]
-		for i, c := range name {
-			if c == 0 {
-				name = name[:i]
-				break
-			}
-		}
+		name, _, _ := bytes.Cut(buf[syscall.SizeofInotifyEvent:end], []byte{0})
 		if string(name) == wal {
 			return true
 		}

@@ -34,7 +34,7 @@ func (ft *fireTx) deliveries(r subscriptions.FireRequest, w *waiting) []Delivery
 			end := batchEnd(w.events, start, size)
 			e := base
 			e.Kind, e.Events, e.Remaining = mcpe.InboxBatch, w.events[start:end:end], remaining+len(w.events)-end
-			out = append(out, Delivery{InboxEntry: e, EventIDs: new(mustJSON(w.ids[start:end]))})
+			out = append(out, Delivery{InboxEntry: e, EventIDs: new(MustJSON(w.ids[start:end]))})
 			start = end
 		}
 	} else {

@@ -74,7 +74,7 @@ func finishJobs(ctx context.Context, tx DB, done []subscriptions.JobDone) error 
 		}
 		t.Output, t.Tools = truncate(o.Output, mcpe.MaxStatusOutput), nil
 		if len(o.ToolCalls) > 0 {
-			t.Tools = new(mustJSON(o.ToolCalls))
+			t.Tools = new(MustJSON(o.ToolCalls))
 		}
 		if !o.Disable {
 			continue
@@ -115,8 +115,8 @@ func truncate(s string, n int) string {
 	return s[:cut] + "…[truncated]"
 }
 
-// mustJSON encodes values the stores build themselves, which always encode.
-func mustJSON(v any) string {
+// MustJSON encodes values the stores build themselves, which always encode.
+func MustJSON(v any) string {
 	b, err := json.Marshal(v)
 	if err != nil {
 		panic(fmt.Sprintf("storecore: encode %T: %v", v, err))

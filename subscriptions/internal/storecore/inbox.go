@@ -147,7 +147,7 @@ func (c *Core) InboxRange(ctx context.Context, spans []subscriptions.InboxSpan, 
 	if len(list) == 0 {
 		return nil, false, nil
 	}
-	out, more, err := c.page(ctx, limit, columns+c.Q.InboxRange, mustJSON(list), lo, hi, limit+1)
+	out, more, err := c.page(ctx, limit, columns+c.Q.InboxRange, MustJSON(list), lo, hi, limit+1)
 	return out, more, wrap("read the inbox", err)
 }
 

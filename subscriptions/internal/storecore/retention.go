@@ -16,21 +16,8 @@ const ChangesKept = time.Hour
 // DeletePrincipal implements subscriptions.Store.
 func (c *Core) DeletePrincipal(ctx context.Context, principal string) error {
 	return c.Tx(ctx, []string{principal}, func(tx DB) error {
-		for _, q := range []string{
-			// The inbox before the subscriptions: in PostgreSQL, deleting a
-			// subscription appends a change, which holds the change
-			// counter's row (that every subscription change waits for)
-			// until the transaction ends.
-			`DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions WHERE principal = $1)`,
-			`DELETE FROM inbox WHERE principal = $1`,
-			`DELETE FROM subscriptions WHERE principal = $1`,
-			`DELETE FROM principals WHERE principal = $1`,
-		} {
-			if _, err := tx.Exec(ctx, q, principal); err != nil {
-				return err
-			}
-		}
-		return nil
+		_, err := deleteOwned(ctx, tx, `principal = $1`, principal)
+		return err
 	})
 }
 
@@ -54,15 +41,25 @@ func (c *Core) deletePrefix(ctx context.Context, tx DB, prefix string) (int, err
 			return 0, err
 		}
 	}
-	match := ` WHERE ` + c.Q.Prefix
+	return deleteOwned(ctx, tx, c.Q.Prefix, prefix)
+}
+
+// deleteOwned deletes, in tx, everything owned by the principals that
+// match (a condition on principal, of $1 = arg), and returns how many
+// subscriptions went.
+func deleteOwned(ctx context.Context, tx DB, match string, arg any) (int, error) {
 	var subs int64
 	for i, q := range []string{
-		`DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions` + match + `)`,
-		`DELETE FROM inbox` + match, // before the subscriptions, as in DeletePrincipal
-		`DELETE FROM subscriptions` + match,
-		`DELETE FROM principals` + match,
+		`DELETE FROM buffer WHERE subscription_id IN (SELECT id FROM subscriptions WHERE ` + match + `)`,
+		// The inbox before the subscriptions: in PostgreSQL, deleting a
+		// subscription appends a change, which holds the change
+		// counter's row (that every subscription change waits for)
+		// until the transaction ends.
+		`DELETE FROM inbox WHERE ` + match,
+		`DELETE FROM subscriptions WHERE ` + match,
+		`DELETE FROM principals WHERE ` + match,
 	} {
-		n, err := tx.Exec(ctx, q, prefix)
+		n, err := tx.Exec(ctx, q, arg)
 		if err != nil {
 			return 0, err
 		}

@@ -57,14 +57,9 @@ func (c *Core) EndWindows(ctx context.Context, now time.Time, limit int) (out []
 	now = now.UTC()
 	// A window's entry is numbered from its principal's counter: the
 	// principals are taken first, in order, as a publish takes them.
-	var principals []string
-	if err := c.DB.Query(ctx, func(r Row) error {
-		var p string
-		err := r.Scan(&p)
-		principals = append(principals, p)
-		return err
-	}, `SELECT DISTINCT s.principal FROM (SELECT subscription_id FROM throttle WHERE window_end <= $1 ORDER BY window_end LIMIT $2) AS t
-		JOIN subscriptions s ON s.id = t.subscription_id`, now, limit); err != nil {
+	principals, err := Column[string](ctx, c.DB, `SELECT DISTINCT s.principal FROM (SELECT subscription_id FROM throttle WHERE window_end <= $1 ORDER BY window_end LIMIT $2) AS t
+		JOIN subscriptions s ON s.id = t.subscription_id`, now, limit)
+	if err != nil {
 		return nil, false, err
 	}
 	taken := make(map[string]bool, len(principals))
