@@ -134,7 +134,7 @@ func (b *batch) write(c *pgxpool.Conn) error {
 	b.fresh = make([]bool, len(b.pubs))
 	b.entries = make([][]subscriptions.InboxEntry, len(b.pubs))
 	b.isActive = make(map[string]bool)
-	var principals, ids []string // ids may repeat: activeQuery takes them as a set
+	var principals, ids []string
 	throttled := false
 	for _, p := range b.pubs {
 		for _, t := range p.Targets {
@@ -167,7 +167,7 @@ func (b *batch) write(c *pgxpool.Conn) error {
 	queueLock(q, principals, true)
 	b.queuePublish(q, true, 0, [][]subscriptions.Target{})
 	var active []string
-	q.Queue(activeQuery, ids).Query(func(rows pgx.Rows) (err error) {
+	q.Queue(activeQuery, sortedSet(ids)).Query(func(rows pgx.Rows) (err error) {
 		active, err = pgx.CollectRows(rows, pgx.RowTo[string])
 		return err
 	})
