@@ -4,7 +4,13 @@ import (
 	"cmp"
 	"context"
 	"time"
+
+	"github.com/mcpe-server/mcpe-server/subscriptions/internal/storecore"
 )
+
+// ChangesKept is how long a subscription change stays readable by the
+// other processes sharing the database (subscriptions.Shared).
+const ChangesKept = storecore.ChangesKept
 
 // Options are what tests set on a Store: the most connections its pool
 // opens (zero: pgx's default) and how often it checks that the database
