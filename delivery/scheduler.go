@@ -143,10 +143,9 @@ func (s *Scheduler) rearm() {
 	switch {
 	case err != nil:
 		s.log.Error("find the next fire; looking again later", "retry_in", DefaultRetry, "error", err)
-		next, ok = s.clock.Now().Add(DefaultRetry), true
+		next = s.clock.Now().Add(DefaultRetry)
 	case !ok:
-		s.setLocked(time.Time{})
-		return
+		next = time.Time{}
 	}
 	s.setLocked(next)
 }

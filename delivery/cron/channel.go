@@ -64,8 +64,7 @@ func (c *Channel) Prepare(d *mcpe.Delivery, now time.Time) error {
 		return mcpe.Invalid(field+".expression", "%q never fires: no date in the next five years matches it; check the day-of-month and month fields", cs.Expression)
 	}
 	if cs.AggregateEvents == nil {
-		t := true
-		cs.AggregateEvents = &t
+		cs.AggregateEvents = new(true)
 	}
 	switch n := cs.MaxEventsPerDelivery; {
 	case n == 0:

@@ -36,18 +36,18 @@ func messages(e subscriptions.InboxEntry, rendering Rendering) []Message {
 	}
 	out := make([]Message, 0, len(e.SubscriptionIDs))
 	for _, id := range e.SubscriptionIDs {
-		var m Message
 		label, d := "", mcpe.Delivery{}
 		if rendering != nil {
 			label, d = rendering(id)
 		}
+		m := Message{Subscription: id, Seq: e.Seq}
 		switch e.Kind {
 		case mcpe.InboxEvent:
-			m = Message{Method: mcpe.MethodEvent, Params: eventParams(id, label, cursor, d.Shape(e.Event), e.Remaining), Subscription: id, Seq: e.Seq}
+			m.Method, m.Params = mcpe.MethodEvent, eventParams(id, label, cursor, d.Shape(e.Event), e.Remaining)
 		case mcpe.InboxBatch:
-			m = Message{Method: mcpe.MethodBatch, Params: batchParams(id, label, cursor, d.ShapeAll(e.Events), e.Remaining), Subscription: id, Seq: e.Seq}
+			m.Method, m.Params = mcpe.MethodBatch, batchParams(id, label, cursor, d.ShapeAll(e.Events), e.Remaining)
 		case mcpe.InboxExpired:
-			m = Message{Method: mcpe.MethodSubscriptionExpired, Params: expiredParams(id, cursor), Subscription: id, Seq: e.Seq}
+			m.Method, m.Params = mcpe.MethodSubscriptionExpired, expiredParams(id, cursor)
 		default:
 			continue
 		}
@@ -88,8 +88,7 @@ func batchParams(id, label, cursor string, events []json.RawMessage, remaining i
 	}
 	b = append(b, ']')
 	if remaining > 0 {
-		b = append(b, `,"remaining":`...)
-		b = strconv.AppendInt(b, int64(remaining), 10)
+		b = strconv.AppendInt(append(b, `,"remaining":`...), int64(remaining), 10)
 	}
 	return append(b, '}')
 }
@@ -107,8 +106,7 @@ func head(b []byte, id, label, cursor string) []byte {
 		b = appendString(append(b, `,"label":`...), label)
 	}
 	if cursor != "" {
-		b = append(b, `,"cursor":`...)
-		b = appendString(b, cursor)
+		b = appendString(append(b, `,"cursor":`...), cursor)
 	}
 	return b
 }

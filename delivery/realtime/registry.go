@@ -1,10 +1,12 @@
 package realtime
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
-	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -117,32 +119,22 @@ type Options struct {
 }
 
 func (o *Options) defaults() {
-	set := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	set(&o.WindowEntries, DefaultWindowEntries)
-	set(&o.WindowBytes, DefaultWindowBytes)
-	set(&o.BatchMessages, DefaultBatchMessages)
-	set(&o.BatchBytes, DefaultBatchBytes)
-	if o.WriteTimeout <= 0 {
-		o.WriteTimeout = DefaultWriteTimeout
-	}
-	if o.StreamWait <= 0 {
-		o.StreamWait = DefaultStreamWait
-	}
-	if o.BacklogEntries <= 0 {
-		o.BacklogEntries = DefaultBacklogEntries
-	}
-	if o.LagWarning <= 0 {
-		o.LagWarning = DefaultLagWarning
-	}
-	if o.Clock == nil {
-		o.Clock = clock.Real{}
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	orDefault(&o.WindowEntries, DefaultWindowEntries)
+	orDefault(&o.WindowBytes, DefaultWindowBytes)
+	orDefault(&o.BatchMessages, DefaultBatchMessages)
+	orDefault(&o.BatchBytes, DefaultBatchBytes)
+	orDefault(&o.WriteTimeout, DefaultWriteTimeout)
+	orDefault(&o.StreamWait, DefaultStreamWait)
+	orDefault(&o.BacklogEntries, DefaultBacklogEntries)
+	orDefault(&o.LagWarning, DefaultLagWarning)
+	o.Clock = cmp.Or[clock.Clock](o.Clock, clock.Real{})
+	o.Logger = cmp.Or(o.Logger, slog.New(slog.DiscardHandler))
+}
+
+// orDefault sets *v to d when it is zero or negative.
+func orDefault[T int | int64 | time.Duration](v *T, d T) {
+	if *v <= 0 {
+		*v = d
 	}
 }
 
@@ -340,11 +332,7 @@ func (r *Registry) Live(principal string) int {
 func (r *Registry) Principals() []string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	out := make([]string, 0, len(r.owners))
-	for p := range r.owners {
-		out = append(out, p)
-	}
-	return out
+	return slices.AppendSeq(make([]string, 0, len(r.owners)), maps.Keys(r.owners))
 }
 
 // Owners implements subscriptions.Sessions.
@@ -762,11 +750,8 @@ func (r *Registry) write(s *session) {
 			s.cursor = b.cursor
 			s.sent = min(s.sent+b.count, s.o.appended)
 			s.sentBytes = min(s.sentBytes+b.bytes, s.o.appendedBytes)
-			for _, it := range s.o.window {
-				if it.seq > s.cursor {
-					s.oldest = it.at
-					break
-				}
+			if i := slices.IndexFunc(s.o.window, func(it item) bool { return it.seq > s.cursor }); i >= 0 {
+				s.oldest = s.o.window[i].at
 			}
 		}
 		r.mu.Unlock()

@@ -61,12 +61,11 @@ func (Channel) Prepare(d *mcpe.Delivery, now time.Time) error {
 		return mcpe.Invalid(field+".description", "is %d characters long; at most %d are accepted", len(sd.Description), MaxDescription)
 	}
 	sd.DeliverAt = at.Format(time.RFC3339Nano)
-	t := true
 	if sd.AggregateEvents == nil {
-		sd.AggregateEvents = &t
+		sd.AggregateEvents = new(true)
 	}
 	if sd.AutoExpire == nil {
-		sd.AutoExpire = &t
+		sd.AutoExpire = new(true)
 	}
 	d.ScheduledDelivery = &sd
 	return nil
