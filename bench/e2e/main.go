@@ -103,11 +103,16 @@ type Result struct {
 	// SessionServerCPUMicrosPerEvent is, with several processes, the part
 	// of CPUMicrosPerEvent spent by the server the client is connected to.
 	SessionServerCPUMicrosPerEvent float64 `json:"sessionServerCPUMicrosPerEvent,omitempty"`
-	LatencyP50Millis               float64 `json:"latencyP50ms,omitempty"`
-	LatencyP99Millis               float64 `json:"latencyP99ms,omitempty"`
-	RSSMegabytes                   float64 `json:"rssMB"`
-	Refused                        int64   `json:"refused,omitempty"`
-	SubscribeCPUMicros             float64 `json:"subscribeCPUMicrosPerCall,omitempty"`
+	// CPUWindow is when (Unix seconds) the CPU figures per event start and
+	// end, from before the first post to the last notification's wait:
+	// for a tool that samples another process's CPU (the database's) over
+	// the same window.
+	CPUWindow          [2]float64 `json:"cpuWindow,omitzero"`
+	LatencyP50Millis   float64    `json:"latencyP50ms,omitempty"`
+	LatencyP99Millis   float64    `json:"latencyP99ms,omitempty"`
+	RSSMegabytes       float64    `json:"rssMB"`
+	Refused            int64      `json:"refused,omitempty"`
+	SubscribeCPUMicros float64    `json:"subscribeCPUMicrosPerCall,omitempty"`
 	// SubscribeBenchCPUMicros is this program's CPU (the go-sdk client) per
 	// events_subscribe call.
 	SubscribeBenchCPUMicros float64 `json:"subscribeBenchCPUMicrosPerCall,omitempty"`
@@ -266,11 +271,13 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 		return nil, err
 	}
 	res.PostSeconds = time.Since(t1).Seconds()
+	res.CPUWindow[0] = float64(t1.UnixNano()) / 1e9
 	res.Refused = refused
 	res.AcceptedPerSecond = float64(int64(sc.Events)-refused) / res.PostSeconds
 	s.got.wait(quiet)
 	last := s.got.lastAt()
 	cpu3, own3, session3 := s.cpu(), proc.CPUTime(os.Getpid()), proc.CPUTime(s.cmd.Process.Pid)
+	res.CPUWindow[1] = float64(time.Now().UnixNano()) / 1e9
 	res.Expected = s.got.expected
 	res.Received = s.got.received.Load()
 	res.Duplicates = s.got.duplicates.Load()
