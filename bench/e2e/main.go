@@ -43,6 +43,7 @@ import (
 	"regexp"
 	"runtime/pprof"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -107,12 +108,17 @@ type Result struct {
 	// end, from before the first post to the last notification's wait:
 	// for a tool that samples another process's CPU (the database's) over
 	// the same window.
-	CPUWindow          [2]float64 `json:"cpuWindow,omitzero"`
-	LatencyP50Millis   float64    `json:"latencyP50ms,omitempty"`
-	LatencyP99Millis   float64    `json:"latencyP99ms,omitempty"`
-	RSSMegabytes       float64    `json:"rssMB"`
-	Refused            int64      `json:"refused,omitempty"`
-	SubscribeCPUMicros float64    `json:"subscribeCPUMicrosPerCall,omitempty"`
+	CPUWindow [2]float64 `json:"cpuWindow,omitzero"`
+	// DatabaseCPUMicrosPerEvent is PostgreSQL's CPU per event over the same
+	// window (its postmaster and the postmaster's children), when the
+	// database is a cluster on this machine whose postmaster.pid this
+	// program can read; a process that ends within the window is left out.
+	DatabaseCPUMicrosPerEvent float64 `json:"databaseCPUMicrosPerEvent,omitempty"`
+	LatencyP50Millis          float64 `json:"latencyP50ms,omitempty"`
+	LatencyP99Millis          float64 `json:"latencyP99ms,omitempty"`
+	RSSMegabytes              float64 `json:"rssMB"`
+	Refused                   int64   `json:"refused,omitempty"`
+	SubscribeCPUMicros        float64 `json:"subscribeCPUMicrosPerCall,omitempty"`
 	// SubscribeBenchCPUMicros is this program's CPU (the go-sdk client) per
 	// events_subscribe call.
 	SubscribeBenchCPUMicros float64 `json:"subscribeBenchCPUMicrosPerCall,omitempty"`
@@ -215,17 +221,18 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	postmaster := 0
 	switch {
 	case db == "":
 		db = filepath.Join(dir, "mcpe.db")
 	case strings.HasPrefix(db, "postgres"):
 		// A database of its own for each scenario.
-		fresh, drop, err := freshDatabase(db)
+		fresh, drop, pm, err := freshDatabase(db)
 		if err != nil {
 			return nil, err
 		}
 		defer drop()
-		db = fresh
+		db, postmaster = fresh, pm
 	}
 	s, err := start(bin, dir, db, sc, follow)
 	if err != nil {
@@ -260,7 +267,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 		}
 	}
 
-	cpu1, own1, session1 := s.cpu(), proc.CPUTime(os.Getpid()), proc.CPUTime(s.cmd.Process.Pid)
+	cpu1, own1, session1, db1 := s.cpu(), proc.CPUTime(os.Getpid()), proc.CPUTime(s.cmd.Process.Pid), proc.Family(postmaster)
 	t1 := time.Now()
 	bases := s.bases
 	if sc.Remote {
@@ -276,7 +283,7 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 	res.AcceptedPerSecond = float64(int64(sc.Events)-refused) / res.PostSeconds
 	s.got.wait(quiet)
 	last := s.got.lastAt()
-	cpu3, own3, session3 := s.cpu(), proc.CPUTime(os.Getpid()), proc.CPUTime(s.cmd.Process.Pid)
+	cpu3, own3, session3, db3 := s.cpu(), proc.CPUTime(os.Getpid()), proc.CPUTime(s.cmd.Process.Pid), proc.Family(postmaster)
 	res.CPUWindow[1] = float64(time.Now().UnixNano()) / 1e9
 	res.Expected = s.got.expected
 	res.Received = s.got.received.Load()
@@ -288,6 +295,13 @@ func run(bin string, sc Scenario, quiet time.Duration, db string, follow time.Du
 	}
 	res.CPUMicrosPerEvent = (cpu3 - cpu1).Seconds() * 1e6 / float64(sc.Events)
 	res.BenchCPUMicrosPerEvent = (own3 - own1).Seconds() * 1e6 / float64(sc.Events)
+	if postmaster > 0 {
+		var used time.Duration
+		for pid, t := range db3 {
+			used += t - db1[pid] // 0 for a process started within the window
+		}
+		res.DatabaseCPUMicrosPerEvent = used.Seconds() * 1e6 / float64(sc.Events)
+	}
 	if len(s.others) > 0 {
 		res.SessionServerCPUMicrosPerEvent = (session3 - session1).Seconds() * 1e6 / float64(sc.Events)
 	}
@@ -482,21 +496,30 @@ var databases atomic.Int64
 
 // freshDatabase creates a new database on the server of the PostgreSQL URL
 // db and returns its URL, and a function that drops it.
-func freshDatabase(db string) (string, func(), error) {
+func freshDatabase(db string) (string, func(), int, error) {
 	u, err := url.Parse(db)
 	if err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(ctx, db)
 	if err != nil {
-		return "", nil, err
+		return "", nil, 0, err
 	}
 	name := fmt.Sprintf("e2e_%d_%d", os.Getpid(), databases.Add(1))
 	if _, err := conn.Exec(ctx, "CREATE DATABASE "+name); err != nil {
 		conn.Close(ctx)
-		return "", nil, err
+		return "", nil, 0, err
+	}
+	// The postmaster, when the cluster runs here: the first line of its
+	// postmaster.pid.
+	postmaster := 0
+	var dataDir string
+	if conn.QueryRow(ctx, "SHOW data_directory").Scan(&dataDir) == nil {
+		if b, err := os.ReadFile(filepath.Join(dataDir, "postmaster.pid")); err == nil {
+			postmaster, _ = strconv.Atoi(strings.TrimSpace(strings.SplitN(string(b), "\n", 2)[0]))
+		}
 	}
 	u.Path = "/" + name
 	return u.String(), func() {
@@ -504,7 +527,7 @@ func freshDatabase(db string) (string, func(), error) {
 		defer cancel()
 		conn.Exec(ctx, "DROP DATABASE "+name+" WITH (FORCE)")
 		conn.Close(ctx)
-	}, nil
+	}, postmaster, nil
 }
 
 // settle is how long the other processes get to route by subscriptions
