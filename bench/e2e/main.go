@@ -495,7 +495,8 @@ func subscribe(ctx context.Context, css []*mcp.ClientSession, n int) (map[int][]
 var databases atomic.Int64
 
 // freshDatabase creates a new database on the server of the PostgreSQL URL
-// db and returns its URL, and a function that drops it.
+// db and returns its URL, a function that drops it, and the pid of the
+// cluster's postmaster when it runs on this machine (else 0).
 func freshDatabase(db string) (string, func(), int, error) {
 	u, err := url.Parse(db)
 	if err != nil {

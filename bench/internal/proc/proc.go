@@ -19,8 +19,12 @@ func CPUTime(pid int) time.Duration {
 }
 
 // Family returns the CPU time of process pid and of each of its children,
-// by pid (a PostgreSQL postmaster's are its backends and workers).
+// by pid (a PostgreSQL postmaster's are its backends and workers); nil for
+// no pid (0).
 func Family(pid int) map[int]time.Duration {
+	if pid <= 0 {
+		return nil
+	}
 	out := make(map[int]time.Duration)
 	dirs, _ := os.ReadDir("/proc")
 	for _, d := range dirs {
