@@ -40,17 +40,12 @@ func acceptedFields(t *mcp.Tool) string {
 	if !ok || len(s.Properties) == 0 {
 		return fmt.Sprintf("none: %s takes no arguments", t.Name)
 	}
-	names := make([]string, 0, len(s.Properties))
-	for name := range s.Properties {
-		names = append(names, fmt.Sprintf("%q", name))
-	}
-	slices.Sort(names)
-	return strings.Join(names, ", ") + fmt.Sprintf(" (see the input schema of %s; nested objects accept only the fields listed there)", t.Name)
+	return fieldNames([]*jsonschema.Schema{s}) + fmt.Sprintf(" (see the input schema of %s; nested objects accept only the fields listed there)", t.Name)
 }
 
 // acceptedAt lists the properties the input schemas of tools allow in the
 // object at path (a dotted path; array indexes are skipped), or "" when
-// they list none.
+// they list none: then DecodeStrict names the fields of the Go type.
 func acceptedAt(tools []*mcp.Tool, path string) string {
 	var schemas []*jsonschema.Schema
 	for _, t := range tools {
@@ -77,14 +72,16 @@ func acceptedAt(tools []*mcp.Tool, path string) string {
 			schemas = items
 		}
 	}
+	return fieldNames(expand(schemas))
+}
+
+// fieldNames lists the properties of schemas, quoted, sorted and each once.
+func fieldNames(schemas []*jsonschema.Schema) string {
 	var names []string
-	for _, s := range expand(schemas) {
+	for _, s := range schemas {
 		for name := range s.Properties {
 			names = append(names, fmt.Sprintf("%q", name))
 		}
-	}
-	if len(names) == 0 {
-		return "" // the fields of the Go type, which DecodeStrict names
 	}
 	slices.Sort(names)
 	return strings.Join(slices.Compact(names), ", ")

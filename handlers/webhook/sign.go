@@ -84,7 +84,7 @@ func mac(h hash.Hash, msgID string, unix int64, body []byte) []byte {
 // bytes it encodes, as some SEP-3415 receivers (mcpkit's events client)
 // compute it; Standard Webhooks receivers pass over what is not theirs.
 func signatures(secrets []string, msgID string, ts time.Time, body []byte, wholeKeys bool) (string, error) {
-	var b strings.Builder
+	var sigs []string
 	for i, s := range secrets {
 		sig, err := Sign(s, msgID, ts, body)
 		if err != nil {
@@ -93,17 +93,14 @@ func signatures(secrets []string, msgID string, ts time.Time, body []byte, whole
 			}
 			return "", fmt.Errorf("the subscription's previous signing secret: %w", err)
 		}
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(sig)
+		sigs = append(sigs, sig)
 	}
 	if wholeKeys {
 		for _, s := range secrets {
-			b.WriteString(" v1," + base64.StdEncoding.EncodeToString(mac(hmac.New(sha256.New, []byte(s)), msgID, ts.Unix(), body)))
+			sigs = append(sigs, "v1,"+base64.StdEncoding.EncodeToString(mac(hmac.New(sha256.New, []byte(s)), msgID, ts.Unix(), body)))
 		}
 	}
-	return b.String(), nil
+	return strings.Join(sigs, " "), nil
 }
 
 // Verify checks a request as a receiver should, before parsing its body:

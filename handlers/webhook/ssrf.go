@@ -142,13 +142,11 @@ func (s *Sender) dialContext(ctx context.Context, network, address string) (net.
 	var refused, last error
 	allowed := addrs[:0:0]
 	for _, a := range addrs {
-		if err := s.checkAddr(name, a); err != nil {
-			if refused == nil {
-				refused = err
-			}
-			continue
+		if err := s.checkAddr(name, a); err == nil {
+			allowed = append(allowed, a)
+		} else if refused == nil {
+			refused = err
 		}
-		allowed = append(allowed, a)
 	}
 	for i, a := range allowed {
 		// Dial the address we checked, never the name: a second lookup
