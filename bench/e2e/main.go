@@ -150,14 +150,15 @@ func main() {
 	db := flag.String("db", "", "the database the servers share (default: a new SQLite file); a postgres:// URL must name an empty database")
 	principals := flag.Int("principals", 1, "how many principals the subscriptions are spread over, each with its own bearer token and session (more than 1 implies -transport http)")
 	posters := flag.Int("posters", 0, "posters in every scenario that posts (0: each scenario's own)")
+	rate := flag.Int("rate", 0, "events per second altogether in every paced scenario (0: each scenario's own)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of this program (the posters and the client) to this file")
 	flag.Parse()
 	if *bin == "" {
 		fmt.Fprintln(os.Stderr, "e2e: -bin is required")
 		os.Exit(2)
 	}
-	if *processes < 1 || *principals < 1 {
-		fmt.Fprintln(os.Stderr, "e2e: -processes and -principals must be at least 1")
+	if *processes < 1 || *principals < 1 || *rate < 0 {
+		fmt.Fprintln(os.Stderr, "e2e: -processes and -principals must be at least 1, -rate at least 0")
 		os.Exit(2)
 	}
 	if *cpuProfile != "" {
@@ -178,6 +179,10 @@ func main() {
 		sc.Transport, sc.Processes, sc.Remote = *transport, *processes, *remote && *processes > 1
 		if *posters > 0 && sc.Posters > 0 {
 			sc.Posters = *posters
+		}
+		if *rate > 0 && sc.Rate > 0 {
+			sc.Name = strings.Replace(sc.Name, fmt.Sprintf("%d/s", sc.Rate), fmt.Sprintf("%d/s", *rate), 1)
+			sc.Rate = *rate
 		}
 		if *principals > 1 {
 			sc.Transport, sc.Principals = "http", *principals
