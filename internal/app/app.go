@@ -212,7 +212,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if a.sources.served() && !opts.HTTP {
 		log.Warn("webhook adapters configured but HTTP not served", "effect", "nothing can reach them", "hint", "start with --http ADDR or set http.addr")
 	}
-	srv, err := mcpserver.New(mcpserver.Options{
+	a.Server, err = mcpserver.New(mcpserver.Options{
 		Service:         svc,
 		Sessions:        a.Sessions,
 		Version:         opts.Version,
@@ -228,8 +228,7 @@ func New(ctx context.Context, opts Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	a.Server = srv
-	late.srv.Store(srv)
+	late.srv.Store(a.Server)
 	// Handler runs start once the server can answer sampling requests.
 	if err := a.runner.Start(ctx); err != nil {
 		return nil, err

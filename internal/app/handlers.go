@@ -43,8 +43,7 @@ func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk
 	set := &handlerSet{byType: make(map[mcpe.HandlerType]subscriptions.Handler)}
 	if b := cfg.Bash; b != nil && len(b.Commands) > 0 {
 		opts := cfg.BashOptions()
-		opts.Clock, opts.Logger = clk, log.With("handler", "bash")
-		opts.HiddenPaths = private
+		opts.Clock, opts.Logger, opts.HiddenPaths = clk, log.With("handler", "bash"), private
 		runner, err := bash.New(&opts)
 		if err != nil {
 			return nil, config.Within("handlers.bash", err)
@@ -78,8 +77,7 @@ func buildHandlers(cfg *config.Handlers, private []string, late *lateServer, clk
 		if err != nil {
 			return nil, config.Within("handlers.agent", err)
 		}
-		opts.Sessions = late.Sessions
-		opts.Tools = late
+		opts.Sessions, opts.Tools = late.Sessions, late
 		opts.Clock, opts.Logger = clk, log.With("handler", "agent")
 		ag, err := agent.New(&opts)
 		if err != nil {

@@ -181,14 +181,11 @@ type Duration time.Duration
 // explainDecodeError finds it from there.
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	var s string
-	err := n.Decode(&s)
-	if err != nil {
-		err = errors.New("want a duration such as \"30s\", \"15m\", \"24h\" or \"7d\"")
-	} else {
-		var v time.Duration
-		v, err = ParseDuration(s)
-		*d = Duration(v)
+	if n.Decode(&s) != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: want a duration such as \"30s\", \"15m\", \"24h\" or \"7d\"", n.Line, n.Column)}}
 	}
+	v, err := ParseDuration(s)
+	*d = Duration(v)
 	if err != nil {
 		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d column %d: %v", n.Line, n.Column, err)}}
 	}

@@ -224,8 +224,7 @@ func yamlKeys(t reflect.Type) []string {
 	var keys []string
 	for i := range t.NumField() {
 		f := t.Field(i)
-		tag := f.Tag.Get("yaml")
-		name, opts, _ := strings.Cut(tag, ",")
+		name, opts, _ := strings.Cut(f.Tag.Get("yaml"), ",")
 		switch {
 		case name == "-" || !f.IsExported():
 		case strings.Contains(opts, "inline") && f.Type.Kind() == reflect.Struct:
