@@ -60,7 +60,7 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if event == "" {
-		refuse(badRequest("the request has no " + EventHeader + " header; GitHub names the event kind in it (issues, pull_request, push, ...)"))
+		refuse(httpapi.BadRequest("the request has no " + EventHeader + " header; GitHub names the event kind in it (issues, pull_request, push, ...)"))
 		return
 	}
 	p, reqErr := decode(raw)
@@ -73,23 +73,23 @@ func (a *Adapter) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if delivery == "" {
-		refuse(badRequest("the request has no " + DeliveryHeader + " header; GitHub identifies each delivery by it, and a redelivery with the same ID is accepted once"))
+		refuse(httpapi.BadRequest("the request has no " + DeliveryHeader + " header; GitHub identifies each delivery by it, and a redelivery with the same ID is accepted once"))
 		return
 	}
 	if len(delivery) > mcpe.MaxSourceIDLength {
-		refuse(badRequest(fmt.Sprintf("%s is %d bytes long; GitHub's delivery IDs are GUIDs, and at most %d bytes are accepted", DeliveryHeader, len(delivery), mcpe.MaxSourceIDLength)))
+		refuse(httpapi.BadRequest("%s is %d bytes long; GitHub's delivery IDs are GUIDs, and at most %d bytes are accepted", DeliveryHeader, len(delivery), mcpe.MaxSourceIDLength))
 		return
 	}
 	ev, err := a.event(event, delivery, p, raw, a.shared.Clock.Now())
 	if err != nil {
-		refuse(badRequest(err.Error()))
+		refuse(httpapi.BadRequest("%s", err))
 		return
 	}
 	res, err := a.shared.Publisher.Publish(r.Context(), ev)
 	if err != nil {
 		var invalid *mcpe.InvalidError
 		if errors.As(err, &invalid) {
-			refuse(badRequest("the event made of this delivery was refused: " + err.Error()))
+			refuse(httpapi.BadRequest("the event made of this delivery was refused: %s", err))
 			return
 		}
 		// A 4xx or 5xx answer marks the delivery failed on GitHub, where
@@ -138,11 +138,11 @@ func payloadOf(contentType string, body []byte) ([]byte, *httpapi.RequestError) 
 	case err == nil && mt == "application/x-www-form-urlencoded":
 		form, err := url.ParseQuery(string(body))
 		if err != nil {
-			return nil, badRequest("the body is not a valid form (application/x-www-form-urlencoded): " + adapters.Clip(err.Error(), 200))
+			return nil, httpapi.BadRequest("the body is not a valid form (application/x-www-form-urlencoded): %s", adapters.Clip(err.Error(), 200))
 		}
 		values, ok := form["payload"]
 		if !ok {
-			return nil, badRequest("the form has no payload field; with the content type application/x-www-form-urlencoded GitHub sends the JSON payload in the payload field")
+			return nil, httpapi.BadRequest("the form has no payload field; with the content type application/x-www-form-urlencoded GitHub sends the JSON payload in the payload field")
 		}
 		return []byte(values[0]), nil
 	}

@@ -3,7 +3,6 @@ package github
 import (
 	"bytes"
 	"encoding/json"
-	"net/http"
 	"reflect"
 	"strings"
 
@@ -378,27 +377,22 @@ func (p *payload) has(field string) bool {
 	return false
 }
 
-// badRequest is httpapi.BadRequest of a message built whole.
-func badRequest(message string) *httpapi.RequestError {
-	return &httpapi.RequestError{Status: http.StatusBadRequest, Code: httpapi.CodeInvalidPayload, Message: message}
-}
-
 // decode reads a JSON payload. Only a body that is not one JSON object is
 // refused; fields of unexpected types read as absent.
 func decode(body []byte) (*payload, *httpapi.RequestError) {
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) == 0 {
-		return nil, badRequest("the payload is empty; GitHub sends a JSON object describing the event")
+		return nil, httpapi.BadRequest("the payload is empty; GitHub sends a JSON object describing the event")
 	}
 	if trimmed[0] != '{' {
 		if !json.Valid(trimmed) {
-			return nil, badRequest("the payload is not JSON; GitHub sends a JSON object describing the event (as the body with content type application/json, or in the payload field of a form)")
+			return nil, httpapi.BadRequest("the payload is not JSON; GitHub sends a JSON object describing the event (as the body with content type application/json, or in the payload field of a form)")
 		}
-		return nil, badRequest("the payload must be a JSON object describing the event, as GitHub sends, not " + mcpe.DescribeJSON(trimmed))
+		return nil, httpapi.BadRequest("the payload must be a JSON object describing the event, as GitHub sends, not %s", mcpe.DescribeJSON(trimmed))
 	}
 	var p payload
 	if err := json.Unmarshal(trimmed, &p); err != nil {
-		return nil, badRequest("the payload is not valid JSON: " + strings.TrimPrefix(err.Error(), "json: "))
+		return nil, httpapi.BadRequest("the payload is not valid JSON: %s", strings.TrimPrefix(err.Error(), "json: "))
 	}
 	return &p, nil
 }

@@ -41,11 +41,8 @@ func boundedCopy(ev object) (json.RawMessage, bool) {
 			return bytes.Clone(buf.Bytes()), c.cut
 		}
 	}
-	buf.Reset()
-	buf.WriteString(`{"type":`)
-	writeString(&buf, ev.str("type", maxNameBytes))
-	buf.WriteString(`}`)
-	return bytes.Clone(buf.Bytes()), true
+	raw, _ := adapters.EncodeJSON(map[string]string{"type": ev.str("type", maxNameBytes)}) // strings always encode
+	return raw, true
 }
 
 // copier writes one attempt of boundedCopy.

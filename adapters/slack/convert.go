@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/mcpe-server/mcpe-server/adapters"
@@ -113,17 +114,11 @@ type Attachment struct {
 	Fallback string `json:"fallback,omitempty"`
 }
 
-// mapped reports whether the adapter has a mapping for Slack event type t;
-// events of other types carry a bounded copy of the event in data.event.
+// mapped reports whether the adapter has a mapping for Slack event type t:
+// a catalog entry of its own. Events of other types carry a bounded copy of
+// the event in data.event.
 func mapped(t string) bool {
-	switch t {
-	case "message", "app_mention", "reaction_added", "reaction_removed",
-		"member_joined_channel", "member_left_channel",
-		"channel_created", "channel_rename", "channel_archive", "channel_unarchive", "channel_deleted",
-		"pin_added", "pin_removed", "file_shared":
-		return true
-	}
-	return false
+	return slices.ContainsFunc(entries, func(e entry) bool { return !e.generic && e.slackType == t })
 }
 
 // eventType returns the event type of a Slack event of type t and subtype
