@@ -16,8 +16,6 @@ package mcpserver
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -228,10 +226,7 @@ func (s *Server) userMessage(ctx context.Context, ss *mcp.ServerSession, p *User
 }
 
 // principalTag names a principal in event metadata without revealing it.
-func principalTag(principal string) string {
-	sum := sha256.Sum256([]byte(principal))
-	return hex.EncodeToString(sum[:8])
-}
+func principalTag(principal string) string { return shortHash(principal, 8) }
 
 // contextItem is one unread event as the context shows it.
 type contextItem struct {
@@ -267,7 +262,7 @@ func (s *Server) conversationContext(ctx context.Context, principal string, mode
 	var items []contextItem
 	var notes []string
 	start := ""
-	unread, more := 0, false
+	more := false
 	for len(items) < contextScan {
 		page, err := s.opts.Service.Poll(ctx, principal, mcpe.PollRequest{Limit: mcpe.MaxPollLimit})
 		if err != nil {
@@ -294,7 +289,6 @@ func (s *Server) conversationContext(ctx context.Context, principal string, mode
 					return "", nil, err
 				}
 				items = append(items, ci)
-				unread++
 			}
 		}
 		more = page.HasMore
@@ -308,6 +302,7 @@ func (s *Server) conversationContext(ctx context.Context, principal string, mode
 	slices.SortStableFunc(items, func(a, b contextItem) int {
 		return cmp.Or(cmp.Compare(b.priority, a.priority), cmp.Compare(b.seq, a.seq), cmp.Compare(a.order, b.order))
 	})
+	unread := len(items)
 	maxEvents := cmp.Or(s.opts.Conversation.MaxEvents, DefaultContextMaxEvents)
 	maxBytes := cmp.Or(s.opts.Conversation.MaxBytes, DefaultContextMaxBytes)
 

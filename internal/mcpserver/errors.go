@@ -55,12 +55,10 @@ func paramsError(format string, args ...any) error {
 
 // domainError turns an error of the subscriptions domain into the SEP's.
 func domainError(err error) error {
-	var inv *mcpe.InvalidError
-	var lim *subscriptions.LimitError
-	switch {
-	case errors.As(err, &inv):
+	if inv, ok := errors.AsType[*mcpe.InvalidError](err); ok {
 		return invalidParams("arguments.%s", strings.TrimPrefix(inv.Error(), "filter."))
-	case errors.As(err, &lim):
+	}
+	if _, ok := errors.AsType[*subscriptions.LimitError](err); ok {
 		return eventsError(CodeResourceExhausted, map[string]any{"limit": "subscriptions", "reason": err.Error()})
 	}
 	return err
@@ -69,20 +67,25 @@ func domainError(err error) error {
 // rpcError turns a domain error into a paramsError whose message the
 // caller can act on; other errors stay internal.
 func rpcError(err error) error {
-	var inv *mcpe.InvalidError
-	switch {
-	case errors.As(err, &inv), errors.Is(err, subscriptions.ErrLimitReached), errors.Is(err, subscriptions.ErrNotFound), errors.Is(err, subscriptions.ErrExpired):
+	if isInvalid(err) || errors.Is(err, subscriptions.ErrLimitReached) || errors.Is(err, subscriptions.ErrNotFound) || errors.Is(err, subscriptions.ErrExpired) {
 		return paramsError("%s", err)
 	}
 	return err
+}
+
+// isInvalid reports whether err is an *mcpe.InvalidError, such as the
+// refusal of a URL by its checks.
+func isInvalid(err error) bool {
+	var inv *mcpe.InvalidError
+	return errors.As(err, &inv)
 }
 
 // errorObject is err as the error object of a notification or a webhook
 // body: a JSON-RPC error as it is, anything else an InternalError that says
 // only reason.
 func errorObject(err error, reason string) map[string]any {
-	var e *jsonrpc.Error
-	if !errors.As(err, &e) {
+	e, ok := errors.AsType[*jsonrpc.Error](err)
+	if !ok {
 		e = eventsError(jsonrpc.CodeInternalError, map[string]any{"reason": reason})
 	}
 	out := map[string]any{"code": e.Code, "message": e.Message}
@@ -98,8 +101,7 @@ func errorObject(err error, reason string) map[string]any {
 // a client's URI into its data with %q, which writes a control character
 // as \x00 or \a.
 func jsonData(err error) error {
-	var je *jsonrpc.Error
-	if errors.As(err, &je) && len(je.Data) > 0 && !json.Valid(je.Data) {
+	if je, ok := errors.AsType[*jsonrpc.Error](err); ok && len(je.Data) > 0 && !json.Valid(je.Data) {
 		return &jsonrpc.Error{Code: je.Code, Message: je.Message + ": " + string(je.Data)}
 	}
 	return err

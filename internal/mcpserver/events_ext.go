@@ -287,8 +287,7 @@ const pollIDPrefix = "sep-"
 // id derives the MCPE subscription ID of (principal, k).
 func (k subscriptionKey) id(principal string) string {
 	f, _ := json.Marshal(k.filter)
-	sum := sha256.Sum256([]byte(principal + "\x00" + k.name + "\x00" + string(f)))
-	return pollIDPrefix + hex.EncodeToString(sum[:16])
+	return pollIDPrefix + shortHash(principal+"\x00"+k.name+"\x00"+string(f), 16)
 }
 
 // ManagedPrefixes are the ID prefixes of the subscriptions the events
@@ -306,8 +305,13 @@ func ManagedPrefixes() []subscriptions.ManagedPrefix {
 // cursorCheck ties cursors to one life of one subscription: one that was
 // deleted and made again has another.
 func cursorCheck(sub *subscriptions.Subscription) string {
-	sum := sha256.Sum256([]byte(sub.ID + "\x00" + strconv.FormatInt(sub.CreatedAt.UnixNano(), 10)))
-	return hex.EncodeToString(sum[:6])
+	return shortHash(sub.ID+"\x00"+strconv.FormatInt(sub.CreatedAt.UnixNano(), 10), 6)
+}
+
+// shortHash is the first n bytes of the SHA-256 of s, in hex.
+func shortHash(s string, n int) string {
+	sum := sha256.Sum256([]byte(s))
+	return hex.EncodeToString(sum[:n])
 }
 
 // formatEventsCursor makes the opaque cursor of seq for sub.
@@ -333,17 +337,17 @@ func parseEventsCursor(sub *subscriptions.Subscription, c string) (seq int64, ok
 // cursor, else at the cursor. A cursor that is not one of this
 // subscription's, or that retention passed, starts at a position the server
 // can serve from, with truncated.
-func (s *Server) start(ctx context.Context, b EventsBackend, principal string, sub *subscriptions.Subscription, cursor *string) (seq int64, truncated bool, err error) {
+func (s *Server) start(ctx context.Context, principal string, sub *subscriptions.Subscription, cursor *string) (seq int64, truncated bool, err error) {
 	if cursor == nil || *cursor == "" {
-		seq, err = b.InboxHead(ctx, principal)
+		seq, err = s.events.InboxHead(ctx, principal)
 		return seq, false, err
 	}
 	seq, ok := parseEventsCursor(sub, *cursor)
 	if !ok {
-		seq, err = b.InboxHead(ctx, principal)
+		seq, err = s.events.InboxHead(ctx, principal)
 		return seq, true, err
 	}
-	pruned, err := b.PrunedThrough(ctx, principal)
+	pruned, err := s.events.PrunedThrough(ctx, principal)
 	if err != nil {
 		return 0, false, err
 	}
@@ -359,7 +363,6 @@ type occurrence struct {
 	Name      string          `json:"name"`
 	Timestamp string          `json:"timestamp"`
 	Data      json.RawMessage `json:"data"`
-	Cursor    *string         `json:"cursor,omitempty"`
 }
 
 // occurrences turns an inbox entry into the occurrences of subscription k,
@@ -469,7 +472,7 @@ func (s *Server) eventsPoll(ctx context.Context, ss *mcp.ServerSession, p *event
 	if err != nil {
 		return nil, err
 	}
-	seq, truncated, err := s.start(ctx, s.events, principal, sub, p.Cursor)
+	seq, truncated, err := s.start(ctx, principal, sub, p.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -497,14 +500,10 @@ func (s *Server) eventsPoll(ctx context.Context, ss *mcp.ServerSession, p *event
 
 // readResult is what readSub read.
 type readResult struct {
-	// seq is the position read up to.
-	seq int64
-	// more is true when entries follow.
-	more bool
-	// skipped counts the occurrences the floor left out.
-	skipped int
-	// expired is true when the subscription expired.
-	expired bool
+	seq     int64 // the position read up to
+	more    bool  // entries follow
+	skipped int   // the occurrences the floor left out
+	expired bool  // the subscription expired
 }
 
 // readSub reads principal's inbox after seq for subscription id and hands

@@ -160,13 +160,12 @@ func eventsHTTP(h http.Handler) http.Handler {
 			return
 		}
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPeekBody))
-		var tooLarge *http.MaxBytesError
-		switch {
-		case errors.As(err, &tooLarge):
+		if _, tooLarge := errors.AsType[*http.MaxBytesError](err); tooLarge {
 			writeHTTPJSONRPCError(w, http.StatusRequestEntityTooLarge, json.RawMessage("null"), jsonrpc.CodeInvalidRequest,
 				fmt.Sprintf("Request Entity Too Large: a request body may have at most %d bytes", maxPeekBody))
 			return
-		case err != nil:
+		}
+		if err != nil {
 			http.Error(w, "failed to read body", http.StatusBadRequest)
 			return
 		}

@@ -80,7 +80,7 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 	if err != nil {
 		return nil, err
 	}
-	seq, truncated, err := s.start(ctx, s.events, principal, sub, p.Cursor)
+	seq, truncated, err := s.start(ctx, principal, sub, p.Cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -136,9 +136,7 @@ func (s *Server) eventsStream(ctx context.Context, ss *mcp.ServerSession, p *eve
 			var r readResult
 			if err == nil {
 				r, err = s.readSub(ctx, principal, k, sub.ID, seq, floor, 0, func(o occurrence, at int64) error {
-					c := formatEventsCursor(sub, at)
-					o.Cursor = &c
-					return ps.notify(notifyEventsEvent, map[string]any{"eventId": o.EventID, "name": o.Name, "timestamp": o.Timestamp, "data": o.Data, "cursor": c})
+					return ps.notify(notifyEventsEvent, map[string]any{"eventId": o.EventID, "name": o.Name, "timestamp": o.Timestamp, "data": o.Data, "cursor": formatEventsCursor(sub, at)})
 				})
 				seq = r.seq
 				if err == nil && r.skipped > 0 {

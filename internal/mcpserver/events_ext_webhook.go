@@ -17,7 +17,6 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"crypto/tls"
 	"crypto/x509"
@@ -191,12 +190,11 @@ type eventsUnsubscribeResult struct {
 // of the SEP, in X-MCP-Subscription-Id.
 func (k subscriptionKey) webhookID(principal, url string) string {
 	f, _ := json.Marshal(k.filter)
-	sum := sha256.Sum256([]byte("webhook\x00" + principal + "\x00" + url + "\x00" + k.name + "\x00" + string(f)))
 	prefix := webhookIDPrefix
 	if k.name == FilterEventType {
 		prefix = webhookFilterIDPrefix
 	}
-	return prefix + hex.EncodeToString(sum[:16])
+	return prefix + shortHash("webhook\x00"+principal+"\x00"+url+"\x00"+k.name+"\x00"+string(f), 16)
 }
 
 // grant returns the expiry granted for a ttlMs suggestion; null, a
@@ -233,8 +231,7 @@ func (w *webhookState) checkDelivery(d *webhookParams, secret bool) error {
 			"reason": fmt.Sprintf("delivery.mode %q does not use events/subscribe; poll with events/poll, push with events/stream", d.Mode)})
 	}
 	if err := w.sender.CheckURL(d.URL); err != nil {
-		var inv *mcpe.InvalidError
-		if errors.As(err, &inv) {
+		if inv, ok := errors.AsType[*mcpe.InvalidError](err); ok {
 			return invalidParams("delivery.url: %s", inv.Message)
 		}
 		return invalidParams("delivery.url: %v", err)
@@ -273,8 +270,8 @@ func (s *Server) eventsSubscribe(ctx context.Context, ss *mcp.ServerSession, p *
 	if err := w.checkDelivery(p.Delivery, true); err != nil {
 		return nil, err
 	}
-	if p.MaxAgeMs != nil && *p.MaxAgeMs < 0 {
-		return nil, invalidParams("maxAgeMs is %d; give a number of milliseconds of 0 or more, or leave it out", *p.MaxAgeMs)
+	if _, err := s.floorOf(p.MaxAgeMs, p.Cursor); err != nil {
+		return nil, err
 	}
 	expiresAt, err := grant(p.TTLMs, s.opts.Clock.Now())
 	if err != nil {
@@ -300,8 +297,7 @@ func (s *Server) eventsSubscribe(ctx context.Context, ss *mcp.ServerSession, p *
 	spec := &mcpe.HandlerSpec{Type: mcpe.HandlerWebhook, URL: url}
 	sub, _, err := w.backend.KeyedWebhook(ctx, principal, id, k.filter, spec, secret, expiresAt)
 	if err != nil {
-		var inv *mcpe.InvalidError
-		if errors.As(err, &inv) && strings.HasPrefix(inv.Field, "handler") {
+		if inv, ok := errors.AsType[*mcpe.InvalidError](err); ok && strings.HasPrefix(inv.Field, "handler") {
 			return nil, invalidParams("delivery: %s", inv.Message)
 		}
 		return nil, domainError(err)
@@ -688,12 +684,6 @@ func (h *webhookJobs) Handle(ctx context.Context, inv *subscriptions.Invocation)
 		return subscriptions.Outcome{Output: out, Err: fmt.Errorf("the receiver answered 410 Gone for event(s) %s: not sent again", strings.Join(gone, ", "))}
 	}
 	return subscriptions.Outcome{Output: out}
-}
-
-// isInvalid reports whether err is the refusal of a URL by its checks.
-func isInvalid(err error) bool {
-	var inv *mcpe.InvalidError
-	return errors.As(err, &inv)
 }
 
 // retry asks for another attempt, or abandons the delivery after the last.

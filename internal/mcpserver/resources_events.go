@@ -177,8 +177,7 @@ func parseEventURI(field, uri string) (string, error) {
 	}
 	if _, err := mcpe.ParsePattern(field, rest); err != nil {
 		msg := err.Error()
-		var inv *mcpe.InvalidError
-		if errors.As(err, &inv) {
+		if inv, ok := errors.AsType[*mcpe.InvalidError](err); ok {
 			msg = inv.Message
 		}
 		return "", paramsError("%s: %q does not name an event type: %s", field, uri, msg)

@@ -128,8 +128,7 @@ func (s *Server) register(ctx context.Context, ss *mcp.ServerSession, p *Registe
 		Handler:  &mcpe.HandlerSpec{Type: mcpe.HandlerWebhook, URL: p.TargetURI},
 	})
 	if err != nil {
-		var inv *mcpe.InvalidError
-		if errors.As(err, &inv) && strings.HasPrefix(inv.Field, "handler") {
+		if inv, ok := errors.AsType[*mcpe.InvalidError](err); ok && strings.HasPrefix(inv.Field, "handler") {
 			return nil, paramsError("targetUri %q is refused: %s", p.TargetURI, inv.Message)
 		}
 		return nil, rpcError(err)

@@ -3,8 +3,6 @@ package mcpserver
 import (
 	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -412,7 +410,7 @@ func (s *Server) requestMiddleware(next mcp.MethodHandler) mcp.MethodHandler {
 				ctx = subscriptions.WithPosition(ctx, pos.(*subscriptions.Position))
 			}
 		}
-		if method == "subscriptions/listen" {
+		if method == methodListen {
 			ctx = context.WithValue(ctx, listenKey{}, true)
 		}
 		res, err := next(ctx, method, req)
@@ -477,8 +475,7 @@ func (s *Server) principalOf(ss *mcp.ServerSession, extra *mcp.RequestExtra) str
 // the run's prefix and a hash of its ID, which is its only credential and
 // must not end up in logs or in the database.
 func (s *Server) sessionPrincipal(id string) string {
-	sum := sha256.Sum256([]byte(id))
-	return s.sessionPrefix + hex.EncodeToString(sum[:16])
+	return s.sessionPrefix + shortHash(id, 16)
 }
 
 func (s *Server) principal(ctx context.Context, req *mcp.CallToolRequest) (string, error) {
