@@ -85,8 +85,8 @@ func (c *Client) RunPoll(ctx context.Context, loop PollLoop) (cursor string, err
 				return cursor, err
 			}
 			c.log.Warn("events/poll failed; retrying", "name", req.Name, "attempt", failures+1, "error", err)
-			if !c.sleep(ctx, c.backoff(failures)) {
-				return cursor, ctxErr(ctx)
+			if err := c.sleep(ctx, c.backoff(failures)); err != nil {
+				return cursor, err
 			}
 			failures++
 			continue
@@ -118,8 +118,8 @@ func (c *Client) RunPoll(ctx context.Context, loop PollLoop) (cursor string, err
 		if loop.MaxInterval > 0 {
 			wait = min(wait, loop.MaxInterval)
 		}
-		if !c.sleep(ctx, wait) {
-			return cursor, ctxErr(ctx)
+		if err := c.sleep(ctx, wait); err != nil {
+			return cursor, err
 		}
 	}
 }

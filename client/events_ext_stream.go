@@ -137,8 +137,8 @@ func (c *Client) RunStream(ctx context.Context, loop StreamLoop) (cursor string,
 			failures = 0
 		}
 		c.log.Warn("events/stream ended; reopening from the last cursor", "name", loop.Request.Name, "cursor", r.resume, "error", err)
-		if !c.sleep(ctx, c.backoff(failures)) {
-			return r.resume, ctxErr(ctx)
+		if err := c.sleep(ctx, c.backoff(failures)); err != nil {
+			return r.resume, err
 		}
 		failures++
 	}

@@ -176,8 +176,8 @@ func (c *Client) RunWebhook(ctx context.Context, l WebhookLoop) error {
 			}
 			wait = max(left-early, 0)
 		}
-		if !c.sleep(ctx, wait) {
-			return ctxErr(ctx)
+		if err := c.sleep(ctx, wait); err != nil {
+			return err
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -57,7 +58,7 @@ func (c *Client) watch(cs *mcp.ClientSession) {
 // or the Client is closed (nil).
 func (c *Client) redial() *mcp.ClientSession {
 	for attempt := 0; ; attempt++ {
-		if !c.sleep(c.ctx, c.backoff(attempt)) {
+		if c.sleep(c.ctx, c.backoff(attempt)) != nil {
 			return nil
 		}
 		t, err := c.opts.Reconnect(c.ctx)
@@ -89,29 +90,19 @@ func (c *Client) backoff(attempt int) time.Duration {
 	return d - half + rand.N(half+1)
 }
 
-// sleep waits for d on the Client's clock, reporting false if ctx ends
-// or the Client closes first.
-func (c *Client) sleep(ctx context.Context, d time.Duration) bool {
+// sleep waits for d on the Client's clock. When ctx ends or the Client
+// closes first, it returns ctx's error, or ErrClosed while ctx is live.
+func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	fired := make(chan struct{})
 	t := c.opts.Clock.AfterFunc(d, func() { close(fired) })
 	defer t.Stop()
 	select {
-	case <-ctx.Done():
-		return false
-	case <-c.ctx.Done():
-		return false
 	case <-fired:
-		return true
+		return nil
+	case <-ctx.Done():
+	case <-c.ctx.Done():
 	}
-}
-
-// ctxErr is ctx's error, or ErrClosed when ctx is still live (the Client
-// closed).
-func ctxErr(ctx context.Context) error {
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	return ErrClosed
+	return cmp.Or(ctx.Err(), ErrClosed)
 }
 
 // CatchUp reads the inbox with events_poll from the mark (see Cursor) up to
@@ -164,7 +155,7 @@ func (c *Client) catchUp() error {
 			return err
 		}
 		c.log.Warn("MCPE catch-up failed; retrying", "attempt", attempt+1, "error", err)
-		if !c.sleep(c.ctx, c.backoff(attempt)) {
+		if c.sleep(c.ctx, c.backoff(attempt)) != nil {
 			return ErrClosed
 		}
 	}
