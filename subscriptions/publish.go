@@ -194,17 +194,36 @@ func (s *Service) commitBatch(batch []*publication) {
 	pubs := make([]Publication, len(batch))
 	throttled := false
 	for i, p := range batch {
-		if p.gen != gen {
-			p.matches = s.index.Recheck(p.matches, &p.ev)
-		}
-		pubs[i] = Publication{Event: &p.ev, Raw: p.raw, Targets: targetsOf(p.matches, &p.ev), Source: p.source}
+		pubs[i] = s.routeAt(p, gen)
 		throttled = throttled || slices.ContainsFunc(pubs[i].Targets, func(t Target) bool { return t.Window > 0 })
+	}
+	// Those queued while the store waits for its rows join when not
+	// throttled and writing to those rows only.
+	more := func(locked []string) (out []Publication) {
+		b := &s.batch
+		b.mu.Lock()
+		defer b.mu.Unlock()
+		kept := b.queue[:0]
+		for _, p := range b.queue {
+			pub := s.routeAt(p, gen)
+			if len(batch) == maxBatch || slices.ContainsFunc(pub.Targets, func(t Target) bool {
+				_, found := slices.BinarySearch(locked, t.Principal)
+				return t.Window > 0 || !found
+			}) {
+				kept = append(kept, p)
+				continue
+			}
+			batch, out = append(batch, p), append(out, pub)
+		}
+		clear(b.queue[len(kept):])
+		b.queue = kept
+		return out
 	}
 	// Once queued an event is committed or refused with its batch, whatever
 	// becomes of the request that brought it.
 	s.commit.Lock()
 	began := time.Now()
-	results, err := s.store.Publish(context.WithoutCancel(s.bg()), PublishBatch{Publications: pubs, Now: s.clock.Now(), Deactivations: s.routed.Load()})
+	results, err := s.store.Publish(context.WithoutCancel(s.bg()), PublishBatch{Publications: pubs, Now: s.clock.Now(), Deactivations: s.routed.Load(), More: more})
 	if o := s.opts.Observer; o != nil {
 		o.StoreOp("publish", time.Since(began), err)
 	}
@@ -227,6 +246,15 @@ func (s *Service) commitBatch(batch []*publication) {
 	for _, p := range batch {
 		close(p.done)
 	}
+}
+
+// routeAt brings p's matches up to the index generation gen, and returns
+// it for the store.
+func (s *Service) routeAt(p *publication, gen uint64) Publication {
+	if p.gen != gen {
+		p.matches, p.gen = s.index.Recheck(p.matches, &p.ev), gen
+	}
+	return Publication{Event: &p.ev, Raw: p.raw, Targets: targetsOf(p.matches, &p.ev), Source: p.source}
 }
 
 // targetsOf lists the deliveries of ev to matched entries: one per channel.

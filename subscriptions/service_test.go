@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -726,6 +727,95 @@ func TestConcurrentPublishesShareACommit(t *testing.T) {
 	got, err := svc.Get(context.Background(), "alice", sub.ID)
 	if err != nil || got.DeliveredCount != n+1 {
 		t.Errorf("delivered %d (%v), want %d", got.DeliveredCount, err, n+1)
+	}
+}
+
+// joiningStore stands for a store that waits for its principals' rows:
+// its next Publish, once released, adds what More gives for them.
+type joiningStore struct {
+	gatedStore
+	sizes []int
+}
+
+func (j *joiningStore) Publish(ctx context.Context, b subscriptions.PublishBatch) ([]subscriptions.PublishResult, error) {
+	if j.armed.CompareAndSwap(true, false) {
+		close(j.entered)
+		<-j.release
+		var locked []string
+		for _, p := range b.Publications {
+			for _, t := range p.Targets {
+				locked = append(locked, t.Principal)
+			}
+		}
+		slices.Sort(locked)
+		b.Publications = append(b.Publications, b.More(slices.Compact(locked))...)
+	}
+	j.sizes = append(j.sizes, len(b.Publications))
+	return j.Store.Publish(ctx, b)
+}
+
+// TestQueuedJoinTheRowsTaken checks what a store waiting for its rows
+// adds to its commit (PublishBatch.More): the publications queued
+// meanwhile that write to those rows only and are not throttled, each
+// publisher getting its own result; the others wait for the next commit.
+func TestQueuedJoinTheRowsTaken(t *testing.T) {
+	store, err := sqlite.Open(context.Background(), sqlite.Memory)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	joining := &joiningStore{gatedStore: gatedStore{Store: store, entered: make(chan struct{}), release: make(chan struct{})}}
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: joining, Deliverer: &recorder{}, Clock: clocktest.NewFake(svcStart)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := svc.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	defer svc.Stop()
+	for _, s := range []struct {
+		principal string
+		req       mcpe.SubscribeRequest
+	}{{"alice", every("x")}, {"bob", every("y")}, {"alice", throttledReq("1m")}} {
+		if _, err := svc.Subscribe(context.Background(), s.principal, s.req); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type published struct {
+		to  string // whose inbox the event reaches
+		res subscriptions.PublishResult
+		err error
+	}
+	results := make(chan published, 5)
+	publish := func(typ, to string) {
+		res, err := svc.Publish(context.Background(), mcpe.Event{Type: typ, Data: json.RawMessage(`{"repo": "r"}`)})
+		results <- published{to, res, err}
+	}
+	joining.armed.Store(true)
+	go publish("x", "alice")
+	<-joining.entered // the first commit waits for alice's row
+	go publish("x", "alice")
+	go publish("y", "bob")
+	go publish("ci.failed", "alice")
+	go publish("x", "alice")
+	deadline := time.Now().Add(10 * time.Second)
+	for subscriptions.Queued(svc) < 4 {
+		if time.Now().After(deadline) {
+			t.Fatalf("%d publications queued, want 4", subscriptions.Queued(svc))
+		}
+		time.Sleep(time.Millisecond)
+	}
+	close(joining.release)
+	for range 5 {
+		p := <-results
+		if p.err != nil || len(p.res.Delivered) != 1 || p.res.Delivered[0].Principal != p.to {
+			t.Fatalf("publication for %s = %+v, %v; want its own entry in %s's inbox", p.to, p.res, p.err, p.to)
+		}
+	}
+	// Alice's two that joined; bob's (another row) and the throttled one
+	// next.
+	if diff := cmp.Diff([]int{3, 2}, joining.sizes); diff != "" {
+		t.Errorf("commits mismatch (-want +got):\n%s", diff)
 	}
 }
 

@@ -12,6 +12,10 @@ import (
 // other processes sharing the database (subscriptions.Shared).
 const ChangesKept = storecore.ChangesKept
 
+// GatherAfter is how long a publish waits for its principals' rows before
+// the next gathers what arrives meanwhile.
+const GatherAfter = gatherAfter
+
 // Options are what tests set on a Store: the most connections its pool
 // opens (zero: pgx's default) and how often it checks that the database
 // answers (zero: every five seconds).

@@ -18,7 +18,11 @@ import (
 // principals taken, publishQuery (the events and, for those not refused as
 // duplicates, their inbox and buffer rows), COMMIT; between taking the
 // principals and committing, the transaction waits on nothing the server
-// does. When a subscription stopped since the routing, or a target is
+// does. After a publish that waited for its principals (another server's
+// publish held them), the next takes them in a round trip of their own,
+// then adds what its server accepted meanwhile (PublishBatch.More): the
+// servers taking turns at a principal commit more events a turn. When a
+// subscription stopped since the routing, or a target is
 // throttled, the first round trip takes the principals, inserts the events
 // and reads which targets are active; the throttle windows are then
 // folded (and duplicates looked up), and the last writes the rows and
@@ -82,8 +86,15 @@ const (
 				WHERE r.event_id IN (SELECT id FROM fresh) AND (SELECT ok FROM ok) ORDER BY ord) AS r)
 		SELECT 'event', id, '', 0::bigint FROM ins
 		UNION ALL SELECT 'entry', event_id, principal, seq FROM inb
-		UNION ALL SELECT 'ok', '', '', 0 FROM ok WHERE ok`
+		UNION ALL SELECT 'ok', '', '', ` + waitedMicros + ` FROM ok WHERE ok`
+	// waitedMicros is, in the statement after the principals are taken,
+	// how long that took.
+	waitedMicros = `(extract(epoch FROM statement_timestamp() - transaction_timestamp()) * 1e6)::bigint`
 )
+
+// gatherAfter is how long a publish waits for its principals' rows
+// before the next gathers (above).
+const gatherAfter = 200 * time.Microsecond
 
 // Publish implements subscriptions.Store. It returns once the transaction
 // has committed.
@@ -92,6 +103,9 @@ func (s *Store) Publish(ctx context.Context, pb subscriptions.PublishBatch) ([]s
 		return nil, nil
 	}
 	b := &batch{ctx: ctx, now: pb.Now.UTC(), pubs: pb.Publications, routed: pb.Deactivations}
+	if s.gather.Load() {
+		b.more = pb.More
+	}
 	err := s.retry(ctx, func() error {
 		return s.pool.AcquireFunc(ctx, func(c *pgxpool.Conn) error {
 			err := b.write(c)
@@ -104,6 +118,7 @@ func (s *Store) Publish(ctx context.Context, pb subscriptions.PublishBatch) ([]s
 	if err != nil {
 		return nil, err
 	}
+	s.gather.Store(b.waited > gatherAfter.Microseconds())
 	storecore.FinishPublish(b.res, b.pubs, b.fresh, b.entries, b.now)
 	return b.res, nil
 }
@@ -124,34 +139,44 @@ type batch struct {
 	// tells which target subscriptions are active.
 	routed   int64
 	isActive map[string]bool
+	// more is PublishBatch.More when the last publish waited for its
+	// rows; waited is how long this one did, in µs.
+	more   func(locked []string) []subscriptions.Publication
+	waited int64
 }
 
 // write runs the batch in a transaction on c; it starts over when run
 // again.
 func (b *batch) write(c *pgxpool.Conn) error {
 	b.tx = c
-	b.res = make([]subscriptions.PublishResult, len(b.pubs))
-	b.fresh = make([]bool, len(b.pubs))
-	b.entries = make([][]subscriptions.InboxEntry, len(b.pubs))
 	b.isActive = make(map[string]bool)
-	var principals, ids []string
-	throttled := false
-	for _, p := range b.pubs {
-		for _, t := range p.Targets {
-			principals, ids = append(principals, t.Principal), append(ids, t.SubscriptionID)
-			throttled = throttled || t.Window > 0
-		}
-	}
+	principals, ids, throttled := b.targets()
 	// At once, every target taken as active.
 	if b.routed != 0 && !throttled {
 		q := &pgx.Batch{}
 		q.Queue("BEGIN")
 		queueLock(q, principals, false)
-		done := b.queuePublish(q, true, b.routed, nil)
+		gathered := b.more != nil && len(principals) > 0
+		if gathered {
+			// Once the rows are held, what arrived while waiting for them
+			// joins.
+			q.Queue(`SELECT ` + waitedMicros).QueryRow(func(row pgx.Row) error { return row.Scan(&b.waited) })
+			if err := b.tx.SendBatch(b.ctx, q).Close(); err != nil {
+				return fmt.Errorf("lock principals: %w", err)
+			}
+			b.pubs = append(b.pubs, b.more(sortedSet(principals))...)
+			principals, ids, _ = b.targets()
+			q = &pgx.Batch{}
+		}
+		b.sized()
+		ok := b.queuePublish(q, true, b.routed, nil)
 		q.Queue("COMMIT")
 		if err := b.tx.SendBatch(b.ctx, q).Close(); err != nil {
 			return fmt.Errorf("write the events and their deliveries: %w", err)
-		} else if *done {
+		} else if *ok >= 0 {
+			if !gathered {
+				b.waited = *ok
+			}
 			// Committed: should the first IDs of duplicates not be read
 			// now, they keep their own.
 			b.findDuplicates(nil)
@@ -159,9 +184,8 @@ func (b *batch) write(c *pgxpool.Conn) error {
 		}
 		// A subscription stopped since the routing, or a principal has no
 		// row yet: nothing was written.
-		clear(b.entries)
-		clear(b.fresh)
 	}
+	b.sized()
 	q := &pgx.Batch{}
 	q.Queue("BEGIN")
 	queueLock(q, principals, true)
@@ -190,11 +214,31 @@ func (b *batch) write(c *pgxpool.Conn) error {
 	return nil
 }
 
+// targets lists the principals and subscriptions of the publications'
+// targets, and tells whether one is throttled.
+func (b *batch) targets() (principals, ids []string, throttled bool) {
+	for _, p := range b.pubs {
+		for _, t := range p.Targets {
+			principals, ids = append(principals, t.Principal), append(ids, t.SubscriptionID)
+			throttled = throttled || t.Window > 0
+		}
+	}
+	return principals, ids, throttled
+}
+
+// sized makes the results as long as the publications.
+func (b *batch) sized() {
+	b.res = make([]subscriptions.PublishResult, len(b.pubs))
+	b.fresh = make([]bool, len(b.pubs))
+	b.entries = make([][]subscriptions.InboxEntry, len(b.pubs))
+}
+
 // queuePublish queues publishQuery: with insert, the events are inserted
 // (else those marked fresh were before); the inbox and buffer rows are
 // those of targets (of every target, taken as active, when nil; none when
-// empty). It returns what tells, once the query ran, whether it wrote.
-func (b *batch) queuePublish(q *pgx.Batch, insert bool, routed int64, targets [][]subscriptions.Target) *bool {
+// empty). It returns what tells, once the query ran, whether it wrote: -1
+// if not, else how long the principals took (µs).
+func (b *batch) queuePublish(q *pgx.Batch, insert bool, routed int64, targets [][]subscriptions.Target) *int64 {
 	var evIDs, origins, types, stored, inPrincipals, inIDs, inEvents, bufSubs, bufEvents []string
 	var sources []*string
 	var bodies [][]byte
@@ -231,7 +275,8 @@ func (b *batch) queuePublish(q *pgx.Batch, insert bool, routed int64, targets []
 			bufSubs, bufEvents = append(bufSubs, sub), append(bufEvents, p.Event.ID)
 		}
 	}
-	done := new(bool)
+	ok := new(int64)
+	*ok = -1
 	q.Queue(publishQuery, evIDs, origins, types, sources, bodies, b.now, routed,
 		inPrincipals, inIDs, inEvents, bufSubs, bufEvents, stored).Query(func(rows pgx.Rows) error {
 		for rows.Next() {
@@ -242,7 +287,7 @@ func (b *batch) queuePublish(q *pgx.Batch, insert bool, routed int64, targets []
 			}
 			switch kind {
 			case "ok":
-				*done = true
+				*ok = seq
 			case "event":
 				b.fresh[first[id]] = true
 			case "entry":
@@ -253,7 +298,7 @@ func (b *batch) queuePublish(q *pgx.Batch, insert bool, routed int64, targets []
 		}
 		return rows.Err()
 	})
-	return done
+	return ok
 }
 
 // findDuplicates gives each duplicate the ID of the event accepted first,

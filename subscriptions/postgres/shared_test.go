@@ -566,11 +566,45 @@ func TestPrincipalsCommitApart(t *testing.T) {
 		default:
 		}
 	}
+	time.Sleep(2 * postgres.GatherAfter) // a wait the store counts as one
 	if err := tx.Rollback(t.Context()); err != nil {
 		t.Fatal(err)
 	}
 	if err := <-done; err != nil || len(res.Delivered) != 1 || res.Delivered[0].Seq != 2 {
 		t.Fatalf("publish to alice once her counter is free = %+v, %v; want her entry 2", res, err)
+	}
+
+	// Having waited, b's next publish takes alice's row first, then adds
+	// what More gives to the same transaction, after its own.
+	publish := func(s *postgres.Store, id int, more func([]string) []subscriptions.Publication) ([]subscriptions.PublishResult, error) {
+		routed, err := s.Deactivations(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, raw := newEvent(id)
+		return s.Publish(ctx, subscriptions.PublishBatch{Now: t0, Deactivations: routed, More: more,
+			Publications: []subscriptions.Publication{{Event: ev, Raw: raw, Targets: targets[0]}}})
+	}
+	var locked []string
+	joined, joinedRaw := newEvent(5)
+	got, err := publish(b, 4, func(l []string) []subscriptions.Publication {
+		locked = l
+		return []subscriptions.Publication{{Event: joined, Raw: joinedRaw, Targets: targets[0]}}
+	})
+	if err != nil || len(got) != 2 || got[1].EventID != joined.ID || len(got[1].Delivered) != 1 ||
+		got[0].Delivered[0].Seq != 3 || got[1].Delivered[0].Seq != 4 {
+		t.Fatalf("publish after waiting = %+v, %v; want its event and the one that joined as alice's entries 3 and 4", got, err)
+	}
+	if !slices.Equal(locked, []string{"alice"}) {
+		t.Fatalf("More was given %q, want the rows taken: [alice]", locked)
+	}
+	// A store whose publishes never waited commits in one round trip.
+	c := openWith(t, url, 4)
+	if _, err := publish(c, 6, func([]string) []subscriptions.Publication {
+		t.Error("More was called by a store that never waited for a row")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
 

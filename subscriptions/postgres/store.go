@@ -36,6 +36,9 @@ type Store struct {
 	// Core is the logic both stores share, over conn.
 	storecore.Core
 	pool *pgxpool.Pool
+	// gather is whether the last publish waited for its principals' rows
+	// (publish.go).
+	gather atomic.Bool
 	// where names the database for errors, without its password.
 	where string
 	// health is the outcome of the latest check that the database answers
