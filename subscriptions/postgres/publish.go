@@ -93,7 +93,7 @@ const (
 )
 
 // gatherAfter is how long a publish waits for its principals' rows
-// before the next gathers (above).
+// before the next gathers (above); one that gathered nothing ends it.
 const gatherAfter = 200 * time.Microsecond
 
 // Publish implements subscriptions.Store. It returns once the transaction
@@ -164,7 +164,11 @@ func (b *batch) write(c *pgxpool.Conn) error {
 			if err := b.tx.SendBatch(b.ctx, q).Close(); err != nil {
 				return fmt.Errorf("lock principals: %w", err)
 			}
-			b.pubs = append(b.pubs, b.more(sortedSet(principals))...)
+			extra := b.more(sortedSet(principals))
+			if len(extra) == 0 {
+				b.waited = 0 // nothing came: the next does not gather
+			}
+			b.pubs = append(b.pubs, extra...)
 			principals, ids, _ = b.targets()
 			q = &pgx.Batch{}
 		}

@@ -506,7 +506,9 @@ func TestWrittenNotifies(t *testing.T) {
 // TestPrincipalsCommitApart checks that the inbox of one principal is
 // numbered without waiting for another's: while a transaction holds
 // alice's counter (as a publish to her does until it commits), a publish
-// to bob through another store commits, and one to alice waits.
+// to bob through another store commits, and one to alice waits. A store
+// whose publish waited takes the rows first in its next, and adds to it
+// what PublishBatch.More gives, until one to which nothing was added.
 func TestPrincipalsCommitApart(t *testing.T) {
 	url := pgtest.Database(t)
 	a, b := openWith(t, url, 4), openWith(t, url, 4)
@@ -518,64 +520,9 @@ func TestPrincipalsCommitApart(t *testing.T) {
 		}
 		targets[i] = []subscriptions.Target{{SubscriptionID: sub.ID, Principal: p, Channel: mcpe.ChannelRealtime}}
 	}
-	ev, raw := newEvent(1)
-	if _, err := storetest.PublishOne(t.Context(), a, ev, raw, targets[0], t0); err != nil {
-		t.Fatal(err)
-	}
-	conn, err := pgx.Connect(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(context.Background())
-	tx, err := conn.Begin(t.Context())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := tx.Exec(t.Context(), `UPDATE principals SET inbox_seq = inbox_seq + 1 WHERE principal = 'alice'`); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
 	defer cancel()
-	ev, raw = newEvent(2)
-	if res, err := storetest.PublishOne(ctx, b, ev, raw, targets[1], t0); err != nil || len(res.Delivered) != 1 {
-		t.Fatalf("publish to bob while alice's counter is held = %+v, %v; want it committed", res, err)
-	}
-	// A publish to alice waits for her row (seen waiting on a lock), and
-	// commits once it is free.
-	ev, raw = newEvent(3)
-	done := make(chan error, 1)
-	var res subscriptions.PublishResult
-	go func() {
-		var err error
-		res, err = storetest.PublishOne(ctx, b, ev, raw, targets[0], t0)
-		done <- err
-	}()
-	watch, err := pgx.Connect(t.Context(), url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer watch.Close(context.Background())
-	for waiting := false; !waiting; {
-		if err := watch.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
-			t.Fatalf("no publish to alice was seen waiting for her row: %v", err)
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("a publish to alice ended (%v) while her counter was held", err)
-		default:
-		}
-	}
-	time.Sleep(2 * postgres.GatherAfter) // a wait the store counts as one
-	if err := tx.Rollback(t.Context()); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-done; err != nil || len(res.Delivered) != 1 || res.Delivered[0].Seq != 2 {
-		t.Fatalf("publish to alice once her counter is free = %+v, %v; want her entry 2", res, err)
-	}
-
-	// Having waited, b's next publish takes alice's row first, then adds
-	// what More gives to the same transaction, after its own.
+	// publish publishes event id to alice through s, with more.
 	publish := func(s *postgres.Store, id int, more func([]string) []subscriptions.Publication) ([]subscriptions.PublishResult, error) {
 		routed, err := s.Deactivations(ctx)
 		if err != nil {
@@ -585,11 +532,74 @@ func TestPrincipalsCommitApart(t *testing.T) {
 		return s.Publish(ctx, subscriptions.PublishBatch{Now: t0, Deactivations: routed, More: more,
 			Publications: []subscriptions.Publication{{Event: ev, Raw: raw, Targets: targets[0]}}})
 	}
+	if _, err := publish(a, 1, nil); err != nil {
+		t.Fatal(err)
+	}
+	conn, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	watch, err := pgx.Connect(t.Context(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer watch.Close(context.Background())
+	// behind runs f while a transaction holds alice's counter, and returns
+	// once f is seen waiting for it and it is free again.
+	behind := func(f func() error) error {
+		tx, err := conn.Begin(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tx.Exec(t.Context(), `UPDATE principals SET inbox_seq = inbox_seq + 1 WHERE principal = 'alice'`); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { done <- f() }()
+		for waiting := false; !waiting; {
+			if err := watch.QueryRow(ctx, `SELECT EXISTS (SELECT FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock')`).Scan(&waiting); err != nil {
+				t.Fatalf("no publish to alice was seen waiting for her row: %v", err)
+			}
+			select {
+			case err := <-done:
+				t.Fatalf("a publish to alice ended (%v) while her counter was held", err)
+			default:
+			}
+		}
+		time.Sleep(2 * postgres.GatherAfter) // a wait the store counts as one
+		if err := tx.Rollback(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		return <-done
+	}
+
+	ev, raw := newEvent(2)
+	var res subscriptions.PublishResult
+	if err := behind(func() (err error) {
+		// Bob's commits while alice's counter is held; alice's waits.
+		if bob, err := storetest.PublishOne(ctx, b, ev, raw, targets[1], t0); err != nil || len(bob.Delivered) != 1 {
+			return fmt.Errorf("publish to bob = %+v, %v; want it committed", bob, err)
+		}
+		ev, raw := newEvent(3)
+		res, err = storetest.PublishOne(ctx, b, ev, raw, targets[0], t0)
+		return err
+	}); err != nil || len(res.Delivered) != 1 || res.Delivered[0].Seq != 2 {
+		t.Fatalf("publish to alice once her counter is free = %+v, %v; want her entry 2", res, err)
+	}
+
+	// Having waited, b's next publish takes alice's row first, then adds
+	// what More gives to the same transaction, after its own.
 	var locked []string
 	joined, joinedRaw := newEvent(5)
-	got, err := publish(b, 4, func(l []string) []subscriptions.Publication {
-		locked = l
-		return []subscriptions.Publication{{Event: joined, Raw: joinedRaw, Targets: targets[0]}}
+	var got []subscriptions.PublishResult
+	err = behind(func() (err error) {
+		got, err = publish(b, 4, func(l []string) []subscriptions.Publication {
+			locked = l
+			return []subscriptions.Publication{{Event: joined, Raw: joinedRaw, Targets: targets[0]}}
+		})
+		return err
 	})
 	if err != nil || len(got) != 2 || got[1].EventID != joined.ID || len(got[1].Delivered) != 1 ||
 		got[0].Delivered[0].Seq != 3 || got[1].Delivered[0].Seq != 4 {
@@ -598,13 +608,18 @@ func TestPrincipalsCommitApart(t *testing.T) {
 	if !slices.Equal(locked, []string{"alice"}) {
 		t.Fatalf("More was given %q, want the rows taken: [alice]", locked)
 	}
-	// A store whose publishes never waited commits in one round trip.
-	c := openWith(t, url, 4)
-	if _, err := publish(c, 6, func([]string) []subscriptions.Publication {
-		t.Error("More was called by a store that never waited for a row")
-		return nil
-	}); err != nil {
-		t.Fatal(err)
+	// It waited again: the next gathers too, but nothing comes.
+	called := 0
+	none := func([]string) []subscriptions.Publication { called++; return nil }
+	if err := behind(func() error { _, err := publish(b, 6, none); return err }); err != nil || called != 1 {
+		t.Fatalf("publish after a wait gathering nothing: %v, More called %d times; want once", err, called)
+	}
+	// Then neither b, to which nothing came, nor a store whose publishes
+	// never waited, gathers.
+	for i, s := range []*postgres.Store{b, openWith(t, url, 4)} {
+		if _, err := publish(s, 7+i, none); err != nil || called != 1 {
+			t.Fatalf("publish %d: %v, More called %d times more; want none", i, err, called-1)
+		}
 	}
 }
 
