@@ -19,8 +19,6 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	sjson "github.com/segmentio/encoding/json"
-
-	"github.com/mcpe-server/mcpe-server/mcpe"
 )
 
 // Transport serves newline-delimited JSON-RPC on a reader and a writer,
@@ -357,10 +355,7 @@ const sdkMaxDepth = 1000
 // What v keeps is copied out of data. The client decodes the notifications
 // it takes out of a stream with it.
 func Parse(data []byte, v any) error {
-	// Few openings anywhere need no count. mcpe.JSONDepth counts as the
-	// SDK does on valid JSON, and never more; where it counts less, data
-	// is not valid and sjson.Parse refuses it.
-	if bytes.Count(data, []byte{'{'})+bytes.Count(data, []byte{'['}) > sdkMaxDepth && mcpe.JSONDepth(data) > sdkMaxDepth {
+	if !withinDepth(data, sdkMaxDepth) {
 		return errors.New("json: exceeded maximum nesting depth")
 	}
 	rest, err := sjson.Parse(data, v, sdkFlags)
@@ -433,4 +428,41 @@ func sdkReadBatch(data []byte) (msgs []jsonrpc.Message, isBatch bool, _ error) {
 	}
 	msg, err := jsonrpc.DecodeMessage(data)
 	return []jsonrpc.Message{msg}, false, err
+}
+
+// withinDepth reports whether the objects and arrays of data nest at most
+// maxDepth deep, counted as the SDK counts them.
+func withinDepth(data []byte, maxDepth int) bool {
+	if bytes.Count(data, []byte{'{'})+bytes.Count(data, []byte{'['}) <= maxDepth {
+		return true // not that many openings anywhere
+	}
+	var depth int
+	var inString, escaped bool
+	for _, b := range data {
+		if inString {
+			switch {
+			case escaped:
+				escaped = false
+			case b == '\\':
+				escaped = true
+			case b == '"':
+				inString = false
+			}
+			continue
+		}
+		switch b {
+		case '"':
+			inString = true
+		case '{', '[':
+			depth++
+			if depth > maxDepth {
+				return false
+			}
+		case '}', ']':
+			if depth > 0 {
+				depth--
+			}
+		}
+	}
+	return true
 }
