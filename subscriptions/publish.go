@@ -22,7 +22,7 @@ import (
 // sourceEventId from the same source, see FromSource) is reported as a
 // duplicate and not routed again. It returns once the event is committed;
 // events published at the same time are committed together, in one store
-// transaction.
+// transaction, in no promised order.
 func (s *Service) Publish(ctx context.Context, ev mcpe.Event) (PublishResult, error) {
 	return s.publish(ctx, ev, "")
 }
@@ -121,7 +121,8 @@ type publication struct {
 // batcher gathers concurrent publications. The first to arrive while no
 // batch is being committed commits every one waiting, in one transaction;
 // those that arrive meanwhile wait, and the first of them commits the next
-// batch. No goroutine of its own: the publishers take turns.
+// batch, unless the store adds them to the one under way (More). No
+// goroutine of its own: the publishers take turns.
 //
 // A leader that finds itself alone in the queue while publications have
 // lately been arriving during others' commits first yields the processor
@@ -204,9 +205,13 @@ func (s *Service) commitBatch(batch []*publication) {
 		b.mu.Lock()
 		defer b.mu.Unlock()
 		kept := b.queue[:0]
-		for _, p := range b.queue {
+		for i, p := range b.queue {
+			if len(batch) == maxBatch {
+				kept = append(kept, b.queue[i:]...)
+				break
+			}
 			pub := s.routeAt(p, gen)
-			if len(batch) == maxBatch || slices.ContainsFunc(pub.Targets, func(t Target) bool {
+			if slices.ContainsFunc(pub.Targets, func(t Target) bool {
 				_, found := slices.BinarySearch(locked, t.Principal)
 				return t.Window > 0 || !found
 			}) {

@@ -239,11 +239,11 @@ type PublishBatch struct {
 	// is the same, no target can have stopped since, and their status is
 	// not looked up. Zero always looks it up.
 	Deactivations int64
-	// More, when set, may be called by a store that has taken the rows of
-	// locked (the principals the publications write to, sorted) and
-	// waited for them: it returns the publications that arrived
-	// meanwhile and write to those rows only, for the same transaction.
-	// Their results follow the others'.
+	// More, when set, may be called by Publish, before it returns and on
+	// its goroutine, once it holds the rows of locked (the principals the
+	// publications write to, sorted): it returns the publications that
+	// arrived meanwhile and write to those only, for the same transaction,
+	// whose results must follow the others' (every call's, in order).
 	More func(locked []string) []Publication
 }
 
