@@ -14,6 +14,10 @@
 //     counters number the inbox) from before that work until its WAL is on
 //     disk (-flush); PostgreSQL's NOTIFY lock, which every transaction that
 //     notifies takes at commit, is held from then until the flush too;
+//   - a commit that waited for its rows more than -gather-after makes its
+//     server's next take them in a round trip of its own (-server-trip and
+//     -db-trip), then add the posts queued meanwhile for those rows only;
+//     one to which none came ends it;
 //   - each notifying commit wakes every server's listening backend
 //     (-db-listener each), and a server holding a session of a principal
 //     written by another server reads the entries back: -db-wake of the
@@ -63,6 +67,7 @@ type Params struct {
 	Principals, Reach                          int     // an event reaches Reach of Principals
 	Sessions                                   int     // idle sessions, spread over the servers
 	BatchRows                                  int     // bound on a group commit's inbox rows (0: 256 events only)
+	GatherAfter, ServerTrip, DBTrip            float64 // gathering while waiting for rows (GatherAfter 0: never)
 	ServerEvent, ServerCommit, ServerWake      float64
 	ServerNote, BenchEvent                     float64
 	DBEvent, DBCommit, DBRow, DBListener       float64
@@ -223,6 +228,7 @@ type server struct {
 	cpu       *cpu
 	queue     []*event
 	inCommit  bool
+	gather    bool // the last commit waited for its rows
 	unread    []*event
 	following bool
 }
@@ -297,30 +303,68 @@ func (m *model) commit(srv *server) {
 	for i, p := range principals {
 		locks[i] = m.rows[p]
 	}
-	rows -= len(batch) // the first of each event's rows is in DBEvent
 	// Half of what a commit costs regardless of its size is the protocol
 	// and the transaction's own start and end, outside the rows; half is
 	// the statements that run holding them. The server prepares the batch
 	// (half of its part) before, and answers and hands over (the other
 	// half) after, while its next batch is already under way.
-	locked := m.p.DBCommit/2 + m.p.DBEvent*float64(len(batch)) + m.p.DBRow*float64(rows)
+	write := func() {
+		rows := -len(batch) // the first of each event's rows is in DBEvent
+		for _, e := range batch {
+			rows += len(e.principals)
+		}
+		m.onDB(m.p.DBCommit/2+m.p.DBEvent*float64(len(batch))+m.p.DBRow*float64(rows), func() {
+			m.notify.acquire(func() {
+				m.s.after(m.p.Flush, func() {
+					m.notify.release()
+					for _, l := range locks {
+						l.release()
+					}
+					m.committed1(srv, batch)
+				})
+			})
+		})
+	}
 	m.onServer(srv, m.p.ServerCommit/2, func() {
 		m.onDB(m.p.DBCommit/2, func() {
+			asked, gather := m.s.now, srv.gather
 			acquireAll(locks, func() {
-				m.onDB(locked, func() {
-					m.notify.acquire(func() {
-						m.s.after(m.p.Flush, func() {
-							m.notify.release()
-							for _, l := range locks {
-								l.release()
-							}
-							m.committed1(srv, batch)
-						})
+				waited := m.p.GatherAfter > 0 && m.s.now-asked > m.p.GatherAfter
+				if !gather {
+					srv.gather = waited
+					write()
+					return
+				}
+				m.onDB(m.p.DBTrip/2, func() {
+					m.onServer(srv, m.p.ServerTrip, func() {
+						n := len(batch)
+						batch = append(batch, m.joining(srv, principals, 256-n)...)
+						srv.gather = waited && len(batch) > n
+						m.onDB(m.p.DBTrip/2, write)
 					})
 				})
 			})
 		})
 	})
+}
+
+// joining takes from srv's queue, up to room, the posts whose principals
+// are all among held (sorted).
+func (m *model) joining(srv *server, held []int, room int) (out []*event) {
+	kept := srv.queue[:0]
+	for _, e := range srv.queue {
+		if len(out) < room && !slices.ContainsFunc(e.principals, func(p int) bool {
+			_, found := slices.BinarySearch(held, p)
+			return !found
+		}) {
+			out = append(out, e)
+			continue
+		}
+		kept = append(kept, e)
+	}
+	clear(srv.queue[len(kept):])
+	srv.queue = kept
+	return out
 }
 
 // committed1 starts the next batch, answers this one's posters and wakes
@@ -514,7 +558,7 @@ func (p Params) check() error {
 	case !(p.Warmup >= 0) || !(p.Measure > 0) || p.Warmup+p.Measure > 3600:
 		return fmt.Errorf("-warmup and -measure are %g and %g s; give at most an hour in all, the window above 0", p.Warmup, p.Measure)
 	}
-	for _, c := range []float64{p.ServerEvent, p.ServerCommit, p.ServerWake, p.ServerNote, p.BenchEvent, p.DBEvent, p.DBCommit, p.DBRow, p.DBListener, p.DBWake, p.Flush, p.Heartbeat} {
+	for _, c := range []float64{p.ServerEvent, p.ServerCommit, p.ServerWake, p.ServerNote, p.BenchEvent, p.DBEvent, p.DBCommit, p.DBRow, p.DBListener, p.DBWake, p.Flush, p.Heartbeat, p.GatherAfter, p.ServerTrip, p.DBTrip} {
 		if !(c >= 0) || c > 1e6 {
 			return fmt.Errorf("a cost is %g µs; give 0 to 1 000 000", c)
 		}
@@ -529,7 +573,7 @@ func defaults() Params {
 		Principals: 1, Reach: 1,
 		ServerEvent: 35, ServerCommit: 268, ServerWake: 150, ServerNote: 15, BenchEvent: 38,
 		DBEvent: 61, DBCommit: 355, DBRow: 38, DBListener: 20, DBWake: 130,
-		Flush: 100, Heartbeat: 17,
+		Flush: 100, Heartbeat: 17, GatherAfter: 200, ServerTrip: 120, DBTrip: 100,
 		Warmup: 1, Measure: 5, Seed: 1,
 	}
 }
@@ -558,6 +602,9 @@ func main() {
 	flag.Float64Var(&p.DBWake, "db-wake", p.DBWake, "database CPU per read of what others wrote, µs")
 	flag.Float64Var(&p.Flush, "flush", p.Flush, "time for a commit's WAL to reach the disk, µs")
 	flag.Float64Var(&p.Heartbeat, "heartbeat", p.Heartbeat, "CPU per idle session per second, µs")
+	flag.Float64Var(&p.GatherAfter, "gather-after", p.GatherAfter, "a wait for rows after which a server's next commit gathers, µs (0: never)")
+	flag.Float64Var(&p.ServerTrip, "server-trip", p.ServerTrip, "server CPU of a gathering commit's extra round trip, µs")
+	flag.Float64Var(&p.DBTrip, "db-trip", p.DBTrip, "database CPU of a gathering commit's extra round trip, µs")
 	flag.Float64Var(&p.Warmup, "warmup", p.Warmup, "simulated seconds before measuring")
 	flag.Float64Var(&p.Measure, "measure", p.Measure, "simulated seconds measured")
 	flag.Uint64Var(&p.Seed, "seed", p.Seed, "random seed")
