@@ -139,3 +139,31 @@ func TestBatchRowsBoundsCommits(t *testing.T) {
 		}
 	}
 }
+
+// TestGatheringWhileWaiting: servers taking turns at one principal's row
+// commit more events a turn when a commit that waited makes the next add
+// what queued meanwhile, and accept more; a server alone never waits, so
+// gathering changes nothing for it.
+func TestGatheringWhileWaiting(t *testing.T) {
+	for _, servers := range []int{1, 3} {
+		p := quiet()
+		p.Servers, p.Posters = servers, 48
+		p.ServerEvent, p.ServerCommit, p.DBEvent, p.DBCommit, p.Flush = 30, 200, 50, 300, 100
+		off, err := Simulate(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.GatherAfter, p.ServerTrip, p.DBTrip = 200, 50, 50
+		on, err := Simulate(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("%d servers: %.0f/s and %.2f events a commit, gathering: %.0f/s and %.2f", servers, off.Accepted, off.EventsPerCommit, on.Accepted, on.EventsPerCommit)
+		if servers == 1 && (on.Accepted != off.Accepted || on.EventsPerCommit != off.EventsPerCommit) {
+			t.Errorf("one server: gathering changed %.0f/s, %.2f events a commit to %.0f/s, %.2f", off.Accepted, off.EventsPerCommit, on.Accepted, on.EventsPerCommit)
+		}
+		if servers > 1 && (on.EventsPerCommit < 1.5*off.EventsPerCommit || on.Accepted < 1.05*off.Accepted) {
+			t.Errorf("%d servers: gathering took %.0f/s, %.2f events a commit to %.0f/s, %.2f; want half as many events a commit more, and more accepted", servers, off.Accepted, off.EventsPerCommit, on.Accepted, on.EventsPerCommit)
+		}
+	}
+}
