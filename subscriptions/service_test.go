@@ -566,25 +566,39 @@ func (c *countingStore) Publish(ctx context.Context, b subscriptions.PublishBatc
 	return c.gatedStore.Publish(ctx, b)
 }
 
-// TestLeaderYieldsOnlyAmongOthers checks when a publication that leads a
-// batch alone yields first for others to join it: not for a publisher
-// that has long been alone, again once one arrived during a commit, and
-// what joins it during the yield is committed with it.
-func TestLeaderYieldsOnlyAmongOthers(t *testing.T) {
+// memoryStore opens an in-memory SQLite store, closed when the test ends.
+func memoryStore(t *testing.T) subscriptions.Store {
+	t.Helper()
 	store, err := sqlite.Open(context.Background(), sqlite.Memory)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer store.Close()
-	counting := &countingStore{gatedStore: gatedStore{Store: store, entered: make(chan struct{}), release: make(chan struct{})}}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: counting, Deliverer: &recorder{}, Clock: clocktest.NewFake(svcStart)})
+	t.Cleanup(func() { store.Close() })
+	return store
+}
+
+// serviceOn starts a Service on store, delivering to d, stopped when the
+// test ends.
+func serviceOn(t *testing.T, store subscriptions.Store, d subscriptions.Deliverer) *subscriptions.Service {
+	t.Helper()
+	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: store, Deliverer: d, Clock: clocktest.NewFake(svcStart)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := svc.Start(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	defer svc.Stop()
+	t.Cleanup(svc.Stop)
+	return svc
+}
+
+// TestLeaderYieldsOnlyAmongOthers checks when a publication that leads a
+// batch alone yields first for others to join it: not for a publisher
+// that has long been alone, again once one arrived during a commit, and
+// what joins it during the yield is committed with it.
+func TestLeaderYieldsOnlyAmongOthers(t *testing.T) {
+	counting := &countingStore{gatedStore: gatedStore{Store: memoryStore(t), entered: make(chan struct{}), release: make(chan struct{})}}
+	svc := serviceOn(t, counting, &recorder{})
 	if _, err := svc.Subscribe(context.Background(), "alice", every("x")); err != nil {
 		t.Fatal(err)
 	}
@@ -669,21 +683,8 @@ func TestLeaderYieldsOnlyAmongOthers(t *testing.T) {
 // while a commit is in progress are committed together in the next one,
 // and each publisher gets its own result.
 func TestConcurrentPublishesShareACommit(t *testing.T) {
-	store, err := sqlite.Open(context.Background(), sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	counting := &countingStore{gatedStore: gatedStore{Store: store, entered: make(chan struct{}), release: make(chan struct{})}}
-	rec := &recorder{}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: counting, Deliverer: rec, Clock: clocktest.NewFake(svcStart)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop()
+	counting := &countingStore{gatedStore: gatedStore{Store: memoryStore(t), entered: make(chan struct{}), release: make(chan struct{})}}
+	svc := serviceOn(t, counting, &recorder{})
 	sub, err := svc.Subscribe(context.Background(), "alice", every("x"))
 	if err != nil {
 		t.Fatal(err)
@@ -759,20 +760,8 @@ func (j *joiningStore) Publish(ctx context.Context, b subscriptions.PublishBatch
 // meanwhile that write to those rows only and are not throttled, each
 // publisher getting its own result; the others wait for the next commit.
 func TestQueuedJoinTheRowsTaken(t *testing.T) {
-	store, err := sqlite.Open(context.Background(), sqlite.Memory)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	joining := &joiningStore{gatedStore: gatedStore{Store: store, entered: make(chan struct{}), release: make(chan struct{})}}
-	svc, err := subscriptions.NewService(subscriptions.ServiceOptions{Store: joining, Deliverer: &recorder{}, Clock: clocktest.NewFake(svcStart)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := svc.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Stop()
+	joining := &joiningStore{gatedStore: gatedStore{Store: memoryStore(t), entered: make(chan struct{}), release: make(chan struct{})}}
+	svc := serviceOn(t, joining, &recorder{})
 	for _, s := range []struct {
 		principal string
 		req       mcpe.SubscribeRequest
