@@ -102,10 +102,7 @@ func (s *Scheduler) Start(ctx context.Context) error {
 func (s *Scheduler) Stop() {
 	s.mu.Lock()
 	s.stopped = true
-	if s.timer != nil {
-		s.timer.Stop()
-		s.timer = nil
-	}
+	s.setLocked(time.Time{})
 	if s.cancel != nil {
 		s.cancel()
 	}
@@ -120,7 +117,9 @@ func (s *Scheduler) fire() {
 		more, err := s.firer.FireDue(s.ctx, s.channel, s.clock.Now())
 		if err != nil {
 			s.log.Error("fire digests; retrying later", "retry_in", DefaultRetry, "error", err)
-			s.set(s.clock.Now().Add(DefaultRetry))
+			s.mu.Lock()
+			s.setLocked(s.clock.Now().Add(DefaultRetry))
+			s.mu.Unlock()
 			return
 		}
 		if !more {
@@ -148,12 +147,6 @@ func (s *Scheduler) rearm() {
 		next = time.Time{}
 	}
 	s.setLocked(next)
-}
-
-func (s *Scheduler) set(t time.Time) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.setLocked(t)
 }
 
 // setLocked replaces the timer with one going off at t, or with none when t

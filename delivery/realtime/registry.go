@@ -208,8 +208,6 @@ type session struct {
 	sent, sentBytes int64
 	// oldest is when the oldest delivery not yet sent was made.
 	oldest time.Time
-	// inflight is the cursor the write in progress reaches, 0 for none.
-	inflight int64
 	// replay are messages to send before the next deliveries: events the
 	// operator replays and events/missed notices. Only the writer takes
 	// from it; others append.
@@ -389,11 +387,17 @@ func (r *Registry) Arrived() <-chan struct{} { return r.arrived }
 // sent once it has). A digest fired while none is kept for the owner's
 // return.
 func (r *Registry) Connected(principal string) bool {
+	return r.anyLive(principal, func(*session) bool { return true })
+}
+
+// anyLive reports whether principal has a live session for which f, called
+// under the lock, holds.
+func (r *Registry) anyLive(principal string, f func(*session) bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if o := r.owners[principal]; o != nil {
 		for s := range o.sessions {
-			if s.live() {
+			if s.live() && f(s) {
 				return true
 			}
 		}
@@ -473,21 +477,6 @@ func (r *Registry) appendLocked(o *owner, it item) {
 	}
 }
 
-// backlogFullLocked reports whether s is owed as much as it may be; what
-// a write in progress carries counts until it is written.
-func (r *Registry) backlogFullLocked(s *session) bool {
-	return s.o.appended-s.sent >= r.opts.BacklogEntries || s.o.appendedBytes-s.sentBytes >= DefaultBacklogBytes
-}
-
-// skipLocked moves s to its owner's newest delivery, and queues the notice
-// that tells it where to poll from for what it did not get.
-func (r *Registry) skipLocked(s *session, reason string) {
-	from := max(s.cursor, s.inflight)
-	r.skipped.Add(s.o.appended - s.sent)
-	s.cursor, s.sent, s.sentBytes = s.o.head, s.o.appended, s.o.appendedBytes
-	s.replay = append(s.replay, missed(from, s.cursor, reason))
-}
-
 func missed(from, to int64, reason string) Message {
 	params, _ := json.Marshal(mcpe.MissedParams{FromCursor: mcpe.FormatCursor(from), ToCursor: mcpe.FormatCursor(to), Reason: reason})
 	return Message{Method: mcpe.MethodMissed, Params: params}
@@ -497,16 +486,10 @@ func missed(from, to int64, reason string) Message {
 // may be: the server then refuses events for principal, with 429, until the
 // session catches up, so a live session loses nothing.
 func (r *Registry) Full(principal string) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if o := r.owners[principal]; o != nil {
-		for s := range o.sessions {
-			if s.live() && r.backlogFullLocked(s) {
-				return true
-			}
-		}
-	}
-	return false
+	// What a write in progress carries counts until it is written.
+	return r.anyLive(principal, func(s *session) bool {
+		return s.o.appended-s.sent >= r.opts.BacklogEntries || s.o.appendedBytes-s.sentBytes >= DefaultBacklogBytes
+	})
 }
 
 // Cursors returns, for each principal with a live session, the lowest
@@ -733,9 +716,6 @@ func (r *Registry) write(s *session) {
 				continue
 			}
 		}
-		r.mu.Lock()
-		s.inflight = b.cursor
-		r.mu.Unlock()
 		if !r.send(s, b.msgs, &lastOK) {
 			r.detach(s)
 			return
@@ -744,7 +724,6 @@ func (r *Registry) write(s *session) {
 			r.clearPending(s, b.pending)
 		}
 		r.mu.Lock()
-		s.inflight = 0
 		s.replay = s.replay[b.replayLen:]
 		if b.cursor > s.cursor {
 			s.cursor = b.cursor
@@ -768,14 +747,18 @@ func (r *Registry) write(s *session) {
 // them after its cursor, or, when retention removed some of them, the
 // notice saying where to poll from.
 func (r *Registry) catchUp(s *session, b batch) (batch, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
-	defer cancel()
 	if r.opts.Inbox == nil {
+		// Nothing to catch up from: s moves to its owner's newest delivery,
+		// told where to poll from for what it did not get.
 		r.mu.Lock()
-		r.skipLocked(s, retentionReason)
+		r.skipped.Add(s.o.appended - s.sent)
+		s.replay = append(s.replay, missed(s.cursor, s.o.head, retentionReason))
+		s.cursor, s.sent, s.sentBytes = s.o.head, s.o.appended, s.o.appendedBytes
 		r.mu.Unlock()
 		return batch{}, nil
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), r.opts.WriteTimeout)
+	defer cancel()
 	if s.aheadFrom != b.from || len(s.ahead) == 0 {
 		// Read ahead: a batch takes a part of what one read returns, and
 		// the next batch the rest.
