@@ -96,10 +96,8 @@ func (h *HandlerSpec) Clone() *HandlerSpec {
 		return nil
 	}
 	c := *h
-	c.Args = slices.Clone(h.Args)
-	c.Env = maps.Clone(h.Env)
-	c.Tools = slices.Clone(h.Tools)
-	c.Headers = maps.Clone(h.Headers)
+	c.Args, c.Tools = slices.Clone(h.Args), slices.Clone(h.Tools)
+	c.Env, c.Headers = maps.Clone(h.Env), maps.Clone(h.Headers)
 	return &c
 }
 

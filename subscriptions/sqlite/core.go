@@ -166,9 +166,11 @@ func sqlArgs(args []any) []any {
 	for i, a := range args {
 		switch v := a.(type) {
 		case time.Time:
-			out[i] = nanos(v)
+			out[i] = v.UnixNano()
 		case *time.Time:
-			out[i] = nullNanos(v)
+			if v != nil {
+				out[i] = v.UnixNano()
+			}
 		case []string, []int64, map[string]int, map[string]int64:
 			out[i] = storecore.MustJSON(v)
 		default:
@@ -177,6 +179,8 @@ func sqlArgs(args []any) []any {
 	}
 	return out
 }
+
+func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
 
 // row scans the columns SQLite stores its own way into what the core reads.
 type row struct{ rows *sql.Rows }
@@ -193,7 +197,12 @@ func (r row) Scan(dest ...any) error {
 		case **time.Time:
 			var n sql.NullInt64
 			conv[i] = &n
-			then = append(then, func() error { *d = timePtr(n); return nil })
+			then = append(then, func() error {
+				if *d = nil; n.Valid {
+					*d = new(fromNanos(n.Int64))
+				}
+				return nil
+			})
 		case *[]string:
 			var s sql.NullString
 			conv[i] = &s

@@ -60,8 +60,7 @@ func (s *Store) Fire(ctx context.Context, reqs []subscriptions.FireRequest, now 
 	if err := s.prepareFire(ctx); err != nil {
 		return nil, err
 	}
-	err = s.tx(ctx, func(tx *sql.Tx) error {
-		var err error
+	err = s.tx(ctx, func(tx *sql.Tx) (err error) {
 		out, err = storecore.Fire(fireDriver{ctx, conn{s: s, tx: tx}}, reqs, now, true)
 		return err
 	})
@@ -106,10 +105,10 @@ func (d fireDriver) Claim(reqs []subscriptions.FireRequest, now time.Time) ([]st
 	for i, r := range reqs {
 		list[i] = next{ID: r.SubscriptionID, Principal: r.Principal}
 		if r.Next != nil {
-			list[i].Next = new(nanos(*r.Next))
+			list[i].Next = new(r.Next.UnixNano())
 		}
 		if !r.Due.IsZero() {
-			list[i].Due = new(nanos(r.Due))
+			list[i].Due = new(r.Due.UnixNano())
 		}
 	}
 	return storecore.Column[string](d.ctx, d.conn, claimQuery, now, storecore.MustJSON(list))
@@ -187,8 +186,8 @@ func (d fireDriver) Insert(list []storecore.Delivery, now time.Time) error {
 	for chunk := range slices.Chunk(list, maxFireRows) {
 		args := make([]any, 0, len(chunk)*9)
 		for _, e := range chunk {
-			args = append(args, e.Seq, e.Principal, storecore.MustJSON(e.SubscriptionIDs), string(e.Kind), e.EventID,
-				e.EventIDs, e.Remaining, e.Pending, nanos(now))
+			args = append(args, e.Seq, e.Principal, e.SubscriptionIDs, string(e.Kind), e.EventID,
+				e.EventIDs, e.Remaining, e.Pending, now)
 		}
 		if _, err := d.Exec(d.ctx, insertEntriesSQL[len(chunk)], args...); err != nil {
 			return err

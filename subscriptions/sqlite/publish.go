@@ -135,7 +135,7 @@ func (b *batch) insertEvents() error {
 		chunk := b.pubs[start:min(start+maxEventRows, len(b.pubs))]
 		args := make([]any, 0, 6*len(chunk))
 		for i, p := range chunk {
-			args = append(args, p.Event.ID, p.Source, p.Event.Type, sourceID(p.Event), string(p.Raw), nanos(b.now))
+			args = append(args, p.Event.ID, p.Source, p.Event.Type, sourceID(p.Event), string(p.Raw), b.now)
 			byID[p.Event.ID] = append(byID[p.Event.ID], start+i)
 		}
 		inserted, err := storecore.Column[string](b.ctx, b.db, insertEventsSQL[len(chunk)], args...)
@@ -196,7 +196,7 @@ func (b *batch) route() error {
 			e := &b.entries[r.pub][r.entry]
 			seq++
 			e.Seq = seq
-			args = append(args, seq, e.Principal, storecore.MustJSON(e.SubscriptionIDs), b.pubs[r.pub].Event.ID, nanos(b.now))
+			args = append(args, seq, e.Principal, e.SubscriptionIDs, b.pubs[r.pub].Event.ID, b.now)
 		}
 		if _, err := b.db.Exec(b.ctx, insertInboxSQL[len(chunk)], args...); err != nil {
 			return err

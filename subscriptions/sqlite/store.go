@@ -206,7 +206,7 @@ func (s *Store) checkpoint() {
 		case <-t.C:
 		}
 		if err := s.file.check(); err != nil {
-			s.lose(err)
+			s.lost.CompareAndSwap(nil, &err) // every write is refused from now on
 		}
 		if n := s.commits.Load(); n != seen {
 			seen = n
@@ -231,12 +231,6 @@ func (s *Store) boundWAL() {
 		return
 	}
 	s.w.Exec(`PRAGMA wal_checkpoint(RESTART)`)
-}
-
-// lose records that the database's files are gone or replaced: from now
-// on every write is refused with err, and Health reports it.
-func (s *Store) lose(err error) {
-	s.lost.CompareAndSwap(nil, &err)
 }
 
 // Health reports whether the store can keep what it is given: an error
@@ -389,23 +383,4 @@ func (s *Store) committed() {
 	if n := s.commits.Add(1); n%walCheckCommits == 0 && s.file != nil {
 		s.boundWAL()
 	}
-}
-
-func nanos(t time.Time) int64 { return t.UnixNano() }
-
-func fromNanos(n int64) time.Time { return time.Unix(0, n).UTC() }
-
-func nullNanos(t *time.Time) sql.NullInt64 {
-	if t == nil {
-		return sql.NullInt64{}
-	}
-	return sql.NullInt64{Int64: t.UnixNano(), Valid: true}
-}
-
-func timePtr(n sql.NullInt64) *time.Time {
-	if !n.Valid {
-		return nil
-	}
-	t := fromNanos(n.Int64)
-	return &t
 }

@@ -19,9 +19,7 @@ func (s *Store) CreateSubscription(ctx context.Context, sub *subscriptions.Subsc
 	if err != nil {
 		return err
 	}
-	inserted, err := s.DB.Exec(ctx, `INSERT INTO subscriptions
-		(id, principal, status, filter, delivery, created_at, updated_at, expires_at, expired_at,
-		 delivered_base, last_delivered_base, next_fire_at, last_fire_at, handler, handler_secrets, timed)
+	inserted, err := s.DB.Exec(ctx, storecore.InsertSubscription+`
 		SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16
 		WHERE coalesce((SELECT live_subscriptions FROM principals WHERE principal = ?2), 0)
 			+ (SELECT count(*) FROM subscriptions WHERE principal = ?2 AND status = 'expired') < ?17`,

@@ -71,16 +71,21 @@ func one(ctx context.Context, db DB, query string, args []any, dest ...any) erro
 	return db.Query(ctx, func(r Row) error { return r.Scan(dest...) }, query, args...)
 }
 
-// Column reads the one column of the rows of query.
-func Column[T any](ctx context.Context, db DB, query string, args ...any) ([]T, error) {
+// scanAll reads the rows of query, each into a T through scan.
+func scanAll[T any](ctx context.Context, db DB, scan func(Row, *T) error, query string, args ...any) ([]T, error) {
 	var out []T
 	err := db.Query(ctx, func(r Row) error {
 		var v T
-		err := r.Scan(&v)
+		err := scan(r, &v)
 		out = append(out, v)
 		return err
 	}, query, args...)
 	return out, err
+}
+
+// Column reads the one column of the rows of query.
+func Column[T any](ctx context.Context, db DB, query string, args ...any) ([]T, error) {
+	return scanAll(ctx, db, func(r Row, v *T) error { return r.Scan(v) }, query, args...)
 }
 
 // errLimit is the error of a read given a limit that is not positive.

@@ -265,12 +265,9 @@ const expireFlush = 1000
 // returns the requests that deliver what waits in their buffers with their
 // expiry notice, by subscription ID: Fire them, without claim, in tx.
 func Expire(ctx context.Context, tx DB, now time.Time) ([]subscriptions.FireRequest, error) {
-	var reqs []subscriptions.FireRequest
-	err := tx.Query(ctx, func(r Row) error {
-		q := subscriptions.FireRequest{Max: expireFlush, Aggregate: true, Drain: true, Expire: true, Pending: true}
-		err := r.Scan(&q.SubscriptionID, &q.Principal)
-		reqs = append(reqs, q)
-		return err
+	reqs, err := scanAll(ctx, tx, func(r Row, q *subscriptions.FireRequest) error {
+		*q = subscriptions.FireRequest{Max: expireFlush, Aggregate: true, Drain: true, Expire: true, Pending: true}
+		return r.Scan(&q.SubscriptionID, &q.Principal)
 	}, `UPDATE subscriptions SET status = 'expired', expired_at = $1, updated_at = $1, next_fire_at = NULL
 		WHERE status IN ('active', 'paused') AND expires_at IS NOT NULL AND expires_at <= $1
 		RETURNING id, principal`, now)

@@ -31,10 +31,7 @@ func (c *Core) readEntries(ctx context.Context, query string, args ...any) ([]su
 		if err := r.Scan(&e.Seq, &e.Principal, &e.SubscriptionIDs, &kind, &event, &members, &e.Remaining, &e.CreatedAt, &e.Pending); err != nil {
 			return err
 		}
-		e.Kind = mcpe.InboxKind(kind)
-		if event != nil {
-			e.Event = json.RawMessage(event)
-		}
+		e.Kind, e.Event = mcpe.InboxKind(kind), event
 		if members != nil {
 			batchIDs[len(out)] = members
 			for _, id := range members {

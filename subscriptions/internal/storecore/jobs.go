@@ -202,9 +202,7 @@ func (c *Core) DueFires(ctx context.Context, ch mcpe.Channel, now time.Time, lim
 	if limit <= 0 {
 		return nil, c.errLimit("DueFires", limit)
 	}
-	var out []subscriptions.DueFire
-	err := c.DB.Query(ctx, func(r Row) error {
-		var d subscriptions.DueFire
+	out, err := scanAll(ctx, c.DB, func(r Row, d *subscriptions.DueFire) error {
 		var delivery string
 		if err := r.Scan(&d.SubscriptionID, &d.Principal, &delivery, &d.Due); err != nil {
 			return err
@@ -212,7 +210,6 @@ func (c *Core) DueFires(ctx context.Context, ch mcpe.Channel, now time.Time, lim
 		if err := json.Unmarshal([]byte(delivery), &d.Delivery); err != nil {
 			return fmt.Errorf("subscription %s: decode delivery: %w", d.SubscriptionID, err)
 		}
-		out = append(out, d)
 		return nil
 	}, `SELECT id, principal, delivery, next_fire_at FROM subscriptions
 		WHERE timed = $1 AND status = 'active' AND next_fire_at IS NOT NULL AND next_fire_at <= $2

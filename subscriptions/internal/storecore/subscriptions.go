@@ -56,11 +56,11 @@ func Timed(d mcpe.Delivery) *string {
 	return nil
 }
 
-// InsertSubscription is the INSERT of a subscription's Columns.
+// InsertSubscription is the INSERT of a subscription's Columns, $1 to $16,
+// up to the VALUES or SELECT that gives them.
 const InsertSubscription = `INSERT INTO subscriptions
 	(id, principal, status, filter, delivery, created_at, updated_at, expires_at, expired_at,
-	 delivered_base, last_delivered_base, next_fire_at, last_fire_at, handler, handler_secrets, timed)
-	VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`
+	 delivered_base, last_delivered_base, next_fire_at, last_fire_at, handler, handler_secrets, timed)`
 
 // Columns returns the columns of sub that InsertSubscription takes.
 func Columns(sub *subscriptions.Subscription) ([]any, error) {
@@ -105,7 +105,8 @@ func (c *Core) CreateSubscription(ctx context.Context, sub *subscriptions.Subscr
 				return err
 			}
 		}
-		_, err := tx.Exec(ctx, InsertSubscription, row...)
+		_, err := tx.Exec(ctx, InsertSubscription+`
+			VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16)`, row...)
 		return err
 	})
 }
@@ -333,31 +334,22 @@ func (c *Core) SetHandler(ctx context.Context, principal, id string, h *mcpe.Han
 // SubscriptionCounts implements subscriptions.Counts: one scan of the
 // subscriptions table.
 func (c *Core) SubscriptionCounts(ctx context.Context) ([]subscriptions.SubscriptionCount, error) {
-	var out []subscriptions.SubscriptionCount
-	err := c.DB.Query(ctx, func(r Row) error {
-		var n subscriptions.SubscriptionCount
+	return scanAll(ctx, c.DB, func(r Row, n *subscriptions.SubscriptionCount) error {
 		var mode, status string
 		err := r.Scan(&mode, &status, &n.N)
 		n.Mode, n.Status = mcpe.Channel(mode), mcpe.Status(status)
-		out = append(out, n)
 		return err
 	}, `SELECT COALESCE(timed, 'realtime'), status, COUNT(*) FROM subscriptions GROUP BY 1, 2`)
-	return out, err
 }
 
 // InboxSizes implements subscriptions.Counts: one pass over the inbox's
 // principal index, and one probe of it per principal for the oldest entry
 // after its poll cursor.
 func (c *Core) InboxSizes(ctx context.Context) ([]subscriptions.InboxSize, error) {
-	var out []subscriptions.InboxSize
-	err := c.DB.Query(ctx, func(r Row) error {
-		var in subscriptions.InboxSize
+	return scanAll(ctx, c.DB, func(r Row, in *subscriptions.InboxSize) error {
 		var oldest *time.Time
 		err := r.Scan(&in.Principal, &in.Entries, &oldest)
-		if oldest != nil {
-			in.OldestUnpolled = *oldest
-		}
-		out = append(out, in)
+		in.OldestUnpolled = deref(oldest)
 		return err
 	}, `SELECT i.principal, COUNT(*),
 		(SELECT j.created_at FROM inbox j
@@ -365,5 +357,4 @@ func (c *Core) InboxSizes(ctx context.Context) ([]subscriptions.InboxSize, error
 		    AND j.seq > COALESCE((SELECT p.poll_cursor FROM principals p WHERE p.principal = i.principal), 0)
 		  ORDER BY j.seq LIMIT 1)
 		FROM inbox i GROUP BY i.principal`)
-	return out, err
 }

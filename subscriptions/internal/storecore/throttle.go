@@ -67,13 +67,10 @@ func (c *Core) EndWindows(ctx context.Context, now time.Time, limit int) (out []
 		taken[p] = true
 	}
 	err = c.Tx(ctx, principals, func(db DB) error {
-		var due []window
-		if err := db.Query(ctx, func(r Row) error {
-			var w window
-			err := r.Scan(&w.sub, &w.group, &w.event, &w.folded, &w.length, &w.principal, &w.body)
-			due = append(due, w)
-			return err
-		}, c.Q.DueWindows, now, limit); err != nil {
+		due, err := scanAll(ctx, db, func(r Row, w *window) error {
+			return r.Scan(&w.sub, &w.group, &w.event, &w.folded, &w.length, &w.principal, &w.body)
+		}, c.Q.DueWindows, now, limit)
+		if err != nil {
 			return err
 		}
 		out, more = nil, len(due) == limit

@@ -31,12 +31,6 @@ func (c *Core) KeepType(ctx context.Context, t string, now time.Time, window tim
 
 // KeptTypes implements subscriptions.TypeStore.
 func (c *Core) KeptTypes(ctx context.Context, now time.Time, window time.Duration) ([]mcpe.SeenType, error) {
-	var out []mcpe.SeenType
-	err := c.DB.Query(ctx, func(r Row) error {
-		var t mcpe.SeenType
-		err := r.Scan(&t.Type, &t.LastSeenAt)
-		out = append(out, t)
-		return err
-	}, `SELECT type, last_seen FROM kept_types WHERE last_seen >= $1 ORDER BY last_seen DESC, type`, now.Add(-window))
-	return out, err
+	return scanAll(ctx, c.DB, func(r Row, t *mcpe.SeenType) error { return r.Scan(&t.Type, &t.LastSeenAt) },
+		`SELECT type, last_seen FROM kept_types WHERE last_seen >= $1 ORDER BY last_seen DESC, type`, now.Add(-window))
 }
