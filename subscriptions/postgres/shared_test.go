@@ -621,6 +621,23 @@ func TestPrincipalsCommitApart(t *testing.T) {
 			t.Fatalf("publish %d: %v, More called %d times more; want none", i, err, called-1)
 		}
 	}
+
+	// A server stalled between its two round trips holds alice's row only
+	// until the database ends its idle transaction (the URL's setting
+	// here; 10 s unless it says): another's publish to her goes through.
+	sep := map[bool]string{true: "&", false: "?"}[strings.Contains(url, "?")]
+	c := openWith(t, url+sep+"idle_in_transaction_session_timeout=200ms", 4)
+	if err := behind(func() error { _, err := publish(c, 9, nil); return err }); err != nil {
+		t.Fatal(err)
+	}
+	through := make(chan error, 1)
+	publish(c, 10, func([]string) []subscriptions.Publication {
+		go func() { _, err := publish(a, 11, nil); through <- err }()
+		if err := <-through; err != nil {
+			t.Errorf("publish to alice while a server holding her row stalls: %v", err)
+		}
+		return nil
+	})
 }
 
 // TestPublishToAPrincipalWithoutRow: a publish in one round trip takes the

@@ -134,6 +134,12 @@ func open(ctx context.Context, rawURL string, maxConns int32, checkEvery time.Du
 	}
 	name := processName()
 	cfg.ConnConfig.RuntimeParams["application_name"] = name
+	// A server that stops mid-transaction (frozen, its machine paused)
+	// would hold its principals' rows from the others until it resumes:
+	// the database ends its session instead, unless the URL says otherwise.
+	if _, ok := cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"]; !ok {
+		cfg.ConnConfig.RuntimeParams["idle_in_transaction_session_timeout"] = "10s"
+	}
 	where := describe(cfg.ConnConfig)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
