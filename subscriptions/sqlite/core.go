@@ -198,7 +198,8 @@ func (r row) Scan(dest ...any) error {
 			var n sql.NullInt64
 			conv[i] = &n
 			then = append(then, func() error {
-				if *d = nil; n.Valid {
+				*d = nil
+				if n.Valid {
 					*d = new(fromNanos(n.Int64))
 				}
 				return nil
