@@ -15,7 +15,12 @@
 //     answers 202 with an ID, as mcpe-server's ingest does, without checking,
 //     storing, routing or delivering the event.
 //
-// Each line has the server process's CPU per call or event, from /proc.
+//   - turns: the same events from -turn-posters connections spread over
+//     ingest servers that answer once a commit carrying the event is done,
+//     against a lock that stands for the database and takes the servers'
+//     commits in turn or at once (turns.go), for each of -servers.
+//
+// Each line has the server processes' CPU per call or event, from /proc.
 //
 //	go run ./bench/floor
 //
@@ -27,7 +32,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"flag"
@@ -37,15 +41,13 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/mcpe-server/mcpe-server/bench/internal/poster"
 	"github.com/mcpe-server/mcpe-server/bench/internal/proc"
 	"github.com/mcpe-server/mcpe-server/bench/internal/workload"
 	"github.com/mcpe-server/mcpe-server/mcpe"
@@ -68,43 +70,81 @@ func main() {
 			serveStdio()
 			return
 		case "--ingest":
-			serveIngest()
+			serveIngest(os.Args[2:])
+			return
+		case "--lock":
+			hold, err := time.ParseDuration(os.Args[3])
+			if err != nil {
+				fail(err)
+			}
+			serveLock(os.Args[2], hold)
 			return
 		}
 	}
 	calls := flag.Int("calls", 10000, "events_subscribe calls in a row for each protocol version")
 	events := flag.Int("events", 20000, "events posted to the ingest floor")
 	posters := flag.String("posters", "1,16", "comma-separated poster counts for the ingest floor")
+	floors := flag.String("floors", "subscribes,ingest,turns", "which floors to measure")
+	servers := flag.String("servers", "1,3", "comma-separated server counts for the turns floor")
+	turnPosters := flag.Int("turn-posters", 16, "posters spread over the turns floor's servers")
+	hold := flag.Duration("hold", 800*time.Microsecond, "how long the turns floor's lock holds each commit")
 	flag.Parse()
-	var posterCounts []int
-	for _, p := range strings.Split(*posters, ",") {
-		n, err := strconv.Atoi(strings.TrimSpace(p))
-		if err != nil || n < 1 {
-			fail(fmt.Errorf("-posters: %q is not a positive number (give a comma-separated list, such as 1,16)", p))
-		}
-		posterCounts = append(posterCounts, n)
-	}
-	if *calls < 1 || *events < 1 {
-		fail(fmt.Errorf("-calls and -events must be positive"))
+	posterCounts, serverCounts := counts("-posters", *posters), counts("-servers", *servers)
+	if *calls < 1 || *events < 1 || *turnPosters < 1 || *hold < 0 {
+		fail(fmt.Errorf("-calls, -events and -turn-posters must be positive, -hold not negative"))
 	}
 	self, err := os.Executable()
 	if err != nil {
 		fail(err)
 	}
-	for _, version := range []string{"2026-07-28", "2025-11-25"} {
-		res, err := subscribes(self, version, *calls)
-		if err != nil {
-			fail(fmt.Errorf("subscribes (%s): %w", version, err))
+	chosen := strings.Split(*floors, ",")
+	for _, f := range chosen {
+		if !slices.Contains([]string{"subscribes", "ingest", "turns"}, f) {
+			fail(fmt.Errorf("-floors: %q is not a floor (give some of subscribes,ingest,turns)", f))
 		}
-		emit(res)
 	}
-	for _, n := range posterCounts {
-		res, err := ingest(self, n, *events)
-		if err != nil {
-			fail(fmt.Errorf("ingest (%d posters): %w", n, err))
+	if slices.Contains(chosen, "subscribes") {
+		for _, version := range []string{"2026-07-28", "2025-11-25"} {
+			res, err := subscribes(self, version, *calls)
+			if err != nil {
+				fail(fmt.Errorf("subscribes (%s): %w", version, err))
+			}
+			emit(res)
 		}
-		emit(res)
 	}
+	if slices.Contains(chosen, "ingest") {
+		for _, n := range posterCounts {
+			res, err := ingest(self, n, *events)
+			if err != nil {
+				fail(fmt.Errorf("ingest (%d posters): %w", n, err))
+			}
+			emit(res)
+		}
+	}
+	if slices.Contains(chosen, "turns") {
+		for _, mode := range commitModes {
+			for _, n := range serverCounts {
+				res, err := turns(self, mode, *hold, n, *turnPosters, *events)
+				if err != nil {
+					fail(fmt.Errorf("turns (%s, %d servers): %w", mode, n, err))
+				}
+				emit(res)
+			}
+		}
+	}
+}
+
+// counts reads a comma-separated list of positive numbers given as flag.
+func counts(flag, list string) []int {
+	var out []int
+	for _, p := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(p))
+		if err != nil || n < 1 {
+			fail(fmt.Errorf("%s: %q is not a positive number (give a comma-separated list, such as 1,16)", flag, p))
+		}
+		out = append(out, n)
+	}
+	return out
 }
 
 func fail(err error) {
@@ -184,11 +224,21 @@ func subscribes(self, version string, calls int) (*Subscribes, error) {
 }
 
 // serveIngest is the ingest floor's server: it prints its base URL and
-// serves until its standard input closes.
-func serveIngest() {
+// serves until its standard input closes. Given a lock's address (the
+// turns floor), it answers each event once a commit carrying it is done,
+// and prints how many commits carried how many events as it ends.
+func serveIngest(args []string) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		fail(err)
+	}
+	var commits *committer
+	if len(args) == 2 {
+		conn, err := net.Dial("tcp", args[0])
+		if err != nil {
+			fail(err)
+		}
+		commits = &committer{conn: conn, gather: args[1] == "true"}
 	}
 	fmt.Printf("http://%s\n", ln.Addr())
 	srv := &http.Server{
@@ -202,6 +252,12 @@ func serveIngest() {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
+			if commits != nil {
+				if err := commits.commit(); err != nil {
+					http.Error(w, err.Error(), http.StatusServiceUnavailable)
+					return
+				}
+			}
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(http.StatusAccepted)
 			io.WriteString(w, accepted+"\n")
@@ -213,6 +269,9 @@ func serveIngest() {
 	}()
 	if err := srv.Serve(ln); err != http.ErrServerClosed {
 		fail(err)
+	}
+	if commits != nil {
+		fmt.Println(commits.commits.Load(), commits.events.Load())
 	}
 }
 
@@ -229,67 +288,17 @@ type Ingest struct {
 // ingest posts events to the ingest floor server run from self, from
 // posters keep-alive connections, with the requests bench/e2e sends.
 func ingest(self string, posters, events int) (*Ingest, error) {
-	cmd := exec.Command(self, "--ingest")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
+	s, err := start(self, "--ingest")
 	if err != nil {
 		return nil, err
 	}
-	stdout, err := cmd.StdoutPipe()
+	defer s.stop()
+	server0 := proc.CPUTime(s.cmd.Process.Pid)
+	elapsed, err := post([]string{s.first}, posters, events)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		stdin.Close()
-		cmd.Wait()
-	}()
-	base, err := bufio.NewReader(stdout).ReadString('\n')
-	if err != nil {
-		return nil, fmt.Errorf("the server gave no address: %w", err)
-	}
-	base = strings.TrimSpace(base)
-	var next, refused atomic.Int64
-	var firstErr atomic.Value
-	var wg sync.WaitGroup
-	server0 := proc.CPUTime(cmd.Process.Pid)
-	start := time.Now()
-	for range posters {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			p := &poster.Poster{Base: base}
-			defer p.Close()
-			var body []byte
-			for {
-				e := int(next.Add(1)) - 1
-				if e >= events {
-					return
-				}
-				body = workload.AppendEvent(body[:0], e)
-				status, _, err := p.Post(body)
-				if err != nil {
-					firstErr.CompareAndSwap(nil, err)
-					refused.Add(1)
-					return
-				}
-				if status != http.StatusAccepted {
-					refused.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	elapsed := time.Since(start)
-	cpu := proc.CPUTime(cmd.Process.Pid) - server0
-	if err, ok := firstErr.Load().(error); ok {
-		return nil, err
-	}
-	if n := refused.Load(); n > 0 {
-		return nil, fmt.Errorf("%d events refused", n)
-	}
+	cpu := proc.CPUTime(s.cmd.Process.Pid) - server0
 	return &Ingest{
 		Floor: "ingest", Posters: posters, Events: events, Seconds: elapsed.Seconds(),
 		PerSecond:      float64(events) / elapsed.Seconds(),
