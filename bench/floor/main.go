@@ -63,23 +63,8 @@ const subscription = `{"subscriptionId":"01a218bf-45ba-7dcd-9fad-d4c381e33dc3","
 const accepted = `{"id":"01a218bf-45ba-7dcd-9fad-d4c381e33dc4"}`
 
 func main() {
-	// Run by this program (or by bench/ts/subscribe.mjs) as a server.
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case "--stdio":
-			serveStdio()
-			return
-		case "--ingest":
-			serveIngest(os.Args[2:])
-			return
-		case "--lock":
-			hold, err := time.ParseDuration(os.Args[3])
-			if err != nil {
-				fail(err)
-			}
-			serveLock(os.Args[2], hold)
-			return
-		}
+	if serveRole(os.Args[1:]) {
+		return
 	}
 	calls := flag.Int("calls", 10000, "events_subscribe calls in a row for each protocol version")
 	events := flag.Int("events", 20000, "events posted to the ingest floor")
@@ -145,6 +130,27 @@ func counts(flag, list string) []int {
 		out = append(out, n)
 	}
 	return out
+}
+
+// serveRole runs this program as one of its servers when args say so (as
+// this program, or bench/ts/subscribe.mjs, runs it), and tells whether it
+// did.
+func serveRole(args []string) bool {
+	switch {
+	case len(args) > 0 && args[0] == "--stdio":
+		serveStdio()
+	case len(args) > 0 && args[0] == "--ingest":
+		serveIngest(args[1:])
+	case len(args) == 3 && args[0] == "--lock":
+		hold, err := time.ParseDuration(args[2])
+		if err != nil {
+			fail(err)
+		}
+		serveLock(args[1], hold)
+	default:
+		return false
+	}
+	return true
 }
 
 func fail(err error) {

@@ -148,13 +148,13 @@ func (c *committer) lead() {
 			batch = take()
 		}
 		if _, err = c.conn.Write([]byte{lockAsk}); err == nil && c.gather {
-			if _, err = io.ReadFull(c.conn, b); err == nil {
+			if err = c.read(b, lockGranted); err == nil {
 				batch = take()
 				_, err = c.conn.Write([]byte{lockBatch})
 			}
 		}
 		if err == nil {
-			_, err = io.ReadFull(c.conn, b)
+			err = c.read(b, lockDone)
 		}
 		c.commits.Add(1)
 		c.events.Add(int64(len(batch)))
@@ -172,6 +172,16 @@ func (c *committer) lead() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// read reads the lock's next byte into b, which must be want.
+func (c *committer) read(b []byte, want byte) error {
+	if _, err := io.ReadFull(c.conn, b); err != nil {
+		return err
+	} else if b[0] != want {
+		return fmt.Errorf("the lock sent %q, not %q", b[0], want)
+	}
+	return nil
 }
 
 // Turns is the turns floor's line.
@@ -233,6 +243,9 @@ func turns(self, mode string, hold time.Duration, servers, posters, events int) 
 			return nil, fmt.Errorf("a server's counts: %q", s.last)
 		}
 		commits, committed = commits+c, committed+e
+	}
+	if committed != int64(events) {
+		return nil, fmt.Errorf("%d events answered, %d committed", events, committed)
 	}
 	return &Turns{
 		Floor: "turns", Commits: mode, HoldMicros: hold.Microseconds(), Servers: servers, Posters: posters,
