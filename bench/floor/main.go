@@ -67,9 +67,9 @@ func main() {
 		return
 	}
 	calls := flag.Int("calls", 10000, "events_subscribe calls in a row for each protocol version")
-	events := flag.Int("events", 20000, "events posted to the ingest floor")
+	events := flag.Int("events", 20000, "events posted to the ingest floor, and to the turns floor each time")
 	posters := flag.String("posters", "1,16", "comma-separated poster counts for the ingest floor")
-	floors := flag.String("floors", "subscribes,ingest,turns", "which floors to measure")
+	floors := flag.String("floors", "subscribes,ingest,turns", "which floors to measure, comma-separated")
 	servers := flag.String("servers", "1,3", "comma-separated server counts for the turns floor")
 	turnPosters := flag.Int("turn-posters", 16, "posters spread over the turns floor's servers")
 	hold := flag.Duration("hold", 800*time.Microsecond, "how long the turns floor's lock holds each commit")
@@ -119,13 +119,14 @@ func main() {
 	}
 }
 
-// counts reads a comma-separated list of positive numbers given as flag.
-func counts(flag, list string) []int {
+// counts reads a comma-separated list of positive numbers given as the
+// flag named name.
+func counts(name, list string) []int {
 	var out []int
 	for _, p := range strings.Split(list, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(p))
 		if err != nil || n < 1 {
-			fail(fmt.Errorf("%s: %q is not a positive number (give a comma-separated list, such as 1,16)", flag, p))
+			fail(fmt.Errorf("%s: %q is not a positive number (give a comma-separated list, such as 1,16)", name, p))
 		}
 		out = append(out, n)
 	}
