@@ -132,24 +132,19 @@ func (c *committer) commit() error {
 	return <-done
 }
 
+// lead commits what waits, one commit after another, until nothing does
+// (or the lock fails, which fails every event waiting).
 func (c *committer) lead() {
 	b := make([]byte, 1)
 	for {
 		var err error
-		take := func() []chan error {
-			c.mu.Lock()
-			defer c.mu.Unlock()
-			w := c.wait
-			c.wait = nil
-			return w
-		}
 		var batch []chan error
 		if !c.gather {
-			batch = take()
+			batch = c.take()
 		}
 		if _, err = c.conn.Write([]byte{lockAsk}); err == nil && c.gather {
 			if err = c.read(b, lockGranted); err == nil {
-				batch = take()
+				batch = c.take()
 				_, err = c.conn.Write([]byte{lockBatch})
 			}
 		}
@@ -172,6 +167,15 @@ func (c *committer) lead() {
 		}
 		c.mu.Unlock()
 	}
+}
+
+// take returns the events waiting, which the commit under way carries.
+func (c *committer) take() []chan error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	w := c.wait
+	c.wait = nil
+	return w
 }
 
 // read reads the lock's next byte into b, which must be want.
